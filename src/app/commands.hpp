@@ -1,0 +1,17 @@
+// The subcommands of the `radstream` program. Each registers its options on the CLI11 app and returns the
+// function that runs it (exit code), so main() only dispatches.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <memory>
+
+namespace radstream::app {
+
+using Runner = std::function<int()>;
+
+Runner add_recon(CLI::App& app);
+Runner add_simulate(CLI::App& app);
+Runner add_demo(CLI::App& app);
+
+}  // namespace radstream::app

@@ -1,0 +1,133 @@
+// Owning buffers whose type says where the memory lives, and non-owning views with a shape.
+// Host and pinned-host buffers are 64-byte aligned (FFTW and SIMD friendly). Device buffers live in the CUDA
+// backend (gpu/device_buffer.hpp) so that this header carries no CUDA types.
+#pragma once
+#include <array>
+#include <complex>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <numeric>
+#include <span>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace radstream {
+
+using cfloat = std::complex<float>;
+
+enum class Location { Host, PinnedHost, Device };
+
+// Up to four extents, the first varying slowest (row-major: [coils][spokes][samples], [coils][y][x]).
+struct Extents {
+  std::array<std::size_t, 4> d{1, 1, 1, 1};
+  int rank = 0;
+
+  Extents() = default;
+  Extents(std::initializer_list<std::size_t> dims) {
+    if (dims.size() > 4) throw InputError("Extents: at most 4 dimensions");
+    for (auto v : dims) d[rank++] = v;
+  }
+  std::size_t size() const {
+    std::size_t n = 1;
+    for (int i = 0; i < rank; ++i) n *= d[i];
+    return n;
+  }
+  std::size_t operator[](int i) const { return d[i]; }
+  bool operator==(const Extents& o) const {
+    if (rank != o.rank) return false;
+    for (int i = 0; i < rank; ++i)
+      if (d[i] != o.d[i]) return false;
+    return true;
+  }
+  std::string str() const {
+    std::string s = "[";
+    for (int i = 0; i < rank; ++i) s += (i ? " " : "") + std::to_string(d[i]);
+    return s + "]";
+  }
+};
+
+// A non-owning typed view of memory at a known location.
+template <class T>
+struct View {
+  T* data = nullptr;
+  Extents ext;
+  Location loc = Location::Host;
+
+  std::size_t size() const { return ext.size(); }
+  bool empty() const { return data == nullptr || size() == 0; }
+  std::span<T> span() const { return {data, size()}; }
+  operator View<const T>() const { return {data, ext, loc}; }
+};
+
+namespace detail {
+struct AlignedFree {
+  void operator()(void* p) const { std::free(p); }
+};
+inline void* aligned_bytes(std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  const std::size_t rounded = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+// Pinned (page-locked) host memory: cudaHostAlloc with the CUDA backend, else aligned pageable memory.
+void* pinned_alloc(std::size_t bytes);
+void pinned_free(void* p);
+struct PinnedFree {
+  void operator()(void* p) const { pinned_free(p); }
+};
+}  // namespace detail
+
+// Host memory, zero-initialised, 64-byte aligned.
+template <class T>
+class HostBuffer {
+ public:
+  HostBuffer() = default;
+  explicit HostBuffer(Extents ext) : ext_(ext) {
+    mem_.reset(static_cast<T*>(detail::aligned_bytes(ext.size() * sizeof(T))));
+    if (ext.size()) std::memset(static_cast<void*>(mem_.get()), 0, ext.size() * sizeof(T));
+  }
+  T* data() { return mem_.get(); }
+  const T* data() const { return mem_.get(); }
+  std::size_t size() const { return ext_.size(); }
+  const Extents& extents() const { return ext_; }
+  T& operator[](std::size_t i) { return mem_.get()[i]; }
+  const T& operator[](std::size_t i) const { return mem_.get()[i]; }
+  T* begin() { return data(); }
+  T* end() { return data() + size(); }
+  const T* begin() const { return data(); }
+  const T* end() const { return data() + size(); }
+  View<T> view() { return {data(), ext_, Location::Host}; }
+  View<const T> view() const { return {data(), ext_, Location::Host}; }
+
+ private:
+  Extents ext_;
+  std::unique_ptr<T, detail::AlignedFree> mem_;
+};
+
+// Page-locked host memory for asynchronous uploads.
+template <class T>
+class PinnedHostBuffer {
+ public:
+  PinnedHostBuffer() = default;
+  explicit PinnedHostBuffer(Extents ext) : ext_(ext) {
+    mem_.reset(static_cast<T*>(detail::pinned_alloc(ext.size() * sizeof(T))));
+    if (ext.size()) std::memset(static_cast<void*>(mem_.get()), 0, ext.size() * sizeof(T));
+  }
+  T* data() { return mem_.get(); }
+  const T* data() const { return mem_.get(); }
+  std::size_t size() const { return ext_.size(); }
+  const Extents& extents() const { return ext_; }
+  View<T> view() { return {data(), ext_, Location::PinnedHost}; }
+  View<const T> view() const { return {data(), ext_, Location::PinnedHost}; }
+
+ private:
+  Extents ext_;
+  std::unique_ptr<T, detail::PinnedFree> mem_;
+};
+
+}  // namespace radstream

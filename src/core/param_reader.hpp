@@ -1,0 +1,108 @@
+// Parameters declared in one place. A parameter struct lists its fields once, in a `visit` member:
+//
+//   template <class V> void visit(V& v) {
+//     v.field("width", width, 2, 16, "Kaiser-Bessel kernel width in grid cells");
+//     v.choice("dcf", dcf, parse_dcf, to_string, "density compensation: ramp|ramp-dc|voronoi|none");
+//   }
+//
+// and the same list drives parsing from YAML (ParamReader: unknown keys and out-of-range values are rejected
+// with a message that names the key), range checks of values set in code (ParamChecker) and the documentation
+// (ParamPrinter, used by `radstream config --keys` and the README).
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <fmt/format.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace radstream {
+
+class ParamReader {
+ public:
+  ParamReader(const YAML::Node& node, std::string section);
+
+  template <class T>
+  void field(const char* key, T& value, T lo, T hi, const char* /*help*/) {
+    seen_.insert(key);
+    if (!node_ || !node_[key]) return;
+    T v{};
+    try {
+      v = node_[key].template as<T>();
+    } catch (const YAML::Exception&) {
+      throw ConfigError(fmt::format("{}.{}: '{}' is not a valid value", section_, key, scalar(key)));
+    }
+    if (!(v >= lo && v <= hi))
+      throw ConfigError(fmt::format("{}.{} = {} is outside {}..{}", section_, key, v, lo, hi));
+    value = v;
+  }
+  void field(const char* key, bool& value, const char* help);
+  void field(const char* key, std::string& value, const char* help);
+
+  template <class E, class Parse, class Print>
+  void choice(const char* key, E& value, Parse parse, Print /*print*/, const char* /*help*/) {
+    seen_.insert(key);
+    if (!node_ || !node_[key]) return;
+    try {
+      value = parse(scalar(key));
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("{}.{}: {}", section_, key, e.what()));
+    }
+  }
+  // Throws ConfigError listing any key of the node that no field declared.
+  void finish() const;
+
+ private:
+  std::string scalar(const char* key) const;
+  YAML::Node node_;
+  std::string section_;
+  std::set<std::string> seen_;
+};
+
+// Checks values set in code (e.g. from the command line) against the declared ranges.
+class ParamChecker {
+ public:
+  explicit ParamChecker(std::string section) : section_(std::move(section)) {}
+  template <class T>
+  void field(const char* key, const T& value, T lo, T hi, const char*) {
+    if (!(value >= lo && value <= hi))
+      throw ConfigError(fmt::format("{}.{} = {} is outside {}..{}", section_, key, value, lo, hi));
+  }
+  void field(const char*, const bool&, const char*) {}
+  void field(const char*, const std::string&, const char*) {}
+  template <class E, class Parse, class Print>
+  void choice(const char*, const E&, Parse, Print, const char*) {}
+
+ private:
+  std::string section_;
+};
+
+// Lists the declared keys with their defaults, ranges and help, one per line.
+class ParamPrinter {
+ public:
+  explicit ParamPrinter(std::string section) : section_(std::move(section)) {}
+  template <class T>
+  void field(const char* key, const T& value, T lo, T hi, const char* help) {
+    lines_.push_back(fmt::format("{}.{} (default {}, range {}..{}): {}", section_, key, value, lo, hi, help));
+  }
+  void field(const char* key, const bool& value, const char* help) {
+    lines_.push_back(fmt::format("{}.{} (default {}): {}", section_, key, value, help));
+  }
+  void field(const char* key, const std::string& value, const char* help) {
+    lines_.push_back(fmt::format("{}.{} (default {}): {}", section_, key, value, help));
+  }
+  template <class E, class Parse, class Print>
+  void choice(const char* key, const E& value, Parse, Print print, const char* help) {
+    lines_.push_back(fmt::format("{}.{} (default {}): {}", section_, key, print(value), help));
+  }
+  const std::vector<std::string>& lines() const { return lines_; }
+
+ private:
+  std::string section_;
+  std::vector<std::string> lines_;
+};
+
+}  // namespace radstream

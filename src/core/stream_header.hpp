@@ -1,0 +1,23 @@
+// What a stream declares up front (the MRD XML header): matrix, samples, coils, readout oversampling, angle scheme.
+#pragma once
+#include <string>
+
+#include "core/geometry.hpp"
+#include "core/trajectory.hpp"
+
+namespace radstream {
+
+struct StreamHeader {
+  int matrix = 256;
+  int samples = 512;
+  int coils = 8;
+  float readout_os = 2.f;
+  double fov_mm = 256.0;
+  AngleSpec angles;
+  double spoke_rate_hz = 0.0;  // nominal spokes per second (0 = unknown)
+
+  void validate() const;  // throws ConfigError naming the bad value
+  Geometry geometry(int spokes) const { return {matrix, samples, spokes, coils, readout_os}; }
+};
+
+}  // namespace radstream

@@ -1,0 +1,20 @@
+// What the program needs to know about CUDA, in plain C++ (no CUDA types): is a GPU usable, and which.
+#pragma once
+#include <string>
+
+namespace radstream::gpu {
+
+struct Availability {
+  bool available = false;
+  int device_count = 0;
+  std::string device_name;  // of device 0
+  std::string reason;       // why not, when not available
+};
+
+// Queries the CUDA runtime; any error (no driver, no device) means "no GPU". Never throws.
+Availability query();
+
+// True when the CUDA reconstruction stages are compiled into this build.
+bool cuda_stages_built();
+
+}  // namespace radstream::gpu

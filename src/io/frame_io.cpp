@@ -1,0 +1,86 @@
+#include "io/frame_io.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "io/image_stats.hpp"
+#include "io/png_writer.hpp"
+
+namespace radstream {
+
+Frame frame_from_bart(const CflArray& traj, const CflArray& ksp, int matrix, const std::string& what) {
+  if (traj.dims.empty() || traj.dim(0) != 3 || traj.dims.size() > 3 && [&] {
+        for (std::size_t i = 3; i < traj.dims.size(); ++i)
+          if (traj.dims[i] != 1) return true;
+        return false;
+      }())
+    throw IoError(fmt::format("{}: trajectory dimensions must be [3 samples spokes], not [{}]", what,
+                              fmt::join(traj.dims, " ")));
+  const long S = traj.dim(1), P = traj.dim(2);
+  const auto kd = ksp.squeezed();
+  long C = 1;
+  if (kd.size() == 3 && kd[0] == S && kd[1] == P) C = kd[2];
+  else if (!(kd.size() == 2 && kd[0] == S && kd[1] == P) && !(kd.size() == 1 && S * P == kd[0] && P == 1))
+    throw IoError(fmt::format("{}: k-space dimensions [{}] do not match the trajectory's {} samples x {} spokes "
+                              "(expected [1 {} {} coils])", what, fmt::join(ksp.dims, " "), S, P, S, P));
+  if (S < 2) throw IoError(fmt::format("{}: a spoke needs at least 2 samples, the trajectory has {}", what, S));
+  Geometry g{matrix, int(S), int(P), int(C), 1.f};
+  try {
+    g.validate();
+  } catch (const ConfigError& e) {
+    throw IoError(fmt::format("{}: {}", what, e.what()));
+  }
+  Frame f(g);
+  const double scale = 1.0 / matrix;  // BART units -> cycles/pixel
+  double kmax = 0;
+  for (long j = 0; j < S * P; ++j) {
+    const double kx = traj.data[3 * j].real() * scale, ky = traj.data[3 * j + 1].real() * scale;
+    if (!std::isfinite(kx) || !std::isfinite(ky))
+      throw IoError(fmt::format("{}: trajectory sample {} is not finite", what, j));
+    f.traj[2 * j] = float(kx);
+    f.traj[2 * j + 1] = float(ky);
+    kmax = std::max(kmax, std::max(std::abs(kx), std::abs(ky)));
+  }
+  if (kmax > 0.75)
+    throw IoError(fmt::format("{}: trajectory reaches |k| = {:.3f} cycles/pixel for matrix {}: is --matrix right? "
+                              "(BART units are +-N/2 for an N x N image)", what, kmax, matrix));
+  // Same memory order: k-space [S][P][C] with S fastest == frame data [C][P][S].
+  std::copy(ksp.data.begin(), ksp.data.end(), f.data.data());
+  for (long p = 0; p < P; ++p) f.spoke_index[p] = std::uint64_t(p);
+  return f;
+}
+
+Frame frame_from_spokes(const StreamHeader& h, std::span<const Spoke> spokes) {
+  if (spokes.empty()) throw InputError("no spokes to reconstruct");
+  Frame f(h.geometry(int(spokes.size())));
+  for (std::size_t i = 0; i < spokes.size(); ++i) f.set_spoke(int(i), spokes[i]);
+  return f;
+}
+
+std::vector<float> magnitude(std::span<const cfloat> image) {
+  std::vector<float> m(image.size());
+  for (std::size_t i = 0; i < image.size(); ++i) m[i] = std::abs(image[i]);
+  return m;
+}
+
+void write_image(const std::string& path, std::span<const cfloat> image, int matrix) {
+  auto ends = [&](const char* ext) {
+    const std::string e(ext);
+    return path.size() >= e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0;
+  };
+  if (image.size() != std::size_t(matrix) * matrix)
+    throw IoError(fmt::format("{}: image has {} pixels, not {}^2", path, image.size(), matrix));
+  if (ends(".cfl")) {
+    write_cfl(path, {matrix, matrix}, image);
+  } else if (ends(".png")) {
+    const auto m = magnitude(image);
+    write_png_grey(path, m, matrix, matrix, percentile(m, 0.5), percentile(m, 99.5));
+  } else {
+    throw ConfigError(fmt::format("output '{}' must end in .cfl or .png", path));
+  }
+}
+
+}  // namespace radstream

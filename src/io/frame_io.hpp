@@ -1,0 +1,28 @@
+// Frames from files and images to files: the glue between the readers/writers and the reconstruction chain.
+#pragma once
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/frame.hpp"
+#include "core/stream_header.hpp"
+#include "io/cfl.hpp"
+
+namespace radstream {
+
+// A frame from BART arrays: traj [3 samples spokes] in BART units (+-N/2 for an N x N image) and k-space whose
+// non-singleton dimensions are [samples spokes] or [samples spokes coils] (BART's [1 S P C], or [S P 1 C]).
+// Throws IoError naming the files and the sizes that disagree.
+Frame frame_from_bart(const CflArray& traj, const CflArray& kspace, int matrix, const std::string& what);
+
+// A frame from recorded spokes (all of the same size as the header says).
+Frame frame_from_spokes(const StreamHeader& h, std::span<const Spoke> spokes);
+
+// Writes a combined image [N][N] (magnitude in the real part): .cfl as [N N] complex, .png as 8-bit grey windowed
+// to the 0.5th..99.5th percentiles. Throws ConfigError for other extensions, IoError on write failure.
+void write_image(const std::string& path, std::span<const cfloat> image, int matrix);
+
+// The magnitudes of a complex image.
+std::vector<float> magnitude(std::span<const cfloat> image);
+
+}  // namespace radstream

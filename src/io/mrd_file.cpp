@@ -1,0 +1,239 @@
+#include "io/mrd_file.hpp"
+
+#include <ismrmrd/dataset.h>
+#include <ismrmrd/ismrmrd.h>
+#include <ismrmrd/xml.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace radstream {
+
+void StreamHeader::validate() const {
+  geometry(1).validate();
+  angles.validate();
+  if (!(fov_mm > 0)) throw ConfigError(fmt::format("fov_mm = {} must be > 0", fov_mm));
+}
+
+namespace {
+
+constexpr const char* kTrajId = "radstream_radial";
+
+int scheme_code(AngleScheme s) { return static_cast<int>(s); }
+
+AngleScheme scheme_from_code(long c, const std::string& ctx) {
+  if (c < 0 || c > 3) throw IoError(fmt::format("{}: angle_scheme {} is not 0..3", ctx, c));
+  return static_cast<AngleScheme>(c);
+}
+
+void split64(std::int64_t v, std::int32_t& lo, std::int32_t& hi) {
+  const auto u = static_cast<std::uint64_t>(v);
+  lo = static_cast<std::int32_t>(static_cast<std::uint32_t>(u & 0xffffffffu));
+  hi = static_cast<std::int32_t>(static_cast<std::uint32_t>(u >> 32));
+}
+
+std::int64_t join64(std::int32_t lo, std::int32_t hi) {
+  return static_cast<std::int64_t>((std::uint64_t(std::uint32_t(hi)) << 32) | std::uint32_t(lo));
+}
+
+void check_hdf5_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw IoError(fmt::format("{}: cannot open the file", path));
+  char sig[8] = {};
+  f.read(sig, 8);
+  static const char kSig[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+  if (!f || std::memcmp(sig, kSig, 8) != 0) throw IoError(fmt::format("{}: not an HDF5 (MRD) file", path));
+}
+
+}  // namespace
+
+std::string stream_header_to_xml(const StreamHeader& h) {
+  ISMRMRD::IsmrmrdHeader x;
+  x.experimentalConditions.H1resonanceFrequency_Hz = 63500000;
+  ISMRMRD::AcquisitionSystemInformation sys;
+  sys.receiverChannels = static_cast<unsigned short>(h.coils);
+  sys.systemVendor = std::string("radstream");
+  x.acquisitionSystemInformation = sys;
+  ISMRMRD::Encoding e;
+  e.encodedSpace.matrixSize = ISMRMRD::MatrixSize(h.samples, h.matrix, 1);
+  e.encodedSpace.fieldOfView_mm = {float(h.fov_mm * h.readout_os), float(h.fov_mm), 5.f};
+  e.reconSpace.matrixSize = ISMRMRD::MatrixSize(h.matrix, h.matrix, 1);
+  e.reconSpace.fieldOfView_mm = {float(h.fov_mm), float(h.fov_mm), 5.f};
+  e.trajectory = h.angles.scheme == AngleScheme::Golden ? ISMRMRD::TrajectoryType::GOLDENANGLE
+                                                         : ISMRMRD::TrajectoryType::RADIAL;
+  ISMRMRD::TrajectoryDescription td;
+  td.identifier = kTrajId;
+  td.userParameterLong = {{"angle_scheme", scheme_code(h.angles.scheme)},
+                          {"tiny_golden_n", h.angles.tiny_n},
+                          {"spokes_per_rotation", h.angles.spokes_per_rotation}};
+  td.userParameterDouble = {{"readout_oversampling", h.readout_os},
+                            {"trajectory_scale", 1.0},
+                            {"spoke_rate_hz", h.spoke_rate_hz}};
+  td.comment = std::string("k in cycles/pixel of the reconstructed matrix; angle in user_float[0] (radians)");
+  e.trajectoryDescription = td;
+  e.encodingLimits.kspace_encoding_step_1 = ISMRMRD::Limit(0, 65535, 0);
+  x.encoding.push_back(e);
+  std::ostringstream s;
+  ISMRMRD::serialize(x, s);
+  return s.str();
+}
+
+StreamHeader stream_header_from_xml(const std::string& xml, const std::string& ctx) {
+  ISMRMRD::IsmrmrdHeader x;
+  try {
+    ISMRMRD::deserialize(xml.c_str(), x);
+  } catch (const std::exception& e) {
+    throw IoError(fmt::format("{}: the MRD XML header is malformed: {}", ctx, e.what()));
+  }
+  if (x.encoding.empty()) throw IoError(fmt::format("{}: the MRD XML header has no encoding", ctx));
+  const auto& e = x.encoding[0];
+  StreamHeader h;
+  h.matrix = e.reconSpace.matrixSize.x;
+  h.samples = e.encodedSpace.matrixSize.x;
+  h.fov_mm = e.reconSpace.fieldOfView_mm.x > 0 ? e.reconSpace.fieldOfView_mm.x : 256.0;
+  h.readout_os = h.matrix > 0 ? float(h.samples) / float(h.matrix) : 1.f;
+  h.coils = 0;
+  if (x.acquisitionSystemInformation && x.acquisitionSystemInformation->receiverChannels)
+    h.coils = *x.acquisitionSystemInformation->receiverChannels;
+  h.angles.scheme = e.trajectory == ISMRMRD::TrajectoryType::GOLDENANGLE ? AngleScheme::Golden : AngleScheme::Linear180;
+  if (e.encodingLimits.kspace_encoding_step_1)
+    h.angles.spokes_per_rotation = std::max<int>(1, e.encodingLimits.kspace_encoding_step_1->maximum + 1);
+  if (e.trajectoryDescription) {
+    for (const auto& p : e.trajectoryDescription->userParameterLong) {
+      if (p.name == "angle_scheme") h.angles.scheme = scheme_from_code(p.value, ctx);
+      if (p.name == "tiny_golden_n") h.angles.tiny_n = int(p.value);
+      if (p.name == "spokes_per_rotation") h.angles.spokes_per_rotation = int(p.value);
+    }
+    for (const auto& p : e.trajectoryDescription->userParameterDouble) {
+      if (p.name == "readout_oversampling") h.readout_os = float(p.value);
+      if (p.name == "spoke_rate_hz") h.spoke_rate_hz = p.value;
+    }
+  }
+  if (e.trajectory != ISMRMRD::TrajectoryType::RADIAL && e.trajectory != ISMRMRD::TrajectoryType::GOLDENANGLE)
+    throw IoError(fmt::format("{}: the trajectory is not radial", ctx));
+  try {
+    StreamHeader check = h;
+    if (check.coils == 0) check.coils = 1;  // coil count may come from the acquisitions
+    check.validate();
+  } catch (const ConfigError& err) {
+    throw IoError(fmt::format("{}: MRD header: {}", ctx, err.what()));
+  }
+  return h;
+}
+
+MrdWriter::MrdWriter(const std::string& path, const StreamHeader& header) : path_(path), header_(header) {
+  header.validate();
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
+  try {
+    ds_ = std::make_unique<ISMRMRD::Dataset>(path.c_str(), "dataset", true);
+    ds_->writeHeader(stream_header_to_xml(header));
+  } catch (const std::exception& e) {
+    throw IoError(fmt::format("{}: cannot create the MRD file: {}", path, e.what()));
+  }
+}
+
+MrdWriter::~MrdWriter() = default;
+
+void MrdWriter::append(const Spoke& s) {
+  if (s.samples != header_.samples || s.coils != header_.coils)
+    throw InputError(fmt::format("{}: spoke {} is {} samples x {} coils, the header says {} x {}", path_,
+                                 s.header.spoke_index, s.samples, s.coils, header_.samples, header_.coils));
+  ISMRMRD::Acquisition acq(uint16_t(s.samples), uint16_t(s.coils), 2);
+  ISMRMRD::AcquisitionHeader h = acq.getHead();
+  h.scan_counter = s.header.scan_counter;
+  h.acquisition_time_stamp = s.header.acquisition_time_stamp;
+  h.idx.kspace_encode_step_1 = uint16_t(s.header.spoke_index & 0xffff);
+  h.flags = s.header.flags;
+  h.center_sample = uint16_t(s.samples / 2);
+  h.user_float[0] = float(s.header.angle);
+  split64(s.header.acquired_ns, h.user_int[0], h.user_int[1]);
+  split64(s.header.sent_ns, h.user_int[2], h.user_int[3]);
+  split64(std::int64_t(s.header.spoke_index), h.user_int[4], h.user_int[5]);
+  acq.setHead(h);
+  std::copy(s.traj.begin(), s.traj.end(), acq.getTrajPtr());
+  std::copy(s.data.begin(), s.data.end(), acq.getDataPtr());
+  try {
+    ds_->appendAcquisition(acq);
+  } catch (const std::exception& e) {
+    throw IoError(fmt::format("{}: cannot append spoke {}: {}", path_, s.header.spoke_index, e.what()));
+  }
+  ++count_;
+}
+
+MrdRecording read_mrd(const std::string& path, long start, long count) {
+  check_hdf5_file(path);
+  std::unique_ptr<ISMRMRD::Dataset> ds;
+  std::string xml;
+  try {
+    ds = std::make_unique<ISMRMRD::Dataset>(path.c_str(), "dataset", false);
+  } catch (const std::exception& e) {
+    throw IoError(fmt::format("{}: cannot open as an MRD dataset: {}", path, e.what()));
+  }
+  try {
+    ds->readHeader(xml);
+  } catch (const std::exception&) {
+    throw IoError(fmt::format("{}: the MRD file has no XML header (dataset/xml)", path));
+  }
+  MrdRecording rec;
+  rec.header = stream_header_from_xml(xml, path);
+  std::uint32_t n = 0;
+  try {
+    n = ds->getNumberOfAcquisitions();
+  } catch (const std::exception&) {
+    n = 0;
+  }
+  if (start < 0 || std::uint32_t(start) > n)
+    throw IoError(fmt::format("{}: start spoke {} is outside 0..{}", path, start, n));
+  const std::uint32_t end = count < 0 ? n : std::min<std::uint32_t>(n, std::uint32_t(start + count));
+  rec.spokes.reserve(end - start);
+  for (std::uint32_t i = std::uint32_t(start); i < end; ++i) {
+    ISMRMRD::Acquisition acq;
+    try {
+      ds->readAcquisition(i, acq);
+    } catch (const std::exception& e) {
+      throw IoError(fmt::format("{}: cannot read acquisition {}: {}", path, i, e.what()));
+    }
+    const auto& h = acq.getHead();
+    if (rec.header.coils == 0) rec.header.coils = h.active_channels;
+    if (h.number_of_samples != rec.header.samples || h.active_channels != rec.header.coils)
+      throw IoError(fmt::format("{}: acquisition {} has {} samples x {} coils, the XML header declares {} x {}", path,
+                                i, h.number_of_samples, h.active_channels, rec.header.samples, rec.header.coils));
+    if (h.trajectory_dimensions != 0 && h.trajectory_dimensions != 2)
+      throw IoError(fmt::format("{}: acquisition {} has trajectory_dimensions {}, expected 2 (or 0)", path, i,
+                                h.trajectory_dimensions));
+    Spoke s;
+    s.samples = h.number_of_samples;
+    s.coils = h.active_channels;
+    s.header.scan_counter = h.scan_counter;
+    s.header.acquisition_time_stamp = h.acquisition_time_stamp;
+    s.header.flags = h.flags;
+    s.header.acquired_ns = join64(h.user_int[0], h.user_int[1]);
+    s.header.sent_ns = join64(h.user_int[2], h.user_int[3]);
+    const std::int64_t full = join64(h.user_int[4], h.user_int[5]);
+    s.header.spoke_index = full != 0 || h.idx.kspace_encode_step_1 == 0 ? std::uint64_t(full)
+                                                                        : h.idx.kspace_encode_step_1;
+    s.header.angle = std::isfinite(h.user_float[0]) && h.trajectory_dimensions == 2
+                         ? double(h.user_float[0])
+                         : rec.header.angles.angle(std::int64_t(s.header.spoke_index));
+    s.traj.resize(2 * std::size_t(s.samples));
+    if (h.trajectory_dimensions == 2)
+      std::copy(acq.getTrajPtr(), acq.getTrajPtr() + s.traj.size(), s.traj.begin());
+    else
+      spoke_coordinates(s.header.angle, s.samples, s.traj);
+    s.data.assign(acq.getDataPtr(), acq.getDataPtr() + std::size_t(s.samples) * s.coils);
+    rec.spokes.push_back(std::move(s));
+  }
+  if (rec.header.coils == 0) throw IoError(fmt::format("{}: the header declares no coils and there are no spokes", path));
+  return rec;
+}
+
+}  // namespace radstream

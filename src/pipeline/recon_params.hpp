@@ -1,0 +1,51 @@
+// All reconstruction settings in one struct: the method, the backend and each stage's parameters. Read from the
+// `recon:` section of a config file or set from the command line; validated against the declared ranges.
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+#include <vector>
+
+#include "coil_combine/coil_combine.hpp"
+#include "density/density.hpp"
+#include "fft/fft.hpp"
+#include "gridding/gridding.hpp"
+#include "pipeline/backend.hpp"
+
+namespace radstream {
+
+enum class ReconMethod { Gridding };
+ReconMethod parse_recon_method(const std::string& name);  // gridding
+std::string to_string(ReconMethod m);
+
+struct ReconParams {
+  ReconMethod method = ReconMethod::Gridding;
+  BackendChoice backend = BackendChoice::Auto;
+  int threads = 0;  // CPU threads, 0 = all
+  DensityParams density;
+  GriddingParams gridding;
+  FftParams fft;
+  CoilCombineParams combine;
+
+  template <class V>
+  void visit(V& v) {
+    v.choice("method", method, parse_recon_method, [](ReconMethod m) { return to_string(m); },
+             "reconstruction method: gridding");
+    v.choice("backend", backend, parse_backend, [](BackendChoice b) { return to_string(b); },
+             "backend: auto (CUDA when a GPU is present) | cpu | cuda");
+    v.field("threads", threads, 0, 1024, "CPU worker threads (0 = all hardware threads)");
+    density.visit(v);
+    gridding.visit(v);
+    fft.visit(v);
+    combine.visit(v);
+  }
+
+  // Reads the keys of `node` (the `recon:` map) over the defaults. Throws ConfigError naming a bad key.
+  static ReconParams from_config(const YAML::Node& node);
+  // Checks ranges and combinations (e.g. kernel width even, Beatty's beta defined). Throws ConfigError.
+  void validate() const;
+  // One line per key: name, default, range, help.
+  static std::vector<std::string> describe();
+};
+
+}  // namespace radstream

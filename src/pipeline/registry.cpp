@@ -1,0 +1,43 @@
+#include "pipeline/registry.hpp"
+
+#include "core/error.hpp"
+#include "deapodize/deapodize.hpp"
+
+namespace radstream {
+
+void Registry::add(const std::string& name, Backend backend, StageFactory factory) {
+  factories_[{name, backend}] = std::move(factory);
+}
+
+bool Registry::has(const std::string& name, Backend backend) const { return factories_.count({name, backend}) > 0; }
+
+std::unique_ptr<Stage> Registry::create(const std::string& name, Backend backend, const ReconParams& p) const {
+  const auto it = factories_.find({name, backend});
+  if (it == factories_.end())
+    throw ConfigError("no stage '" + name + "' for the " + to_string(backend) + " backend in this build");
+  return it->second(p);
+}
+
+std::vector<std::string> Registry::names(Backend backend) const {
+  std::vector<std::string> out;
+  for (const auto& [key, f] : factories_)
+    if (key.second == backend) out.push_back(key.first);
+  return out;
+}
+
+void register_cpu_stages(Registry& r) {
+  r.add("density", Backend::Cpu, [](const ReconParams& p) { return make_density_cpu(p.density); });
+  r.add("gridding", Backend::Cpu, [](const ReconParams& p) { return make_gridding_cpu(p.gridding); });
+  r.add("fft_inverse", Backend::Cpu,
+        [](const ReconParams& p) { return make_fft_cpu(p.fft, FftDirection::Inverse); });
+  r.add("deapodize", Backend::Cpu, [](const ReconParams& p) { return make_deapodize_cpu(p.gridding); });
+  r.add("coil_combine", Backend::Cpu, [](const ReconParams& p) { return make_coil_combine_cpu(p.combine); });
+}
+
+Registry default_registry() {
+  Registry r;
+  register_cpu_stages(r);
+  return r;
+}
+
+}  // namespace radstream

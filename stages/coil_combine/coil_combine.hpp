@@ -1,0 +1,27 @@
+// Coil combination: [coils][N][N] complex coil images -> [N][N] combined image, stored as complex with the
+// magnitude in the real part (the imaginary part is 0).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "pipeline/stage.hpp"
+
+namespace radstream {
+
+enum class CoilCombineMethod { Rss };
+CoilCombineMethod parse_coil_combine(const std::string& name);  // rss
+std::string to_string(CoilCombineMethod m);
+
+struct CoilCombineParams {
+  CoilCombineMethod method = CoilCombineMethod::Rss;
+
+  template <class V>
+  void visit(V& v) {
+    v.choice("coil_combine", method, parse_coil_combine, [](CoilCombineMethod m) { return to_string(m); },
+             "coil combination: rss (root-sum-of-squares)");
+  }
+};
+
+std::unique_ptr<Stage> make_coil_combine_cpu(const CoilCombineParams& p);
+
+}  // namespace radstream

@@ -1,0 +1,56 @@
+#include <cmath>
+
+#include "coil_combine/coil_combine.hpp"
+#include "core/error.hpp"
+
+namespace radstream {
+
+CoilCombineMethod parse_coil_combine(const std::string& name) {
+  if (name == "rss") return CoilCombineMethod::Rss;
+  throw ConfigError("coil combination '" + name + "' is not one of rss");
+}
+
+std::string to_string(CoilCombineMethod) { return "rss"; }
+
+namespace {
+
+class CoilCombineCpu final : public Stage {
+ public:
+  explicit CoilCombineCpu(const CoilCombineParams& p) : p_(p) {}
+  std::string name() const override { return "coil_combine"; }
+
+  Extents configure(const Geometry& g, const Extents& input, Context&) override {
+    if (input.rank != 3) throw ConfigError("coil_combine: expects [coils][N][N], got " + input.str());
+    (void)g;
+    in_ext_ = input;
+    out_ext_ = Extents{input[1], input[2]};
+    return out_ext_;
+  }
+
+  void process(const StageInput& in, View<cfloat> out, Context&) override {
+    expect_view("coil_combine", "input", in.data, in_ext_, Location::Host);
+    expect_view("coil_combine", "output", out, out_ext_, Location::Host);
+    const long coils = long(in_ext_[0]);
+    const long pixels = long(in_ext_[1] * in_ext_[2]);
+    const cfloat* src = in.data.data;
+    cfloat* dst = out.data;
+#pragma omp parallel for schedule(static)
+    for (long p = 0; p < pixels; ++p) {
+      float s = 0.f;
+      for (long c = 0; c < coils; ++c) s += std::norm(src[c * pixels + p]);
+      dst[p] = cfloat(std::sqrt(s), 0.f);
+    }
+  }
+
+ private:
+  CoilCombineParams p_;
+  Extents in_ext_, out_ext_;
+};
+
+}  // namespace
+
+std::unique_ptr<Stage> make_coil_combine_cpu(const CoilCombineParams& p) {
+  return std::make_unique<CoilCombineCpu>(p);
+}
+
+}  // namespace radstream

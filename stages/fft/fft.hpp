@@ -1,0 +1,36 @@
+// Batched 2D complex FFT of [batch][G][G] grids (x fastest), in place, unnormalized.
+// Inverse: out[p] = sum_g in[g] exp(+2 pi i g p / G). Forward uses exp(-...).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "pipeline/stage.hpp"
+
+namespace radstream {
+
+enum class FftEngine { Auto, Fftw, Cufft, Custom };
+FftEngine parse_fft_engine(const std::string& name);  // auto|fftw|cufft|custom
+std::string to_string(FftEngine e);
+
+enum class FftPlanner { Estimate, Measure, Patient };
+FftPlanner parse_fft_planner(const std::string& name);  // estimate|measure|patient
+std::string to_string(FftPlanner p);
+
+enum class FftDirection { Forward, Inverse };
+
+struct FftParams {
+  FftEngine engine = FftEngine::Auto;          // auto: FFTW on the CPU, cuFFT on the GPU
+  FftPlanner planner = FftPlanner::Measure;    // FFTW planning effort (in configure, once)
+
+  template <class V>
+  void visit(V& v) {
+    v.choice("fft", engine, parse_fft_engine, [](FftEngine e) { return to_string(e); },
+             "FFT engine: auto | fftw (CPU) | cufft | custom (GPU)");
+    v.choice("fftw_planner", planner, parse_fft_planner, [](FftPlanner p) { return to_string(p); },
+             "FFTW planning effort: estimate | measure | patient");
+  }
+};
+
+std::unique_ptr<Stage> make_fft_cpu(const FftParams& p, FftDirection dir);
+
+}  // namespace radstream

@@ -1,0 +1,26 @@
+// Kaiser-Bessel gridding: spreads each (density-weighted) sample onto the sigma-oversampled Cartesian grid
+// with a W x W separable kernel taken from a lookup table. The grid is periodic (indices wrap), matching the
+// discrete Fourier transform that follows. Output [coils][G][G], x fastest, grid index g <-> k = (g - G/2) / G.
+#pragma once
+#include <memory>
+
+#include "pipeline/stage.hpp"
+
+namespace radstream {
+
+struct GriddingParams {
+  int width = 4;               // kernel width W in grid cells (even)
+  double oversampling = 2.0;   // grid oversampling sigma
+  int lut_resolution = 1024;   // kernel table entries per grid cell
+
+  template <class V>
+  void visit(V& v) {
+    v.field("kernel_width", width, 2, 16, "Kaiser-Bessel kernel width W in grid cells (even)");
+    v.field("oversampling", oversampling, 1.125, 4.0, "grid oversampling sigma (1.25 works with W >= 4)");
+    v.field("lut_resolution", lut_resolution, 16, 1 << 16, "kernel lookup-table entries per grid cell");
+  }
+};
+
+std::unique_ptr<Stage> make_gridding_cpu(const GriddingParams& p);
+
+}  // namespace radstream

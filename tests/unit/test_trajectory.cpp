@@ -1,0 +1,3 @@
+#include <gtest/gtest.h>
+#include "core/trajectory.hpp"
+TEST(Trajectory, Placeholder) { EXPECT_TRUE(true); }
