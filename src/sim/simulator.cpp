@@ -32,12 +32,19 @@ Simulator::Simulator(const SimParams& p) : p_(p), coils_(p.coils) {
   header_.spoke_rate_hz = p.rate_hz;
   header_.validate();
   if (p.snr > 0) {
-    // Reference signal level: RMS over the samples and coils of one noiseless spoke at angle 0.
+    // Reference signal level: RMS over the samples and coils of 16 noiseless spokes evenly spread over 180 deg.
     const auto e = ellipses_at(0.0);
+    constexpr int kAngles = 16;
     double sum = 0.0;
-    for (int c = 0; c < p.coils; ++c)
-      for (int n = 0; n < header_.samples; ++n) sum += std::norm(kspace(e, c, radial_position(n, header_.samples), 0.0));
-    noise_sigma_ = std::sqrt(sum / (double(p.coils) * header_.samples)) / p.snr;
+    for (int a = 0; a < kAngles; ++a) {
+      const double th = kPi * a / kAngles;
+      for (int c = 0; c < p.coils; ++c)
+        for (int n = 0; n < header_.samples; ++n) {
+          const double r = radial_position(n, header_.samples);
+          sum += std::norm(kspace(e, c, r * std::cos(th), r * std::sin(th)));
+        }
+    }
+    noise_sigma_ = std::sqrt(sum / (double(kAngles) * p.coils * header_.samples)) / p.snr;
   }
 }
 

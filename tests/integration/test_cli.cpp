@@ -1,0 +1,136 @@
+// The radstream program as a user runs it: bad input gives a clear error and a non-zero exit, never a crash.
+#include <gtest/gtest.h>
+#include <ismrmrd/dataset.h>
+#include <ismrmrd/ismrmrd.h>
+
+#include <fstream>
+
+#include "io/cfl.hpp"
+#include "io/mrd_file.hpp"
+#include "sim/simulator.hpp"
+#include "test_util.hpp"
+
+using namespace radstream;
+
+namespace {
+test::CommandResult radstream_cmd(const std::string& args) {
+  return test::run_command(test::radstream_binary() + " " + args);
+}
+void expect_failure(const test::CommandResult& r, int code, const std::string& needle) {
+  EXPECT_EQ(r.exit_code, code) << r.output;
+  EXPECT_NE(r.output.find(needle), std::string::npos) << "missing '" << needle << "' in:\n" << r.output;
+}
+void write_small_bart_pair(const test::TempDir& dir) {
+  std::vector<cfloat> traj(3 * 16 * 4), ksp(16 * 4 * 2, cfloat(1, 0));
+  for (int p = 0; p < 4; ++p)
+    for (int n = 0; n < 16; ++n) traj[3 * (p * 16 + n)] = cfloat(float(n - 8) * 0.5f, 0);
+  write_cfl(dir / "t", {3, 16, 4}, traj);
+  write_cfl(dir / "k", {1, 16, 4, 2}, ksp);
+}
+}  // namespace
+
+TEST(Cli, SimulateThenReconstructMrdToPngAndCfl) {
+  test::TempDir dir;
+  auto r = radstream_cmd("simulate --out " + dir / "s.h5" + " --spokes 64 --matrix 64 --coils 3 --snr 30");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = radstream_cmd("recon --backend cpu --input " + dir / "s.h5" + " --out " + dir / "s.png");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("backend: cpu"), std::string::npos) << r.output;
+  EXPECT_GT(std::filesystem::file_size(dir / "s.png"), 100u);
+  r = radstream_cmd("recon --input " + dir / "s.h5" + " --start 10 --count 40 --dcf voronoi --out " + dir / "s.cfl");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto img = read_cfl(dir / "s.cfl");
+  EXPECT_EQ(img.dims[0], 64);
+  EXPECT_EQ(img.dims[1], 64);
+}
+
+TEST(Cli, TruncatedCflIsAClearError) {
+  test::TempDir dir;
+  write_small_bart_pair(dir);
+  std::filesystem::resize_file(dir / "k.cfl", 100);
+  expect_failure(radstream_cmd("recon --traj " + dir / "t" + " --kspace " + dir / "k" + " --matrix 16 --out " +
+                               dir / "o.cfl"),
+                 3, "truncated");
+}
+
+TEST(Cli, AbsurdHeaderDimensionsAreAClearError) {
+  test::TempDir dir;
+  write_small_bart_pair(dir);
+  std::ofstream(dir / "k.hdr") << "# Dimensions\n1 16 4 99999999999 1 1\n";
+  expect_failure(radstream_cmd("recon --traj " + dir / "t" + " --kspace " + dir / "k" + " --matrix 16 --out " +
+                               dir / "o.cfl"),
+                 3, "k.hdr");
+}
+
+TEST(Cli, KspaceThatDisagreesWithTrajectoryIsAClearError) {
+  test::TempDir dir;
+  write_small_bart_pair(dir);
+  std::vector<cfloat> k(15 * 4);
+  write_cfl(dir / "k", {1, 15, 4}, k);
+  expect_failure(radstream_cmd("recon --traj " + dir / "t" + " --kspace " + dir / "k" + " --matrix 16 --out " +
+                               dir / "o.cfl"),
+                 3, "do not match");
+}
+
+TEST(Cli, MrdWithoutXmlHeaderIsAClearError) {
+  test::TempDir dir;
+  {
+    ISMRMRD::Dataset d((dir / "noxml.h5").c_str(), "dataset", true);
+    ISMRMRD::Acquisition acq(64, 2, 2);
+    d.appendAcquisition(acq);
+  }
+  expect_failure(radstream_cmd("recon --input " + dir / "noxml.h5" + " --out " + dir / "o.png"), 3, "no XML header");
+}
+
+TEST(Cli, MrdWhoseSampleCountsDisagreeIsAClearError) {
+  test::TempDir dir;
+  SimParams p;
+  p.matrix = 32;
+  p.coils = 2;
+  const Simulator sim(p);
+  {
+    ISMRMRD::Dataset d((dir / "bad.h5").c_str(), "dataset", true);
+    d.writeHeader(stream_header_to_xml(sim.header()));  // declares 64 samples
+    ISMRMRD::Acquisition acq(50, 2, 2);
+    d.appendAcquisition(acq);
+  }
+  expect_failure(radstream_cmd("recon --input " + dir / "bad.h5" + " --out " + dir / "o.png"), 3,
+                 "acquisition 0 has 50 samples");
+}
+
+TEST(Cli, BadOptionValuesNameTheOption) {
+  test::TempDir dir;
+  write_small_bart_pair(dir);
+  const std::string io = " --traj " + dir / "t" + " --kspace " + dir / "k" + " --matrix 16 --out " + dir / "o.cfl";
+  expect_failure(radstream_cmd("recon --dcf magic" + io), 2, "--dcf magic");
+  expect_failure(radstream_cmd("recon --width 5" + io), 2, "kernel_width = 5");
+  expect_failure(radstream_cmd("recon --oversampling 9" + io), 2, "oversampling");
+  expect_failure(radstream_cmd("recon --backend gpu" + io), 2, "gpu");
+  expect_failure(radstream_cmd("recon --traj " + dir / "t" + " --kspace " + dir / "k" + " --matrix 16 --out " +
+                               dir / "o.jpg"),
+                 2, "o.jpg");
+  expect_failure(radstream_cmd("simulate --out " + dir / "x.h5" + " --coils 99"), 2, "coils = 99");
+}
+
+TEST(Cli, TrajectoryInWrongUnitsIsCaught) {
+  test::TempDir dir;
+  write_small_bart_pair(dir);  // reaches +-4 in BART units: fine for matrix 16, not for matrix 8 -> |k| = 0.5
+  std::vector<cfloat> traj(3 * 16 * 4);
+  for (int p = 0; p < 4; ++p)
+    for (int n = 0; n < 16; ++n) traj[3 * (p * 16 + n)] = cfloat(float(n - 8), 0);  // +-8: cycles/pixel x 16
+  write_cfl(dir / "t", {3, 16, 4}, traj);
+  expect_failure(radstream_cmd("recon --traj " + dir / "t" + " --kspace " + dir / "k" + " --matrix 8 --out " +
+                               dir / "o.cfl"),
+                 3, "--matrix");
+}
+
+TEST(Cli, DemoWritesFramesAndMetrics) {
+  test::TempDir dir;
+  const auto r = radstream_cmd("demo --out-dir " + dir / "demo" + " --frames 3 --matrix 64 --coils 2 --window 34 "
+                               "--stride 8 --backend cpu");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(dir / "demo/frame_0002.png"));
+  std::ifstream m(dir / "demo/metrics.json");
+  std::string s((std::istreambuf_iterator<char>(m)), {});
+  EXPECT_NE(s.find("\"frames\": 3"), std::string::npos) << s;
+}
