@@ -1,4 +1,5 @@
-// Helpers shared by the tests: running commands, temporary folders, the optional references (BART, real data).
+// Helpers shared by the tests: running commands, temporary folders, the optional references (BART, real
+// data).
 #pragma once
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -47,33 +48,39 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-inline std::string radstream_binary() { return RADSTREAM_BIN; }
+inline std::string radstream_binary() {
+  return RADSTREAM_BIN;
+}
 
 inline bool env_flag(const char* name) {
   const char* v = std::getenv(name);
   return v && std::string(v) == "1";
 }
 
-// True when `bart` runs. When it does not: the test skips with the reason, or fails if RADSTREAM_REQUIRE_BART=1
-// (CI sets it, so a reference test cannot pass by skipping).
-inline bool bart_available() { return run_command("bart version").exit_code == 0; }
+// True when `bart` runs. When it does not: the test skips with the reason, or fails if
+// RADSTREAM_REQUIRE_BART=1 (CI sets it, so a reference test cannot pass by skipping).
+inline bool bart_available() {
+  return run_command("bart version").exit_code == 0;
+}
 
-#define RADSTREAM_REQUIRE_BART()                                                                          \
-  do {                                                                                                    \
-    if (!radstream::test::bart_available()) {                                                             \
-      if (radstream::test::env_flag("RADSTREAM_REQUIRE_BART")) FAIL() << "bart is not installed";         \
-      GTEST_SKIP() << "bart is not installed (apt-get install bart); this reference test needs it";       \
-    }                                                                                                     \
+#define RADSTREAM_REQUIRE_BART()                                                                    \
+  do {                                                                                              \
+    if (!radstream::test::bart_available()) {                                                       \
+      if (radstream::test::env_flag("RADSTREAM_REQUIRE_BART")) FAIL() << "bart is not installed";   \
+      GTEST_SKIP() << "bart is not installed (apt-get install bart); this reference test needs it"; \
+    }                                                                                               \
   } while (0)
 
 // The real scanner data sets beside the project (../shared/data/real), absent from a user's clone.
-inline std::filesystem::path real_data_dir() { return RADSTREAM_REAL_DATA; }
+inline std::filesystem::path real_data_dir() {
+  return RADSTREAM_REAL_DATA;
+}
 
-#define RADSTREAM_REQUIRE_REAL_DATA(sub)                                                                   \
-  do {                                                                                                     \
-    if (!std::filesystem::exists(radstream::test::real_data_dir() / (sub)))                               \
-      GTEST_SKIP() << "real data " << (radstream::test::real_data_dir() / (sub)).string()                \
-                   << " is absent (it lives in ../shared, beside the project, not in a clone)";            \
+#define RADSTREAM_REQUIRE_REAL_DATA(sub)                                                        \
+  do {                                                                                          \
+    if (!std::filesystem::exists(radstream::test::real_data_dir() / (sub)))                     \
+      GTEST_SKIP() << "real data " << (radstream::test::real_data_dir() / (sub)).string()       \
+                   << " is absent (it lives in ../shared, beside the project, not in a clone)"; \
   } while (0)
 
 }  // namespace radstream::test

@@ -1,6 +1,6 @@
-// radstream demo: the main job. Until the streaming path and the viewer exist, it runs offline and headless: the
-// simulator produces a golden-angle catheter phantom, the pipeline reconstructs sliding-window frames and writes
-// each as PNG, plus a metrics JSON (frame times).
+// radstream demo: the main job. Until the streaming path and the viewer exist, it runs offline and headless:
+// the simulator produces a golden-angle catheter phantom, the pipeline reconstructs sliding-window frames and
+// writes each as PNG, plus a metrics JSON (frame times).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -50,23 +50,27 @@ int run_demo(DemoArgs a) {
   std::vector<double> ms;
   for (int f = 0; f < a.frames; ++f) {
     const auto first = spokes.begin() + long(f) * a.stride;
-    const Frame frame = frame_from_spokes(sim.header(), std::span<const Spoke>(&*first, std::size_t(a.window)));
+    const Frame frame =
+        frame_from_spokes(sim.header(), std::span<const Spoke>(&*first, std::size_t(a.window)));
     const auto t0 = std::chrono::steady_clock::now();
     const auto image = chain.reconstruct(frame);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     char name[64];
     std::snprintf(name, sizeof name, "frame_%04d.png", f);
     write_image((std::filesystem::path(a.out_dir) / name).string(), image.span(), sim.header().matrix);
-    log::info("frame {}/{}: spokes {}..{}, {:.1f} ms", f + 1, a.frames, f * a.stride, f * a.stride + a.window - 1,
-              ms.back());
+    log::info("frame {}/{}: spokes {}..{}, {:.1f} ms", f + 1, a.frames, f * a.stride,
+              f * a.stride + a.window - 1, ms.back());
   }
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
-  const auto pct = [&](double q) { return sorted[std::min(sorted.size() - 1, std::size_t(q * sorted.size()))]; };
+  const auto pct = [&](double q) {
+    return sorted[std::min(sorted.size() - 1, std::size_t(q * sorted.size()))];
+  };
   const std::string metrics = (std::filesystem::path(a.out_dir) / "metrics.json").string();
   std::ofstream m(metrics);
   m << fmt::format(
-      "{{\"mode\": \"offline-headless\", \"backend\": \"{}\", \"frames\": {}, \"window\": {}, \"stride\": {},\n"
+      "{{\"mode\": \"offline-headless\", \"backend\": \"{}\", \"frames\": {}, \"window\": {}, \"stride\": "
+      "{},\n"
       " \"geometry\": \"{}\", \"frame_ms\": {{\"p50\": {:.3f}, \"p95\": {:.3f}, \"max\": {:.3f}}},\n"
       " \"frames_per_s\": {:.1f}}}\n",
       to_string(backend.backend), a.frames, a.window, a.stride, chain.geometry().str(), pct(0.5), pct(0.95),

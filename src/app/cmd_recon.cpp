@@ -51,7 +51,8 @@ int run_recon(const ReconArgs& a) {
   ReconChain chain(params, backend.backend, registry);
   const auto t0 = std::chrono::steady_clock::now();
   chain.configure(g);
-  const double plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double plan_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   log::info("configured for {} (dcf {}, W {}, sigma {}, planning {:.1f} ms)", g.str(),
             to_string(params.density.method), params.gridding.width, params.gridding.oversampling, plan_ms);
 
@@ -65,8 +66,9 @@ int run_recon(const ReconArgs& a) {
   std::sort(times.begin(), times.end());
   std::string stages;
   for (const auto& t : chain.timings()) stages += fmt::format(" {} {:.2f}", t.stage, t.ms);
-  log::info("reconstruction: median {:.2f} ms over {} run(s) (min {:.2f}, max {:.2f}); last run by stage (ms):{}",
-            times[times.size() / 2], times.size(), times.front(), times.back(), stages);
+  log::info(
+      "reconstruction: median {:.2f} ms over {} run(s) (min {:.2f}, max {:.2f}); last run by stage (ms):{}",
+      times[times.size() / 2], times.size(), times.front(), times.back(), stages);
   write_image(a.out, image.span(), g.matrix);
   log::info("wrote {}", a.out);
   return 0;

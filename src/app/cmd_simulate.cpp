@@ -46,11 +46,13 @@ Runner add_simulate(CLI::App& app) {
   app.add_option("--out", a->out, "MRD .h5 file to write")->required();
   app.add_option("--spokes", a->spokes, "number of spokes (default 256)");
   app.add_option("--matrix", p.matrix, "image matrix N (default 256)");
-  app.add_option("--readout-os", p.readout_os, "readout oversampling: samples per spoke = os x N (default 2)");
+  app.add_option("--readout-os", p.readout_os,
+                 "readout oversampling: samples per spoke = os x N (default 2)");
   app.add_option("--coils", p.coils, "coils, 1..64 (default 8)");
   app.add_option("--angles", p.angles, "linear180|linear360|golden|tiny-golden (default golden)");
   app.add_option("--tiny-n", p.tiny_n, "tiny golden angle order 2..10 (default 5)");
-  app.add_option("--spokes-per-rotation", p.spokes_per_rotation, "spokes per rotation, linear schemes (default 256)");
+  app.add_option("--spokes-per-rotation", p.spokes_per_rotation,
+                 "spokes per rotation, linear schemes (default 256)");
   app.add_option("--snr", p.snr, "k-space SNR (RMS signal / RMS noise), 0 = noiseless (default 0)");
   app.add_flag("--motion", p.motion, "add a moving catheter-tip ellipse");
   app.add_option("--rate", p.rate_hz, "spokes per second, sets the timestamps and the motion (default 400)");

@@ -2,7 +2,6 @@
 // function that runs it (exit code), so main() only dispatches.
 #pragma once
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <memory>
 

@@ -7,9 +7,9 @@
 #include "app/commands.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/param_reader.hpp"
 #include "pipeline/recon_params.hpp"
 #include "sim/simulator.hpp"
-#include "core/param_reader.hpp"
 
 int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("radstream"));
@@ -27,10 +27,13 @@ int main(int argc, char** argv) {
   };
   add("recon", "offline reconstruction of a BART .cfl pair or an MRD .h5 file to .cfl or .png",
       radstream::app::add_recon);
-  add("simulate", "stream the analytic phantom like a scanner, into an MRD .h5 file", radstream::app::add_simulate);
-  add("demo", "the main job: simulated catheter phantom -> sliding-window reconstruction -> PNG frames + metrics",
+  add("simulate", "stream the analytic phantom like a scanner, into an MRD .h5 file",
+      radstream::app::add_simulate);
+  add("demo",
+      "the main job: simulated catheter phantom -> sliding-window reconstruction -> PNG frames + metrics",
       radstream::app::add_demo);
-  CLI::App* keys = app.add_subcommand("config-keys", "list every configuration key with its default and range");
+  CLI::App* keys =
+      app.add_subcommand("config-keys", "list every configuration key with its default and range");
 
   try {
     app.parse(argc, argv);

@@ -14,7 +14,8 @@ void ReconOptions::add_to(CLI::App& app) {
   app.add_option("--lut-resolution", lut, "kernel table entries per grid cell (default 1024)");
   app.add_option("--backend", backend, "auto|cpu|cuda (default auto: CUDA when a GPU is present)");
   app.add_option("--fft", fft, "FFT engine: auto|fftw|cufft|custom (default auto)");
-  app.add_option("--fftw-planner", planner, "FFTW planning effort: estimate|measure|patient (default measure)");
+  app.add_option("--fftw-planner", planner,
+                 "FFTW planning effort: estimate|measure|patient (default measure)");
   app.add_option("--threads", threads, "CPU threads, 0 = all (default 0)");
 }
 

@@ -1,7 +1,6 @@
 // Command-line options that set reconstruction parameters, shared by the subcommands that reconstruct.
 #pragma once
 #include <CLI/CLI.hpp>
-
 #include <optional>
 #include <string>
 

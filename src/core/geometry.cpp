@@ -25,7 +25,8 @@ std::string Geometry::str() const {
 
 void Frame::set_spoke(int s, const Spoke& spoke) {
   const Geometry& g = geometry;
-  if (s < 0 || s >= g.spokes) throw InputError(fmt::format("spoke slot {} is outside 0..{}", s, g.spokes - 1));
+  if (s < 0 || s >= g.spokes)
+    throw InputError(fmt::format("spoke slot {} is outside 0..{}", s, g.spokes - 1));
   if (spoke.samples != g.samples || spoke.coils != g.coils)
     throw InputError(fmt::format("spoke {} has {} samples x {} coils, the frame expects {} x {}",
                                  spoke.header.spoke_index, spoke.samples, spoke.coils, g.samples, g.coils));
@@ -33,7 +34,8 @@ void Frame::set_spoke(int s, const Spoke& spoke) {
     throw InputError(fmt::format("spoke {} buffers have the wrong size", spoke.header.spoke_index));
   std::copy(spoke.traj.begin(), spoke.traj.end(), traj.data() + std::size_t(s) * g.samples * 2);
   for (int c = 0; c < g.coils; ++c)
-    std::copy(spoke.data.begin() + std::size_t(c) * g.samples, spoke.data.begin() + std::size_t(c + 1) * g.samples,
+    std::copy(spoke.data.begin() + std::size_t(c) * g.samples,
+              spoke.data.begin() + std::size_t(c + 1) * g.samples,
               data.data() + (std::size_t(c) * g.spokes + s) * g.samples);
   spoke_index[s] = spoke.header.spoke_index;
   last_acquired_ns = std::max(last_acquired_ns, spoke.header.acquired_ns);

@@ -6,7 +6,8 @@
 
 namespace radstream::log {
 
-// Sets the level of the default logger from a name (trace, debug, info, warn, error, off). Throws ConfigError.
+// Sets the level of the default logger from a name (trace, debug, info, warn, error, off). Throws
+// ConfigError.
 void set_level(const std::string& name);
 
 template <class... Args>

@@ -2,7 +2,8 @@
 
 namespace radstream {
 
-ParamReader::ParamReader(const YAML::Node& node, std::string section) : node_(node), section_(std::move(section)) {
+ParamReader::ParamReader(const YAML::Node& node, std::string section)
+    : node_(node), section_(std::move(section)) {
   if (node_ && !node_.IsNull() && !node_.IsMap())
     throw ConfigError(fmt::format("{}: expected a map of key: value", section_));
 }

@@ -9,9 +9,8 @@
 // with a message that names the key), range checks of values set in code (ParamChecker) and the documentation
 // (ParamPrinter, used by `radstream config --keys` and the README).
 #pragma once
-#include <yaml-cpp/yaml.h>
-
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 
 #include <set>
 #include <string>

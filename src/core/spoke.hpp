@@ -9,12 +9,12 @@ namespace radstream {
 
 struct SpokeHeader {
   std::uint32_t scan_counter = 0;
-  std::uint64_t spoke_index = 0;     // idx.kspace_encode_step_1 (and the envelope's spoke index)
-  std::uint64_t flags = 0;           // MRD acquisition flags
+  std::uint64_t spoke_index = 0;             // idx.kspace_encode_step_1 (and the envelope's spoke index)
+  std::uint64_t flags = 0;                   // MRD acquisition flags
   std::uint32_t acquisition_time_stamp = 0;  // MRD ticks
-  std::int64_t acquired_ns = 0;      // CLOCK_MONOTONIC ns at acquisition
-  std::int64_t sent_ns = 0;          // CLOCK_MONOTONIC ns when sent
-  double angle = 0.0;                // radians; NaN when unknown
+  std::int64_t acquired_ns = 0;              // CLOCK_MONOTONIC ns at acquisition
+  std::int64_t sent_ns = 0;                  // CLOCK_MONOTONIC ns when sent
+  double angle = 0.0;                        // radians; NaN when unknown
 };
 
 struct Spoke {

@@ -1,4 +1,5 @@
-// What a stream declares up front (the MRD XML header): matrix, samples, coils, readout oversampling, angle scheme.
+// What a stream declares up front (the MRD XML header): matrix, samples, coils, readout oversampling, angle
+// scheme.
 #pragma once
 #include <string>
 

@@ -16,10 +16,14 @@ AngleScheme parse_angle_scheme(const std::string& name) {
 
 std::string to_string(AngleScheme s) {
   switch (s) {
-    case AngleScheme::Linear180: return "linear180";
-    case AngleScheme::Linear360: return "linear360";
-    case AngleScheme::Golden: return "golden";
-    case AngleScheme::TinyGolden: return "tiny-golden";
+    case AngleScheme::Linear180:
+      return "linear180";
+    case AngleScheme::Linear360:
+      return "linear360";
+    case AngleScheme::Golden:
+      return "golden";
+    case AngleScheme::TinyGolden:
+      return "tiny-golden";
   }
   return "unknown";
 }
@@ -33,10 +37,14 @@ void AngleSpec::validate() const {
 
 double AngleSpec::increment() const {
   switch (scheme) {
-    case AngleScheme::Linear180: return kPi / spokes_per_rotation;
-    case AngleScheme::Linear360: return 2.0 * kPi / spokes_per_rotation;
-    case AngleScheme::Golden: return kPi / kGoldenRatio;
-    case AngleScheme::TinyGolden: return kPi / (kGoldenRatio + tiny_n - 1);
+    case AngleScheme::Linear180:
+      return kPi / spokes_per_rotation;
+    case AngleScheme::Linear360:
+      return 2.0 * kPi / spokes_per_rotation;
+    case AngleScheme::Golden:
+      return kPi / kGoldenRatio;
+    case AngleScheme::TinyGolden:
+      return kPi / (kGoldenRatio + tiny_n - 1);
   }
   return 0.0;
 }

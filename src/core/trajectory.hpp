@@ -1,5 +1,6 @@
 // Radial trajectories. Inside the pipeline a k-space coordinate is in cycles per pixel of the reconstructed
-// matrix: every spoke spans [-0.5, 0.5) whatever its readout oversampling, which only makes the samples denser.
+// matrix: every spoke spans [-0.5, 0.5) whatever its readout oversampling, which only makes the samples
+// denser.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -23,21 +24,22 @@ struct AngleSpec {
   int tiny_n = 5;                 // order of the tiny golden angle, 2..10
   int spokes_per_rotation = 256;  // P for the linear schemes
 
-  void validate() const;          // throws ConfigError naming the bad value
-  double increment() const;       // radians between consecutive spokes
+  void validate() const;                         // throws ConfigError naming the bad value
+  double increment() const;                      // radians between consecutive spokes
   double angle(std::int64_t spoke_index) const;  // radians, in [0, 2 pi)
 };
 
 inline constexpr double kGoldenRatio = 1.6180339887498948482;
 inline constexpr double kPi = 3.14159265358979323846;
 
-// k (cycles/pixel) of sample n of a spoke with `samples` samples: (n - samples/2) / samples, so that the spoke
-// spans [-0.5, 0.5) for any readout oversampling; the centre k = 0 is sample samples/2.
+// k (cycles/pixel) of sample n of a spoke with `samples` samples: (n - samples/2) / samples, so that the
+// spoke spans [-0.5, 0.5) for any readout oversampling; the centre k = 0 is sample samples/2.
 inline double radial_position(int n, int samples) {
   return (static_cast<double>(n) - samples / 2) / static_cast<double>(samples);
 }
 
-// Writes samples x (kx, ky) of a spoke at `angle` (radians; direction (cos, sin)) into out (2 * samples floats).
+// Writes samples x (kx, ky) of a spoke at `angle` (radians; direction (cos, sin)) into out (2 * samples
+// floats).
 void spoke_coordinates(double angle, int samples, std::span<float> out);
 
 }  // namespace radstream

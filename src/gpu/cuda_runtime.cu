@@ -33,7 +33,9 @@ Availability query() {
   return a;
 }
 
-bool cuda_stages_built() { return false; }
+bool cuda_stages_built() {
+  return false;
+}
 
 }  // namespace radstream::gpu
 

@@ -13,13 +13,19 @@ Availability query() {
   return a;
 }
 
-bool cuda_stages_built() { return false; }
+bool cuda_stages_built() {
+  return false;
+}
 
 }  // namespace radstream::gpu
 
 namespace radstream::detail {
 
-void* pinned_alloc(std::size_t bytes) { return aligned_bytes(bytes); }
-void pinned_free(void* p) { std::free(p); }
+void* pinned_alloc(std::size_t bytes) {
+  return aligned_bytes(bytes);
+}
+void pinned_free(void* p) {
+  std::free(p);
+}
 
 }  // namespace radstream::detail

@@ -1,10 +1,10 @@
 #include "io/cfl.hpp"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 
@@ -57,15 +57,17 @@ CflArray read_cfl(const std::string& path, std::size_t max_elements) {
   std::size_t n = 1;
   for (long d : a.dims) {
     if (std::size_t(d) > max_elements || n > max_elements / std::size_t(d))
-      throw IoError(fmt::format("{}: dimensions declare more than {} elements (the limit)", hdr, max_elements));
+      throw IoError(
+          fmt::format("{}: dimensions declare more than {} elements (the limit)", hdr, max_elements));
     n *= std::size_t(d);
   }
   std::error_code ec;
   const auto bytes = std::filesystem::file_size(cfl, ec);
   if (ec) throw IoError(fmt::format("{}: cannot open the data file ({})", cfl, ec.message()));
   if (bytes != n * sizeof(cfloat))
-    throw IoError(fmt::format("{}: holds {} bytes, the header declares {} complex values = {} bytes ({})", cfl, bytes,
-                              n, n * sizeof(cfloat), bytes < n * sizeof(cfloat) ? "truncated" : "too long"));
+    throw IoError(fmt::format("{}: holds {} bytes, the header declares {} complex values = {} bytes ({})",
+                              cfl, bytes, n, n * sizeof(cfloat),
+                              bytes < n * sizeof(cfloat) ? "truncated" : "too long"));
   a.data.resize(n);
   std::ifstream f(cfl, std::ios::binary);
   if (!f.read(reinterpret_cast<char*>(a.data.data()), std::streamsize(n * sizeof(cfloat))))

@@ -1,9 +1,9 @@
 #include "io/frame_io.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "io/image_stats.hpp"
@@ -22,11 +22,15 @@ Frame frame_from_bart(const CflArray& traj, const CflArray& ksp, int matrix, con
   const long S = traj.dim(1), P = traj.dim(2);
   const auto kd = ksp.squeezed();
   long C = 1;
-  if (kd.size() == 3 && kd[0] == S && kd[1] == P) C = kd[2];
+  if (kd.size() == 3 && kd[0] == S && kd[1] == P)
+    C = kd[2];
   else if (!(kd.size() == 2 && kd[0] == S && kd[1] == P) && !(kd.size() == 1 && S * P == kd[0] && P == 1))
-    throw IoError(fmt::format("{}: k-space dimensions [{}] do not match the trajectory's {} samples x {} spokes "
-                              "(expected [1 {} {} coils])", what, fmt::join(ksp.dims, " "), S, P, S, P));
-  if (S < 2) throw IoError(fmt::format("{}: a spoke needs at least 2 samples, the trajectory has {}", what, S));
+    throw IoError(
+        fmt::format("{}: k-space dimensions [{}] do not match the trajectory's {} samples x {} spokes "
+                    "(expected [1 {} {} coils])",
+                    what, fmt::join(ksp.dims, " "), S, P, S, P));
+  if (S < 2)
+    throw IoError(fmt::format("{}: a spoke needs at least 2 samples, the trajectory has {}", what, S));
   Geometry g{matrix, int(S), int(P), int(C), 1.f};
   try {
     g.validate();
@@ -45,8 +49,10 @@ Frame frame_from_bart(const CflArray& traj, const CflArray& ksp, int matrix, con
     kmax = std::max(kmax, std::max(std::abs(kx), std::abs(ky)));
   }
   if (kmax > 0.75)
-    throw IoError(fmt::format("{}: trajectory reaches |k| = {:.3f} cycles/pixel for matrix {}: is --matrix right? "
-                              "(BART units are +-N/2 for an N x N image)", what, kmax, matrix));
+    throw IoError(
+        fmt::format("{}: trajectory reaches |k| = {:.3f} cycles/pixel for matrix {}: is --matrix right? "
+                    "(BART units are +-N/2 for an N x N image)",
+                    what, kmax, matrix));
   // Same memory order: k-space [S][P][C] with S fastest == frame data [C][P][S].
   std::copy(ksp.data.begin(), ksp.data.end(), f.data.data());
   for (long p = 0; p < P; ++p) f.spoke_index[p] = std::uint64_t(p);

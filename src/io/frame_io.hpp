@@ -10,16 +10,17 @@
 
 namespace radstream {
 
-// A frame from BART arrays: traj [3 samples spokes] in BART units (+-N/2 for an N x N image) and k-space whose
-// non-singleton dimensions are [samples spokes] or [samples spokes coils] (BART's [1 S P C], or [S P 1 C]).
-// Throws IoError naming the files and the sizes that disagree.
+// A frame from BART arrays: traj [3 samples spokes] in BART units (+-N/2 for an N x N image) and k-space
+// whose non-singleton dimensions are [samples spokes] or [samples spokes coils] (BART's [1 S P C], or [S P 1
+// C]). Throws IoError naming the files and the sizes that disagree.
 Frame frame_from_bart(const CflArray& traj, const CflArray& kspace, int matrix, const std::string& what);
 
 // A frame from recorded spokes (all of the same size as the header says).
 Frame frame_from_spokes(const StreamHeader& h, std::span<const Spoke> spokes);
 
-// Writes a combined image [N][N] (magnitude in the real part): .cfl as [N N] complex, .png as 8-bit grey windowed
-// to the 0.5th..99.5th percentiles. Throws ConfigError for other extensions, IoError on write failure.
+// Writes a combined image [N][N] (magnitude in the real part): .cfl as [N N] complex, .png as 8-bit grey
+// windowed to the 0.5th..99.5th percentiles. Throws ConfigError for other extensions, IoError on write
+// failure.
 void write_image(const std::string& path, std::span<const cfloat> image, int matrix);
 
 // The magnitudes of a complex image.

@@ -1,5 +1,6 @@
 #include "io/mrd_file.hpp"
 
+#include <fmt/format.h>
 #include <ismrmrd/dataset.h>
 #include <ismrmrd/ismrmrd.h>
 #include <ismrmrd/xml.h>
@@ -10,8 +11,6 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 
@@ -27,7 +26,9 @@ namespace {
 
 constexpr const char* kTrajId = "radstream_radial";
 
-int scheme_code(AngleScheme s) { return static_cast<int>(s); }
+int scheme_code(AngleScheme s) {
+  return static_cast<int>(s);
+}
 
 AngleScheme scheme_from_code(long c, const std::string& ctx) {
   if (c < 0 || c > 3) throw IoError(fmt::format("{}: angle_scheme {} is not 0..3", ctx, c));
@@ -68,15 +69,14 @@ std::string stream_header_to_xml(const StreamHeader& h) {
   e.reconSpace.matrixSize = ISMRMRD::MatrixSize(h.matrix, h.matrix, 1);
   e.reconSpace.fieldOfView_mm = {float(h.fov_mm), float(h.fov_mm), 5.f};
   e.trajectory = h.angles.scheme == AngleScheme::Golden ? ISMRMRD::TrajectoryType::GOLDENANGLE
-                                                         : ISMRMRD::TrajectoryType::RADIAL;
+                                                        : ISMRMRD::TrajectoryType::RADIAL;
   ISMRMRD::TrajectoryDescription td;
   td.identifier = kTrajId;
   td.userParameterLong = {{"angle_scheme", scheme_code(h.angles.scheme)},
                           {"tiny_golden_n", h.angles.tiny_n},
                           {"spokes_per_rotation", h.angles.spokes_per_rotation}};
-  td.userParameterDouble = {{"readout_oversampling", h.readout_os},
-                            {"trajectory_scale", 1.0},
-                            {"spoke_rate_hz", h.spoke_rate_hz}};
+  td.userParameterDouble = {
+      {"readout_oversampling", h.readout_os}, {"trajectory_scale", 1.0}, {"spoke_rate_hz", h.spoke_rate_hz}};
   td.comment = std::string("k in cycles/pixel of the reconstructed matrix; angle in user_float[0] (radians)");
   e.trajectoryDescription = td;
   e.encodingLimits.kspace_encoding_step_1 = ISMRMRD::Limit(0, 65535, 0);
@@ -103,7 +103,8 @@ StreamHeader stream_header_from_xml(const std::string& xml, const std::string& c
   h.coils = 0;
   if (x.acquisitionSystemInformation && x.acquisitionSystemInformation->receiverChannels)
     h.coils = *x.acquisitionSystemInformation->receiverChannels;
-  h.angles.scheme = e.trajectory == ISMRMRD::TrajectoryType::GOLDENANGLE ? AngleScheme::Golden : AngleScheme::Linear180;
+  h.angles.scheme =
+      e.trajectory == ISMRMRD::TrajectoryType::GOLDENANGLE ? AngleScheme::Golden : AngleScheme::Linear180;
   if (e.encodingLimits.kspace_encoding_step_1)
     h.angles.spokes_per_rotation = std::max<int>(1, e.encodingLimits.kspace_encoding_step_1->maximum + 1);
   if (e.trajectoryDescription) {
@@ -205,8 +206,9 @@ MrdRecording read_mrd(const std::string& path, long start, long count) {
     const auto& h = acq.getHead();
     if (rec.header.coils == 0) rec.header.coils = h.active_channels;
     if (h.number_of_samples != rec.header.samples || h.active_channels != rec.header.coils)
-      throw IoError(fmt::format("{}: acquisition {} has {} samples x {} coils, the XML header declares {} x {}", path,
-                                i, h.number_of_samples, h.active_channels, rec.header.samples, rec.header.coils));
+      throw IoError(
+          fmt::format("{}: acquisition {} has {} samples x {} coils, the XML header declares {} x {}", path,
+                      i, h.number_of_samples, h.active_channels, rec.header.samples, rec.header.coils));
     if (h.trajectory_dimensions != 0 && h.trajectory_dimensions != 2)
       throw IoError(fmt::format("{}: acquisition {} has trajectory_dimensions {}, expected 2 (or 0)", path, i,
                                 h.trajectory_dimensions));
@@ -219,8 +221,8 @@ MrdRecording read_mrd(const std::string& path, long start, long count) {
     s.header.acquired_ns = join64(h.user_int[0], h.user_int[1]);
     s.header.sent_ns = join64(h.user_int[2], h.user_int[3]);
     const std::int64_t full = join64(h.user_int[4], h.user_int[5]);
-    s.header.spoke_index = full != 0 || h.idx.kspace_encode_step_1 == 0 ? std::uint64_t(full)
-                                                                        : h.idx.kspace_encode_step_1;
+    s.header.spoke_index =
+        full != 0 || h.idx.kspace_encode_step_1 == 0 ? std::uint64_t(full) : h.idx.kspace_encode_step_1;
     s.header.angle = std::isfinite(h.user_float[0]) && h.trajectory_dimensions == 2
                          ? double(h.user_float[0])
                          : rec.header.angles.angle(std::int64_t(s.header.spoke_index));
@@ -232,7 +234,8 @@ MrdRecording read_mrd(const std::string& path, long start, long count) {
     s.data.assign(acq.getDataPtr(), acq.getDataPtr() + std::size_t(s.samples) * s.coils);
     rec.spokes.push_back(std::move(s));
   }
-  if (rec.header.coils == 0) throw IoError(fmt::format("{}: the header declares no coils and there are no spokes", path));
+  if (rec.header.coils == 0)
+    throw IoError(fmt::format("{}: the header declares no coils and there are no spokes", path));
   return rec;
 }
 

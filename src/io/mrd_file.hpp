@@ -1,15 +1,19 @@
-// MRD (ISMRMRD v1) HDF5 files through libismrmrd's ISMRMRD::Dataset: the XML header plus one acquisition per spoke.
+// MRD (ISMRMRD v1) HDF5 files through libismrmrd's ISMRMRD::Dataset: the XML header plus one acquisition per
+// spoke.
 //
 // Conventions of radstream files (declared in the XML so other tools can read them):
-//  - encoding.trajectory = radial; encodedSpace.matrixSize = (samples, matrix); reconSpace = (matrix, matrix);
+//  - encoding.trajectory = radial; encodedSpace.matrixSize = (samples, matrix); reconSpace = (matrix,
+//  matrix);
 //  - trajectoryDescription "radstream_radial": userParameterLong angle_scheme (0 linear180, 1 linear360,
 //    2 golden, 3 tiny golden), tiny_golden_n, spokes_per_rotation; userParameterDouble readout_oversampling,
 //    trajectory_scale (1: coordinates in cycles/pixel of the reconstructed matrix), spoke_rate_hz;
-//  - each acquisition: trajectory_dimensions 2 (kx, ky in cycles/pixel), idx.kspace_encode_step_1 = spoke index
+//  - each acquisition: trajectory_dimensions 2 (kx, ky in cycles/pixel), idx.kspace_encode_step_1 = spoke
+//  index
 //    (mod 65536), user_float[0] = angle in radians, user_int[0..1] = acquisition ns (low, high 32 bits),
 //    user_int[2..3] = send ns, user_int[4..5] = full 64-bit spoke index.
-// Files from other tools: without the trajectoryDescription, the trajectory is taken from the acquisitions when
-// present (in the units that their trajectory_scale says; default cycles/pixel), else derived from the angle scheme.
+// Files from other tools: without the trajectoryDescription, the trajectory is taken from the acquisitions
+// when present (in the units that their trajectory_scale says; default cycles/pixel), else derived from the
+// angle scheme.
 #pragma once
 #include <memory>
 #include <string>
@@ -25,7 +29,8 @@ class Dataset;
 namespace radstream {
 
 std::string stream_header_to_xml(const StreamHeader& h);
-// Throws IoError (with `context`, e.g. the file name) when the XML is malformed or lacks what radstream needs.
+// Throws IoError (with `context`, e.g. the file name) when the XML is malformed or lacks what radstream
+// needs.
 StreamHeader stream_header_from_xml(const std::string& xml, const std::string& context);
 
 class MrdWriter {
@@ -48,8 +53,9 @@ struct MrdRecording {
   std::vector<Spoke> spokes;
 };
 
-// Reads spokes [start, start + count) (count < 0: to the end). Throws IoError naming the file and the problem:
-// missing file, not HDF5, no XML header, acquisitions whose sample or coil counts disagree with the header.
+// Reads spokes [start, start + count) (count < 0: to the end). Throws IoError naming the file and the
+// problem: missing file, not HDF5, no XML header, acquisitions whose sample or coil counts disagree with the
+// header.
 MrdRecording read_mrd(const std::string& path, long start = 0, long count = -1);
 
 }  // namespace radstream

@@ -5,7 +5,9 @@
 
 namespace radstream {
 
-std::string to_string(Backend b) { return b == Backend::Cuda ? "cuda" : "cpu"; }
+std::string to_string(Backend b) {
+  return b == Backend::Cuda ? "cuda" : "cpu";
+}
 
 BackendChoice parse_backend(const std::string& name) {
   if (name == "auto") return BackendChoice::Auto;
@@ -16,9 +18,12 @@ BackendChoice parse_backend(const std::string& name) {
 
 std::string to_string(BackendChoice b) {
   switch (b) {
-    case BackendChoice::Auto: return "auto";
-    case BackendChoice::Cpu: return "cpu";
-    case BackendChoice::Cuda: return "cuda";
+    case BackendChoice::Auto:
+      return "auto";
+    case BackendChoice::Cpu:
+      return "cpu";
+    case BackendChoice::Cuda:
+      return "cuda";
   }
   return "auto";
 }

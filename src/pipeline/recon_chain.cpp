@@ -1,14 +1,15 @@
 #include "pipeline/recon_chain.hpp"
 
-#include <chrono>
-
 #include <fmt/format.h>
+
+#include <chrono>
 
 #include "core/error.hpp"
 
 namespace radstream {
 
-ReconChain::ReconChain(const ReconParams& params, Backend backend, const Registry& registry) : params_(params) {
+ReconChain::ReconChain(const ReconParams& params, Backend backend, const Registry& registry)
+    : params_(params) {
   params_.validate();
   ctx_.backend = backend;
   ctx_.threads = params.threads;
@@ -48,7 +49,8 @@ View<const cfloat> ReconChain::reconstruct(const Frame& frame) {
   if (!configured_) throw InputError("reconstruct: the chain is not configured");
   const Geometry& fg = frame.geometry;
   if (fg.coils != g_.coils || fg.spokes != g_.spokes || fg.samples != g_.samples)
-    throw InputError(fmt::format("reconstruct: frame is {}, the chain is configured for {}", fg.str(), g_.str()));
+    throw InputError(
+        fmt::format("reconstruct: frame is {}, the chain is configured for {}", fg.str(), g_.str()));
   StageInput in{frame.data.view(), frame.traj.view()};
   for (std::size_t i = 0; i < stages_.size(); ++i) {
     const auto t0 = std::chrono::steady_clock::now();

@@ -10,7 +10,9 @@ ReconMethod parse_recon_method(const std::string& name) {
   throw ConfigError("reconstruction method '" + name + "' is not one of gridding");
 }
 
-std::string to_string(ReconMethod) { return "gridding"; }
+std::string to_string(ReconMethod) {
+  return "gridding";
+}
 
 ReconParams ReconParams::from_config(const YAML::Node& node) {
   ReconParams p;

@@ -1,5 +1,5 @@
-// All reconstruction settings in one struct: the method, the backend and each stage's parameters. Read from the
-// `recon:` section of a config file or set from the command line; validated against the declared ranges.
+// All reconstruction settings in one struct: the method, the backend and each stage's parameters. Read from
+// the `recon:` section of a config file or set from the command line; validated against the declared ranges.
 #pragma once
 #include <yaml-cpp/yaml.h>
 
@@ -29,10 +29,12 @@ struct ReconParams {
 
   template <class V>
   void visit(V& v) {
-    v.choice("method", method, parse_recon_method, [](ReconMethod m) { return to_string(m); },
-             "reconstruction method: gridding");
-    v.choice("backend", backend, parse_backend, [](BackendChoice b) { return to_string(b); },
-             "backend: auto (CUDA when a GPU is present) | cpu | cuda");
+    v.choice(
+        "method", method, parse_recon_method, [](ReconMethod m) { return to_string(m); },
+        "reconstruction method: gridding");
+    v.choice(
+        "backend", backend, parse_backend, [](BackendChoice b) { return to_string(b); },
+        "backend: auto (CUDA when a GPU is present) | cpu | cuda");
     v.field("threads", threads, 0, 1024, "CPU worker threads (0 = all hardware threads)");
     density.visit(v);
     gridding.visit(v);

@@ -9,9 +9,12 @@ void Registry::add(const std::string& name, Backend backend, StageFactory factor
   factories_[{name, backend}] = std::move(factory);
 }
 
-bool Registry::has(const std::string& name, Backend backend) const { return factories_.count({name, backend}) > 0; }
+bool Registry::has(const std::string& name, Backend backend) const {
+  return factories_.count({name, backend}) > 0;
+}
 
-std::unique_ptr<Stage> Registry::create(const std::string& name, Backend backend, const ReconParams& p) const {
+std::unique_ptr<Stage> Registry::create(const std::string& name, Backend backend,
+                                        const ReconParams& p) const {
   const auto it = factories_.find({name, backend});
   if (it == factories_.end())
     throw ConfigError("no stage '" + name + "' for the " + to_string(backend) + " backend in this build");

@@ -1,8 +1,8 @@
 // The stage contract (DESIGN.md section 3).
 //
 // configure(geometry, input extents, context) plans: lookup tables, FFT plans, allocation; it may be slow and
-// returns the extents of the stage's output. process(in, out, context) runs the work (CPU) or enqueues it on the
-// context's stream (CUDA); it must not allocate, synchronize the device or touch the default stream.
+// returns the extents of the stage's output. process(in, out, context) runs the work (CPU) or enqueues it on
+// the context's stream (CUDA); it must not allocate, synchronize the device or touch the default stream.
 #pragma once
 #include <memory>
 #include <string>
@@ -17,13 +17,13 @@ std::string to_string(Backend b);
 
 struct Context {
   Backend backend = Backend::Cpu;
-  int threads = 0;          // CPU worker threads; 0 = all hardware threads
-  void* stream = nullptr;   // cudaStream_t of this pipeline (CUDA backend)
+  int threads = 0;         // CPU worker threads; 0 = all hardware threads
+  void* stream = nullptr;  // cudaStream_t of this pipeline (CUDA backend)
 };
 
 // A stage's input: complex data and, for stages that need it, the frame's trajectory ([spokes][samples][2],
-// cycles/pixel) at the same location. The output is a View<cfloat> of the extents configure() returned; a stage
-// whose in_place() is true accepts out.data == in.data.data.
+// cycles/pixel) at the same location. The output is a View<cfloat> of the extents configure() returned; a
+// stage whose in_place() is true accepts out.data == in.data.data.
 struct StageInput {
   View<const cfloat> data;
   View<const float> traj;
@@ -40,6 +40,7 @@ class Stage {
 };
 
 // Throws InputError unless v has the expected extents and location (used at the top of process()).
-void expect_view(const char* stage, const char* what, const View<const cfloat>& v, const Extents& ext, Location loc);
+void expect_view(const char* stage, const char* what, const View<const cfloat>& v, const Extents& ext,
+                 Location loc);
 
 }  // namespace radstream

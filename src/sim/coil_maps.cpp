@@ -14,7 +14,8 @@ CoilMaps::CoilMaps(int coils) : coils_(coils) {
     coef_ = {1.0};
     return;
   }
-  // Harmonics on a 3 x 3 lattice of period L = 4 FOV units (the FOV spans 2): one bump per coil, no wrap inside.
+  // Harmonics on a 3 x 3 lattice of period L = 4 FOV units (the FOV spans 2): one bump per coil, no wrap
+  // inside.
   constexpr double L = 4.0;
   constexpr double kDecay = 0.5;
   double peak = 0.0;

@@ -4,7 +4,8 @@
 
 namespace radstream {
 
-std::vector<std::complex<double>> adjoint_nudft(std::span<const float> traj, std::span<const std::complex<float>> data,
+std::vector<std::complex<double>> adjoint_nudft(std::span<const float> traj,
+                                                std::span<const std::complex<float>> data,
                                                 std::span<const float> weights, int N) {
   std::vector<std::complex<double>> img(std::size_t(N) * N);
   const std::size_t n = data.size();

@@ -6,9 +6,10 @@
 
 namespace radstream {
 
-// Adjoint: img(x, y) = sum_j w_j d_j exp(+2 pi i (kx_j x + ky_j y)), x, y in -N/2 .. N/2-1, stored [y][x] with
-// x + N/2 fastest. traj [n][2] in cycles/pixel; weights may be empty (all 1).
-std::vector<std::complex<double>> adjoint_nudft(std::span<const float> traj, std::span<const std::complex<float>> data,
+// Adjoint: img(x, y) = sum_j w_j d_j exp(+2 pi i (kx_j x + ky_j y)), x, y in -N/2 .. N/2-1, stored [y][x]
+// with x + N/2 fastest. traj [n][2] in cycles/pixel; weights may be empty (all 1).
+std::vector<std::complex<double>> adjoint_nudft(std::span<const float> traj,
+                                                std::span<const std::complex<float>> data,
                                                 std::span<const float> weights, int matrix);
 
 }  // namespace radstream

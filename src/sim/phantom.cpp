@@ -7,18 +7,20 @@
 namespace radstream {
 
 std::vector<Ellipse> modified_shepp_logan() {
-  // Toft's modified intensities; y negated (and rotations mirrored) so that the image, stored with row 0 at the
-  // top, shows the usual orientation.
+  // Toft's modified intensities; y negated (and rotations mirrored) so that the image, stored with row 0 at
+  // the top, shows the usual orientation.
   return {
-      {1.0, 0.69, 0.92, 0.0, 0.0, 0.0},          {-0.8, 0.6624, 0.8740, 0.0, 0.0184, 0.0},
-      {-0.2, 0.1100, 0.3100, 0.22, 0.0, 18.0},   {-0.2, 0.1600, 0.4100, -0.22, 0.0, -18.0},
-      {0.1, 0.2100, 0.2500, 0.0, -0.35, 0.0},    {0.1, 0.0460, 0.0460, 0.0, -0.1, 0.0},
-      {0.1, 0.0460, 0.0460, 0.0, 0.1, 0.0},      {0.1, 0.0460, 0.0230, -0.08, 0.605, 0.0},
-      {0.1, 0.0230, 0.0230, 0.0, 0.606, 0.0},    {0.1, 0.0230, 0.0460, 0.06, 0.605, 0.0},
+      {1.0, 0.69, 0.92, 0.0, 0.0, 0.0},        {-0.8, 0.6624, 0.8740, 0.0, 0.0184, 0.0},
+      {-0.2, 0.1100, 0.3100, 0.22, 0.0, 18.0}, {-0.2, 0.1600, 0.4100, -0.22, 0.0, -18.0},
+      {0.1, 0.2100, 0.2500, 0.0, -0.35, 0.0},  {0.1, 0.0460, 0.0460, 0.0, -0.1, 0.0},
+      {0.1, 0.0460, 0.0460, 0.0, 0.1, 0.0},    {0.1, 0.0460, 0.0230, -0.08, 0.605, 0.0},
+      {0.1, 0.0230, 0.0230, 0.0, 0.606, 0.0},  {0.1, 0.0230, 0.0460, 0.06, 0.605, 0.0},
   };
 }
 
-Ellipse catheter_tip(double x, double y) { return {0.8, 0.035, 0.035, x, y, 0.0}; }
+Ellipse catheter_tip(double x, double y) {
+  return {0.8, 0.035, 0.035, x, y, 0.0};
+}
 
 std::complex<double> ellipses_fourier(const std::vector<Ellipse>& es, double kx, double ky) {
   std::complex<double> sum = 0.0;

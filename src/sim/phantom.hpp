@@ -1,7 +1,7 @@
-// The modified Shepp-Logan phantom (Toft) as a sum of ellipses on the field of view [-1, 1]^2, image y pointing
-// down (row 0 at the top). Its Fourier transform is exact (no inverse crime): for an ellipse of intensity A,
-// semi-axes a, b, centre c and rotation phi, F(kappa) = A a b exp(-2 pi i kappa.c) J1(2 pi q) / q with
-// q = |diag(a, b) R(-phi) kappa|, kappa in cycles per unit of the field of view.
+// The modified Shepp-Logan phantom (Toft) as a sum of ellipses on the field of view [-1, 1]^2, image y
+// pointing down (row 0 at the top). Its Fourier transform is exact (no inverse crime): for an ellipse of
+// intensity A, semi-axes a, b, centre c and rotation phi, F(kappa) = A a b exp(-2 pi i kappa.c) J1(2 pi q) /
+// q with q = |diag(a, b) R(-phi) kappa|, kappa in cycles per unit of the field of view.
 #pragma once
 #include <complex>
 #include <vector>

@@ -32,7 +32,8 @@ Simulator::Simulator(const SimParams& p) : p_(p), coils_(p.coils) {
   header_.spoke_rate_hz = p.rate_hz;
   header_.validate();
   if (p.snr > 0) {
-    // Reference signal level: RMS over the samples and coils of 16 noiseless spokes evenly spread over 180 deg.
+    // Reference signal level: RMS over the samples and coils of 16 noiseless spokes evenly spread over 180
+    // deg.
     const auto e = ellipses_at(0.0);
     constexpr int kAngles = 16;
     double sum = 0.0;

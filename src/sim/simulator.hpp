@@ -1,12 +1,13 @@
-// The analytic radial phantom scanner: multi-coil k-space of the modified Shepp-Logan phantom computed exactly
-// from its ellipses, smooth analytic coil sensitivities, complex Gaussian noise at a given SNR, an optional
-// moving bright ellipse (a catheter tip), any angle scheme. Spoke i is a pure function of (parameters, i).
+// The analytic radial phantom scanner: multi-coil k-space of the modified Shepp-Logan phantom computed
+// exactly from its ellipses, smooth analytic coil sensitivities, complex Gaussian noise at a given SNR, an
+// optional moving bright ellipse (a catheter tip), any angle scheme. Spoke i is a pure function of
+// (parameters, i).
 #pragma once
+#include <yaml-cpp/yaml.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "core/spoke.hpp"
 #include "core/stream_header.hpp"
@@ -17,15 +18,15 @@ namespace radstream {
 
 struct SimParams {
   int matrix = 256;
-  double readout_os = 2.0;   // samples per spoke = readout_os x matrix
+  double readout_os = 2.0;  // samples per spoke = readout_os x matrix
   int coils = 8;
   std::string angles = "golden";  // linear180 | linear360 | golden | tiny-golden
   int tiny_n = 5;
   int spokes_per_rotation = 256;  // for linear schemes
-  double snr = 0.0;          // RMS signal / RMS noise of the k-space samples; 0 = no noise
-  bool motion = false;       // a small bright ellipse moving along a figure-of-eight
+  double snr = 0.0;               // RMS signal / RMS noise of the k-space samples; 0 = no noise
+  bool motion = false;            // a small bright ellipse moving along a figure-of-eight
   double motion_period_s = 4.0;
-  double rate_hz = 400.0;    // spokes per second (sets the acquisition timestamps and the motion)
+  double rate_hz = 400.0;  // spokes per second (sets the acquisition timestamps and the motion)
   double fov_mm = 256.0;
   std::uint64_t seed = 1;
 
@@ -39,7 +40,8 @@ struct SimParams {
     v.field("coils", coils, 1, 64, "receive coils");
     v.field("angles", angles, "angle scheme: linear180|linear360|golden|tiny-golden");
     v.field("tiny_golden_n", tiny_n, 2, 10, "order N of the tiny golden angle 180/(phi+N-1)");
-    v.field("spokes_per_rotation", spokes_per_rotation, 1, 1 << 20, "spokes per rotation of the linear schemes");
+    v.field("spokes_per_rotation", spokes_per_rotation, 1, 1 << 20,
+            "spokes per rotation of the linear schemes");
     v.field("snr", snr, 0.0, 1e9, "k-space SNR (RMS signal / RMS noise); 0 = noiseless");
     v.field("motion", motion, "add a moving catheter-tip ellipse");
     v.field("motion_period_s", motion_period_s, 0.1, 3600.0, "period of the tip's path in seconds");

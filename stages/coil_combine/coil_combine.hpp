@@ -17,8 +17,9 @@ struct CoilCombineParams {
 
   template <class V>
   void visit(V& v) {
-    v.choice("coil_combine", method, parse_coil_combine, [](CoilCombineMethod m) { return to_string(m); },
-             "coil combination: rss (root-sum-of-squares)");
+    v.choice(
+        "coil_combine", method, parse_coil_combine, [](CoilCombineMethod m) { return to_string(m); },
+        "coil combination: rss (root-sum-of-squares)");
   }
 };
 

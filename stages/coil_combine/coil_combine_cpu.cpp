@@ -10,7 +10,9 @@ CoilCombineMethod parse_coil_combine(const std::string& name) {
   throw ConfigError("coil combination '" + name + "' is not one of rss");
 }
 
-std::string to_string(CoilCombineMethod) { return "rss"; }
+std::string to_string(CoilCombineMethod) {
+  return "rss";
+}
 
 namespace {
 

@@ -1,6 +1,6 @@
 // Deapodization and crop: keeps the central N x N of the inverse-transformed oversampled grid, undoes the
-// fftshift by the (-1)^(x+y) checkerboard, and divides by the kernel's Fourier transform, so that pixel (x, y)
-// (x, y in -N/2 .. N/2-1, stored at x + N/2) equals the adjoint NUDFT sum_j d_j exp(+2 pi i k_j . (x, y)).
+// fftshift by the (-1)^(x+y) checkerboard, and divides by the kernel's Fourier transform, so that pixel (x,
+// y) (x, y in -N/2 .. N/2-1, stored at x + N/2) equals the adjoint NUDFT sum_j d_j exp(+2 pi i k_j . (x, y)).
 // Input [coils][G][G], output [coils][N][N].
 #pragma once
 #include <memory>
@@ -11,7 +11,8 @@
 
 namespace radstream {
 
-// Per axis: for output pixel i (0..N-1) the source grid index and the factor (-1)^p / c_hat(p / G), p = i - N/2.
+// Per axis: for output pixel i (0..N-1) the source grid index and the factor (-1)^p / c_hat(p / G), p = i -
+// N/2.
 struct DeapodizeTable {
   std::vector<int> src;
   std::vector<float> factor;

@@ -1,6 +1,6 @@
-// Density compensation: weights each sample by the area of k-space it represents (cycles/pixel squared), so that
-// the weights of a full radial set add up to the area of the sampled disc (pi / 4) and the adjoint reproduces
-// image intensities.
+// Density compensation: weights each sample by the area of k-space it represents (cycles/pixel squared), so
+// that the weights of a full radial set add up to the area of the sampled disc (pi / 4) and the adjoint
+// reproduces image intensities.
 #pragma once
 #include <memory>
 #include <span>
@@ -14,7 +14,8 @@ enum class DcfMethod {
   None,     // all weights 1
   Ramp,     // |k| dk pi / P: the plain ramp, zero at the centre sample
   RampDc,   // the ramp with the centre sample given the area of its disc
-  Voronoi,  // analytic Voronoi areas of radial samples: angular gaps of the actual spoke angles x radial extent
+  Voronoi,  // analytic Voronoi areas of radial samples: angular gaps of the actual spoke angles x radial
+            // extent
 };
 DcfMethod parse_dcf(const std::string& name);  // none|ramp|ramp-dc|voronoi
 std::string to_string(DcfMethod m);
@@ -24,8 +25,9 @@ struct DensityParams {
 
   template <class V>
   void visit(V& v) {
-    v.choice("dcf", method, parse_dcf, [](DcfMethod m) { return to_string(m); },
-             "density compensation: none | ramp | ramp-dc | voronoi");
+    v.choice(
+        "dcf", method, parse_dcf, [](DcfMethod m) { return to_string(m); },
+        "density compensation: none | ramp | ramp-dc | voronoi");
   }
 };
 

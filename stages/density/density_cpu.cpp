@@ -24,7 +24,8 @@ class DensityCpu final : public Stage {
     expect_view("density", "output", out, ext_, Location::Host);
     const std::size_t per_coil = std::size_t(g_.spokes) * g_.samples;
     if (in.traj.size() != per_coil * 2)
-      throw InputError(fmt::format("density: trajectory holds {} floats, expected {}", in.traj.size(), per_coil * 2));
+      throw InputError(
+          fmt::format("density: trajectory holds {} floats, expected {}", in.traj.size(), per_coil * 2));
     compute_density_weights(p_.method, in.traj.span(), g_.spokes, g_.samples, weights_.view().span());
     const float* w = weights_.data();
     const cfloat* src = in.data.data;
@@ -43,6 +44,8 @@ class DensityCpu final : public Stage {
 
 }  // namespace
 
-std::unique_ptr<Stage> make_density_cpu(const DensityParams& p) { return std::make_unique<DensityCpu>(p); }
+std::unique_ptr<Stage> make_density_cpu(const DensityParams& p) {
+  return std::make_unique<DensityCpu>(p);
+}
 
 }  // namespace radstream

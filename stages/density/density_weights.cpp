@@ -19,10 +19,14 @@ DcfMethod parse_dcf(const std::string& name) {
 
 std::string to_string(DcfMethod m) {
   switch (m) {
-    case DcfMethod::None: return "none";
-    case DcfMethod::Ramp: return "ramp";
-    case DcfMethod::RampDc: return "ramp-dc";
-    case DcfMethod::Voronoi: return "voronoi";
+    case DcfMethod::None:
+      return "none";
+    case DcfMethod::Ramp:
+      return "ramp";
+    case DcfMethod::RampDc:
+      return "ramp-dc";
+    case DcfMethod::Voronoi:
+      return "voronoi";
   }
   return "none";
 }
@@ -48,7 +52,9 @@ SpokeAxis spoke_axis(const float* t, int samples) {
 }
 
 // Signed position of a sample along its spoke's axis.
-double along(const float* t, int n, const SpokeAxis& a) { return t[2 * n] * a.dx + t[2 * n + 1] * a.dy; }
+double along(const float* t, int n, const SpokeAxis& a) {
+  return t[2 * n] * a.dx + t[2 * n + 1] * a.dy;
+}
 
 void ramp(bool dc, std::span<const float> traj, int spokes, int samples, std::span<float> w) {
   const double per_spoke = kPi / spokes;  // angular share of each half-spoke
@@ -65,7 +71,8 @@ void ramp(bool dc, std::span<const float> traj, int spokes, int samples, std::sp
 }
 
 void voronoi(std::span<const float> traj, int spokes, int samples, std::span<float> w) {
-  // Half-spoke directions: the positive side of spoke p points along theta_p, the negative side along theta_p + pi.
+  // Half-spoke directions: the positive side of spoke p points along theta_p, the negative side along theta_p
+  // + pi.
   struct Half {
     double theta;
     int id;  // 2 p (+ 1 for the negative side)
@@ -146,10 +153,18 @@ void compute_density_weights(DcfMethod method, std::span<const float> traj, int 
     throw InputError("compute_density_weights: trajectory or weight buffer does not match " +
                      std::to_string(spokes) + " spokes x " + std::to_string(samples) + " samples");
   switch (method) {
-    case DcfMethod::None: std::fill(w.begin(), w.begin() + n, 1.f); break;
-    case DcfMethod::Ramp: ramp(false, traj, spokes, samples, w); break;
-    case DcfMethod::RampDc: ramp(true, traj, spokes, samples, w); break;
-    case DcfMethod::Voronoi: voronoi(traj, spokes, samples, w); break;
+    case DcfMethod::None:
+      std::fill(w.begin(), w.begin() + n, 1.f);
+      break;
+    case DcfMethod::Ramp:
+      ramp(false, traj, spokes, samples, w);
+      break;
+    case DcfMethod::RampDc:
+      ramp(true, traj, spokes, samples, w);
+      break;
+    case DcfMethod::Voronoi:
+      voronoi(traj, spokes, samples, w);
+      break;
   }
 }
 

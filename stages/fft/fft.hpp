@@ -19,15 +19,17 @@ std::string to_string(FftPlanner p);
 enum class FftDirection { Forward, Inverse };
 
 struct FftParams {
-  FftEngine engine = FftEngine::Auto;          // auto: FFTW on the CPU, cuFFT on the GPU
-  FftPlanner planner = FftPlanner::Measure;    // FFTW planning effort (in configure, once)
+  FftEngine engine = FftEngine::Auto;        // auto: FFTW on the CPU, cuFFT on the GPU
+  FftPlanner planner = FftPlanner::Measure;  // FFTW planning effort (in configure, once)
 
   template <class V>
   void visit(V& v) {
-    v.choice("fft", engine, parse_fft_engine, [](FftEngine e) { return to_string(e); },
-             "FFT engine: auto | fftw (CPU) | cufft | custom (GPU)");
-    v.choice("fftw_planner", planner, parse_fft_planner, [](FftPlanner p) { return to_string(p); },
-             "FFTW planning effort: estimate | measure | patient");
+    v.choice(
+        "fft", engine, parse_fft_engine, [](FftEngine e) { return to_string(e); },
+        "FFT engine: auto | fftw (CPU) | cufft | custom (GPU)");
+    v.choice(
+        "fftw_planner", planner, parse_fft_planner, [](FftPlanner p) { return to_string(p); },
+        "FFTW planning effort: estimate | measure | patient");
   }
 };
 

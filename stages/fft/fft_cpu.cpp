@@ -1,12 +1,11 @@
-// CPU FFT: FFTW single precision, planned once in configure (batched over coils, multithreaded), executed on the
-// chain's buffers with the new-array interface (all buffers are 64-byte aligned).
+// CPU FFT: FFTW single precision, planned once in configure (batched over coils, multithreaded), executed on
+// the chain's buffers with the new-array interface (all buffers are 64-byte aligned).
 #include <fftw3.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <mutex>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "fft/fft.hpp"
@@ -23,10 +22,14 @@ FftEngine parse_fft_engine(const std::string& name) {
 
 std::string to_string(FftEngine e) {
   switch (e) {
-    case FftEngine::Auto: return "auto";
-    case FftEngine::Fftw: return "fftw";
-    case FftEngine::Cufft: return "cufft";
-    case FftEngine::Custom: return "custom";
+    case FftEngine::Auto:
+      return "auto";
+    case FftEngine::Fftw:
+      return "fftw";
+    case FftEngine::Cufft:
+      return "cufft";
+    case FftEngine::Custom:
+      return "custom";
   }
   return "auto";
 }
@@ -40,9 +43,12 @@ FftPlanner parse_fft_planner(const std::string& name) {
 
 std::string to_string(FftPlanner p) {
   switch (p) {
-    case FftPlanner::Estimate: return "estimate";
-    case FftPlanner::Measure: return "measure";
-    case FftPlanner::Patient: return "patient";
+    case FftPlanner::Estimate:
+      return "estimate";
+    case FftPlanner::Measure:
+      return "measure";
+    case FftPlanner::Patient:
+      return "patient";
   }
   return "measure";
 }
@@ -59,7 +65,8 @@ class FftCpu final : public Stage {
  public:
   FftCpu(const FftParams& p, FftDirection dir) : p_(p), dir_(dir) {
     if (p.engine != FftEngine::Auto && p.engine != FftEngine::Fftw)
-      throw ConfigError("fft: engine '" + to_string(p.engine) + "' needs the CUDA backend; the CPU uses fftw");
+      throw ConfigError("fft: engine '" + to_string(p.engine) +
+                        "' needs the CUDA backend; the CPU uses fftw");
   }
   ~FftCpu() override {
     if (plan_) {
@@ -79,7 +86,8 @@ class FftCpu final : public Stage {
     std::lock_guard lock(planner_mutex());
     static std::once_flag threads_once;
     std::call_once(threads_once, [] { fftwf_init_threads(); });
-    const int threads = ctx.threads > 0 ? ctx.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+    const int threads =
+        ctx.threads > 0 ? ctx.threads : int(std::max(1u, std::thread::hardware_concurrency()));
     fftwf_plan_with_nthreads(threads);
     unsigned flags = p_.planner == FftPlanner::Estimate  ? FFTW_ESTIMATE
                      : p_.planner == FftPlanner::Patient ? FFTW_PATIENT
@@ -89,7 +97,8 @@ class FftCpu final : public Stage {
     if (plan_) fftwf_destroy_plan(plan_);
     plan_ = fftwf_plan_many_dft(2, n, batch, buf, nullptr, 1, G * G, buf, nullptr, 1, G * G,
                                 dir_ == FftDirection::Inverse ? FFTW_BACKWARD : FFTW_FORWARD, flags);
-    if (!plan_) throw ConfigError(fmt::format("fft: FFTW could not plan {} transforms of {}x{}", batch, G, G));
+    if (!plan_)
+      throw ConfigError(fmt::format("fft: FFTW could not plan {} transforms of {}x{}", batch, G, G));
     return input;
   }
 

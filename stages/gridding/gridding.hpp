@@ -1,6 +1,7 @@
 // Kaiser-Bessel gridding: spreads each (density-weighted) sample onto the sigma-oversampled Cartesian grid
 // with a W x W separable kernel taken from a lookup table. The grid is periodic (indices wrap), matching the
-// discrete Fourier transform that follows. Output [coils][G][G], x fastest, grid index g <-> k = (g - G/2) / G.
+// discrete Fourier transform that follows. Output [coils][G][G], x fastest, grid index g <-> k = (g - G/2) /
+// G.
 #pragma once
 #include <memory>
 
@@ -9,9 +10,9 @@
 namespace radstream {
 
 struct GriddingParams {
-  int width = 4;               // kernel width W in grid cells (even)
-  double oversampling = 2.0;   // grid oversampling sigma
-  int lut_resolution = 1024;   // kernel table entries per grid cell
+  int width = 4;              // kernel width W in grid cells (even)
+  double oversampling = 2.0;  // grid oversampling sigma
+  int lut_resolution = 1024;  // kernel table entries per grid cell
 
   template <class V>
   void visit(V& v) {

@@ -1,10 +1,10 @@
 // CPU gridding. Per frame, the kernel weights and wrapped grid indices of every sample are computed once and
 // shared by all coils; coils are then spread in parallel, each into its own grid (no atomics needed).
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstring>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "gridding/gridding.hpp"
 #include "gridding/kaiser_bessel.hpp"
@@ -37,7 +37,8 @@ class GriddingCpu final : public Stage {
     expect_view("gridding", "output", out, out_ext_, Location::Host);
     const long n = long(g_.spokes) * g_.samples;
     if (in.traj.size() != std::size_t(n) * 2)
-      throw InputError(fmt::format("gridding: trajectory holds {} floats, expected {}", in.traj.size(), n * 2));
+      throw InputError(
+          fmt::format("gridding: trajectory holds {} floats, expected {}", in.traj.size(), n * 2));
     const int W = p_.width, G = G_;
     const float* traj = in.traj.data;
     const float half = 0.5f * W;
@@ -98,6 +99,8 @@ class GriddingCpu final : public Stage {
 
 }  // namespace
 
-std::unique_ptr<Stage> make_gridding_cpu(const GriddingParams& p) { return std::make_unique<GriddingCpu>(p); }
+std::unique_ptr<Stage> make_gridding_cpu(const GriddingParams& p) {
+  return std::make_unique<GriddingCpu>(p);
+}
 
 }  // namespace radstream

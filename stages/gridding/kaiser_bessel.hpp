@@ -31,8 +31,8 @@ class KaiserBesselLut {
     return table_[i] + f * (table_[i + 1] - table_[i]);
   }
 
-  // Continuous Fourier transform of the interpolated kernel at frequency f (cycles per grid cell), exact for the
-  // piecewise-linear table: the deapodization divides by this.
+  // Continuous Fourier transform of the interpolated kernel at frequency f (cycles per grid cell), exact for
+  // the piecewise-linear table: the deapodization divides by this.
   double fourier(double f) const;
 
   // The kernel itself, without the table (for tests).

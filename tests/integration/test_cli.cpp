@@ -37,7 +37,8 @@ TEST(Cli, SimulateThenReconstructMrdToPngAndCfl) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("backend: cpu"), std::string::npos) << r.output;
   EXPECT_GT(std::filesystem::file_size(dir / "s.png"), 100u);
-  r = radstream_cmd("recon --input " + dir / "s.h5" + " --start 10 --count 40 --dcf voronoi --out " + dir / "s.cfl");
+  r = radstream_cmd("recon --input " + dir / "s.h5" + " --start 10 --count 40 --dcf voronoi --out " +
+                    dir / "s.cfl");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto img = read_cfl(dir / "s.cfl");
   EXPECT_EQ(img.dims[0], 64);
@@ -48,8 +49,8 @@ TEST(Cli, TruncatedCflIsAClearError) {
   test::TempDir dir;
   write_small_bart_pair(dir);
   std::filesystem::resize_file(dir / "k.cfl", 100);
-  expect_failure(radstream_cmd("recon --traj " + dir / "t" + " --kspace " + dir / "k" + " --matrix 16 --out " +
-                               dir / "o.cfl"),
+  expect_failure(radstream_cmd("recon --traj " + dir / "t" + " --kspace " + dir / "k" +
+                               " --matrix 16 --out " + dir / "o.cfl"),
                  3, "truncated");
 }
 
@@ -57,8 +58,8 @@ TEST(Cli, AbsurdHeaderDimensionsAreAClearError) {
   test::TempDir dir;
   write_small_bart_pair(dir);
   std::ofstream(dir / "k.hdr") << "# Dimensions\n1 16 4 99999999999 1 1\n";
-  expect_failure(radstream_cmd("recon --traj " + dir / "t" + " --kspace " + dir / "k" + " --matrix 16 --out " +
-                               dir / "o.cfl"),
+  expect_failure(radstream_cmd("recon --traj " + dir / "t" + " --kspace " + dir / "k" +
+                               " --matrix 16 --out " + dir / "o.cfl"),
                  3, "k.hdr");
 }
 
@@ -67,8 +68,8 @@ TEST(Cli, KspaceThatDisagreesWithTrajectoryIsAClearError) {
   write_small_bart_pair(dir);
   std::vector<cfloat> k(15 * 4);
   write_cfl(dir / "k", {1, 15, 4}, k);
-  expect_failure(radstream_cmd("recon --traj " + dir / "t" + " --kspace " + dir / "k" + " --matrix 16 --out " +
-                               dir / "o.cfl"),
+  expect_failure(radstream_cmd("recon --traj " + dir / "t" + " --kspace " + dir / "k" +
+                               " --matrix 16 --out " + dir / "o.cfl"),
                  3, "do not match");
 }
 
@@ -79,7 +80,8 @@ TEST(Cli, MrdWithoutXmlHeaderIsAClearError) {
     ISMRMRD::Acquisition acq(64, 2, 2);
     d.appendAcquisition(acq);
   }
-  expect_failure(radstream_cmd("recon --input " + dir / "noxml.h5" + " --out " + dir / "o.png"), 3, "no XML header");
+  expect_failure(radstream_cmd("recon --input " + dir / "noxml.h5" + " --out " + dir / "o.png"), 3,
+                 "no XML header");
 }
 
 TEST(Cli, MrdWhoseSampleCountsDisagreeIsAClearError) {
@@ -101,13 +103,14 @@ TEST(Cli, MrdWhoseSampleCountsDisagreeIsAClearError) {
 TEST(Cli, BadOptionValuesNameTheOption) {
   test::TempDir dir;
   write_small_bart_pair(dir);
-  const std::string io = " --traj " + dir / "t" + " --kspace " + dir / "k" + " --matrix 16 --out " + dir / "o.cfl";
+  const std::string io =
+      " --traj " + dir / "t" + " --kspace " + dir / "k" + " --matrix 16 --out " + dir / "o.cfl";
   expect_failure(radstream_cmd("recon --dcf magic" + io), 2, "--dcf magic");
   expect_failure(radstream_cmd("recon --width 5" + io), 2, "kernel_width = 5");
   expect_failure(radstream_cmd("recon --oversampling 9" + io), 2, "oversampling");
   expect_failure(radstream_cmd("recon --backend gpu" + io), 2, "gpu");
-  expect_failure(radstream_cmd("recon --traj " + dir / "t" + " --kspace " + dir / "k" + " --matrix 16 --out " +
-                               dir / "o.jpg"),
+  expect_failure(radstream_cmd("recon --traj " + dir / "t" + " --kspace " + dir / "k" +
+                               " --matrix 16 --out " + dir / "o.jpg"),
                  2, "o.jpg");
   expect_failure(radstream_cmd("simulate --out " + dir / "x.h5" + " --coils 99"), 2, "coils = 99");
 }
@@ -126,7 +129,8 @@ TEST(Cli, TrajectoryInWrongUnitsIsCaught) {
 
 TEST(Cli, DemoWritesFramesAndMetrics) {
   test::TempDir dir;
-  const auto r = radstream_cmd("demo --out-dir " + dir / "demo" + " --frames 3 --matrix 64 --coils 2 --window 34 "
+  const auto r = radstream_cmd("demo --out-dir " + dir / "demo" +
+                               " --frames 3 --matrix 64 --coils 2 --window 34 "
                                "--stride 8 --backend cpu");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(std::filesystem::exists(dir / "demo/frame_0002.png"));

@@ -49,8 +49,8 @@ double adjoint_error(const Case& c, int N = 32, int M = 3000, unsigned seed = 7)
 }
 
 // Theory (Jackson 1991; Beatty 2005): the aliasing error at image position x is the energy of the kernel
-// transform's replicas c_hat(x/G + p), p != 0, relative to c_hat(x/G). Its RMS over the image bounds the l2 error
-// of the adjoint on white data.
+// transform's replicas c_hat(x/G + p), p != 0, relative to c_hat(x/G). Its RMS over the image bounds the l2
+// error of the adjoint on white data.
 double predicted_error(int width, double sigma, int N) {
   const KaiserBesselLut lut(width, sigma, 1024);
   const int G = oversampled_grid_size(N, sigma);
@@ -81,8 +81,8 @@ TEST(GriddingVsNudft, Sigma2Width4Within2e3) {
 }
 
 TEST(GriddingVsNudft, Sigma125Width4WithinTheoreticalAliasingBound) {
-  // In 2D the separable kernel's aliasing adds over both axes: bound = sqrt(2) x the 1D prediction, with a factor
-  // 1.5 of margin for the finite random sample.
+  // In 2D the separable kernel's aliasing adds over both axes: bound = sqrt(2) x the 1D prediction, with a
+  // factor 1.5 of margin for the finite random sample.
   const double predicted = std::sqrt(2.0) * predicted_error(4, 1.25, 32);
   const double e = adjoint_error({4, 1.25});
   std::printf("sigma 1.25, W 4: relative error %.3g, theoretical %.3g\n", e, predicted);

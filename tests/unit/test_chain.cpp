@@ -88,7 +88,8 @@ TEST(Chain, DensityCompensationChoicesAllReconstruct) {
   for (int y = 0; y < 64; ++y)
     for (int x = 0; x < 64; ++x) {
       const double fx = (x - 32) / 32.0, fy = (y - 32) / 32.0;
-      truth[y * 64 + x] *= float(std::hypot(std::abs(maps.value(0, fx, fy)), std::abs(maps.value(1, fx, fy))));
+      truth[y * 64 + x] *=
+          float(std::hypot(std::abs(maps.value(0, fx, fy)), std::abs(maps.value(1, fx, fy))));
     }
   // At 64^2 the error is dominated by ringing at the ellipse edges; for golden angles (uneven gaps) Voronoi
   // weights must beat the ramp, which assumes even gaps.

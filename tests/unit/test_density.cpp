@@ -13,10 +13,13 @@ namespace {
 std::vector<float> radial_traj(const AngleSpec& a, int spokes, int samples) {
   std::vector<float> t(std::size_t(spokes) * samples * 2);
   for (int p = 0; p < spokes; ++p)
-    spoke_coordinates(a.angle(p), samples, std::span<float>(t.data() + std::size_t(p) * samples * 2, samples * 2));
+    spoke_coordinates(a.angle(p), samples,
+                      std::span<float>(t.data() + std::size_t(p) * samples * 2, samples * 2));
   return t;
 }
-double sum(const std::vector<float>& w) { return std::accumulate(w.begin(), w.end(), 0.0); }
+double sum(const std::vector<float>& w) {
+  return std::accumulate(w.begin(), w.end(), 0.0);
+}
 }  // namespace
 
 TEST(Density, RampWeightsIntegrateToTheDiscArea) {
@@ -52,10 +55,11 @@ TEST(Density, VoronoiOfFullRadialSetEqualsAnalyticAnnularSectors) {
       const double r = std::abs(radial_position(n, S));
       double expect;
       if (n == S / 2)
-        expect = M_PI * 0.25 * dk * dk / P;                       // centre disc shared by all spokes
+        expect = M_PI * 0.25 * dk * dk / P;  // centre disc shared by all spokes
       else
         expect = 0.5 * dphi * ((r + dk / 2) * (r + dk / 2) - (r - dk / 2) * (r - dk / 2));  // = dphi r dk
-      EXPECT_NEAR(w[p * S + n], expect, 1e-5 * expect) << "spoke " << p << " sample " << n;  // float coordinates
+      EXPECT_NEAR(w[p * S + n], expect, 1e-5 * expect)
+          << "spoke " << p << " sample " << n;  // float coordinates
     }
   // The cells tile the disc of radius 0.5 + dk/2 on the negative side, 0.5 - dk/2 on the positive side.
   const double ro_neg = 0.5 + dk / 2, ro_pos = 0.5 - dk / 2;

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <filesystem>
+
 #include "core/error.hpp"
 #include "pipeline/recon_params.hpp"
 #include "sim/simulator.hpp"
@@ -67,6 +69,19 @@ TEST(Params, DescribeListsEveryKey) {
   const auto lines = ReconParams::describe();
   std::string all;
   for (const auto& l : lines) all += l + "\n";
-  for (const char* key : {"dcf", "kernel_width", "oversampling", "lut_resolution", "backend", "fft", "threads"})
+  for (const char* key :
+       {"dcf", "kernel_width", "oversampling", "lut_resolution", "backend", "fft", "threads"})
     EXPECT_NE(all.find(std::string("recon.") + key), std::string::npos) << key;
+}
+
+TEST(Params, EveryShippedConfigParses) {
+  namespace fs = std::filesystem;
+  int n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(RADSTREAM_CONFIG_DIR)) {
+    if (e.path().extension() != ".yaml") continue;
+    const YAML::Node root = YAML::LoadFile(e.path().string());
+    if (root["recon"]) EXPECT_NO_THROW(ReconParams::from_config(root["recon"])) << e.path();
+    ++n;
+  }
+  EXPECT_GE(n, 3);
 }

@@ -11,12 +11,13 @@ using namespace radstream;
 
 TEST(Phantom, BesselJ1MatchesTheStandardLibrary) {
   double worst = 0;
-  for (double x = -40; x <= 40; x += 0.01) worst = std::max(worst, std::abs(bessel_j1(x) - std::cyl_bessel_j(1.0, std::abs(x)) * (x < 0 ? -1 : 1)));
+  for (double x = -40; x <= 40; x += 0.01)
+    worst = std::max(worst, std::abs(bessel_j1(x) - std::cyl_bessel_j(1.0, std::abs(x)) * (x < 0 ? -1 : 1)));
   EXPECT_LT(worst, 1e-7);
 }
 
-// The simulator's k-space is the exact transform of the ellipses: compare with a brute-force DFT of the phantom
-// rasterized on a fine grid, at low frequencies where the rasterization is accurate.
+// The simulator's k-space is the exact transform of the ellipses: compare with a brute-force DFT of the
+// phantom rasterized on a fine grid, at low frequencies where the rasterization is accurate.
 TEST(Phantom, KspaceMatchesBruteForceDftOfFineRaster) {
   SimParams p;
   p.matrix = 64;
@@ -31,8 +32,10 @@ TEST(Phantom, KspaceMatchesBruteForceDftOfFineRaster) {
   const int N = p.matrix;
   double worst = 0, scale = 0;
   for (int coil = 0; coil < p.coils; ++coil) {
-    for (const auto& k : std::vector<std::array<double, 2>>{{0, 0}, {0.02, 0}, {0, -0.03}, {0.05, 0.04}, {-0.08, 0.02}}) {
-      // d(k) = sum_x m(x) s(x) exp(-2 pi i k.x) in pixels of the N-matrix; the fine raster has (M/N)^2 cells per pixel.
+    for (const auto& k :
+         std::vector<std::array<double, 2>>{{0, 0}, {0.02, 0}, {0, -0.03}, {0.05, 0.04}, {-0.08, 0.02}}) {
+      // d(k) = sum_x m(x) s(x) exp(-2 pi i k.x) in pixels of the N-matrix; the fine raster has (M/N)^2 cells
+      // per pixel.
       std::complex<double> dft = 0;
       for (int j = 0; j < M; ++j)
         for (int i = 0; i < M; ++i) {

@@ -17,8 +17,8 @@ TEST(Trajectory, GoldenAngleIncrementIs111246Degrees) {
 
 TEST(Trajectory, TinyGoldenAnglesMatchTheirDefinition) {
   // 180 / (phi + N - 1): N = 2 -> 68.7539, 5 -> 32.0397, 10 -> 15.6464 degrees (Wundrak et al.)
-  const double expected[] = {0, 0, 68.75388, 49.75077, 38.97762, 32.03967, 27.19840, 23.62814, 20.88643, 18.71484,
-                             16.95229};
+  const double expected[] = {0,        0,        68.75388, 49.75077, 38.97762, 32.03967,
+                             27.19840, 23.62814, 20.88643, 18.71484, 16.95229};
   for (int n = 2; n <= 10; ++n) {
     AngleSpec s;
     s.scheme = AngleScheme::TinyGolden;
@@ -47,7 +47,7 @@ TEST(Trajectory, SpokeSpansHalfOpenUnitIntervalInCyclesPerPixel) {
     std::vector<float> xy(2 * samples);
     spoke_coordinates(0.0, samples, xy);
     EXPECT_FLOAT_EQ(xy[0], -0.5f);
-    EXPECT_FLOAT_EQ(xy[2 * (samples / 2)], 0.f);                  // centre sample
+    EXPECT_FLOAT_EQ(xy[2 * (samples / 2)], 0.f);                    // centre sample
     EXPECT_NEAR(xy[2 * (samples - 1)], 0.5 - 1.0 / samples, 1e-7);  // [-0.5, 0.5)
     EXPECT_NEAR(xy[2] - xy[0], 1.0 / samples, 1e-7);                // oversampling only densifies
   }
