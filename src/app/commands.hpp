@@ -12,5 +12,6 @@ using Runner = std::function<int()>;
 Runner add_recon(CLI::App& app);
 Runner add_simulate(CLI::App& app);
 Runner add_demo(CLI::App& app);
+Runner add_bench(CLI::App& app);
 
 }  // namespace radstream::app

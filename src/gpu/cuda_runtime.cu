@@ -28,6 +28,8 @@ Availability query() {
     return a;
   }
   a.available = true;
+  cudaDriverGetVersion(&a.driver_version);
+  cudaRuntimeGetVersion(&a.runtime_version);
   a.device_count = n;
   a.device_name = prop.name;
   return a;

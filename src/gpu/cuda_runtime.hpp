@@ -9,6 +9,8 @@ struct Availability {
   int device_count = 0;
   std::string device_name;  // of device 0
   std::string reason;       // why not, when not available
+  int driver_version = 0;   // e.g. 13000
+  int runtime_version = 0;
 };
 
 // Queries the CUDA runtime; any error (no driver, no device) means "no GPU". Never throws.

@@ -29,3 +29,25 @@ void pinned_free(void* p) {
 }
 
 }  // namespace radstream::detail
+
+#include "gpu/device_memory.hpp"
+
+namespace radstream::gpu {
+namespace {
+[[noreturn]] void no_cuda(const char* call) {
+  throw CudaError(call, "this build has no CUDA backend", __FILE__, __LINE__);
+}
+}  // namespace
+void* device_alloc(std::size_t) { no_cuda("device_alloc"); }
+void device_free(void*) noexcept {}
+void copy_to_device(void*, const void*, std::size_t, void*) { no_cuda("copy_to_device"); }
+void copy_to_host(void*, const void*, std::size_t, void*) { no_cuda("copy_to_host"); }
+void copy_device(void*, const void*, std::size_t, void*) { no_cuda("copy_device"); }
+void* create_stream() { no_cuda("create_stream"); }
+void destroy_stream(void*) noexcept {}
+void synchronize(void*) { no_cuda("synchronize"); }
+void* create_event() { no_cuda("create_event"); }
+void destroy_event(void*) noexcept {}
+void record_event(void*, void*) { no_cuda("record_event"); }
+float elapsed_ms(void*, void*) { no_cuda("elapsed_ms"); }
+}  // namespace radstream::gpu

@@ -12,11 +12,9 @@
 namespace radstream {
 
 Frame frame_from_bart(const CflArray& traj, const CflArray& ksp, int matrix, const std::string& what) {
-  if (traj.dims.empty() || traj.dim(0) != 3 || traj.dims.size() > 3 && [&] {
-        for (std::size_t i = 3; i < traj.dims.size(); ++i)
-          if (traj.dims[i] != 1) return true;
-        return false;
-      }())
+  bool extra_dims = false;
+  for (std::size_t i = 3; i < traj.dims.size(); ++i) extra_dims = extra_dims || traj.dims[i] != 1;
+  if (traj.dims.empty() || traj.dim(0) != 3 || extra_dims)
     throw IoError(fmt::format("{}: trajectory dimensions must be [3 samples spokes], not [{}]", what,
                               fmt::join(traj.dims, " ")));
   const long S = traj.dim(1), P = traj.dim(2);

@@ -15,6 +15,22 @@ ReconChain::ReconChain(const ReconParams& params, Backend backend, const Registr
   ctx_.threads = params.threads;
   const char* names[] = {"density", "gridding", "fft_inverse", "deapodize", "coil_combine"};
   for (const char* n : names) stages_.push_back(registry.create(n, backend, params_));
+  if (backend == Backend::Cuda) {
+    ctx_.stream = gpu::create_stream();
+    for (std::size_t i = 0; i <= stages_.size(); ++i) events_.push_back(gpu::create_event());
+  }
+}
+
+ReconChain::~ReconChain() {
+  if (ctx_.stream) {
+    try {
+      gpu::synchronize(ctx_.stream);
+    } catch (const Error&) {
+    }
+  }
+  stages_.clear();  // stages release their device resources before the stream goes
+  for (void* e : events_) gpu::destroy_event(e);
+  gpu::destroy_stream(ctx_.stream);
 }
 
 std::vector<std::string> ReconChain::stage_names() const {
@@ -27,17 +43,31 @@ void ReconChain::configure(const Geometry& g) {
   g.validate();
   configured_ = false;
   buffers_.clear();
+  d_buffers_.clear();
   output_of_.clear();
+  const bool cuda = ctx_.backend == Backend::Cuda;
   Extents ext{std::size_t(g.coils), std::size_t(g.spokes), std::size_t(g.samples)};
+  if (cuda) {
+    d_input_ = DeviceBuffer<cfloat>(ext);
+    d_traj_ = DeviceBuffer<float>(Extents{std::size_t(g.spokes), std::size_t(g.samples), 2});
+  }
+  int count = 0;
   for (std::size_t i = 0; i < stages_.size(); ++i) {
     const Extents out = stages_[i]->configure(g, ext, ctx_);
     if (i > 0 && stages_[i]->in_place() && out == ext) {
       output_of_.push_back(output_of_.back());
     } else {
-      buffers_.emplace_back(out);
-      output_of_.push_back(int(buffers_.size()) - 1);
+      if (cuda)
+        d_buffers_.emplace_back(out);
+      else
+        buffers_.emplace_back(out);
+      output_of_.push_back(count++);
     }
     ext = out;
+  }
+  if (cuda) {
+    host_image_ = HostBuffer<cfloat>(ext);
+    host_coils_ = HostBuffer<cfloat>(d_buffers_[output_of_[stages_.size() - 2]].extents());
   }
   timings_.assign(stages_.size(), {});
   for (std::size_t i = 0; i < stages_.size(); ++i) timings_[i].stage = stages_[i]->name();
@@ -51,6 +81,23 @@ View<const cfloat> ReconChain::reconstruct(const Frame& frame) {
   if (fg.coils != g_.coils || fg.spokes != g_.spokes || fg.samples != g_.samples)
     throw InputError(
         fmt::format("reconstruct: frame is {}, the chain is configured for {}", fg.str(), g_.str()));
+  if (ctx_.backend == Backend::Cuda) {
+    gpu::copy_to_device(d_input_.data(), frame.data.data(), frame.data.size() * sizeof(cfloat), ctx_.stream);
+    gpu::copy_to_device(d_traj_.data(), frame.traj.data(), frame.traj.size() * sizeof(float), ctx_.stream);
+    StageInput in{d_input_.view(), d_traj_.view()};
+    gpu::record_event(events_[0], ctx_.stream);
+    for (std::size_t i = 0; i < stages_.size(); ++i) {
+      View<cfloat> out = d_buffers_[output_of_[i]].view();
+      stages_[i]->process(in, out, ctx_);
+      gpu::record_event(events_[i + 1], ctx_.stream);
+      in.data = out;
+    }
+    gpu::copy_to_host(host_image_.data(), in.data.data, host_image_.size() * sizeof(cfloat), ctx_.stream);
+    gpu::synchronize(ctx_.stream);
+    for (std::size_t i = 0; i < stages_.size(); ++i)
+      timings_[i].ms = gpu::elapsed_ms(events_[i], events_[i + 1]);
+    return host_image_.view();
+  }
   StageInput in{frame.data.view(), frame.traj.view()};
   for (std::size_t i = 0; i < stages_.size(); ++i) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -62,9 +109,16 @@ View<const cfloat> ReconChain::reconstruct(const Frame& frame) {
   return in.data;
 }
 
-View<const cfloat> ReconChain::coil_images() const {
+View<const cfloat> ReconChain::coil_images() {
   if (!configured_ || stages_.size() < 2) return {};
-  return buffers_[output_of_[stages_.size() - 2]].view();
+  const int b = output_of_[stages_.size() - 2];
+  if (ctx_.backend == Backend::Cuda) {
+    gpu::copy_to_host(host_coils_.data(), d_buffers_[b].data(), host_coils_.size() * sizeof(cfloat),
+                      ctx_.stream);
+    gpu::synchronize(ctx_.stream);
+    return host_coils_.view();
+  }
+  return buffers_[b].view();
 }
 
 }  // namespace radstream

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/frame.hpp"
+#include "gpu/device_memory.hpp"
 #include "pipeline/recon_params.hpp"
 #include "pipeline/registry.hpp"
 
@@ -16,9 +17,15 @@ struct StageTiming {
   double ms = 0.0;
 };
 
+// With the CUDA backend the chain owns a stream, uploads the frame (trajectory and data) at the start of
+// reconstruct(), keeps every intermediate on the device, and brings back only the combined image (per-stage
+// times from CUDA events).
 class ReconChain {
  public:
   ReconChain(const ReconParams& params, Backend backend, const Registry& registry);
+  ~ReconChain();
+  ReconChain(const ReconChain&) = delete;
+  ReconChain& operator=(const ReconChain&) = delete;
 
   // Plans every stage for the geometry (slow: tables, FFT plans, buffers). Throws ConfigError.
   void configure(const Geometry& g);
@@ -28,8 +35,9 @@ class ReconChain {
   // Reconstructs one frame; returns the combined image [N][N] (magnitude in the real part).
   // Throws InputError when the frame does not match the configured geometry.
   View<const cfloat> reconstruct(const Frame& frame);
-  // The per-coil images [coils][N][N] of the last frame.
-  View<const cfloat> coil_images() const;
+  // The per-coil images [coils][N][N] of the last frame (copied back from the GPU on the CUDA backend).
+  View<const cfloat> coil_images();
+  Backend backend() const { return ctx_.backend; }
   // Wall time of each stage in the last frame.
   const std::vector<StageTiming>& timings() const { return timings_; }
   std::vector<std::string> stage_names() const;
@@ -38,8 +46,13 @@ class ReconChain {
   ReconParams params_;
   Context ctx_;
   std::vector<std::unique_ptr<Stage>> stages_;
-  std::vector<HostBuffer<cfloat>> buffers_;  // owned outputs
-  std::vector<int> output_of_;               // stage i writes buffers_[output_of_[i]]
+  std::vector<HostBuffer<cfloat>> buffers_;      // owned outputs (CPU backend)
+  std::vector<DeviceBuffer<cfloat>> d_buffers_;  // owned outputs (CUDA backend)
+  std::vector<int> output_of_;                   // stage i writes buffer output_of_[i]
+  DeviceBuffer<cfloat> d_input_;                 // the frame's data and trajectory on the GPU
+  DeviceBuffer<float> d_traj_;
+  HostBuffer<cfloat> host_image_, host_coils_;
+  std::vector<void*> events_;  // CUDA events around the stages
   std::vector<StageTiming> timings_;
   Geometry g_;
   bool configured_ = false;

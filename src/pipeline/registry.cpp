@@ -40,6 +40,9 @@ void register_cpu_stages(Registry& r) {
 Registry default_registry() {
   Registry r;
   register_cpu_stages(r);
+#ifdef RADSTREAM_HAVE_CUDA
+  register_cuda_stages(r);
+#endif
   return r;
 }
 

@@ -28,6 +28,7 @@ class Registry {
 };
 
 void register_cpu_stages(Registry& r);
+void register_cuda_stages(Registry& r);  // CUDA builds only
 Registry default_registry();
 
 }  // namespace radstream

@@ -24,5 +24,6 @@ struct CoilCombineParams {
 };
 
 std::unique_ptr<Stage> make_coil_combine_cpu(const CoilCombineParams& p);
+std::unique_ptr<Stage> make_coil_combine_cuda(const CoilCombineParams& p);  // CUDA builds only
 
 }  // namespace radstream

@@ -20,5 +20,6 @@ struct DeapodizeTable {
 DeapodizeTable make_deapodize_table(int matrix, const GriddingParams& kernel);
 
 std::unique_ptr<Stage> make_deapodize_cpu(const GriddingParams& kernel);
+std::unique_ptr<Stage> make_deapodize_cuda(const GriddingParams& kernel);  // CUDA builds only
 
 }  // namespace radstream

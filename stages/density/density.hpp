@@ -38,5 +38,6 @@ void compute_density_weights(DcfMethod method, std::span<const float> traj, int 
                              std::span<float> w);
 
 std::unique_ptr<Stage> make_density_cpu(const DensityParams& p);
+std::unique_ptr<Stage> make_density_cuda(const DensityParams& p);  // CUDA builds only
 
 }  // namespace radstream

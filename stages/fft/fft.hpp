@@ -34,5 +34,6 @@ struct FftParams {
 };
 
 std::unique_ptr<Stage> make_fft_cpu(const FftParams& p, FftDirection dir);
+std::unique_ptr<Stage> make_fft_cuda(const FftParams& p, FftDirection dir);  // CUDA builds only
 
 }  // namespace radstream

@@ -23,5 +23,6 @@ struct GriddingParams {
 };
 
 std::unique_ptr<Stage> make_gridding_cpu(const GriddingParams& p);
+std::unique_ptr<Stage> make_gridding_cuda(const GriddingParams& p);  // CUDA builds only
 
 }  // namespace radstream

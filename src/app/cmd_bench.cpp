@@ -1,0 +1,206 @@
+// radstream bench: named cases, each stage timed after a warm-up (CUDA events on the GPU, wall time on the
+// CPU), median/p10/p90 over the frames, written as JSON with the device, the case and the ratios the targets
+// name.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "app/commands.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "gpu/cuda_runtime.hpp"
+#include "io/cfl.hpp"
+#include "io/frame_io.hpp"
+#include "pipeline/recon_chain.hpp"
+#include "sim/simulator.hpp"
+
+namespace radstream::app {
+namespace {
+
+struct BenchCase {
+  std::string name, what;
+  int spokes, samples, coils, matrix;
+  std::string backend;  // cuda | cpu
+};
+
+std::vector<BenchCase> all_cases() {
+  return {
+      {"R1", "256 spokes x 512 (2x os) x 32 coils -> 256^2, gridding, GPU", 256, 512, 32, 256, "cuda"},
+      {"R2", "Schiwietz phantom 504 x 512 x 3 coils -> 256^2, gridding, GPU", 504, 512, 3, 256, "cuda"},
+      {"R2-head", "Schiwietz head 248 x 512 x 4 coils -> 256^2, gridding, GPU", 248, 512, 4, 256, "cuda"},
+      {"R4", "CPU backend 256 x 512 x 8 coils -> 256^2", 256, 512, 8, 256, "cpu"},
+      {"R7-coils-1", "scaling: 256 x 512 x 1 coil -> 256^2, GPU", 256, 512, 1, 256, "cuda"},
+      {"R7-coils-8", "scaling: 256 x 512 x 8 coils -> 256^2, GPU", 256, 512, 8, 256, "cuda"},
+      {"R7-coils-64", "scaling: 256 x 512 x 64 coils -> 256^2, GPU", 256, 512, 64, 256, "cuda"},
+      {"R7-spokes-16", "scaling: 16 x 512 x 32 -> 256^2, GPU", 16, 512, 32, 256, "cuda"},
+      {"R7-spokes-1024", "scaling: 1024 x 512 x 32 -> 256^2, GPU", 1024, 512, 32, 256, "cuda"},
+      {"R7-matrix-128", "scaling: 256 x 256 x 32 -> 128^2, GPU", 256, 256, 32, 128, "cuda"},
+      {"R7-matrix-1024", "scaling: 256 x 2048 x 32 -> 1024^2, GPU", 256, 2048, 32, 1024, "cuda"},
+  };
+}
+
+struct Stats {
+  double median = 0, p10 = 0, p90 = 0;
+};
+
+Stats stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) { return v[std::min(v.size() - 1, std::size_t(q * double(v.size() - 1) + 0.5))]; };
+  return {at(0.5), at(0.1), at(0.9)};
+}
+
+std::string json_stats(const Stats& s) {
+  return fmt::format("{{\"median\": {:.5f}, \"p10\": {:.5f}, \"p90\": {:.5f}}}", s.median, s.p10, s.p90);
+}
+
+double time_command_s(const std::string& cmd) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int rc = std::system(cmd.c_str());
+  if (rc != 0) return -1;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// BART on the same input as R4: `bart nufft -a` of the ramp-weighted data, then `bart rss`; median of 3 runs.
+std::string bart_reference(const Frame& f, int matrix) {
+  if (std::system("bart version > /dev/null 2>&1") != 0) return "null";
+  const auto dir = std::filesystem::temp_directory_path() / "radstream_bench_bart";
+  std::filesystem::create_directories(dir);
+  const Geometry& g = f.geometry;
+  std::vector<cfloat> traj(std::size_t(g.spokes) * g.samples * 3);
+  for (std::size_t j = 0; j < std::size_t(g.spokes) * g.samples; ++j) {
+    traj[3 * j] = cfloat(f.traj[2 * j] * matrix, 0);
+    traj[3 * j + 1] = cfloat(f.traj[2 * j + 1] * matrix, 0);
+  }
+  write_cfl((dir / "t").string(), {3, g.samples, g.spokes}, traj);
+  write_cfl((dir / "k").string(), {1, g.samples, g.spokes, g.coils}, f.data.view().span());
+  const std::string cd = "cd " + dir.string() + " && ";
+  if (std::system((cd + "bart rss 1 t r >/dev/null && bart fmac k r kw >/dev/null").c_str()) != 0)
+    return "null";
+  std::vector<double> s;
+  for (int i = 0; i < 3; ++i) {
+    const double t = time_command_s(cd + fmt::format("bart nufft -a -d {}:{}:1 t kw img >/dev/null 2>&1 && "
+                                                     "bart rss 8 img out >/dev/null 2>&1",
+                                                     matrix, matrix));
+    if (t < 0) return "null";
+    s.push_back(t * 1000);
+  }
+  std::filesystem::remove_all(dir);
+  return fmt::format("{:.2f}", stats(s).median);
+}
+
+struct BenchArgs {
+  std::vector<std::string> cases;
+  int frames = 50, warmup = 5;
+  std::string out;
+};
+
+int run_bench(const BenchArgs& a) {
+  const auto gpu_info = gpu::query();
+  const bool have_gpu = gpu_info.available && gpu::cuda_stages_built();
+  std::string cpu_name = "unknown";
+  {
+    std::ifstream ci("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(ci, line))
+      if (line.rfind("model name", 0) == 0) {
+        cpu_name = line.substr(line.find(':') + 2);
+        break;
+      }
+  }
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  std::ostringstream js;
+  js << fmt::format(
+      "{{\n \"date\": \"{}\", \"gpu\": \"{}\", \"driver_version\": {}, \"runtime_version\": {},\n"
+      " \"cpu\": \"{}\", \"cpu_threads\": {}, \"frames\": {}, \"warmup\": {},\n \"cases\": [",
+      date, have_gpu ? gpu_info.device_name : "none", gpu_info.driver_version, gpu_info.runtime_version,
+      cpu_name, std::thread::hardware_concurrency(), a.frames, a.warmup);
+  bool first = true;
+  const Registry registry = default_registry();
+  for (const BenchCase& c : all_cases()) {
+    if (!a.cases.empty() && std::find(a.cases.begin(), a.cases.end(), c.name) == a.cases.end()) continue;
+    const Backend b = c.backend == "cuda" ? Backend::Cuda : Backend::Cpu;
+    if (b == Backend::Cuda && !have_gpu) {
+      log::warn("bench {}: skipped, no usable GPU ({})", c.name, gpu_info.reason);
+      continue;
+    }
+    SimParams sp;
+    sp.matrix = c.matrix;
+    sp.readout_os = double(c.samples) / c.matrix;
+    sp.coils = c.coils;
+    sp.snr = 50;
+    const Simulator sim(sp);
+    const Frame f = frame_from_spokes(sim.header(), sim.spokes(0, c.spokes));
+    ReconParams p;
+    ReconChain chain(p, b, registry);
+    chain.configure(f.geometry);
+    std::map<std::string, std::vector<double>> stage_ms;
+    std::vector<double> wall, gpu_sum;
+    for (int i = 0; i < a.warmup + a.frames; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      chain.reconstruct(f);
+      const double w =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (i < a.warmup) continue;
+      wall.push_back(w);
+      double sum = 0;
+      for (const auto& t : chain.timings()) {
+        stage_ms[t.stage].push_back(t.ms);
+        sum += t.ms;
+      }
+      gpu_sum.push_back(sum);
+    }
+    const Stats frame = stats(gpu_sum), fft = stats(stage_ms["fft"]), w = stats(wall);
+    std::string stages;
+    for (const auto& name : chain.stage_names())
+      stages +=
+          fmt::format("{}\"{}\": {}", stages.empty() ? "" : ", ", name, json_stats(stats(stage_ms[name])));
+    std::string extra;
+    if (c.name == "R4") {
+      const std::string bart_ms = bart_reference(f, c.matrix);
+      extra = fmt::format(", \"bart_nufft_rss_command_ms\": {}", bart_ms);
+    }
+    js << (first ? "\n" : ",\n")
+       << fmt::format(
+              "  {{\"case\": \"{}\", \"what\": \"{}\", \"backend\": \"{}\", \"stages_ms\": {{{}}},\n"
+              "   \"frame_ms\": {}, \"wall_ms_with_transfers\": {}, \"frames_per_s\": {:.1f},\n"
+              "   \"fft_ms\": {:.5f}, \"frame_over_fft\": {:.3f}{}}}",
+              c.name, c.what, c.backend, stages, json_stats(frame), json_stats(w), 1000.0 / w.median,
+              fft.median, frame.median / fft.median, extra);
+    first = false;
+    log::info(
+        "bench {}: frame {:.4f} ms (p10 {:.4f}, p90 {:.4f}), fft {:.4f} ms, ratio {:.2f}, wall {:.3f} ms",
+        c.name, frame.median, frame.p10, frame.p90, fft.median, frame.median / fft.median, w.median);
+  }
+  js << "\n ]\n}\n";
+  if (!a.out.empty()) {
+    std::ofstream o(a.out);
+    if (!o) throw IoError(a.out + ": cannot write");
+    o << js.str();
+    log::info("wrote {}", a.out);
+  } else {
+    std::printf("%s", js.str().c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner add_bench(CLI::App& app) {
+  auto a = std::make_shared<BenchArgs>();
+  app.add_option("--case", a->cases, "case names (R1 R2 R2-head R4 R7-...); default all");
+  app.add_option("--frames", a->frames, "timed frames per case (default 50)")->check(CLI::Range(1, 100000));
+  app.add_option("--warmup", a->warmup, "untimed frames first (default 5)")->check(CLI::Range(0, 100000));
+  app.add_option("--out", a->out, "JSON file (default: stdout)");
+  return [a] { return run_bench(*a); };
+}
+
+}  // namespace radstream::app

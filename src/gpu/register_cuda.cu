@@ -1,0 +1,21 @@
+// The CUDA stages in the registry (compiled only in CUDA builds).
+#include "coil_combine/coil_combine.hpp"
+#include "deapodize/deapodize.hpp"
+#include "density/density.hpp"
+#include "fft/fft.hpp"
+#include "gridding/gridding.hpp"
+#include "pipeline/registry.hpp"
+
+namespace radstream {
+
+void register_cuda_stages(Registry& r) {
+  r.add("density", Backend::Cuda, [](const ReconParams& p) { return make_density_cuda(p.density); });
+  r.add("gridding", Backend::Cuda, [](const ReconParams& p) { return make_gridding_cuda(p.gridding); });
+  r.add("fft_inverse", Backend::Cuda,
+        [](const ReconParams& p) { return make_fft_cuda(p.fft, FftDirection::Inverse); });
+  r.add("deapodize", Backend::Cuda, [](const ReconParams& p) { return make_deapodize_cuda(p.gridding); });
+  r.add("coil_combine", Backend::Cuda,
+        [](const ReconParams& p) { return make_coil_combine_cuda(p.combine); });
+}
+
+}  // namespace radstream

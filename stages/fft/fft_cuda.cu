@@ -1,0 +1,61 @@
+// cuFFT engine: one batched 2D C2C plan over the coils, made once in configure (its work area allocated
+// there), bound to the pipeline's stream in process.
+
+#include "fft/fft.hpp"
+#include "gpu/cuda_check.cuh"
+#include "gpu/device_memory.hpp"
+
+namespace radstream {
+namespace {
+
+class FftCufft final : public Stage {
+ public:
+  FftCufft(const FftParams& p, FftDirection dir) : dir_(dir) {
+    if (p.engine == FftEngine::Fftw)
+      throw ConfigError("fft: engine 'fftw' is the CPU engine; the CUDA backend uses cufft");
+    if (p.engine == FftEngine::Custom)
+      throw ConfigError("fft: the custom GPU FFT engine is not built yet; use fft: cufft (or auto)");
+  }
+  ~FftCufft() override {
+    if (plan_) cufftDestroy(plan_);
+  }
+  std::string name() const override { return "fft"; }
+  bool in_place() const override { return true; }
+
+  Extents configure(const Geometry&, const Extents& input, Context& ctx) override {
+    if (input.rank != 3 || input[1] != input[2])
+      throw ConfigError("fft: expects [batch][G][G] grids, got " + input.str());
+    ext_ = input;
+    if (plan_) {
+      cufftDestroy(plan_);
+      plan_ = 0;
+    }
+    int n[2] = {int(input[1]), int(input[2])};
+    CUFFT_CHECK(cufftPlanMany(&plan_, 2, n, nullptr, 1, n[0] * n[1], nullptr, 1, n[0] * n[1], CUFFT_C2C,
+                              int(input[0])));
+    CUFFT_CHECK(cufftSetStream(plan_, static_cast<cudaStream_t>(ctx.stream)));
+    return input;
+  }
+
+  void process(const StageInput& in, View<cfloat> out, Context& ctx) override {
+    expect_view("fft", "input", in.data, ext_, Location::Device);
+    expect_view("fft", "output", out, ext_, Location::Device);
+    if (in.data.data != out.data)
+      gpu::copy_device(out.data, in.data.data, out.size() * sizeof(cfloat), ctx.stream);
+    auto* d = reinterpret_cast<cufftComplex*>(out.data);
+    CUFFT_CHECK(cufftExecC2C(plan_, d, d, dir_ == FftDirection::Inverse ? CUFFT_INVERSE : CUFFT_FORWARD));
+  }
+
+ private:
+  FftDirection dir_;
+  Extents ext_;
+  cufftHandle plan_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Stage> make_fft_cuda(const FftParams& p, FftDirection dir) {
+  return std::make_unique<FftCufft>(p, dir);
+}
+
+}  // namespace radstream
