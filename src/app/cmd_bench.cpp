@@ -1,6 +1,8 @@
 // radstream bench: named cases, each stage timed after a warm-up (CUDA events on the GPU, wall time on the
 // CPU), median/p10/p90 over the frames, written as JSON with the device, the case and the ratios the targets
 // name.
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +17,7 @@
 #include "app/commands.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/param_reader.hpp"
 #include "gpu/cuda_runtime.hpp"
 #include "io/cfl.hpp"
 #include "io/frame_io.hpp"
@@ -26,24 +29,52 @@ namespace {
 
 struct BenchCase {
   std::string name, what;
-  int spokes, samples, coils, matrix;
-  std::string backend;  // cuda | cpu
+  int spokes = 256, samples = 512, coils = 32, matrix = 256;
+  std::string backend = "cuda";  // cuda | cpu
+  ReconParams recon;
+
+  template <class V>
+  void visit(V& v) {
+    v.field("name", name, "case name, e.g. R1");
+    v.field("what", what, "one line describing the case");
+    v.field("spokes", spokes, 1, 1 << 16, "spokes per frame");
+    v.field("samples", samples, 2, 65536, "samples per spoke");
+    v.field("coils", coils, 1, 64, "coils");
+    v.field("matrix", matrix, 8, 4096, "image matrix N");
+    v.field("backend", backend, "cuda | cpu");
+  }
 };
 
-std::vector<BenchCase> all_cases() {
-  return {
-      {"R1", "256 spokes x 512 (2x os) x 32 coils -> 256^2, gridding, GPU", 256, 512, 32, 256, "cuda"},
-      {"R2", "Schiwietz phantom 504 x 512 x 3 coils -> 256^2, gridding, GPU", 504, 512, 3, 256, "cuda"},
-      {"R2-head", "Schiwietz head 248 x 512 x 4 coils -> 256^2, gridding, GPU", 248, 512, 4, 256, "cuda"},
-      {"R4", "CPU backend 256 x 512 x 8 coils -> 256^2", 256, 512, 8, 256, "cpu"},
-      {"R7-coils-1", "scaling: 256 x 512 x 1 coil -> 256^2, GPU", 256, 512, 1, 256, "cuda"},
-      {"R7-coils-8", "scaling: 256 x 512 x 8 coils -> 256^2, GPU", 256, 512, 8, 256, "cuda"},
-      {"R7-coils-64", "scaling: 256 x 512 x 64 coils -> 256^2, GPU", 256, 512, 64, 256, "cuda"},
-      {"R7-spokes-16", "scaling: 16 x 512 x 32 -> 256^2, GPU", 16, 512, 32, 256, "cuda"},
-      {"R7-spokes-1024", "scaling: 1024 x 512 x 32 -> 256^2, GPU", 1024, 512, 32, 256, "cuda"},
-      {"R7-matrix-128", "scaling: 256 x 256 x 32 -> 128^2, GPU", 256, 256, 32, 128, "cuda"},
-      {"R7-matrix-1024", "scaling: 256 x 2048 x 32 -> 1024^2, GPU", 256, 2048, 32, 1024, "cuda"},
-  };
+// One case per file of config/bench/*.yaml: a `bench:` section (the fields above) and an optional `recon:`.
+std::vector<BenchCase> load_cases(const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(dir))
+    throw ConfigError("bench: case folder '" + dir + "' does not exist (--cases-dir)");
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".yaml") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::vector<BenchCase> cases;
+  for (const auto& f : files) {
+    try {
+      const YAML::Node root = YAML::LoadFile(f.string());
+      BenchCase c;
+      ParamReader reader(root["bench"], "bench");
+      c.visit(reader);
+      reader.finish();
+      if (c.name.empty()) c.name = f.stem().string();
+      if (c.backend != "cuda" && c.backend != "cpu")
+        throw ConfigError("bench.backend '" + c.backend + "' is not cuda or cpu");
+      c.recon = ReconParams::from_config(root["recon"]);
+      cases.push_back(std::move(c));
+    } catch (const YAML::Exception& e) {
+      throw ConfigError(f.string() + ": " + e.what());
+    } catch (const ConfigError& e) {
+      throw ConfigError(f.string() + ": " + e.what());
+    }
+  }
+  if (cases.empty()) throw ConfigError("bench: no .yaml cases in " + dir);
+  return cases;
 }
 
 struct Stats {
@@ -97,6 +128,7 @@ std::string bart_reference(const Frame& f, int matrix) {
 
 struct BenchArgs {
   std::vector<std::string> cases;
+  std::string cases_dir = "config/bench";
   int frames = 50, warmup = 5;
   std::string out;
 };
@@ -125,7 +157,7 @@ int run_bench(const BenchArgs& a) {
       cpu_name, std::thread::hardware_concurrency(), a.frames, a.warmup);
   bool first = true;
   const Registry registry = default_registry();
-  for (const BenchCase& c : all_cases()) {
+  for (const BenchCase& c : load_cases(a.cases_dir)) {
     if (!a.cases.empty() && std::find(a.cases.begin(), a.cases.end(), c.name) == a.cases.end()) continue;
     const Backend b = c.backend == "cuda" ? Backend::Cuda : Backend::Cpu;
     if (b == Backend::Cuda && !have_gpu) {
@@ -139,8 +171,7 @@ int run_bench(const BenchArgs& a) {
     sp.snr = 50;
     const Simulator sim(sp);
     const Frame f = frame_from_spokes(sim.header(), sim.spokes(0, c.spokes));
-    ReconParams p;
-    ReconChain chain(p, b, registry);
+    ReconChain chain(c.recon, b, registry);
     chain.configure(f.geometry);
     std::map<std::string, std::vector<double>> stage_ms;
     std::vector<double> wall, gpu_sum;
@@ -197,6 +228,7 @@ int run_bench(const BenchArgs& a) {
 Runner add_bench(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   app.add_option("--case", a->cases, "case names (R1 R2 R2-head R4 R7-...); default all");
+  app.add_option("--cases-dir", a->cases_dir, "folder of case files, one .yaml each (default config/bench)");
   app.add_option("--frames", a->frames, "timed frames per case (default 50)")->check(CLI::Range(1, 100000));
   app.add_option("--warmup", a->warmup, "untimed frames first (default 5)")->check(CLI::Range(0, 100000));
   app.add_option("--out", a->out, "JSON file (default: stdout)");
