@@ -33,6 +33,9 @@ struct FftParams {
   }
 };
 
+// Throws ConfigError unless the extents are [batch][G][G] (both engines' configure()).
+void check_fft_grids(const Extents& input);
+
 std::unique_ptr<Stage> make_fft_cpu(const FftParams& p, FftDirection dir);
 std::unique_ptr<Stage> make_fft_cuda(const FftParams& p, FftDirection dir);  // CUDA builds only
 

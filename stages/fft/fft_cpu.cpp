@@ -53,6 +53,11 @@ std::string to_string(FftPlanner p) {
   return "measure";
 }
 
+void check_fft_grids(const Extents& input) {
+  if (input.rank != 3 || input[1] != input[2])
+    throw ConfigError("fft: expects [batch][G][G] grids, got " + input.str());
+}
+
 namespace {
 
 // FFTW's planner is process-wide and not thread-safe: initialise its threading once and serialise planning.
@@ -78,8 +83,7 @@ class FftCpu final : public Stage {
   bool in_place() const override { return true; }
 
   Extents configure(const Geometry&, const Extents& input, Context& ctx) override {
-    if (input.rank != 3 || input[1] != input[2])
-      throw ConfigError("fft: expects [batch][G][G] grids, got " + input.str());
+    check_fft_grids(input);
     ext_ = input;
     const int G = int(input[1]), batch = int(input[0]);
     HostBuffer<cfloat> scratch(input);

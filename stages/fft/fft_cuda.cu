@@ -23,8 +23,7 @@ class FftCufft final : public Stage {
   bool in_place() const override { return true; }
 
   Extents configure(const Geometry&, const Extents& input, Context& ctx) override {
-    if (input.rank != 3 || input[1] != input[2])
-      throw ConfigError("fft: expects [batch][G][G] grids, got " + input.str());
+    check_fft_grids(input);
     ext_ = input;
     if (plan_) {
       cufftDestroy(plan_);
