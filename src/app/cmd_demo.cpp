@@ -48,10 +48,9 @@ int run_demo(DemoArgs a) {
   ReconChain chain(params, backend.backend, registry);
   chain.configure(sim.header().geometry(a.window));
   std::vector<double> ms;
+  Frame frame(chain.geometry());  // one buffer, refilled for every frame
   for (int f = 0; f < a.frames; ++f) {
-    const auto first = spokes.begin() + long(f) * a.stride;
-    const Frame frame =
-        frame_from_spokes(sim.header(), std::span<const Spoke>(&*first, std::size_t(a.window)));
+    for (int s = 0; s < a.window; ++s) frame.set_spoke(s, spokes[std::size_t(f) * a.stride + s]);
     const auto t0 = std::chrono::steady_clock::now();
     const auto image = chain.reconstruct(frame);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());

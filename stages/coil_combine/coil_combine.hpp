@@ -23,6 +23,9 @@ struct CoilCombineParams {
   }
 };
 
+// [coils][N][N] -> [N][N]; throws ConfigError for any other shape (both twins' configure()).
+Extents combined_extents(const Extents& coil_images);
+
 std::unique_ptr<Stage> make_coil_combine_cpu(const CoilCombineParams& p);
 std::unique_ptr<Stage> make_coil_combine_cuda(const CoilCombineParams& p);  // CUDA builds only
 

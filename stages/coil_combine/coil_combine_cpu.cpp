@@ -14,6 +14,11 @@ std::string to_string(CoilCombineMethod) {
   return "rss";
 }
 
+Extents combined_extents(const Extents& input) {
+  if (input.rank != 3) throw ConfigError("coil_combine: expects [coils][N][N], got " + input.str());
+  return Extents{input[1], input[2]};
+}
+
 namespace {
 
 class CoilCombineCpu final : public Stage {
@@ -21,11 +26,9 @@ class CoilCombineCpu final : public Stage {
   explicit CoilCombineCpu(const CoilCombineParams& p) : p_(p) {}
   std::string name() const override { return "coil_combine"; }
 
-  Extents configure(const Geometry& g, const Extents& input, Context&) override {
-    if (input.rank != 3) throw ConfigError("coil_combine: expects [coils][N][N], got " + input.str());
-    (void)g;
+  Extents configure(const Geometry&, const Extents& input, Context&) override {
     in_ext_ = input;
-    out_ext_ = Extents{input[1], input[2]};
+    out_ext_ = combined_extents(input);
     return out_ext_;
   }
 

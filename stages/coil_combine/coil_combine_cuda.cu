@@ -22,9 +22,8 @@ class CoilCombineCuda final : public Stage {
   std::string name() const override { return "coil_combine"; }
 
   Extents configure(const Geometry&, const Extents& input, Context&) override {
-    if (input.rank != 3) throw ConfigError("coil_combine: expects [coils][N][N], got " + input.str());
     in_ext_ = input;
-    out_ext_ = Extents{input[1], input[2]};
+    out_ext_ = combined_extents(input);
     return out_ext_;
   }
 
