@@ -15,6 +15,6 @@ if [ "$(printf '%s\n' 2.36 "$glibc" | sort -V | head -1)" = "2.36" ]; then
 else
   run() { .devcarry/glibc/ld-linux-x86-64.so.2 --library-path ".devcarry/glibc:$lp:/usr/lib/x86_64-linux-gnu" "$@"; }
 fi
-RADSTREAM_REQUIRE_GPU=1 run .devcarry/radstream_tests --gtest_filter='CudaParity.*:GriddingVsNudft.*:Chain.*' \
+RADSTREAM_REQUIRE_GPU=1 run .devcarry/radstream_tests --gtest_filter='CudaParity.*:CustomFft.*:CudaGraph.*:GriddingVsNudft.*:Chain.*' \
   2>&1 | tee "$OUT/gpu_tests.log"
-run .devcarry/radstream bench --frames ${FRAMES:-100} --warmup 10 --out "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log"
+run .devcarry/radstream bench --frames ${FRAMES:-100} --warmup 10 --out "$OUT/bench.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log"

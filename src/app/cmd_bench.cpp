@@ -14,11 +14,13 @@
 #include <thread>
 #include <vector>
 
+#include "app/bench_stages.hpp"
 #include "app/commands.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/param_reader.hpp"
 #include "gpu/cuda_runtime.hpp"
+#include "gridding/kaiser_bessel.hpp"
 #include "io/cfl.hpp"
 #include "io/frame_io.hpp"
 #include "pipeline/recon_chain.hpp"
@@ -31,6 +33,7 @@ struct BenchCase {
   std::string name, what;
   int spokes = 256, samples = 512, coils = 32, matrix = 256;
   std::string backend = "cuda";  // cuda | cpu
+  std::string kind = "chain";    // chain | fft-engines
   ReconParams recon;
 
   template <class V>
@@ -42,6 +45,9 @@ struct BenchCase {
     v.field("coils", coils, 1, 64, "coils");
     v.field("matrix", matrix, 8, 4096, "image matrix N");
     v.field("backend", backend, "cuda | cpu");
+    v.field(
+        "kind", kind,
+        "chain (the whole reconstruction) | fft-engines (cuFFT vs the custom FFT and the chain tails, R3)");
   }
 };
 
@@ -65,6 +71,10 @@ std::vector<BenchCase> load_cases(const std::string& dir) {
       if (c.name.empty()) c.name = f.stem().string();
       if (c.backend != "cuda" && c.backend != "cpu")
         throw ConfigError("bench.backend '" + c.backend + "' is not cuda or cpu");
+      if (c.kind != "chain" && c.kind != "fft-engines")
+        throw ConfigError("bench.kind '" + c.kind + "' is not chain or fft-engines");
+      if (c.kind == "fft-engines" && c.backend != "cuda")
+        throw ConfigError("bench.kind fft-engines needs backend: cuda");
       c.recon = ReconParams::from_config(root["recon"]);
       cases.push_back(std::move(c));
     } catch (const YAML::Exception& e) {
@@ -75,20 +85,6 @@ std::vector<BenchCase> load_cases(const std::string& dir) {
   }
   if (cases.empty()) throw ConfigError("bench: no .yaml cases in " + dir);
   return cases;
-}
-
-struct Stats {
-  double median = 0, p10 = 0, p90 = 0;
-};
-
-Stats stats(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  auto at = [&](double q) { return v[std::min(v.size() - 1, std::size_t(q * double(v.size() - 1) + 0.5))]; };
-  return {at(0.5), at(0.1), at(0.9)};
-}
-
-std::string json_stats(const Stats& s) {
-  return fmt::format("{{\"median\": {:.5f}, \"p10\": {:.5f}, \"p90\": {:.5f}}}", s.median, s.p10, s.p90);
 }
 
 double time_command_s(const std::string& cmd) {
@@ -124,6 +120,43 @@ std::string bart_reference(const Frame& f, int matrix) {
   }
   std::filesystem::remove_all(dir);
   return fmt::format("{:.2f}", stats(s).median);
+}
+
+// R3: the FFT engines alone on the case's [coils][G][G] grids (both directions), and the chain tail from
+// grid to combined image: cuFFT + deapodize + RSS as separate kernels, the custom FFT with the same
+// kernels, and the fused custom tail.
+std::string fft_engines_case(const BenchCase& c, const Registry& registry, int frames, int warmup) {
+  ReconParams p = c.recon;
+  const Geometry g{c.matrix, c.samples, c.spokes, c.coils, float(c.samples) / float(c.matrix)};
+  const int G = oversampled_grid_size(c.matrix, p.gridding.oversampling);
+  const Extents grids{std::size_t(c.coils), std::size_t(G), std::size_t(G)};
+  auto run = [&](FftEngine e, const std::vector<std::string>& names) {
+    p.fft.engine = e;
+    return time_cuda_stages(names, p, registry, g, grids, frames, warmup);
+  };
+  const Stats cufft_inv = run(FftEngine::Cufft, {"fft_inverse"});
+  const Stats custom_inv = run(FftEngine::Custom, {"fft_inverse"});
+  const Stats cufft_fwd = run(FftEngine::Cufft, {"fft_forward"});
+  const Stats custom_fwd = run(FftEngine::Custom, {"fft_forward"});
+  const Stats tail_cufft = run(FftEngine::Cufft, {"fft_inverse", "deapodize", "coil_combine"});
+  const Stats tail_custom = run(FftEngine::Custom, {"fft_inverse", "deapodize", "coil_combine"});
+  const Stats tail_fused = run(FftEngine::Custom, {"fft_deapodize_combine"});
+  log::info(
+      "bench {}: inverse FFT of {} x {}^2: cuFFT {:.4f} ms, custom {:.4f} ms ({:.2f}x); tail: "
+      "cuFFT+kernels {:.4f} ms, fused custom {:.4f} ms ({:.2f}x)",
+      c.name, c.coils, G, cufft_inv.median, custom_inv.median, custom_inv.median / cufft_inv.median,
+      tail_cufft.median, tail_fused.median, tail_fused.median / tail_cufft.median);
+  return fmt::format(
+      "  {{\"case\": \"{}\", \"what\": \"{}\", \"backend\": \"cuda\", \"grids\": \"{} x {}^2\",\n"
+      "   \"inverse_ms\": {{\"cufft\": {}, \"custom\": {}}},\n"
+      "   \"forward_ms\": {{\"cufft\": {}, \"custom\": {}}},\n"
+      "   \"tail_ms\": {{\"cufft+deapodize+rss\": {}, \"custom+deapodize+rss\": {}, \"custom_fused\": {}}},\n"
+      "   \"custom_over_cufft_inverse\": {:.3f}, \"custom_over_cufft_forward\": {:.3f}, "
+      "\"fused_over_cufft_tail\": {:.3f}}}",
+      c.name, c.what, c.coils, G, json_stats(cufft_inv), json_stats(custom_inv), json_stats(cufft_fwd),
+      json_stats(custom_fwd), json_stats(tail_cufft), json_stats(tail_custom), json_stats(tail_fused),
+      custom_inv.median / cufft_inv.median, custom_fwd.median / cufft_fwd.median,
+      tail_fused.median / tail_cufft.median);
 }
 
 struct BenchArgs {
@@ -164,6 +197,11 @@ int run_bench(const BenchArgs& a) {
       log::warn("bench {}: skipped, no usable GPU ({})", c.name, gpu_info.reason);
       continue;
     }
+    if (c.kind == "fft-engines") {
+      js << (first ? "\n" : ",\n") << fft_engines_case(c, registry, a.frames, a.warmup);
+      first = false;
+      continue;
+    }
     SimParams sp;
     sp.matrix = c.matrix;
     sp.readout_os = double(c.samples) / c.matrix;
@@ -195,21 +233,33 @@ int run_bench(const BenchArgs& a) {
       stages +=
           fmt::format("{}\"{}\": {}", stages.empty() ? "" : ", ", name, json_stats(stats(stage_ms[name])));
     std::string extra;
+    if (b == Backend::Cuda) {
+      // The target's yardstick: one plain batched cuFFT of the same oversampled grids, in this run.
+      ReconParams ref = c.recon;
+      ref.fft.engine = FftEngine::Cufft;
+      const int G = oversampled_grid_size(c.matrix, ref.gridding.oversampling);
+      const Stats cu =
+          time_cuda_stages({"fft_inverse"}, ref, registry, f.geometry,
+                           Extents{std::size_t(c.coils), std::size_t(G), std::size_t(G)}, a.frames, a.warmup);
+      extra = fmt::format(
+          ", \"cufft_reference_ms\": {}, \"frame_over_cufft_reference\": {:.3f}, "
+          "\"cuda_graph\": {}",
+          json_stats(cu), frame.median / cu.median, chain.uses_graph());
+    }
     if (c.name == "R4") {
       const std::string bart_ms = bart_reference(f, c.matrix);
-      extra = fmt::format(", \"bart_nufft_rss_command_ms\": {}", bart_ms);
+      extra += fmt::format(", \"bart_nufft_rss_command_ms\": {}", bart_ms);
     }
     js << (first ? "\n" : ",\n")
        << fmt::format(
               "  {{\"case\": \"{}\", \"what\": \"{}\", \"backend\": \"{}\", \"stages_ms\": {{{}}},\n"
               "   \"frame_ms\": {}, \"wall_ms_with_transfers\": {}, \"frames_per_s\": {:.1f},\n"
-              "   \"fft_ms\": {:.5f}, \"frame_over_fft\": {:.3f}{}}}",
+              "   \"fft_stage_ms\": {:.5f}{}}}",
               c.name, c.what, c.backend, stages, json_stats(frame), json_stats(w), 1000.0 / w.median,
-              fft.median, frame.median / fft.median, extra);
+              fft.median, extra);
     first = false;
-    log::info(
-        "bench {}: frame {:.4f} ms (p10 {:.4f}, p90 {:.4f}), fft {:.4f} ms, ratio {:.2f}, wall {:.3f} ms",
-        c.name, frame.median, frame.p10, frame.p90, fft.median, frame.median / fft.median, w.median);
+    log::info("bench {}: frame {:.4f} ms (p10 {:.4f}, p90 {:.4f}), fft stage {:.4f} ms, wall {:.3f} ms",
+              c.name, frame.median, frame.p10, frame.p90, fft.median, w.median);
   }
   js << "\n ]\n}\n";
   if (!a.out.empty()) {

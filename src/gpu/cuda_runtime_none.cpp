@@ -50,4 +50,9 @@ void* create_event() { no_cuda("create_event"); }
 void destroy_event(void*) noexcept {}
 void record_event(void*, void*) { no_cuda("record_event"); }
 float elapsed_ms(void*, void*) { no_cuda("elapsed_ms"); }
+void begin_capture(void*) { no_cuda("begin_capture"); }
+void* end_capture(void*) { no_cuda("end_capture"); }
+void abort_capture(void*) noexcept {}
+void launch_graph(void*, void*) { no_cuda("launch_graph"); }
+void destroy_graph(void*) noexcept {}
 }  // namespace radstream::gpu

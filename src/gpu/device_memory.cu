@@ -63,7 +63,43 @@ void destroy_event(void* e) noexcept {
 }
 
 void record_event(void* e, void* s) {
-  CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(e), static_cast<cudaStream_t>(s)));
+  auto stream = static_cast<cudaStream_t>(s);
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+  // Inside a capture the record becomes an event node of the graph, so per-stage timing survives replay.
+  if (status == cudaStreamCaptureStatusActive)
+    CUDA_CHECK(cudaEventRecordWithFlags(static_cast<cudaEvent_t>(e), stream, cudaEventRecordExternal));
+  else
+    CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(e), stream));
+}
+
+void begin_capture(void* s) {
+  CUDA_CHECK(cudaStreamBeginCapture(static_cast<cudaStream_t>(s), cudaStreamCaptureModeThreadLocal));
+}
+
+void* end_capture(void* s) {
+  cudaGraph_t graph = nullptr;
+  CUDA_CHECK(cudaStreamEndCapture(static_cast<cudaStream_t>(s), &graph));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  CUDA_CHECK(e);
+  return exec;
+}
+
+void abort_capture(void* s) noexcept {
+  cudaGraph_t graph = nullptr;
+  if (cudaStreamEndCapture(static_cast<cudaStream_t>(s), &graph) == cudaSuccess && graph)
+    cudaGraphDestroy(graph);
+  cudaGetLastError();  // clear the error the failed capture left
+}
+
+void launch_graph(void* g, void* s) {
+  CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(g), static_cast<cudaStream_t>(s)));
+}
+
+void destroy_graph(void* g) noexcept {
+  if (g) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g));
 }
 
 float elapsed_ms(void* a, void* b) {

@@ -24,6 +24,14 @@ void destroy_event(void* event) noexcept;
 void record_event(void* event, void* stream);
 float elapsed_ms(void* start, void* stop);  // both recorded and complete
 
+// CUDA graphs: what is enqueued on a stream between begin_capture and end_capture is recorded, not run;
+// end_capture returns the instantiated graph, which launch_graph replays on a stream.
+void begin_capture(void* stream);
+void* end_capture(void* stream);
+void abort_capture(void* stream) noexcept;  // after a failure between begin and end
+void launch_graph(void* graph, void* stream);
+void destroy_graph(void* graph) noexcept;
+
 }  // namespace radstream::gpu
 
 namespace radstream {

@@ -13,6 +13,10 @@ void register_cuda_stages(Registry& r) {
   r.add("gridding", Backend::Cuda, [](const ReconParams& p) { return make_gridding_cuda(p.gridding); });
   r.add("fft_inverse", Backend::Cuda,
         [](const ReconParams& p) { return make_fft_cuda(p.fft, FftDirection::Inverse); });
+  r.add("fft_forward", Backend::Cuda,
+        [](const ReconParams& p) { return make_fft_cuda(p.fft, FftDirection::Forward); });
+  r.add("fft_deapodize_combine", Backend::Cuda,
+        [](const ReconParams& p) { return make_fused_image_cuda(p.gridding); });
   r.add("deapodize", Backend::Cuda, [](const ReconParams& p) { return make_deapodize_cuda(p.gridding); });
   r.add("coil_combine", Backend::Cuda,
         [](const ReconParams& p) { return make_coil_combine_cuda(p.combine); });

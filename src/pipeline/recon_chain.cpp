@@ -13,7 +13,10 @@ ReconChain::ReconChain(const ReconParams& params, Backend backend, const Registr
   params_.validate();
   ctx_.backend = backend;
   ctx_.threads = params.threads;
-  const char* names[] = {"density", "gridding", "fft_inverse", "deapodize", "coil_combine"};
+  fused_ = backend == Backend::Cuda && params_.fft.engine == FftEngine::Custom && params_.fft.fused &&
+           params_.combine.method == CoilCombineMethod::Rss;
+  std::vector<const char*> names{"density", "gridding", "fft_inverse", "deapodize", "coil_combine"};
+  if (fused_) names = {"density", "gridding", "fft_deapodize_combine"};
   for (const char* n : names) stages_.push_back(registry.create(n, backend, params_));
   if (backend == Backend::Cuda) {
     ctx_.stream = gpu::create_stream();
@@ -28,6 +31,7 @@ ReconChain::~ReconChain() {
     } catch (const Error&) {
     }
   }
+  gpu::destroy_graph(graph_);
   stages_.clear();  // stages release their device resources before the stream goes
   for (void* e : events_) gpu::destroy_event(e);
   gpu::destroy_stream(ctx_.stream);
@@ -42,6 +46,8 @@ std::vector<std::string> ReconChain::stage_names() const {
 void ReconChain::configure(const Geometry& g) {
   g.validate();
   configured_ = false;
+  gpu::destroy_graph(graph_);  // it holds the old buffers' addresses
+  graph_ = nullptr;
   buffers_.clear();
   d_buffers_.clear();
   output_of_.clear();
@@ -67,7 +73,7 @@ void ReconChain::configure(const Geometry& g) {
   }
   if (cuda) {
     host_image_ = HostBuffer<cfloat>(ext);
-    host_coils_ = HostBuffer<cfloat>(d_buffers_[output_of_[stages_.size() - 2]].extents());
+    if (!fused_) host_coils_ = HostBuffer<cfloat>(d_buffers_[output_of_[stages_.size() - 2]].extents());
   }
   timings_.assign(stages_.size(), {});
   for (std::size_t i = 0; i < stages_.size(); ++i) timings_[i].stage = stages_[i]->name();
@@ -84,15 +90,24 @@ View<const cfloat> ReconChain::reconstruct(const Frame& frame) {
   if (ctx_.backend == Backend::Cuda) {
     gpu::copy_to_device(d_input_.data(), frame.data.data(), frame.data.size() * sizeof(cfloat), ctx_.stream);
     gpu::copy_to_device(d_traj_.data(), frame.traj.data(), frame.traj.size() * sizeof(float), ctx_.stream);
-    StageInput in{d_input_.view(), d_traj_.view()};
-    gpu::record_event(events_[0], ctx_.stream);
-    for (std::size_t i = 0; i < stages_.size(); ++i) {
-      View<cfloat> out = d_buffers_[output_of_[i]].view();
-      stages_[i]->process(in, out, ctx_);
-      gpu::record_event(events_[i + 1], ctx_.stream);
-      in.data = out;
+    const StageInput in{d_input_.view(), d_traj_.view()};
+    if (params_.cuda_graph) {
+      if (!graph_) {
+        gpu::begin_capture(ctx_.stream);
+        try {
+          enqueue_stages(in);
+        } catch (...) {
+          gpu::abort_capture(ctx_.stream);
+          throw;
+        }
+        graph_ = gpu::end_capture(ctx_.stream);
+      }
+      gpu::launch_graph(graph_, ctx_.stream);
+    } else {
+      enqueue_stages(in);
     }
-    gpu::copy_to_host(host_image_.data(), in.data.data, host_image_.size() * sizeof(cfloat), ctx_.stream);
+    gpu::copy_to_host(host_image_.data(), d_buffers_[output_of_.back()].data(),
+                      host_image_.size() * sizeof(cfloat), ctx_.stream);
     gpu::synchronize(ctx_.stream);
     for (std::size_t i = 0; i < stages_.size(); ++i)
       timings_[i].ms = gpu::elapsed_ms(events_[i], events_[i + 1]);
@@ -109,7 +124,20 @@ View<const cfloat> ReconChain::reconstruct(const Frame& frame) {
   return in.data;
 }
 
+void ReconChain::enqueue_stages(StageInput in) {
+  gpu::record_event(events_[0], ctx_.stream);
+  for (std::size_t i = 0; i < stages_.size(); ++i) {
+    View<cfloat> out = d_buffers_[output_of_[i]].view();
+    stages_[i]->process(in, out, ctx_);
+    gpu::record_event(events_[i + 1], ctx_.stream);
+    in.data = out;
+  }
+}
+
 View<const cfloat> ReconChain::coil_images() {
+  if (fused_)
+    throw InputError(
+        "coil images: the fused custom-FFT chain does not keep them (set fft_fused: false to keep them)");
   if (!configured_ || stages_.size() < 2) return {};
   const int b = output_of_[stages_.size() - 2];
   if (ctx_.backend == Backend::Cuda) {

@@ -36,7 +36,11 @@ class ReconChain {
   // Throws InputError when the frame does not match the configured geometry.
   View<const cfloat> reconstruct(const Frame& frame);
   // The per-coil images [coils][N][N] of the last frame (copied back from the GPU on the CUDA backend).
+  // Throws InputError when the chain does not keep them (the fused custom-FFT tail).
   View<const cfloat> coil_images();
+  bool keeps_coil_images() const { return !fused_; }
+  // True when the CUDA frames replay a captured CUDA graph.
+  bool uses_graph() const { return graph_ != nullptr; }
   Backend backend() const { return ctx_.backend; }
   // Wall time of each stage in the last frame.
   const std::vector<StageTiming>& timings() const { return timings_; }
@@ -56,6 +60,10 @@ class ReconChain {
   std::vector<StageTiming> timings_;
   Geometry g_;
   bool configured_ = false;
+  bool fused_ = false;     // the custom FFT's fused fft+deapodize+combine stage replaces three stages
+  void* graph_ = nullptr;  // instantiated CUDA graph of the stages (captured on the first frame)
+
+  void enqueue_stages(StageInput in);
 };
 
 }  // namespace radstream

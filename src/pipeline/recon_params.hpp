@@ -22,6 +22,7 @@ struct ReconParams {
   ReconMethod method = ReconMethod::Gridding;
   BackendChoice backend = BackendChoice::Auto;
   int threads = 0;  // CPU threads, 0 = all
+  bool cuda_graph = true;  // CUDA: capture the per-frame chain once as a CUDA graph and replay it
   DensityParams density;
   GriddingParams gridding;
   FftParams fft;
@@ -36,6 +37,8 @@ struct ReconParams {
         "backend", backend, parse_backend, [](BackendChoice b) { return to_string(b); },
         "backend: auto (CUDA when a GPU is present) | cpu | cuda");
     v.field("threads", threads, 0, 1024, "CPU worker threads (0 = all hardware threads)");
+    v.field("cuda_graph", cuda_graph,
+            "CUDA backend: capture the per-frame stages once as a CUDA graph and replay it each frame");
     density.visit(v);
     gridding.visit(v);
     fft.visit(v);

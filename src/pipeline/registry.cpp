@@ -33,6 +33,8 @@ void register_cpu_stages(Registry& r) {
   r.add("gridding", Backend::Cpu, [](const ReconParams& p) { return make_gridding_cpu(p.gridding); });
   r.add("fft_inverse", Backend::Cpu,
         [](const ReconParams& p) { return make_fft_cpu(p.fft, FftDirection::Inverse); });
+  r.add("fft_forward", Backend::Cpu,
+        [](const ReconParams& p) { return make_fft_cpu(p.fft, FftDirection::Forward); });
   r.add("deapodize", Backend::Cpu, [](const ReconParams& p) { return make_deapodize_cpu(p.gridding); });
   r.add("coil_combine", Backend::Cpu, [](const ReconParams& p) { return make_coil_combine_cpu(p.combine); });
 }

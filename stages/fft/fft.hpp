@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "gridding/gridding.hpp"
 #include "pipeline/stage.hpp"
 
 namespace radstream {
@@ -21,6 +22,7 @@ enum class FftDirection { Forward, Inverse };
 struct FftParams {
   FftEngine engine = FftEngine::Auto;        // auto: FFTW on the CPU, cuFFT on the GPU
   FftPlanner planner = FftPlanner::Measure;  // FFTW planning effort (in configure, once)
+  bool fused = true;  // custom engine: one fused inverse FFT + crop + deapodize + RSS (no coil images kept)
 
   template <class V>
   void visit(V& v) {
@@ -30,6 +32,9 @@ struct FftParams {
     v.choice(
         "fftw_planner", planner, parse_fft_planner, [](FftPlanner p) { return to_string(p); },
         "FFTW planning effort: estimate | measure | patient");
+    v.field("fft_fused", fused,
+           "with fft: custom, fuse the inverse FFT, crop, deapodization and RSS into two kernels "
+           "(false keeps the per-coil images)");
   }
 };
 
@@ -38,5 +43,8 @@ void check_fft_grids(const Extents& input);
 
 std::unique_ptr<Stage> make_fft_cpu(const FftParams& p, FftDirection dir);
 std::unique_ptr<Stage> make_fft_cuda(const FftParams& p, FftDirection dir);  // CUDA builds only
+std::unique_ptr<Stage> make_fft_custom(FftDirection dir);                      // CUDA builds only
+// Custom-engine inverse FFT + crop + deapodization + RSS: [coils][G][G] -> [N][N] (fused_image_cuda.cu).
+std::unique_ptr<Stage> make_fused_image_cuda(const GriddingParams& kernel);  // CUDA builds only
 
 }  // namespace radstream

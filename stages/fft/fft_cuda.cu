@@ -13,8 +13,6 @@ class FftCufft final : public Stage {
   FftCufft(const FftParams& p, FftDirection dir) : dir_(dir) {
     if (p.engine == FftEngine::Fftw)
       throw ConfigError("fft: engine 'fftw' is the CPU engine; the CUDA backend uses cufft");
-    if (p.engine == FftEngine::Custom)
-      throw ConfigError("fft: the custom GPU FFT engine is not built yet; use fft: cufft (or auto)");
   }
   ~FftCufft() override {
     if (plan_) cufftDestroy(plan_);
@@ -54,6 +52,7 @@ class FftCufft final : public Stage {
 }  // namespace
 
 std::unique_ptr<Stage> make_fft_cuda(const FftParams& p, FftDirection dir) {
+  if (p.engine == FftEngine::Custom) return make_fft_custom(dir);
   return std::make_unique<FftCufft>(p, dir);
 }
 

@@ -1,0 +1,71 @@
+#include "app/bench_stages.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <random>
+
+#include "gpu/device_memory.hpp"
+
+namespace radstream::app {
+
+Stats stats(std::vector<double> v) {
+  if (v.empty()) return {};
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) { return v[std::min(v.size() - 1, std::size_t(q * double(v.size() - 1) + 0.5))]; };
+  return {at(0.5), at(0.1), at(0.9)};
+}
+
+std::string json_stats(const Stats& s) {
+  return fmt::format("{{\"median\": {:.5f}, \"p10\": {:.5f}, \"p90\": {:.5f}}}", s.median, s.p10, s.p90);
+}
+
+Stats time_cuda_stages(const std::vector<std::string>& names, const ReconParams& p, const Registry& registry,
+                       const Geometry& g, const Extents& input, int frames, int warmup) {
+  Context ctx;
+  ctx.backend = Backend::Cuda;
+  ctx.stream = gpu::create_stream();
+  void* start = gpu::create_event();
+  void* stop = gpu::create_event();
+  std::vector<double> ms;
+  {
+    std::vector<std::unique_ptr<Stage>> stages;
+    std::vector<DeviceBuffer<cfloat>> buffers;
+    buffers.emplace_back(input);
+    std::vector<int> out_of;
+    Extents ext = input;
+    for (const auto& n : names) {
+      stages.push_back(registry.create(n, Backend::Cuda, p));
+      const Extents out = stages.back()->configure(g, ext, ctx);
+      if (!(stages.back()->in_place() && out == ext)) buffers.emplace_back(out);
+      out_of.push_back(int(buffers.size()) - 1);
+      ext = out;
+    }
+    std::vector<cfloat> host(input.size());
+    std::mt19937 rng(1);
+    std::normal_distribution<float> d(0.f, 1.f);
+    for (auto& v : host) v = cfloat(d(rng), d(rng));
+    // An in-place FFT would grow the data frame after frame; it is re-uploaded outside the timed events.
+    for (int i = 0; i < warmup + frames; ++i) {
+      gpu::copy_to_device(buffers[0].data(), host.data(), host.size() * sizeof(cfloat), ctx.stream);
+      gpu::record_event(start, ctx.stream);
+      StageInput in{buffers[0].view(), {}};
+      for (std::size_t s = 0; s < stages.size(); ++s) {
+        View<cfloat> out = buffers[out_of[s]].view();
+        stages[s]->process(in, out, ctx);
+        in.data = out;
+      }
+      gpu::record_event(stop, ctx.stream);
+      gpu::synchronize(ctx.stream);
+      if (i >= warmup) ms.push_back(gpu::elapsed_ms(start, stop));
+    }
+    stages.clear();
+  }
+  gpu::destroy_event(start);
+  gpu::destroy_event(stop);
+  gpu::destroy_stream(ctx.stream);
+  return stats(ms);
+}
+
+}  // namespace radstream::app

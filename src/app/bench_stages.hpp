@@ -1,0 +1,25 @@
+// Timing of a sequence of registered CUDA stages on random device data, outside a ReconChain: what the
+// benchmark uses for the reference batched cuFFT of a case's oversampled grids and for R3 (FFT engines and
+// chain tails on [coils][G][G]).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/geometry.hpp"
+#include "pipeline/recon_params.hpp"
+#include "pipeline/registry.hpp"
+
+namespace radstream::app {
+
+struct Stats {
+  double median = 0, p10 = 0, p90 = 0;
+};
+Stats stats(std::vector<double> v);
+std::string json_stats(const Stats& s);
+
+// Runs stages `names` (each configured on the previous one's output, starting from `input` extents of random
+// complex data) warmup + frames times on one stream; returns the CUDA-event time of the whole sequence.
+Stats time_cuda_stages(const std::vector<std::string>& names, const ReconParams& p, const Registry& registry,
+                       const Geometry& g, const Extents& input, int frames, int warmup);
+
+}  // namespace radstream::app

@@ -1,0 +1,183 @@
+// The custom GPU FFT: batched power-of-two 1D transforms (64..2048 points) computed by one thread block in
+// shared memory, radix-8 Stockham autosort passes (then one radix-2 or radix-4 pass), the butterflies in
+// registers. Stockham pass with radix R over sub-transforms of length Ns (Ns = 1, R, R^2, ...):
+//   for j in [0, N/R): k = j mod Ns; v_r = x[j + r N/R] * w^(r k N/(Ns R)), r < R; V = DFT_R(v);
+//                      y[(j - k) R + k + r Ns] = V_r
+// with w = exp(-+2 pi i / N) from a table (computed in double on the host). No bit reversal is needed.
+//
+// A block holds TB transforms of N points, transform t at s[t * (N + 1) + e] (the pad of one element keeps
+// the column loads free of bank conflicts); each transform is worked by T = N / E threads holding E
+// elements each. The caller loads shared memory, calls fft_block (which begins and ends with a barrier),
+// and stores the result: this is what lets the fused chain crop, deapodize and combine as it stores.
+// Included only by .cu files.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <vector>
+
+namespace radstream::customfft {
+
+__device__ __forceinline__ float2 add(float2 a, float2 b) {
+  return make_float2(a.x + b.x, a.y + b.y);
+}
+__device__ __forceinline__ float2 sub(float2 a, float2 b) {
+  return make_float2(a.x - b.x, a.y - b.y);
+}
+__device__ __forceinline__ float2 mul(float2 a, float2 b) {
+  return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+// Multiplies by s*i, s = +1 for the inverse (exp(+...)) and -1 for the forward transform.
+template <bool INV>
+__device__ __forceinline__ float2 mul_si(float2 a) {
+  return INV ? make_float2(-a.y, a.x) : make_float2(a.y, -a.x);
+}
+
+template <bool INV>
+__device__ __forceinline__ void dft2(float2& a0, float2& a1) {
+  const float2 t = a0;
+  a0 = add(t, a1);
+  a1 = sub(t, a1);
+}
+
+template <bool INV>
+__device__ __forceinline__ void dft4(float2& a0, float2& a1, float2& a2, float2& a3) {
+  const float2 e0 = add(a0, a2), e1 = sub(a0, a2), o0 = add(a1, a3), o1 = mul_si<INV>(sub(a1, a3));
+  a0 = add(e0, o0);
+  a2 = sub(e0, o0);
+  a1 = add(e1, o1);
+  a3 = sub(e1, o1);
+}
+
+// In natural order: v[k] <- sum_n v[n] exp(s 2 pi i n k / 8).
+template <bool INV>
+__device__ __forceinline__ void dft8(float2* v) {
+  float2 e0 = v[0], e1 = v[2], e2 = v[4], e3 = v[6];
+  float2 o0 = v[1], o1 = v[3], o2 = v[5], o3 = v[7];
+  dft4<INV>(e0, e1, e2, e3);
+  dft4<INV>(o0, o1, o2, o3);
+  constexpr float h = 0.70710678118654752f;
+  o1 = mul(o1, make_float2(h, INV ? h : -h));
+  o2 = mul_si<INV>(o2);
+  o3 = mul(o3, make_float2(-h, INV ? h : -h));
+  v[0] = add(e0, o0);
+  v[4] = sub(e0, o0);
+  v[1] = add(e1, o1);
+  v[5] = sub(e1, o1);
+  v[2] = add(e2, o2);
+  v[6] = sub(e2, o2);
+  v[3] = add(e3, o3);
+  v[7] = sub(e3, o3);
+}
+
+template <int R, bool INV>
+__device__ __forceinline__ void dft(float2* v) {
+  if constexpr (R == 8)
+    dft8<INV>(v);
+  else if constexpr (R == 4)
+    dft4<INV>(v[0], v[1], v[2], v[3]);
+  else
+    dft2<INV>(v[0], v[1]);
+}
+
+// One Stockham pass of radix R on the transform at st, by thread tid of T = N / E.
+// tw[m] = exp(-2 pi i m / N) (conjugated here for the inverse).
+template <int N, int E, int R, bool INV>
+__device__ __forceinline__ void pass(float2* st, int tid, int Ns, const float2* __restrict__ tw) {
+  constexpr int T = N / E, B = E / R;
+  float2 v[E];
+#pragma unroll
+  for (int b = 0; b < B; ++b) {
+    const int j = tid + b * T;
+#pragma unroll
+    for (int r = 0; r < R; ++r) v[b * R + r] = st[j + r * (N / R)];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int b = 0; b < B; ++b) {
+    const int j = tid + b * T;
+    const int k = j & (Ns - 1);
+    const int step = k * (N / (Ns * R));
+#pragma unroll
+    for (int r = 1; r < R; ++r) {
+      float2 w = __ldg(tw + r * step);
+      if (INV) w.y = -w.y;
+      v[b * R + r] = mul(v[b * R + r], w);
+    }
+    dft<R, INV>(v + b * R);
+    const int d = (j - k) * R + k;
+#pragma unroll
+    for (int r = 0; r < R; ++r) st[d + r * Ns] = v[b * R + r];
+  }
+  __syncthreads();
+}
+
+__host__ __device__ constexpr int log2i(int n) {
+  return n <= 1 ? 0 : 1 + log2i(n / 2);
+}
+
+// The whole transform of N points at st (shared memory), in place. Begins and ends with a barrier, so the
+// caller's loads are visible and its stores may follow at once; every thread of the block must call it.
+template <int N, int E, bool INV>
+__device__ __forceinline__ void fft_block(float2* st, int tid, const float2* __restrict__ tw) {
+  static_assert(N >= 8 && (N & (N - 1)) == 0 && E >= 8 && N % E == 0, "unsupported FFT shape");
+  constexpr int L = log2i(N), n8 = L / 3, rem = L % 3;
+  __syncthreads();
+  int Ns = 1;
+#pragma unroll
+  for (int i = 0; i < n8; ++i) {
+    pass<N, E, 8, INV>(st, tid, Ns, tw);
+    Ns *= 8;
+  }
+  if constexpr (rem == 1) pass<N, E, 2, INV>(st, tid, Ns, tw);
+  if constexpr (rem == 2) pass<N, E, 4, INV>(st, tid, Ns, tw);
+}
+
+// Launch shapes per size: E elements per thread, TB transforms per block.
+template <int N>
+struct RowShape {
+  static constexpr int E = N >= 1024 ? 16 : 8;
+  static constexpr int T = N / E;
+  static constexpr int TB = T >= 256 ? 1 : 256 / T;
+  static constexpr int threads = T * TB;
+  static constexpr int smem = TB * (N + 1) * 8;
+};
+template <int N>
+struct ColShape {
+  static constexpr int E = N >= 512 ? 16 : 8;
+  static constexpr int T = N / E;
+  static constexpr int TB = (512 / T) > 32 ? 32 : (512 / T);
+  static constexpr int threads = T * TB;
+  static constexpr int smem = TB * (N + 1) * 8;
+};
+
+// Calls f.template operator()<N>() for the runtime size n (64..2048); false when n is not supported.
+template <class F>
+bool dispatch_size(int n, F&& f) {
+  switch (n) {
+    case 64:
+      f.template operator()<64>();
+      return true;
+    case 128:
+      f.template operator()<128>();
+      return true;
+    case 256:
+      f.template operator()<256>();
+      return true;
+    case 512:
+      f.template operator()<512>();
+      return true;
+    case 1024:
+      f.template operator()<1024>();
+      return true;
+    case 2048:
+      f.template operator()<2048>();
+      return true;
+    default:
+      return false;
+  }
+}
+
+// tw[m] = exp(-2 pi i m / n), m < n, computed in double (the custom engine's twiddle table).
+std::vector<float2> twiddle_table(int n);
+
+}  // namespace radstream::customfft

@@ -1,0 +1,144 @@
+// The custom FFT engine as a stage: a batched 2D transform of [batch][G][G] grids, in place, as a pass of
+// row transforms (one block per TB rows) and a pass of column transforms (one block per TB adjacent columns,
+// so that every global load and store is a run of TB * 8 contiguous bytes). Same convention as cuFFT and
+// FFTW: unnormalized, inverse = exp(+2 pi i ...). Sizes: powers of two 64..2048 (custom_fft.cuh).
+#include <cmath>
+#include <string>
+
+#include "fft/custom_fft.cuh"
+#include "fft/fft.hpp"
+#include "gpu/cuda_check.cuh"
+#include "gpu/device_memory.hpp"
+
+namespace radstream {
+
+namespace customfft {
+
+std::vector<float2> twiddle_table(int n) {
+  std::vector<float2> t(n);
+  const double pi = 3.14159265358979323846;
+  for (int m = 0; m < n; ++m) {
+    const double a = -2.0 * pi * double(m) / double(n);
+    t[m] = make_float2(float(std::cos(a)), float(std::sin(a)));
+  }
+  return t;
+}
+
+}  // namespace customfft
+
+namespace {
+
+using namespace customfft;
+
+template <int N, bool INV>
+__global__ void __launch_bounds__(RowShape<N>::threads)
+    fft_rows(float2* __restrict__ data, long transforms, const float2* __restrict__ tw) {
+  using S = RowShape<N>;
+  extern __shared__ float2 s[];
+  const int l = threadIdx.x;
+  const long t0 = long(blockIdx.x) * S::TB;
+  for (int i = l; i < S::TB * N; i += S::threads) {
+    const int tb = i / N, e = i % N;
+    if (t0 + tb < transforms) s[tb * (N + 1) + e] = data[(t0 + tb) * N + e];
+  }
+  fft_block<N, S::E, INV>(s + (l / S::T) * (N + 1), l % S::T, tw);
+  for (int i = l; i < S::TB * N; i += S::threads) {
+    const int tb = i / N, e = i % N;
+    if (t0 + tb < transforms) data[(t0 + tb) * N + e] = s[tb * (N + 1) + e];
+  }
+}
+
+// blockIdx.x: group of TB columns; blockIdx.y: grid of the batch.
+template <int N, bool INV>
+__global__ void __launch_bounds__(ColShape<N>::threads)
+    fft_cols(float2* __restrict__ data, const float2* __restrict__ tw) {
+  using S = ColShape<N>;
+  extern __shared__ float2 s[];
+  const int l = threadIdx.x;
+  float2* g = data + size_t(blockIdx.y) * N * N + blockIdx.x * S::TB;
+  for (int i = l; i < S::TB * N; i += S::threads) {
+    const int tb = i % S::TB, e = i / S::TB;
+    s[tb * (N + 1) + e] = g[size_t(e) * N + tb];
+  }
+  fft_block<N, S::E, INV>(s + (l / S::T) * (N + 1), l % S::T, tw);
+  for (int i = l; i < S::TB * N; i += S::threads) {
+    const int tb = i % S::TB, e = i / S::TB;
+    g[size_t(e) * N + tb] = s[tb * (N + 1) + e];
+  }
+}
+
+class FftCustom final : public Stage {
+ public:
+  explicit FftCustom(FftDirection dir) : inverse_(dir == FftDirection::Inverse) {}
+  std::string name() const override { return "fft"; }
+  bool in_place() const override { return true; }
+
+  Extents configure(const Geometry&, const Extents& input, Context& ctx) override {
+    check_fft_grids(input);
+    ext_ = input;
+    G_ = int(input[1]);
+    const bool ok = dispatch_size(G_, [this]<int N>() {
+      if (inverse_)
+        set_smem(fft_cols<N, true>, ColShape<N>::smem);
+      else
+        set_smem(fft_cols<N, false>, ColShape<N>::smem);
+    });
+    if (!ok)
+      throw ConfigError(
+          "fft: the custom engine supports grids of 64, 128, 256, 512, 1024 or 2048 points; "
+          "this geometry needs " +
+          std::to_string(G_) + " (use fft: cufft, or an oversampling that gives a power of two)");
+    const auto t = twiddle_table(G_);
+    tw_ = DeviceBuffer<cfloat>(Extents{t.size()});
+    gpu::copy_to_device(tw_.data(), t.data(), t.size() * sizeof(float2), ctx.stream);
+    return input;
+  }
+
+  void process(const StageInput& in, View<cfloat> out, Context& ctx) override {
+    expect_view("fft", "input", in.data, ext_, Location::Device);
+    expect_view("fft", "output", out, ext_, Location::Device);
+    if (in.data.data != out.data)
+      gpu::copy_device(out.data, in.data.data, out.size() * sizeof(cfloat), ctx.stream);
+    auto stream = static_cast<cudaStream_t>(ctx.stream);
+    auto* d = reinterpret_cast<float2*>(out.data);
+    const auto* tw = reinterpret_cast<const float2*>(tw_.data());
+    const long batch = long(ext_[0]);
+    dispatch_size(G_, [&]<int N>() {
+      using R = RowShape<N>;
+      using C = ColShape<N>;
+      const long rows = batch * N;
+      const unsigned rb = unsigned((rows + R::TB - 1) / R::TB);
+      const dim3 cb(unsigned(N / C::TB), unsigned(batch));
+      if (inverse_) {
+        fft_rows<N, true><<<rb, R::threads, R::smem, stream>>>(d, rows, tw);
+        CUDA_CHECK_LAUNCH("fft_rows");
+        fft_cols<N, true><<<cb, C::threads, C::smem, stream>>>(d, tw);
+        CUDA_CHECK_LAUNCH("fft_cols");
+      } else {
+        fft_rows<N, false><<<rb, R::threads, R::smem, stream>>>(d, rows, tw);
+        CUDA_CHECK_LAUNCH("fft_rows");
+        fft_cols<N, false><<<cb, C::threads, C::smem, stream>>>(d, tw);
+        CUDA_CHECK_LAUNCH("fft_cols");
+      }
+    });
+  }
+
+ private:
+  template <class K>
+  static void set_smem(K kernel, int bytes) {
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  }
+
+  bool inverse_;
+  Extents ext_;
+  int G_ = 0;
+  DeviceBuffer<cfloat> tw_;
+};
+
+}  // namespace
+
+std::unique_ptr<Stage> make_fft_custom(FftDirection dir) {
+  return std::make_unique<FftCustom>(dir);
+}
+
+}  // namespace radstream

@@ -1,0 +1,106 @@
+// Shared by the GPU tests: the skip-or-fail guard, relative error, and running one registered stage on either
+// backend.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/trajectory.hpp"
+#include "gpu/cuda_runtime.hpp"
+#include "gpu/device_memory.hpp"
+#include "pipeline/recon_chain.hpp"
+#include "test_util.hpp"
+
+#define RADSTREAM_REQUIRE_GPU()                                                                     \
+  do {                                                                                              \
+    const auto avail = radstream::gpu::query();                                                     \
+    const bool ok = avail.available && radstream::gpu::cuda_stages_built();                         \
+    if (!ok) {                                                                                      \
+      const std::string why = avail.available ? "CUDA stages not built" : avail.reason;             \
+      if (radstream::test::env_flag("RADSTREAM_REQUIRE_GPU")) FAIL() << "no usable GPU: " << why;   \
+      GTEST_SKIP() << "no usable GPU (" << why << "); set RADSTREAM_REQUIRE_GPU=1 to fail instead"; \
+    }                                                                                               \
+  } while (0)
+
+namespace radstream::gputest {
+
+using namespace radstream;
+
+inline double rel_error(const std::vector<cfloat>& a, const std::vector<cfloat>& b) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    num += std::norm(std::complex<double>(a[i]) - std::complex<double>(b[i]));
+    den += std::norm(std::complex<double>(b[i]));
+  }
+  return std::sqrt(num / den);
+}
+
+struct StageRun {
+  Geometry g;
+  std::vector<cfloat> in;
+  std::vector<float> traj;
+  Extents in_ext;
+};
+
+// Runs one registered stage on the given backend; returns its output on the host.
+inline std::vector<cfloat> run_stage(const std::string& name, Backend b, const ReconParams& p,
+                                     const StageRun& r) {
+  const Registry reg = default_registry();
+  auto stage = reg.create(name, b, p);
+  Context ctx;
+  ctx.backend = b;
+  if (b == Backend::Cpu) {
+    const Extents out_ext = stage->configure(r.g, r.in_ext, ctx);
+    HostBuffer<cfloat> in(r.in_ext), out(out_ext);
+    std::copy(r.in.begin(), r.in.end(), in.begin());
+    HostBuffer<float> traj(Extents{r.traj.size()});
+    std::copy(r.traj.begin(), r.traj.end(), traj.begin());
+    stage->process({in.view(), View<const float>{traj.data(), Extents{r.traj.size()}, Location::Host}},
+                   stage->in_place() ? in.view() : out.view(), ctx);
+    const auto& res = stage->in_place() ? in : out;
+    return std::vector<cfloat>(res.begin(), res.end());
+  }
+  ctx.stream = gpu::create_stream();
+  std::vector<cfloat> result;
+  {
+    const Extents out_ext = stage->configure(r.g, r.in_ext, ctx);
+    DeviceBuffer<cfloat> in(r.in_ext), out(out_ext);
+    DeviceBuffer<float> traj(Extents{r.traj.size()});
+    gpu::copy_to_device(in.data(), r.in.data(), r.in.size() * sizeof(cfloat), ctx.stream);
+    gpu::copy_to_device(traj.data(), r.traj.data(), r.traj.size() * sizeof(float), ctx.stream);
+    View<cfloat> o = out.view();
+    stage->process({in.view(), traj.view()}, o, ctx);
+    result.resize(out_ext.size());
+    gpu::copy_to_host(result.data(), o.data, result.size() * sizeof(cfloat), ctx.stream);
+    gpu::synchronize(ctx.stream);
+    stage.reset();
+  }
+  gpu::destroy_stream(ctx.stream);
+  return result;
+}
+
+inline StageRun random_radial(int N, int S, int P, int C, unsigned seed) {
+  StageRun r;
+  r.g = Geometry{N, S, P, C, float(S) / N};
+  AngleSpec a;
+  r.traj.resize(std::size_t(P) * S * 2);
+  for (int p = 0; p < P; ++p)
+    spoke_coordinates(a.angle(p), S, std::span<float>(r.traj.data() + std::size_t(p) * S * 2, S * 2));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  r.in.resize(std::size_t(C) * P * S);
+  for (auto& v : r.in) v = cfloat(d(rng), d(rng));
+  r.in_ext = Extents{std::size_t(C), std::size_t(P), std::size_t(S)};
+  return r;
+}
+
+inline ReconParams params() {
+  ReconParams p;
+  p.fft.planner = FftPlanner::Estimate;
+  return p;
+}
+
+}  // namespace radstream::gputest
