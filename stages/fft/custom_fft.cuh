@@ -5,10 +5,10 @@
 //                      y[(j - k) R + k + r Ns] = V_r
 // with w = exp(-+2 pi i / N) from a table (computed in double on the host). No bit reversal is needed.
 //
-// A block holds TB transforms of N points, transform t at s[t * (N + 1) + e] (the pad of one element keeps
-// the column loads free of bank conflicts); each transform is worked by T = N / E threads holding E
-// elements each. The caller loads shared memory, calls fft_block (which begins and ends with a barrier),
-// and stores the result: this is what lets the fused chain crop, deapodize and combine as it stores.
+// A block holds TB transforms of N points; each transform is worked by T = N / E threads holding E elements
+// each. The first pass reads its inputs straight from global memory and the last writes its outputs
+// straight back through a caller's functor: this is what lets the fused chain crop, deapodize and combine
+// as it stores, and it saves two shared-memory round trips.
 // Included only by .cu files.
 #pragma once
 #include <cuda_runtime.h>
@@ -79,19 +79,42 @@ __device__ __forceinline__ void dft(float2* v) {
     dft2<INV>(v[0], v[1]);
 }
 
-// One Stockham pass of radix R on the transform at st, by thread tid of T = N / E.
+// Where element e of a transform lives in shared memory, relative to the transform's base:
+//  rows: one transform per warp (or per part of one), e + e/8, so that the stride-R writes of the first
+//        passes fall on distinct banks;
+//  columns: TB transforms side by side, e * TB + (transform), so that the 16 lanes of a half-warp, one per
+//        column, touch 16 consecutive elements.
+struct RowLayout {
+  __host__ __device__ static constexpr int stride(int n) { return n + n / 8; }
+  __device__ static __forceinline__ int at(int e) { return e + (e >> 3); }
+};
+template <int TB>
+struct ColLayout {
+  __device__ static __forceinline__ int at(int e) { return e * TB; }
+};
+
+// One Stockham pass of radix R on the transform at st, by thread tid of T = N / E. The first pass reads the
+// input with load(e) and the last one hands the output to store(e, v) (both straight from and to registers,
+// each element exactly once); the passes between use shared memory.
 // tw[m] = exp(-2 pi i m / N) (conjugated here for the inverse).
-template <int N, int E, int R, bool INV>
-__device__ __forceinline__ void pass(float2* st, int tid, int Ns, const float2* __restrict__ tw) {
+template <int N, int E, int R, bool INV, bool FIRST, bool LAST, class L, class Load, class Store>
+__device__ __forceinline__ void pass(float2* st, int tid, int Ns, const float2* __restrict__ tw, Load& load,
+                                     Store& store) {
   constexpr int T = N / E, B = E / R;
   float2 v[E];
 #pragma unroll
   for (int b = 0; b < B; ++b) {
     const int j = tid + b * T;
 #pragma unroll
-    for (int r = 0; r < R; ++r) v[b * R + r] = st[j + r * (N / R)];
+    for (int r = 0; r < R; ++r) {
+      const int e = j + r * (N / R);
+      if constexpr (FIRST)
+        v[b * R + r] = load(e);
+      else
+        v[b * R + r] = st[L::at(e)];
+    }
   }
-  __syncthreads();
+  if constexpr (!FIRST) __syncthreads();  // all reads done before the in-place writes
 #pragma unroll
   for (int b = 0; b < B; ++b) {
     const int j = tid + b * T;
@@ -106,30 +129,39 @@ __device__ __forceinline__ void pass(float2* st, int tid, int Ns, const float2* 
     dft<R, INV>(v + b * R);
     const int d = (j - k) * R + k;
 #pragma unroll
-    for (int r = 0; r < R; ++r) st[d + r * Ns] = v[b * R + r];
+    for (int r = 0; r < R; ++r) {
+      if constexpr (LAST)
+        store(d + r * Ns, v[b * R + r]);
+      else
+        st[L::at(d + r * Ns)] = v[b * R + r];
+    }
   }
-  __syncthreads();
+  if constexpr (!LAST) __syncthreads();
 }
 
 __host__ __device__ constexpr int log2i(int n) {
   return n <= 1 ? 0 : 1 + log2i(n / 2);
 }
 
-// The whole transform of N points at st (shared memory), in place. Begins and ends with a barrier, so the
-// caller's loads are visible and its stores may follow at once; every thread of the block must call it.
-template <int N, int E, bool INV>
-__device__ __forceinline__ void fft_block(float2* st, int tid, const float2* __restrict__ tw) {
-  static_assert(N >= 8 && (N & (N - 1)) == 0 && E >= 8 && N % E == 0, "unsupported FFT shape");
-  constexpr int L = log2i(N), n8 = L / 3, rem = L % 3;
-  __syncthreads();
-  int Ns = 1;
+// The whole transform of N points: radix-8 passes, then one radix-2 or radix-4 pass. load(e) gives input
+// element e; store(e, v) receives output element e; every thread of the block must call it (barriers), and
+// it may be called again at once (its last barrier follows the last shared-memory read).
+template <int N, int E, bool INV, class L, class Load, class Store>
+__device__ __forceinline__ void fft_transform(float2* st, int tid, const float2* __restrict__ tw, Load load,
+                                              Store store) {
+  static_assert(N >= 64 && (N & (N - 1)) == 0 && E >= 8 && N % E == 0, "unsupported FFT shape");
+  constexpr int Lg = log2i(N), n8 = Lg / 3, rem = Lg % 3;
+  pass<N, E, 8, INV, true, false, L>(st, tid, 1, tw, load, store);
+  if constexpr (rem == 0) {
 #pragma unroll
-  for (int i = 0; i < n8; ++i) {
-    pass<N, E, 8, INV>(st, tid, Ns, tw);
-    Ns *= 8;
+    for (int i = 1; i < n8 - 1; ++i) pass<N, E, 8, INV, false, false, L>(st, tid, 1 << (3 * i), tw, load, store);
+    pass<N, E, 8, INV, false, true, L>(st, tid, N / 8, tw, load, store);
+  } else {
+#pragma unroll
+    for (int i = 1; i < n8; ++i) pass<N, E, 8, INV, false, false, L>(st, tid, 1 << (3 * i), tw, load, store);
+    constexpr int R = rem == 1 ? 2 : 4;
+    pass<N, E, R, INV, false, true, L>(st, tid, N / R, tw, load, store);
   }
-  if constexpr (rem == 1) pass<N, E, 2, INV>(st, tid, Ns, tw);
-  if constexpr (rem == 2) pass<N, E, 4, INV>(st, tid, Ns, tw);
 }
 
 // Launch shapes per size: E elements per thread, TB transforms per block.
@@ -139,15 +171,15 @@ struct RowShape {
   static constexpr int T = N / E;
   static constexpr int TB = T >= 256 ? 1 : 256 / T;
   static constexpr int threads = T * TB;
-  static constexpr int smem = TB * (N + 1) * 8;
+  static constexpr int smem = TB * RowLayout::stride(N) * 8;
 };
 template <int N>
 struct ColShape {
   static constexpr int E = N >= 512 ? 16 : 8;
   static constexpr int T = N / E;
-  static constexpr int TB = (512 / T) > 32 ? 32 : (512 / T);
+  static constexpr int TB = N >= 1024 ? 8 : 16;
   static constexpr int threads = T * TB;
-  static constexpr int smem = TB * (N + 1) * 8;
+  static constexpr int smem = TB * N * 8;
 };
 
 // Calls f.template operator()<N>() for the runtime size n (64..2048); false when n is not supported.

@@ -35,36 +35,29 @@ __global__ void __launch_bounds__(RowShape<N>::threads)
     fft_rows(float2* __restrict__ data, long transforms, const float2* __restrict__ tw) {
   using S = RowShape<N>;
   extern __shared__ float2 s[];
-  const int l = threadIdx.x;
-  const long t0 = long(blockIdx.x) * S::TB;
-  for (int i = l; i < S::TB * N; i += S::threads) {
-    const int tb = i / N, e = i % N;
-    if (t0 + tb < transforms) s[tb * (N + 1) + e] = data[(t0 + tb) * N + e];
-  }
-  fft_block<N, S::E, INV>(s + (l / S::T) * (N + 1), l % S::T, tw);
-  for (int i = l; i < S::TB * N; i += S::threads) {
-    const int tb = i / N, e = i % N;
-    if (t0 + tb < transforms) data[(t0 + tb) * N + e] = s[tb * (N + 1) + e];
-  }
+  const int l = threadIdx.x, tb = l / S::T;
+  const long t = long(blockIdx.x) * S::TB + tb;
+  const bool ok = t < transforms;
+  float2* row = data + (ok ? t : 0) * N;
+  fft_transform<N, S::E, INV, RowLayout>(
+      s + tb * RowLayout::stride(N), l % S::T, tw,
+      [&](int e) { return ok ? row[e] : make_float2(0.f, 0.f); },
+      [&](int e, float2 v) {
+        if (ok) row[e] = v;
+      });
 }
 
-// blockIdx.x: group of TB columns; blockIdx.y: grid of the batch.
+// blockIdx.x: group of TB columns; blockIdx.y: grid of the batch. Lane tb of each TB takes one column.
 template <int N, bool INV>
 __global__ void __launch_bounds__(ColShape<N>::threads)
     fft_cols(float2* __restrict__ data, const float2* __restrict__ tw) {
   using S = ColShape<N>;
   extern __shared__ float2 s[];
-  const int l = threadIdx.x;
-  float2* g = data + size_t(blockIdx.y) * N * N + blockIdx.x * S::TB;
-  for (int i = l; i < S::TB * N; i += S::threads) {
-    const int tb = i % S::TB, e = i / S::TB;
-    s[tb * (N + 1) + e] = g[size_t(e) * N + tb];
-  }
-  fft_block<N, S::E, INV>(s + (l / S::T) * (N + 1), l % S::T, tw);
-  for (int i = l; i < S::TB * N; i += S::threads) {
-    const int tb = i % S::TB, e = i / S::TB;
-    g[size_t(e) * N + tb] = s[tb * (N + 1) + e];
-  }
+  const int l = threadIdx.x, tb = l % S::TB;
+  float2* col = data + size_t(blockIdx.y) * N * N + blockIdx.x * S::TB + tb;
+  fft_transform<N, S::E, INV, ColLayout<S::TB>>(
+      s + tb, l / S::TB, tw, [&](int e) { return col[size_t(e) * N]; },
+      [&](int e, float2 v) { col[size_t(e) * N] = v; });
 }
 
 class FftCustom final : public Stage {

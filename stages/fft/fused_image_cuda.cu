@@ -23,60 +23,70 @@ namespace {
 
 using namespace customfft;
 
+// Image index (0..n-1) of FFT output e of a G-point transform, or -1 when the crop drops it: output e is
+// image position p = e (e < n - n/2) or p = e - G (e >= G - n/2), stored at p + n/2.
+__device__ __forceinline__ int crop_index(int e, int G, int n) {
+  const int h = n / 2;
+  return e < n - h ? e + h : (e >= G - h ? e - G + h : -1);
+}
+
 // blockIdx.x: TB rows of the [coils * G] rows. out: [coils][G][n].
 template <int G>
 __global__ void __launch_bounds__(RowShape<G>::threads)
-    rows_crop(const float2* __restrict__ grid, long rows, int n, const int* __restrict__ src,
-              const float* __restrict__ factor, const float2* __restrict__ tw, float2* __restrict__ out) {
+    rows_crop(const float2* __restrict__ grid, long rows, int n, const float* __restrict__ factor,
+              const float2* __restrict__ tw, float2* __restrict__ out) {
   using S = RowShape<G>;
   extern __shared__ float2 s[];
-  const int l = threadIdx.x;
-  const long t0 = long(blockIdx.x) * S::TB;
-  for (int i = l; i < S::TB * G; i += S::threads) {
-    const int tb = i / G, e = i % G;
-    if (t0 + tb < rows) s[tb * (G + 1) + e] = grid[(t0 + tb) * G + e];
-  }
-  fft_block<G, S::E, true>(s + (l / S::T) * (G + 1), l % S::T, tw);
-  for (int i = l; i < S::TB * n; i += S::threads) {
-    const int tb = i / n, x = i % n;
-    if (t0 + tb >= rows) continue;
-    const float2 v = s[tb * (G + 1) + src[x]];
-    const float f = factor[x];
-    out[(t0 + tb) * n + x] = make_float2(v.x * f, v.y * f);
-  }
+  const int l = threadIdx.x, tb = l / S::T;
+  const long t = long(blockIdx.x) * S::TB + tb;
+  const bool ok = t < rows;
+  const float2* row = grid + (ok ? t : 0) * G;
+  float2* dst = out + (ok ? t : 0) * n;
+  fft_transform<G, S::E, true, RowLayout>(
+      s + tb * RowLayout::stride(G), l % S::T, tw,
+      [&](int e) { return ok ? row[e] : make_float2(0.f, 0.f); },
+      [&](int e, float2 v) {
+        const int x = crop_index(e, G, n);
+        if (ok && x >= 0) {
+          const float f = factor[x];
+          dst[x] = make_float2(v.x * f, v.y * f);
+        }
+      });
 }
 
 // blockIdx.x: TB image columns; blockIdx.y: group of coils_per coils. mid: [coils][G][n]; image: [n][n]
 // (sum of squares accumulated in the real part).
 template <int G>
 __global__ void __launch_bounds__(ColShape<G>::threads)
-    cols_rss(const float2* __restrict__ mid, int coils, int coils_per, int n, const int* __restrict__ src,
-             const float* __restrict__ factor, const float2* __restrict__ tw, float2* __restrict__ image) {
+    cols_rss(const float2* __restrict__ mid, int coils, int coils_per, int n, const float* __restrict__ factor,
+             const float2* __restrict__ tw, float2* __restrict__ image) {
   using S = ColShape<G>;
   extern __shared__ float2 s[];
-  float* acc = reinterpret_cast<float*>(s + S::TB * (G + 1));  // [n][TB]
-  const int l = threadIdx.x;
-  const int x0 = blockIdx.x * S::TB;
+  float* acc = reinterpret_cast<float*>(s + S::TB * G);  // [n][TB], each element owned by one thread
+  const int l = threadIdx.x, tb = l % S::TB;
+  const int x = blockIdx.x * S::TB + tb;
+  const bool ok = x < n;
   const int c_first = blockIdx.y * coils_per, c_last = min(coils, c_first + coils_per);
   for (int i = l; i < S::TB * n; i += S::threads) acc[i] = 0.f;
+  __syncthreads();
   for (int c = c_first; c < c_last; ++c) {
-    const float2* m = mid + size_t(c) * G * n + x0;
-    for (int i = l; i < S::TB * G; i += S::threads) {
-      const int tb = i % S::TB, e = i / S::TB;
-      s[tb * (G + 1) + e] = x0 + tb < n ? m[size_t(e) * n + tb] : make_float2(0.f, 0.f);
-    }
-    fft_block<G, S::E, true>(s + (l / S::T) * (G + 1), l % S::T, tw);
-    for (int i = l; i < S::TB * n; i += S::threads) {
-      const int tb = i % S::TB, y = i / S::TB;
-      const float2 v = s[tb * (G + 1) + src[y]];
-      const float f = factor[y];
-      acc[i] += (v.x * v.x + v.y * v.y) * (f * f);
-    }
-    __syncthreads();  // the next coil's loads overwrite s
+    const float2* col = mid + size_t(c) * G * n + (ok ? x : 0);
+    fft_transform<G, S::E, true, ColLayout<S::TB>>(
+        s + tb, l / S::TB, tw,
+        [&](int e) { return ok ? col[size_t(e) * n] : make_float2(0.f, 0.f); },
+        [&](int e, float2 v) {
+          const int y = crop_index(e, G, n);
+          if (y >= 0) {
+            const float f = factor[y];
+            acc[y * S::TB + tb] += (v.x * v.x + v.y * v.y) * (f * f);
+          }
+        });
   }
+  __syncthreads();
+  const int x0 = blockIdx.x * S::TB;
   for (int i = l; i < S::TB * n; i += S::threads) {
-    const int tb = i % S::TB, y = i / S::TB;
-    if (x0 + tb < n) atomicAdd(&image[size_t(y) * n + x0 + tb].x, acc[i]);
+    const int t = i % S::TB, y = i / S::TB;
+    if (x0 + t < n) atomicAdd(&image[size_t(y) * n + x0 + t].x, acc[i]);
   }
 }
 
@@ -104,6 +114,8 @@ class FusedImageCuda final : public Stage {
     const bool ok = dispatch_size(G_, [&]<int N>() {
       using C = ColShape<N>;
       smem_cols = C::smem + C::TB * n_ * int(sizeof(float));
+      CUDA_CHECK(cudaFuncSetAttribute(rows_crop<N>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      RowShape<N>::smem));
       tb = C::TB;
       CUDA_CHECK(cudaFuncSetAttribute(cols_rss<N>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_cols));
     });
@@ -112,19 +124,17 @@ class FusedImageCuda final : public Stage {
                         std::to_string(n_) + " at oversampling " + std::to_string(k_.oversampling) +
                         " needs " + std::to_string(G_) + " (use fft: cufft)");
     smem_cols_ = smem_cols;
-    // Enough blocks for a large GPU: split the coils into groups until there are ~2 blocks per SM.
+    // Enough blocks for a large GPU: split the coils into groups until there are ~4 blocks per SM.
     int sms = 0, dev = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     col_groups_ = (n_ + tb - 1) / tb;
-    const int groups = std::clamp((2 * sms + col_groups_ - 1) / col_groups_, 1, coils_);
+    const int groups = std::clamp((4 * sms + col_groups_ - 1) / col_groups_, 1, coils_);
     coils_per_ = (coils_ + groups - 1) / groups;
     coil_groups_ = (coils_ + coils_per_ - 1) / coils_per_;
 
     const DeapodizeTable t = make_deapodize_table(n_, k_);
-    src_ = DeviceBuffer<int>(Extents{t.src.size()});
     factor_ = DeviceBuffer<float>(Extents{t.factor.size()});
-    gpu::copy_to_device(src_.data(), t.src.data(), t.src.size() * sizeof(int), ctx.stream);
     gpu::copy_to_device(factor_.data(), t.factor.data(), t.factor.size() * sizeof(float), ctx.stream);
     const auto tw = twiddle_table(G_);
     tw_ = DeviceBuffer<cfloat>(Extents{tw.size()});
@@ -149,10 +159,10 @@ class FusedImageCuda final : public Stage {
       using C = ColShape<N>;
       const long rows = long(coils_) * N;
       rows_crop<N><<<unsigned((rows + R::TB - 1) / R::TB), R::threads, R::smem, stream>>>(
-          grid, rows, n_, src_.data(), factor_.data(), tw, mid);
+          grid, rows, n_, factor_.data(), tw, mid);
       CUDA_CHECK_LAUNCH("rows_crop");
       cols_rss<N><<<dim3(unsigned(col_groups_), unsigned(coil_groups_)), C::threads, smem_cols_, stream>>>(
-          mid, coils_, coils_per_, n_, src_.data(), factor_.data(), tw, image);
+          mid, coils_, coils_per_, n_, factor_.data(), tw, image);
       CUDA_CHECK_LAUNCH("cols_rss");
     });
     const long pixels = long(n_) * n_;
@@ -164,7 +174,6 @@ class FusedImageCuda final : public Stage {
   GriddingParams k_;
   Extents in_ext_, out_ext_;
   int G_ = 0, n_ = 0, coils_ = 0, coils_per_ = 1, coil_groups_ = 1, col_groups_ = 1, smem_cols_ = 0;
-  DeviceBuffer<int> src_;
   DeviceBuffer<float> factor_;
   DeviceBuffer<cfloat> tw_, mid_;
 };

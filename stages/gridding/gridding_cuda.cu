@@ -1,15 +1,21 @@
-// CUDA gridding, binned and tiled. Per frame (the trajectory may change every frame in a sliding window):
-//  1. each sample's footprint start cell gives its tile (T x T cells); a counting pass ranks samples in
-//  tiles;
-//  2. exclusive scans (CUB) give tile offsets and, with chunks of kChunk samples, a list of work items;
-//  3. samples are scattered into tile order;
-//  4. one block per (tile, chunk) accumulates its samples into a (T+W-1)^2 padded tile in shared memory with
-//     shared-memory atomics, a group of coils at a time (the kernel weights are computed once per sample and
-//     coil group, shared by the coils of the group), then adds the non-zero cells to the global grid.
-// Global atomics go from W^2 per sample and coil (contended at the k-space centre, where every spoke passes)
-// to at most one per touched padded-tile cell and coil. All buffers are allocated in configure().
+// CUDA gridding: binned, output-driven (a gather per tile: no atomics inside a tile). Per frame (the
+// trajectory may change every frame in a sliding window):
+//  1. each sample is entered in the list of every kT x kT tile its W x W footprint touches (1, 2 or 4);
+//     ranks within a tile come from warp-aggregated atomics (neighbouring samples of a spoke share tiles);
+//  2. one block scans the tile counts (CUB BlockScan) into each tile's list offset and chunk offset (chunks
+//     of kChunk entries);
+//  3. the entries are scattered into tile order;
+//  4. one block of kT^2 threads per (tile, chunk, group of CG coils), one thread per grid cell: the chunk's
+//     samples are staged in shared memory (footprint origin, the W x-weights and W y-weights from the LUT, computed once
+//     per sample; the values of a group of CG coils), and every thread adds the samples whose footprint
+//     covers its cell into CG register accumulators. A tile with one chunk stores its cells (so the grid
+//     needs no clearing); the few tiles with several chunks (the k-space centre, where every spoke passes)
+//     are cleared first and their chunks add with one global atomic per cell and coil.
+// The previous version accumulated with shared-memory atomics per sample; every spoke crossing the centre
+// made the centre tile's block serialize on the same few addresses (R1: 1.17 ms gridding).
+// All buffers are allocated in configure().
 #include <cmath>
-#include <cub/device/device_scan.cuh>
+#include <cub/block/block_scan.cuh>
 #include <string>
 
 #include "gpu/cuda_check.cuh"
@@ -21,10 +27,12 @@ namespace radstream {
 namespace {
 
 constexpr int kMaxWidth = 16;
-constexpr int kTile = 16;    // tile edge in grid cells
-constexpr int kChunk = 512;  // samples per block
-constexpr int kThreads = 256;
-constexpr int kCoilGroup = 8;  // coils accumulated together in shared memory
+constexpr int kT = 16;          // tile edge in grid cells; one thread per cell
+constexpr int kThreads = kT * kT;
+constexpr int kChunk = kThreads;  // list entries per block (staged in shared memory at once); a short
+                                  // chunk keeps the centre tiles' serial loop (the critical path) short
+constexpr int kScanThreads = 1024;
+constexpr int kScanItems = 16;  // tiles per scan thread: up to 16384 tiles (G = 2048)
 
 __device__ __forceinline__ float lut_lookup(const float* __restrict__ lut, int res, int edge, float t) {
   const float x = fabsf(t) * float(res);
@@ -49,50 +57,114 @@ __device__ __forceinline__ Footprint footprint(const float* traj, long j, int G,
   Footprint f;
   f.ux = traj[2 * j] * float(G) + 0.5f * float(G);
   f.uy = traj[2 * j + 1] * float(G) + 0.5f * float(G);
-  f.valid = isfinite(f.ux) && isfinite(f.uy);
+  f.valid = isfinite(f.ux) && isfinite(f.uy) && fabsf(f.ux) < 1e6f && fabsf(f.uy) < 1e6f;
   const float half = 0.5f * float(W);
   f.mx0 = f.valid ? int(floorf(f.ux - half)) + 1 : 0;
   f.my0 = f.valid ? int(floorf(f.uy - half)) + 1 : 0;
   return f;
 }
 
+// Rank of this lane's entry in tile t, with one atomic per distinct tile in the warp.
+__device__ __forceinline__ int aggregated_rank(int* count, int t, bool active) {
+  const unsigned act = __ballot_sync(0xffffffffu, active);
+  if (!active) return 0;
+  const unsigned peers = __match_any_sync(act, t);
+  const int lane = int(threadIdx.x & 31);
+  const int leader = __ffs(peers) - 1;
+  int base = 0;
+  if (lane == leader) base = atomicAdd(count + t, __popc(peers));
+  base = __shfl_sync(peers, base, leader);
+  return base + __popc(peers & ((1u << lane) - 1u));
+}
+
+// Up to four entries per sample: entry q = (tile, rank) at tile_of[4 j + q], -1 when unused.
 __global__ void count_tiles(const float* __restrict__ traj, long n, int G, int W, int NT,
                             int* __restrict__ count, int* __restrict__ tile_of, int* __restrict__ rank) {
   const long j = long(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j >= n) return;
-  const Footprint f = footprint(traj, j, G, W);
-  if (!f.valid) {
-    tile_of[j] = -1;
-    return;
+  const bool in = j < n;
+  const Footprint f = in ? footprint(traj, j, G, W) : Footprint{0, 0, 0.f, 0.f, false};
+  const int tx[2] = {wrap(f.mx0, G) / kT, wrap(f.mx0 + W - 1, G) / kT};
+  const int ty[2] = {wrap(f.my0, G) / kT, wrap(f.my0 + W - 1, G) / kT};
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const int qx = q & 1, qy = q >> 1;
+    const bool use = in && f.valid && (qx == 0 || tx[1] != tx[0]) && (qy == 0 || ty[1] != ty[0]);
+    const int t = ty[qy] * NT + tx[qx];
+    const int r = aggregated_rank(count, use ? t : -1, use);
+    if (in) {
+      tile_of[4 * j + q] = use ? t : -1;
+      rank[4 * j + q] = r;
+    }
   }
-  const int t = (wrap(f.my0, G) / kTile) * NT + wrap(f.mx0, G) / kTile;
-  tile_of[j] = t;
-  rank[j] = atomicAdd(count + t, 1);
 }
 
-__global__ void chunk_counts(const int* __restrict__ count, int tiles, int* __restrict__ chunks) {
-  const int t = blockIdx.x * blockDim.x + threadIdx.x;
-  if (t < tiles) chunks[t] = (count[t] + kChunk - 1) / kChunk;
+// One block: offset = exclusive scan of count, chunk_offset = exclusive scan of the chunks per tile (at
+// least one per tile, so that its block writes its cells, zeros included); entry [tiles] holds the totals.
+__global__ void __launch_bounds__(kScanThreads)
+    plan_tiles(const int* __restrict__ count, int tiles, int* __restrict__ offset,
+               int* __restrict__ chunk_offset) {
+  using Scan = cub::BlockScan<int, kScanThreads>;
+  __shared__ typename Scan::TempStorage temp;
+  int c[kScanItems], k[kScanItems];
+  const int base = int(threadIdx.x) * kScanItems;
+#pragma unroll
+  for (int i = 0; i < kScanItems; ++i) {
+    const int t = base + i;
+    c[i] = t < tiles ? count[t] : 0;
+    k[i] = t < tiles ? max(1, (c[i] + kChunk - 1) / kChunk) : 0;
+  }
+  int total_c = 0, total_k = 0;
+  Scan(temp).ExclusiveSum(c, c, total_c);
+  __syncthreads();
+  Scan(temp).ExclusiveSum(k, k, total_k);
+#pragma unroll
+  for (int i = 0; i < kScanItems; ++i) {
+    const int t = base + i;
+    if (t < tiles) {
+      offset[t] = c[i];
+      chunk_offset[t] = k[i];
+    }
+  }
+  if (threadIdx.x == 0) {
+    offset[tiles] = total_c;
+    chunk_offset[tiles] = total_k;
+  }
 }
 
 __global__ void scatter(long n, const int* __restrict__ tile_of, const int* __restrict__ rank,
                         const int* __restrict__ offset, int* __restrict__ sorted) {
-  const long j = long(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j >= n) return;
-  const int t = tile_of[j];
-  if (t >= 0) sorted[offset[t] + rank[j]] = int(j);
+  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= 4 * n) return;
+  const int t = tile_of[i];
+  if (t >= 0) sorted[offset[t] + rank[i]] = int(i / 4);
 }
 
+// Clears the cells of the tiles that several blocks will add into.
+__global__ void clear_shared_tiles(const int* __restrict__ count, int NT, int G, int coils,
+                                   float2* __restrict__ grid) {
+  const int t = blockIdx.x;
+  if (count[t] <= kChunk) return;
+  const int x = (t % NT) * kT + int(threadIdx.x) % kT, y = (t / NT) * kT + int(threadIdx.x) / kT;
+  if (x >= G || y >= G) return;
+  for (int c = 0; c < coils; ++c) grid[(size_t(c) * G + y) * G + x] = make_float2(0.f, 0.f);
+}
+
+template <int CG>
 __global__ void __launch_bounds__(kThreads)
-    spread_tiles(const float2* __restrict__ data, const float* __restrict__ traj, long n, int coils, int G,
+    gather_tiles(const float2* __restrict__ data, const float* __restrict__ traj, long n, int coils, int G,
                  int W, int NT, const float* __restrict__ lut, int res, int edge,
                  const int* __restrict__ count, const int* __restrict__ offset,
                  const int* __restrict__ chunk_offset, const int* __restrict__ sorted,
                  float2* __restrict__ grid) {
-  extern __shared__ float2 acc[];  // [kCoilGroup][P * P]
+  extern __shared__ float2 smem[];  // s_v [kChunk][CG] | s_o [kChunk] | s_j [kChunk] | s_wx, s_wy [kChunk][W]
+  float2* s_v = smem;
+  int2* s_o = reinterpret_cast<int2*>(s_v + kChunk * CG);  // footprint origin relative to the tile
+  int* s_j = reinterpret_cast<int*>(s_o + kChunk);
+  float* s_wx = reinterpret_cast<float*>(s_j + kChunk);
+  float* s_wy = s_wx + kChunk * W;
   const int tiles = NT * NT;
   const int b = blockIdx.x;
-  if (b >= chunk_offset[tiles]) return;
+  if (b >= chunk_offset[tiles]) return;  // the launch is an upper bound
   // The tile whose chunk list holds b: largest t with chunk_offset[t] <= b.
   int lo = 0, hi = tiles - 1;
   while (lo < hi) {
@@ -105,49 +177,65 @@ __global__ void __launch_bounds__(kThreads)
   const int t = lo;
   const int first = offset[t] + (b - chunk_offset[t]) * kChunk;
   const int last = min(offset[t] + count[t], first + kChunk);
-  const int tx0 = (t % NT) * kTile, ty0 = (t / NT) * kTile;
-  const int P = kTile + W - 1;
-  const int cells = P * P;
+  const bool shared_tile = count[t] > kChunk;
+  const int tx0 = (t % NT) * kT, ty0 = (t / NT) * kT;
+  const int lx = int(threadIdx.x) % kT, ly = int(threadIdx.x) / kT;
+  const int gx = tx0 + lx, gy = ty0 + ly;
   const size_t per_grid = size_t(G) * G;
 
-  for (int c0 = 0; c0 < coils; c0 += kCoilGroup) {
-    const int cg = min(kCoilGroup, coils - c0);
-    for (int i = threadIdx.x; i < cg * cells; i += blockDim.x) acc[i] = make_float2(0.f, 0.f);
-    __syncthreads();
-    for (int s = first + int(threadIdx.x); s < last; s += blockDim.x) {
-      const long j = sorted[s];
-      const Footprint f = footprint(traj, j, G, W);
-      // Offsets of the footprint inside the padded tile (the start cell lies in the tile, after wrapping).
-      const int ox = wrap(f.mx0, G) - tx0, oy = wrap(f.my0, G) - ty0;
-      float wx[kMaxWidth], wy[kMaxWidth];
-      for (int a = 0; a < W; ++a) {
-        wx[a] = lut_lookup(lut, res, edge, float(f.mx0 + a) - f.ux);
-        wy[a] = lut_lookup(lut, res, edge, float(f.my0 + a) - f.uy);
-      }
-      for (int c = 0; c < cg; ++c) {
-        const float2 v = data[size_t(c0 + c) * n + j];
-        float2* tile = acc + c * cells;
-        for (int a = 0; a < W; ++a) {
-          const float vr = v.x * wy[a], vi = v.y * wy[a];
-          float* row = reinterpret_cast<float*>(tile + (oy + a) * P + ox);
-          for (int q = 0; q < W; ++q) {
-            atomicAdd(row + 2 * q, vr * wx[q]);
-            atomicAdd(row + 2 * q + 1, vi * wx[q]);
-          }
-        }
+  const int c0 = blockIdx.y * CG;
+  const int cg = min(CG, coils - c0);
+  const int cnt = last - first;
+  if (int(threadIdx.x) < cnt) {
+    const int i = threadIdx.x;
+    const long j = sorted[first + i];
+    const Footprint f = footprint(traj, j, G, W);
+    // Footprint origin relative to the tile origin, wrapped into (-G/2, G/2].
+    int sx = wrap(f.mx0 - tx0, G), sy = wrap(f.my0 - ty0, G);
+    if (sx > G / 2) sx -= G;
+    if (sy > G / 2) sy -= G;
+    s_j[i] = int(j);
+    s_o[i] = make_int2(sx, sy);
+    for (int a = 0; a < W; ++a) {
+      s_wx[i * W + a] = lut_lookup(lut, res, edge, float(f.mx0 + a) - f.ux);
+      s_wy[i * W + a] = lut_lookup(lut, res, edge, float(f.my0 + a) - f.uy);
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < cnt * CG; i += kThreads) {
+    const int s = i % cnt, c = i / cnt;
+    s_v[s * CG + c] = c < cg ? data[size_t(c0 + c) * n + s_j[s]] : make_float2(0.f, 0.f);
+  }
+  __syncthreads();
+  float2 acc[CG];
+#pragma unroll
+  for (int c = 0; c < CG; ++c) acc[c] = make_float2(0.f, 0.f);
+#pragma unroll 4
+  for (int s = 0; s < cnt; ++s) {
+    const int2 o = s_o[s];
+    const int ox = lx - o.x, oy = ly - o.y;
+    if (unsigned(ox) < unsigned(W) && unsigned(oy) < unsigned(W)) {
+      const float w = s_wx[s * W + ox] * s_wy[s * W + oy];
+#pragma unroll
+      for (int c = 0; c < CG; ++c) {
+        const float2 v = s_v[s * CG + c];
+        acc[c].x += w * v.x;
+        acc[c].y += w * v.y;
       }
     }
-    __syncthreads();
-    for (int i = threadIdx.x; i < cg * cells; i += blockDim.x) {
-      const float2 v = acc[i];
-      if (v.x == 0.f && v.y == 0.f) continue;
-      const int c = i / cells, cell = i % cells;
-      const int gx = (tx0 + cell % P) % G, gy = (ty0 + cell / P) % G;
-      float* dst = reinterpret_cast<float*>(grid + size_t(c0 + c) * per_grid + size_t(gy) * G + gx);
-      atomicAdd(dst, v.x);
-      atomicAdd(dst + 1, v.y);
+  }
+  if (gx < G && gy < G) {
+#pragma unroll
+    for (int c = 0; c < CG; ++c) {
+      if (c >= cg) break;
+      float2* dst = grid + size_t(c0 + c) * per_grid + size_t(gy) * G + gx;
+      if (shared_tile) {
+        atomicAdd(&dst->x, acc[c].x);
+        atomicAdd(&dst->y, acc[c].y);
+      } else {
+        *dst = acc[c];
+      }
     }
-    __syncthreads();
   }
 }
 
@@ -165,7 +253,7 @@ class GriddingCuda final : public Stage {
     in_ext_ = input;
     const KaiserBesselLut lut(p_.width, p_.oversampling, p_.lut_resolution);
     G_ = oversampled_grid_size(g.matrix, p_.oversampling);
-    NT_ = (G_ + kTile - 1) / kTile;
+    NT_ = (G_ + kT - 1) / kT;
     res_ = lut.resolution();
     edge_ = res_ * p_.width / 2;
     lut_ = DeviceBuffer<float>(Extents{lut.table().size()});
@@ -173,17 +261,19 @@ class GriddingCuda final : public Stage {
     const std::size_t n = std::size_t(g.spokes) * g.samples, tiles = std::size_t(NT_) * NT_;
     count_ = DeviceBuffer<int>(Extents{tiles + 1});
     offset_ = DeviceBuffer<int>(Extents{tiles + 1});
-    chunks_ = DeviceBuffer<int>(Extents{tiles + 1});
     chunk_offset_ = DeviceBuffer<int>(Extents{tiles + 1});
-    tile_of_ = DeviceBuffer<int>(Extents{n});
-    rank_ = DeviceBuffer<int>(Extents{n});
-    sorted_ = DeviceBuffer<int>(Extents{n});
-    std::size_t temp = 0;
-    CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp, count_.data(), offset_.data(), int(tiles + 1)));
-    scan_temp_ = DeviceBuffer<unsigned char>(Extents{std::max<std::size_t>(temp, 1)});
-    const int P = kTile + p_.width - 1;
-    smem_ = std::size_t(kCoilGroup) * P * P * sizeof(float2);
-    CUDA_CHECK(cudaFuncSetAttribute(spread_tiles, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_)));
+    tile_of_ = DeviceBuffer<int>(Extents{4 * n});
+    rank_ = DeviceBuffer<int>(Extents{4 * n});
+    sorted_ = DeviceBuffer<int>(Extents{4 * n});
+    if (tiles > std::size_t(kScanThreads) * kScanItems)
+      throw ConfigError("gridding: the CUDA gridding handles grids up to " +
+                        std::to_string(kScanThreads * kScanItems * kT * kT) + " cells; this one has " +
+                        std::to_string(G_) + "^2");
+    cg_ = g.coils <= 1 ? 1 : g.coils <= 4 ? 4 : g.coils <= 8 ? 8 : 16;
+    smem_ = std::size_t(kChunk) * (cg_ * sizeof(float2) + 3 * sizeof(int) + 2 * p_.width * sizeof(float));
+    with_kernel([&](auto kernel) {
+      CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_)));
+    });
     gpu::synchronize(ctx.stream);
     out_ext_ = Extents{std::size_t(g.coils), std::size_t(G_), std::size_t(G_)};
     return out_ext_;
@@ -197,39 +287,50 @@ class GriddingCuda final : public Stage {
       throw InputError("gridding: trajectory is not on the device or has the wrong size");
     auto stream = static_cast<cudaStream_t>(ctx.stream);
     const int tiles = NT_ * NT_;
-    CUDA_CHECK(cudaMemsetAsync(out.data, 0, out.size() * sizeof(cfloat), stream));
     CUDA_CHECK(cudaMemsetAsync(count_.data(), 0, count_.size() * sizeof(int), stream));
     const unsigned nb = unsigned((n + 255) / 256);
     count_tiles<<<nb, 256, 0, stream>>>(in.traj.data, n, G_, p_.width, NT_, count_.data(), tile_of_.data(),
                                         rank_.data());
     CUDA_CHECK_LAUNCH("count_tiles");
-    std::size_t temp = scan_temp_.size();
-    CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scan_temp_.data(), temp, count_.data(), offset_.data(),
-                                             tiles + 1, stream));
-    chunk_counts<<<(tiles + 1 + 255) / 256, 256, 0, stream>>>(count_.data(), tiles + 1, chunks_.data());
-    CUDA_CHECK_LAUNCH("chunk_counts");
-    CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scan_temp_.data(), temp, chunks_.data(), chunk_offset_.data(),
-                                             tiles + 1, stream));
-    scatter<<<nb, 256, 0, stream>>>(n, tile_of_.data(), rank_.data(), offset_.data(), sorted_.data());
+    plan_tiles<<<1, kScanThreads, 0, stream>>>(count_.data(), tiles, offset_.data(), chunk_offset_.data());
+    CUDA_CHECK_LAUNCH("plan_tiles");
+    scatter<<<unsigned((4 * n + 255) / 256), 256, 0, stream>>>(n, tile_of_.data(), rank_.data(),
+                                                                offset_.data(), sorted_.data());
     CUDA_CHECK_LAUNCH("scatter");
-    // At most n / kChunk + tiles work items; surplus blocks exit at once.
-    const unsigned blocks = unsigned(n / kChunk + tiles + 1);
-    spread_tiles<<<blocks, kThreads, smem_, stream>>>(
-        reinterpret_cast<const float2*>(in.data.data), in.traj.data, n, g_.coils, G_, p_.width, NT_,
-        lut_.data(), res_, edge_, count_.data(), offset_.data(), chunk_offset_.data(), sorted_.data(),
-        reinterpret_cast<float2*>(out.data));
-    CUDA_CHECK_LAUNCH("spread_tiles");
+    auto* grid = reinterpret_cast<float2*>(out.data);
+    clear_shared_tiles<<<tiles, kThreads, 0, stream>>>(count_.data(), NT_, G_, g_.coils, grid);
+    CUDA_CHECK_LAUNCH("clear_shared_tiles");
+    // At most 4 n / kChunk + tiles chunks (the surplus blocks exit at once), times the coil groups.
+    const dim3 blocks(unsigned(4 * n / kChunk + tiles + 1), unsigned((g_.coils + cg_ - 1) / cg_));
+    with_kernel([&](auto kernel) {
+      kernel<<<blocks, kThreads, smem_, stream>>>(reinterpret_cast<const float2*>(in.data.data), in.traj.data,
+                                                  n, g_.coils, G_, p_.width, NT_, lut_.data(), res_, edge_,
+                                                  count_.data(), offset_.data(), chunk_offset_.data(),
+                                                  sorted_.data(), grid);
+    });
+    CUDA_CHECK_LAUNCH("gather_tiles");
   }
 
  private:
+  // Calls f with the gather kernel for this geometry's coil group size.
+  template <class F>
+  void with_kernel(F&& f) const {
+    switch (cg_) {
+      case 1: f(gather_tiles<1>); break;
+      case 4: f(gather_tiles<4>); break;
+      case 8: f(gather_tiles<8>); break;
+      default: f(gather_tiles<16>); break;
+    }
+  }
+
   GriddingParams p_;
   Geometry g_;
+  int cg_ = 16;
   Extents in_ext_, out_ext_;
   int G_ = 0, NT_ = 0, res_ = 0, edge_ = 0;
   std::size_t smem_ = 0;
   DeviceBuffer<float> lut_;
-  DeviceBuffer<int> count_, offset_, chunks_, chunk_offset_, tile_of_, rank_, sorted_;
-  DeviceBuffer<unsigned char> scan_temp_;
+  DeviceBuffer<int> count_, offset_, chunk_offset_, tile_of_, rank_, sorted_;
 };
 
 }  // namespace

@@ -1,0 +1,12 @@
+# Sourced by the GPU scripts: defines run() to start a binary carried in .devcarry/ (built on Debian 12) on
+# a GPU machine without the Debian packages, with the machine's own driver and cuFFT.
+cufft=$(find / -name 'libcufft.so.12' -not -path '/proc/*' 2>/dev/null | head -1)
+echo "cufft: $cufft"
+lp=".devcarry/lib:$(dirname "$cufft"):/usr/local/nvidia/lib64:/usr/local/cuda/lib64"
+glibc=$(ldd --version | head -1 | grep -oE '[0-9]+\.[0-9]+$')
+echo "host glibc $glibc"
+if [ "$(printf '%s\n' 2.36 "$glibc" | sort -V | head -1)" = "2.36" ]; then
+  run() { LD_LIBRARY_PATH="$lp" "$@"; }
+else
+  run() { .devcarry/glibc/ld-linux-x86-64.so.2 --library-path ".devcarry/glibc:$lp:/usr/lib/x86_64-linux-gnu" "$@"; }
+fi
