@@ -154,7 +154,8 @@ __device__ __forceinline__ void fft_transform(float2* st, int tid, const float2*
   pass<N, E, 8, INV, true, false, L>(st, tid, 1, tw, load, store);
   if constexpr (rem == 0) {
 #pragma unroll
-    for (int i = 1; i < n8 - 1; ++i) pass<N, E, 8, INV, false, false, L>(st, tid, 1 << (3 * i), tw, load, store);
+    for (int i = 1; i < n8 - 1; ++i)
+      pass<N, E, 8, INV, false, false, L>(st, tid, 1 << (3 * i), tw, load, store);
     pass<N, E, 8, INV, false, true, L>(st, tid, N / 8, tw, load, store);
   } else {
 #pragma unroll

@@ -40,8 +40,7 @@ __global__ void __launch_bounds__(RowShape<N>::threads)
   const bool ok = t < transforms;
   float2* row = data + (ok ? t : 0) * N;
   fft_transform<N, S::E, INV, RowLayout>(
-      s + tb * RowLayout::stride(N), l % S::T, tw,
-      [&](int e) { return ok ? row[e] : make_float2(0.f, 0.f); },
+      s + tb * RowLayout::stride(N), l % S::T, tw, [&](int e) { return ok ? row[e] : make_float2(0.f, 0.f); },
       [&](int e, float2 v) {
         if (ok) row[e] = v;
       });

@@ -43,8 +43,7 @@ __global__ void __launch_bounds__(RowShape<G>::threads)
   const float2* row = grid + (ok ? t : 0) * G;
   float2* dst = out + (ok ? t : 0) * n;
   fft_transform<G, S::E, true, RowLayout>(
-      s + tb * RowLayout::stride(G), l % S::T, tw,
-      [&](int e) { return ok ? row[e] : make_float2(0.f, 0.f); },
+      s + tb * RowLayout::stride(G), l % S::T, tw, [&](int e) { return ok ? row[e] : make_float2(0.f, 0.f); },
       [&](int e, float2 v) {
         const int x = crop_index(e, G, n);
         if (ok && x >= 0) {
@@ -58,8 +57,8 @@ __global__ void __launch_bounds__(RowShape<G>::threads)
 // (sum of squares accumulated in the real part).
 template <int G>
 __global__ void __launch_bounds__(ColShape<G>::threads)
-    cols_rss(const float2* __restrict__ mid, int coils, int coils_per, int n, const float* __restrict__ factor,
-             const float2* __restrict__ tw, float2* __restrict__ image) {
+    cols_rss(const float2* __restrict__ mid, int coils, int coils_per, int n,
+             const float* __restrict__ factor, const float2* __restrict__ tw, float2* __restrict__ image) {
   using S = ColShape<G>;
   extern __shared__ float2 s[];
   float* acc = reinterpret_cast<float*>(s + S::TB * G);  // [n][TB], each element owned by one thread
@@ -72,8 +71,7 @@ __global__ void __launch_bounds__(ColShape<G>::threads)
   for (int c = c_first; c < c_last; ++c) {
     const float2* col = mid + size_t(c) * G * n + (ok ? x : 0);
     fft_transform<G, S::E, true, ColLayout<S::TB>>(
-        s + tb, l / S::TB, tw,
-        [&](int e) { return ok ? col[size_t(e) * n] : make_float2(0.f, 0.f); },
+        s + tb, l / S::TB, tw, [&](int e) { return ok ? col[size_t(e) * n] : make_float2(0.f, 0.f); },
         [&](int e, float2 v) {
           const int y = crop_index(e, G, n);
           if (y >= 0) {
@@ -114,8 +112,8 @@ class FusedImageCuda final : public Stage {
     const bool ok = dispatch_size(G_, [&]<int N>() {
       using C = ColShape<N>;
       smem_cols = C::smem + C::TB * n_ * int(sizeof(float));
-      CUDA_CHECK(cudaFuncSetAttribute(rows_crop<N>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      RowShape<N>::smem));
+      CUDA_CHECK(
+          cudaFuncSetAttribute(rows_crop<N>, cudaFuncAttributeMaxDynamicSharedMemorySize, RowShape<N>::smem));
       tb = C::TB;
       CUDA_CHECK(cudaFuncSetAttribute(cols_rss<N>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_cols));
     });

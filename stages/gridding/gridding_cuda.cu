@@ -6,11 +6,11 @@
 //     of kChunk entries);
 //  3. the entries are scattered into tile order;
 //  4. one block of kT^2 threads per (tile, chunk, group of CG coils), one thread per grid cell: the chunk's
-//     samples are staged in shared memory (footprint origin, the W x-weights and W y-weights from the LUT, computed once
-//     per sample; the values of a group of CG coils), and every thread adds the samples whose footprint
-//     covers its cell into CG register accumulators. A tile with one chunk stores its cells (so the grid
-//     needs no clearing); the few tiles with several chunks (the k-space centre, where every spoke passes)
-//     are cleared first and their chunks add with one global atomic per cell and coil.
+//     samples are staged in shared memory (footprint origin, the W x-weights and W y-weights from the LUT,
+//     computed once per sample; the values of a group of CG coils), and every thread adds the samples whose
+//     footprint covers its cell into CG register accumulators. A tile with one chunk stores its cells (so the
+//     grid needs no clearing); the few tiles with several chunks (the k-space centre, where every spoke
+//     passes) are cleared first and their chunks add with one global atomic per cell and coil.
 // The previous version accumulated with shared-memory atomics per sample; every spoke crossing the centre
 // made the centre tile's block serialize on the same few addresses (R1: 1.17 ms gridding).
 // All buffers are allocated in configure().
@@ -27,7 +27,7 @@ namespace radstream {
 namespace {
 
 constexpr int kMaxWidth = 16;
-constexpr int kT = 16;          // tile edge in grid cells; one thread per cell
+constexpr int kT = 16;  // tile edge in grid cells; one thread per cell
 constexpr int kThreads = kT * kT;
 constexpr int kChunk = kThreads;  // list entries per block (staged in shared memory at once); a short
                                   // chunk keeps the centre tiles' serial loop (the critical path) short
@@ -156,11 +156,11 @@ __global__ void __launch_bounds__(kThreads)
                  const int* __restrict__ count, const int* __restrict__ offset,
                  const int* __restrict__ chunk_offset, const int* __restrict__ sorted,
                  float2* __restrict__ grid) {
-  extern __shared__ float2 smem[];  // s_v [kChunk][CG] | s_o [kChunk] | s_j [kChunk] | s_wx, s_wy [kChunk][W]
+  extern __shared__ float2 smem[];  // s_v [CG][kChunk] | s_o [kChunk] | s_wx, s_wy [kChunk][W]
+  __shared__ int s_count[32], s_start[33], s_perm[kChunk];
   float2* s_v = smem;
   int2* s_o = reinterpret_cast<int2*>(s_v + kChunk * CG);  // footprint origin relative to the tile
-  int* s_j = reinterpret_cast<int*>(s_o + kChunk);
-  float* s_wx = reinterpret_cast<float*>(s_j + kChunk);
+  float* s_wx = reinterpret_cast<float*>(s_o + kChunk);
   float* s_wy = s_wx + kChunk * W;
   const int tiles = NT * NT;
   const int b = blockIdx.x;
@@ -186,6 +186,9 @@ __global__ void __launch_bounds__(kThreads)
   const int c0 = blockIdx.y * CG;
   const int cg = min(CG, coils - c0);
   const int cnt = last - first;
+  if (threadIdx.x < 32) s_count[threadIdx.x] = 0;
+  __syncthreads();
+  int bucket = 0, rank = 0;
   if (int(threadIdx.x) < cnt) {
     const int i = threadIdx.x;
     const long j = sorted[first + i];
@@ -194,31 +197,50 @@ __global__ void __launch_bounds__(kThreads)
     int sx = wrap(f.mx0 - tx0, G), sy = wrap(f.my0 - ty0, G);
     if (sx > G / 2) sx -= G;
     if (sy > G / 2) sy -= G;
-    s_j[i] = int(j);
     s_o[i] = make_int2(sx, sy);
     for (int a = 0; a < W; ++a) {
       s_wx[i * W + a] = lut_lookup(lut, res, edge, float(f.mx0 + a) - f.ux);
       s_wy[i * W + a] = lut_lookup(lut, res, edge, float(f.my0 + a) - f.uy);
     }
+#pragma unroll
+    for (int c = 0; c < CG; ++c)
+      s_v[c * kChunk + i] = c < cg ? data[size_t(c0 + c) * n + j] : make_float2(0.f, 0.f);
+    bucket = min(max(sy + W - 1, 0), 31);  // the footprint's first row, offset: 0 .. kT + W - 2
+    rank = atomicAdd(&s_count[bucket], 1);
   }
   __syncthreads();
-  for (int i = threadIdx.x; i < cnt * CG; i += kThreads) {
-    const int s = i % cnt, c = i / cnt;
-    s_v[s * CG + c] = c < cg ? data[size_t(c0 + c) * n + s_j[s]] : make_float2(0.f, 0.f);
+  // Entries sorted by first row (a counting sort in shared memory), so that each warp, which owns two rows
+  // of cells, visits only the entries whose footprint reaches its rows.
+  if (threadIdx.x < 32) {
+    const int v = s_count[threadIdx.x];
+    int incl = v;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const int u = __shfl_up_sync(0xffffffffu, incl, d);
+      if (int(threadIdx.x) >= d) incl += u;
+    }
+    s_start[threadIdx.x] = incl - v;
+    if (threadIdx.x == 31) s_start[32] = incl;
   }
+  __syncthreads();
+  if (int(threadIdx.x) < cnt) s_perm[s_start[bucket] + rank] = threadIdx.x;
   __syncthreads();
   float2 acc[CG];
 #pragma unroll
   for (int c = 0; c < CG; ++c) acc[c] = make_float2(0.f, 0.f);
+  // This warp's rows are 2w and 2w + 1: entries with first row in [2w - W + 1, 2w + 1], buckets 2w .. 2w + W.
+  const int w2 = 2 * int(threadIdx.x / 32);
+  const int k_end = s_start[min(w2 + W + 1, 32)];
 #pragma unroll 4
-  for (int s = 0; s < cnt; ++s) {
+  for (int k = s_start[w2]; k < k_end; ++k) {
+    const int s = s_perm[k];
     const int2 o = s_o[s];
     const int ox = lx - o.x, oy = ly - o.y;
     if (unsigned(ox) < unsigned(W) && unsigned(oy) < unsigned(W)) {
       const float w = s_wx[s * W + ox] * s_wy[s * W + oy];
 #pragma unroll
       for (int c = 0; c < CG; ++c) {
-        const float2 v = s_v[s * CG + c];
+        const float2 v = s_v[c * kChunk + s];
         acc[c].x += w * v.x;
         acc[c].y += w * v.y;
       }
@@ -295,7 +317,7 @@ class GriddingCuda final : public Stage {
     plan_tiles<<<1, kScanThreads, 0, stream>>>(count_.data(), tiles, offset_.data(), chunk_offset_.data());
     CUDA_CHECK_LAUNCH("plan_tiles");
     scatter<<<unsigned((4 * n + 255) / 256), 256, 0, stream>>>(n, tile_of_.data(), rank_.data(),
-                                                                offset_.data(), sorted_.data());
+                                                               offset_.data(), sorted_.data());
     CUDA_CHECK_LAUNCH("scatter");
     auto* grid = reinterpret_cast<float2*>(out.data);
     clear_shared_tiles<<<tiles, kThreads, 0, stream>>>(count_.data(), NT_, G_, g_.coils, grid);
@@ -316,10 +338,18 @@ class GriddingCuda final : public Stage {
   template <class F>
   void with_kernel(F&& f) const {
     switch (cg_) {
-      case 1: f(gather_tiles<1>); break;
-      case 4: f(gather_tiles<4>); break;
-      case 8: f(gather_tiles<8>); break;
-      default: f(gather_tiles<16>); break;
+      case 1:
+        f(gather_tiles<1>);
+        break;
+      case 4:
+        f(gather_tiles<4>);
+        break;
+      case 8:
+        f(gather_tiles<8>);
+        break;
+      default:
+        f(gather_tiles<16>);
+        break;
     }
   }
 
