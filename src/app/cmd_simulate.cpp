@@ -1,11 +1,16 @@
-// radstream simulate: the analytic phantom as a scanner would stream it; for now into an MRD file.
-#include <chrono>
+// radstream simulate: the analytic phantom as a scanner streams it: over ZeroMQ at a spoke rate
+// (--endpoint), or into an MRD file (--out).
+#include <ctime>
+#include <memory>
 
 #include "app/commands.hpp"
+#include "app/interrupt.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "io/mrd_file.hpp"
 #include "sim/simulator.hpp"
+#include "stream/metrics.hpp"
+#include "stream/sender.hpp"
 
 namespace radstream::app {
 namespace {
@@ -13,28 +18,114 @@ namespace {
 struct SimArgs {
   SimParams sim;
   std::string out;
-  long spokes = 256;
+  long spokes = -1;  // -1: 256 for a file, endless for a stream
+  SenderParams sender;
+  bool streaming = false;
+  double duration_s = 0;  // 0: until --spokes or Ctrl-C
+  int pool = 0;           // precomputed spokes, cycled (for rates beyond live generation)
+  double header_every_s = 1.0;
+  std::uint32_t stream_id = 0;
 };
 
-int run_simulate(const SimArgs& a) {
-  if (a.spokes < 1) throw ConfigError("--spokes " + std::to_string(a.spokes) + " must be >= 1");
+void sleep_until_ns(std::int64_t t) {
+  timespec ts{time_t(t / 1000000000), long(t % 1000000000)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
+int write_file(const SimArgs& a) {
+  const long n_spokes = a.spokes < 0 ? 256 : a.spokes;
+  if (n_spokes < 1) throw ConfigError("--spokes " + std::to_string(n_spokes) + " must be >= 1");
   const Simulator sim(a.sim);
   MrdWriter writer(a.out, sim.header());
   const auto t0 = std::chrono::steady_clock::now();
   constexpr int kBatch = 64;
   auto last_report = t0;
-  for (long first = 0; first < a.spokes; first += kBatch) {
-    const int n = int(std::min<long>(kBatch, a.spokes - first));
+  for (long first = 0; first < n_spokes; first += kBatch) {
+    const int n = int(std::min<long>(kBatch, n_spokes - first));
     for (const Spoke& s : sim.spokes(std::uint64_t(first), n)) writer.append(s);
     const auto now = std::chrono::steady_clock::now();
     if (now - last_report > std::chrono::seconds(2)) {
-      log::info("simulate: {}/{} spokes written", first + n, a.spokes);
+      log::info("simulate: {}/{} spokes written", first + n, n_spokes);
       last_report = now;
     }
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  log::info("simulate: wrote {} spokes ({} samples x {} coils, {} angles) to {} in {:.2f} s", a.spokes,
+  log::info("simulate: wrote {} spokes ({} samples x {} coils, {} angles) to {} in {:.2f} s", n_spokes,
             sim.samples(), a.sim.coils, a.sim.angles, a.out, s);
+  return 0;
+}
+
+int stream(const SimArgs& a) {
+  InterruptWatch interrupt;
+  if (a.pool < 0) throw ConfigError("--pool " + std::to_string(a.pool) + " must be >= 0");
+  const Simulator sim(a.sim);
+  const std::string xml = stream_header_to_xml(sim.header());
+  std::vector<Spoke> pool;
+  if (a.pool > 0) {
+    log::info("simulate: precomputing {} spokes ({} samples x {} coils)", a.pool, sim.samples(), a.sim.coils);
+    for (int first = 0; first < a.pool; first += 256) {
+      auto part = sim.spokes(std::uint64_t(first), std::min(256, a.pool - first));
+      for (auto& s : part) pool.push_back(std::move(s));
+      if (interrupt.requested()) return 130;
+    }
+  }
+  zmq::context_t ctx(1);
+  Sender sender(ctx, a.sender, a.stream_id ? a.stream_id : new_stream_id());
+  const double rate = a.sim.rate_hz;
+  const long total = a.spokes >= 0 ? a.spokes : a.duration_s > 0 ? long(a.duration_s * rate) : -1;
+  log::info("simulate: streaming {} spokes/s to {} ({} {}), stream id {}, {}", rate, a.sender.endpoint,
+            a.sender.socket, a.sender.bind ? "bind" : "connect", sender.stream_id(),
+            total < 0 ? std::string("until Ctrl-C") : std::to_string(total) + " spokes");
+  const std::int64_t t0 = monotonic_ns();
+  const std::int64_t period = std::int64_t(1e9 / rate);
+  std::int64_t next_header = t0, next_report = t0 + 2000000000;
+  const int batch = std::clamp(int(rate / 50), 1, 256);
+  std::vector<Spoke> live;
+  std::uint64_t live_first = 0;
+  bool warned = false;
+  sender.send_header(xml);
+  next_header += std::int64_t(a.header_every_s * 1e9);
+  std::uint64_t i = 0;
+  for (; total < 0 || std::int64_t(i) < total; ++i) {
+    if (interrupt.requested()) {
+      log::info("simulate: interrupted");
+      break;
+    }
+    const std::int64_t due = t0 + std::int64_t(i) * period;
+    Spoke s;
+    if (!pool.empty()) {
+      s = pool[i % pool.size()];
+    } else {
+      if (i >= live_first + live.size()) {
+        live = sim.spokes(i, batch);
+        live_first = i;
+      }
+      s = std::move(live[i - live_first]);
+    }
+    s.header.spoke_index = i;
+    const std::int64_t now = monotonic_ns();
+    if (now < due) sleep_until_ns(due);
+    if (!warned && now - due > 500000000) {
+      warned = true;
+      log::warn(
+          "simulate: {:.0f} ms behind schedule: this machine cannot make {} spokes/s live; use --pool N",
+          double(now - due) * 1e-6, rate);
+    }
+    s.header.acquired_ns = due;
+    sender.send_spoke(s);
+    if (now >= next_header) {
+      sender.send_header(xml);
+      sender.heartbeat();
+      next_header += std::int64_t(a.header_every_s * 1e9);
+    }
+    if (now >= next_report) {
+      log::info("simulate: {} spokes sent ({:.0f}/s)", i + 1, double(i + 1) / (double(now - t0) * 1e-9));
+      next_report += 2000000000;
+    }
+  }
+  sender.close();
+  log::info("simulate: sent {} spokes in {:.2f} s", sender.spokes_sent(), double(monotonic_ns() - t0) * 1e-9);
   return 0;
 }
 
@@ -43,8 +134,16 @@ int run_simulate(const SimArgs& a) {
 Runner add_simulate(CLI::App& app) {
   auto a = std::make_shared<SimArgs>();
   SimParams& p = a->sim;
-  app.add_option("--out", a->out, "MRD .h5 file to write")->required();
-  app.add_option("--spokes", a->spokes, "number of spokes (default 256)");
+  app.add_option("--out", a->out, "write an MRD .h5 file instead of streaming");
+  app.add_option("--endpoint", a->sender.endpoint, "stream to this ZeroMQ endpoint (tcp://127.0.0.1:5555)");
+  app.add_option("--socket", a->sender.socket, "push (lossless, default) | pub");
+  app.add_flag("--bind", a->sender.bind, "bind the endpoint instead of connecting");
+  app.add_option("--spokes", a->spokes, "number of spokes (file: default 256; stream: default endless)");
+  app.add_option("--duration", a->duration_s, "stream for this many seconds (default: until Ctrl-C)");
+  app.add_option("--pool", a->pool,
+                 "precompute this many spokes and send them cyclically (rates beyond live generation)");
+  app.add_option("--header-every", a->header_every_s, "seconds between repeated stream headers (default 1)");
+  app.add_option("--stream-id", a->stream_id, "stream id (default random)");
   app.add_option("--matrix", p.matrix, "image matrix N (default 256)");
   app.add_option("--readout-os", p.readout_os,
                  "readout oversampling: samples per spoke = os x N (default 2)");
@@ -55,9 +154,17 @@ Runner add_simulate(CLI::App& app) {
                  "spokes per rotation, linear schemes (default 256)");
   app.add_option("--snr", p.snr, "k-space SNR (RMS signal / RMS noise), 0 = noiseless (default 0)");
   app.add_flag("--motion", p.motion, "add a moving catheter-tip ellipse");
-  app.add_option("--rate", p.rate_hz, "spokes per second, sets the timestamps and the motion (default 400)");
+  app.add_option("--rate", p.rate_hz, "spokes per second (default 400)");
   app.add_option("--seed", p.seed, "noise seed (default 1)");
-  return [a] { return run_simulate(*a); };
+  auto* ep = app.get_option("--endpoint");
+  return [a, ep] {
+    if (!a->out.empty() && ep->count() > 0)
+      throw ConfigError("simulate: give --out FILE.h5 or --endpoint, not both");
+    if (a->out.empty() && ep->count() == 0)
+      throw ConfigError(
+          "simulate: give --endpoint tcp://HOST:PORT to stream, or --out FILE.h5 to write a file");
+    return a->out.empty() ? stream(*a) : write_file(*a);
+  };
 }
 
 }  // namespace radstream::app

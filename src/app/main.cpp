@@ -10,6 +10,7 @@
 #include "core/param_reader.hpp"
 #include "pipeline/recon_params.hpp"
 #include "sim/simulator.hpp"
+#include "stream/pipeline.hpp"
 
 int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("radstream"));
@@ -27,8 +28,14 @@ int main(int argc, char** argv) {
   };
   add("recon", "offline reconstruction of a BART .cfl pair or an MRD .h5 file to .cfl or .png",
       radstream::app::add_recon);
-  add("simulate", "stream the analytic phantom like a scanner, into an MRD .h5 file",
+  add("simulate",
+      "the analytic phantom as a scanner: streamed over ZeroMQ (--endpoint) or into an MRD .h5 file",
       radstream::app::add_simulate);
+  add("run",
+      "listen for a spoke stream, reconstruct every frame, feed the sinks (record, publish, images, metrics)",
+      radstream::app::add_run);
+  add("replay", "stream a recorded MRD .h5 file back over ZeroMQ, paced by its timestamps",
+      radstream::app::add_replay);
   add("demo",
       "the main job: simulated catheter phantom -> sliding-window reconstruction -> PNG frames + metrics",
       radstream::app::add_demo);
@@ -49,6 +56,13 @@ int main(int argc, char** argv) {
       radstream::ParamPrinter printer("simulate");
       sp.visit(printer);
       for (const auto& l : printer.lines()) std::cout << l << "\n";
+      radstream::RunConfig rc;
+      radstream::ParamPrinter ps("stream"), pf("frames"), pk("sinks");
+      rc.stream.visit(ps);
+      rc.frames.visit(pf);
+      rc.sinks.visit(pk);
+      for (const auto* pr : {&ps, &pf, &pk})
+        for (const auto& l : pr->lines()) std::cout << l << "\n";
       return 0;
     }
     for (auto& [sub, run] : runners)

@@ -50,6 +50,14 @@ void* create_event() { no_cuda("create_event"); }
 void destroy_event(void*) noexcept {}
 void record_event(void*, void*) { no_cuda("record_event"); }
 float elapsed_ms(void*, void*) { no_cuda("elapsed_ms"); }
+void copy_2d_to_device(void*, std::size_t, const void*, std::size_t, std::size_t, std::size_t, void*) {
+  no_cuda("copy_2d_to_device");
+}
+void copy_2d_device(void*, std::size_t, const void*, std::size_t, std::size_t, std::size_t, void*) {
+  no_cuda("copy_2d_device");
+}
+void stream_wait_event(void*, void*) { no_cuda("stream_wait_event"); }
+void event_synchronize(void*) { no_cuda("event_synchronize"); }
 void begin_capture(void*) { no_cuda("begin_capture"); }
 void* end_capture(void*) { no_cuda("end_capture"); }
 void abort_capture(void*) noexcept {}

@@ -38,6 +38,26 @@ void copy_device(void* d_dst, const void* d_src, std::size_t bytes, void* stream
       cudaMemcpyAsync(d_dst, d_src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)));
 }
 
+void copy_2d_to_device(void* d_dst, std::size_t dpitch, const void* src, std::size_t spitch, std::size_t width,
+                       std::size_t height, void* stream) {
+  CUDA_CHECK(cudaMemcpy2DAsync(d_dst, dpitch, src, spitch, width, height, cudaMemcpyHostToDevice,
+                               static_cast<cudaStream_t>(stream)));
+}
+
+void copy_2d_device(void* d_dst, std::size_t dpitch, const void* d_src, std::size_t spitch, std::size_t width,
+                    std::size_t height, void* stream) {
+  CUDA_CHECK(cudaMemcpy2DAsync(d_dst, dpitch, d_src, spitch, width, height, cudaMemcpyDeviceToDevice,
+                               static_cast<cudaStream_t>(stream)));
+}
+
+void stream_wait_event(void* stream, void* event) {
+  CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0));
+}
+
+void event_synchronize(void* event) {
+  CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event)));
+}
+
 void* create_stream() {
   cudaStream_t s = nullptr;
   CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

@@ -18,11 +18,19 @@ void* create_stream();  // a non-blocking stream (never the default stream)
 void destroy_stream(void* stream) noexcept;
 void synchronize(void* stream);
 
-// Events for timing stages on a stream.
+// Strided 2D copies (rows of `width` bytes, `height` rows, each side with its own pitch), async on stream.
+void copy_2d_to_device(void* d_dst, std::size_t dpitch, const void* src, std::size_t spitch, std::size_t width,
+                       std::size_t height, void* stream);
+void copy_2d_device(void* d_dst, std::size_t dpitch, const void* d_src, std::size_t spitch, std::size_t width,
+                    std::size_t height, void* stream);
+
+// Events for timing stages on a stream, and for ordering streams.
 void* create_event();
 void destroy_event(void* event) noexcept;
 void record_event(void* event, void* stream);
 float elapsed_ms(void* start, void* stop);  // both recorded and complete
+void stream_wait_event(void* stream, void* event);  // later work on stream waits for the event
+void event_synchronize(void* event);                // the host waits for the event
 
 // CUDA graphs: what is enqueued on a stream between begin_capture and end_capture is recorded, not run;
 // end_capture returns the instantiated graph, which launch_graph replays on a stream.

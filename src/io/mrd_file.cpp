@@ -45,6 +45,8 @@ std::int64_t join64(std::int32_t lo, std::int32_t hi) {
   return static_cast<std::int64_t>((std::uint64_t(std::uint32_t(hi)) << 32) | std::uint32_t(lo));
 }
 
+}  // namespace
+
 void check_hdf5_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw IoError(fmt::format("{}: cannot open the file", path));
@@ -53,8 +55,6 @@ void check_hdf5_file(const std::string& path) {
   static const char kSig[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
   if (!f || std::memcmp(sig, kSig, 8) != 0) throw IoError(fmt::format("{}: not an HDF5 (MRD) file", path));
 }
-
-}  // namespace
 
 std::string stream_header_to_xml(const StreamHeader& h) {
   ISMRMRD::IsmrmrdHeader x;

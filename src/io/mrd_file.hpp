@@ -28,6 +28,9 @@ class Dataset;
 
 namespace radstream {
 
+// Throws IoError unless `path` exists and starts with the HDF5 signature.
+void check_hdf5_file(const std::string& path);
+
 std::string stream_header_to_xml(const StreamHeader& h);
 // Throws IoError (with `context`, e.g. the file name) when the XML is malformed or lacks what radstream
 // needs.

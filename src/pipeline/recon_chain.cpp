@@ -90,28 +90,7 @@ View<const cfloat> ReconChain::reconstruct(const Frame& frame) {
   if (ctx_.backend == Backend::Cuda) {
     gpu::copy_to_device(d_input_.data(), frame.data.data(), frame.data.size() * sizeof(cfloat), ctx_.stream);
     gpu::copy_to_device(d_traj_.data(), frame.traj.data(), frame.traj.size() * sizeof(float), ctx_.stream);
-    const StageInput in{d_input_.view(), d_traj_.view()};
-    if (params_.cuda_graph) {
-      if (!graph_) {
-        gpu::begin_capture(ctx_.stream);
-        try {
-          enqueue_stages(in);
-        } catch (...) {
-          gpu::abort_capture(ctx_.stream);
-          throw;
-        }
-        graph_ = gpu::end_capture(ctx_.stream);
-      }
-      gpu::launch_graph(graph_, ctx_.stream);
-    } else {
-      enqueue_stages(in);
-    }
-    gpu::copy_to_host(host_image_.data(), d_buffers_[output_of_.back()].data(),
-                      host_image_.size() * sizeof(cfloat), ctx_.stream);
-    gpu::synchronize(ctx_.stream);
-    for (std::size_t i = 0; i < stages_.size(); ++i)
-      timings_[i].ms = gpu::elapsed_ms(events_[i], events_[i + 1]);
-    return host_image_.view();
+    return run_cuda();
   }
   StageInput in{frame.data.view(), frame.traj.view()};
   for (std::size_t i = 0; i < stages_.size(); ++i) {
@@ -122,6 +101,39 @@ View<const cfloat> ReconChain::reconstruct(const Frame& frame) {
     in.data = out;
   }
   return in.data;
+}
+
+View<const cfloat> ReconChain::reconstruct_device(const std::function<bool(cfloat*, float*, void*)>& fill) {
+  if (!configured_) throw InputError("reconstruct: the chain is not configured");
+  if (ctx_.backend != Backend::Cuda)
+    throw InputError("reconstruct_device: the chain is not on the CUDA backend");
+  if (!fill(d_input_.data(), d_traj_.data(), ctx_.stream)) return {};
+  return run_cuda();
+}
+
+View<const cfloat> ReconChain::run_cuda() {
+  const StageInput in{d_input_.view(), d_traj_.view()};
+  if (params_.cuda_graph) {
+    if (!graph_) {
+      gpu::begin_capture(ctx_.stream);
+      try {
+        enqueue_stages(in);
+      } catch (...) {
+        gpu::abort_capture(ctx_.stream);
+        throw;
+      }
+      graph_ = gpu::end_capture(ctx_.stream);
+    }
+    gpu::launch_graph(graph_, ctx_.stream);
+  } else {
+    enqueue_stages(in);
+  }
+  gpu::copy_to_host(host_image_.data(), d_buffers_[output_of_.back()].data(),
+                    host_image_.size() * sizeof(cfloat), ctx_.stream);
+  gpu::synchronize(ctx_.stream);
+  for (std::size_t i = 0; i < stages_.size(); ++i)
+    timings_[i].ms = gpu::elapsed_ms(events_[i], events_[i + 1]);
+  return host_image_.view();
 }
 
 void ReconChain::enqueue_stages(StageInput in) {

@@ -1,6 +1,7 @@
 // A reconstruction chain: the stages of one method, configured once for a geometry, with the buffers between
 // them allocated in configure(). reconstruct() runs one frame and allocates nothing.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +36,10 @@ class ReconChain {
   // Reconstructs one frame; returns the combined image [N][N] (magnitude in the real part).
   // Throws InputError when the frame does not match the configured geometry.
   View<const cfloat> reconstruct(const Frame& frame);
+  // CUDA backend: the caller enqueues the frame's input itself, fill(d_data [coils][spokes][samples], d_traj
+  // [spokes][samples][2], stream) (e.g. gathered from spokes already on the GPU), then the chain runs as in
+  // reconstruct(). Returns an empty view when fill returns false.
+  View<const cfloat> reconstruct_device(const std::function<bool(cfloat*, float*, void*)>& fill);
   // The per-coil images [coils][N][N] of the last frame (copied back from the GPU on the CUDA backend).
   // Throws InputError when the chain does not keep them (the fused custom-FFT tail).
   View<const cfloat> coil_images();
@@ -64,6 +69,7 @@ class ReconChain {
   void* graph_ = nullptr;  // instantiated CUDA graph of the stages (captured on the first frame)
 
   void enqueue_stages(StageInput in);
+  View<const cfloat> run_cuda();  // the stages on the uploaded input, then the image back
 };
 
 }  // namespace radstream

@@ -1,0 +1,160 @@
+// radstream replay FILE.h5: streams a recording back through the wire protocol, paced by its timestamps.
+// A radstream recording (its acquisitions carry the envelope: stream id, sequence, timestamps) is sent as the
+// same bytes it was received as; --loop and --restamp give fresh sequence numbers and timestamps instead.
+// Files from other tools are paced by acquisition_time_stamp (x --tick-us) or by --rate.
+#include <ismrmrd/ismrmrd.h>
+
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <memory>
+
+#include "app/commands.hpp"
+#include "app/interrupt.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "io/mrd_file.hpp"
+#include "io/mrd_raw.hpp"
+#include "stream/metrics.hpp"
+#include "stream/sender.hpp"
+
+namespace radstream::app {
+namespace {
+
+struct ReplayArgs {
+  std::string file;
+  SenderParams sender;
+  std::string speed = "1";  // factor, or max
+  bool loop = false, restamp = false;
+  long start = 0, count = -1;
+  double rate = 0;       // spokes/s for files without usable timestamps
+  double tick_us = 2.5;  // MRD acquisition_time_stamp tick
+};
+
+std::int64_t join64(std::int32_t lo, std::int32_t hi) {
+  return std::int64_t((std::uint64_t(std::uint32_t(hi)) << 32) | std::uint32_t(lo));
+}
+
+void sleep_until_ns(std::int64_t t) {
+  timespec ts{time_t(t / 1000000000), long(t % 1000000000)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
+int run_replay(const ReplayArgs& a) {
+  InterruptWatch interrupt;
+  MrdRawReader reader(a.file);
+  const StreamHeader header = stream_header_from_xml(reader.xml(), a.file);
+  const bool max_speed = a.speed == "max";
+  double speed = 1.0;
+  if (!max_speed) {
+    try {
+      speed = std::stod(a.speed);
+    } catch (const std::exception&) {
+      throw ConfigError("--speed '" + a.speed + "' is not a number or max");
+    }
+    if (!(speed > 0)) throw ConfigError("--speed " + a.speed + " must be > 0 (or max)");
+  }
+  if (a.start < 0 || std::size_t(a.start) > reader.count())
+    throw ConfigError(fmt::format("--start {} is outside 0..{} ({} has {} spokes)", a.start, reader.count(),
+                                  a.file, reader.count()));
+  const std::size_t end =
+      a.count < 0 ? reader.count() : std::min(reader.count(), std::size_t(a.start + a.count));
+  if (end <= std::size_t(a.start)) throw ConfigError(a.file + ": no spokes to replay in the range asked for");
+  // A radstream recording carries the envelope in user_int[0..7] of every acquisition.
+  const RawSpoke first = reader.read(std::size_t(a.start));
+  ISMRMRD::ISMRMRD_AcquisitionHeader h0;
+  std::memcpy(&h0, first.acq_header.data(), sizeof h0);
+  const bool ours = h0.user_int[6] != 0;
+  const bool verbatim = ours && !a.loop && !a.restamp;
+  zmq::context_t ctx(1);
+  Sender sender(ctx, a.sender, verbatim ? std::uint32_t(h0.user_int[6]) : new_stream_id());
+  log::info("replay: {} spokes of {} ({} samples x {} coils) to {}, {}{}", end - a.start, a.file,
+            header.samples, header.coils, a.sender.endpoint,
+            max_speed ? "as fast as possible" : fmt::format("speed {}", speed),
+            verbatim ? ", verbatim" : (ours ? ", restamped" : ", a foreign file: new envelopes"));
+  sender.send_header(reader.xml());
+  std::uint64_t seq = 0;
+  std::int64_t t0 = monotonic_ns(), rec0 = 0;
+  std::size_t sent = 0;
+  bool first_pass = true;
+  do {
+    for (std::size_t i = std::size_t(a.start); i < end; ++i) {
+      if (interrupt.requested()) {
+        log::info("replay: interrupted after {} spokes", sent);
+        sender.close();
+        return 130;
+      }
+      const RawSpoke r = reader.read(i);
+      ISMRMRD::ISMRMRD_AcquisitionHeader h;
+      std::memcpy(&h, r.acq_header.data(), sizeof h);
+      // Pacing: recorded acquisition ns, else the MRD time stamp in ticks, else --rate.
+      std::int64_t rec = 0;
+      if (ours)
+        rec = join64(h.user_int[0], h.user_int[1]);
+      else if (a.rate > 0)
+        rec = std::int64_t(double(i - a.start) * 1e9 / a.rate);
+      else
+        rec = std::int64_t(double(h.acquisition_time_stamp) * a.tick_us * 1e3);
+      if (i == std::size_t(a.start) && first_pass) rec0 = rec;
+      const std::int64_t due = t0 + std::int64_t(double(rec - rec0) / speed);
+      if (!max_speed) sleep_until_ns(due);
+      wire::Envelope e;
+      e.type = std::uint16_t(wire::MsgType::Spoke);
+      if (verbatim) {
+        e.sequence = std::uint32_t(h.user_int[7]);
+        e.stream_id = std::uint32_t(h.user_int[6]);
+        e.spoke_index = std::uint64_t(join64(h.user_int[4], h.user_int[5]));
+        e.acquired_ns = join64(h.user_int[0], h.user_int[1]);
+        e.sent_ns = join64(h.user_int[2], h.user_int[3]);
+        e.angle = double(h.user_float[0]);
+      } else {
+        e.sequence = ++seq;
+        e.stream_id = sender.stream_id();
+        e.spoke_index =
+            ours ? std::uint64_t(join64(h.user_int[4], h.user_int[5])) : h.idx.kspace_encode_step_1;
+        e.acquired_ns = max_speed ? monotonic_ns() : due;
+        e.sent_ns = monotonic_ns();
+        e.angle = ours ? double(h.user_float[0]) : std::nan("");
+      }
+      wire::Parts parts(4);
+      const auto env = wire::encode_envelope(e);
+      parts[0].assign(env.begin(), env.end());
+      parts[1].assign(r.acq_header.begin(), r.acq_header.end());
+      const auto* t = reinterpret_cast<const std::byte*>(r.traj.data());
+      parts[2].assign(t, t + r.traj.size() * sizeof(float));
+      const auto* d = reinterpret_cast<const std::byte*>(r.data.data());
+      parts[3].assign(d, d + r.data.size() * sizeof(cfloat));
+      sender.send_parts(parts);
+      ++sent;
+    }
+    first_pass = false;
+    if (a.loop) {
+      t0 = monotonic_ns();
+      sender.send_header(reader.xml());
+    }
+  } while (a.loop);
+  sender.close();
+  log::info("replay: sent {} spokes in {:.2f} s", sent, double(monotonic_ns() - t0) * 1e-9);
+  return 0;
+}
+
+}  // namespace
+
+Runner add_replay(CLI::App& app) {
+  auto a = std::make_shared<ReplayArgs>();
+  app.add_option("file", a->file, "MRD .h5 recording")->required();
+  app.add_option("--endpoint", a->sender.endpoint, "ZeroMQ endpoint (default tcp://127.0.0.1:5555)");
+  app.add_option("--socket", a->sender.socket, "push (default) | pub");
+  app.add_flag("--bind", a->sender.bind, "bind the endpoint instead of connecting");
+  app.add_option("--speed", a->speed, "1.0 (recorded pace), N (N times faster) or max (default 1)");
+  app.add_flag("--loop", a->loop, "replay again and again (fresh sequence numbers and timestamps)");
+  app.add_flag("--restamp", a->restamp, "fresh sequence numbers and timestamps (for live latency)");
+  app.add_option("--start", a->start, "first spoke (default 0)");
+  app.add_option("--count", a->count, "number of spokes (default all)");
+  app.add_option("--rate", a->rate, "spokes per second for files without radstream timestamps");
+  app.add_option("--tick-us", a->tick_us, "MRD acquisition_time_stamp tick in microseconds (default 2.5)");
+  return [a] { return run_replay(*a); };
+}
+
+}  // namespace radstream::app

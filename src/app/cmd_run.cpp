@@ -1,0 +1,105 @@
+// radstream run -c config/realtime.yaml: listen, reconstruct every frame, feed the sinks (headless; the
+// viewer adds a window). Stops on Ctrl-C, after --duration or --frames, or (--until-close) when the sender
+// closes its stream.
+#include <yaml-cpp/yaml.h>
+
+#include <memory>
+#include <thread>
+
+#include "app/commands.hpp"
+#include "app/interrupt.hpp"
+#include "app/recon_options.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "stream/pipeline.hpp"
+
+namespace radstream::app {
+namespace {
+
+struct RunArgs {
+  std::string config;
+  std::string endpoint, socket, record, publish, images, metrics_json, backend, fft;
+  bool connect = false, until_close = false;
+  int window = 0, stride = 0;
+  double duration_s = 0;
+  long frames = 0;
+};
+
+RunConfig load(const RunArgs& a) {
+  YAML::Node root;
+  if (!a.config.empty()) {
+    try {
+      root = YAML::LoadFile(a.config);
+    } catch (const YAML::BadFile&) {
+      throw IoError(a.config + ": cannot read the configuration file");
+    } catch (const YAML::Exception& e) {
+      throw ConfigError(a.config + ": " + e.what());
+    }
+  }
+  RunConfig c = RunConfig::from_yaml(root, a.config.empty() ? "defaults" : a.config);
+  if (!a.endpoint.empty()) c.stream.endpoint = a.endpoint;
+  if (!a.socket.empty()) c.stream.socket = a.socket;
+  if (a.connect) c.stream.bind = false;
+  if (a.window) c.frames.window = a.window;
+  if (a.stride) c.frames.stride = a.stride;
+  if (c.frames.window > c.frames.max_window) c.frames.max_window = c.frames.window;
+  if (!a.record.empty()) c.sinks.record = a.record;
+  if (!a.publish.empty()) c.sinks.publish = a.publish;
+  if (!a.images.empty()) c.sinks.images = a.images;
+  if (!a.metrics_json.empty()) c.sinks.metrics_json = a.metrics_json;
+  if (!a.backend.empty()) c.recon.backend = parse_backend(a.backend);
+  if (!a.fft.empty()) c.recon.fft.engine = parse_fft_engine(a.fft);
+  c.validate();
+  return c;
+}
+
+int run(const RunArgs& a) {
+  InterruptWatch interrupt;
+  const RunConfig cfg = load(a);
+  const Registry registry = default_registry();
+  Pipeline p(cfg, registry);
+  log::info("run: listening on {} ({} {}), window {} stride {} ({})", cfg.stream.endpoint, cfg.stream.socket,
+            cfg.stream.bind ? "bind" : "connect", cfg.frames.window, cfg.frames.stride, cfg.frames.framing);
+  p.start();
+  std::int64_t closed_at = 0;
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (interrupt.requested()) {
+      log::info("run: interrupted; stopping");
+      break;
+    }
+    if (a.duration_s > 0 && p.elapsed_s() >= a.duration_s) break;
+    if (a.frames > 0 && p.metrics().frames.load() >= std::uint64_t(a.frames)) break;
+    if (a.until_close && p.metrics().closes.load() > 0) {
+      // Let the frames already due finish: stop once nothing new has come for 0.5 s after the close.
+      if (!closed_at) closed_at = monotonic_ns();
+      if (monotonic_ns() - std::max(closed_at, p.metrics().last_message_ns.load()) > 500000000) break;
+    }
+  }
+  p.stop();
+  return 0;
+}
+
+}  // namespace
+
+Runner add_run(CLI::App& app) {
+  auto a = std::make_shared<RunArgs>();
+  app.add_option("-c,--config", a->config, "YAML with stream:, frames:, sinks:, recon: sections");
+  app.add_option("--endpoint", a->endpoint, "receive on this ZeroMQ endpoint (overrides stream.endpoint)");
+  app.add_option("--socket", a->socket, "pull (default) | sub");
+  app.add_flag("--connect", a->connect, "connect to the endpoint instead of binding it");
+  app.add_option("--window", a->window, "spokes per frame (frames.window)");
+  app.add_option("--stride", a->stride, "a new frame every S spokes (frames.stride)");
+  app.add_option("--backend", a->backend, "auto | cpu | cuda (recon.backend)");
+  app.add_option("--fft", a->fft, "auto | fftw | cufft | custom (recon.fft)");
+  app.add_option("--record", a->record, "record every received spoke into this MRD .h5 file");
+  app.add_option("--publish", a->publish, "publish images on this ZeroMQ PUB endpoint");
+  app.add_option("--images", a->images, "write image files into this folder");
+  app.add_option("--metrics-json", a->metrics_json, "write the metrics report here at the end");
+  app.add_option("--duration", a->duration_s, "stop after this many seconds");
+  app.add_option("--frames", a->frames, "stop after this many frames");
+  app.add_flag("--until-close", a->until_close, "stop when the sender closes its stream");
+  return [a] { return run(*a); };
+}
+
+}  // namespace radstream::app

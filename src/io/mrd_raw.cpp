@@ -1,0 +1,90 @@
+#include "io/mrd_raw.hpp"
+
+#include <fmt/format.h>
+#include <ismrmrd/dataset.h>
+#include <ismrmrd/ismrmrd.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "io/mrd_file.hpp"
+
+namespace radstream {
+
+MrdRawWriter::MrdRawWriter(const std::string& path, const std::string& xml) : path_(path) {
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
+  try {
+    ds_ = std::make_unique<ISMRMRD::Dataset>(path.c_str(), "dataset", true);
+    ds_->writeHeader(xml);
+  } catch (const std::exception& e) {
+    throw IoError(fmt::format("{}: cannot create the MRD file: {}", path, e.what()));
+  }
+}
+
+MrdRawWriter::~MrdRawWriter() = default;
+
+void MrdRawWriter::append(std::span<const std::byte> bytes, std::span<const float> traj,
+                          std::span<const cfloat> data) {
+  if (bytes.size() != sizeof(ISMRMRD::ISMRMRD_AcquisitionHeader))
+    throw InputError(fmt::format("{}: acquisition header of {} bytes", path_, bytes.size()));
+  ISMRMRD::AcquisitionHeader h;
+  std::memcpy(static_cast<ISMRMRD::ISMRMRD_AcquisitionHeader*>(&h), bytes.data(), bytes.size());
+  const std::size_t S = h.number_of_samples, C = h.active_channels, D = h.trajectory_dimensions;
+  if (traj.size() != S * D || data.size() != S * C)
+    throw InputError(
+        fmt::format("{}: spoke buffers ({} traj, {} data values) disagree with its header "
+                    "({} samples x {} coils, {} dims)",
+                    path_, traj.size(), data.size(), S, C, D));
+  ISMRMRD::Acquisition acq;
+  acq.setHead(h);
+  if (D) std::memcpy(acq.getTrajPtr(), traj.data(), traj.size_bytes());
+  std::memcpy(static_cast<void*>(acq.getDataPtr()), data.data(), data.size_bytes());
+  try {
+    ds_->appendAcquisition(acq);
+  } catch (const std::exception& e) {
+    throw IoError(fmt::format("{}: cannot append acquisition {}: {}", path_, count_, e.what()));
+  }
+  ++count_;
+}
+
+MrdRawReader::MrdRawReader(const std::string& path) : path_(path) {
+  check_hdf5_file(path);
+  try {
+    ds_ = std::make_unique<ISMRMRD::Dataset>(path.c_str(), "dataset", false);
+  } catch (const std::exception& e) {
+    throw IoError(fmt::format("{}: cannot open as an MRD dataset: {}", path, e.what()));
+  }
+  try {
+    ds_->readHeader(xml_);
+  } catch (const std::exception&) {
+    throw IoError(fmt::format("{}: the MRD file has no XML header (dataset/xml)", path));
+  }
+  try {
+    count_ = ds_->getNumberOfAcquisitions();
+  } catch (const std::exception&) {
+    count_ = 0;
+  }
+}
+
+MrdRawReader::~MrdRawReader() = default;
+
+RawSpoke MrdRawReader::read(std::size_t i) {
+  if (i >= count_) throw IoError(fmt::format("{}: acquisition {} is outside 0..{}", path_, i, count_));
+  ISMRMRD::Acquisition acq;
+  try {
+    ds_->readAcquisition(std::uint32_t(i), acq);
+  } catch (const std::exception& e) {
+    throw IoError(fmt::format("{}: cannot read acquisition {}: {}", path_, i, e.what()));
+  }
+  RawSpoke r;
+  const ISMRMRD::ISMRMRD_AcquisitionHeader& h = acq.getHead();
+  std::memcpy(r.acq_header.data(), &h, r.acq_header.size());
+  r.traj.assign(acq.getTrajPtr(),
+                acq.getTrajPtr() + std::size_t(h.number_of_samples) * h.trajectory_dimensions);
+  r.data.assign(acq.getDataPtr(), acq.getDataPtr() + std::size_t(h.number_of_samples) * h.active_channels);
+  return r;
+}
+
+}  // namespace radstream

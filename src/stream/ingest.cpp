@@ -1,0 +1,278 @@
+#include "stream/ingest.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "core/trajectory.hpp"
+#include "io/mrd_file.hpp"
+#include "stream/recorder.hpp"
+#include "stream/sender.hpp"
+
+namespace radstream {
+
+void IngestParams::validate() const {
+  if (socket != "pull" && socket != "sub")
+    throw ConfigError("stream.socket '" + socket + "' is not pull or sub");
+  if (endpoint.find("://") == std::string::npos)
+    throw ConfigError("stream.endpoint '" + endpoint +
+                      "' is not a ZeroMQ endpoint (e.g. tcp://127.0.0.1:5555)");
+}
+
+Ingest::Ingest(zmq::context_t& ctx, const IngestParams& p, Metrics& metrics, bool device_ring, int max_window,
+               Recorder* recorder)
+    : p_(p),
+      metrics_(metrics),
+      device_ring_(device_ring),
+      max_window_(max_window),
+      recorder_(recorder),
+      sock_(ctx, socket_type(p.socket)) {
+  p_.validate();
+  limits_.max_samples = p.max_samples;
+  limits_.max_coils = p.max_coils;
+  // No message part may make ZeroMQ allocate more than the largest valid spoke (a peer that tries is
+  // disconnected by ZeroMQ).
+  const std::int64_t largest = std::max<std::int64_t>(std::int64_t(p.max_samples) * p.max_coils * 8,
+                                                      std::int64_t(limits_.max_text_bytes)) +
+                               4096;
+  sock_.set(zmq::sockopt::maxmsgsize, largest);
+  sock_.set(zmq::sockopt::rcvhwm, p.rcvhwm);
+  sock_.set(zmq::sockopt::rcvtimeo, 100);
+  sock_.set(zmq::sockopt::linger, 0);
+  if (p.socket == "sub") sock_.set(zmq::sockopt::subscribe, "");
+  try {
+    if (p.bind)
+      sock_.bind(p.endpoint);
+    else
+      sock_.connect(p.endpoint);
+  } catch (const zmq::error_t& e) {
+    throw ConfigError(fmt::format("stream.endpoint: cannot {} {}: {}", p.bind ? "bind" : "connect to",
+                                  p.endpoint, e.what()));
+  }
+}
+
+Ingest::~Ingest() {
+  stop();
+}
+
+void Ingest::start() {
+  if (running_.exchange(true)) return;
+  thread_ = std::thread([this] { run(); });
+}
+
+void Ingest::stop() {
+  if (running_.exchange(false) && thread_.joinable()) thread_.join();
+  cv_.notify_all();
+}
+
+Ingest::State Ingest::state() const {
+  std::lock_guard lock(m_);
+  return state_;
+}
+
+void Ingest::wait_for(std::uint64_t generation, std::uint64_t count,
+                      std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(m_);
+  cv_.wait_for(lock, timeout, [&] {
+    return !running_ || state_.generation != generation || (state_.ring && state_.ring->count() >= count);
+  });
+}
+
+void Ingest::reject(wire::Reject r, const std::string& detail) {
+  metrics_.reject(r);
+  if (!logged_[int(r)]) {
+    logged_[int(r)] = true;
+    log::warn("ingest: skipped a bad message ({}): {} (further ones of this kind are only counted)",
+              wire::to_string(r), detail);
+  }
+}
+
+void Ingest::run() {
+  std::vector<zmq::message_t> msgs;
+  std::vector<std::span<const std::byte>> parts;
+  constexpr std::size_t kMaxParts = 8;
+  while (running_) {
+    zmq::message_t first;
+    zmq::recv_result_t got;
+    try {
+      got = sock_.recv(first, zmq::recv_flags::none);
+    } catch (const zmq::error_t& e) {
+      if (e.num() == ETERM) break;
+      log::error("ingest: receive failed: {}", e.what());
+      continue;
+    }
+    const std::int64_t now = monotonic_ns();
+    if (!got) {  // timeout: is the sender still there?
+      const std::int64_t last = metrics_.last_message_ns.load();
+      if (last && !metrics_.sender_lost && double(now - last) * 1e-9 > p_.sender_timeout_s) {
+        metrics_.sender_lost = true;
+        log::warn("ingest: no message for {:.1f} s (sender gone?); {} spokes so far",
+                  double(now - last) * 1e-9, metrics_.spokes.load());
+      }
+      continue;
+    }
+    msgs.clear();
+    msgs.push_back(std::move(first));
+    bool too_many = false;
+    while (sock_.get(zmq::sockopt::rcvmore)) {
+      zmq::message_t more;
+      if (!sock_.recv(more, zmq::recv_flags::none)) break;
+      if (msgs.size() < kMaxParts)
+        msgs.push_back(std::move(more));
+      else
+        too_many = true;
+    }
+    if (metrics_.sender_lost.exchange(false))
+      log::info("ingest: the sender is back after {:.1f} s",
+                double(now - metrics_.last_message_ns.load()) * 1e-9);
+    metrics_.last_message_ns = now;
+    ++metrics_.messages;
+    if (too_many) {
+      reject(wire::Reject::PartCount, fmt::format("more than {} frames", kMaxParts));
+      continue;
+    }
+    parts.clear();
+    for (const auto& m : msgs) parts.emplace_back(static_cast<const std::byte*>(m.data()), m.size());
+    try {
+      handle(parts);
+    } catch (const Error& e) {
+      log::error("ingest: {}", e.what());
+    }
+  }
+}
+
+void Ingest::handle(std::span<const std::span<const std::byte>> parts) {
+  std::size_t bytes = 0;
+  for (const auto& p : parts) bytes += p.size();
+  metrics_.bytes += bytes;
+  wire::DecodeResult d = wire::decode(parts, limits_);
+  if (!d.ok) {
+    reject(d.reason, d.detail);
+    return;
+  }
+  switch (wire::MsgType(d.msg.env.type)) {
+    case wire::MsgType::Header:
+      ++metrics_.headers;
+      on_header(d.msg);
+      return;
+    case wire::MsgType::Heartbeat:
+      ++metrics_.heartbeats;
+      return;
+    case wire::MsgType::Text:
+      ++metrics_.texts;
+      log::info("ingest: sender says: {}", d.msg.text.substr(0, 200));
+      return;
+    case wire::MsgType::Close:
+      ++metrics_.closes;
+      log::info("ingest: stream {} closed by the sender after {} spokes ({} received, {} missing)",
+                d.msg.env.stream_id, d.msg.env.spoke_index, metrics_.spokes.load(), metrics_.missing.load());
+      return;
+    case wire::MsgType::Spoke:
+      on_spoke(d.msg, parts[1]);
+      return;
+  }
+}
+
+void Ingest::on_header(const wire::Message& m) {
+  StreamHeader h;
+  try {
+    h = stream_header_from_xml(m.text, "stream header");
+    if (h.coils == 0) throw IoError("stream header: no receiver channel count");
+    h.validate();
+  } catch (const Error& e) {
+    reject(wire::Reject::BadText, e.what());
+    return;
+  }
+  if (h.samples > limits_.max_samples || h.coils > limits_.max_coils) {
+    reject(wire::Reject::Limits, fmt::format("stream header declares {} samples x {} coils (limits {} x {})",
+                                             h.samples, h.coils, limits_.max_samples, limits_.max_coils));
+    return;
+  }
+  std::unique_lock lock(m_);
+  const bool same = state_.ring && h.samples == state_.header.samples && h.coils == state_.header.coils &&
+                    h.matrix == state_.header.matrix;
+  if (same) {
+    state_.header = h;
+    return;
+  }
+  const bool first = !state_.ring;
+  lock.unlock();
+  auto ring = std::make_shared<SpokeRing>(max_window_ + p_.ring_margin, h.samples, h.coils, device_ring_);
+  lock.lock();
+  state_.ring = std::move(ring);
+  state_.header = h;
+  ++state_.generation;
+  xml_ = m.text;
+  lock.unlock();
+  cv_.notify_all();
+  if (!first) ++metrics_.reconfigurations;
+  log::info("ingest: stream header {}: matrix {}, {} samples (readout os {}), {} coils{}", m.env.stream_id,
+            h.matrix, h.samples, h.readout_os, h.coils, first ? "" : " (geometry changed: reconfiguring)");
+  if (recorder_) recorder_->start_file(m.text);
+}
+
+void Ingest::on_spoke(const wire::Message& m, std::span<const std::byte> acq_header) {
+  std::shared_ptr<SpokeRing> ring;
+  StreamHeader h;
+  {
+    std::lock_guard lock(m_);
+    ring = state_.ring;
+    h = state_.header;
+  }
+  if (!ring) {
+    reject(wire::Reject::NoHeader, "a spoke arrived before any stream header");
+    return;
+  }
+  if (m.samples != h.samples || m.coils != h.coils) {
+    reject(wire::Reject::GeometryMismatch,
+           fmt::format("spoke of {} samples x {} coils in a stream of {} x {}", m.samples, m.coils, h.samples,
+                       h.coils));
+    return;
+  }
+  const auto verdict = seq_.see(m.env.stream_id, m.env.sequence);
+  using V = SequenceTracker::Verdict;
+  if (verdict == V::Duplicate) {
+    reject(wire::Reject::Duplicate, fmt::format("spoke sequence {} seen before", m.env.sequence));
+    return;
+  }
+  if (verdict == V::NewStream) log::info("ingest: new stream id {} (a restarted sender?)", m.env.stream_id);
+  metrics_.missing = seq_.missing();
+  metrics_.gaps = seq_.gaps();
+  metrics_.streams = seq_.streams();
+  if (verdict == V::Gap && seq_.gaps() == 1)
+    log::warn("ingest: spokes missing before sequence {} (gaps are counted from now on)", m.env.sequence);
+  if (!wire::all_finite(m.data) || !wire::all_finite(m.traj)) {
+    reject(wire::Reject::NonFinite, fmt::format("NaN or Inf in spoke {}", m.head.spoke_index));
+    return;
+  }
+  if (recorder_) recorder_->push(acq_header, m.traj, m.data);
+  if (verdict == V::Late) {
+    reject(wire::Reject::Late,
+           fmt::format("spoke sequence {} arrived after {}", m.env.sequence, seq_.last()));
+    return;
+  }
+  const int S = m.samples;
+  SpokeRing::WriteSlot slot = ring->begin_write();
+  std::memcpy(slot.data, m.data.data(), m.data.size());
+  RingSlotInfo info;
+  info.head = m.head;
+  info.sequence = m.env.sequence;
+  if (m.traj_dims >= 2) {
+    const std::byte* t = m.traj.data();
+    for (int n = 0; n < S; ++n)
+      std::memcpy(slot.traj + 2 * n, t + std::size_t(n) * m.traj_dims * sizeof(float), 2 * sizeof(float));
+    if (!std::isfinite(info.head.angle))
+      info.head.angle = std::atan2(double(slot.traj[2 * (S - 1) + 1] - slot.traj[1]),
+                                   double(slot.traj[2 * (S - 1)] - slot.traj[0]));
+  } else {
+    if (!std::isfinite(info.head.angle)) info.head.angle = h.angles.angle(std::int64_t(m.head.spoke_index));
+    spoke_coordinates(info.head.angle, S, std::span<float>(slot.traj, 2 * std::size_t(S)));
+  }
+  info.arrival_ns = monotonic_ns();
+  ring->commit(info);
+  ++metrics_.spokes;
+  cv_.notify_all();
+}
+
+}  // namespace radstream

@@ -1,0 +1,98 @@
+// The ingest thread: receives wire messages on a PULL (default) or SUB socket, validates every frame before
+// use, tracks sequence numbers, applies stream headers (reallocating the spoke ring when the geometry
+// changes), writes good spokes into the ring (whose device mirror uploads them at once) and hands every
+// received spoke to the recorder. Bad messages are counted by reason, logged once per reason, and skipped.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <zmq.hpp>
+
+#include "core/stream_header.hpp"
+#include "stream/metrics.hpp"
+#include "stream/sequence_tracker.hpp"
+#include "stream/spoke_ring.hpp"
+#include "stream/wire.hpp"
+
+namespace radstream {
+
+class Recorder;
+
+struct IngestParams {
+  std::string endpoint = "tcp://127.0.0.1:5555";
+  std::string socket = "pull";  // pull (lossless) | sub (a tap)
+  bool bind = true;
+  int rcvhwm = 4000;
+  int max_samples = 16384;
+  int max_coils = 128;
+  double sender_timeout_s = 2.0;  // report a silent sender after this long
+  int ring_margin = 1024;         // ring slots beyond the largest window
+
+  template <class V>
+  void visit(V& v) {
+    v.field("endpoint", endpoint, "ZeroMQ endpoint to receive on (tcp://127.0.0.1:5555)");
+    v.field("socket", socket, "pull (lossless, default) | sub (a tap that may drop)");
+    v.field("bind", bind, "bind the endpoint (true) or connect to it (false)");
+    v.field("rcvhwm", rcvhwm, 1, 1 << 20, "receive high-water mark, messages");
+    v.field("max_samples", max_samples, 2, 65535, "largest samples per spoke accepted");
+    v.field("max_coils", max_coils, 1, 1024, "largest coil count accepted");
+    v.field("sender_timeout_s", sender_timeout_s, 0.05, 3600.0, "report the sender lost after this silence");
+    v.field("ring_margin", ring_margin, 16, 1 << 20, "spoke ring slots beyond the largest window");
+  }
+  void validate() const;
+};
+
+class Ingest {
+ public:
+  // `max_window`: the largest frame window the assembler may ask for (sizes the ring).
+  Ingest(zmq::context_t& ctx, const IngestParams& p, Metrics& metrics, bool device_ring, int max_window,
+         Recorder* recorder = nullptr);
+  ~Ingest();
+  Ingest(const Ingest&) = delete;
+  Ingest& operator=(const Ingest&) = delete;
+
+  void start();
+  void stop();  // joins the thread
+
+  struct State {
+    std::shared_ptr<SpokeRing> ring;  // null until the first header
+    StreamHeader header;
+    std::uint64_t generation = 0;  // +1 per geometry change
+  };
+  State state() const;
+  // Waits until the ring of `generation` holds at least `count` spokes, the generation changes, the ingest
+  // stops, or the timeout passes.
+  void wait_for(std::uint64_t generation, std::uint64_t count, std::chrono::milliseconds timeout) const;
+
+  // Handles one message given as frames (the thread's own path, public for tests).
+  void handle(std::span<const std::span<const std::byte>> parts);
+
+ private:
+  void run();
+  void on_header(const wire::Message& m);
+  void on_spoke(const wire::Message& m, std::span<const std::byte> acq_header);
+  void reject(wire::Reject r, const std::string& detail);
+
+  IngestParams p_;
+  Metrics& metrics_;
+  bool device_ring_;
+  int max_window_;
+  Recorder* recorder_;
+  wire::Limits limits_;
+  zmq::socket_t sock_;
+  std::thread thread_;
+  std::atomic<bool> running_{false};
+
+  mutable std::mutex m_;
+  mutable std::condition_variable cv_;
+  State state_;
+  std::string xml_;
+  SequenceTracker seq_;
+  std::array<bool, wire::kRejectCount> logged_{};
+};
+
+}  // namespace radstream

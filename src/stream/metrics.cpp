@@ -1,0 +1,114 @@
+#include "stream/metrics.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ctime>
+
+namespace radstream {
+
+std::int64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return std::int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+void LatencySeries::add(double ms) {
+  std::lock_guard lock(m_);
+  if (seen_++ < skip_) return;
+  v_.push_back(ms);
+  if (v_.size() > kWindow) v_.pop_front();
+}
+
+Percentiles LatencySeries::summary() const {
+  std::vector<double> v;
+  {
+    std::lock_guard lock(m_);
+    v.assign(v_.begin(), v_.end());
+  }
+  Percentiles p;
+  p.count = v.size();
+  if (v.empty()) return p;
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) { return v[std::min(v.size() - 1, std::size_t(q * double(v.size() - 1) + 0.5))]; };
+  p.p50 = at(0.5);
+  p.p95 = at(0.95);
+  p.p99 = at(0.99);
+  p.max = v.back();
+  return p;
+}
+
+Metrics::Metrics() {
+  for (auto& r : rejected) r = 0;
+}
+
+void Metrics::add_stage(const std::string& stage, double ms) {
+  LatencySeries* s;
+  {
+    std::lock_guard lock(m_);
+    s = &stages_.try_emplace(stage).first->second;  // std::map nodes do not move
+  }
+  s->add(ms);
+}
+
+std::uint64_t Metrics::rejected_total() const {
+  std::uint64_t n = 0;
+  for (const auto& r : rejected) n += r.load();
+  return n;
+}
+
+std::string Metrics::line(double t) {
+  const std::uint64_t f = frames.load(), s = spokes.load();
+  const double dt = std::max(1e-9, t - prev_t_);
+  const double fps = double(f - prev_frames_) / dt, sps = double(s - prev_spokes_) / dt;
+  prev_frames_ = f;
+  prev_spokes_ = s;
+  prev_t_ = t;
+  const auto e2e = end_to_end.summary();
+  const std::int64_t last = last_message_ns.load();
+  const double age = last ? double(monotonic_ns() - last) * 1e-9 : -1.0;
+  std::string bad;
+  for (int r = 0; r < wire::kRejectCount; ++r)
+    if (rejected[r])
+      bad += fmt::format("{}{}={}", bad.empty() ? "" : ",", wire::to_string(wire::Reject(r)),
+                         rejected[r].load());
+  return fmt::format(
+      "t={:.0f}s fps={:.1f} spokes/s={:.0f} spokes={} frames={} skipped={} failed={} missing={} gaps={} "
+      "bad={}{} e2e_ms p50={:.2f} p99={:.2f} max={:.2f} last_msg_age={}",
+      t, fps, sps, s, f, frames_skipped.load(), frames_failed.load(), missing.load(), gaps.load(),
+      rejected_total(), bad.empty() ? "" : "(" + bad + ")", e2e.p50, e2e.p99, e2e.max,
+      age < 0 ? std::string("none") : fmt::format("{:.2f}s", age));
+}
+
+std::string Metrics::json(double t) const {
+  auto pct = [](const Percentiles& p) {
+    return fmt::format(
+        "{{\"count\": {}, \"p50\": {:.4f}, \"p95\": {:.4f}, \"p99\": {:.4f}, \"max\": {:.4f}}}", p.count,
+        p.p50, p.p95, p.p99, p.max);
+  };
+  std::string rej;
+  for (int r = 0; r < wire::kRejectCount; ++r)
+    rej += fmt::format("{}\"{}\": {}", r ? ", " : "", wire::to_string(wire::Reject(r)), rejected[r].load());
+  std::string st;
+  {
+    std::lock_guard lock(m_);
+    for (const auto& [name, s] : stages_)
+      st += fmt::format("{}\"{}\": {}", st.empty() ? "" : ", ", name, pct(s.summary()));
+  }
+  return fmt::format(
+      "{{\n \"elapsed_s\": {:.3f}, \"messages\": {}, \"spokes\": {}, \"bytes\": {}, \"spokes_per_s\": "
+      "{:.1f},\n"
+      " \"frames\": {}, \"frames_per_s\": {:.2f}, \"frames_skipped\": {}, \"frames_failed\": {},\n"
+      " \"headers\": {}, \"heartbeats\": {}, \"closes\": {}, \"streams\": {}, \"reconfigurations\": {},\n"
+      " \"missing\": {}, \"gaps\": {}, \"rejected\": {{{}}},\n"
+      " \"recorded\": {}, \"recorder_waits\": {}, \"published\": {}, \"images_written\": {}, "
+      "\"sink_dropped\": {},\n"
+      " \"latency_ms\": {{\"end_to_end\": {}, \"arrival_to_ready\": {}, \"stages\": {{{}}}}}\n}}\n",
+      t, messages.load(), spokes.load(), bytes.load(), t > 0 ? double(spokes.load()) / t : 0.0, frames.load(),
+      t > 0 ? double(frames.load()) / t : 0.0, frames_skipped.load(), frames_failed.load(), headers.load(),
+      heartbeats.load(), closes.load(), streams.load(), reconfigurations.load(), missing.load(), gaps.load(),
+      rej, recorded.load(), recorder_waits.load(), published.load(), images_written.load(),
+      sink_dropped.load(), pct(end_to_end.summary()), pct(arrival.summary()), st);
+}
+
+}  // namespace radstream

@@ -1,0 +1,71 @@
+// Live counters and latency statistics of a running pipeline, shared by its threads: counters are atomics,
+// latency series are mutex-guarded rolling windows (percentiles over the last kWindow values, warm-up
+// skipped). line() is the one-line status printed once a second; json() the report written at the end.
+#pragma once
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "stream/wire.hpp"
+
+namespace radstream {
+
+std::int64_t monotonic_ns();  // CLOCK_MONOTONIC in ns (the clock of the wire timestamps)
+
+struct Percentiles {
+  std::size_t count = 0;
+  double p50 = 0, p95 = 0, p99 = 0, max = 0;
+};
+
+class LatencySeries {
+ public:
+  explicit LatencySeries(std::size_t skip = 10) : skip_(skip) {}
+  void add(double ms);
+  Percentiles summary() const;
+
+ private:
+  static constexpr std::size_t kWindow = 100000;
+  mutable std::mutex m_;
+  std::deque<double> v_;
+  std::size_t seen_ = 0, skip_;
+};
+
+class Metrics {
+ public:
+  Metrics();
+
+  // Ingest.
+  std::atomic<std::uint64_t> messages{0}, spokes{0}, bytes{0}, headers{0}, heartbeats{0}, texts{0}, closes{0};
+  std::array<std::atomic<std::uint64_t>, wire::kRejectCount> rejected{};
+  std::atomic<std::uint64_t> missing{0}, gaps{0}, streams{0}, reconfigurations{0};
+  std::atomic<std::int64_t> last_message_ns{0};
+  std::atomic<bool> sender_lost{false};
+  // Reconstruction.
+  std::atomic<std::uint64_t> frames{0}, frames_skipped{0}, frames_failed{0};
+  // Sinks.
+  std::atomic<std::uint64_t> recorded{0}, recorder_waits{0}, published{0}, images_written{0}, sink_dropped{0};
+
+  // Latency series, ms: end_to_end = last spoke acquired -> image ready; arrival = last spoke arrived ->
+  // image ready; plus one per reconstruction stage and "assemble".
+  LatencySeries end_to_end, arrival;
+  void add_stage(const std::string& stage, double ms);
+
+  void reject(wire::Reject r) { ++rejected[int(r)]; }
+  std::uint64_t rejected_total() const;
+
+  std::string line(double elapsed_s);  // fps and spokes/s since the previous call
+  std::string json(double elapsed_s) const;
+
+ private:
+  mutable std::mutex m_;
+  std::map<std::string, LatencySeries> stages_;
+  std::uint64_t prev_frames_ = 0, prev_spokes_ = 0;
+  double prev_t_ = 0;
+};
+
+}  // namespace radstream

@@ -1,0 +1,121 @@
+#include "stream/sender.hpp"
+
+#include <fmt/format.h>
+#include <ismrmrd/ismrmrd.h>
+
+#include <cstring>
+#include <random>
+
+#include "core/error.hpp"
+#include "stream/metrics.hpp"
+
+namespace radstream {
+
+zmq::socket_type socket_type(const std::string& name) {
+  if (name == "push") return zmq::socket_type::push;
+  if (name == "pull") return zmq::socket_type::pull;
+  if (name == "pub") return zmq::socket_type::pub;
+  if (name == "sub") return zmq::socket_type::sub;
+  throw ConfigError("socket type '" + name + "' is not one of push, pull, pub, sub");
+}
+
+std::uint32_t new_stream_id() {
+  std::random_device rd;
+  std::uint32_t id = 0;
+  while (id == 0) id = rd();
+  return id;
+}
+
+void SenderParams::validate() const {
+  if (socket != "push" && socket != "pub")
+    throw ConfigError("sender socket '" + socket + "' is not push or pub");
+  if (endpoint.find("://") == std::string::npos)
+    throw ConfigError("endpoint '" + endpoint + "' is not a ZeroMQ endpoint (e.g. tcp://127.0.0.1:5555)");
+  if (sndhwm < 1) throw ConfigError(fmt::format("sndhwm {} must be >= 1", sndhwm));
+}
+
+Sender::Sender(zmq::context_t& ctx, const SenderParams& p, std::uint32_t stream_id)
+    : sock_(ctx, socket_type(p.socket)), stream_id_(stream_id) {
+  p.validate();
+  sock_.set(zmq::sockopt::sndhwm, p.sndhwm);
+  sock_.set(zmq::sockopt::linger, p.linger_ms);
+  try {
+    if (p.bind)
+      sock_.bind(p.endpoint);
+    else
+      sock_.connect(p.endpoint);
+  } catch (const zmq::error_t& e) {
+    throw ConfigError(fmt::format("cannot {} {}: {}", p.bind ? "bind" : "connect to", p.endpoint, e.what()));
+  }
+}
+
+Sender::~Sender() = default;
+
+wire::Envelope Sender::control(wire::MsgType t) const {
+  wire::Envelope e;
+  e.type = std::uint16_t(t);
+  e.sequence = seq_;
+  e.stream_id = stream_id_;
+  e.spoke_index = seq_;
+  e.acquired_ns = monotonic_ns();
+  e.sent_ns = e.acquired_ns;
+  e.angle = std::numeric_limits<double>::quiet_NaN();
+  return e;
+}
+
+void Sender::send_parts(const wire::Parts& parts) {
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    zmq::message_t m(parts[i].data(), parts[i].size());
+    sock_.send(m, i + 1 < parts.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+  }
+}
+
+void Sender::send_header(const std::string& xml) {
+  send_parts(wire::encode_text(control(wire::MsgType::Header), xml));
+}
+
+void Sender::send_text(const std::string& text) {
+  send_parts(wire::encode_text(control(wire::MsgType::Text), text));
+}
+
+void Sender::heartbeat() {
+  send_parts(wire::encode_bare(control(wire::MsgType::Heartbeat)));
+}
+
+void Sender::send_spoke(const Spoke& s) {
+  ++seq_;
+  wire::Envelope e;
+  e.type = std::uint16_t(wire::MsgType::Spoke);
+  e.sequence = seq_;
+  e.stream_id = stream_id_;
+  e.spoke_index = s.header.spoke_index;
+  e.acquired_ns = s.header.acquired_ns;
+  e.sent_ns = monotonic_ns();
+  e.angle = double(float(s.header.angle));
+  SpokeHeader h = s.header;
+  h.sent_ns = e.sent_ns;
+  const int dims = s.traj.empty() ? 0 : 2;
+  auto acq = wire::encode_acq_header(h, s.samples, s.coils, dims);
+  // user_int[6], [7]: stream id and sequence (low 32 bits), so that a recording keeps the envelope.
+  ISMRMRD::ISMRMRD_AcquisitionHeader a;
+  std::memcpy(&a, acq.data(), acq.size());
+  a.user_int[6] = std::int32_t(stream_id_);
+  a.user_int[7] = std::int32_t(std::uint32_t(seq_));
+  std::memcpy(acq.data(), &a, acq.size());
+  const auto env = wire::encode_envelope(e);
+  zmq::message_t f0(env.data(), env.size()), f1(acq.data(), acq.size());
+  zmq::message_t f2(s.traj.data(), s.traj.size() * sizeof(float));
+  zmq::message_t f3(s.data.data(), s.data.size() * sizeof(cfloat));
+  sock_.send(f0, zmq::send_flags::sndmore);
+  sock_.send(f1, zmq::send_flags::sndmore);
+  sock_.send(f2, zmq::send_flags::sndmore);
+  sock_.send(f3, zmq::send_flags::none);
+}
+
+void Sender::close() {
+  if (closed_) return;
+  closed_ = true;
+  send_parts(wire::encode_bare(control(wire::MsgType::Close)));
+}
+
+}  // namespace radstream

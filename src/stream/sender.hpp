@@ -1,0 +1,56 @@
+// The sending side of the wire protocol (simulate, replay, and any test that plays a scanner): one ZeroMQ
+// PUSH (lossless; blocks when the receiver falls behind) or PUB (a tap; drops at the high-water mark) socket.
+// Spoke messages are numbered 1, 2, ...; control messages (header, heartbeat, text, close) carry the number
+// of the last spoke sent, so a receiver's gap count is a count of lost spokes.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <zmq.hpp>
+
+#include "core/spoke.hpp"
+#include "stream/wire.hpp"
+
+namespace radstream {
+
+struct SenderParams {
+  std::string endpoint = "tcp://127.0.0.1:5555";
+  std::string socket = "push";  // push | pub
+  bool bind = false;            // connect by default (the receiver binds)
+  int sndhwm = 1000;            // messages queued before PUSH blocks / PUB drops
+  int linger_ms = 2000;         // how long close() waits for queued messages
+
+  void validate() const;  // throws ConfigError naming the bad value
+};
+
+class Sender {
+ public:
+  Sender(zmq::context_t& ctx, const SenderParams& p, std::uint32_t stream_id);
+  ~Sender();
+
+  void send_header(const std::string& xml);
+  void send_text(const std::string& text);
+  void heartbeat();
+  // Sends the spoke (its header's acquired_ns and index are used; sent_ns is stamped now). The angle travels
+  // in float precision (as in the MRD header), so a recording replays to identical bytes.
+  void send_spoke(const Spoke& s);
+  // Sends pre-encoded frames as they are (replay of a recording).
+  void send_parts(const wire::Parts& parts);
+  void close();  // the close message (carries the last spoke number); then the socket lingers <= linger_ms
+
+  std::uint64_t spokes_sent() const { return seq_; }
+  std::uint32_t stream_id() const { return stream_id_; }
+  // Messages that a PUB socket dropped are not visible here; PUSH never drops.
+
+ private:
+  wire::Envelope control(wire::MsgType t) const;
+  zmq::socket_t sock_;
+  std::uint32_t stream_id_;
+  std::uint64_t seq_ = 0;
+  bool closed_ = false;
+};
+
+std::uint32_t new_stream_id();                          // random, never 0
+zmq::socket_type socket_type(const std::string& name);  // push|pull|pub|sub; throws ConfigError
+
+}  // namespace radstream

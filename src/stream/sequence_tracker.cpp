@@ -1,0 +1,41 @@
+#include "stream/sequence_tracker.hpp"
+
+namespace radstream {
+
+SequenceTracker::Verdict SequenceTracker::see(std::uint32_t stream_id, std::uint64_t seq) {
+  if (!started_ || stream_id != stream_) {
+    const bool restart = started_;
+    started_ = true;
+    stream_ = stream_id;
+    last_ = seq;
+    window_.reset();
+    mark(seq);
+    ++streams_;
+    return restart ? Verdict::NewStream : Verdict::First;
+  }
+  if (seq > last_) {
+    const std::uint64_t skipped = seq - last_ - 1;
+    // Slots between the old and the new last become "not seen" again as the window moves on.
+    if (skipped >= kWindow) {
+      window_.reset();
+    } else {
+      for (std::uint64_t s = last_ + 1; s < seq; ++s) window_[s % kWindow] = false;
+    }
+    last_ = seq;
+    mark(seq);
+    if (skipped == 0) return Verdict::InOrder;
+    missing_ += skipped;
+    ++gaps_;
+    return Verdict::Gap;
+  }
+  if (last_ - seq >= kWindow || seen(seq)) {
+    ++duplicates_;
+    return Verdict::Duplicate;
+  }
+  mark(seq);
+  ++late_;
+  if (missing_ > 0) --missing_;
+  return Verdict::Late;
+}
+
+}  // namespace radstream

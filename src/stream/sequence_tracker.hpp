@@ -1,0 +1,38 @@
+// Sequence numbers of one sender's stream: gaps (messages that never came), duplicates and late (reordered)
+// messages. A new stream id starts a new sequence (a restarted sender).
+#pragma once
+#include <bitset>
+#include <cstdint>
+
+namespace radstream {
+
+class SequenceTracker {
+ public:
+  enum class Verdict { First, InOrder, Gap, Duplicate, Late, NewStream };
+
+  // Classifies message `seq` of stream `stream_id`. Gap: the messages between the last one and this one are
+  // counted as missing (and un-counted if they turn up late).
+  Verdict see(std::uint32_t stream_id, std::uint64_t seq);
+
+  std::uint64_t missing() const { return missing_; }  // messages not (yet) received
+  std::uint64_t gaps() const { return gaps_; }        // gap events
+  std::uint64_t duplicates() const { return duplicates_; }
+  std::uint64_t late() const { return late_; }
+  std::uint64_t streams() const { return streams_; }
+  std::uint32_t stream_id() const { return stream_; }
+  std::uint64_t last() const { return last_; }
+  bool started() const { return started_; }
+
+ private:
+  static constexpr std::uint64_t kWindow = 4096;  // how far back late messages are recognised
+  bool seen(std::uint64_t seq) const { return window_[seq % kWindow]; }
+  void mark(std::uint64_t seq) { window_[seq % kWindow] = true; }
+
+  bool started_ = false;
+  std::uint32_t stream_ = 0;
+  std::uint64_t last_ = 0;  // highest sequence seen
+  std::bitset<kWindow> window_;
+  std::uint64_t missing_ = 0, gaps_ = 0, duplicates_ = 0, late_ = 0, streams_ = 0;
+};
+
+}  // namespace radstream

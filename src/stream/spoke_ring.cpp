@@ -1,0 +1,187 @@
+#include "stream/spoke_ring.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "gpu/device_memory.hpp"
+
+namespace radstream {
+
+SpokeRing::SpokeRing(int capacity, int samples, int coils, bool device)
+    : capacity_(capacity), samples_(samples), coils_(coils), device_(device) {
+  if (capacity < 2 || samples < 1 || coils < 1)
+    throw ConfigError(fmt::format("spoke ring: capacity {}, samples {}, coils {} must all be positive",
+                                  capacity, samples, coils));
+  const std::size_t cap = std::size_t(capacity), S = std::size_t(samples), C = std::size_t(coils);
+  data_ = PinnedHostBuffer<cfloat>(Extents{cap, C, S});
+  traj_ = PinnedHostBuffer<float>(Extents{cap, S, 2});
+  info_.resize(cap);
+  if (device_) {
+    try {
+      d_data_ = gpu::device_alloc(cap * C * S * sizeof(cfloat));
+      d_traj_ = gpu::device_alloc(cap * S * 2 * sizeof(float));
+      upload_stream_ = gpu::create_stream();
+      gather_done_ = gpu::create_event();
+      uploaded_.reserve(cap);
+      for (std::size_t i = 0; i < cap; ++i) uploaded_.push_back(gpu::create_event());
+    } catch (...) {
+      free_device();
+      throw;
+    }
+  }
+}
+
+SpokeRing::~SpokeRing() {
+  free_device();
+}
+
+void SpokeRing::free_device() noexcept {
+  if (upload_stream_) {
+    try {
+      gpu::synchronize(upload_stream_);
+    } catch (const Error&) {
+    }
+  }
+  for (void* e : uploaded_) gpu::destroy_event(e);
+  uploaded_.clear();
+  gpu::destroy_event(gather_done_);
+  gather_done_ = nullptr;
+  gpu::destroy_stream(upload_stream_);
+  upload_stream_ = nullptr;
+  gpu::device_free(d_data_);
+  gpu::device_free(d_traj_);
+  d_data_ = d_traj_ = nullptr;
+}
+
+SpokeRing::WriteSlot SpokeRing::begin_write() {
+  std::unique_lock lock(m_);
+  // The slot's previous spoke is count_ - capacity_: wait while a reader holds it.
+  cv_.wait(lock, [&] {
+    return held_from_ == ~std::uint64_t(0) || count_ < std::uint64_t(capacity_) ||
+           count_ - std::uint64_t(capacity_) < held_from_;
+  });
+  const std::size_t slot = count_ % std::uint64_t(capacity_);
+  lock.unlock();
+  if (device_) gpu::event_synchronize(uploaded_[slot]);  // the pinned slot's last upload is done
+  return {traj_.data() + slot * samples_ * 2, data_.data() + slot * std::size_t(coils_) * samples_};
+}
+
+void SpokeRing::commit(const RingSlotInfo& info) {
+  std::lock_guard lock(m_);
+  const std::size_t slot = count_ % std::uint64_t(capacity_);
+  info_[slot] = info;
+  if (device_) {
+    const std::size_t S = samples_, cap = capacity_;
+    gpu::copy_2d_to_device(static_cast<cfloat*>(d_data_) + slot * S, cap * S * sizeof(cfloat),
+                           data_.data() + slot * coils_ * S, S * sizeof(cfloat), S * sizeof(cfloat),
+                           std::size_t(coils_), upload_stream_);
+    gpu::copy_to_device(static_cast<float*>(d_traj_) + slot * S * 2, traj_.data() + slot * S * 2,
+                        S * 2 * sizeof(float), upload_stream_);
+    gpu::record_event(uploaded_[slot], upload_stream_);
+  }
+  ++count_;
+}
+
+std::uint64_t SpokeRing::count() const {
+  std::lock_guard lock(m_);
+  return count_;
+}
+
+RingSlotInfo SpokeRing::info(std::uint64_t serial) const {
+  std::lock_guard lock(m_);
+  return info_[serial % std::uint64_t(capacity_)];
+}
+
+SpokeRing::WindowTimes SpokeRing::window_times(std::uint64_t end, int n) const {
+  std::lock_guard lock(m_);
+  WindowTimes t;
+  if (!window_ok(end, n)) return t;
+  t.first_index = info_[(end - n) % std::uint64_t(capacity_)].head.spoke_index;
+  t.last_index = info_[(end - 1) % std::uint64_t(capacity_)].head.spoke_index;
+  for (std::uint64_t k = end - n; k < end; ++k) {
+    const RingSlotInfo& in = info_[k % std::uint64_t(capacity_)];
+    t.acquired_ns = std::max(t.acquired_ns, in.head.acquired_ns);
+    t.arrival_ns = std::max(t.arrival_ns, in.arrival_ns);
+  }
+  return t;
+}
+
+bool SpokeRing::window_ok(std::uint64_t end, int spokes) const {
+  return spokes >= 1 && spokes <= capacity_ && end <= count_ && end >= std::uint64_t(spokes) &&
+         count_ - (end - spokes) <= std::uint64_t(capacity_);
+}
+
+void SpokeRing::hold(std::uint64_t from) {
+  held_from_ = from;
+}
+
+void SpokeRing::release() {
+  {
+    std::lock_guard lock(m_);
+    held_from_ = ~std::uint64_t(0);
+  }
+  cv_.notify_all();
+}
+
+bool SpokeRing::copy_window(std::uint64_t end, Frame& frame) {
+  const Geometry& g = frame.geometry;
+  if (g.samples != samples_ || g.coils != coils_)
+    throw InputError(fmt::format("spoke ring holds {} samples x {} coils, the frame wants {} x {}", samples_,
+                                 coils_, g.samples, g.coils));
+  const int W = g.spokes;
+  {
+    std::lock_guard lock(m_);
+    if (!window_ok(end, W)) return false;
+    hold(end - W);
+  }
+  const std::size_t S = samples_;
+  frame.last_acquired_ns = 0;
+  frame.last_arrival_ns = 0;
+  for (int s = 0; s < W; ++s) {
+    const std::uint64_t serial = end - W + s;
+    const std::size_t slot = serial % std::uint64_t(capacity_);
+    std::memcpy(frame.traj.data() + s * S * 2, traj_.data() + slot * S * 2, S * 2 * sizeof(float));
+    for (int c = 0; c < coils_; ++c)
+      std::memcpy(frame.data.data() + (std::size_t(c) * W + s) * S, data_.data() + (slot * coils_ + c) * S,
+                  S * sizeof(cfloat));
+    const RingSlotInfo& in = info_[slot];
+    frame.spoke_index[s] = in.head.spoke_index;
+    frame.last_acquired_ns = std::max(frame.last_acquired_ns, in.head.acquired_ns);
+    frame.last_arrival_ns = std::max(frame.last_arrival_ns, in.arrival_ns);
+  }
+  release();
+  return true;
+}
+
+bool SpokeRing::gather_window(std::uint64_t end, int spokes, cfloat* d_data, float* d_traj, void* stream) {
+  if (!device_) throw InputError("spoke ring: gather_window needs the device mirror");
+  {
+    std::lock_guard lock(m_);
+    if (!window_ok(end, spokes)) return false;
+    hold(end - spokes);
+    // Uploads run in order on one stream: waiting for the newest spoke's waits for the whole window.
+    gpu::stream_wait_event(stream, uploaded_[(end - 1) % std::uint64_t(capacity_)]);
+  }
+  const std::size_t S = samples_, cap = capacity_, W = std::size_t(spokes);
+  std::size_t done = 0;
+  std::uint64_t serial = end - spokes;
+  while (done < W) {  // at most two runs (the window may wrap around the ring)
+    const std::size_t slot = serial % cap;
+    const std::size_t run = std::min(W - done, cap - slot);
+    gpu::copy_2d_device(d_data + done * S, W * S * sizeof(cfloat), static_cast<cfloat*>(d_data_) + slot * S,
+                        cap * S * sizeof(cfloat), run * S * sizeof(cfloat), std::size_t(coils_), stream);
+    gpu::copy_device(d_traj + done * S * 2, static_cast<float*>(d_traj_) + slot * S * 2,
+                     run * S * 2 * sizeof(float), stream);
+    done += run;
+    serial += run;
+  }
+  gpu::record_event(gather_done_, stream);
+  gpu::event_synchronize(gather_done_);
+  release();
+  return true;
+}
+
+}  // namespace radstream
