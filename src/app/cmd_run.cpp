@@ -19,7 +19,7 @@ namespace {
 struct RunArgs {
   std::string config;
   std::string endpoint, socket, record, publish, images, metrics_json, backend, fft;
-  bool connect = false, until_close = false;
+  bool connect = false, until_close = false, no_skip = false;
   int window = 0, stride = 0;
   double duration_s = 0;
   long frames = 0;
@@ -42,6 +42,7 @@ RunConfig load(const RunArgs& a) {
   if (a.connect) c.stream.bind = false;
   if (a.window) c.frames.window = a.window;
   if (a.stride) c.frames.stride = a.stride;
+  if (a.no_skip) c.frames.skip_when_behind = false;
   if (c.frames.window > c.frames.max_window) c.frames.max_window = c.frames.window;
   if (!a.record.empty()) c.sinks.record = a.record;
   if (!a.publish.empty()) c.sinks.publish = a.publish;
@@ -90,6 +91,7 @@ Runner add_run(CLI::App& app) {
   app.add_flag("--connect", a->connect, "connect to the endpoint instead of binding it");
   app.add_option("--window", a->window, "spokes per frame (frames.window)");
   app.add_option("--stride", a->stride, "a new frame every S spokes (frames.stride)");
+  app.add_flag("--no-skip", a->no_skip, "reconstruct every frame even when behind (frames.skip_when_behind)");
   app.add_option("--backend", a->backend, "auto | cpu | cuda (recon.backend)");
   app.add_option("--fft", a->fft, "auto | fftw | cufft | custom (recon.fft)");
   app.add_option("--record", a->record, "record every received spoke into this MRD .h5 file");

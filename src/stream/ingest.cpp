@@ -161,12 +161,14 @@ void Ingest::handle(std::span<const std::span<const std::byte>> parts) {
       return;
     case wire::MsgType::Text:
       ++metrics_.texts;
-      log::info("ingest: sender says: {}", d.msg.text.substr(0, 200));
+      if (events_.allow(monotonic_ns())) log::info("ingest: sender says: {}", d.msg.text.substr(0, 200));
       return;
     case wire::MsgType::Close:
       ++metrics_.closes;
-      log::info("ingest: stream {} closed by the sender after {} spokes ({} received, {} missing)",
-                d.msg.env.stream_id, d.msg.env.spoke_index, metrics_.spokes.load(), metrics_.missing.load());
+      if (events_.allow(monotonic_ns()))
+        log::info("ingest: stream {} closed by the sender after {} spokes ({} received, {} missing)",
+                  d.msg.env.stream_id, d.msg.env.spoke_index, metrics_.spokes.load(),
+                  metrics_.missing.load());
       return;
     case wire::MsgType::Spoke:
       on_spoke(d.msg, parts[1]);
@@ -230,22 +232,24 @@ void Ingest::on_spoke(const wire::Message& m, std::span<const std::byte> acq_hea
                        h.coils));
     return;
   }
+  if (!wire::all_finite(m.data) || !wire::all_finite(m.traj)) {
+    reject(wire::Reject::NonFinite, fmt::format("NaN or Inf in spoke {}", m.head.spoke_index));
+    return;
+  }
+  // Only a spoke that passed every check consumes its sequence number.
   const auto verdict = seq_.see(m.env.stream_id, m.env.sequence);
   using V = SequenceTracker::Verdict;
   if (verdict == V::Duplicate) {
     reject(wire::Reject::Duplicate, fmt::format("spoke sequence {} seen before", m.env.sequence));
     return;
   }
-  if (verdict == V::NewStream) log::info("ingest: new stream id {} (a restarted sender?)", m.env.stream_id);
+  if (verdict == V::NewStream && events_.allow(monotonic_ns()))
+    log::info("ingest: new stream id {} (a restarted sender?)", m.env.stream_id);
   metrics_.missing = seq_.missing();
   metrics_.gaps = seq_.gaps();
   metrics_.streams = seq_.streams();
   if (verdict == V::Gap && seq_.gaps() == 1)
     log::warn("ingest: spokes missing before sequence {} (gaps are counted from now on)", m.env.sequence);
-  if (!wire::all_finite(m.data) || !wire::all_finite(m.traj)) {
-    reject(wire::Reject::NonFinite, fmt::format("NaN or Inf in spoke {}", m.head.spoke_index));
-    return;
-  }
   if (recorder_) recorder_->push(acq_header, m.traj, m.data);
   if (verdict == V::Late) {
     reject(wire::Reject::Late,

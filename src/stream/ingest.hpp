@@ -93,6 +93,19 @@ class Ingest {
   std::string xml_;
   SequenceTracker seq_;
   std::array<bool, wire::kRejectCount> logged_{};
+  // Stream events (close, text, new stream) are logged at most 5 times per 10 s: a broken sender cannot
+  // flood the log.
+  struct EventBudget {
+    std::int64_t window_start = 0;
+    int used = 0;
+    bool allow(std::int64_t now) {
+      if (now - window_start > 10'000'000'000) {
+        window_start = now;
+        used = 0;
+      }
+      return used++ < 5;
+    }
+  } events_;
 };
 
 }  // namespace radstream

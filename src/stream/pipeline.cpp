@@ -240,7 +240,7 @@ void Pipeline::recon_loop() {
       ingest_->wait_for(generation, next_end, std::chrono::milliseconds(100));
       continue;
     }
-    if (count - next_end >= std::uint64_t(stride)) {  // behind: the newest due frame wins
+    if (cfg_.frames.skip_when_behind && count - next_end >= std::uint64_t(stride)) {  // the newest wins
       const std::uint64_t k = (count - next_end) / stride;
       next_end += k * stride;
       metrics_.frames_skipped += k;

@@ -4,7 +4,8 @@
 //  - ingest -> ring: never drops; the ingest waits only while the assembler copies a window it would
 //  overwrite;
 //  - ring -> reconstruction: the newest due frame wins: when reconstruction falls behind, frames (not spokes)
-//    are skipped and counted;
+//    are skipped and counted (frames.skip_when_behind: false reconstructs every frame instead, as long as
+//    the ring still holds its spokes);
 //  - reconstruction -> sinks: 8 frames; when full the oldest is dropped and counted; the latest-frame mailbox
 //    (for a viewer) always holds the newest;
 //  - recorder: never drops (see recorder.hpp).
@@ -35,6 +36,7 @@ struct FrameParams {
   int stride = 16;                  // S: a new frame every S spokes
   std::string framing = "sliding";  // sliding | rotation (linear streams: one frame per full rotation)
   int max_window = 1024;            // largest W allowed while running (sizes the spoke ring)
+  bool skip_when_behind = true;     // live: the newest due frame wins; false: every frame, in order
 
   template <class V>
   void visit(V& v) {
@@ -42,6 +44,8 @@ struct FrameParams {
     v.field("stride", stride, 1, 1 << 16, "a new frame every S spokes");
     v.field("framing", framing, "sliding | rotation (one frame per full rotation of a linear scheme)");
     v.field("max_window", max_window, 1, 1 << 16, "largest window allowed while running");
+    v.field("skip_when_behind", skip_when_behind,
+            "when reconstruction falls behind, skip to the newest due frame (live); false: every frame");
   }
   void validate() const;
 };

@@ -3,7 +3,9 @@
 namespace radstream {
 
 SequenceTracker::Verdict SequenceTracker::see(std::uint32_t stream_id, std::uint64_t seq) {
-  if (!started_ || stream_id != stream_) {
+  // A new stream id, or a forward jump too large to be lost messages (a sender that reset its counter, or a
+  // corrupted number): start counting afresh rather than report millions missing.
+  if (!started_ || stream_id != stream_ || (seq > last_ && seq - last_ > kMaxGap)) {
     const bool restart = started_;
     started_ = true;
     stream_ = stream_id;

@@ -25,6 +25,7 @@ class SequenceTracker {
 
  private:
   static constexpr std::uint64_t kWindow = 4096;  // how far back late messages are recognised
+  static constexpr std::uint64_t kMaxGap = 1u << 20;
   bool seen(std::uint64_t seq) const { return window_[seq % kWindow]; }
   void mark(std::uint64_t seq) { window_[seq % kWindow] = true; }
 

@@ -1,0 +1,421 @@
+// The streaming path through real sockets (tcp loopback): end to end against the offline reconstruction,
+// record then replay byte for byte, every bad-input case counted while the pipeline goes on, PUB/SUB gap
+// detection, and a sender that vanishes and comes back.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "io/frame_io.hpp"
+#include "io/mrd_file.hpp"
+#include "sim/simulator.hpp"
+#include "stream/pipeline.hpp"
+#include "stream/sender.hpp"
+#include "test_util.hpp"
+
+using namespace radstream;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string tcp(int port) {
+  return "tcp://127.0.0.1:" + std::to_string(port);
+}
+
+SimParams small_sim() {
+  SimParams s;
+  s.matrix = 32;
+  s.coils = 3;
+  s.snr = 30;
+  s.motion = true;
+  return s;
+}
+
+RunConfig config(int port) {
+  RunConfig c;
+  c.stream.endpoint = tcp(port);
+  c.frames.window = 32;
+  c.frames.stride = 16;
+  c.frames.max_window = 64;
+  c.sinks.report_interval_s = 0;
+  c.recon.backend = BackendChoice::Cpu;
+  c.recon.fft.planner = FftPlanner::Estimate;
+  c.recon.threads = 1;
+  return c;
+}
+
+template <class F>
+bool eventually(F f, std::chrono::milliseconds timeout = 10s) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (f()) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return f();
+}
+
+double rel_error(const std::vector<cfloat>& a, const std::vector<cfloat>& b) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    num += std::norm(std::complex<double>(a[i]) - std::complex<double>(b[i]));
+    den += std::norm(std::complex<double>(b[i]));
+  }
+  return std::sqrt(num / den);
+}
+
+// Receives whole multipart messages as byte vectors.
+wire::Parts recv_parts(zmq::socket_t& s) {
+  wire::Parts parts;
+  zmq::message_t m;
+  do {
+    if (!s.recv(m, zmq::recv_flags::none)) return {};
+    const auto* b = static_cast<const std::byte*>(m.data());
+    parts.emplace_back(b, b + m.size());
+  } while (s.get(zmq::sockopt::rcvmore));
+  return parts;
+}
+
+std::uint16_t type_of(const wire::Parts& p) {
+  std::uint16_t t = 0;
+  if (!p.empty() && p[0].size() >= 8) std::memcpy(&t, p[0].data() + 6, 2);
+  return t;
+}
+
+std::vector<std::span<const std::byte>> spans(const wire::Parts& p) {
+  std::vector<std::span<const std::byte>> s;
+  for (const auto& v : p) s.emplace_back(v.data(), v.size());
+  return s;
+}
+
+}  // namespace
+
+TEST(Stream, EndToEndOverTcpEqualsOfflineRecon) {
+  const RunConfig cfg = config(56101);
+  const Registry reg = default_registry();
+  Pipeline p(cfg, reg);
+  std::mutex m;
+  std::vector<FrameResult> frames;
+  p.on_frame([&](const FrameResult& f) {
+    std::lock_guard lock(m);
+    frames.push_back(f);
+  });
+  p.start();
+  const Simulator sim(small_sim());
+  const auto spokes = sim.spokes(0, 96);
+  {
+    zmq::context_t ctx(1);
+    SenderParams sp;
+    sp.endpoint = cfg.stream.endpoint;
+    Sender s(ctx, sp, 11);
+    s.send_header(stream_header_to_xml(sim.header()));
+    for (const Spoke& spoke : spokes) {
+      Spoke x = spoke;
+      x.header.acquired_ns = monotonic_ns();
+      s.send_spoke(x);
+      std::this_thread::sleep_for(2ms);
+    }
+    s.close();
+  }
+  ASSERT_TRUE(eventually([&] { return p.metrics().frames + p.metrics().frames_skipped >= 5; }));
+  p.stop();
+  EXPECT_EQ(p.metrics().spokes.load(), 96u);
+  EXPECT_EQ(p.metrics().missing.load(), 0u);
+  EXPECT_EQ(p.metrics().rejected_total(), 0u);
+  ReconChain offline(cfg.recon, Backend::Cpu, reg);
+  offline.configure(sim.header().geometry(32));
+  std::lock_guard lock(m);
+  ASSERT_GE(frames.size(), 3u);
+  for (const auto& f : frames) {
+    ASSERT_EQ(f.last_spoke - f.first_spoke + 1, 32u);
+    const Frame ref = frame_from_spokes(sim.header(), std::span(spokes).subspan(f.first_spoke, 32));
+    const auto img = offline.reconstruct(ref);
+    const double e = rel_error(f.image, std::vector<cfloat>(img.data, img.data + img.size()));
+    std::printf("frame %llu (spokes %llu..%llu): streamed vs offline %.3g\n", (unsigned long long)f.number,
+                (unsigned long long)f.first_spoke, (unsigned long long)f.last_spoke, e);
+    EXPECT_LE(e, 1e-6);
+  }
+}
+
+TEST(Stream, RecordThenReplayIsByteIdentical) {
+  test::TempDir dir;
+  const std::string file = dir / "rec.h5";
+  const Simulator sim(small_sim());
+  zmq::context_t ctx(1);
+  // 1. A sender streams; the test captures every message as received.
+  std::vector<wire::Parts> original;
+  {
+    zmq::socket_t pull(ctx, zmq::socket_type::pull);
+    pull.set(zmq::sockopt::rcvtimeo, 5000);
+    pull.bind(tcp(56102));
+    SenderParams sp;
+    sp.endpoint = tcp(56102);
+    Sender s(ctx, sp, 21);
+    s.send_header(stream_header_to_xml(sim.header()));
+    for (const Spoke& spoke : sim.spokes(0, 40)) {
+      Spoke x = spoke;
+      x.header.acquired_ns = monotonic_ns();
+      s.send_spoke(x);
+    }
+    s.close();
+    for (;;) {
+      auto parts = recv_parts(pull);
+      ASSERT_FALSE(parts.empty()) << "timed out after " << original.size() << " messages";
+      const auto t = type_of(parts);
+      original.push_back(std::move(parts));
+      if (t == std::uint16_t(wire::MsgType::Close)) break;
+    }
+  }
+  // 2. The ingest records them.
+  Metrics metrics;
+  IngestParams ip;
+  ip.endpoint = "inproc://record";
+  {
+    Recorder rec(file, 1 << 26, metrics);
+    Ingest in(ctx, ip, metrics, false, 64, &rec);
+    for (const auto& parts : original) in.handle(spans(parts));
+    rec.stop();
+    EXPECT_EQ(rec.written(), 40u);
+  }
+  // 3. Replay through the program; capture again.
+  std::vector<wire::Parts> replayed;
+  {
+    zmq::socket_t pull(ctx, zmq::socket_type::pull);
+    pull.set(zmq::sockopt::rcvtimeo, 10000);
+    pull.bind(tcp(56103));
+    auto replay = std::async(std::launch::async, [&] {
+      return test::run_command(test::radstream_binary() + " replay " + file + " --endpoint " + tcp(56103) +
+                               " --speed max");
+    });
+    for (;;) {
+      auto parts = recv_parts(pull);
+      ASSERT_FALSE(parts.empty()) << "timed out after " << replayed.size() << " messages";
+      const auto t = type_of(parts);
+      replayed.push_back(std::move(parts));
+      if (t == std::uint16_t(wire::MsgType::Close)) break;
+    }
+    const auto r = replay.get();
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+  }
+  auto spoke_msgs = [](const std::vector<wire::Parts>& v) {
+    std::vector<wire::Parts> s;
+    for (const auto& p : v)
+      if (type_of(p) == std::uint16_t(wire::MsgType::Spoke)) s.push_back(p);
+    return s;
+  };
+  const auto a = spoke_msgs(original), b = spoke_msgs(replayed);
+  ASSERT_EQ(a.size(), 40u);
+  ASSERT_EQ(b.size(), 40u);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].size(), b[i].size());
+    for (std::size_t k = 0; k < a[i].size(); ++k)
+      EXPECT_TRUE(a[i][k] == b[i][k]) << "spoke " << i << " frame " << k;
+  }
+  // The same header text, and identical frames from both streams.
+  EXPECT_EQ(original.front()[1], replayed.front()[1]);
+  Metrics m1, m2;
+  IngestParams i1, i2;
+  i1.endpoint = "inproc://a";
+  i2.endpoint = "inproc://b";
+  Ingest in1(ctx, i1, m1, false, 64), in2(ctx, i2, m2, false, 64);
+  for (const auto& p : original) in1.handle(spans(p));
+  for (const auto& p : replayed) in2.handle(spans(p));
+  Frame f1(sim.header().geometry(32)), f2(sim.header().geometry(32));
+  ASSERT_TRUE(in1.state().ring->copy_window(40, f1));
+  ASSERT_TRUE(in2.state().ring->copy_window(40, f2));
+  EXPECT_EQ(std::memcmp(f1.data.data(), f2.data.data(), f1.data.size() * sizeof(cfloat)), 0);
+  EXPECT_EQ(std::memcmp(f1.traj.data(), f2.traj.data(), f1.traj.size() * sizeof(float)), 0);
+}
+
+TEST(Stream, EveryBadInputIsCountedAndThePipelineGoesOn) {
+  RunConfig cfg = config(56104);
+  const Registry reg = default_registry();
+  Pipeline p(cfg, reg);
+  p.start();
+  const Simulator sim(small_sim());
+  const auto spokes = sim.spokes(0, 70);
+  zmq::context_t ctx(1);
+  zmq::socket_t push(ctx, zmq::socket_type::push);
+  push.connect(cfg.stream.endpoint);
+  auto send = [&](const wire::Parts& parts) {
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      zmq::message_t m(parts[i].data(), parts[i].size());
+      push.send(m, i + 1 < parts.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    }
+  };
+  auto env = [](std::uint64_t seq, std::uint64_t index) {
+    wire::Envelope e;
+    e.type = std::uint16_t(wire::MsgType::Spoke);
+    e.sequence = seq;
+    e.stream_id = 5;
+    e.spoke_index = index;
+    e.angle = std::nan("");
+    return e;
+  };
+  auto good = [&](std::uint64_t seq) { return wire::encode_spoke(env(seq, seq - 1), spokes[seq - 1]); };
+  wire::Envelope he;
+  he.type = std::uint16_t(wire::MsgType::Header);
+  const std::string xml = stream_header_to_xml(sim.header());
+
+  send(good(1));  // before any header
+  send(wire::encode_text(he, xml));
+  for (std::uint64_t s = 1; s <= 32; ++s) send(good(s));
+  ASSERT_TRUE(eventually([&] { return p.metrics().frames >= 1; }));
+
+  auto bad = good(33);
+  bad[0].resize(50);
+  send(bad);  // envelope size
+  bad = good(33);
+  bad[0][1] = std::byte{0};
+  send(bad);  // magic
+  bad = good(33);
+  bad[0][4] = std::byte{9};
+  send(bad);  // version
+  bad = good(33);
+  bad[0][25] ^= std::byte{0xff};
+  send(bad);  // checksum
+  wire::Envelope ue = env(33, 32);
+  ue.type = 2000;
+  send(wire::encode_bare(ue));  // unknown type
+  bad = good(33);
+  for (int i = 0; i < 6; ++i) bad.push_back({std::byte{1}});
+  send(bad);  // too many frames
+  Spoke many = spokes[32];
+  many.coils = 200;
+  many.data.assign(std::size_t(200) * many.samples, cfloat(1, 0));
+  send(wire::encode_spoke(env(33, 32), many));  // coils beyond the limit
+  bad = good(33);
+  bad[3].resize(bad[3].size() - 16);
+  send(bad);  // data size
+  Spoke nan = spokes[32];
+  nan.data[7] = cfloat(std::nanf(""), 0);
+  send(wire::encode_spoke(env(33, 32), nan));  // non-finite
+  Spoke two = spokes[32];
+  two.coils = 2;
+  two.data.resize(std::size_t(2) * two.samples);
+  send(wire::encode_spoke(env(33, 32), two));  // geometry mismatch
+  send(good(32));                              // duplicate
+  send(good(34));                              // 33 missing ...
+  send(good(33));                              // ... and late
+  send(wire::encode_text(he, "<not xml"));     // bad header text
+  for (std::uint64_t s = 35; s <= 70; ++s) send(good(s));
+
+  ASSERT_TRUE(eventually(
+      [&] { return p.metrics().spokes >= 69 && p.metrics().frames + p.metrics().frames_skipped >= 3; }));
+  std::this_thread::sleep_for(100ms);
+  p.stop();
+  const Metrics& m = p.metrics();
+  using R = wire::Reject;
+  for (R r : {R::NoHeader, R::EnvelopeSize, R::Magic, R::Version, R::Checksum, R::UnknownType, R::PartCount,
+              R::Limits, R::DataSize, R::NonFinite, R::GeometryMismatch, R::Duplicate, R::Late, R::BadText})
+    EXPECT_EQ(m.rejected[int(r)].load(), 1u) << wire::to_string(r);
+  EXPECT_EQ(m.spokes.load(), 69u);  // 70 good ones, minus the late one (counted, not framed)
+  EXPECT_EQ(m.missing.load(), 0u);  // 33 came late
+  EXPECT_GE(m.frames.load(), 2u);   // frames after the bad messages too
+  EXPECT_EQ(m.frames_failed.load(), 0u);
+}
+
+TEST(Stream, PubSubGapsAreDetected) {
+  RunConfig cfg = config(56105);
+  cfg.stream.socket = "sub";
+  cfg.stream.bind = false;
+  const Registry reg = default_registry();
+  const Simulator sim(small_sim());
+  const auto spokes = sim.spokes(0, 40);
+  zmq::context_t ctx(1);
+  SenderParams sp;
+  sp.endpoint = cfg.stream.endpoint;
+  sp.socket = "pub";
+  sp.bind = true;
+  Sender s(ctx, sp, 31);
+  Pipeline p(cfg, reg);
+  p.start();
+  const std::string xml = stream_header_to_xml(sim.header());
+  // A subscriber joins late (ZeroMQ's slow joiner): repeat the header until it is heard.
+  ASSERT_TRUE(eventually([&] {
+    s.send_header(xml);
+    std::this_thread::sleep_for(20ms);
+    return p.metrics().headers > 0;
+  }));
+  std::uint64_t sent = 0;
+  for (std::uint64_t seq = 1; seq <= 40; ++seq) {
+    if (seq == 5 || seq == 6 || seq == 7 || seq == 15) continue;  // lost on the way
+    wire::Envelope e;
+    e.type = std::uint16_t(wire::MsgType::Spoke);
+    e.sequence = seq;
+    e.stream_id = 31;
+    e.spoke_index = seq - 1;
+    e.angle = spokes[seq - 1].header.angle;
+    s.send_parts(wire::encode_spoke(e, spokes[seq - 1]));
+    ++sent;
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_TRUE(eventually([&] { return p.metrics().spokes >= sent; }));
+  p.stop();
+  EXPECT_EQ(p.metrics().missing.load(), 4u);
+  EXPECT_EQ(p.metrics().gaps.load(), 2u);
+}
+
+TEST(Stream, SenderKilledAndRestartedMidStream) {
+  RunConfig cfg = config(56106);
+  cfg.stream.sender_timeout_s = 0.2;
+  const Registry reg = default_registry();
+  Pipeline p(cfg, reg);
+  p.start();
+  const Simulator sim(small_sim());
+  const auto spokes = sim.spokes(0, 80);
+  zmq::context_t ctx(1);
+  SenderParams sp;
+  sp.endpoint = cfg.stream.endpoint;
+  sp.linger_ms = 0;
+  {
+    Sender a(ctx, sp, 1);
+    a.send_header(stream_header_to_xml(sim.header()));
+    for (int i = 0; i < 40; ++i) a.send_spoke(spokes[i]);
+    ASSERT_TRUE(eventually([&] { return p.metrics().spokes >= 40; }));
+  }  // gone without a close
+  ASSERT_TRUE(eventually([&] { return p.metrics().sender_lost.load(); }, 3s));
+  const auto frames_before = p.metrics().frames.load() + p.metrics().frames_skipped.load();
+  sp.linger_ms = 2000;
+  {
+    Sender b(ctx, sp, 2);
+    b.send_header(stream_header_to_xml(sim.header()));
+    for (int i = 40; i < 80; ++i) b.send_spoke(spokes[i]);
+    b.close();
+  }
+  ASSERT_TRUE(eventually([&] { return p.metrics().spokes >= 80; }));
+  ASSERT_TRUE(
+      eventually([&] { return p.metrics().frames + p.metrics().frames_skipped > frames_before + 2; }));
+  p.stop();
+  EXPECT_FALSE(p.metrics().sender_lost.load());
+  EXPECT_EQ(p.metrics().streams.load(), 2u);
+  EXPECT_EQ(p.metrics().missing.load(), 0u);
+}
+
+TEST(Stream, RunAndSimulateProgramsOverTcp) {
+  test::TempDir dir;
+  const std::string bin = test::radstream_binary();
+  auto run = std::async(std::launch::async, [&] {
+    return test::run_command(
+        bin + " run --endpoint " + tcp(56107) +
+        " --backend cpu --window 64 --stride 16 --no-skip --until-close --duration 30 --metrics-json " +
+        (dir / "m.json") + " --images " + (dir / "img") + " --record " + (dir / "rec.h5"));
+  });
+  std::this_thread::sleep_for(300ms);
+  const auto sim = test::run_command(bin + " simulate --endpoint " + tcp(56107) +
+                                     " --matrix 64 --coils 4 --rate 2000 --spokes 400 --motion --snr 30");
+  EXPECT_EQ(sim.exit_code, 0) << sim.output;
+  const auto r = run.get();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("spokes=400"), std::string::npos) << r.output;
+  std::ifstream j(dir / "m.json");
+  const std::string json((std::istreambuf_iterator<char>(j)), std::istreambuf_iterator<char>());
+  EXPECT_NE(json.find("\"spokes\": 400"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"missing\": 0"), std::string::npos) << json;
+  EXPECT_TRUE(std::filesystem::exists(dir / "img/frame_000010.png"));
+  const MrdRecording rec = read_mrd(dir / "rec.h5");
+  EXPECT_EQ(rec.spokes.size(), 400u);
+}

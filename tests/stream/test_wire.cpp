@@ -1,0 +1,182 @@
+// The wire protocol: encode/decode round trips, every rejection reason with its message, and the sequence
+// tracker (gaps, duplicates, late messages, a restarted sender).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "sim/simulator.hpp"
+#include "stream/sequence_tracker.hpp"
+#include "stream/wire.hpp"
+
+using namespace radstream;
+using namespace radstream::wire;
+
+namespace {
+
+Spoke test_spoke(int samples = 32, int coils = 3) {
+  Spoke s;
+  s.samples = samples;
+  s.coils = coils;
+  s.header.spoke_index = 77;
+  s.header.acquired_ns = 123456789;
+  s.header.angle = 0.5;
+  s.traj.resize(2 * samples);
+  spoke_coordinates(0.5, samples, s.traj);
+  s.data.resize(std::size_t(samples) * coils);
+  for (std::size_t i = 0; i < s.data.size(); ++i) s.data[i] = cfloat(float(i), -float(i));
+  return s;
+}
+
+Envelope spoke_env(std::uint64_t seq = 1) {
+  Envelope e;
+  e.type = std::uint16_t(MsgType::Spoke);
+  e.sequence = seq;
+  e.stream_id = 42;
+  e.spoke_index = 77;
+  e.acquired_ns = 123456789;
+  e.sent_ns = 123456999;
+  e.angle = 0.5;
+  return e;
+}
+
+DecodeResult dec(const Parts& p, const Limits& l = {}) {
+  std::vector<std::span<const std::byte>> spans;
+  for (const auto& v : p) spans.emplace_back(v.data(), v.size());
+  return decode(spans, l);
+}
+
+void expect_reject(const Parts& p, Reject r, const char* words, const Limits& l = {}) {
+  const auto d = dec(p, l);
+  EXPECT_FALSE(d.ok);
+  EXPECT_EQ(d.reason, r) << to_string(d.reason) << ": " << d.detail;
+  EXPECT_NE(d.detail.find(words), std::string::npos) << d.detail;
+}
+
+}  // namespace
+
+TEST(Wire, EnvelopeIs64BytesWithMagicAndChecksum) {
+  const auto b = encode_envelope(spoke_env());
+  EXPECT_EQ(b.size(), 64u);
+  EXPECT_EQ(std::memcmp(b.data(), "RSTM", 4), 0);
+  std::uint32_t sum;
+  std::memcpy(&sum, b.data() + 60, 4);
+  EXPECT_EQ(sum, fnv1a(std::span<const std::byte>(b.data(), 60)));
+}
+
+TEST(Wire, SpokeRoundTrip) {
+  const Spoke s = test_spoke();
+  const Parts parts = encode_spoke(spoke_env(9), s);  // the decoded spans point into these
+  const auto d = dec(parts);
+  ASSERT_TRUE(d.ok) << d.detail;
+  EXPECT_EQ(d.msg.env.sequence, 9u);
+  EXPECT_EQ(d.msg.env.stream_id, 42u);
+  EXPECT_EQ(d.msg.samples, 32);
+  EXPECT_EQ(d.msg.coils, 3);
+  EXPECT_EQ(d.msg.traj_dims, 2);
+  EXPECT_EQ(d.msg.head.spoke_index, 77u);
+  EXPECT_EQ(d.msg.head.acquired_ns, 123456789);
+  EXPECT_DOUBLE_EQ(d.msg.head.angle, 0.5);
+  ASSERT_EQ(d.msg.data.size(), s.data.size() * sizeof(cfloat));
+  EXPECT_EQ(std::memcmp(d.msg.data.data(), s.data.data(), d.msg.data.size()), 0);
+  EXPECT_EQ(std::memcmp(d.msg.traj.data(), s.traj.data(), d.msg.traj.size()), 0);
+}
+
+TEST(Wire, ControlMessagesRoundTrip) {
+  Envelope e = spoke_env(5);
+  e.type = std::uint16_t(MsgType::Header);
+  auto d = dec(encode_text(e, "<xml/>"));
+  ASSERT_TRUE(d.ok);
+  EXPECT_EQ(d.msg.text, "<xml/>");
+  for (MsgType t : {MsgType::Close, MsgType::Heartbeat}) {
+    e.type = std::uint16_t(t);
+    d = dec(encode_bare(e));
+    ASSERT_TRUE(d.ok);
+    EXPECT_EQ(d.msg.env.type, std::uint16_t(t));
+  }
+}
+
+TEST(Wire, EveryRejectionNamesItsReason) {
+  const Spoke s = test_spoke();
+  const Parts good = encode_spoke(spoke_env(), s);
+  expect_reject({}, Reject::PartCount, "empty");
+  Parts p = good;
+  p[0].resize(60);
+  expect_reject(p, Reject::EnvelopeSize, "60 bytes");
+  p = good;
+  p[0][0] = std::byte{'X'};
+  expect_reject(p, Reject::Magic, "magic");
+  p = good;
+  p[0][4] = std::byte{7};
+  expect_reject(p, Reject::Version, "version 7");
+  p = good;
+  p[0][30] ^= std::byte{1};
+  expect_reject(p, Reject::Checksum, "checksum");
+  Envelope e = spoke_env();
+  e.type = 999;
+  p = good;
+  const auto env999 = encode_envelope(e);
+  p[0].assign(env999.begin(), env999.end());
+  expect_reject(p, Reject::UnknownType, "999");
+  p = good;
+  p.pop_back();
+  expect_reject(p, Reject::PartCount, "3 frames");
+  p = good;
+  p[1].resize(300);
+  expect_reject(p, Reject::AcqHeaderSize, "300 bytes");
+  p = good;
+  p[3].resize(p[3].size() - 8);
+  expect_reject(p, Reject::DataSize, "3 coils x 32 samples");
+  p = good;
+  p[2].resize(p[2].size() + 4);
+  expect_reject(p, Reject::TrajSize, "trajectory");
+  Limits small;
+  small.max_coils = 2;
+  expect_reject(good, Reject::Limits, "coils 3 (1..2)", small);
+  Spoke z = test_spoke();
+  z.coils = 0;
+  z.data.clear();
+  expect_reject(encode_spoke(spoke_env(), z), Reject::Limits, "coils 0");
+  e.type = std::uint16_t(MsgType::Header);
+  expect_reject(encode_text(e, ""), Reject::BadText, "text of 0 bytes");
+}
+
+TEST(Wire, FiniteCheckFindsNanAndInfAnywhere) {
+  std::vector<float> v(1000, 1.f);
+  auto bytes = [&] {
+    return std::span<const std::byte>(reinterpret_cast<const std::byte*>(v.data()), v.size() * 4);
+  };
+  EXPECT_TRUE(all_finite(bytes()));
+  for (std::size_t at : {0u, 15u, 16u, 999u}) {
+    v[at] = std::nanf("");
+    EXPECT_FALSE(all_finite(bytes())) << at;
+    v[at] = INFINITY;
+    EXPECT_FALSE(all_finite(bytes())) << at;
+    v[at] = 1.f;
+  }
+}
+
+TEST(SequenceTracker, GapsDuplicatesLateAndRestart) {
+  SequenceTracker t;
+  using V = SequenceTracker::Verdict;
+  EXPECT_EQ(t.see(1, 1), V::First);
+  EXPECT_EQ(t.see(1, 2), V::InOrder);
+  EXPECT_EQ(t.see(1, 5), V::Gap);  // 3 and 4 missing
+  EXPECT_EQ(t.missing(), 2u);
+  EXPECT_EQ(t.see(1, 4), V::Late);  // 4 turns up
+  EXPECT_EQ(t.missing(), 1u);
+  EXPECT_EQ(t.see(1, 4), V::Duplicate);
+  EXPECT_EQ(t.see(1, 5), V::Duplicate);
+  EXPECT_EQ(t.see(1, 6), V::InOrder);
+  EXPECT_EQ(t.see(2, 1), V::NewStream);
+  EXPECT_EQ(t.see(2, 2), V::InOrder);
+  EXPECT_EQ(t.gaps(), 1u);
+  EXPECT_EQ(t.duplicates(), 2u);
+  EXPECT_EQ(t.late(), 1u);
+  EXPECT_EQ(t.streams(), 2u);
+  EXPECT_EQ(t.see(2, 100000), V::Gap);
+  EXPECT_EQ(t.missing(), 1u + 99997u);
+  EXPECT_EQ(t.see(2, 3), V::Duplicate);  // too old to tell: counted as a duplicate, never as new
+  EXPECT_EQ(t.see(2, 100000 + (1u << 21)), V::NewStream);  // an absurd jump restarts the count
+  EXPECT_EQ(t.missing(), 1u + 99997u);
+}
