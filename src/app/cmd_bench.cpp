@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "app/bench_case.hpp"
 #include "app/bench_stages.hpp"
 #include "app/commands.hpp"
 #include "core/error.hpp"
@@ -28,28 +29,6 @@
 
 namespace radstream::app {
 namespace {
-
-struct BenchCase {
-  std::string name, what;
-  int spokes = 256, samples = 512, coils = 32, matrix = 256;
-  std::string backend = "cuda";  // cuda | cpu
-  std::string kind = "chain";    // chain | fft-engines
-  ReconParams recon;
-
-  template <class V>
-  void visit(V& v) {
-    v.field("name", name, "case name, e.g. R1");
-    v.field("what", what, "one line describing the case");
-    v.field("spokes", spokes, 1, 1 << 16, "spokes per frame");
-    v.field("samples", samples, 2, 65536, "samples per spoke");
-    v.field("coils", coils, 1, 64, "coils");
-    v.field("matrix", matrix, 8, 4096, "image matrix N");
-    v.field("backend", backend, "cuda | cpu");
-    v.field(
-        "kind", kind,
-        "chain (the whole reconstruction) | fft-engines (cuFFT vs the custom FFT and the chain tails, R3)");
-  }
-};
 
 // One case per file of config/bench/*.yaml: a `bench:` section (the fields above) and an optional `recon:`.
 std::vector<BenchCase> load_cases(const std::string& dir) {
@@ -71,8 +50,8 @@ std::vector<BenchCase> load_cases(const std::string& dir) {
       if (c.name.empty()) c.name = f.stem().string();
       if (c.backend != "cuda" && c.backend != "cpu")
         throw ConfigError("bench.backend '" + c.backend + "' is not cuda or cpu");
-      if (c.kind != "chain" && c.kind != "fft-engines")
-        throw ConfigError("bench.kind '" + c.kind + "' is not chain or fft-engines");
+      if (c.kind != "chain" && c.kind != "fft-engines" && c.kind != "ingest" && c.kind != "live")
+        throw ConfigError("bench.kind '" + c.kind + "' is not chain, fft-engines, ingest or live");
       if (c.kind == "fft-engines" && c.backend != "cuda")
         throw ConfigError("bench.kind fft-engines needs backend: cuda");
       c.recon = ReconParams::from_config(root["recon"]);
@@ -197,8 +176,11 @@ int run_bench(const BenchArgs& a) {
       log::warn("bench {}: skipped, no usable GPU ({})", c.name, gpu_info.reason);
       continue;
     }
-    if (c.kind == "fft-engines") {
-      js << (first ? "\n" : ",\n") << fft_engines_case(c, registry, a.frames, a.warmup);
+    if (c.kind != "chain") {
+      const std::string j = c.kind == "fft-engines" ? fft_engines_case(c, registry, a.frames, a.warmup)
+                            : c.kind == "ingest"    ? ingest_case(c)
+                                                    : live_case(c, registry);
+      js << (first ? "\n" : ",\n") << j;
       first = false;
       continue;
     }

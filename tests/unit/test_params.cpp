@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "pipeline/recon_params.hpp"
 #include "sim/simulator.hpp"
+#include "stream/pipeline.hpp"
 
 using namespace radstream;
 
@@ -81,7 +82,30 @@ TEST(Params, EveryShippedConfigParses) {
     if (e.path().extension() != ".yaml") continue;
     const YAML::Node root = YAML::LoadFile(e.path().string());
     if (root["recon"]) EXPECT_NO_THROW(ReconParams::from_config(root["recon"])) << e.path();
+    // Run configurations (those with a stream: or frames: section) parse whole.
+    if (root["stream"] || root["frames"])
+      EXPECT_NO_THROW(RunConfig::from_yaml(root, e.path().string())) << e.path();
     ++n;
   }
   EXPECT_GE(n, 3);
+}
+
+TEST(Params, RunConfigRejectsUnknownSectionsKeysAndValuesByName) {
+  auto err = [](const char* yaml) {
+    try {
+      RunConfig::from_yaml(YAML::Load(yaml), "test.yaml");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(err("streem: {}").find("unknown section 'streem'"), std::string::npos);
+  EXPECT_NE(err("stream: {socket: dealer}").find("dealer"), std::string::npos);
+  EXPECT_NE(err("frames: {window: 0}").find("frames.window = 0"), std::string::npos);
+  EXPECT_NE(err("frames: {window: 2000}").find("max_window"), std::string::npos);
+  EXPECT_NE(err("frames: {framing: spiral}").find("spiral"), std::string::npos);
+  EXPECT_NE(err("sinks: {image_format: jpg}").find("jpg"), std::string::npos);
+  EXPECT_NE(err("sinks: {record: out.txt}").find("out.txt"), std::string::npos);
+  EXPECT_NE(err("frames: {windows: 3}").find("windows"), std::string::npos);
+  EXPECT_EQ(err("frames: {window: 128, stride: 8}"), "");
 }

@@ -1,0 +1,50 @@
+// A benchmark case (one file of config/bench/*.yaml: a `bench:` section and an optional `recon:`), and the
+// streaming cases' runners (bench_stream.cpp).
+#pragma once
+#include <string>
+
+#include "pipeline/recon_params.hpp"
+#include "pipeline/registry.hpp"
+
+namespace radstream::app {
+
+struct BenchCase {
+  std::string name, what;
+  int spokes = 256, samples = 512, coils = 32, matrix = 256;
+  std::string backend = "cuda";  // cuda | cpu
+  std::string kind = "chain";    // chain | fft-engines | ingest | live
+  double rate_hz = 1000;         // live: spokes per second
+  double duration_s = 10;        // live: seconds of stream
+  int stride = 16;               // live: a new frame every S spokes (the window is `spokes`)
+  long total_spokes = 50000;     // ingest: spokes sent as fast as possible
+  int port = 56300;              // tcp loopback port of the streaming cases
+  ReconParams recon;
+
+  template <class V>
+  void visit(V& v) {
+    v.field("name", name, "case name, e.g. R1");
+    v.field("what", what, "one line describing the case");
+    v.field("spokes", spokes, 1, 1 << 16, "spokes per frame");
+    v.field("samples", samples, 2, 65536, "samples per spoke");
+    v.field("coils", coils, 1, 64, "coils");
+    v.field("matrix", matrix, 8, 4096, "image matrix N");
+    v.field("backend", backend, "cuda | cpu");
+    v.field("kind", kind,
+            "chain (the whole reconstruction) | fft-engines (R3) | ingest (R6: receive only) | live (R5: "
+            "simulator -> tcp -> pipeline)");
+    v.field("rate_hz", rate_hz, 1.0, 1e6, "live: spokes per second");
+    v.field("duration_s", duration_s, 0.5, 3600.0, "live: seconds of stream");
+    v.field("stride", stride, 1, 1 << 16, "live: a new frame every S spokes");
+    v.field("total_spokes", total_spokes, 1L, 100000000L, "ingest: spokes sent");
+    v.field("port", port, 1024, 65535, "tcp loopback port");
+  }
+};
+
+// R6: a sender thread pushes total_spokes precomputed spokes as fast as it can over tcp loopback into the
+// ingest alone (no reconstruction); JSON with spokes/s, GB/s and the loss.
+std::string ingest_case(const BenchCase& c);
+// R5: the simulator at rate_hz over tcp loopback into the whole pipeline (window `spokes`, frame every
+// `stride`); JSON with the latency percentiles (last spoke acquired/arrived -> image ready) and the stages.
+std::string live_case(const BenchCase& c, const Registry& registry);
+
+}  // namespace radstream::app

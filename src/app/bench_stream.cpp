@@ -1,0 +1,160 @@
+#include <fmt/format.h>
+
+#include <thread>
+
+#include "app/bench_case.hpp"
+#include "core/log.hpp"
+#include "io/mrd_file.hpp"
+#include "sim/simulator.hpp"
+#include "stream/ingest.hpp"
+#include "stream/pipeline.hpp"
+#include "stream/sender.hpp"
+
+namespace radstream::app {
+namespace {
+
+std::vector<Spoke> spoke_pool(const BenchCase& c, int n, StreamHeader& header) {
+  SimParams sp;
+  sp.matrix = c.matrix;
+  sp.readout_os = double(c.samples) / c.matrix;
+  sp.coils = c.coils;
+  sp.snr = 50;
+  sp.motion = true;
+  sp.rate_hz = c.rate_hz;
+  const Simulator sim(sp);
+  header = sim.header();
+  log::info("bench {}: precomputing {} spokes ({} samples x {} coils)", c.name, n, c.samples, c.coils);
+  return sim.spokes(0, n);
+}
+
+void sleep_until_ns(std::int64_t t) {
+  timespec ts{time_t(t / 1000000000), long(t % 1000000000)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
+std::string pct(const Percentiles& p) {
+  return fmt::format("{{\"count\": {}, \"p50\": {:.4f}, \"p95\": {:.4f}, \"p99\": {:.4f}, \"max\": {:.4f}}}",
+                     p.count, p.p50, p.p95, p.p99, p.max);
+}
+
+}  // namespace
+
+std::string ingest_case(const BenchCase& c) {
+  StreamHeader header;
+  const auto pool = spoke_pool(c, 256, header);
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(c.port);
+  zmq::context_t rctx(1);
+  Metrics metrics;
+  IngestParams ip;
+  ip.endpoint = endpoint;
+  Ingest ingest(rctx, ip, metrics, false, 64);
+  ingest.start();
+  std::int64_t t_first = 0;
+  std::thread sender([&] {
+    zmq::context_t sctx(1);
+    SenderParams sp;
+    sp.endpoint = endpoint;
+    Sender s(sctx, sp, 77);
+    s.send_header(stream_header_to_xml(header));
+    t_first = monotonic_ns();
+    for (long i = 0; i < c.total_spokes; ++i) {
+      Spoke x = pool[std::size_t(i) % pool.size()];
+      x.header.spoke_index = std::uint64_t(i);
+      x.header.acquired_ns = monotonic_ns();
+      s.send_spoke(x);
+    }
+    s.close();
+  });
+  sender.join();
+  const std::int64_t sent_done = monotonic_ns();
+  // Wait for the ingest to take everything (or to stop making progress).
+  std::uint64_t last = 0;
+  std::int64_t last_change = monotonic_ns();
+  while (metrics.spokes.load() < std::uint64_t(c.total_spokes) && monotonic_ns() - last_change < 2000000000) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (metrics.spokes.load() != last) {
+      last = metrics.spokes.load();
+      last_change = monotonic_ns();
+    }
+  }
+  const std::int64_t t_end = monotonic_ns();
+  ingest.stop();
+  const double secs = double(t_end - t_first) * 1e-9;
+  const std::uint64_t got = metrics.spokes.load();
+  const double bytes_per_spoke = double(c.samples) * c.coils * 8 + double(c.samples) * 8 + 64 + 340;
+  const double rate = double(got) / secs;
+  log::info(
+      "bench {}: {} of {} spokes in {:.3f} s: {:.0f} spokes/s, {:.2f} GB/s, lost {}, missing {}, rejected {}",
+      c.name, got, c.total_spokes, secs, rate, rate * bytes_per_spoke * 1e-9, c.total_spokes - long(got),
+      metrics.missing.load(), metrics.rejected_total());
+  return fmt::format(
+      "  {{\"case\": \"{}\", \"what\": \"{}\", \"kind\": \"ingest\", \"spokes_sent\": {}, "
+      "\"spokes_received\": {},\n"
+      "   \"seconds\": {:.4f}, \"sender_seconds\": {:.4f}, \"spokes_per_s\": {:.1f}, \"gb_per_s\": {:.3f},\n"
+      "   \"lost\": {}, \"missing\": {}, \"rejected\": {}, \"coils\": {}, \"samples\": {}}}",
+      c.name, c.what, c.total_spokes, got, secs, double(sent_done - t_first) * 1e-9, rate,
+      rate * bytes_per_spoke * 1e-9, c.total_spokes - long(got), metrics.missing.load(),
+      metrics.rejected_total(), c.coils, c.samples);
+}
+
+std::string live_case(const BenchCase& c, const Registry& registry) {
+  StreamHeader header;
+  const int pool_n = std::max(512, c.spokes + 2 * c.stride);
+  const auto pool = spoke_pool(c, pool_n, header);
+  RunConfig cfg;
+  cfg.stream.endpoint = "tcp://127.0.0.1:" + std::to_string(c.port);
+  cfg.frames.window = c.spokes;
+  cfg.frames.stride = c.stride;
+  cfg.frames.max_window = std::max(c.spokes, 64);
+  cfg.sinks.report_interval_s = 0;
+  cfg.recon = c.recon;
+  cfg.recon.backend = c.backend == "cuda" ? BackendChoice::Cuda : BackendChoice::Cpu;
+  Pipeline p(cfg, registry);
+  p.start();
+  const long total = long(c.rate_hz * c.duration_s);
+  std::int64_t behind_ns = 0;
+  {
+    zmq::context_t sctx(1);
+    SenderParams sp;
+    sp.endpoint = cfg.stream.endpoint;
+    Sender s(sctx, sp, 88);
+    s.send_header(stream_header_to_xml(header));
+    const std::int64_t t0 = monotonic_ns() + 100000000;
+    const double period = 1e9 / c.rate_hz;
+    for (long i = 0; i < total; ++i) {
+      const std::int64_t due = t0 + std::int64_t(double(i) * period);
+      Spoke x = pool[std::size_t(i) % pool.size()];
+      x.header.spoke_index = std::uint64_t(i);
+      sleep_until_ns(due);
+      behind_ns = std::max(behind_ns, monotonic_ns() - due);
+      x.header.acquired_ns = due;
+      s.send_spoke(x);
+    }
+    s.close();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  p.stop();
+  Metrics& m = p.metrics();
+  const auto e2e = m.end_to_end.summary(), arr = m.arrival.summary();
+  log::info(
+      "bench {}: {} spokes at {} /s, {} frames ({} skipped, {} failed), latency last spoke arrived -> image "
+      "ready p50 {:.3f} p99 {:.3f} max {:.3f} ms; acquired -> ready p99 {:.3f} ms; sender late by <= {:.2f} "
+      "ms",
+      c.name, m.spokes.load(), c.rate_hz, m.frames.load(), m.frames_skipped.load(), m.frames_failed.load(),
+      arr.p50, arr.p99, arr.max, e2e.p99, double(behind_ns) * 1e-6);
+  return fmt::format(
+      "  {{\"case\": \"{}\", \"what\": \"{}\", \"kind\": \"live\", \"backend\": \"{}\", \"rate_hz\": {}, "
+      "\"window\": {}, \"stride\": {},\n"
+      "   \"spokes_sent\": {}, \"spokes_received\": {}, \"missing\": {}, \"frames\": {}, \"frames_skipped\": "
+      "{}, "
+      "\"frames_failed\": {},\n"
+      "   \"latency_arrival_to_ready_ms\": {}, \"latency_acquired_to_ready_ms\": {}, \"sender_max_late_ms\": "
+      "{:.3f},\n"
+      "   \"metrics\": {}}}",
+      c.name, c.what, c.backend, c.rate_hz, c.spokes, c.stride, total, m.spokes.load(), m.missing.load(),
+      m.frames.load(), m.frames_skipped.load(), m.frames_failed.load(), pct(arr), pct(e2e),
+      double(behind_ns) * 1e-6, m.json(p.elapsed_s()));
+}
+
+}  // namespace radstream::app
