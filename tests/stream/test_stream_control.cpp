@@ -1,0 +1,230 @@
+// Changes while streaming: a new stream header with another geometry, window and stride changed between
+// frames, one frame per rotation for linear streams; the image publisher; replay of an MRD file written by
+// another tool (no radstream envelope in it).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "io/frame_io.hpp"
+#include "io/mrd_file.hpp"
+#include "sim/simulator.hpp"
+#include "stream/pipeline.hpp"
+#include "stream/sender.hpp"
+#include "test_util.hpp"
+
+using namespace radstream;
+using namespace std::chrono_literals;
+
+namespace {
+
+RunConfig config(int port) {
+  RunConfig c;
+  c.stream.endpoint = "tcp://127.0.0.1:" + std::to_string(port);
+  c.frames.window = 32;
+  c.frames.stride = 16;
+  c.frames.max_window = 64;
+  c.frames.skip_when_behind = false;
+  c.sinks.report_interval_s = 0;
+  c.recon.backend = BackendChoice::Cpu;
+  c.recon.fft.planner = FftPlanner::Estimate;
+  c.recon.threads = 1;
+  return c;
+}
+
+template <class F>
+bool eventually(F f, std::chrono::milliseconds timeout = 10s) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (f()) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return f();
+}
+
+struct Collector {
+  std::mutex m;
+  std::vector<FrameResult> frames;
+  void attach(Pipeline& p) {
+    p.on_frame([this](const FrameResult& f) {
+      std::lock_guard lock(m);
+      frames.push_back(f);
+    });
+  }
+  std::vector<FrameResult> get() {
+    std::lock_guard lock(m);
+    return frames;
+  }
+};
+
+SimParams sim_params(int matrix, int coils, const char* angles = "golden") {
+  SimParams s;
+  s.matrix = matrix;
+  s.coils = coils;
+  s.angles = angles;
+  s.spokes_per_rotation = 48;
+  return s;
+}
+
+}  // namespace
+
+TEST(StreamControl, HeaderChangeMidStreamReconfigures) {
+  const RunConfig cfg = config(56201);
+  const Registry reg = default_registry();
+  Pipeline p(cfg, reg);
+  Collector c;
+  c.attach(p);
+  p.start();
+  zmq::context_t ctx(1);
+  SenderParams sp;
+  sp.endpoint = cfg.stream.endpoint;
+  Sender s(ctx, sp, 3);
+  const Simulator a(sim_params(32, 2)), b(sim_params(48, 4));
+  s.send_header(stream_header_to_xml(a.header()));
+  for (const auto& x : a.spokes(0, 48)) s.send_spoke(x);
+  ASSERT_TRUE(eventually([&] { return p.metrics().frames >= 2; }));
+  s.send_header(stream_header_to_xml(b.header()));
+  for (const auto& x : b.spokes(0, 48)) s.send_spoke(x);
+  ASSERT_TRUE(eventually([&] { return p.metrics().frames >= 4; }));
+  p.stop();
+  EXPECT_EQ(p.metrics().reconfigurations.load(), 1u);
+  EXPECT_EQ(p.metrics().rejected_total(), 0u);
+  const auto frames = c.get();
+  EXPECT_EQ(frames.front().matrix, 32);
+  EXPECT_EQ(frames.back().matrix, 48);
+}
+
+TEST(StreamControl, WindowAndStrideChangeBetweenFrames) {
+  const RunConfig cfg = config(56202);
+  const Registry reg = default_registry();
+  Pipeline p(cfg, reg);
+  Collector c;
+  c.attach(p);
+  p.start();
+  zmq::context_t ctx(1);
+  SenderParams sp;
+  sp.endpoint = cfg.stream.endpoint;
+  Sender s(ctx, sp, 4);
+  const Simulator sim(sim_params(32, 2));
+  const auto spokes = sim.spokes(0, 160);
+  s.send_header(stream_header_to_xml(sim.header()));
+  for (int i = 0; i < 64; ++i) s.send_spoke(spokes[i]);
+  ASSERT_TRUE(eventually([&] { return p.metrics().frames >= 3; }));  // ends 32, 48, 64
+  p.set_window(48);
+  p.set_stride(8);
+  EXPECT_THROW(p.set_window(65), ConfigError);  // beyond frames.max_window
+  EXPECT_THROW(p.set_stride(0), ConfigError);
+  for (int i = 64; i < 160; ++i) s.send_spoke(spokes[i]);
+  ASSERT_TRUE(eventually(
+      [&] { return p.metrics().spokes >= 160 && !c.get().empty() && c.get().back().end_serial >= 160; }));
+  p.stop();
+  const auto frames = c.get();
+  ASSERT_GE(frames.size(), 6u);
+  EXPECT_EQ(frames.front().window, 32);
+  EXPECT_EQ(frames.back().window, 48);
+  EXPECT_EQ(frames.back().last_spoke - frames.back().first_spoke + 1, 48u);
+  EXPECT_EQ(frames[frames.size() - 1].end_serial - frames[frames.size() - 2].end_serial, 8u);
+}
+
+TEST(StreamControl, LinearStreamsFramePerRotation) {
+  RunConfig cfg = config(56203);
+  cfg.frames.framing = "rotation";
+  const Registry reg = default_registry();
+  Pipeline p(cfg, reg);
+  Collector c;
+  c.attach(p);
+  p.start();
+  zmq::context_t ctx(1);
+  SenderParams sp;
+  sp.endpoint = cfg.stream.endpoint;
+  Sender s(ctx, sp, 6);
+  const Simulator sim(sim_params(32, 2, "linear180"));  // 48 spokes per rotation
+  s.send_header(stream_header_to_xml(sim.header()));
+  for (const auto& x : sim.spokes(0, 144)) s.send_spoke(x);
+  ASSERT_TRUE(eventually([&] { return p.metrics().frames >= 3; }));
+  p.stop();
+  const auto frames = c.get();
+  ASSERT_EQ(frames.size(), 3u);
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    EXPECT_EQ(frames[i].first_spoke, 48 * i);
+    EXPECT_EQ(frames[i].last_spoke, 48 * i + 47);
+  }
+}
+
+TEST(StreamControl, PublisherSendsEveryImageWithItsHeader) {
+  RunConfig cfg = config(56204);
+  cfg.sinks.publish = "tcp://127.0.0.1:56205";
+  const Registry reg = default_registry();
+  Pipeline p(cfg, reg);
+  Collector c;
+  c.attach(p);
+  zmq::context_t ctx(1);
+  zmq::socket_t sub(ctx, zmq::socket_type::sub);
+  sub.set(zmq::sockopt::subscribe, "");
+  sub.set(zmq::sockopt::rcvtimeo, 5000);
+  sub.connect(cfg.sinks.publish);
+  std::this_thread::sleep_for(200ms);  // the subscription reaches the publisher
+  p.start();
+  SenderParams sp;
+  sp.endpoint = cfg.stream.endpoint;
+  Sender s(ctx, sp, 7);
+  const Simulator sim(sim_params(32, 2));
+  s.send_header(stream_header_to_xml(sim.header()));
+  for (const auto& x : sim.spokes(0, 32)) s.send_spoke(x);
+  zmq::message_t h, img;
+  ASSERT_TRUE(sub.recv(h, zmq::recv_flags::none));
+  ASSERT_TRUE(sub.get(zmq::sockopt::rcvmore));
+  ASSERT_TRUE(sub.recv(img, zmq::recv_flags::none));
+  p.stop();
+  ASSERT_EQ(h.size(), 64u);
+  std::uint32_t magic, n;
+  std::uint64_t number;
+  std::memcpy(&magic, h.data(), 4);
+  std::memcpy(&number, static_cast<const char*>(h.data()) + 8, 8);
+  std::memcpy(&n, static_cast<const char*>(h.data()) + 16, 4);
+  EXPECT_EQ(magic, kImageMagic);
+  EXPECT_EQ(number, 1u);
+  EXPECT_EQ(n, 32u);
+  ASSERT_EQ(img.size(), 32u * 32u * 4u);
+  const auto frames = c.get();
+  ASSERT_FALSE(frames.empty());
+  std::vector<float> mag(32 * 32);
+  std::memcpy(mag.data(), img.data(), img.size());
+  for (std::size_t i = 0; i < mag.size(); ++i) ASSERT_EQ(mag[i], frames[0].image[i].real());
+}
+
+TEST(StreamControl, ReplayOfAFileWithoutEnvelopesPacedByRate) {
+  test::TempDir dir;
+  const std::string bin = test::radstream_binary();
+  const std::string file = dir / "foreign.h5";
+  auto r = test::run_command(bin + " simulate --out " + file + " --spokes 96 --matrix 32 --coils 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  RunConfig cfg = config(56206);
+  const Registry reg = default_registry();
+  Pipeline p(cfg, reg);
+  Collector c;
+  c.attach(p);
+  p.start();
+  r = test::run_command(bin + " replay " + file + " --endpoint " + cfg.stream.endpoint + " --rate 2000");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("new envelopes"), std::string::npos) << r.output;
+  ASSERT_TRUE(eventually([&] { return p.metrics().spokes >= 96 && p.metrics().frames >= 5; }));
+  p.stop();
+  EXPECT_EQ(p.metrics().missing.load(), 0u);
+  // The frames are those of the file's spokes.
+  const MrdRecording rec = read_mrd(file);
+  ReconChain offline(cfg.recon, Backend::Cpu, reg);
+  offline.configure(rec.header.geometry(32));
+  for (const auto& f : c.get()) {
+    const Frame ref = frame_from_spokes(rec.header, std::span(rec.spokes).subspan(f.first_spoke, 32));
+    const auto img = offline.reconstruct(ref);
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < img.size(); ++i) {
+      num += std::norm(std::complex<double>(f.image[i]) - std::complex<double>(img.data[i]));
+      den += std::norm(std::complex<double>(img.data[i]));
+    }
+    EXPECT_LE(std::sqrt(num / den), 1e-6) << "frame " << f.number;
+  }
+}
