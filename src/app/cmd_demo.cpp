@@ -1,20 +1,21 @@
-// radstream demo: the main job. Until the streaming path and the viewer exist, it runs offline and headless:
-// the simulator produces a golden-angle catheter phantom, the pipeline reconstructs sliding-window frames and
-// writes each as PNG, plus a metrics JSON (frame times).
+// radstream demo: the main job. The simulator (golden angles, a moving catheter tip) streams over ZeroMQ
+// (tcp loopback) into the pipeline (GPU when present) and the viewer shows it live. Without a display (or
+// with --headless) the same simulator and pipeline run for a fixed number of frames and write PNG snapshots
+// and the metrics JSON instead, and say so.
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <vector>
+#include <thread>
 
 #include "app/commands.hpp"
+#include "app/interrupt.hpp"
 #include "app/recon_options.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "io/frame_io.hpp"
-#include "pipeline/recon_chain.hpp"
-#include "sim/simulator.hpp"
+#include "stream/pipeline.hpp"
+#include "stream/sim_streamer.hpp"
+#ifdef RADSTREAM_HAVE_VIEWER
+#include "viewer/viewer_app.hpp"
+#endif
 
 namespace radstream::app {
 namespace {
@@ -23,59 +24,81 @@ struct DemoArgs {
   SimParams sim;
   ReconOptions recon;
   std::string out_dir = "out/demo";
-  int frames = 24;
-  int window = 89;
+  bool headless = false;
+  int frames = 60;  // headless: frames to reconstruct
+  int snapshot_every = 10;
+  int window = 128;
   int stride = 16;
+  int pool = 1024;
+  std::string screenshot;
+  double screenshot_after_s = 3.0, close_after_s = 0;
+  int set_window = 0;
 };
 
 int run_demo(DemoArgs a) {
-  if (a.frames < 1 || a.window < 1 || a.stride < 1)
-    throw ConfigError("--frames, --window and --stride must be >= 1");
+  InterruptWatch interrupt;
+  if (a.frames < 1 || a.window < 1 || a.stride < 1 || a.snapshot_every < 1)
+    throw ConfigError("--frames, --window, --stride and --snapshot-every must be >= 1");
   a.sim.motion = true;
-  const ReconParams params = a.recon.resolve();
-  const Simulator sim(a.sim);
-  const BackendDecision backend = resolve_backend(params.backend);
-  log::info("demo (offline, headless: the live viewer comes with the streaming and viewer work)");
-  log::info("backend: {} ({})", to_string(backend.backend), backend.reason);
-  std::filesystem::create_directories(a.out_dir);
-
-  const long total = long(a.window) + long(a.frames - 1) * a.stride;
-  log::info("simulating {} spokes of {} coils x {} samples ({} angles, moving tip)", total, a.sim.coils,
-            sim.samples(), a.sim.angles);
-  const auto spokes = sim.spokes(0, int(total));
-
-  const Registry registry = default_registry();
-  ReconChain chain(params, backend.backend, registry);
-  chain.configure(sim.header().geometry(a.window));
-  std::vector<double> ms;
-  Frame frame(chain.geometry());  // one buffer, refilled for every frame
-  for (int f = 0; f < a.frames; ++f) {
-    for (int s = 0; s < a.window; ++s) frame.set_spoke(s, spokes[std::size_t(f) * a.stride + s]);
-    const auto t0 = std::chrono::steady_clock::now();
-    const auto image = chain.reconstruct(frame);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    char name[64];
-    std::snprintf(name, sizeof name, "frame_%04d.png", f);
-    write_image((std::filesystem::path(a.out_dir) / name).string(), image.span(), sim.header().matrix);
-    log::info("frame {}/{}: spokes {}..{}, {:.1f} ms", f + 1, a.frames, f * a.stride,
-              f * a.stride + a.window - 1, ms.back());
+  if (a.pool > 0) a.sim.motion_period_s = double(a.pool) / a.sim.rate_hz;  // the pool loops seamlessly
+  RunConfig cfg;
+  cfg.recon = a.recon.resolve();
+  cfg.stream.endpoint = "tcp://127.0.0.1:*";  // any free port; the simulator connects to it
+  cfg.frames.window = a.window;
+  cfg.frames.stride = a.stride;
+  cfg.frames.max_window = std::max(1024, a.window);
+  cfg.sinks.metrics_json = (std::filesystem::path(a.out_dir) / "metrics.json").string();
+  cfg.sinks.report_interval_s = 1.0;
+  bool headless = a.headless;
+#ifndef RADSTREAM_HAVE_VIEWER
+  if (!headless) log::info("demo: this build has no viewer (RADSTREAM_VIEWER=OFF or GLFW/ImGui missing)");
+  headless = true;
+#endif
+  if (headless) {
+    cfg.sinks.images = a.out_dir;
+    cfg.sinks.image_every = a.snapshot_every;
   }
-  std::vector<double> sorted = ms;
-  std::sort(sorted.begin(), sorted.end());
-  const auto pct = [&](double q) {
-    return sorted[std::min(sorted.size() - 1, std::size_t(q * sorted.size()))];
-  };
-  const std::string metrics = (std::filesystem::path(a.out_dir) / "metrics.json").string();
-  std::ofstream m(metrics);
-  m << fmt::format(
-      "{{\"mode\": \"offline-headless\", \"backend\": \"{}\", \"frames\": {}, \"window\": {}, \"stride\": "
-      "{},\n"
-      " \"geometry\": \"{}\", \"frame_ms\": {{\"p50\": {:.3f}, \"p95\": {:.3f}, \"max\": {:.3f}}},\n"
-      " \"frames_per_s\": {:.1f}}}\n",
-      to_string(backend.backend), a.frames, a.window, a.stride, chain.geometry().str(), pct(0.5), pct(0.95),
-      sorted.back(), 1000.0 / pct(0.5));
-  log::info("demo: {} frames in {}, median {:.1f} ms per frame ({:.1f} frames/s); metrics in {}", a.frames,
-            a.out_dir, pct(0.5), 1000.0 / pct(0.5), metrics);
+  const Registry registry = default_registry();
+  Pipeline p(cfg, registry);
+  p.start();
+  StreamerParams sp;
+  sp.sender.endpoint = p.endpoint();
+  sp.pool = a.pool;
+  SimStreamer streamer(a.sim, sp);
+  streamer.start();
+#ifdef RADSTREAM_HAVE_VIEWER
+  if (!headless) {
+    try {
+      viewer::ViewerOptions vo;
+      vo.snapshot_dir = (std::filesystem::path(a.out_dir) / "snapshots").string();
+      vo.screenshot = a.screenshot;
+      vo.screenshot_after_s = a.screenshot_after_s;
+      vo.close_after_s = a.close_after_s;
+      vo.set_window = a.set_window;
+      viewer::Viewer v(p, vo);
+      v.run();
+    } catch (const viewer::Unavailable& e) {
+      log::info("demo: no viewer ({}); running headless: {} frames, PNG snapshots and metrics in {}",
+                e.what(), a.frames, a.out_dir);
+      headless = true;
+      p.stop();
+      streamer.stop();
+      cfg.sinks.images = a.out_dir;
+      cfg.sinks.image_every = a.snapshot_every;
+      a.headless = true;
+      return run_demo(a);
+    }
+  }
+#endif
+  if (headless) {
+    log::info(
+        "demo: headless: {} frames of the simulated catheter phantom, PNG every {} frames, metrics in {}",
+        a.frames, a.snapshot_every, cfg.sinks.metrics_json);
+    while (p.metrics().frames.load() < std::uint64_t(a.frames) && !interrupt.requested())
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  streamer.stop();
+  p.stop();
   return 0;
 }
 
@@ -83,16 +106,28 @@ int run_demo(DemoArgs a) {
 
 Runner add_demo(CLI::App& app) {
   auto a = std::make_shared<DemoArgs>();
+  a->sim.matrix = 192;
   a->sim.coils = 8;
   a->sim.snr = 40.0;
-  app.add_option("--out-dir", a->out_dir, "where the PNG frames and metrics.json go (default out/demo)");
-  app.add_option("--frames", a->frames, "frames to reconstruct (default 24)");
-  app.add_option("--window", a->window, "spokes per frame W (default 89)");
+  a->sim.rate_hz = 400;
+  app.add_flag("--headless", a->headless, "no window: a fixed number of frames, PNG snapshots and metrics");
+  app.add_option("--out-dir", a->out_dir, "snapshots and metrics.json go here (default out/demo)");
+  app.add_option("--frames", a->frames, "headless: frames to reconstruct (default 60)");
+  app.add_option("--snapshot-every", a->snapshot_every, "headless: a PNG every N frames (default 10)");
+  app.add_option("--window", a->window, "spokes per frame W (default 128)");
   app.add_option("--stride", a->stride, "new frame every S spokes (default 16)");
-  app.add_option("--matrix", a->sim.matrix, "image matrix N (default 256)");
+  app.add_option("--matrix", a->sim.matrix, "image matrix N (default 192)");
   app.add_option("--coils", a->sim.coils, "coils (default 8)");
   app.add_option("--snr", a->sim.snr, "k-space SNR (default 40)");
+  app.add_option("--rate", a->sim.rate_hz, "spokes per second (default 400)");
   app.add_option("--angles", a->sim.angles, "angle scheme (default golden)");
+  app.add_option("--pool", a->pool, "precomputed spokes sent cyclically, 0 = compute live (default 1024)");
+  app.add_option("--screenshot", a->screenshot,
+                 "viewer: save the window as this PNG (with a .json beside it)");
+  app.add_option("--screenshot-after", a->screenshot_after_s,
+                 "viewer: seconds before the screenshot (default 3)");
+  app.add_option("--close-after", a->close_after_s, "viewer: close the window after this many seconds");
+  app.add_option("--set-window", a->set_window, "viewer: move the window slider to W at 1 s (tests)");
   a->recon.add_to(app);
   return [a] { return run_demo(*a); };
 }

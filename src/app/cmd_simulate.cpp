@@ -11,6 +11,7 @@
 #include "sim/simulator.hpp"
 #include "stream/metrics.hpp"
 #include "stream/sender.hpp"
+#include "stream/sim_streamer.hpp"
 
 namespace radstream::app {
 namespace {
@@ -26,12 +27,6 @@ struct SimArgs {
   double header_every_s = 1.0;
   std::uint32_t stream_id = 0;
 };
-
-void sleep_until_ns(std::int64_t t) {
-  timespec ts{time_t(t / 1000000000), long(t % 1000000000)};
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-  }
-}
 
 int write_file(const SimArgs& a) {
   const long n_spokes = a.spokes < 0 ? 256 : a.spokes;
@@ -58,74 +53,14 @@ int write_file(const SimArgs& a) {
 
 int stream(const SimArgs& a) {
   InterruptWatch interrupt;
-  if (a.pool < 0) throw ConfigError("--pool " + std::to_string(a.pool) + " must be >= 0");
-  const Simulator sim(a.sim);
-  const std::string xml = stream_header_to_xml(sim.header());
-  std::vector<Spoke> pool;
-  if (a.pool > 0) {
-    log::info("simulate: precomputing {} spokes ({} samples x {} coils)", a.pool, sim.samples(), a.sim.coils);
-    for (int first = 0; first < a.pool; first += 256) {
-      auto part = sim.spokes(std::uint64_t(first), std::min(256, a.pool - first));
-      for (auto& s : part) pool.push_back(std::move(s));
-      if (interrupt.requested()) return 130;
-    }
-  }
-  zmq::context_t ctx(1);
-  Sender sender(ctx, a.sender, a.stream_id ? a.stream_id : new_stream_id());
-  const double rate = a.sim.rate_hz;
-  const long total = a.spokes >= 0 ? a.spokes : a.duration_s > 0 ? long(a.duration_s * rate) : -1;
-  log::info("simulate: streaming {} spokes/s to {} ({} {}), stream id {}, {}", rate, a.sender.endpoint,
-            a.sender.socket, a.sender.bind ? "bind" : "connect", sender.stream_id(),
-            total < 0 ? std::string("until Ctrl-C") : std::to_string(total) + " spokes");
-  const std::int64_t t0 = monotonic_ns();
-  const std::int64_t period = std::int64_t(1e9 / rate);
-  std::int64_t next_header = t0, next_report = t0 + 2000000000;
-  const int batch = std::clamp(int(rate / 50), 1, 256);
-  std::vector<Spoke> live;
-  std::uint64_t live_first = 0;
-  bool warned = false;
-  sender.send_header(xml);
-  next_header += std::int64_t(a.header_every_s * 1e9);
-  std::uint64_t i = 0;
-  for (; total < 0 || std::int64_t(i) < total; ++i) {
-    if (interrupt.requested()) {
-      log::info("simulate: interrupted");
-      break;
-    }
-    const std::int64_t due = t0 + std::int64_t(i) * period;
-    Spoke s;
-    if (!pool.empty()) {
-      s = pool[i % pool.size()];
-    } else {
-      if (i >= live_first + live.size()) {
-        live = sim.spokes(i, batch);
-        live_first = i;
-      }
-      s = std::move(live[i - live_first]);
-    }
-    s.header.spoke_index = i;
-    const std::int64_t now = monotonic_ns();
-    if (now < due) sleep_until_ns(due);
-    if (!warned && now - due > 500000000) {
-      warned = true;
-      log::warn(
-          "simulate: {:.0f} ms behind schedule: this machine cannot make {} spokes/s live; use --pool N",
-          double(now - due) * 1e-6, rate);
-    }
-    s.header.acquired_ns = due;
-    sender.send_spoke(s);
-    if (now >= next_header) {
-      sender.send_header(xml);
-      sender.heartbeat();
-      next_header += std::int64_t(a.header_every_s * 1e9);
-    }
-    if (now >= next_report) {
-      log::info("simulate: {} spokes sent ({:.0f}/s)", i + 1, double(i + 1) / (double(now - t0) * 1e-9));
-      next_report += 2000000000;
-    }
-  }
-  sender.close();
-  log::info("simulate: sent {} spokes in {:.2f} s", sender.spokes_sent(), double(monotonic_ns() - t0) * 1e-9);
+  StreamerParams sp;
+  sp.sender = a.sender;
+  sp.spokes = a.spokes >= 0 ? a.spokes : a.duration_s > 0 ? long(a.duration_s * a.sim.rate_hz) : -1;
+  sp.pool = a.pool;
+  sp.header_every_s = a.header_every_s;
+  sp.stream_id = a.stream_id;
+  SimStreamer streamer(a.sim, sp);
+  streamer.run([&] { return interrupt.requested(); });
   return 0;
 }
 

@@ -52,6 +52,21 @@ Ingest::Ingest(zmq::context_t& ctx, const IngestParams& p, Metrics& metrics, boo
   }
 }
 
+void Ingest::set_recorder(Recorder* r) {
+  std::string xml;
+  {
+    std::lock_guard lock(m_);
+    xml = xml_;
+  }
+  std::lock_guard rl(rec_m_);
+  recorder_ = r;
+  if (r && !xml.empty()) r->start_file(xml);
+}
+
+std::string Ingest::bound_endpoint() const {
+  return sock_.get(zmq::sockopt::last_endpoint);
+}
+
 Ingest::~Ingest() {
   stop();
 }
@@ -211,6 +226,7 @@ void Ingest::on_header(const wire::Message& m) {
   if (!first) ++metrics_.reconfigurations;
   log::info("ingest: stream header {}: matrix {}, {} samples (readout os {}), {} coils{}", m.env.stream_id,
             h.matrix, h.samples, h.readout_os, h.coils, first ? "" : " (geometry changed: reconfiguring)");
+  std::lock_guard rl(rec_m_);
   if (recorder_) recorder_->start_file(m.text);
 }
 
@@ -250,7 +266,10 @@ void Ingest::on_spoke(const wire::Message& m, std::span<const std::byte> acq_hea
   metrics_.streams = seq_.streams();
   if (verdict == V::Gap && seq_.gaps() == 1)
     log::warn("ingest: spokes missing before sequence {} (gaps are counted from now on)", m.env.sequence);
-  if (recorder_) recorder_->push(acq_header, m.traj, m.data);
+  {
+    std::lock_guard rl(rec_m_);
+    if (recorder_) recorder_->push(acq_header, m.traj, m.data);
+  }
   if (verdict == V::Late) {
     reject(wire::Reject::Late,
            fmt::format("spoke sequence {} arrived after {}", m.env.sequence, seq_.last()));

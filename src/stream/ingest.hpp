@@ -68,6 +68,11 @@ class Ingest {
   // stops, or the timeout passes.
   void wait_for(std::uint64_t generation, std::uint64_t count, std::chrono::milliseconds timeout) const;
 
+  // Replaces the recorder (null: recording off) between messages; a new one starts its file with the current
+  // stream header. The caller keeps the old one alive until this returns.
+  void set_recorder(Recorder* r);
+  std::string bound_endpoint() const;  // the endpoint actually bound (resolves tcp://...:* ports)
+
   // Handles one message given as frames (the thread's own path, public for tests).
   void handle(std::span<const std::span<const std::byte>> parts);
 
@@ -82,6 +87,7 @@ class Ingest {
   bool device_ring_;
   int max_window_;
   Recorder* recorder_;
+  std::mutex rec_m_;  // guards recorder_ against set_recorder
   wire::Limits limits_;
   zmq::socket_t sock_;
   std::thread thread_;

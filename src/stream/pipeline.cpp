@@ -140,6 +140,38 @@ void Pipeline::set_stride(int s) {
   stride_ = s;
 }
 
+void Pipeline::set_recon(const ReconParams& p) {
+  p.validate();
+  std::lock_guard lock(m_);
+  pending_recon_ = std::make_unique<ReconParams>(p);
+}
+
+ReconParams Pipeline::recon() const {
+  std::lock_guard lock(m_);
+  return pending_recon_ ? *pending_recon_ : cfg_.recon;
+}
+
+std::string Pipeline::last_error() const {
+  std::lock_guard lock(m_);
+  return last_error_;
+}
+
+void Pipeline::set_recording(const std::string& path) {
+  std::unique_ptr<Recorder> next;
+  if (!path.empty()) next = std::make_unique<Recorder>(path, std::size_t(1) << 30, metrics_);
+  ingest_->set_recorder(next.get());
+  if (recorder_) recorder_->stop();
+  recorder_ = std::move(next);
+  std::lock_guard lock(m_);
+  recording_ = path;
+  log::info("run: recording {}", path.empty() ? std::string("off") : "to " + path);
+}
+
+std::string Pipeline::recording() const {
+  std::lock_guard lock(m_);
+  return recording_;
+}
+
 std::shared_ptr<const FrameResult> Pipeline::latest() const {
   std::lock_guard lock(m_);
   return latest_;
@@ -191,6 +223,14 @@ bool Pipeline::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t end,
   out.last_spoke = times.last_index;
   out.last_acquired_ns = times.acquired_ns;
   out.last_arrival_ns = times.arrival_ns;
+  const int coil = coil_view_;
+  if (coil >= 0 && chain.keeps_coil_images() && coil < chain.geometry().coils) {
+    const auto ci = chain.coil_images();
+    const std::size_t px = out.image.size();
+    for (std::size_t i = 0; i < px; ++i)
+      out.image[i] = cfloat(std::abs(ci.data[std::size_t(coil) * px + i]), 0.f);
+    out.coil = coil;
+  }
   for (const auto& t : chain.timings()) metrics_.add_stage(t.stage, t.ms);
   metrics_.add_stage("frame_total", double(out.ready_ns - t0) * 1e-6);
   return true;
@@ -213,6 +253,20 @@ void Pipeline::recon_loop() {
       ingest_->wait_for(generation, 1, std::chrono::milliseconds(100));
       continue;
     }
+    {
+      std::unique_ptr<ReconParams> next;
+      {
+        std::lock_guard lock(m_);
+        next = std::move(pending_recon_);
+      }
+      if (next) {  // rebuild the chain with the new settings before the next frame
+        cfg_.recon = *next;
+        const BackendDecision b = resolve_backend(next->backend);
+        backend_ = b.backend;
+        chain.reset();
+        log::info("run: new reconstruction settings ({} backend: {})", to_string(backend_), b.reason);
+      }
+    }
     int want = window_, stride = stride_;
     if (cfg_.frames.framing == "rotation") want = stride = std::max(1, st.header.angles.spokes_per_rotation);
     if (st.generation != generation || want != W || !chain) {
@@ -227,6 +281,10 @@ void Pipeline::recon_loop() {
         log::info("run: reconstructing {} ({} backend), a frame every {} spokes", g.str(),
                   to_string(backend_), stride);
       } catch (const Error& e) {
+        {
+          std::lock_guard lock(m_);
+          last_error_ = e.what();
+        }
         log_once(0, std::string("cannot configure the reconstruction: ") + e.what());
         ++metrics_.frames_failed;
         chain.reset();

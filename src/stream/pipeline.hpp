@@ -86,7 +86,8 @@ struct RunConfig {
 struct FrameResult {
   std::uint64_t number = 0;
   int matrix = 0;
-  std::vector<cfloat> image;                      // [N][N], magnitude in the real part
+  std::vector<cfloat> image;  // [N][N], magnitude in the real part (coil k's magnitude in coil view)
+  int coil = -1;              // -1: combined; else the coil shown
   std::uint64_t first_spoke = 0, last_spoke = 0;  // spoke indices
   std::uint64_t end_serial = 0;                   // ring serial after the last spoke
   int window = 0;
@@ -111,6 +112,19 @@ class Pipeline {
   // Between frames, while running. Throws ConfigError naming a bad value.
   void set_window(int w);
   void set_stride(int s);
+  // A new reconstruction setting (method, DCF, kernel, FFT engine, backend...), applied between frames by
+  // rebuilding the chain. Throws ConfigError naming a bad value (the running chain stays).
+  void set_recon(const ReconParams& p);
+  ReconParams recon() const;
+  // -1: the combined image; k >= 0: coil k's magnitude (needs per-coil images: not with the fused tail).
+  void set_coil_view(int coil) { coil_view_ = coil; }
+  int coil_view() const { return coil_view_; }
+  // Starts recording every received spoke into `path` (.h5), or stops (empty). Throws ConfigError/IoError.
+  void set_recording(const std::string& path);
+  std::string recording() const;
+  std::string endpoint() const { return ingest_->bound_endpoint(); }
+  StreamHeader stream_header() const { return ingest_->state().header; }
+  std::string last_error() const;
   int window() const { return window_; }
   int stride() const { return stride_; }
   Backend backend() const { return backend_; }
@@ -139,7 +153,10 @@ class Pipeline {
   std::unique_ptr<Recorder> recorder_;
   std::unique_ptr<Ingest> ingest_;
   std::unique_ptr<zmq::socket_t> publisher_;
-  std::atomic<int> window_, stride_;
+  std::atomic<int> window_, stride_, coil_view_{-1};
+  std::unique_ptr<ReconParams> pending_recon_;  // guarded by m_
+  std::string last_error_;                      // guarded by m_
+  std::string recording_;                       // guarded by m_
   std::atomic<bool> running_{false};
   std::int64_t t0_ns_ = 0;
   std::thread recon_, sink_, reporter_;

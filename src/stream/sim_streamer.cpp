@@ -1,0 +1,109 @@
+#include "stream/sim_streamer.hpp"
+
+#include <algorithm>
+#include <ctime>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "io/mrd_file.hpp"
+#include "stream/metrics.hpp"
+
+namespace radstream {
+namespace {
+
+void sleep_until_ns(std::int64_t t) {
+  timespec ts{time_t(t / 1000000000), long(t % 1000000000)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
+}  // namespace
+
+SimStreamer::SimStreamer(const SimParams& sim, const StreamerParams& p) : sim_(sim), p_(p) {
+  if (p.pool < 0) throw ConfigError("pool " + std::to_string(p.pool) + " must be >= 0");
+  if (p.header_every_s <= 0) throw ConfigError("header interval must be > 0 s");
+  p.sender.validate();
+  if (p.pool > 0) {
+    log::info("simulate: precomputing {} spokes ({} samples x {} coils)", p.pool, sim_.samples(), sim.coils);
+    pool_ = sim_.spokes(0, p.pool);
+  }
+}
+
+SimStreamer::~SimStreamer() {
+  stop();
+}
+
+void SimStreamer::start() {
+  stop_ = false;
+  thread_ = std::thread([this] {
+    try {
+      run();
+    } catch (const std::exception& e) {
+      log::error("simulate: {}", e.what());
+    }
+  });
+}
+
+void SimStreamer::stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+std::uint64_t SimStreamer::run(const std::function<bool()>& interrupted) {
+  zmq::context_t ctx(1);
+  Sender sender(ctx, p_.sender, p_.stream_id ? p_.stream_id : new_stream_id());
+  const std::string xml = stream_header_to_xml(sim_.header());
+  const double rate = sim_.params().rate_hz;
+  log::info("simulate: streaming {} spokes/s to {} ({} {}), stream id {}, {}", rate, p_.sender.endpoint,
+            p_.sender.socket, p_.sender.bind ? "bind" : "connect", sender.stream_id(),
+            p_.spokes < 0 ? std::string("until stopped") : std::to_string(p_.spokes) + " spokes");
+  const std::int64_t t0 = monotonic_ns();
+  const double period = 1e9 / rate;
+  const std::int64_t header_ns = std::int64_t(p_.header_every_s * 1e9);
+  std::int64_t next_header = t0 + header_ns, next_report = t0 + 2000000000;
+  const int batch = std::clamp(int(rate / 50), 1, 256);
+  std::vector<Spoke> live;
+  std::uint64_t live_first = 0;
+  bool warned = false;
+  sender.send_header(xml);
+  std::uint64_t i = 0;
+  for (; p_.spokes < 0 || std::int64_t(i) < p_.spokes; ++i) {
+    if (stop_ || (interrupted && interrupted())) break;
+    const std::int64_t due = t0 + std::int64_t(double(i) * period);
+    Spoke s;
+    if (!pool_.empty()) {
+      s = pool_[i % pool_.size()];
+    } else {
+      if (i >= live_first + live.size()) {
+        live = sim_.spokes(i, batch);
+        live_first = i;
+      }
+      s = std::move(live[i - live_first]);
+    }
+    s.header.spoke_index = i;
+    const std::int64_t now = monotonic_ns();
+    if (now < due) sleep_until_ns(due);
+    if (!warned && now - due > 500000000) {
+      warned = true;
+      log::warn("simulate: {:.0f} ms behind schedule: this machine cannot make {} spokes/s live; use a pool",
+                double(now - due) * 1e-6, rate);
+    }
+    s.header.acquired_ns = due;
+    sender.send_spoke(s);
+    ++sent_;
+    if (now >= next_header) {
+      sender.send_header(xml);
+      sender.heartbeat();
+      next_header += header_ns;
+    }
+    if (now >= next_report) {
+      log::debug("simulate: {} spokes sent ({:.0f}/s)", i + 1, double(i + 1) / (double(now - t0) * 1e-9));
+      next_report += 2000000000;
+    }
+  }
+  sender.close();
+  log::info("simulate: sent {} spokes in {:.2f} s", sender.spokes_sent(), double(monotonic_ns() - t0) * 1e-9);
+  return sender.spokes_sent();
+}
+
+}  // namespace radstream

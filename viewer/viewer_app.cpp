@@ -1,0 +1,475 @@
+#define GL_GLEXT_PROTOTYPES
+#include "viewer/viewer_app.hpp"
+
+#include <GL/gl.h>
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <imgui_impl_glfw.h>
+#include <imgui_impl_opengl3.h>
+#include <stb_image_write.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include "core/log.hpp"
+#include "io/png_writer.hpp"
+#include "viewer/image_view.hpp"
+
+namespace radstream::viewer {
+namespace {
+
+constexpr float kPanelWidth = 390.f;
+constexpr std::size_t kHistory = 300;
+
+struct History {
+  std::deque<float> v;
+  void add(float x) {
+    v.push_back(x);
+    if (v.size() > kHistory) v.pop_front();
+  }
+  std::vector<float> vec() const { return {v.begin(), v.end()}; }
+};
+
+const char* kFft[] = {"auto", "fftw", "cufft", "custom"};
+const char* kDcf[] = {"none", "ramp", "ramp-dc", "voronoi"};
+const char* kBackend[] = {"auto", "cpu", "cuda"};
+const char* kMaps[] = {"grey", "hot"};
+
+template <std::size_t N>
+int index_of(const char* (&names)[N], const std::string& s) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (s == names[i]) return int(i);
+  return 0;
+}
+
+}  // namespace
+
+struct Viewer::Impl {
+  Pipeline& p;
+  ViewerOptions opt;
+  GLFWwindow* win = nullptr;
+  std::unique_ptr<ImageView> view;
+  Display disp;
+  std::shared_ptr<const FrameResult> shown;
+  std::vector<float> pixels;
+  bool frozen = false, fullscreen = false, auto_once = true;
+  int win_x = 100, win_y = 100, win_w = 0, win_h = 0;
+  History fps, e2e, glass;
+  LatencySeries glass_stats{5};
+  long displayed = 0;
+  std::int64_t t0 = 0, last_fps_t = 0;
+  long frames_at_last_fps = 0;
+  int ui_window = 0, ui_stride = 0, ui_coil = -1;
+  ReconParams ui_recon;
+  char record_name[512] = {};
+  std::string message;
+  bool screenshot_done = false, window_set = false;
+
+  Impl(Pipeline& pl, const ViewerOptions& o) : p(pl), opt(o) {}
+  void upload_latest();
+  void handle_mouse(const Rect& area);
+  void handle_keys();
+  void panels(const Rect& area);
+  void overlay(const Rect& area);
+  void snapshot();
+  void toggle_record();
+  void toggle_fullscreen();
+  void apply_recon();
+  void write_screenshot(int fb_w, int fb_h, const Rect& area);
+};
+
+Viewer::Viewer(Pipeline& pipeline, const ViewerOptions& opt) : impl_(new Impl(pipeline, opt)) {
+  const char* display = std::getenv("DISPLAY");
+  const char* wayland = std::getenv("WAYLAND_DISPLAY");
+  if ((!display || !*display) && (!wayland || !*wayland)) {
+    delete impl_;
+    throw Unavailable("no display (DISPLAY and WAYLAND_DISPLAY are unset)");
+  }
+  glfwSetErrorCallback([](int code, const char* what) { log::debug("GLFW error {}: {}", code, what); });
+  if (!glfwInit()) {
+    delete impl_;
+    throw Unavailable("GLFW could not initialise (no usable display)");
+  }
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GL_TRUE);
+  Impl& s = *impl_;
+  s.win = glfwCreateWindow(opt.width, opt.height, "radstream", nullptr, nullptr);
+  if (!s.win) {
+    glfwTerminate();
+    delete impl_;
+    throw Unavailable("no OpenGL 3.3 core context on this display");
+  }
+  glfwMakeContextCurrent(s.win);
+  glfwSwapInterval(1);  // vsync
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGui::GetIO().IniFilename = nullptr;
+  ImGui::StyleColorsDark();
+  ImGui_ImplGlfw_InitForOpenGL(s.win, true);
+  ImGui_ImplOpenGL3_Init("#version 330 core");
+  try {
+    s.view = std::make_unique<ImageView>();
+  } catch (const std::exception& e) {
+    ImGui_ImplOpenGL3_Shutdown();
+    ImGui_ImplGlfw_Shutdown();
+    ImGui::DestroyContext();
+    glfwDestroyWindow(s.win);
+    glfwTerminate();
+    delete impl_;
+    throw Unavailable(e.what());
+  }
+  s.ui_window = pipeline.window();
+  s.ui_stride = pipeline.stride();
+  s.ui_recon = pipeline.recon();
+  std::snprintf(s.record_name, sizeof s.record_name, "%s", opt.record_path.c_str());
+  log::info("viewer: OpenGL {} ({})", reinterpret_cast<const char*>(glGetString(GL_VERSION)),
+            reinterpret_cast<const char*>(glGetString(GL_RENDERER)));
+}
+
+Viewer::~Viewer() {
+  Impl& s = *impl_;
+  s.view.reset();  // reverse order: our GL objects, the ImGui backends, ImGui, the window, GLFW
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(s.win);
+  glfwTerminate();
+  delete impl_;
+}
+
+void Viewer::Impl::upload_latest() {
+  if (frozen) return;
+  auto f = p.latest();
+  if (!f || f == shown) return;
+  shown = f;
+  pixels.resize(f->image.size());
+  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = f->image[i].real();
+  view->upload(pixels, f->matrix);
+  if (disp.auto_window || auto_once) {
+    percentile_window(pixels, 0.01f, 0.995f, disp.low, disp.high);
+    disp.low = std::max(0.f, disp.low);
+    auto_once = false;
+  }
+}
+
+void Viewer::Impl::handle_mouse(const Rect& area) {
+  ImGuiIO& io = ImGui::GetIO();
+  if (io.WantCaptureMouse) return;
+  const ImVec2 m = io.MousePos;
+  if (m.x < area.x || m.x > area.x + area.w || m.y < area.y || m.y > area.y + area.h) return;
+  if (io.MouseWheel != 0.f) {  // zoom about the cursor
+    const Rect before = view->placement(disp, area);
+    const float fx = (m.x - before.x) / before.w, fy = (m.y - before.y) / before.h;
+    disp.zoom = std::clamp(disp.zoom * std::pow(1.15f, io.MouseWheel), 0.2f, 40.f);
+    const Rect after = view->placement(disp, area);
+    disp.pan_x += (m.x - (after.x + fx * after.w)) / after.w;
+    disp.pan_y += (m.y - (after.y + fy * after.h)) / after.h;
+  }
+  const Rect r = view->placement(disp, area);
+  if (ImGui::IsMouseDragging(ImGuiMouseButton_Left)) {
+    disp.pan_x += io.MouseDelta.x / r.w;
+    disp.pan_y += io.MouseDelta.y / r.h;
+  }
+  if (ImGui::IsMouseDragging(ImGuiMouseButton_Right)) {  // window/level: x widens, y moves the level
+    disp.auto_window = false;
+    const float width = disp.high - disp.low, level = 0.5f * (disp.high + disp.low);
+    const float nw = std::max(1e-9f, width * std::exp(io.MouseDelta.x * 0.01f));
+    const float nl = level - io.MouseDelta.y * width * 0.005f;
+    disp.low = nl - 0.5f * nw;
+    disp.high = nl + 0.5f * nw;
+  }
+  if (ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) disp.zoom = 1.f, disp.pan_x = disp.pan_y = 0.f;
+}
+
+void Viewer::Impl::handle_keys() {
+  ImGuiIO& io = ImGui::GetIO();
+  if (io.WantCaptureKeyboard) return;
+  if (ImGui::IsKeyPressed(GLFW_KEY_SPACE, false)) frozen = !frozen;
+  if (ImGui::IsKeyPressed(GLFW_KEY_R, false)) toggle_record();
+  if (ImGui::IsKeyPressed(GLFW_KEY_S, false)) snapshot();
+  if (ImGui::IsKeyPressed(GLFW_KEY_F, false)) toggle_fullscreen();
+  if (ImGui::IsKeyPressed(GLFW_KEY_A, false)) auto_once = true;
+  if (ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false) && fullscreen) toggle_fullscreen();
+}
+
+void Viewer::Impl::snapshot() {
+  if (pixels.empty() || !shown) return;
+  std::filesystem::create_directories(opt.snapshot_dir);
+  const std::string path = fmt::format("{}/frame_{:06d}.png", opt.snapshot_dir, shown->number);
+  try {
+    write_png_grey(path, pixels, shown->matrix, shown->matrix, disp.low, disp.high);
+    message = "snapshot: " + path;
+  } catch (const std::exception& e) {
+    message = std::string("snapshot failed: ") + e.what();
+  }
+  log::info("viewer: {}", message);
+}
+
+void Viewer::Impl::toggle_record() {
+  try {
+    p.set_recording(p.recording().empty() ? std::string(record_name) : std::string());
+    message = p.recording().empty() ? "recording stopped" : "recording to " + p.recording();
+  } catch (const std::exception& e) {
+    message = std::string("record: ") + e.what();
+  }
+}
+
+void Viewer::Impl::toggle_fullscreen() {
+  GLFWmonitor* mon = glfwGetPrimaryMonitor();
+  if (!fullscreen && mon) {
+    glfwGetWindowPos(win, &win_x, &win_y);
+    glfwGetWindowSize(win, &win_w, &win_h);
+    const GLFWvidmode* mode = glfwGetVideoMode(mon);
+    glfwSetWindowMonitor(win, mon, 0, 0, mode->width, mode->height, mode->refreshRate);
+    fullscreen = true;
+  } else if (fullscreen) {
+    glfwSetWindowMonitor(win, nullptr, win_x, win_y, win_w, win_h, 0);
+    fullscreen = false;
+  }
+}
+
+void Viewer::Impl::apply_recon() {
+  try {
+    p.set_recon(ui_recon);
+    message = "reconstruction settings applied at the next frame";
+  } catch (const std::exception& e) {
+    message = e.what();
+    ui_recon = p.recon();
+  }
+}
+
+void Viewer::Impl::panels(const Rect& area) {
+  Metrics& m = p.metrics();
+  const float x = area.x + area.w + 4.f;
+  float y = 4.f;
+  const ImGuiWindowFlags flags =
+      ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse;
+  auto place = [&](float h) {
+    ImGui::SetNextWindowPos(ImVec2(x, y));
+    ImGui::SetNextWindowSize(ImVec2(kPanelWidth - 8.f, h));
+    y += h + 4.f;
+  };
+  // Stream status.
+  place(140.f);
+  ImGui::Begin("Stream", nullptr, flags);
+  const std::int64_t last = m.last_message_ns.load();
+  const double age = last ? double(monotonic_ns() - last) * 1e-9 : -1.0;
+  const bool connected = last && !m.sender_lost.load();
+  ImGui::Text("%s  %s", p.endpoint().c_str(), connected ? "connected" : (last ? "SENDER LOST" : "waiting"));
+  ImGui::Text("spokes %llu   frames %llu   skipped %llu", (unsigned long long)m.spokes.load(),
+              (unsigned long long)m.frames.load(), (unsigned long long)m.frames_skipped.load());
+  ImGui::Text("last message %s ago", age < 0 ? "-" : fmt::format("{:.2f} s", age).c_str());
+  ImGui::Text("missing %llu in %llu gaps", (unsigned long long)m.missing.load(),
+              (unsigned long long)m.gaps.load());
+  std::string bad;
+  for (int r = 0; r < wire::kRejectCount; ++r)
+    if (m.rejected[r]) bad += fmt::format("{} {}  ", wire::to_string(wire::Reject(r)), m.rejected[r].load());
+  ImGui::TextWrapped("bad messages: %s", bad.empty() ? "none" : bad.c_str());
+  ImGui::End();
+  // Reconstruction controls: applied between frames, no restart.
+  place(272.f);
+  ImGui::Begin("Reconstruction", nullptr, flags);
+  ImGui::Text("method: gridding   backend now: %s", to_string(p.backend()).c_str());
+  if (ImGui::SliderInt("window W", &ui_window, 8, 1024) && ui_window > 0) {
+    try {
+      p.set_window(ui_window);
+    } catch (const std::exception& e) {
+      message = e.what();
+      ui_window = p.window();
+    }
+  }
+  if (ImGui::SliderInt("stride S", &ui_stride, 1, 256)) p.set_stride(std::max(1, ui_stride));
+  int fft = int(ui_recon.fft.engine), dcf = int(ui_recon.density.method), backend = int(ui_recon.backend);
+  int width = ui_recon.gridding.width;
+  float sigma = float(ui_recon.gridding.oversampling);
+  bool changed = false;
+  changed |= ImGui::Combo("FFT", &fft, kFft, 4);
+  changed |= ImGui::Combo("DCF", &dcf, kDcf, 4);
+  changed |= ImGui::SliderInt("kernel W", &width, 2, 8);
+  changed |= ImGui::SliderFloat("oversampling", &sigma, 1.25f, 2.5f, "%.3f");
+  changed |= ImGui::Combo("backend", &backend, kBackend, 3);
+  if (changed) {
+    ui_recon.fft.engine = parse_fft_engine(kFft[fft]);
+    ui_recon.density.method = parse_dcf(kDcf[dcf]);
+    ui_recon.backend = parse_backend(kBackend[backend]);
+    ui_recon.gridding.width = width + (width % 2);
+    ui_recon.gridding.oversampling = sigma;
+  }
+  if (ImGui::Button("Apply")) apply_recon();
+  ImGui::SameLine();
+  ImGui::TextDisabled("(takes effect at the next frame)");
+  if (ImGui::SliderInt("coil view", &ui_coil, -1, std::max(0, p.stream_header().coils - 1),
+                       ui_coil < 0 ? "combined" : "coil %d"))
+    p.set_coil_view(ui_coil);
+  if (!p.last_error().empty()) ImGui::TextWrapped("last error: %s", p.last_error().c_str());
+  ImGui::End();
+  // Display.
+  place(185.f);
+  ImGui::Begin("Display", nullptr, flags);
+  ImGui::Combo("colour map", &disp.colormap, kMaps, 2);
+  ImGui::SliderFloat("gamma", &disp.gamma, 0.3f, 3.f, "%.2f");
+  if (ImGui::InputFloat("black", &disp.low, 0, 0, "%.4g")) disp.auto_window = false;
+  if (ImGui::InputFloat("white", &disp.high, 0, 0, "%.4g")) disp.auto_window = false;
+  ImGui::Checkbox("auto window (a)", &disp.auto_window);
+  ImGui::SameLine();
+  ImGui::Checkbox("freeze (space)", &frozen);
+  if (ImGui::Button(p.recording().empty() ? "Record (r)" : "Stop recording (r)")) toggle_record();
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(200.f);
+  ImGui::InputText("##file", record_name, sizeof record_name);
+  if (ImGui::Button("Snapshot (s)")) snapshot();
+  ImGui::SameLine();
+  if (ImGui::Button("Fullscreen (f)")) toggle_fullscreen();
+  ImGui::End();
+  // Performance.
+  place(std::max(190.f, area.h - y - 4.f));
+  ImGui::Begin("Performance", nullptr, flags);
+  const auto fv = fps.vec(), ev = e2e.vec(), gv = glass.vec();
+  ImGui::Text("display %.1f fps", fv.empty() ? 0.f : fv.back());
+  ImGui::PlotLines("##fps", fv.data(), int(fv.size()), 0, "frames/s", 0.f, FLT_MAX,
+                   ImVec2(kPanelWidth - 30, 40));
+  const auto pe = m.end_to_end.summary(), pg = glass_stats.summary();
+  ImGui::Text("acquired -> image ready: p50 %.2f  p99 %.2f ms", pe.p50, pe.p99);
+  ImGui::PlotLines("##e2e", ev.data(), int(ev.size()), 0, "ms", 0.f, FLT_MAX, ImVec2(kPanelWidth - 30, 40));
+  ImGui::Text("acquired -> on glass: p50 %.2f  p99 %.2f ms", pg.p50, pg.p99);
+  ImGui::PlotLines("##glass", gv.data(), int(gv.size()), 0, "ms", 0.f, FLT_MAX, ImVec2(kPanelWidth - 30, 40));
+  ImGui::End();
+}
+
+void Viewer::Impl::overlay(const Rect& area) {
+  ImDrawList* dl = ImGui::GetForegroundDrawList();
+  if (!shown) {
+    dl->AddText(ImVec2(area.x + 20, area.y + 20), IM_COL32(220, 220, 220, 255), "waiting for spokes...");
+    return;
+  }
+  const Rect r = view->placement(disp, area);
+  const int n = shown->matrix;
+  // Pixel value under the cursor.
+  const ImVec2 m = ImGui::GetIO().MousePos;
+  std::string line = fmt::format(
+      "frame {}  spokes {}..{}  W {}{}{}", shown->number, shown->first_spoke, shown->last_spoke,
+      shown->window, shown->coil >= 0 ? fmt::format("  coil {}", shown->coil) : "", frozen ? "  FROZEN" : "");
+  if (m.x >= r.x && m.x < r.x + r.w && m.y >= r.y && m.y < r.y + r.h) {
+    const int px = std::clamp(int((m.x - r.x) / r.w * float(n)), 0, n - 1);
+    const int py = std::clamp(int((m.y - r.y) / r.h * float(n)), 0, n - 1);
+    line += fmt::format("   ({}, {}) = {:.4g}", px, py, pixels[std::size_t(py) * n + px]);
+  }
+  dl->AddText(ImVec2(area.x + 10, area.y + 8), IM_COL32(255, 255, 0, 255), line.c_str());
+  if (!message.empty())
+    dl->AddText(ImVec2(area.x + 10, area.y + area.h - 24), IM_COL32(200, 200, 255, 255), message.c_str());
+  // Scale bar from the field of view: a round length near a fifth of the image.
+  const double fov = p.stream_header().fov_mm;
+  const double mm_per_px = fov / r.w;
+  double bar_mm = 1;
+  for (double c : {1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0})
+    if (c / mm_per_px <= r.w * 0.25) bar_mm = c;
+  const float len = float(bar_mm / mm_per_px);
+  const float bx = area.x + area.w - len - 20.f, by = area.y + area.h - 20.f;
+  dl->AddLine(ImVec2(bx, by), ImVec2(bx + len, by), IM_COL32(255, 255, 255, 255), 3.f);
+  dl->AddText(ImVec2(bx, by - 18), IM_COL32(255, 255, 255, 255), fmt::format("{:g} mm", bar_mm).c_str());
+}
+
+void Viewer::Impl::write_screenshot(int fb_w, int fb_h, const Rect& area) {
+  std::vector<unsigned char> rgb(std::size_t(fb_w) * fb_h * 3);
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadBuffer(GL_BACK);
+  glReadPixels(0, 0, fb_w, fb_h, GL_RGB, GL_UNSIGNED_BYTE, rgb.data());
+  std::vector<unsigned char> flipped(rgb.size());
+  for (int y = 0; y < fb_h; ++y)
+    std::copy_n(rgb.data() + std::size_t(fb_h - 1 - y) * fb_w * 3, std::size_t(fb_w) * 3,
+                flipped.data() + std::size_t(y) * fb_w * 3);
+  const std::filesystem::path path(opt.screenshot);
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  if (!stbi_write_png(path.c_str(), fb_w, fb_h, 3, flipped.data(), fb_w * 3))
+    log::error("viewer: cannot write {}", path.string());
+  const Rect r = view->placement(disp, area);
+  std::ofstream j(path.string() + ".json");
+  j << fmt::format(
+      "{{\"frame\": {}, \"first_spoke\": {}, \"last_spoke\": {}, \"window\": {}, \"matrix\": {}, "
+      "\"image_rect\": "
+      "[{:.2f}, {:.2f}, {:.2f}, {:.2f}], \"panel_x\": {:.1f}, \"low\": {:.6g}, \"high\": {:.6g}, \"gamma\": "
+      "{}, "
+      "\"colormap\": {}, \"fb\": [{}, {}], \"pipeline_window\": {}}}\n",
+      shown ? shown->number : 0, shown ? shown->first_spoke : 0, shown ? shown->last_spoke : 0,
+      shown ? shown->window : 0, shown ? shown->matrix : 0, r.x, r.y, r.w, r.h, area.x + area.w, disp.low,
+      disp.high, disp.gamma, disp.colormap, fb_w, fb_h, p.window());
+  log::info("viewer: screenshot {} (frame {})", path.string(), shown ? shown->number : 0);
+}
+
+long Viewer::run() {
+  Impl& s = *impl_;
+  s.t0 = s.last_fps_t = monotonic_ns();
+  bool screenshot_pending = false;
+  while (!glfwWindowShouldClose(s.win)) {
+    glfwPollEvents();
+    if (glfwGetWindowAttrib(s.win, GLFW_ICONIFIED)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    const double t = double(monotonic_ns() - s.t0) * 1e-9;
+    if (s.opt.set_window > 0 && !s.window_set && t >= 1.0) {  // as if the slider were moved
+      s.window_set = true;
+      s.ui_window = s.opt.set_window;
+      s.p.set_window(s.ui_window);
+    }
+    if (s.opt.close_after_s > 0 && t >= s.opt.close_after_s) glfwSetWindowShouldClose(s.win, GLFW_TRUE);
+    const auto before = s.shown;
+    s.upload_latest();
+    const bool fresh = s.shown && s.shown != before;
+    int fb_w = 0, fb_h = 0, w_w = 0, w_h = 0;
+    glfwGetFramebufferSize(s.win, &fb_w, &fb_h);
+    glfwGetWindowSize(s.win, &w_w, &w_h);
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    ImGui::NewFrame();
+    const Rect area{0.f, 0.f, std::max(50.f, float(w_w) - kPanelWidth), float(w_h)};
+    s.handle_mouse(area);
+    s.handle_keys();
+    s.panels(area);
+    s.overlay(area);
+    ImGui::Render();
+    glViewport(0, 0, fb_w, fb_h);
+    glClearColor(0.06f, 0.06f, 0.07f, 1.f);
+    glClear(GL_COLOR_BUFFER_BIT);
+    const float sx = w_w ? float(fb_w) / float(w_w) : 1.f, sy = w_h ? float(fb_h) / float(w_h) : 1.f;
+    s.view->draw(s.disp, Rect{area.x * sx, area.y * sy, area.w * sx, area.h * sy}, fb_w, fb_h);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    if (!s.opt.screenshot.empty() && !s.screenshot_done && t >= s.opt.screenshot_after_s && s.shown) {
+      screenshot_pending = true;
+      s.write_screenshot(fb_w, fb_h, area);
+      s.screenshot_done = true;
+    }
+    glfwSwapBuffers(s.win);
+    const std::int64_t now = monotonic_ns();
+    if (fresh) {  // the frame's "shown" time is this swap
+      ++s.displayed;
+      if (s.shown->last_acquired_ns > 0) {
+        const double ms = double(now - s.shown->last_acquired_ns) * 1e-6;
+        s.glass.add(float(ms));
+        s.glass_stats.add(ms);
+        s.p.metrics().add_stage("to_glass", ms);
+        s.e2e.add(float(double(s.shown->ready_ns - s.shown->last_acquired_ns) * 1e-6));
+      }
+    }
+    if (now - s.last_fps_t >= 500000000) {
+      s.fps.add(float(double(s.displayed - s.frames_at_last_fps) / (double(now - s.last_fps_t) * 1e-9)));
+      s.frames_at_last_fps = s.displayed;
+      s.last_fps_t = now;
+    }
+  }
+  static_cast<void>(screenshot_pending);
+  const auto g = s.glass_stats.summary();
+  log::info("viewer: closed; {} frames shown, acquired -> on glass p50 {:.2f} ms, p99 {:.2f} ms", s.displayed,
+            g.p50, g.p99);
+  return s.displayed;
+}
+
+}  // namespace radstream::viewer

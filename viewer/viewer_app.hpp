@@ -1,0 +1,46 @@
+// The live viewer: a GLFW window with OpenGL 3.3 core and Dear ImGui (1.86) on the render thread, showing
+// the newest frame of a running Pipeline (latest wins; the loop never waits for the pipeline), with the
+// controls, status and plots of DESIGN.md section 7. The loop is shaped like ImGui's example_glfw_opengl3:
+// poll, new frame, build the UI, render, swap (vsync on), sleep while iconified, reverse-order shutdown.
+#pragma once
+#include <stdexcept>
+#include <string>
+
+#include "stream/pipeline.hpp"
+
+namespace radstream::viewer {
+
+// No display, or GLFW/OpenGL 3.3 could not start: the caller falls back to headless.
+struct Unavailable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct ViewerOptions {
+  int width = 1280, height = 800;
+  std::string snapshot_dir = "out/snapshots";        // `s` / the Snapshot button write PNGs here
+  std::string record_path = "out/record/stream.h5";  // what `r` records into
+  // For tests and unattended runs: after `screenshot_after_s`, read back the framebuffer into `screenshot`
+  // (PNG) with a JSON beside it (the frame shown, where its image is, the window); `set_window` > 0 moves
+  // the window slider to that value at 1 s (through the same code path as the slider); close the window
+  // (as a user would) after `close_after_s`.
+  std::string screenshot;
+  double screenshot_after_s = 3.0;
+  int set_window = 0;
+  double close_after_s = 0;
+};
+
+class Viewer {
+ public:
+  Viewer(Pipeline& pipeline, const ViewerOptions& opt);  // opens the window; throws Unavailable
+  ~Viewer();
+  Viewer(const Viewer&) = delete;
+  Viewer& operator=(const Viewer&) = delete;
+  // Runs until the window is closed (or close_after_s). Returns the number of frames displayed.
+  long run();
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace radstream::viewer
