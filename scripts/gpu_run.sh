@@ -6,6 +6,6 @@ OUT=${OUT:-out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/nvidia_smi.txt"
 source "$(dirname "$0")/gpu_env.sh"
-RADSTREAM_REQUIRE_GPU=1 run .devcarry/radstream_tests --gtest_filter='CudaParity.*:CustomFft.*:CudaGraph.*:GpuStream.*:GriddingVsNudft.*:Chain.*' \
+RADSTREAM_REQUIRE_GPU=1 run .devcarry/radstream_tests --gtest_filter='CudaParity.*:CustomFft.*:CudaGraph.*:GpuStream.*:FbpCuda.*:GriddingVsNudft.*:Chain.*' \
   2>&1 | tee "$OUT/gpu_tests.log"
 run .devcarry/radstream bench --frames ${FRAMES:-100} --warmup 10 --out "$OUT/bench.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log"

@@ -8,6 +8,9 @@ namespace radstream::app {
 
 void ReconOptions::add_to(CLI::App& app) {
   app.add_option("-c,--config", config, "YAML config file whose recon: section sets the defaults");
+  app.add_option("--method", method, "gridding|fbp (default gridding)");
+  app.add_option("--fbp-filter", fbp_filter, "FBP filter: ram-lak|shepp-logan|hann (default ram-lak)");
+  app.add_option("--fbp-cutoff", fbp_cutoff, "FBP filter cut-off, fraction of Nyquist (default 1)");
   app.add_option("--dcf", dcf, "density compensation: ramp|ramp-dc|voronoi|none (default ramp-dc)");
   app.add_option("--width", width, "Kaiser-Bessel kernel width W in grid cells, even (default 4)");
   app.add_option("--oversampling", oversampling, "grid oversampling sigma (default 2)");
@@ -41,6 +44,9 @@ ReconParams ReconOptions::resolve() const {
       throw ConfigError(std::string("--") + opt + " " + value + ": " + e.what());
     }
   };
+  if (method) wrap("method", *method, [&] { p.method = parse_recon_method(*method); });
+  if (fbp_filter) wrap("fbp-filter", *fbp_filter, [&] { p.fbp.filter = parse_fbp_filter(*fbp_filter); });
+  if (fbp_cutoff) p.fbp.cutoff = *fbp_cutoff;
   if (dcf) wrap("dcf", *dcf, [&] { p.density.method = parse_dcf(*dcf); });
   if (backend) wrap("backend", *backend, [&] { p.backend = parse_backend(*backend); });
   if (fft) wrap("fft", *fft, [&] { p.fft.engine = parse_fft_engine(*fft); });

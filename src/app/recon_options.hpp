@@ -10,7 +10,8 @@ namespace radstream::app {
 
 struct ReconOptions {
   std::string config;  // YAML file with a recon: section
-  std::optional<std::string> dcf, backend, fft, planner;
+  std::optional<std::string> method, fbp_filter, dcf, backend, fft, planner;
+  std::optional<double> fbp_cutoff;
   std::optional<int> width, lut, threads;
   std::optional<double> oversampling;
 

@@ -2,6 +2,7 @@
 #include "coil_combine/coil_combine.hpp"
 #include "deapodize/deapodize.hpp"
 #include "density/density.hpp"
+#include "fbp/fbp.hpp"
 #include "fft/fft.hpp"
 #include "gridding/gridding.hpp"
 #include "pipeline/registry.hpp"
@@ -18,6 +19,8 @@ void register_cuda_stages(Registry& r) {
   r.add("fft_deapodize_combine", Backend::Cuda,
         [](const ReconParams& p) { return make_fused_image_cuda(p.gridding); });
   r.add("deapodize", Backend::Cuda, [](const ReconParams& p) { return make_deapodize_cuda(p.gridding); });
+  r.add("fbp_project", Backend::Cuda, [](const ReconParams& p) { return make_fbp_project_cuda(p.fbp, p.fft); });
+  r.add("backproject", Backend::Cuda, [](const ReconParams& p) { return make_backproject_cuda(p.fbp); });
   r.add("coil_combine", Backend::Cuda,
         [](const ReconParams& p) { return make_coil_combine_cuda(p.combine); });
 }

@@ -13,10 +13,12 @@ ReconChain::ReconChain(const ReconParams& params, Backend backend, const Registr
   params_.validate();
   ctx_.backend = backend;
   ctx_.threads = params.threads;
-  fused_ = backend == Backend::Cuda && params_.fft.engine == FftEngine::Custom && params_.fft.fused &&
+  const bool fbp = params_.method == ReconMethod::Fbp;
+  fused_ = !fbp && backend == Backend::Cuda && params_.fft.engine == FftEngine::Custom && params_.fft.fused &&
            params_.combine.method == CoilCombineMethod::Rss;
   std::vector<const char*> names{"density", "gridding", "fft_inverse", "deapodize", "coil_combine"};
   if (fused_) names = {"density", "gridding", "fft_deapodize_combine"};
+  if (fbp) names = {"fbp_project", "backproject", "coil_combine"};
   for (const char* n : names) stages_.push_back(registry.create(n, backend, params_));
   if (backend == Backend::Cuda) {
     ctx_.stream = gpu::create_stream();

@@ -7,11 +7,12 @@ namespace radstream {
 
 ReconMethod parse_recon_method(const std::string& name) {
   if (name == "gridding") return ReconMethod::Gridding;
-  throw ConfigError("reconstruction method '" + name + "' is not one of gridding");
+  if (name == "fbp") return ReconMethod::Fbp;
+  throw ConfigError("reconstruction method '" + name + "' is not one of gridding, fbp");
 }
 
-std::string to_string(ReconMethod) {
-  return "gridding";
+std::string to_string(ReconMethod m) {
+  return m == ReconMethod::Fbp ? "fbp" : "gridding";
 }
 
 ReconParams ReconParams::from_config(const YAML::Node& node) {

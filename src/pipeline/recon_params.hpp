@@ -8,31 +8,33 @@
 
 #include "coil_combine/coil_combine.hpp"
 #include "density/density.hpp"
+#include "fbp/fbp.hpp"
 #include "fft/fft.hpp"
 #include "gridding/gridding.hpp"
 #include "pipeline/backend.hpp"
 
 namespace radstream {
 
-enum class ReconMethod { Gridding };
-ReconMethod parse_recon_method(const std::string& name);  // gridding
+enum class ReconMethod { Gridding, Fbp };
+ReconMethod parse_recon_method(const std::string& name);  // gridding|fbp
 std::string to_string(ReconMethod m);
 
 struct ReconParams {
   ReconMethod method = ReconMethod::Gridding;
   BackendChoice backend = BackendChoice::Auto;
-  int threads = 0;  // CPU threads, 0 = all
+  int threads = 0;         // CPU threads, 0 = all
   bool cuda_graph = true;  // CUDA: capture the per-frame chain once as a CUDA graph and replay it
   DensityParams density;
   GriddingParams gridding;
   FftParams fft;
   CoilCombineParams combine;
+  FbpParams fbp;
 
   template <class V>
   void visit(V& v) {
     v.choice(
         "method", method, parse_recon_method, [](ReconMethod m) { return to_string(m); },
-        "reconstruction method: gridding");
+        "reconstruction method: gridding | fbp (filtered backprojection)");
     v.choice(
         "backend", backend, parse_backend, [](BackendChoice b) { return to_string(b); },
         "backend: auto (CUDA when a GPU is present) | cpu | cuda");
@@ -43,6 +45,7 @@ struct ReconParams {
     gridding.visit(v);
     fft.visit(v);
     combine.visit(v);
+    fbp.visit(v);
   }
 
   // Reads the keys of `node` (the `recon:` map) over the defaults. Throws ConfigError naming a bad key.

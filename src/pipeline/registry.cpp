@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "deapodize/deapodize.hpp"
+#include "fbp/fbp.hpp"
 
 namespace radstream {
 
@@ -36,6 +37,8 @@ void register_cpu_stages(Registry& r) {
   r.add("fft_forward", Backend::Cpu,
         [](const ReconParams& p) { return make_fft_cpu(p.fft, FftDirection::Forward); });
   r.add("deapodize", Backend::Cpu, [](const ReconParams& p) { return make_deapodize_cpu(p.gridding); });
+  r.add("fbp_project", Backend::Cpu, [](const ReconParams& p) { return make_fbp_project_cpu(p.fbp, p.fft); });
+  r.add("backproject", Backend::Cpu, [](const ReconParams& p) { return make_backproject_cpu(p.fbp); });
   r.add("coil_combine", Backend::Cpu, [](const ReconParams& p) { return make_coil_combine_cpu(p.combine); });
 }
 

@@ -2,6 +2,7 @@
 // Inverse: out[p] = sum_g in[g] exp(+2 pi i g p / G). Forward uses exp(-...).
 #pragma once
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "gridding/gridding.hpp"
@@ -37,6 +38,10 @@ struct FftParams {
            "(false keeps the per-coil images)");
   }
 };
+
+// FFTW's planner is process-wide and not thread-safe: every FFTW plan is made holding this lock (which also
+// sets up FFTW's threads once and asks for `threads`, 0 = all).
+std::unique_lock<std::mutex> fftw_plan_lock(int threads);
 
 // Throws ConfigError unless the extents are [batch][G][G] (both engines' configure()).
 void check_fft_grids(const Extents& input);

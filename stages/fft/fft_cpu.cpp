@@ -60,11 +60,22 @@ void check_fft_grids(const Extents& input) {
 
 namespace {
 
-// FFTW's planner is process-wide and not thread-safe: initialise its threading once and serialise planning.
 std::mutex& planner_mutex() {
   static std::mutex m;
   return m;
 }
+
+}  // namespace
+
+std::unique_lock<std::mutex> fftw_plan_lock(int threads) {
+  std::unique_lock lock(planner_mutex());
+  static std::once_flag threads_once;
+  std::call_once(threads_once, [] { fftwf_init_threads(); });
+  fftwf_plan_with_nthreads(threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency())));
+  return lock;
+}
+
+namespace {
 
 class FftCpu final : public Stage {
  public:
@@ -87,12 +98,7 @@ class FftCpu final : public Stage {
     ext_ = input;
     const int G = int(input[1]), batch = int(input[0]);
     HostBuffer<cfloat> scratch(input);
-    std::lock_guard lock(planner_mutex());
-    static std::once_flag threads_once;
-    std::call_once(threads_once, [] { fftwf_init_threads(); });
-    const int threads =
-        ctx.threads > 0 ? ctx.threads : int(std::max(1u, std::thread::hardware_concurrency()));
-    fftwf_plan_with_nthreads(threads);
+    const auto lock = fftw_plan_lock(ctx.threads);
     unsigned flags = p_.planner == FftPlanner::Estimate  ? FFTW_ESTIMATE
                      : p_.planner == FftPlanner::Patient ? FFTW_PATIENT
                                                          : FFTW_MEASURE;

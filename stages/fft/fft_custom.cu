@@ -59,6 +59,30 @@ __global__ void __launch_bounds__(ColShape<N>::threads)
       [&](int e, float2 v) { col[size_t(e) * N] = v; });
 }
 
+}  // namespace
+
+namespace customfft {
+
+bool supported(int n) {
+  return dispatch_size(n, []<int N>() {});
+}
+
+void rows_1d(float2* data, long transforms, int n, bool inverse, const float2* tw, cudaStream_t stream) {
+  dispatch_size(n, [&]<int N>() {
+    using R = RowShape<N>;
+    const unsigned blocks = unsigned((transforms + R::TB - 1) / R::TB);
+    if (inverse)
+      fft_rows<N, true><<<blocks, R::threads, R::smem, stream>>>(data, transforms, tw);
+    else
+      fft_rows<N, false><<<blocks, R::threads, R::smem, stream>>>(data, transforms, tw);
+    CUDA_CHECK_LAUNCH("fft_rows");
+  });
+}
+
+}  // namespace customfft
+
+namespace {
+
 class FftCustom final : public Stage {
  public:
   explicit FftCustom(FftDirection dir) : inverse_(dir == FftDirection::Inverse) {}

@@ -1,0 +1,99 @@
+// Filtered backprojection (the Schiwietz seed: radial spokes are projections by the central slice theorem).
+// Two stages, CPU and CUDA twins, then the usual coil combination:
+// Each spoke's line comes from its trajectory: direction th_p, sample spacing dk_p and the offset kc_p of its
+// middle sample from k = 0 (k_n = (n - S/2) dk_p + kc_p along th_p: shifted (gradient-delay corrected)
+// spokes, spokes without a sample at k = 0 and any readout oversampling are handled).
+//  1. fbp_project: per spoke and coil, the ramp-type filter H(|k_n|) dk_p (|k| raised to dk/4 at the centre:
+//  the
+//     ramp's integral over the centre sample, as the ramp-dc density), zero-padded to P points (the smallest
+//     power of two >= 2S), and the 1D inverse FFT: the filtered projection at t = (m - P/2) / (P dk_p)
+//     pixels, up to the phase exp(2 pi i kc_p t). Input [coils][spokes][S] -> output [coils][spokes][P].
+//  2. backproject: every pixel (x, y) (x, y = i - N/2) sums, over the spokes, w_p q_p(t) exp(2 pi i kc_p t),
+//     t = x cos th_p + y sin th_p, with linear interpolation; w_p is the spoke's share of angle (half the
+//     gaps to its neighbours, angles mod pi: right for linear 180/360 and golden-angle sets). The GPU version
+//     gathers per pixel (no atomics). Output [coils][N][N].
+// With the Ram-Lak filter this is the same sum as the gridding path's adjoint with ramp weights (without the
+// grid), so the images agree up to interpolation.
+#pragma once
+#include <cmath>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "fft/fft.hpp"
+#include "pipeline/stage.hpp"
+
+namespace radstream {
+
+enum class FbpFilter { RamLak, SheppLogan, Hann };
+FbpFilter parse_fbp_filter(const std::string& name);  // ram-lak|shepp-logan|hann
+std::string to_string(FbpFilter f);
+
+struct FbpParams {
+  FbpFilter filter = FbpFilter::RamLak;
+  double cutoff = 1.0;  // of the Nyquist frequency (0.5 cycles/pixel); above it the filter is 0
+
+  template <class V>
+  void visit(V& v) {
+    v.choice(
+        "fbp_filter", filter, parse_fbp_filter, [](FbpFilter f) { return to_string(f); },
+        "FBP filter: ram-lak | shepp-logan | hann");
+    v.field("fbp_cutoff", cutoff, 0.05, 1.0, "FBP filter cut-off, fraction of Nyquist");
+  }
+};
+
+#ifdef __CUDACC__
+#define RADSTREAM_HD __host__ __device__
+#else
+#define RADSTREAM_HD
+#endif
+
+int fbp_fft_size(int samples);  // smallest power of two >= 2 x samples
+
+// A spoke's line, from its trajectory.
+struct SpokeLine {
+  float theta = 0;   // direction of increasing sample index (radians)
+  float dk = 0;      // sample spacing (cycles/pixel)
+  float kc = 0;      // k of sample S/2 (0 for a centred spoke)
+  float weight = 0;  // share of angle (set by fbp_lines)
+};
+
+// The line through samples t[0..S) ([S][2]): direction from the end points, spacing, least-squares offset.
+RADSTREAM_HD inline SpokeLine fit_spoke_line(const float* t, int S) {
+  SpokeLine l;
+  const double ex = double(t[2 * (S - 1)]) - t[0], ey = double(t[2 * (S - 1) + 1]) - t[1];
+  const double len = sqrt(ex * ex + ey * ey);
+  if (!(len > 0)) return l;
+  const double dx = ex / len, dy = ey / len, dk = len / (S - 1);
+  double off = 0;
+  for (int n = 0; n < S; ++n) off += t[2 * n] * dx + t[2 * n + 1] * dy - (n - S / 2) * dk;
+  l.theta = float(atan2(dy, dx));
+  l.dk = float(dk);
+  l.kc = float(off / S);
+  return l;
+}
+
+// The filter at |k| (cycles/pixel) times dk: ramp |k| (at least dk/4), windowed, zero beyond the cut-off.
+RADSTREAM_HD inline float fbp_filter_value(int filter, float cutoff, float k, float dk) {
+  const float a = fabsf(k), kc = 0.5f * cutoff;
+  if (a > kc * (1.f + 1e-6f)) return 0.f;
+  float v = fmaxf(a, 0.25f * dk);
+  if (filter == 1) {  // Shepp-Logan: sinc
+    const float x = 3.14159265f * k / (2.f * kc);
+    v *= x == 0.f ? 1.f : sinf(x) / x;
+  } else if (filter == 2) {  // Hann
+    v *= 0.5f * (1.f + cosf(3.14159265f * k / kc));
+  }
+  return v * dk;
+}
+
+// Every spoke's line and its angular weight, from a frame's trajectory ([spokes][samples][2]).
+void fbp_lines(std::span<const float> traj, int spokes, int samples, std::vector<SpokeLine>& lines);
+
+std::unique_ptr<Stage> make_fbp_project_cpu(const FbpParams& p, const FftParams& fft);
+std::unique_ptr<Stage> make_backproject_cpu(const FbpParams& p);
+std::unique_ptr<Stage> make_fbp_project_cuda(const FbpParams& p, const FftParams& fft);  // CUDA builds only
+std::unique_ptr<Stage> make_backproject_cuda(const FbpParams& p);                        // CUDA builds only
+
+}  // namespace radstream

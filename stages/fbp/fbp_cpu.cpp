@@ -1,0 +1,169 @@
+// CPU twins of the FBP stages: FFTW (planned once, batched over spokes and coils) and an OpenMP
+// backprojection over image rows.
+#include <fftw3.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <mutex>
+
+#include "core/error.hpp"
+#include "fbp/fbp.hpp"
+
+namespace radstream {
+namespace {
+
+class FbpProjectCpu final : public Stage {
+ public:
+  FbpProjectCpu(const FbpParams& p, const FftParams& fft) : p_(p), fft_(fft) {
+    if (fft.engine != FftEngine::Auto && fft.engine != FftEngine::Fftw)
+      throw ConfigError("fbp: FFT engine '" + to_string(fft.engine) +
+                        "' needs the CUDA backend; the CPU uses fftw");
+  }
+  ~FbpProjectCpu() override {
+    if (plan_) {
+      const auto lock = fftw_plan_lock(0);
+      fftwf_destroy_plan(plan_);
+    }
+  }
+  std::string name() const override { return "fbp_project"; }
+
+  Extents configure(const Geometry& g, const Extents& input, Context& ctx) override {
+    const Extents expect{std::size_t(g.coils), std::size_t(g.spokes), std::size_t(g.samples)};
+    if (!(input == expect))
+      throw ConfigError(
+          fmt::format("fbp_project: input {} is not the frame's {}", input.str(), expect.str()));
+    in_ext_ = input;
+    S_ = g.samples;
+    P_ = fbp_fft_size(S_);
+    out_ext_ = Extents{input[0], input[1], std::size_t(P_)};
+    HostBuffer<cfloat> scratch(out_ext_);
+    const int n[1] = {P_};
+    const auto lock = fftw_plan_lock(ctx.threads);
+    if (plan_) fftwf_destroy_plan(plan_);
+    auto* b = reinterpret_cast<fftwf_complex*>(scratch.data());
+    plan_ = fftwf_plan_many_dft(1, n, int(input[0] * input[1]), b, nullptr, 1, P_, b, nullptr, 1, P_,
+                                FFTW_BACKWARD,
+                                fft_.planner == FftPlanner::Estimate ? FFTW_ESTIMATE : FFTW_MEASURE);
+    if (!plan_) throw ConfigError(fmt::format("fbp_project: FFTW could not plan {}-point transforms", P_));
+    return out_ext_;
+  }
+
+  void process(const StageInput& in, View<cfloat> out, Context&) override {
+    expect_view("fbp_project", "input", in.data, in_ext_, Location::Host);
+    expect_view("fbp_project", "output", out, out_ext_, Location::Host);
+    const int spokes = int(in_ext_[1]), S = S_, P = P_;
+    if (in.traj.size() != std::size_t(spokes) * S * 2)
+      throw InputError("fbp_project: the trajectory has the wrong size");
+    lines_.resize(spokes);
+    for (int p = 0; p < spokes; ++p) lines_[p] = fit_spoke_line(in.traj.data + std::size_t(p) * S * 2, S);
+    const long rows = long(in_ext_[0]) * spokes;
+    const int filter = int(p_.filter);
+    const float cutoff = float(p_.cutoff);
+#pragma omp parallel for schedule(static)
+    for (long r = 0; r < rows; ++r) {
+      const SpokeLine& l = lines_[r % spokes];
+      const cfloat* src = in.data.data + std::size_t(r) * S;
+      cfloat* dst = out.data + std::size_t(r) * P;
+      std::fill(dst, dst + P, cfloat(0, 0));
+      for (int n = 0; n < S; ++n) {
+        const int j = ((n - S / 2) % P + P) % P;
+        const float sign = (j % 2) ? -1.f : 1.f;  // (-1)^j: the projection comes out centred at P/2
+        const float h = fbp_filter_value(filter, cutoff, float(n - S / 2) * l.dk + l.kc, l.dk);
+        dst[j] = src[n] * (h * sign);
+      }
+    }
+    auto* b = reinterpret_cast<fftwf_complex*>(out.data);
+    fftwf_execute_dft(plan_, b, b);
+  }
+
+ private:
+  FbpParams p_;
+  FftParams fft_;
+  Extents in_ext_, out_ext_;
+  int S_ = 0, P_ = 0;
+  std::vector<SpokeLine> lines_;
+  fftwf_plan plan_ = nullptr;
+};
+
+class BackprojectCpu final : public Stage {
+ public:
+  explicit BackprojectCpu(const FbpParams& p) : p_(p) {}
+  std::string name() const override { return "backproject"; }
+
+  Extents configure(const Geometry& g, const Extents& input, Context&) override {
+    const int P = fbp_fft_size(g.samples);
+    const Extents expect{std::size_t(g.coils), std::size_t(g.spokes), std::size_t(P)};
+    if (!(input == expect))
+      throw ConfigError(
+          fmt::format("backproject: input {} is not the projections {}", input.str(), expect.str()));
+    g_ = g;
+    in_ext_ = input;
+    P_ = P;
+    out_ext_ = Extents{std::size_t(g.coils), std::size_t(g.matrix), std::size_t(g.matrix)};
+    return out_ext_;
+  }
+
+  void process(const StageInput& in, View<cfloat> out, Context&) override {
+    expect_view("backproject", "input", in.data, in_ext_, Location::Host);
+    expect_view("backproject", "output", out, out_ext_, Location::Host);
+    if (in.traj.size() != std::size_t(g_.spokes) * g_.samples * 2)
+      throw InputError("backproject: the trajectory has the wrong size");
+    fbp_lines(in.traj.span(), g_.spokes, g_.samples, lines_);
+    const int N = g_.matrix, Ps = g_.spokes, P = P_;
+    const float half = 0.5f * float(P);
+    // u = t P dk + P/2 indexes the projection; the phase exp(2 pi i kc t) = exp(i (u - P/2) ph) with
+    // ph = 2 pi kc / (P dk).
+    std::vector<float> c(Ps), s(Ps), ph(Ps);
+    bool shifted = false;
+    for (int p = 0; p < Ps; ++p) {
+      const SpokeLine& l = lines_[p];
+      c[p] = std::cos(l.theta) * float(P) * l.dk;
+      s[p] = std::sin(l.theta) * float(P) * l.dk;
+      ph[p] = l.dk > 0 ? 6.2831853f * l.kc / (float(P) * l.dk) : 0.f;
+      shifted |= ph[p] != 0.f;
+    }
+    const long rows = long(g_.coils) * N;
+#pragma omp parallel for schedule(static)
+    for (long r = 0; r < rows; ++r) {
+      const int coil = int(r / N), iy = int(r % N);
+      const float y = float(iy - N / 2);
+      const cfloat* q = in.data.data + std::size_t(coil) * Ps * P;
+      cfloat* dst = out.data + (std::size_t(coil) * N + iy) * N;
+      for (int ix = 0; ix < N; ++ix) {
+        const float x = float(ix - N / 2);
+        std::complex<float> acc(0, 0);
+        for (int p = 0; p < Ps; ++p) {
+          const float u = x * c[p] + y * s[p] + half;
+          const float fl = std::floor(u);
+          const int m = int(fl);
+          if (m < 0 || m + 1 >= P) continue;
+          const float f = u - fl;
+          const cfloat* qp = q + std::size_t(p) * P;
+          cfloat v = lines_[p].weight * (qp[m] * (1.f - f) + qp[m + 1] * f);
+          if (shifted) v *= std::polar(1.f, (u - half) * ph[p]);
+          acc += v;
+        }
+        dst[ix] = acc;
+      }
+    }
+  }
+
+ private:
+  FbpParams p_;
+  Geometry g_;
+  Extents in_ext_, out_ext_;
+  int P_ = 0;
+  std::vector<SpokeLine> lines_;
+};
+
+}  // namespace
+
+std::unique_ptr<Stage> make_fbp_project_cpu(const FbpParams& p, const FftParams& fft) {
+  return std::make_unique<FbpProjectCpu>(p, fft);
+}
+
+std::unique_ptr<Stage> make_backproject_cpu(const FbpParams& p) {
+  return std::make_unique<BackprojectCpu>(p);
+}
+
+}  // namespace radstream

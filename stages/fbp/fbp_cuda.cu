@@ -1,0 +1,246 @@
+// CUDA twins of the FBP stages: the filter writes the zero-padded, centred spectra in one pass; the 1D
+// inverse FFTs run on cuFFT (one batched plan) or the custom engine; the backprojection gathers per pixel:
+// one thread per pixel and coil loops over the spokes (their cos, sin and weight staged in shared memory)
+// and interpolates the projection, with no atomics. The spoke angles and weights are computed on the GPU
+// from the frame's trajectory (one block), so nothing waits for the host.
+#include <cufft.h>
+
+#include <string>
+
+#include "fbp/fbp.hpp"
+#include "fft/custom_fft.cuh"
+#include "gpu/cuda_check.cuh"
+#include "gpu/device_memory.hpp"
+
+namespace radstream {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// One thread per spoke: its line (direction, spacing, offset) from the trajectory.
+__global__ void fit_lines(const float* __restrict__ traj, int spokes, int samples,
+                          SpokeLine* __restrict__ lines) {
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < spokes) lines[p] = fit_spoke_line(traj + size_t(p) * samples * 2, samples);
+}
+
+// out[r][j] for j < P: the filtered spectrum of row r placed at its frequency, times (-1)^j.
+__global__ void fbp_filter(const float2* __restrict__ in, long rows, int spokes, int S, int P, int filter,
+                           float cutoff, const SpokeLine* __restrict__ lines, float2* __restrict__ out) {
+  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= rows * P) return;
+  const long r = i / P;
+  const int j = int(i % P);
+  const int jj = j < P / 2 ? j : j - P;  // signed frequency index
+  const int n = jj + S / 2;
+  float2 v = make_float2(0.f, 0.f);
+  if (n >= 0 && n < S) {
+    const SpokeLine l = lines[r % spokes];
+    const float2 x = in[r * S + n];
+    const float f =
+        fbp_filter_value(filter, cutoff, float(n - S / 2) * l.dk + l.kc, l.dk) * ((j & 1) ? -1.f : 1.f);
+    v = make_float2(x.x * f, x.y * f);
+  }
+  out[i] = v;
+}
+
+// One block: each spoke's (cos, sin) x P dk, its share of angle (half the gaps to its neighbours mod pi) and
+// the phase slope of its offset.
+__global__ void fbp_angles_kernel(const float* __restrict__ traj, int spokes, int samples, int P,
+                                  float4* __restrict__ csw, float* __restrict__ phase) {
+  extern __shared__ float folded[];
+  for (int p = threadIdx.x; p < spokes; p += blockDim.x) {
+    const SpokeLine l = fit_spoke_line(traj + size_t(p) * samples * 2, samples);
+    folded[p] = float(fmod(double(l.theta) + 2 * kPi, kPi));
+    const float scale = float(P) * l.dk;
+    csw[p] = make_float4(cosf(l.theta) * scale, sinf(l.theta) * scale, 0.f, 0.f);
+    phase[p] = l.dk > 0 ? 6.2831853f * l.kc / scale : 0.f;
+  }
+  __syncthreads();
+  for (int p = threadIdx.x; p < spokes; p += blockDim.x) {
+    const float a = folded[p];
+    double below = -1e9, above = 1e9;  // nearest neighbours mod pi (ties broken by index)
+    for (int q = 0; q < spokes; ++q) {
+      if (q == p) continue;
+      double b = folded[q];
+      const bool after = folded[q] > a || (folded[q] == a && q > p);
+      if (!after) b += kPi;
+      above = fmin(above, b);
+      below = fmax(below, b - kPi);
+    }
+    csw[p].z = spokes == 1 ? float(kPi) : float(0.5 * (above - below));
+  }
+}
+
+__global__ void __launch_bounds__(256)
+    backproject_kernel(const float2* __restrict__ q, int spokes, int P, int N, const float4* __restrict__ csw,
+                       const float* __restrict__ phase, float2* __restrict__ out) {
+  __shared__ float4 s_csw[256];
+  __shared__ float s_ph[256];
+  const int ix = blockIdx.x * 16 + threadIdx.x % 16, iy = blockIdx.y * 16 + threadIdx.x / 16;
+  const int coil = blockIdx.z;
+  const float x = float(ix - N / 2), y = float(iy - N / 2), half = 0.5f * float(P);
+  const float2* qc = q + size_t(coil) * spokes * P;
+  float2 acc = make_float2(0.f, 0.f);
+  for (int p0 = 0; p0 < spokes; p0 += 256) {
+    const int cnt = min(256, spokes - p0);
+    __syncthreads();
+    if (int(threadIdx.x) < cnt) {
+      s_csw[threadIdx.x] = csw[p0 + threadIdx.x];
+      s_ph[threadIdx.x] = phase[p0 + threadIdx.x];
+    }
+    __syncthreads();
+    for (int k = 0; k < cnt; ++k) {
+      const float4 a = s_csw[k];
+      const float u = x * a.x + y * a.y + half;
+      const float fl = floorf(u);
+      const int m = int(fl);
+      if (m < 0 || m + 1 >= P) continue;
+      const float f = u - fl;
+      const float2* qp = qc + size_t(p0 + k) * P + m;
+      const float2 v0 = __ldg(qp), v1 = __ldg(qp + 1);
+      float vx = a.z * (v0.x + f * (v1.x - v0.x)), vy = a.z * (v0.y + f * (v1.y - v0.y));
+      const float ph = s_ph[k];
+      if (ph != 0.f) {  // the spoke's offset from k = 0: exp(i (u - P/2) ph)
+        float sn, cs;
+        sincosf((u - half) * ph, &sn, &cs);
+        const float rx = vx * cs - vy * sn;
+        vy = vx * sn + vy * cs;
+        vx = rx;
+      }
+      acc.x += vx;
+      acc.y += vy;
+    }
+  }
+  if (ix < N && iy < N) out[(size_t(coil) * N + iy) * N + ix] = acc;
+}
+
+class FbpProjectCuda final : public Stage {
+ public:
+  FbpProjectCuda(const FbpParams& p, const FftParams& fft) : p_(p), custom_(fft.engine == FftEngine::Custom) {
+    if (fft.engine == FftEngine::Fftw)
+      throw ConfigError("fbp: FFT engine 'fftw' is the CPU engine; the CUDA backend uses cufft or custom");
+  }
+  ~FbpProjectCuda() override {
+    if (plan_) cufftDestroy(plan_);
+  }
+  std::string name() const override { return "fbp_project"; }
+
+  Extents configure(const Geometry& g, const Extents& input, Context& ctx) override {
+    const Extents expect{std::size_t(g.coils), std::size_t(g.spokes), std::size_t(g.samples)};
+    if (!(input == expect))
+      throw ConfigError("fbp_project: input " + input.str() + " is not the frame's " + expect.str());
+    in_ext_ = input;
+    S_ = g.samples;
+    P_ = fbp_fft_size(S_);
+    rows_ = long(input[0] * input[1]);
+    spokes_ = g.spokes;
+    lines_ = DeviceBuffer<SpokeLine>(Extents{std::size_t(g.spokes)});
+    if (custom_) {
+      if (!customfft::supported(P_))
+        throw ConfigError("fbp: the custom FFT engine supports 64..2048 points; " + std::to_string(S_) +
+                          " samples need " + std::to_string(P_) + " (use fft: cufft)");
+      const auto tw = customfft::twiddle_table(P_);
+      tw_ = DeviceBuffer<cfloat>(Extents{tw.size()});
+      gpu::copy_to_device(tw_.data(), tw.data(), tw.size() * sizeof(float2), ctx.stream);
+    } else {
+      if (plan_) cufftDestroy(plan_);
+      plan_ = 0;
+      int n[1] = {P_};
+      CUFFT_CHECK(cufftPlanMany(&plan_, 1, n, nullptr, 1, P_, nullptr, 1, P_, CUFFT_C2C, int(rows_)));
+      CUFFT_CHECK(cufftSetStream(plan_, static_cast<cudaStream_t>(ctx.stream)));
+    }
+    gpu::synchronize(ctx.stream);
+    out_ext_ = Extents{input[0], input[1], std::size_t(P_)};
+    return out_ext_;
+  }
+
+  void process(const StageInput& in, View<cfloat> out, Context& ctx) override {
+    expect_view("fbp_project", "input", in.data, in_ext_, Location::Device);
+    expect_view("fbp_project", "output", out, out_ext_, Location::Device);
+    auto stream = static_cast<cudaStream_t>(ctx.stream);
+    auto* o = reinterpret_cast<float2*>(out.data);
+    if (in.traj.size() != std::size_t(spokes_) * S_ * 2 || in.traj.loc != Location::Device)
+      throw InputError("fbp_project: trajectory is not on the device or has the wrong size");
+    fit_lines<<<unsigned((spokes_ + 127) / 128), 128, 0, stream>>>(in.traj.data, spokes_, S_, lines_.data());
+    CUDA_CHECK_LAUNCH("fit_lines");
+    const long total = rows_ * P_;
+    fbp_filter<<<unsigned((total + 255) / 256), 256, 0, stream>>>(
+        reinterpret_cast<const float2*>(in.data.data), rows_, spokes_, S_, P_, int(p_.filter),
+        float(p_.cutoff), lines_.data(), o);
+    CUDA_CHECK_LAUNCH("fbp_filter");
+    if (custom_)
+      customfft::rows_1d(o, rows_, P_, true, reinterpret_cast<const float2*>(tw_.data()), stream);
+    else
+      CUFFT_CHECK(cufftExecC2C(plan_, reinterpret_cast<cufftComplex*>(o), reinterpret_cast<cufftComplex*>(o),
+                               CUFFT_INVERSE));
+  }
+
+ private:
+  FbpParams p_;
+  bool custom_;
+  Extents in_ext_, out_ext_;
+  int S_ = 0, P_ = 0, spokes_ = 0;
+  long rows_ = 0;
+  DeviceBuffer<SpokeLine> lines_;
+  DeviceBuffer<cfloat> tw_;
+  cufftHandle plan_ = 0;
+};
+
+class BackprojectCuda final : public Stage {
+ public:
+  explicit BackprojectCuda(const FbpParams& p) : p_(p) {}
+  std::string name() const override { return "backproject"; }
+
+  Extents configure(const Geometry& g, const Extents& input, Context&) override {
+    const int P = fbp_fft_size(g.samples);
+    const Extents expect{std::size_t(g.coils), std::size_t(g.spokes), std::size_t(P)};
+    if (!(input == expect))
+      throw ConfigError("backproject: input " + input.str() + " is not the projections " + expect.str());
+    if (g.spokes > 12000) throw ConfigError("backproject: more than 12000 spokes per frame on the GPU");
+    g_ = g;
+    in_ext_ = input;
+    P_ = P;
+    csw_ = DeviceBuffer<float4>(Extents{std::size_t(g.spokes)});
+    phase_ = DeviceBuffer<float>(Extents{std::size_t(g.spokes)});
+    out_ext_ = Extents{std::size_t(g.coils), std::size_t(g.matrix), std::size_t(g.matrix)};
+    return out_ext_;
+  }
+
+  void process(const StageInput& in, View<cfloat> out, Context& ctx) override {
+    expect_view("backproject", "input", in.data, in_ext_, Location::Device);
+    expect_view("backproject", "output", out, out_ext_, Location::Device);
+    if (in.traj.size() != std::size_t(g_.spokes) * g_.samples * 2 || in.traj.loc != Location::Device)
+      throw InputError("backproject: trajectory is not on the device or has the wrong size");
+    auto stream = static_cast<cudaStream_t>(ctx.stream);
+    fbp_angles_kernel<<<1, 512, g_.spokes * sizeof(float), stream>>>(in.traj.data, g_.spokes, g_.samples, P_,
+                                                                     csw_.data(), phase_.data());
+    CUDA_CHECK_LAUNCH("fbp_angles");
+    const int N = g_.matrix;
+    const dim3 grid(unsigned((N + 15) / 16), unsigned((N + 15) / 16), unsigned(g_.coils));
+    backproject_kernel<<<grid, 256, 0, stream>>>(reinterpret_cast<const float2*>(in.data.data), g_.spokes, P_,
+                                                 N, csw_.data(), phase_.data(),
+                                                 reinterpret_cast<float2*>(out.data));
+    CUDA_CHECK_LAUNCH("backproject");
+  }
+
+ private:
+  FbpParams p_;
+  Geometry g_;
+  Extents in_ext_, out_ext_;
+  int P_ = 0;
+  DeviceBuffer<float4> csw_;
+  DeviceBuffer<float> phase_;
+};
+
+}  // namespace
+
+std::unique_ptr<Stage> make_fbp_project_cuda(const FbpParams& p, const FftParams& fft) {
+  return std::make_unique<FbpProjectCuda>(p, fft);
+}
+
+std::unique_ptr<Stage> make_backproject_cuda(const FbpParams& p) {
+  return std::make_unique<BackprojectCuda>(p);
+}
+
+}  // namespace radstream
