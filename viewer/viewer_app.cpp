@@ -40,6 +40,8 @@ const char* kFft[] = {"auto", "fftw", "cufft", "custom"};
 const char* kDcf[] = {"none", "ramp", "ramp-dc", "voronoi"};
 const char* kBackend[] = {"auto", "cpu", "cuda"};
 const char* kMaps[] = {"grey", "hot"};
+const char* kMethods[] = {"gridding", "fbp"};
+const char* kFilters[] = {"ram-lak", "shepp-logan", "hann"};
 
 template <std::size_t N>
 int index_of(const char* (&names)[N], const std::string& s) {
@@ -258,7 +260,7 @@ void Viewer::Impl::panels(const Rect& area) {
     y += h + 4.f;
   };
   // Stream status.
-  place(140.f);
+  place(130.f);
   ImGui::Begin("Stream", nullptr, flags);
   const std::int64_t last = m.last_message_ns.load();
   const double age = last ? double(monotonic_ns() - last) * 1e-9 : -1.0;
@@ -275,9 +277,9 @@ void Viewer::Impl::panels(const Rect& area) {
   ImGui::TextWrapped("bad messages: %s", bad.empty() ? "none" : bad.c_str());
   ImGui::End();
   // Reconstruction controls: applied between frames, no restart.
-  place(272.f);
+  place(290.f);
   ImGui::Begin("Reconstruction", nullptr, flags);
-  ImGui::Text("method: gridding   backend now: %s", to_string(p.backend()).c_str());
+  ImGui::Text("now: %s on %s", to_string(p.recon().method).c_str(), to_string(p.backend()).c_str());
   if (ImGui::SliderInt("window W", &ui_window, 8, 1024) && ui_window > 0) {
     try {
       p.set_window(ui_window);
@@ -288,15 +290,20 @@ void Viewer::Impl::panels(const Rect& area) {
   }
   if (ImGui::SliderInt("stride S", &ui_stride, 1, 256)) p.set_stride(std::max(1, ui_stride));
   int fft = int(ui_recon.fft.engine), dcf = int(ui_recon.density.method), backend = int(ui_recon.backend);
+  int method = int(ui_recon.method), filter = int(ui_recon.fbp.filter);
   int width = ui_recon.gridding.width;
   float sigma = float(ui_recon.gridding.oversampling);
   bool changed = false;
+  changed |= ImGui::Combo("method", &method, kMethods, 2);
+  if (method == 1) changed |= ImGui::Combo("FBP filter", &filter, kFilters, 3);
   changed |= ImGui::Combo("FFT", &fft, kFft, 4);
   changed |= ImGui::Combo("DCF", &dcf, kDcf, 4);
   changed |= ImGui::SliderInt("kernel W", &width, 2, 8);
   changed |= ImGui::SliderFloat("oversampling", &sigma, 1.25f, 2.5f, "%.3f");
   changed |= ImGui::Combo("backend", &backend, kBackend, 3);
   if (changed) {
+    ui_recon.method = parse_recon_method(kMethods[method]);
+    ui_recon.fbp.filter = parse_fbp_filter(kFilters[filter]);
     ui_recon.fft.engine = parse_fft_engine(kFft[fft]);
     ui_recon.density.method = parse_dcf(kDcf[dcf]);
     ui_recon.backend = parse_backend(kBackend[backend]);

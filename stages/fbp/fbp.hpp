@@ -59,18 +59,22 @@ struct SpokeLine {
   float weight = 0;  // share of angle (set by fbp_lines)
 };
 
-// The line through samples t[0..S) ([S][2]): direction from the end points, spacing, least-squares offset.
+// The line through samples t[0..S) ([S][2]): direction and spacing from the end points; the offset from the
+// two ends' implied centres (exact for a straight, evenly sampled spoke), snapped to 0 below 1e-4 dk so that a
+// centred spoke takes the fast path.
 RADSTREAM_HD inline SpokeLine fit_spoke_line(const float* t, int S) {
   SpokeLine l;
   const double ex = double(t[2 * (S - 1)]) - t[0], ey = double(t[2 * (S - 1) + 1]) - t[1];
   const double len = sqrt(ex * ex + ey * ey);
   if (!(len > 0)) return l;
   const double dx = ex / len, dy = ey / len, dk = len / (S - 1);
-  double off = 0;
-  for (int n = 0; n < S; ++n) off += t[2 * n] * dx + t[2 * n + 1] * dy - (n - S / 2) * dk;
+  const double first = t[0] * dx + t[1] * dy + (S / 2) * dk;
+  const double last = t[2 * (S - 1)] * dx + t[2 * (S - 1) + 1] * dy - (S - 1 - S / 2) * dk;
+  double kc = 0.5 * (first + last);
+  if (fabs(kc) < 1e-4 * dk) kc = 0;
   l.theta = float(atan2(dy, dx));
   l.dk = float(dk);
-  l.kc = float(off / S);
+  l.kc = float(kc);
   return l;
 }
 

@@ -44,44 +44,58 @@ __global__ void fbp_filter(const float2* __restrict__ in, long rows, int spokes,
   out[i] = v;
 }
 
-// One block: each spoke's (cos, sin) x P dk, its share of angle (half the gaps to its neighbours mod pi) and
-// the phase slope of its offset.
+// Each block fits every spoke's line (to know all angles mod pi), then, for its own spokes: (cos, sin) x P
+// dk, the share of angle (half the gaps to the nearest neighbours mod pi, ties broken by index as on the CPU)
+// and the phase slope of the spoke's offset.
 __global__ void fbp_angles_kernel(const float* __restrict__ traj, int spokes, int samples, int P,
                                   float4* __restrict__ csw, float* __restrict__ phase) {
   extern __shared__ float folded[];
   for (int p = threadIdx.x; p < spokes; p += blockDim.x) {
     const SpokeLine l = fit_spoke_line(traj + size_t(p) * samples * 2, samples);
     folded[p] = float(fmod(double(l.theta) + 2 * kPi, kPi));
-    const float scale = float(P) * l.dk;
-    csw[p] = make_float4(cosf(l.theta) * scale, sinf(l.theta) * scale, 0.f, 0.f);
-    phase[p] = l.dk > 0 ? 6.2831853f * l.kc / scale : 0.f;
   }
   __syncthreads();
-  for (int p = threadIdx.x; p < spokes; p += blockDim.x) {
-    const float a = folded[p];
-    double below = -1e9, above = 1e9;  // nearest neighbours mod pi (ties broken by index)
-    for (int q = 0; q < spokes; ++q) {
-      if (q == p) continue;
-      double b = folded[q];
-      const bool after = folded[q] > a || (folded[q] == a && q > p);
-      if (!after) b += kPi;
-      above = fmin(above, b);
-      below = fmax(below, b - kPi);
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= spokes) return;
+  const SpokeLine l = fit_spoke_line(traj + size_t(p) * samples * 2, samples);
+  const float scale = float(P) * l.dk;
+  const float a = folded[p], pi = float(kPi);
+  float below = -1e9f, above = 1e9f;
+  for (int q = 0; q < spokes; ++q) {
+    const float fq = folded[q];
+    const bool after = fq > a || (fq == a && q > p);
+    const float b = after ? fq : fq + pi;
+    if (q != p) {
+      above = fminf(above, b);
+      below = fmaxf(below, b - pi);
     }
-    csw[p].z = spokes == 1 ? float(kPi) : float(0.5 * (above - below));
   }
+  csw[p] = make_float4(cosf(l.theta) * scale, sinf(l.theta) * scale,
+                       spokes == 1 ? pi : float(0.5 * (double(above) - double(below))), 0.f);
+  phase[p] = l.dk > 0 ? 6.2831853f * l.kc / scale : 0.f;
 }
 
+// A block is 8 x 8 pixels x kSplit threads per pixel: thread (pixel, j) sums the spokes j, j + kSplit, ...
+// for a group of CG coils (the spoke's position, interpolation weight and phase computed once for all of
+// them); the kSplit partial sums of a pixel are added in shared memory. No atomics.
+constexpr int kSplit = 4;
+
+template <int CG>
 __global__ void __launch_bounds__(256)
-    backproject_kernel(const float2* __restrict__ q, int spokes, int P, int N, const float4* __restrict__ csw,
-                       const float* __restrict__ phase, float2* __restrict__ out) {
+    backproject_kernel(const float2* __restrict__ q, int coils, int spokes, int P, int N,
+                       const float4* __restrict__ csw, const float* __restrict__ phase,
+                       float2* __restrict__ out) {
   __shared__ float4 s_csw[256];
   __shared__ float s_ph[256];
-  const int ix = blockIdx.x * 16 + threadIdx.x % 16, iy = blockIdx.y * 16 + threadIdx.x / 16;
-  const int coil = blockIdx.z;
+  __shared__ float2 s_red[kSplit - 1][64][CG];
+  const int pix = threadIdx.x % 64, split = threadIdx.x / 64;
+  const int ix = blockIdx.x * 8 + pix % 8, iy = blockIdx.y * 8 + pix / 8;
+  const int c0 = blockIdx.z * CG;
   const float x = float(ix - N / 2), y = float(iy - N / 2), half = 0.5f * float(P);
-  const float2* qc = q + size_t(coil) * spokes * P;
-  float2 acc = make_float2(0.f, 0.f);
+  const size_t coil_stride = size_t(spokes) * P;
+  float2 acc[CG];
+#pragma unroll
+  for (int c = 0; c < CG; ++c) acc[c] = make_float2(0.f, 0.f);
   for (int p0 = 0; p0 < spokes; p0 += 256) {
     const int cnt = min(256, spokes - p0);
     __syncthreads();
@@ -90,29 +104,46 @@ __global__ void __launch_bounds__(256)
       s_ph[threadIdx.x] = phase[p0 + threadIdx.x];
     }
     __syncthreads();
-    for (int k = 0; k < cnt; ++k) {
+#pragma unroll 4
+    for (int k = split; k < cnt; k += kSplit) {
       const float4 a = s_csw[k];
       const float u = x * a.x + y * a.y + half;
       const float fl = floorf(u);
-      const int m = int(fl);
-      if (m < 0 || m + 1 >= P) continue;
-      const float f = u - fl;
-      const float2* qp = qc + size_t(p0 + k) * P + m;
-      const float2 v0 = __ldg(qp), v1 = __ldg(qp + 1);
-      float vx = a.z * (v0.x + f * (v1.x - v0.x)), vy = a.z * (v0.y + f * (v1.y - v0.y));
+      // Outside the projection: weight 0 at a clamped index (no branch, so the loads of several spokes can
+      // be in flight together).
+      const bool in = fl >= 0.f && fl < float(P - 1);
+      const int m = in ? int(fl) : 0;
+      const float f = u - fl, wt = in ? a.z : 0.f, w1 = wt * f, w0 = wt - w1;
       const float ph = s_ph[k];
-      if (ph != 0.f) {  // the spoke's offset from k = 0: exp(i (u - P/2) ph)
-        float sn, cs;
-        sincosf((u - half) * ph, &sn, &cs);
-        const float rx = vx * cs - vy * sn;
-        vy = vx * sn + vy * cs;
-        vx = rx;
+      float sn = 0.f, cs = 1.f;
+      if (ph != 0.f) sincosf((u - half) * ph, &sn, &cs);  // the spoke's offset from k = 0
+      const float2* qp = q + size_t(c0) * coil_stride + size_t(p0 + k) * P + m;
+#pragma unroll
+      for (int c = 0; c < CG; ++c) {
+        if (c0 + c >= coils) break;
+        const float2 v0 = __ldg(qp + c * coil_stride), v1 = __ldg(qp + c * coil_stride + 1);
+        const float vx = w0 * v0.x + w1 * v1.x, vy = w0 * v0.y + w1 * v1.y;
+        acc[c].x += vx * cs - vy * sn;
+        acc[c].y += vx * sn + vy * cs;
       }
-      acc.x += vx;
-      acc.y += vy;
     }
   }
-  if (ix < N && iy < N) out[(size_t(coil) * N + iy) * N + ix] = acc;
+  if (split > 0)
+#pragma unroll
+    for (int c = 0; c < CG; ++c) s_red[split - 1][pix][c] = acc[c];
+  __syncthreads();
+  if (split == 0 && ix < N && iy < N) {
+#pragma unroll
+    for (int c = 0; c < CG; ++c) {
+      if (c0 + c >= coils) break;
+      float2 v = acc[c];
+      for (int j = 0; j < kSplit - 1; ++j) {
+        v.x += s_red[j][pix][c].x;
+        v.y += s_red[j][pix][c].y;
+      }
+      out[(size_t(c0 + c) * N + iy) * N + ix] = v;
+    }
+  }
 }
 
 class FbpProjectCuda final : public Stage {
@@ -213,14 +244,29 @@ class BackprojectCuda final : public Stage {
     if (in.traj.size() != std::size_t(g_.spokes) * g_.samples * 2 || in.traj.loc != Location::Device)
       throw InputError("backproject: trajectory is not on the device or has the wrong size");
     auto stream = static_cast<cudaStream_t>(ctx.stream);
-    fbp_angles_kernel<<<1, 512, g_.spokes * sizeof(float), stream>>>(in.traj.data, g_.spokes, g_.samples, P_,
-                                                                     csw_.data(), phase_.data());
+    fbp_angles_kernel<<<unsigned((g_.spokes + 255) / 256), 256, g_.spokes * sizeof(float), stream>>>(
+        in.traj.data, g_.spokes, g_.samples, P_, csw_.data(), phase_.data());
     CUDA_CHECK_LAUNCH("fbp_angles");
-    const int N = g_.matrix;
-    const dim3 grid(unsigned((N + 15) / 16), unsigned((N + 15) / 16), unsigned(g_.coils));
-    backproject_kernel<<<grid, 256, 0, stream>>>(reinterpret_cast<const float2*>(in.data.data), g_.spokes, P_,
-                                                 N, csw_.data(), phase_.data(),
-                                                 reinterpret_cast<float2*>(out.data));
+    const int N = g_.matrix, C = g_.coils;
+    const int cg = C <= 1 ? 1 : C <= 2 ? 2 : C <= 4 ? 4 : 8;
+    const dim3 grid(unsigned((N + 7) / 8), unsigned((N + 7) / 8), unsigned((C + cg - 1) / cg));
+    const auto* q = reinterpret_cast<const float2*>(in.data.data);
+    auto* o = reinterpret_cast<float2*>(out.data);
+    const int S = g_.spokes;
+    switch (cg) {
+      case 1:
+        backproject_kernel<1><<<grid, 256, 0, stream>>>(q, C, S, P_, N, csw_.data(), phase_.data(), o);
+        break;
+      case 2:
+        backproject_kernel<2><<<grid, 256, 0, stream>>>(q, C, S, P_, N, csw_.data(), phase_.data(), o);
+        break;
+      case 4:
+        backproject_kernel<4><<<grid, 256, 0, stream>>>(q, C, S, P_, N, csw_.data(), phase_.data(), o);
+        break;
+      default:
+        backproject_kernel<8><<<grid, 256, 0, stream>>>(q, C, S, P_, N, csw_.data(), phase_.data(), o);
+        break;
+    }
     CUDA_CHECK_LAUNCH("backproject");
   }
 

@@ -228,3 +228,51 @@ TEST(StreamControl, ReplayOfAFileWithoutEnvelopesPacedByRate) {
     EXPECT_LE(std::sqrt(num / den), 1e-6) << "frame " << f.number;
   }
 }
+
+// What the viewer's Apply button does: new reconstruction settings (here the method: FBP) take effect
+// between frames, without a restart; the frames after the switch are FBP frames.
+TEST(StreamControl, MethodSwitchToFbpBetweenFrames) {
+  const RunConfig cfg = config(56207);
+  const Registry reg = default_registry();
+  Pipeline p(cfg, reg);
+  Collector c;
+  c.attach(p);
+  p.start();
+  zmq::context_t ctx(1);
+  SenderParams sp;
+  sp.endpoint = cfg.stream.endpoint;
+  Sender s(ctx, sp, 8);
+  const Simulator sim(sim_params(32, 2));
+  const auto spokes = sim.spokes(0, 128);
+  s.send_header(stream_header_to_xml(sim.header()));
+  for (int i = 0; i < 48; ++i) s.send_spoke(spokes[i]);
+  ASSERT_TRUE(eventually([&] { return p.metrics().frames >= 2; }));
+  ReconParams fbp = p.recon();
+  fbp.method = ReconMethod::Fbp;
+  p.set_recon(fbp);
+  ReconParams bad = fbp;
+  bad.gridding.width = 3;
+  EXPECT_THROW(p.set_recon(bad), ConfigError);  // refused; the running settings stay
+  for (int i = 48; i < 128; ++i) s.send_spoke(spokes[i]);
+  ASSERT_TRUE(eventually([&] { return !c.get().empty() && c.get().back().end_serial >= 128; }));
+  p.stop();
+  ReconChain grid(cfg.recon, Backend::Cpu, reg), back(fbp, Backend::Cpu, reg);
+  grid.configure(sim.header().geometry(32));
+  back.configure(sim.header().geometry(32));
+  auto err = [](const std::vector<cfloat>& a, View<const cfloat> b) {
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      num += std::norm(std::complex<double>(a[i]) - std::complex<double>(b.data[i]));
+      den += std::norm(std::complex<double>(b.data[i]));
+    }
+    return std::sqrt(num / den);
+  };
+  const auto frames = c.get();
+  const auto& first = frames.front();
+  const auto& last = frames.back();
+  const Frame f0 = frame_from_spokes(sim.header(), std::span(spokes).subspan(first.first_spoke, 32));
+  const Frame f1 = frame_from_spokes(sim.header(), std::span(spokes).subspan(last.first_spoke, 32));
+  EXPECT_LE(err(first.image, grid.reconstruct(f0)), 1e-6);  // before: gridding
+  EXPECT_LE(err(last.image, back.reconstruct(f1)), 1e-6);   // after: FBP
+  EXPECT_GT(err(last.image, grid.reconstruct(f1)), 1e-3);   // and not gridding
+}
