@@ -27,12 +27,6 @@ std::vector<Spoke> spoke_pool(const BenchCase& c, int n, StreamHeader& header) {
   return sim.spokes(0, n);
 }
 
-void sleep_until_ns(std::int64_t t) {
-  timespec ts{time_t(t / 1000000000), long(t % 1000000000)};
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-  }
-}
-
 std::string pct(const Percentiles& p) {
   return fmt::format("{{\"count\": {}, \"p50\": {:.4f}, \"p95\": {:.4f}, \"p99\": {:.4f}, \"max\": {:.4f}}}",
                      p.count, p.p50, p.p95, p.p99, p.max);

@@ -35,12 +35,6 @@ std::int64_t join64(std::int32_t lo, std::int32_t hi) {
   return std::int64_t((std::uint64_t(std::uint32_t(hi)) << 32) | std::uint32_t(lo));
 }
 
-void sleep_until_ns(std::int64_t t) {
-  timespec ts{time_t(t / 1000000000), long(t % 1000000000)};
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-  }
-}
-
 int run_replay(const ReplayArgs& a) {
   InterruptWatch interrupt;
   MrdRawReader reader(a.file);

@@ -41,15 +41,7 @@ Ingest::Ingest(zmq::context_t& ctx, const IngestParams& p, Metrics& metrics, boo
   sock_.set(zmq::sockopt::rcvtimeo, 100);
   sock_.set(zmq::sockopt::linger, 0);
   if (p.socket == "sub") sock_.set(zmq::sockopt::subscribe, "");
-  try {
-    if (p.bind)
-      sock_.bind(p.endpoint);
-    else
-      sock_.connect(p.endpoint);
-  } catch (const zmq::error_t& e) {
-    throw ConfigError(fmt::format("stream.endpoint: cannot {} {}: {}", p.bind ? "bind" : "connect to",
-                                  p.endpoint, e.what()));
-  }
+  bind_or_connect(sock_, p.endpoint, p.bind, "stream.endpoint");
 }
 
 void Ingest::set_recorder(Recorder* r) {

@@ -16,6 +16,7 @@
 namespace radstream {
 
 std::int64_t monotonic_ns();  // CLOCK_MONOTONIC in ns (the clock of the wire timestamps)
+void sleep_until_ns(std::int64_t t);  // until monotonic_ns() >= t
 
 struct Percentiles {
   std::size_t count = 0;

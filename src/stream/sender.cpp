@@ -19,6 +19,18 @@ zmq::socket_type socket_type(const std::string& name) {
   throw ConfigError("socket type '" + name + "' is not one of push, pull, pub, sub");
 }
 
+void bind_or_connect(zmq::socket_t& s, const std::string& endpoint, bool bind, const std::string& what) {
+  try {
+    if (bind)
+      s.bind(endpoint);
+    else
+      s.connect(endpoint);
+  } catch (const zmq::error_t& e) {
+    throw ConfigError(
+        fmt::format("{}: cannot {} {}: {}", what, bind ? "bind" : "connect to", endpoint, e.what()));
+  }
+}
+
 std::uint32_t new_stream_id() {
   std::random_device rd;
   std::uint32_t id = 0;
@@ -39,14 +51,7 @@ Sender::Sender(zmq::context_t& ctx, const SenderParams& p, std::uint32_t stream_
   p.validate();
   sock_.set(zmq::sockopt::sndhwm, p.sndhwm);
   sock_.set(zmq::sockopt::linger, p.linger_ms);
-  try {
-    if (p.bind)
-      sock_.bind(p.endpoint);
-    else
-      sock_.connect(p.endpoint);
-  } catch (const zmq::error_t& e) {
-    throw ConfigError(fmt::format("cannot {} {}: {}", p.bind ? "bind" : "connect to", p.endpoint, e.what()));
-  }
+  bind_or_connect(sock_, p.endpoint, p.bind, "sender endpoint");
 }
 
 Sender::~Sender() = default;

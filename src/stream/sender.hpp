@@ -52,5 +52,7 @@ class Sender {
 
 std::uint32_t new_stream_id();                          // random, never 0
 zmq::socket_type socket_type(const std::string& name);  // push|pull|pub|sub; throws ConfigError
+// Binds or connects `s`; a failure is a ConfigError naming `what` (the option) and the endpoint.
+void bind_or_connect(zmq::socket_t& s, const std::string& endpoint, bool bind, const std::string& what);
 
 }  // namespace radstream

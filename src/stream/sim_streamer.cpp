@@ -9,15 +9,7 @@
 #include "stream/metrics.hpp"
 
 namespace radstream {
-namespace {
-
-void sleep_until_ns(std::int64_t t) {
-  timespec ts{time_t(t / 1000000000), long(t % 1000000000)};
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-  }
-}
-
-}  // namespace
+namespace {}  // namespace
 
 SimStreamer::SimStreamer(const SimParams& sim, const StreamerParams& p) : sim_(sim), p_(p) {
   if (p.pool < 0) throw ConfigError("pool " + std::to_string(p.pool) + " must be >= 0");

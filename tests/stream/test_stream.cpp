@@ -15,6 +15,7 @@
 #include "sim/simulator.hpp"
 #include "stream/pipeline.hpp"
 #include "stream/sender.hpp"
+#include "stream/stream_test_util.hpp"
 #include "test_util.hpp"
 
 using namespace radstream;
@@ -22,9 +23,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string tcp(int port) {
-  return "tcp://127.0.0.1:" + std::to_string(port);
-}
+using namespace radstream::streamtest;
 
 SimParams small_sim() {
   SimParams s;
@@ -36,26 +35,7 @@ SimParams small_sim() {
 }
 
 RunConfig config(int port) {
-  RunConfig c;
-  c.stream.endpoint = tcp(port);
-  c.frames.window = 32;
-  c.frames.stride = 16;
-  c.frames.max_window = 64;
-  c.sinks.report_interval_s = 0;
-  c.recon.backend = BackendChoice::Cpu;
-  c.recon.fft.planner = FftPlanner::Estimate;
-  c.recon.threads = 1;
-  return c;
-}
-
-template <class F>
-bool eventually(F f, std::chrono::milliseconds timeout = 10s) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (f()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return f();
+  return small_config(port);
 }
 
 double rel_error(const std::vector<cfloat>& a, const std::vector<cfloat>& b) {

@@ -13,6 +13,7 @@
 #include "sim/simulator.hpp"
 #include "stream/pipeline.hpp"
 #include "stream/sender.hpp"
+#include "stream/stream_test_util.hpp"
 #include "test_util.hpp"
 
 using namespace radstream;
@@ -20,44 +21,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
+using namespace radstream::streamtest;
+
 RunConfig config(int port) {
-  RunConfig c;
-  c.stream.endpoint = "tcp://127.0.0.1:" + std::to_string(port);
-  c.frames.window = 32;
-  c.frames.stride = 16;
-  c.frames.max_window = 64;
-  c.frames.skip_when_behind = false;
-  c.sinks.report_interval_s = 0;
-  c.recon.backend = BackendChoice::Cpu;
-  c.recon.fft.planner = FftPlanner::Estimate;
-  c.recon.threads = 1;
-  return c;
+  return small_config(port, false);
 }
-
-template <class F>
-bool eventually(F f, std::chrono::milliseconds timeout = 10s) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (f()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return f();
-}
-
-struct Collector {
-  std::mutex m;
-  std::vector<FrameResult> frames;
-  void attach(Pipeline& p) {
-    p.on_frame([this](const FrameResult& f) {
-      std::lock_guard lock(m);
-      frames.push_back(f);
-    });
-  }
-  std::vector<FrameResult> get() {
-    std::lock_guard lock(m);
-    return frames;
-  }
-};
 
 SimParams sim_params(int matrix, int coils, const char* angles = "golden") {
   SimParams s;
@@ -72,15 +40,10 @@ SimParams sim_params(int matrix, int coils, const char* angles = "golden") {
 
 TEST(StreamControl, HeaderChangeMidStreamReconfigures) {
   const RunConfig cfg = config(56201);
-  const Registry reg = default_registry();
-  Pipeline p(cfg, reg);
-  Collector c;
-  c.attach(p);
-  p.start();
-  zmq::context_t ctx(1);
-  SenderParams sp;
-  sp.endpoint = cfg.stream.endpoint;
-  Sender s(ctx, sp, 3);
+  Rig rig(cfg, 3);
+  Pipeline& p = rig.p;
+  Collector& c = rig.c;
+  Sender& s = rig.s;
   const Simulator a(sim_params(32, 2)), b(sim_params(48, 4));
   s.send_header(stream_header_to_xml(a.header()));
   for (const auto& x : a.spokes(0, 48)) s.send_spoke(x);
@@ -98,15 +61,10 @@ TEST(StreamControl, HeaderChangeMidStreamReconfigures) {
 
 TEST(StreamControl, WindowAndStrideChangeBetweenFrames) {
   const RunConfig cfg = config(56202);
-  const Registry reg = default_registry();
-  Pipeline p(cfg, reg);
-  Collector c;
-  c.attach(p);
-  p.start();
-  zmq::context_t ctx(1);
-  SenderParams sp;
-  sp.endpoint = cfg.stream.endpoint;
-  Sender s(ctx, sp, 4);
+  Rig rig(cfg, 4);
+  Pipeline& p = rig.p;
+  Collector& c = rig.c;
+  Sender& s = rig.s;
   const Simulator sim(sim_params(32, 2));
   const auto spokes = sim.spokes(0, 160);
   s.send_header(stream_header_to_xml(sim.header()));
@@ -233,15 +191,11 @@ TEST(StreamControl, ReplayOfAFileWithoutEnvelopesPacedByRate) {
 // between frames, without a restart; the frames after the switch are FBP frames.
 TEST(StreamControl, MethodSwitchToFbpBetweenFrames) {
   const RunConfig cfg = config(56207);
-  const Registry reg = default_registry();
-  Pipeline p(cfg, reg);
-  Collector c;
-  c.attach(p);
-  p.start();
-  zmq::context_t ctx(1);
-  SenderParams sp;
-  sp.endpoint = cfg.stream.endpoint;
-  Sender s(ctx, sp, 8);
+  Rig rig(cfg, 8);
+  Pipeline& p = rig.p;
+  Collector& c = rig.c;
+  Sender& s = rig.s;
+  const Registry& reg = rig.reg;
   const Simulator sim(sim_params(32, 2));
   const auto spokes = sim.spokes(0, 128);
   s.send_header(stream_header_to_xml(sim.header()));
