@@ -348,6 +348,22 @@ void Viewer::Impl::panels(const Rect& area) {
   ImGui::PlotLines("##e2e", ev.data(), int(ev.size()), 0, "ms", 0.f, FLT_MAX, ImVec2(kPanelWidth - 30, 40));
   ImGui::Text("acquired -> on glass: p50 %.2f  p99 %.2f ms", pg.p50, pg.p99);
   ImGui::PlotLines("##glass", gv.data(), int(gv.size()), 0, "ms", 0.f, FLT_MAX, ImVec2(kPanelWidth - 30, 40));
+  if (ImGui::BeginTable("stages", 3, ImGuiTableFlags_SizingStretchProp)) {  // per stage, ms
+    ImGui::TableSetupColumn("stage");
+    ImGui::TableSetupColumn("p50 ms");
+    ImGui::TableSetupColumn("p99 ms");
+    ImGui::TableHeadersRow();
+    for (const auto& [name, pc] : m.stage_summaries()) {
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(name.c_str());
+      ImGui::TableNextColumn();
+      ImGui::Text("%.3f", pc.p50);
+      ImGui::TableNextColumn();
+      ImGui::Text("%.3f", pc.p99);
+    }
+    ImGui::EndTable();
+  }
   ImGui::End();
 }
 

@@ -58,6 +58,13 @@ void Metrics::add_stage(const std::string& stage, double ms) {
   s->add(ms);
 }
 
+std::vector<std::pair<std::string, Percentiles>> Metrics::stage_summaries() const {
+  std::vector<std::pair<std::string, Percentiles>> out;
+  std::lock_guard lock(m_);
+  for (const auto& [name, s] : stages_) out.emplace_back(name, s.summary());
+  return out;
+}
+
 std::uint64_t Metrics::rejected_total() const {
   std::uint64_t n = 0;
   for (const auto& r : rejected) n += r.load();

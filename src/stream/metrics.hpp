@@ -55,6 +55,7 @@ class Metrics {
   // image ready; plus one per reconstruction stage and "assemble".
   LatencySeries end_to_end, arrival;
   void add_stage(const std::string& stage, double ms);
+  std::vector<std::pair<std::string, Percentiles>> stage_summaries() const;
 
   void reject(wire::Reject r) { ++rejected[int(r)]; }
   std::uint64_t rejected_total() const;
