@@ -16,7 +16,7 @@ struct Unavailable : std::runtime_error {
 };
 
 struct ViewerOptions {
-  int width = 1280, height = 800;
+  int width = 1280, height = 960;
   std::string snapshot_dir = "out/snapshots";        // `s` / the Snapshot button write PNGs here
   std::string record_path = "out/record/stream.h5";  // what `r` records into
   // For tests and unattended runs: after `screenshot_after_s`, read back the framebuffer into `screenshot`

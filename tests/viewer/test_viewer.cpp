@@ -42,7 +42,7 @@ TEST(Viewer, UnderXvfbShowsTheReconstructionPanelsAndControls) {
   test::TempDir dir;
   const std::string shot = (std::filesystem::path(RADSTREAM_ARTIFACT_DIR) / "viewer_screenshot.png").string();
   const auto r =
-      test::run_command("xvfb-run -a -s '-screen 0 1280x800x24' " + test::radstream_binary() +
+      test::run_command("xvfb-run -a -s '-screen 0 1280x1024x24' " + test::radstream_binary() +
                         " demo --backend cpu --matrix 128 --coils 4 --rate 400 --pool 256 --window 64 "
                         "--stride 16 --set-window 96"
                         " --screenshot " +
