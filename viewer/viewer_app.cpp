@@ -443,7 +443,8 @@ long Viewer::run() {
       s.ui_window = s.opt.set_window;
       s.p.set_window(s.ui_window);
     }
-    if (s.opt.close_after_s > 0 && t >= s.opt.close_after_s) glfwSetWindowShouldClose(s.win, GLFW_TRUE);
+    if ((s.opt.close_after_s > 0 && t >= s.opt.close_after_s) || (s.opt.should_close && s.opt.should_close()))
+      glfwSetWindowShouldClose(s.win, GLFW_TRUE);
     const auto before = s.shown;
     s.upload_latest();
     const bool fresh = s.shown && s.shown != before;

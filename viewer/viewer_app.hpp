@@ -3,6 +3,7 @@
 // controls, status and plots of DESIGN.md section 7. The loop is shaped like ImGui's example_glfw_opengl3:
 // poll, new frame, build the UI, render, swap (vsync on), sleep while iconified, reverse-order shutdown.
 #pragma once
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -27,6 +28,8 @@ struct ViewerOptions {
   double screenshot_after_s = 3.0;
   int set_window = 0;
   double close_after_s = 0;
+  // Polled once per displayed frame: true closes the window (Ctrl-C, a run's stop condition).
+  std::function<bool()> should_close;
 };
 
 class Viewer {

@@ -75,6 +75,7 @@ int run_demo(DemoArgs a) {
       vo.screenshot_after_s = a.screenshot_after_s;
       vo.close_after_s = a.close_after_s;
       vo.set_window = a.set_window;
+      vo.should_close = [&] { return interrupt.requested(); };
       viewer::Viewer v(p, vo);
       v.run();
     } catch (const viewer::Unavailable& e) {

@@ -1,6 +1,7 @@
-// radstream run -c config/realtime.yaml: listen, reconstruct every frame, feed the sinks (headless; the
-// viewer adds a window). Stops on Ctrl-C, after --duration or --frames, or (--until-close) when the sender
-// closes its stream.
+// radstream run -c config/realtime.yaml: listen, reconstruct every frame, feed the sinks, and show the stream
+// in the viewer when there is a display (--headless: never). Stops on Ctrl-C, when the window is closed,
+// after
+// --duration or --frames, or (--until-close) when the sender closes its stream.
 #include <yaml-cpp/yaml.h>
 
 #include <memory>
@@ -12,6 +13,9 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "stream/pipeline.hpp"
+#ifdef RADSTREAM_HAVE_VIEWER
+#include "viewer/viewer_app.hpp"
+#endif
 
 namespace radstream::app {
 namespace {
@@ -19,7 +23,7 @@ namespace {
 struct RunArgs {
   std::string config;
   std::string endpoint, socket, record, publish, images, metrics_json, backend, fft;
-  bool connect = false, until_close = false, no_skip = false;
+  bool connect = false, until_close = false, no_skip = false, headless = false;
   int window = 0, stride = 0;
   double duration_s = 0;
   long frames = 0;
@@ -63,20 +67,35 @@ int run(const RunArgs& a) {
             cfg.stream.bind ? "bind" : "connect", cfg.frames.window, cfg.frames.stride, cfg.frames.framing);
   p.start();
   std::int64_t closed_at = 0;
-  for (;;) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto done = [&] {
     if (interrupt.requested()) {
       log::info("run: interrupted; stopping");
-      break;
+      return true;
     }
-    if (a.duration_s > 0 && p.elapsed_s() >= a.duration_s) break;
-    if (a.frames > 0 && p.metrics().frames.load() >= std::uint64_t(a.frames)) break;
+    if (a.duration_s > 0 && p.elapsed_s() >= a.duration_s) return true;
+    if (a.frames > 0 && p.metrics().frames.load() >= std::uint64_t(a.frames)) return true;
     if (a.until_close && p.metrics().closes.load() > 0) {
       // Let the frames already due finish: stop once nothing new has come for 0.5 s after the close.
       if (!closed_at) closed_at = monotonic_ns();
-      if (monotonic_ns() - std::max(closed_at, p.metrics().last_message_ns.load()) > 500000000) break;
+      if (monotonic_ns() - std::max(closed_at, p.metrics().last_message_ns.load()) > 500000000) return true;
+    }
+    return false;
+  };
+  bool shown = false;
+#ifdef RADSTREAM_HAVE_VIEWER
+  if (!a.headless) {
+    try {  // with a display the viewer shows the stream; closing its window stops the run
+      viewer::ViewerOptions vo;
+      vo.should_close = done;
+      viewer::Viewer v(p, vo);
+      v.run();
+      shown = true;
+    } catch (const viewer::Unavailable& e) {
+      log::info("run: headless ({})", e.what());
     }
   }
+#endif
+  while (!shown && !done()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   p.stop();
   return 0;
 }
@@ -101,6 +120,7 @@ Runner add_run(CLI::App& app) {
   app.add_option("--duration", a->duration_s, "stop after this many seconds");
   app.add_option("--frames", a->frames, "stop after this many frames");
   app.add_flag("--until-close", a->until_close, "stop when the sender closes its stream");
+  app.add_flag("--headless", a->headless, "no window even when a display is present");
   return [a] { return run(*a); };
 }
 

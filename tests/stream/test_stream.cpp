@@ -380,7 +380,7 @@ TEST(Stream, RunAndSimulateProgramsOverTcp) {
   const std::string bin = test::radstream_binary();
   auto run = std::async(std::launch::async, [&] {
     return test::run_command(
-        bin + " run --endpoint " + tcp(56107) +
+        bin + " run --headless --endpoint " + tcp(56107) +
         " --backend cpu --window 64 --stride 16 --no-skip --until-close --duration 30 --metrics-json " +
         (dir / "m.json") + " --images " + (dir / "img") + " --record " + (dir / "rec.h5"));
   });
