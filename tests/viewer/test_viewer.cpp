@@ -8,7 +8,9 @@
 
 #include <cmath>
 #include <fstream>
+#include <future>
 #include <regex>
+#include <thread>
 
 #include "io/frame_io.hpp"
 #include "pipeline/recon_chain.hpp"
@@ -125,4 +127,31 @@ TEST(Viewer, HeadlessDemoWritesSnapshotsAndMetrics) {
   EXPECT_NE(r.output.find("running headless"), std::string::npos) << r.output;
   for (const char* f : {"frame_000004.png", "frame_000008.png", "frame_000012.png", "metrics.json"})
     EXPECT_TRUE(std::filesystem::exists(dir.path() / "demo" / f)) << f;
+}
+
+// `radstream run` with a display opens the viewer, and its stop condition (--until-close) closes the window.
+TEST(Viewer, RunShowsTheStreamAndClosesWhenTheSenderDoes) {
+  if (!have_xvfb()) {
+    if (test::env_flag("RADSTREAM_REQUIRE_DISPLAY")) FAIL() << "xvfb-run is not installed";
+    GTEST_SKIP()
+        << "xvfb-run is not installed (apt-get install xvfb); RADSTREAM_REQUIRE_DISPLAY=1 fails instead";
+  }
+  test::TempDir dir;
+  const std::string bin = test::radstream_binary();
+  auto run = std::async(std::launch::async, [&] {
+    return test::run_command("xvfb-run -a -s '-screen 0 1280x1024x24' " + bin +
+                             " run --endpoint tcp://127.0.0.1:56230 --backend cpu --window 64 --until-close"
+                             " --duration 40 --metrics-json " +
+                             dir / "m.json");
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the X server and the window start
+  const auto sim = test::run_command(bin +
+                                     " simulate --endpoint tcp://127.0.0.1:56230 --matrix 64 --coils 2"
+                                     " --rate 400 --spokes 300");
+  EXPECT_EQ(sim.exit_code, 0) << sim.output;
+  const auto r = run.get();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("viewer: closed"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("spokes=300"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(dir / "m.json"));
 }
