@@ -15,7 +15,7 @@
 
 namespace radstream {
 
-std::int64_t monotonic_ns();  // CLOCK_MONOTONIC in ns (the clock of the wire timestamps)
+std::int64_t monotonic_ns();          // CLOCK_MONOTONIC in ns (the clock of the wire timestamps)
 void sleep_until_ns(std::int64_t t);  // until monotonic_ns() >= t
 
 struct Percentiles {

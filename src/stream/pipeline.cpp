@@ -204,8 +204,15 @@ bool Pipeline::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t end,
   const auto t0 = monotonic_ns();
   View<const cfloat> img;
   if (chain.backend() == Backend::Cuda && ring.on_device()) {
+    struct Held {  // the window's spokes stay held until the chain has synchronized (or thrown)
+      SpokeRing& ring;
+      bool on = false;
+      ~Held() {
+        if (on) ring.release_window();
+      }
+    } held{ring};
     img = chain.reconstruct_device([&](cfloat* d_data, float* d_traj, void* stream) {
-      return ring.gather_window(end, W, d_data, d_traj, stream);
+      return held.on = ring.gather_window(end, W, d_data, d_traj, stream);
     });
     if (!img.data) return false;
   } else {

@@ -24,7 +24,6 @@ SpokeRing::SpokeRing(int capacity, int samples, int coils, bool device)
       d_data_ = gpu::device_alloc(cap * C * S * sizeof(cfloat));
       d_traj_ = gpu::device_alloc(cap * S * 2 * sizeof(float));
       upload_stream_ = gpu::create_stream();
-      gather_done_ = gpu::create_event();
       uploaded_.reserve(cap);
       for (std::size_t i = 0; i < cap; ++i) uploaded_.push_back(gpu::create_event());
     } catch (...) {
@@ -47,8 +46,6 @@ void SpokeRing::free_device() noexcept {
   }
   for (void* e : uploaded_) gpu::destroy_event(e);
   uploaded_.clear();
-  gpu::destroy_event(gather_done_);
-  gather_done_ = nullptr;
   gpu::destroy_stream(upload_stream_);
   upload_stream_ = nullptr;
   gpu::device_free(d_data_);
@@ -118,7 +115,7 @@ void SpokeRing::hold(std::uint64_t from) {
   held_from_ = from;
 }
 
-void SpokeRing::release() {
+void SpokeRing::release_window() {
   {
     std::lock_guard lock(m_);
     held_from_ = ~std::uint64_t(0);
@@ -152,7 +149,7 @@ bool SpokeRing::copy_window(std::uint64_t end, Frame& frame) {
     frame.last_acquired_ns = std::max(frame.last_acquired_ns, in.head.acquired_ns);
     frame.last_arrival_ns = std::max(frame.last_arrival_ns, in.arrival_ns);
   }
-  release();
+  release_window();
   return true;
 }
 
@@ -178,9 +175,6 @@ bool SpokeRing::gather_window(std::uint64_t end, int spokes, cfloat* d_data, flo
     done += run;
     serial += run;
   }
-  gpu::record_event(gather_done_, stream);
-  gpu::event_synchronize(gather_done_);
-  release();
   return true;
 }
 

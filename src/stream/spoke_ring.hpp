@@ -61,14 +61,16 @@ class SpokeRing {
   // and timestamps). False when those spokes are no longer (or not yet) all in the ring.
   bool copy_window(std::uint64_t end, Frame& frame);
   // Reader, device mirror: enqueues on `stream` the copy of spokes [end - spokes, end) into d_data
-  // [coils][spokes][samples] and d_traj [spokes][samples][2] (after their uploads), and waits for it.
+  // [coils][spokes][samples] and d_traj [spokes][samples][2] (after their uploads) and returns at once; the
+  // spokes stay held until release_window(), which the caller calls once the stream is past the copies (the
+  // host does not wait here).
   bool gather_window(std::uint64_t end, int spokes, cfloat* d_data, float* d_traj, void* stream);
+  void release_window();
 
  private:
   bool window_ok(std::uint64_t end, int spokes) const;  // under the lock
   void free_device() noexcept;
   void hold(std::uint64_t from);
-  void release();
 
   int capacity_, samples_, coils_;
   bool device_;
@@ -78,7 +80,6 @@ class SpokeRing {
   void* d_data_ = nullptr;  // [coils][capacity][samples]
   void* d_traj_ = nullptr;  // [capacity][samples][2]
   void* upload_stream_ = nullptr;
-  void* gather_done_ = nullptr;
   std::vector<void*> uploaded_;  // one event per slot
 
   mutable std::mutex m_;
