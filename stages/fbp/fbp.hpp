@@ -60,8 +60,8 @@ struct SpokeLine {
 };
 
 // The line through samples t[0..S) ([S][2]): direction and spacing from the end points; the offset from the
-// two ends' implied centres (exact for a straight, evenly sampled spoke), snapped to 0 below 1e-4 dk so that a
-// centred spoke takes the fast path.
+// two ends' implied centres (exact for a straight, evenly sampled spoke), snapped to 0 below 1e-4 dk so that
+// a centred spoke takes the fast path.
 RADSTREAM_HD inline SpokeLine fit_spoke_line(const float* t, int S) {
   SpokeLine l;
   const double ex = double(t[2 * (S - 1)]) - t[0], ey = double(t[2 * (S - 1) + 1]) - t[1];
@@ -92,8 +92,19 @@ RADSTREAM_HD inline float fbp_filter_value(int filter, float cutoff, float k, fl
   return v * dk;
 }
 
-// Every spoke's line and its angular weight, from a frame's trajectory ([spokes][samples][2]).
-void fbp_lines(std::span<const float> traj, int spokes, int samples, std::vector<SpokeLine>& lines);
+// Every spoke's line and its angular weight, from a frame's trajectory ([spokes][samples][2]). Sized once by
+// resize() (in configure), so that fitting a frame allocates nothing.
+class SpokeLineSet {
+ public:
+  void resize(int spokes);
+  void fit(std::span<const float> traj, int samples);
+  const std::vector<SpokeLine>& lines() const { return lines_; }
+
+ private:
+  std::vector<SpokeLine> lines_;
+  std::vector<float> folded_;  // each line's angle mod pi
+  std::vector<int> order_;     // spokes sorted by that angle
+};
 
 std::unique_ptr<Stage> make_fbp_project_cpu(const FbpParams& p, const FftParams& fft);
 std::unique_ptr<Stage> make_backproject_cpu(const FbpParams& p);

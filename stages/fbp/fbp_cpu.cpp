@@ -36,6 +36,7 @@ class FbpProjectCpu final : public Stage {
     S_ = g.samples;
     P_ = fbp_fft_size(S_);
     out_ext_ = Extents{input[0], input[1], std::size_t(P_)};
+    lines_.resize(input[1]);
     HostBuffer<cfloat> scratch(out_ext_);
     const int n[1] = {P_};
     const auto lock = fftw_plan_lock(ctx.threads);
@@ -54,7 +55,6 @@ class FbpProjectCpu final : public Stage {
     const int spokes = int(in_ext_[1]), S = S_, P = P_;
     if (in.traj.size() != std::size_t(spokes) * S * 2)
       throw InputError("fbp_project: the trajectory has the wrong size");
-    lines_.resize(spokes);
     for (int p = 0; p < spokes; ++p) lines_[p] = fit_spoke_line(in.traj.data + std::size_t(p) * S * 2, S);
     const long rows = long(in_ext_[0]) * spokes;
     const int filter = int(p_.filter);
@@ -100,6 +100,10 @@ class BackprojectCpu final : public Stage {
     in_ext_ = input;
     P_ = P;
     out_ext_ = Extents{std::size_t(g.coils), std::size_t(g.matrix), std::size_t(g.matrix)};
+    set_.resize(g.spokes);
+    c_.resize(g.spokes);
+    s_.resize(g.spokes);
+    ph_.resize(g.spokes);
     return out_ext_;
   }
 
@@ -108,15 +112,16 @@ class BackprojectCpu final : public Stage {
     expect_view("backproject", "output", out, out_ext_, Location::Host);
     if (in.traj.size() != std::size_t(g_.spokes) * g_.samples * 2)
       throw InputError("backproject: the trajectory has the wrong size");
-    fbp_lines(in.traj.span(), g_.spokes, g_.samples, lines_);
+    set_.fit(in.traj.span(), g_.samples);
+    const auto& lines = set_.lines();
     const int N = g_.matrix, Ps = g_.spokes, P = P_;
     const float half = 0.5f * float(P);
     // u = t P dk + P/2 indexes the projection; the phase exp(2 pi i kc t) = exp(i (u - P/2) ph) with
     // ph = 2 pi kc / (P dk).
-    std::vector<float> c(Ps), s(Ps), ph(Ps);
+    std::vector<float>&c = c_, &s = s_, &ph = ph_;
     bool shifted = false;
     for (int p = 0; p < Ps; ++p) {
-      const SpokeLine& l = lines_[p];
+      const SpokeLine& l = lines[p];
       c[p] = std::cos(l.theta) * float(P) * l.dk;
       s[p] = std::sin(l.theta) * float(P) * l.dk;
       ph[p] = l.dk > 0 ? 6.2831853f * l.kc / (float(P) * l.dk) : 0.f;
@@ -139,7 +144,7 @@ class BackprojectCpu final : public Stage {
           if (m < 0 || m + 1 >= P) continue;
           const float f = u - fl;
           const cfloat* qp = q + std::size_t(p) * P;
-          cfloat v = lines_[p].weight * (qp[m] * (1.f - f) + qp[m + 1] * f);
+          cfloat v = lines[p].weight * (qp[m] * (1.f - f) + qp[m + 1] * f);
           if (shifted) v *= std::polar(1.f, (u - half) * ph[p]);
           acc += v;
         }
@@ -153,7 +158,8 @@ class BackprojectCpu final : public Stage {
   Geometry g_;
   Extents in_ext_, out_ext_;
   int P_ = 0;
-  std::vector<SpokeLine> lines_;
+  SpokeLineSet set_;
+  std::vector<float> c_, s_, ph_;  // per spoke: cos and sin x P dk, phase slope
 };
 
 }  // namespace
