@@ -31,10 +31,6 @@ struct ReplayArgs {
   double tick_us = 2.5;  // MRD acquisition_time_stamp tick
 };
 
-std::int64_t join64(std::int32_t lo, std::int32_t hi) {
-  return std::int64_t((std::uint64_t(std::uint32_t(hi)) << 32) | std::uint32_t(lo));
-}
-
 int run_replay(const ReplayArgs& a) {
   InterruptWatch interrupt;
   MrdRawReader reader(a.file);
@@ -111,15 +107,8 @@ int run_replay(const ReplayArgs& a) {
         e.sent_ns = monotonic_ns();
         e.angle = ours ? double(h.user_float[0]) : std::nan("");
       }
-      wire::Parts parts(4);
-      const auto env = wire::encode_envelope(e);
-      parts[0].assign(env.begin(), env.end());
-      parts[1].assign(r.acq_header.begin(), r.acq_header.end());
-      const auto* t = reinterpret_cast<const std::byte*>(r.traj.data());
-      parts[2].assign(t, t + r.traj.size() * sizeof(float));
-      const auto* d = reinterpret_cast<const std::byte*>(r.data.data());
-      parts[3].assign(d, d + r.data.size() * sizeof(cfloat));
-      sender.send_parts(parts);
+      sender.send_spoke_frames(e, r.acq_header, std::as_bytes(std::span(r.traj)),
+                               std::as_bytes(std::span(r.data)));
       ++sent;
     }
     first_pass = false;

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "io/mrd_raw.hpp"
 
 namespace radstream {
 
@@ -33,16 +34,6 @@ int scheme_code(AngleScheme s) {
 AngleScheme scheme_from_code(long c, const std::string& ctx) {
   if (c < 0 || c > 3) throw IoError(fmt::format("{}: angle_scheme {} is not 0..3", ctx, c));
   return static_cast<AngleScheme>(c);
-}
-
-void split64(std::int64_t v, std::int32_t& lo, std::int32_t& hi) {
-  const auto u = static_cast<std::uint64_t>(v);
-  lo = static_cast<std::int32_t>(static_cast<std::uint32_t>(u & 0xffffffffu));
-  hi = static_cast<std::int32_t>(static_cast<std::uint32_t>(u >> 32));
-}
-
-std::int64_t join64(std::int32_t lo, std::int32_t hi) {
-  return static_cast<std::int64_t>((std::uint64_t(std::uint32_t(hi)) << 32) | std::uint32_t(lo));
 }
 
 }  // namespace
@@ -130,44 +121,49 @@ StreamHeader stream_header_from_xml(const std::string& xml, const std::string& c
   return h;
 }
 
-MrdWriter::MrdWriter(const std::string& path, const StreamHeader& header) : path_(path), header_(header) {
+std::array<std::byte, 340> acquisition_header_bytes(const SpokeHeader& h, int samples, int coils,
+                                                    int traj_dims, std::uint32_t stream_id,
+                                                    std::uint32_t sequence) {
+  static_assert(sizeof(ISMRMRD::ISMRMRD_AcquisitionHeader) == 340, "the MRD acquisition header is 340 bytes");
+  ISMRMRD::ISMRMRD_AcquisitionHeader a;
+  ISMRMRD::ismrmrd_init_acquisition_header(&a);
+  a.flags = h.flags;
+  a.scan_counter = h.scan_counter;
+  a.acquisition_time_stamp = h.acquisition_time_stamp;
+  a.number_of_samples = std::uint16_t(samples);
+  a.available_channels = std::uint16_t(coils);
+  a.active_channels = std::uint16_t(coils);
+  a.center_sample = std::uint16_t(samples / 2);
+  a.trajectory_dimensions = std::uint16_t(traj_dims);
+  a.idx.kspace_encode_step_1 = std::uint16_t(h.spoke_index & 0xffffu);
+  a.user_float[0] = float(h.angle);
+  split64(h.acquired_ns, a.user_int[0], a.user_int[1]);
+  split64(h.sent_ns, a.user_int[2], a.user_int[3]);
+  split64(std::int64_t(h.spoke_index), a.user_int[4], a.user_int[5]);
+  a.user_int[6] = std::int32_t(stream_id);
+  a.user_int[7] = std::int32_t(sequence);
+  std::array<std::byte, 340> b;
+  std::memcpy(b.data(), &a, b.size());
+  return b;
+}
+
+MrdWriter::MrdWriter(const std::string& path, const StreamHeader& header) : header_(header) {
   header.validate();
-  std::error_code ec;
-  std::filesystem::remove(path, ec);
-  try {
-    ds_ = std::make_unique<ISMRMRD::Dataset>(path.c_str(), "dataset", true);
-    ds_->writeHeader(stream_header_to_xml(header));
-  } catch (const std::exception& e) {
-    throw IoError(fmt::format("{}: cannot create the MRD file: {}", path, e.what()));
-  }
+  raw_ = std::make_unique<MrdRawWriter>(path, stream_header_to_xml(header));
 }
 
 MrdWriter::~MrdWriter() = default;
 
+std::size_t MrdWriter::count() const {
+  return raw_->count();
+}
+
 void MrdWriter::append(const Spoke& s) {
   if (s.samples != header_.samples || s.coils != header_.coils)
-    throw InputError(fmt::format("{}: spoke {} is {} samples x {} coils, the header says {} x {}", path_,
-                                 s.header.spoke_index, s.samples, s.coils, header_.samples, header_.coils));
-  ISMRMRD::Acquisition acq(uint16_t(s.samples), uint16_t(s.coils), 2);
-  ISMRMRD::AcquisitionHeader h = acq.getHead();
-  h.scan_counter = s.header.scan_counter;
-  h.acquisition_time_stamp = s.header.acquisition_time_stamp;
-  h.idx.kspace_encode_step_1 = uint16_t(s.header.spoke_index & 0xffff);
-  h.flags = s.header.flags;
-  h.center_sample = uint16_t(s.samples / 2);
-  h.user_float[0] = float(s.header.angle);
-  split64(s.header.acquired_ns, h.user_int[0], h.user_int[1]);
-  split64(s.header.sent_ns, h.user_int[2], h.user_int[3]);
-  split64(std::int64_t(s.header.spoke_index), h.user_int[4], h.user_int[5]);
-  acq.setHead(h);
-  std::copy(s.traj.begin(), s.traj.end(), acq.getTrajPtr());
-  std::copy(s.data.begin(), s.data.end(), acq.getDataPtr());
-  try {
-    ds_->appendAcquisition(acq);
-  } catch (const std::exception& e) {
-    throw IoError(fmt::format("{}: cannot append spoke {}: {}", path_, s.header.spoke_index, e.what()));
-  }
-  ++count_;
+    throw InputError(fmt::format("{}: spoke {} is {} samples x {} coils, the header says {} x {}",
+                                 raw_->path(), s.header.spoke_index, s.samples, s.coils, header_.samples,
+                                 header_.coils));
+  raw_->append(acquisition_header_bytes(s.header, s.samples, s.coils, 2), s.traj, s.data);
 }
 
 MrdRecording read_mrd(const std::string& path, long start, long count) {

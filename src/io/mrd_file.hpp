@@ -15,6 +15,9 @@
 // when present (in the units that their trajectory_scale says; default cycles/pixel), else derived from the
 // angle scheme.
 #pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,11 +25,26 @@
 #include "core/spoke.hpp"
 #include "core/stream_header.hpp"
 
-namespace ISMRMRD {
-class Dataset;
+namespace radstream {
+
+class MrdRawWriter;
+
+// A 64-bit value in two 32-bit MRD user ints, and back.
+inline void split64(std::int64_t v, std::int32_t& lo, std::int32_t& hi) {
+  const auto u = static_cast<std::uint64_t>(v);
+  lo = static_cast<std::int32_t>(static_cast<std::uint32_t>(u & 0xffffffffu));
+  hi = static_cast<std::int32_t>(static_cast<std::uint32_t>(u >> 32));
+}
+inline std::int64_t join64(std::int32_t lo, std::int32_t hi) {
+  return static_cast<std::int64_t>((std::uint64_t(std::uint32_t(hi)) << 32) | std::uint32_t(lo));
 }
 
-namespace radstream {
+// The MRD AcquisitionHeader (340 bytes, as MRD lays it out) that radstream writes for a spoke, in files and
+// on the wire: version 1, samples, coils, trajectory dimensions, the fields listed above, and user_int[6],
+// [7] = stream id and sequence (low 32 bits) when a sender gives them.
+std::array<std::byte, 340> acquisition_header_bytes(const SpokeHeader& h, int samples, int coils,
+                                                    int traj_dims, std::uint32_t stream_id = 0,
+                                                    std::uint32_t sequence = 0);
 
 // Throws IoError unless `path` exists and starts with the HDF5 signature.
 void check_hdf5_file(const std::string& path);
@@ -42,13 +60,11 @@ class MrdWriter {
   MrdWriter(const std::string& path, const StreamHeader& header);
   ~MrdWriter();
   void append(const Spoke& spoke);
-  std::size_t count() const { return count_; }
+  std::size_t count() const;
 
  private:
-  std::string path_;
   StreamHeader header_;
-  std::unique_ptr<ISMRMRD::Dataset> ds_;
-  std::size_t count_ = 0;
+  std::unique_ptr<MrdRawWriter> raw_;
 };
 
 struct MrdRecording {

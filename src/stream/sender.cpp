@@ -1,12 +1,12 @@
 #include "stream/sender.hpp"
 
 #include <fmt/format.h>
-#include <ismrmrd/ismrmrd.h>
 
 #include <cstring>
 #include <random>
 
 #include "core/error.hpp"
+#include "io/mrd_file.hpp"
 #include "stream/metrics.hpp"
 
 namespace radstream {
@@ -99,18 +99,17 @@ void Sender::send_spoke(const Spoke& s) {
   e.angle = double(float(s.header.angle));
   SpokeHeader h = s.header;
   h.sent_ns = e.sent_ns;
-  const int dims = s.traj.empty() ? 0 : 2;
-  auto acq = wire::encode_acq_header(h, s.samples, s.coils, dims);
-  // user_int[6], [7]: stream id and sequence (low 32 bits), so that a recording keeps the envelope.
-  ISMRMRD::ISMRMRD_AcquisitionHeader a;
-  std::memcpy(&a, acq.data(), acq.size());
-  a.user_int[6] = std::int32_t(stream_id_);
-  a.user_int[7] = std::int32_t(std::uint32_t(seq_));
-  std::memcpy(acq.data(), &a, acq.size());
+  // user_int[6], [7]: stream id and sequence, so that a recording keeps the envelope.
+  const auto acq = acquisition_header_bytes(h, s.samples, s.coils, s.traj.empty() ? 0 : 2, stream_id_,
+                                            std::uint32_t(seq_));
+  send_spoke_frames(e, acq, std::as_bytes(std::span(s.traj)), std::as_bytes(std::span(s.data)));
+}
+
+void Sender::send_spoke_frames(const wire::Envelope& e, std::span<const std::byte> acq_header,
+                               std::span<const std::byte> traj, std::span<const std::byte> data) {
   const auto env = wire::encode_envelope(e);
-  zmq::message_t f0(env.data(), env.size()), f1(acq.data(), acq.size());
-  zmq::message_t f2(s.traj.data(), s.traj.size() * sizeof(float));
-  zmq::message_t f3(s.data.data(), s.data.size() * sizeof(cfloat));
+  zmq::message_t f0(env.data(), env.size()), f1(acq_header.data(), acq_header.size());
+  zmq::message_t f2(traj.data(), traj.size()), f3(data.data(), data.size());
   sock_.send(f0, zmq::send_flags::sndmore);
   sock_.send(f1, zmq::send_flags::sndmore);
   sock_.send(f2, zmq::send_flags::sndmore);

@@ -34,7 +34,11 @@ class Sender {
   // Sends the spoke (its header's acquired_ns and index are used; sent_ns is stamped now). The angle travels
   // in float precision (as in the MRD header), so a recording replays to identical bytes.
   void send_spoke(const Spoke& s);
-  // Sends pre-encoded frames as they are (replay of a recording).
+  // Sends a spoke whose envelope and frames the caller made (replay of a recording), without copying them
+  // first.
+  void send_spoke_frames(const wire::Envelope& e, std::span<const std::byte> acq_header,
+                         std::span<const std::byte> traj, std::span<const std::byte> data);
+  // Sends pre-encoded frames as they are.
   void send_parts(const wire::Parts& parts);
   void close();  // the close message (carries the last spoke number); then the socket lingers <= linger_ms
 

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "io/mrd_file.hpp"
+
 namespace radstream::wire {
 
 static_assert(std::endian::native == std::endian::little, "the wire format is little-endian");
@@ -24,12 +26,6 @@ T get(const std::byte* base, std::size_t off) {
   T v;
   std::memcpy(&v, base + off, sizeof(T));
   return v;
-}
-
-void split64(std::int64_t v, std::int32_t& lo, std::int32_t& hi) {
-  const auto u = std::uint64_t(v);
-  lo = std::int32_t(std::uint32_t(u & 0xffffffffu));
-  hi = std::int32_t(std::uint32_t(u >> 32));
 }
 
 DecodeResult reject(Reject r, std::string detail) {
@@ -77,28 +73,6 @@ std::array<std::byte, kEnvelopeBytes> encode_envelope(const Envelope& e) {
   put(p, 48, e.angle);
   put(p, 56, std::uint32_t(0));
   put(p, 60, fnv1a(std::span<const std::byte>(p, 60)));
-  return b;
-}
-
-std::array<std::byte, kAcqHeaderBytes> encode_acq_header(const SpokeHeader& h, int samples, int coils,
-                                                         int traj_dims) {
-  ISMRMRD::ISMRMRD_AcquisitionHeader a;
-  ISMRMRD::ismrmrd_init_acquisition_header(&a);
-  a.flags = h.flags;
-  a.scan_counter = h.scan_counter;
-  a.acquisition_time_stamp = h.acquisition_time_stamp;
-  a.number_of_samples = std::uint16_t(samples);
-  a.available_channels = std::uint16_t(coils);
-  a.active_channels = std::uint16_t(coils);
-  a.center_sample = std::uint16_t(samples / 2);
-  a.trajectory_dimensions = std::uint16_t(traj_dims);
-  a.idx.kspace_encode_step_1 = std::uint16_t(h.spoke_index & 0xffffu);
-  a.user_float[0] = float(h.angle);
-  split64(h.acquired_ns, a.user_int[0], a.user_int[1]);
-  split64(h.sent_ns, a.user_int[2], a.user_int[3]);
-  split64(std::int64_t(h.spoke_index), a.user_int[4], a.user_int[5]);
-  std::array<std::byte, kAcqHeaderBytes> b;
-  std::memcpy(b.data(), &a, kAcqHeaderBytes);
   return b;
 }
 
@@ -258,7 +232,8 @@ Parts encode_spoke(const Envelope& env, const Spoke& s) {
   const auto e = encode_envelope(env);
   parts[0].assign(e.begin(), e.end());
   const int dims = s.traj.empty() ? 0 : 2;
-  const auto a = encode_acq_header(s.header, s.samples, s.coils, dims);
+  const auto a = acquisition_header_bytes(s.header, s.samples, s.coils, dims, env.stream_id,
+                                          std::uint32_t(env.sequence));
   parts[1].assign(a.begin(), a.end());
   const auto* t = reinterpret_cast<const std::byte*>(s.traj.data());
   parts[2].assign(t, t + s.traj.size() * sizeof(float));

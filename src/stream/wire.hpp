@@ -42,12 +42,6 @@ struct Envelope {
 std::array<std::byte, kEnvelopeBytes> encode_envelope(const Envelope& e);
 std::uint32_t fnv1a(std::span<const std::byte> bytes);
 
-// The MRD acquisition header of a spoke (version 1; number_of_samples, active/available channels,
-// trajectory_dimensions, idx.kspace_encode_step_1 = spoke index mod 65536, acquisition_time_stamp,
-// scan_counter, flags, user_float[0] = angle, user_int[0..5] = acquired ns, sent ns, 64-bit spoke index).
-std::array<std::byte, kAcqHeaderBytes> encode_acq_header(const SpokeHeader& h, int samples, int coils,
-                                                         int traj_dims);
-
 // Every reason a message is rejected; counted per reason by the ingest.
 enum class Reject {
   PartCount,         // wrong number of frames for the type
@@ -103,7 +97,8 @@ DecodeResult decode(std::span<const std::span<const std::byte>> parts, const Lim
 // True when every float in the bytes is finite (the bytes are a whole number of floats).
 bool all_finite(std::span<const std::byte> floats);
 
-// A whole message as byte vectors (for tests, the recorder's replay and the fuzzer).
+// A whole message as byte vectors (for tests and the fuzzer). A spoke's F1 is acquisition_header_bytes()
+// (io/mrd_file.hpp) with the envelope's stream id and sequence.
 using Parts = std::vector<std::vector<std::byte>>;
 Parts encode_spoke(const Envelope& env, const Spoke& s);
 Parts encode_text(const Envelope& env, const std::string& text);  // Header, Text
