@@ -4,16 +4,16 @@
 
 #include "app/bench_case.hpp"
 #include "core/log.hpp"
-#include "io/mrd_file.hpp"
 #include "sim/simulator.hpp"
 #include "stream/ingest.hpp"
 #include "stream/pipeline.hpp"
-#include "stream/sender.hpp"
+#include "stream/sim_streamer.hpp"
 
 namespace radstream::app {
 namespace {
 
-std::vector<Spoke> spoke_pool(const BenchCase& c, int n, StreamHeader& header) {
+// The case's simulated scanner: a pool of `pool` precomputed spokes, sent cyclically.
+std::unique_ptr<SimStreamer> streamer(const BenchCase& c, int pool, long spokes, bool unpaced) {
   SimParams sp;
   sp.matrix = c.matrix;
   sp.readout_os = double(c.samples) / c.matrix;
@@ -21,10 +21,12 @@ std::vector<Spoke> spoke_pool(const BenchCase& c, int n, StreamHeader& header) {
   sp.snr = 50;
   sp.motion = true;
   sp.rate_hz = c.rate_hz;
-  const Simulator sim(sp);
-  header = sim.header();
-  log::info("bench {}: precomputing {} spokes ({} samples x {} coils)", c.name, n, c.samples, c.coils);
-  return sim.spokes(0, n);
+  StreamerParams p;
+  p.sender.endpoint = "tcp://127.0.0.1:" + std::to_string(c.port);
+  p.pool = pool;
+  p.spokes = spokes;
+  p.unpaced = unpaced;
+  return std::make_unique<SimStreamer>(sp, p);
 }
 
 std::string pct(const Percentiles& p) {
@@ -35,32 +37,15 @@ std::string pct(const Percentiles& p) {
 }  // namespace
 
 std::string ingest_case(const BenchCase& c) {
-  StreamHeader header;
-  const auto pool = spoke_pool(c, 256, header);
-  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(c.port);
+  const auto sim = streamer(c, 256, c.total_spokes, true);
   zmq::context_t rctx(1);
   Metrics metrics;
   IngestParams ip;
-  ip.endpoint = endpoint;
+  ip.endpoint = "tcp://127.0.0.1:" + std::to_string(c.port);
   Ingest ingest(rctx, ip, metrics, false, 64);
   ingest.start();
-  std::int64_t t_first = 0;
-  std::thread sender([&] {
-    zmq::context_t sctx(1);
-    SenderParams sp;
-    sp.endpoint = endpoint;
-    Sender s(sctx, sp, 77);
-    s.send_header(stream_header_to_xml(header));
-    t_first = monotonic_ns();
-    for (long i = 0; i < c.total_spokes; ++i) {
-      Spoke x = pool[std::size_t(i) % pool.size()];
-      x.header.spoke_index = std::uint64_t(i);
-      x.header.acquired_ns = monotonic_ns();
-      s.send_spoke(x);
-    }
-    s.close();
-  });
-  sender.join();
+  const std::int64_t t_first = monotonic_ns();
+  sim->run();
   const std::int64_t sent_done = monotonic_ns();
   // Wait for the ingest to take everything (or to stop making progress).
   std::uint64_t last = 0;
@@ -93,9 +78,7 @@ std::string ingest_case(const BenchCase& c) {
 }
 
 std::string live_case(const BenchCase& c, const Registry& registry) {
-  StreamHeader header;
-  const int pool_n = std::max(512, c.spokes + 2 * c.stride);
-  const auto pool = spoke_pool(c, pool_n, header);
+  const auto sim = streamer(c, std::max(512, c.spokes + 2 * c.stride), long(c.rate_hz * c.duration_s), false);
   RunConfig cfg;
   cfg.stream.endpoint = "tcp://127.0.0.1:" + std::to_string(c.port);
   cfg.frames.window = c.spokes;
@@ -107,26 +90,8 @@ std::string live_case(const BenchCase& c, const Registry& registry) {
   Pipeline p(cfg, registry);
   p.start();
   const long total = long(c.rate_hz * c.duration_s);
-  std::int64_t behind_ns = 0;
-  {
-    zmq::context_t sctx(1);
-    SenderParams sp;
-    sp.endpoint = cfg.stream.endpoint;
-    Sender s(sctx, sp, 88);
-    s.send_header(stream_header_to_xml(header));
-    const std::int64_t t0 = monotonic_ns() + 100000000;
-    const double period = 1e9 / c.rate_hz;
-    for (long i = 0; i < total; ++i) {
-      const std::int64_t due = t0 + std::int64_t(double(i) * period);
-      Spoke x = pool[std::size_t(i) % pool.size()];
-      x.header.spoke_index = std::uint64_t(i);
-      sleep_until_ns(due);
-      behind_ns = std::max(behind_ns, monotonic_ns() - due);
-      x.header.acquired_ns = due;
-      s.send_spoke(x);
-    }
-    s.close();
-  }
+  sim->run();
+  const std::int64_t behind_ns = sim->max_late_ns();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   p.stop();
   Metrics& m = p.metrics();

@@ -88,16 +88,20 @@ void Sender::heartbeat() {
 }
 
 void Sender::send_spoke(const Spoke& s) {
+  send_spoke(s.header, s);
+}
+
+void Sender::send_spoke(const SpokeHeader& header, const Spoke& s) {
   ++seq_;
   wire::Envelope e;
   e.type = std::uint16_t(wire::MsgType::Spoke);
   e.sequence = seq_;
   e.stream_id = stream_id_;
-  e.spoke_index = s.header.spoke_index;
-  e.acquired_ns = s.header.acquired_ns;
+  e.spoke_index = header.spoke_index;
+  e.acquired_ns = header.acquired_ns;
   e.sent_ns = monotonic_ns();
-  e.angle = double(float(s.header.angle));
-  SpokeHeader h = s.header;
+  e.angle = double(float(header.angle));
+  SpokeHeader h = header;
   h.sent_ns = e.sent_ns;
   // user_int[6], [7]: stream id and sequence, so that a recording keeps the envelope.
   const auto acq = acquisition_header_bytes(h, s.samples, s.coils, s.traj.empty() ? 0 : 2, stream_id_,

@@ -34,6 +34,9 @@ class Sender {
   // Sends the spoke (its header's acquired_ns and index are used; sent_ns is stamped now). The angle travels
   // in float precision (as in the MRD header), so a recording replays to identical bytes.
   void send_spoke(const Spoke& s);
+  // The same with another header (index, acquisition time...) for the payload of `s`: a precomputed spoke is
+  // sent again without being copied.
+  void send_spoke(const SpokeHeader& h, const Spoke& s);
   // Sends a spoke whose envelope and frames the caller made (replay of a recording), without copying them
   // first.
   void send_spoke_frames(const wire::Envelope& e, std::span<const std::byte> acq_header,

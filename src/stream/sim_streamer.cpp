@@ -62,26 +62,29 @@ std::uint64_t SimStreamer::run(const std::function<bool()>& interrupted) {
   for (; p_.spokes < 0 || std::int64_t(i) < p_.spokes; ++i) {
     if (stop_ || (interrupted && interrupted())) break;
     const std::int64_t due = t0 + std::int64_t(double(i) * period);
-    Spoke s;
-    if (!pool_.empty()) {
-      s = pool_[i % pool_.size()];
-    } else {
-      if (i >= live_first + live.size()) {
-        live = sim_.spokes(i, batch);
-        live_first = i;
-      }
-      s = std::move(live[i - live_first]);
+    if (pool_.empty() && i >= live_first + live.size()) {
+      live = sim_.spokes(i, batch);
+      live_first = i;
     }
-    s.header.spoke_index = i;
+    const Spoke& s = pool_.empty() ? live[i - live_first] : pool_[i % pool_.size()];
+    SpokeHeader h = s.header;
+    h.spoke_index = i;
     const std::int64_t now = monotonic_ns();
-    if (now < due) sleep_until_ns(due);
-    if (!warned && now - due > 500000000) {
-      warned = true;
-      log::warn("simulate: {:.0f} ms behind schedule: this machine cannot make {} spokes/s live; use a pool",
-                double(now - due) * 1e-6, rate);
+    if (p_.unpaced) {
+      h.acquired_ns = now;
+    } else {
+      if (now < due) sleep_until_ns(due);
+      const std::int64_t late = monotonic_ns() - due;
+      if (late > max_late_) max_late_ = late;
+      if (!warned && now - due > 500000000) {
+        warned = true;
+        log::warn(
+            "simulate: {:.0f} ms behind schedule: this machine cannot make {} spokes/s live; use a pool",
+            double(now - due) * 1e-6, rate);
+      }
+      h.acquired_ns = due;
     }
-    s.header.acquired_ns = due;
-    sender.send_spoke(s);
+    sender.send_spoke(h, s);
     ++sent_;
     if (now >= next_header) {
       sender.send_header(xml);

@@ -19,6 +19,7 @@ struct StreamerParams {
   int pool = 0;      // > 0: precompute this many spokes and send them cyclically
   double header_every_s = 1.0;
   std::uint32_t stream_id = 0;  // 0: random
+  bool unpaced = false;         // as fast as the socket takes them (acquisition time = send time)
 };
 
 class SimStreamer {
@@ -31,6 +32,7 @@ class SimStreamer {
   void start();  // run() on a thread of its own
   void stop();
   std::uint64_t sent() const { return sent_; }
+  std::int64_t max_late_ns() const { return max_late_; }  // the latest a spoke went out after its due time
 
  private:
   Simulator sim_;
@@ -38,6 +40,7 @@ class SimStreamer {
   std::vector<Spoke> pool_;
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> sent_{0};
+  std::atomic<std::int64_t> max_late_{0};
   std::thread thread_;
 };
 
