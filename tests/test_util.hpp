@@ -5,13 +5,27 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cmath>
+#include <complex>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace radstream::test {
+
+// Relative l2 error of complex images, in double: ||a - b|| / ||b||.
+inline double rel_error(const std::vector<std::complex<float>>& a,
+                        const std::vector<std::complex<float>>& b) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    num += std::norm(std::complex<double>(a[i]) - std::complex<double>(b[i]));
+    den += std::norm(std::complex<double>(b[i]));
+  }
+  return std::sqrt(num / den);
+}
 
 struct CommandResult {
   int exit_code = -1;

@@ -345,6 +345,7 @@ void Pipeline::recon_loop() {
 }
 
 void Pipeline::sink_loop() {
+  std::vector<float> mag;  // the published magnitudes, reused frame after frame
   for (;;) {
     std::shared_ptr<const FrameResult> f;
     {
@@ -367,7 +368,7 @@ void Pipeline::sink_loop() {
         put(32, f->last_spoke);
         put(40, f->last_acquired_ns);
         put(48, f->ready_ns);
-        std::vector<float> mag(f->image.size());
+        mag.resize(f->image.size());
         for (std::size_t i = 0; i < mag.size(); ++i) mag[i] = f->image[i].real();
         zmq::message_t m0(h.data(), h.size()), m1(mag.data(), mag.size() * sizeof(float));
         publisher_->send(m0, zmq::send_flags::sndmore | zmq::send_flags::dontwait);

@@ -11,7 +11,9 @@
 #include "core/trajectory.hpp"
 #include "gpu/cuda_runtime.hpp"
 #include "gpu/device_memory.hpp"
+#include "io/frame_io.hpp"
 #include "pipeline/recon_chain.hpp"
+#include "sim/simulator.hpp"
 #include "test_util.hpp"
 
 #define RADSTREAM_REQUIRE_GPU()                                                                     \
@@ -29,13 +31,17 @@ namespace radstream::gputest {
 
 using namespace radstream;
 
-inline double rel_error(const std::vector<cfloat>& a, const std::vector<cfloat>& b) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    num += std::norm(std::complex<double>(a[i]) - std::complex<double>(b[i]));
-    den += std::norm(std::complex<double>(b[i]));
-  }
-  return std::sqrt(num / den);
+using test::rel_error;
+
+// The analytic phantom (matrix N, C coils, k-space SNR) as one frame of its first `spokes` golden-angle
+// spokes.
+inline Frame phantom_frame(int matrix, int coils, double snr, int spokes) {
+  SimParams s;
+  s.matrix = matrix;
+  s.coils = coils;
+  s.snr = snr;
+  const Simulator sim(s);
+  return frame_from_spokes(sim.header(), sim.spokes(0, spokes));
 }
 
 struct StageRun {

@@ -79,12 +79,7 @@ TEST(CudaParity, DeapodizeAndCoilCombine) {
 
 TEST(CudaParity, WholeChainOnThePhantom) {
   RADSTREAM_REQUIRE_GPU();
-  SimParams s;
-  s.matrix = 128;
-  s.coils = 8;
-  s.snr = 30;
-  const Simulator sim(s);
-  const Frame f = frame_from_spokes(sim.header(), sim.spokes(0, 144));
+  const Frame f = phantom_frame(128, 8, 30, 144);
   for (const char* dcf : {"ramp-dc", "voronoi"}) {
     auto p = params();
     p.density.method = parse_dcf(dcf);

@@ -57,12 +57,7 @@ TEST(FbpCuda, StagesMatchTheCpuTwin) {
 
 TEST(FbpCuda, WholeChainMatchesTheCpuChain) {
   RADSTREAM_REQUIRE_GPU();
-  SimParams s;
-  s.matrix = 128;
-  s.coils = 8;
-  s.snr = 30;
-  const Simulator sim(s);
-  const Frame f = frame_from_spokes(sim.header(), sim.spokes(0, 160));
+  const Frame f = phantom_frame(128, 8, 30, 160);
   auto p = params();
   p.method = ReconMethod::Fbp;
   ReconChain cpu(p, Backend::Cpu, default_registry());

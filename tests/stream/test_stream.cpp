@@ -24,6 +24,7 @@ using namespace std::chrono_literals;
 namespace {
 
 using namespace radstream::streamtest;
+using radstream::test::rel_error;
 
 SimParams small_sim() {
   SimParams s;
@@ -36,15 +37,6 @@ SimParams small_sim() {
 
 RunConfig config(int port) {
   return small_config(port);
-}
-
-double rel_error(const std::vector<cfloat>& a, const std::vector<cfloat>& b) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    num += std::norm(std::complex<double>(a[i]) - std::complex<double>(b[i]));
-    den += std::norm(std::complex<double>(b[i]));
-  }
-  return std::sqrt(num / den);
 }
 
 // Receives whole multipart messages as byte vectors.

@@ -214,12 +214,7 @@ TEST(StreamControl, MethodSwitchToFbpBetweenFrames) {
   grid.configure(sim.header().geometry(32));
   back.configure(sim.header().geometry(32));
   auto err = [](const std::vector<cfloat>& a, View<const cfloat> b) {
-    double num = 0, den = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      num += std::norm(std::complex<double>(a[i]) - std::complex<double>(b.data[i]));
-      den += std::norm(std::complex<double>(b.data[i]));
-    }
-    return std::sqrt(num / den);
+    return test::rel_error(a, std::vector<cfloat>(b.data, b.data + b.size()));
   };
   const auto frames = c.get();
   const auto& first = frames.front();
