@@ -120,12 +120,7 @@ Viewer::Viewer(Pipeline& pipeline, const ViewerOptions& opt) : impl_(new Impl(pi
   try {
     s.view = std::make_unique<ImageView>();
   } catch (const std::exception& e) {
-    ImGui_ImplOpenGL3_Shutdown();
-    ImGui_ImplGlfw_Shutdown();
-    ImGui::DestroyContext();
-    glfwDestroyWindow(s.win);
-    glfwTerminate();
-    delete impl_;
+    shutdown();
     throw Unavailable(e.what());
   }
   s.ui_window = pipeline.window();
@@ -137,14 +132,18 @@ Viewer::Viewer(Pipeline& pipeline, const ViewerOptions& opt) : impl_(new Impl(pi
 }
 
 Viewer::~Viewer() {
-  Impl& s = *impl_;
-  s.view.reset();  // reverse order: our GL objects, the ImGui backends, ImGui, the window, GLFW
+  shutdown();
+}
+
+void Viewer::shutdown() noexcept {
+  impl_->view.reset();  // reverse order: our GL objects, the ImGui backends, ImGui, the window, GLFW
   ImGui_ImplOpenGL3_Shutdown();
   ImGui_ImplGlfw_Shutdown();
   ImGui::DestroyContext();
-  glfwDestroyWindow(s.win);
+  glfwDestroyWindow(impl_->win);
   glfwTerminate();
   delete impl_;
+  impl_ = nullptr;
 }
 
 void Viewer::Impl::upload_latest() {

@@ -42,6 +42,7 @@ class Viewer {
   long run();
 
  private:
+  void shutdown() noexcept;  // everything the constructor set up, in reverse order
   struct Impl;
   Impl* impl_;
 };

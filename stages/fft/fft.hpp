@@ -34,8 +34,8 @@ struct FftParams {
         "fftw_planner", planner, parse_fft_planner, [](FftPlanner p) { return to_string(p); },
         "FFTW planning effort: estimate | measure | patient");
     v.field("fft_fused", fused,
-           "with fft: custom, fuse the inverse FFT, crop, deapodization and RSS into two kernels "
-           "(false keeps the per-coil images)");
+            "with fft: custom, fuse the inverse FFT, crop, deapodization and RSS into two kernels "
+            "(false keeps the per-coil images)");
   }
 };
 
@@ -45,10 +45,13 @@ std::unique_lock<std::mutex> fftw_plan_lock(int threads);
 
 // Throws ConfigError unless the extents are [batch][G][G] (both engines' configure()).
 void check_fft_grids(const Extents& input);
+// A GPU FFT stage's process() start: checks both views and, when out is not in, copies in to out (on the
+// stream) so that the transform runs in place on out. CUDA builds only.
+void prepare_fft_in_place(const StageInput& in, View<cfloat> out, const Extents& ext, Context& ctx);
 
 std::unique_ptr<Stage> make_fft_cpu(const FftParams& p, FftDirection dir);
 std::unique_ptr<Stage> make_fft_cuda(const FftParams& p, FftDirection dir);  // CUDA builds only
-std::unique_ptr<Stage> make_fft_custom(FftDirection dir);                      // CUDA builds only
+std::unique_ptr<Stage> make_fft_custom(FftDirection dir);                    // CUDA builds only
 // Custom-engine inverse FFT + crop + deapodization + RSS: [coils][G][G] -> [N][N] (fused_image_cuda.cu).
 std::unique_ptr<Stage> make_fused_image_cuda(const GriddingParams& kernel);  // CUDA builds only
 

@@ -35,10 +35,7 @@ class FftCufft final : public Stage {
   }
 
   void process(const StageInput& in, View<cfloat> out, Context& ctx) override {
-    expect_view("fft", "input", in.data, ext_, Location::Device);
-    expect_view("fft", "output", out, ext_, Location::Device);
-    if (in.data.data != out.data)
-      gpu::copy_device(out.data, in.data.data, out.size() * sizeof(cfloat), ctx.stream);
+    prepare_fft_in_place(in, out, ext_, ctx);
     auto* d = reinterpret_cast<cufftComplex*>(out.data);
     CUFFT_CHECK(cufftExecC2C(plan_, d, d, dir_ == FftDirection::Inverse ? CUFFT_INVERSE : CUFFT_FORWARD));
   }
@@ -50,6 +47,13 @@ class FftCufft final : public Stage {
 };
 
 }  // namespace
+
+void prepare_fft_in_place(const StageInput& in, View<cfloat> out, const Extents& ext, Context& ctx) {
+  expect_view("fft", "input", in.data, ext, Location::Device);
+  expect_view("fft", "output", out, ext, Location::Device);
+  if (in.data.data != out.data)
+    gpu::copy_device(out.data, in.data.data, out.size() * sizeof(cfloat), ctx.stream);
+}
 
 std::unique_ptr<Stage> make_fft_cuda(const FftParams& p, FftDirection dir) {
   if (p.engine == FftEngine::Custom) return make_fft_custom(dir);

@@ -111,10 +111,7 @@ class FftCustom final : public Stage {
   }
 
   void process(const StageInput& in, View<cfloat> out, Context& ctx) override {
-    expect_view("fft", "input", in.data, ext_, Location::Device);
-    expect_view("fft", "output", out, ext_, Location::Device);
-    if (in.data.data != out.data)
-      gpu::copy_device(out.data, in.data.data, out.size() * sizeof(cfloat), ctx.stream);
+    prepare_fft_in_place(in, out, ext_, ctx);
     auto stream = static_cast<cudaStream_t>(ctx.stream);
     auto* d = reinterpret_cast<float2*>(out.data);
     const auto* tw = reinterpret_cast<const float2*>(tw_.data());
