@@ -21,7 +21,7 @@
 #include "core/log.hpp"
 #include "core/param_reader.hpp"
 #include "gpu/cuda_runtime.hpp"
-#include "gridding/kaiser_bessel.hpp"
+#include "noncart/kaiser_bessel.hpp"
 #include "io/cfl.hpp"
 #include "io/frame_io.hpp"
 #include "pipeline/recon_chain.hpp"

@@ -15,5 +15,6 @@ Runner add_demo(CLI::App& app);
 Runner add_bench(CLI::App& app);
 Runner add_run(CLI::App& app);
 Runner add_replay(CLI::App& app);
+Runner add_nufft(CLI::App& app);
 
 }  // namespace radstream::app

@@ -39,6 +39,9 @@ int main(int argc, char** argv) {
   add("demo",
       "the main job: simulated catheter phantom -> sliding-window reconstruction -> PNG frames + metrics",
       radstream::app::add_demo);
+  add("nufft",
+      "the NUFFT plan as a command, like `bart nufft`: image -> k-space, or k-space -> image with --adjoint",
+      radstream::app::add_nufft);
   add("bench", "time the reconstruction cases (R1, R2, R4, R7...) and write JSON", radstream::app::add_bench);
   CLI::App* keys =
       app.add_subcommand("config-keys", "list every configuration key with its default and range");

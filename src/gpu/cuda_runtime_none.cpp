@@ -43,6 +43,7 @@ void device_free(void*) noexcept {}
 void copy_to_device(void*, const void*, std::size_t, void*) { no_cuda("copy_to_device"); }
 void copy_to_host(void*, const void*, std::size_t, void*) { no_cuda("copy_to_host"); }
 void copy_device(void*, const void*, std::size_t, void*) { no_cuda("copy_device"); }
+void memset_device(void*, int, std::size_t, void*) { no_cuda("memset_device"); }
 void* create_stream() { no_cuda("create_stream"); }
 void destroy_stream(void*) noexcept {}
 void synchronize(void*) { no_cuda("synchronize"); }

@@ -38,6 +38,10 @@ void copy_device(void* d_dst, const void* d_src, std::size_t bytes, void* stream
       cudaMemcpyAsync(d_dst, d_src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)));
 }
 
+void memset_device(void* d_dst, int value, std::size_t bytes, void* stream) {
+  CUDA_CHECK(cudaMemsetAsync(d_dst, value, bytes, static_cast<cudaStream_t>(stream)));
+}
+
 void copy_2d_to_device(void* d_dst, std::size_t dpitch, const void* src, std::size_t spitch, std::size_t width,
                        std::size_t height, void* stream) {
   CUDA_CHECK(cudaMemcpy2DAsync(d_dst, dpitch, src, spitch, width, height, cudaMemcpyHostToDevice,

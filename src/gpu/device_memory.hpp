@@ -14,6 +14,7 @@ void device_free(void* d_ptr) noexcept;
 void copy_to_device(void* d_dst, const void* src, std::size_t bytes, void* stream);  // async on stream
 void copy_to_host(void* dst, const void* d_src, std::size_t bytes, void* stream);    // async on stream
 void copy_device(void* d_dst, const void* d_src, std::size_t bytes, void* stream);   // async on stream
+void memset_device(void* d_dst, int value, std::size_t bytes, void* stream);         // async on stream
 void* create_stream();  // a non-blocking stream (never the default stream)
 void destroy_stream(void* stream) noexcept;
 void synchronize(void* stream);

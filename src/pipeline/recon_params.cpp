@@ -1,7 +1,7 @@
 #include "pipeline/recon_params.hpp"
 
 #include "core/param_reader.hpp"
-#include "gridding/kaiser_bessel.hpp"
+#include "noncart/kaiser_bessel.hpp"
 
 namespace radstream {
 

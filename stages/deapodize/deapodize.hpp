@@ -7,16 +7,14 @@
 #include <vector>
 
 #include "gridding/gridding.hpp"
+#include "noncart/nufft_kernel.hpp"
 #include "pipeline/stage.hpp"
 
 namespace radstream {
 
 // Per axis: for output pixel i (0..N-1) the source grid index and the factor (-1)^p / c_hat(p / G), p = i -
-// N/2.
-struct DeapodizeTable {
-  std::vector<int> src;
-  std::vector<float> factor;
-};
+// N/2 (the NUFFT library's apodization, for the stage's kernel parameters).
+using DeapodizeTable = AxisApodization;
 DeapodizeTable make_deapodize_table(int matrix, const GriddingParams& kernel);
 
 std::unique_ptr<Stage> make_deapodize_cpu(const GriddingParams& kernel);

@@ -1,23 +1,13 @@
 #include <fmt/format.h>
 
 #include "deapodize/deapodize.hpp"
-#include "gridding/kaiser_bessel.hpp"
+#include "noncart/kaiser_bessel.hpp"
 
 namespace radstream {
 
 DeapodizeTable make_deapodize_table(int matrix, const GriddingParams& kernel) {
   const KaiserBesselLut lut(kernel.width, kernel.oversampling, kernel.lut_resolution);
-  const int G = oversampled_grid_size(matrix, kernel.oversampling);
-  DeapodizeTable t;
-  t.src.resize(matrix);
-  t.factor.resize(matrix);
-  for (int i = 0; i < matrix; ++i) {
-    const int p = i - matrix / 2;
-    t.src[i] = ((p % G) + G) % G;
-    const double sign = (p % 2 == 0) ? 1.0 : -1.0;
-    t.factor[i] = float(sign / lut.fourier(double(p) / G));
-  }
-  return t;
+  return make_axis_apodization(matrix, oversampled_grid_size(matrix, kernel.oversampling), lut);
 }
 
 namespace {

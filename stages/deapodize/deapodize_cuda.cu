@@ -3,7 +3,7 @@
 #include "deapodize/deapodize.hpp"
 #include "gpu/cuda_check.cuh"
 #include "gpu/device_memory.hpp"
-#include "gridding/kaiser_bessel.hpp"
+#include "noncart/kaiser_bessel.hpp"
 
 namespace radstream {
 namespace {

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <string>
 
+#include "fft/fftw_plan.hpp"
 #include "gridding/gridding.hpp"
 #include "pipeline/stage.hpp"
 
@@ -14,11 +15,6 @@ enum class FftEngine { Auto, Fftw, Cufft, Custom };
 FftEngine parse_fft_engine(const std::string& name);  // auto|fftw|cufft|custom
 std::string to_string(FftEngine e);
 
-enum class FftPlanner { Estimate, Measure, Patient };
-FftPlanner parse_fft_planner(const std::string& name);  // estimate|measure|patient
-std::string to_string(FftPlanner p);
-
-enum class FftDirection { Forward, Inverse };
 
 struct FftParams {
   FftEngine engine = FftEngine::Auto;        // auto: FFTW on the CPU, cuFFT on the GPU
@@ -38,10 +34,6 @@ struct FftParams {
             "(false keeps the per-coil images)");
   }
 };
-
-// FFTW's planner is process-wide and not thread-safe: every FFTW plan is made holding this lock (which also
-// sets up FFTW's threads once and asks for `threads`, 0 = all).
-std::unique_lock<std::mutex> fftw_plan_lock(int threads);
 
 // Throws ConfigError unless the extents are [batch][G][G] (both engines' configure()).
 void check_fft_grids(const Extents& input);

@@ -5,6 +5,7 @@
 #pragma once
 #include <memory>
 
+#include "noncart/nufft_kernel.hpp"
 #include "pipeline/stage.hpp"
 
 namespace radstream {
@@ -13,6 +14,8 @@ struct GriddingParams {
   int width = 4;              // kernel width W in grid cells (even)
   double oversampling = 2.0;  // grid oversampling sigma
   int lut_resolution = 1024;  // kernel table entries per grid cell
+
+  NufftKernel kernel() const { return {width, oversampling, lut_resolution}; }
 
   template <class V>
   void visit(V& v) {

@@ -21,7 +21,7 @@
 #include "gpu/cuda_check.cuh"
 #include "gpu/device_memory.hpp"
 #include "gridding/gridding.hpp"
-#include "gridding/kaiser_bessel.hpp"
+#include "noncart/kaiser_bessel.hpp"
 
 namespace radstream {
 namespace {

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "core/frame.hpp"
-#include "gridding/kaiser_bessel.hpp"
+#include "noncart/kaiser_bessel.hpp"
 #include "pipeline/recon_chain.hpp"
 #include "sim/nudft.hpp"
 

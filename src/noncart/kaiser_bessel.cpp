@@ -1,4 +1,4 @@
-#include "gridding/kaiser_bessel.hpp"
+#include "noncart/kaiser_bessel.hpp"
 
 #include <cmath>
 #include <string>

@@ -1,0 +1,50 @@
+// Conjugate gradients on the normal equations (seed 001, Table 44.1 form), for any operator:
+//   (A^H A + lambda I + mu R^H R) x = b,   b given (usually A^H y).
+// "N iterations" means N updates of x, each costing one application of the normal operator (plus one of R^H R
+// when a regularizer is set). The initial residual r0 = b - M x0 costs one more application when warm
+// starting (x0 given); a cold start sets x0 = 0 and r0 = b. Iteration k (1..N):
+//   q = M p;  alpha = <r,r> / <p,q>;  x += alpha p;  r -= alpha q;  beta = <r,r>_new / <r,r>;  p = r + beta p.
+// A zero denominator makes its coefficient 0 (so an exact solution stays put instead of dividing by zero:
+// Table 44.1 as printed divides by zero on its first pass when started at the solution).
+// With tolerance > 0 the solver reads |r| after each iteration (one device synchronization per iteration)
+// and stops when |r| <= tolerance |b|, also before the first iteration (a warm start from the solution costs
+// 0 iterations). With tolerance = 0 it runs exactly max_iterations and never waits for the device until the
+// end (the loop can be captured in one CUDA graph). All workspaces are allocated in the constructor.
+#pragma once
+#include <memory>
+
+#include "linalg/linear_operator.hpp"
+#include "linalg/vector_ops.hpp"
+
+namespace radstream {
+
+struct CgOptions {
+  int max_iterations = 10;
+  double tolerance = 0.0;  // relative residual |r| / |b| at which to stop; 0 = always max_iterations
+  double lambda = 0.0;     // Tikhonov weight (absolute: the caller scales it to the data)
+  double mu = 0.0;         // weight of the regularizer operator R (when given)
+};
+
+struct CgReport {
+  int iterations = 0;
+  double residual = 0.0;  // final |r| / |b| (0 when b = 0)
+};
+
+class ConjugateGradient {
+ public:
+  // n: the unknowns (the operator's domain size); ops decides the location of the workspaces.
+  ConjugateGradient(std::size_t n, VectorOps& ops);
+
+  // Solves for x (n values at ops' location). warm_start: x holds the first guess; else x is overwritten.
+  // regularizer: optional R (domain n), applied through its normal() and weighted by options.mu.
+  CgReport solve(LinearOperator& normal_of, const cfloat* b, cfloat* x, const CgOptions& options,
+                 bool warm_start, LinearOperator* regularizer = nullptr);
+
+ private:
+  std::size_t n_;
+  VectorOps& ops_;
+  Vector r_, p_, q_, t_;
+  void apply(LinearOperator& a, LinearOperator* reg, const CgOptions& o, const cfloat* in, cfloat* out);
+};
+
+}  // namespace radstream

@@ -1,0 +1,39 @@
+// Vector operations for solvers, on the host or on the device. Reductions land in scalar slots that live
+// where the vectors live (device memory on the GPU), and the solver's updates read their coefficients from
+// those slots, so a fixed number of CG iterations never waits for the host and can be captured in one CUDA
+// graph. read() is the only call that synchronizes.
+#pragma once
+#include <cstddef>
+#include <memory>
+
+#include "core/buffer.hpp"
+
+namespace radstream {
+
+class VectorOps {
+ public:
+  static constexpr int kSlots = 8;
+  virtual ~VectorOps() = default;
+  virtual Location location() const = 0;
+
+  virtual void copy(cfloat* dst, const cfloat* src, std::size_t n) = 0;
+  virtual void zero(cfloat* x, std::size_t n) = 0;
+  // y = y + a x (a: a host constant).
+  virtual void axpy(cfloat* y, float a, const cfloat* x, std::size_t n) = 0;
+  // y = x - y.
+  virtual void rsub(cfloat* y, const cfloat* x, std::size_t n) = 0;
+  // slot = Re <x, y> = Re sum conj(x_i) y_i, accumulated in double.
+  virtual void dot_re(const cfloat* x, const cfloat* y, std::size_t n, int slot) = 0;
+  // CG step: alpha = s[rr] / s[pq] (0 when s[pq] <= 0); x += alpha p; r -= alpha q.
+  virtual void cg_step(cfloat* x, cfloat* r, const cfloat* p, const cfloat* q, std::size_t n, int rr, int pq) = 0;
+  // CG direction: beta = s[rr_new] / s[rr_old] (0 when s[rr_old] <= 0); p = r + beta p.
+  virtual void cg_direction(cfloat* p, const cfloat* r, std::size_t n, int rr_new, int rr_old) = 0;
+  // The value of a slot (waits for the work enqueued before it).
+  virtual double read(int slot) = 0;
+};
+
+std::unique_ptr<VectorOps> make_vector_ops_cpu();
+// stream: the cudaStream_t the operations are enqueued on. CUDA builds only (else throws CudaError).
+std::unique_ptr<VectorOps> make_vector_ops_cuda(void* stream);
+
+}  // namespace radstream

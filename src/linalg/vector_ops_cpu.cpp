@@ -1,0 +1,75 @@
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "linalg/vector_ops.hpp"
+
+namespace radstream {
+namespace {
+
+class VectorOpsCpu final : public VectorOps {
+ public:
+  Location location() const override { return Location::Host; }
+
+  void copy(cfloat* dst, const cfloat* src, std::size_t n) override {
+    if (dst != src) std::memcpy(static_cast<void*>(dst), src, n * sizeof(cfloat));
+  }
+  void zero(cfloat* x, std::size_t n) override { std::memset(static_cast<void*>(x), 0, n * sizeof(cfloat)); }
+
+  void axpy(cfloat* y, float a, const cfloat* x, std::size_t n) override {
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < long(n); ++i) y[i] += a * x[i];
+  }
+
+  void rsub(cfloat* y, const cfloat* x, std::size_t n) override {
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < long(n); ++i) y[i] = x[i] - y[i];
+  }
+
+  void dot_re(const cfloat* x, const cfloat* y, std::size_t n, int slot) override {
+    double s = 0;
+#pragma omp parallel for reduction(+ : s) schedule(static)
+    for (long i = 0; i < long(n); ++i)
+      s += double(x[i].real()) * y[i].real() + double(x[i].imag()) * y[i].imag();
+    at(slot) = s;
+  }
+
+  void cg_step(cfloat* x, cfloat* r, const cfloat* p, const cfloat* q, std::size_t n, int rr, int pq) override {
+    const float alpha = at(pq) > 0 ? float(at(rr) / at(pq)) : 0.f;
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < long(n); ++i) {
+      x[i] += alpha * p[i];
+      r[i] -= alpha * q[i];
+    }
+  }
+
+  void cg_direction(cfloat* p, const cfloat* r, std::size_t n, int rr_new, int rr_old) override {
+    const float beta = at(rr_old) > 0 ? float(at(rr_new) / at(rr_old)) : 0.f;
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < long(n); ++i) p[i] = r[i] + beta * p[i];
+  }
+
+  double read(int slot) override { return at(slot); }
+
+ private:
+  std::array<double, kSlots> s_{};
+  double& at(int slot) {
+    if (slot < 0 || slot >= kSlots) throw InputError("vector ops: scalar slot out of range");
+    return s_[slot];
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<VectorOps> make_vector_ops_cpu() {
+  return std::make_unique<VectorOpsCpu>();
+}
+
+#ifndef RADSTREAM_HAVE_CUDA
+std::unique_ptr<VectorOps> make_vector_ops_cuda(void*) {
+  throw CudaError("make_vector_ops_cuda", "this build has no CUDA backend", __FILE__, __LINE__);
+}
+#endif
+
+}  // namespace radstream

@@ -1,0 +1,142 @@
+// Vector operations on the device. The scalar slots are device doubles; dot products reduce in two passes
+// (per-block partial sums, then one block), deterministic and without atomics; the CG updates read their
+// coefficients from the slots inside the kernels.
+#include <algorithm>
+
+#include "gpu/cuda_check.cuh"
+#include "gpu/device_memory.hpp"
+#include "linalg/vector_ops.hpp"
+
+namespace radstream {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kPartials = 1024;  // blocks of the first reduction pass (grid-stride beyond)
+
+unsigned blocks_for(std::size_t n) {
+  const std::size_t b = (n + kThreads - 1) / kThreads;
+  return unsigned(b < 65535 * 8 ? (b ? b : 1) : 65535 * 8);
+}
+
+__global__ void axpy_kernel(float2* y, float a, const float2* x, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    y[i].x += a * x[i].x;
+    y[i].y += a * x[i].y;
+  }
+}
+
+__global__ void rsub_kernel(float2* y, const float2* x, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    y[i].x = x[i].x - y[i].x;
+    y[i].y = x[i].y - y[i].y;
+  }
+}
+
+__device__ double block_sum(double v) {
+  __shared__ double warp_sums[kThreads / 32];
+  for (int d = 16; d > 0; d /= 2) v += __shfl_down_sync(0xffffffffu, v, d);
+  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x / 32] = v;
+  __syncthreads();
+  v = threadIdx.x < kThreads / 32 ? warp_sums[threadIdx.x] : 0.0;
+  if (threadIdx.x < 32)
+    for (int d = 16; d > 0; d /= 2) v += __shfl_down_sync(0xffffffffu, v, d);
+  return v;
+}
+
+__global__ void __launch_bounds__(kThreads) dot_partial(const float2* x, const float2* y, std::size_t n, double* partial) {
+  double s = 0;
+  for (std::size_t i = blockIdx.x * std::size_t(kThreads) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * kThreads)
+    s += double(x[i].x) * y[i].x + double(x[i].y) * y[i].y;
+  s = block_sum(s);
+  if (threadIdx.x == 0) partial[blockIdx.x] = s;
+}
+
+__global__ void __launch_bounds__(kThreads) dot_final(const double* partial, int count, double* slot) {
+  double s = 0;
+  for (int i = threadIdx.x; i < count; i += kThreads) s += partial[i];
+  s = block_sum(s);
+  if (threadIdx.x == 0) *slot = s;
+}
+
+__global__ void cg_step_kernel(float2* x, float2* r, const float2* p, const float2* q, std::size_t n,
+                               const double* rr, const double* pq) {
+  const float alpha = *pq > 0 ? float(*rr / *pq) : 0.f;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    x[i].x += alpha * p[i].x;
+    x[i].y += alpha * p[i].y;
+    r[i].x -= alpha * q[i].x;
+    r[i].y -= alpha * q[i].y;
+  }
+}
+
+__global__ void cg_direction_kernel(float2* p, const float2* r, std::size_t n, const double* rr_new,
+                                    const double* rr_old) {
+  const float beta = *rr_old > 0 ? float(*rr_new / *rr_old) : 0.f;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    p[i].x = r[i].x + beta * p[i].x;
+    p[i].y = r[i].y + beta * p[i].y;
+  }
+}
+
+class VectorOpsCuda final : public VectorOps {
+ public:
+  explicit VectorOpsCuda(void* stream)
+      : stream_(static_cast<cudaStream_t>(stream)), slots_(Extents{kSlots}), partial_(Extents{kPartials}) {
+    gpu::memset_device(slots_.data(), 0, kSlots * sizeof(double), stream);
+  }
+  Location location() const override { return Location::Device; }
+
+  void copy(cfloat* dst, const cfloat* src, std::size_t n) override {
+    if (dst != src) gpu::copy_device(dst, src, n * sizeof(cfloat), stream_);
+  }
+  void zero(cfloat* x, std::size_t n) override { gpu::memset_device(x, 0, n * sizeof(cfloat), stream_); }
+
+  void axpy(cfloat* y, float a, const cfloat* x, std::size_t n) override {
+    axpy_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(f2(y), a, f2(x), n);
+    CUDA_CHECK_LAUNCH("axpy_kernel");
+  }
+  void rsub(cfloat* y, const cfloat* x, std::size_t n) override {
+    rsub_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(f2(y), f2(x), n);
+    CUDA_CHECK_LAUNCH("rsub_kernel");
+  }
+  void dot_re(const cfloat* x, const cfloat* y, std::size_t n, int slot) override {
+    const unsigned b = std::min<unsigned>(kPartials, blocks_for(n));
+    dot_partial<<<b, kThreads, 0, stream_>>>(f2(x), f2(y), n, partial_.data());
+    CUDA_CHECK_LAUNCH("dot_partial");
+    dot_final<<<1, kThreads, 0, stream_>>>(partial_.data(), int(b), at(slot));
+    CUDA_CHECK_LAUNCH("dot_final");
+  }
+  void cg_step(cfloat* x, cfloat* r, const cfloat* p, const cfloat* q, std::size_t n, int rr, int pq) override {
+    cg_step_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(f2(x), f2(r), f2(p), f2(q), n, at(rr), at(pq));
+    CUDA_CHECK_LAUNCH("cg_step_kernel");
+  }
+  void cg_direction(cfloat* p, const cfloat* r, std::size_t n, int rr_new, int rr_old) override {
+    cg_direction_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(f2(p), f2(r), n, at(rr_new), at(rr_old));
+    CUDA_CHECK_LAUNCH("cg_direction_kernel");
+  }
+  double read(int slot) override {
+    double v = 0;
+    gpu::copy_to_host(&v, at(slot), sizeof(double), stream_);
+    gpu::synchronize(stream_);
+    return v;
+  }
+
+ private:
+  cudaStream_t stream_;
+  DeviceBuffer<double> slots_, partial_;
+
+  double* at(int slot) {
+    if (slot < 0 || slot >= kSlots) throw InputError("vector ops: scalar slot out of range");
+    return slots_.data() + slot;
+  }
+  static float2* f2(cfloat* p) { return reinterpret_cast<float2*>(p); }
+  static const float2* f2(const cfloat* p) { return reinterpret_cast<const float2*>(p); }
+};
+
+}  // namespace
+
+std::unique_ptr<VectorOps> make_vector_ops_cuda(void* stream) {
+  return std::make_unique<VectorOpsCuda>(stream);
+}
+
+}  // namespace radstream
