@@ -25,4 +25,27 @@ std::vector<std::complex<double>> adjoint_nudft(std::span<const float> traj,
   return img;
 }
 
+std::vector<std::complex<double>> forward_nudft(std::span<const float> traj, int dims,
+                                                std::span<const std::complex<float>> image,
+                                                std::array<int, 3> matrix) {
+  const std::size_t n = traj.size() / std::size_t(dims);
+  std::vector<std::complex<double>> out(n);
+  const int nx = matrix[0], ny = dims > 1 ? matrix[1] : 1, nz = dims > 2 ? matrix[2] : 1;
+#pragma omp parallel for schedule(static)
+  for (long j = 0; j < long(n); ++j) {
+    const double kx = traj[std::size_t(dims) * j], ky = dims > 1 ? traj[std::size_t(dims) * j + 1] : 0.0,
+                 kz = dims > 2 ? traj[std::size_t(dims) * j + 2] : 0.0;
+    std::complex<double> acc = 0.0;
+    for (int z = 0; z < nz; ++z)
+      for (int y = 0; y < ny; ++y)
+        for (int x = 0; x < nx; ++x) {
+          const double ph = -2.0 * M_PI * (kx * (x - nx / 2) + ky * (y - ny / 2) + kz * (z - nz / 2));
+          acc += std::complex<double>(image[(std::size_t(z) * ny + y) * nx + x]) *
+                 std::complex<double>(std::cos(ph), std::sin(ph));
+        }
+    out[j] = acc;
+  }
+  return out;
+}
+
 }  // namespace radstream

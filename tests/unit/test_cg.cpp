@@ -1,0 +1,262 @@
+// Conjugate gradients against dense solves in double: explicit SPD systems, a tiny NUDFT normal equation
+// with Tikhonov, the NUFFT operator's normal equation; warm start; the iteration count; no allocation per
+// solve once constructed; the composition and the adjoint helper on explicit matrices.
+#include <gtest/gtest.h>
+#include <malloc.h>
+
+#include <atomic>
+#include <cmath>
+#include <complex>
+#include <cstdlib>
+#include <new>
+#include <random>
+
+#include "linalg/adjoint_check.hpp"
+#include "linalg/conjugate_gradient.hpp"
+#include "noncart/nufft_operator_cpu.hpp"
+
+using namespace radstream;
+using cd = std::complex<double>;
+
+namespace {
+
+std::atomic<long> g_news{0};  // operator new calls in this test binary (test instrumentation only)
+
+// A dense matrix [rows][cols] as an operator (host).
+class MatrixOperator final : public LinearOperator {
+ public:
+  MatrixOperator(std::vector<cd> m, std::size_t rows, std::size_t cols)
+      : LinearOperator(Extents{cols}, Extents{rows}, Location::Host), m_(std::move(m)), rows_(rows), cols_(cols) {}
+  void forward(const cfloat* x, cfloat* y) override {
+    for (std::size_t r = 0; r < rows_; ++r) {
+      cd s = 0;
+      for (std::size_t c = 0; c < cols_; ++c) s += m_[r * cols_ + c] * cd(x[c]);
+      y[r] = cfloat(s);
+    }
+  }
+  void adjoint(const cfloat* y, cfloat* x) override {
+    for (std::size_t c = 0; c < cols_; ++c) {
+      cd s = 0;
+      for (std::size_t r = 0; r < rows_; ++r) s += std::conj(m_[r * cols_ + c]) * cd(y[r]);
+      x[c] = cfloat(s);
+    }
+  }
+  const std::vector<cd>& m() const { return m_; }
+
+ private:
+  std::vector<cd> m_;
+  std::size_t rows_, cols_;
+};
+
+// Solves (A^H A + lambda I) x = b densely in double (Gaussian elimination with partial pivoting).
+std::vector<cd> dense_normal_solve(const std::vector<cd>& a, std::size_t rows, std::size_t cols, double lambda,
+                                   const std::vector<cd>& b) {
+  const std::size_t n = cols;
+  std::vector<cd> m(n * (n + 1));
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      cd s = i == j ? lambda : 0.0;
+      for (std::size_t r = 0; r < rows; ++r) s += std::conj(a[r * cols + i]) * a[r * cols + j];
+      m[i * (n + 1) + j] = s;
+    }
+    m[i * (n + 1) + n] = b[i];
+  }
+  for (std::size_t c = 0; c < n; ++c) {
+    std::size_t piv = c;
+    for (std::size_t r = c + 1; r < n; ++r)
+      if (std::abs(m[r * (n + 1) + c]) > std::abs(m[piv * (n + 1) + c])) piv = r;
+    for (std::size_t k = 0; k <= n; ++k) std::swap(m[c * (n + 1) + k], m[piv * (n + 1) + k]);
+    for (std::size_t r = 0; r < n; ++r) {
+      if (r == c) continue;
+      const cd f = m[r * (n + 1) + c] / m[c * (n + 1) + c];
+      for (std::size_t k = c; k <= n; ++k) m[r * (n + 1) + k] -= f * m[c * (n + 1) + k];
+    }
+  }
+  std::vector<cd> x(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = m[i * (n + 1) + n] / m[i * (n + 1) + i];
+  return x;
+}
+
+double rel_err(const cfloat* got, const std::vector<cd>& ref) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    num += std::norm(cd(got[i]) - ref[i]);
+    den += std::norm(ref[i]);
+  }
+  return std::sqrt(num / den);
+}
+
+std::vector<cd> random_matrix(std::size_t rows, std::size_t cols, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> d(0.0, 1.0);
+  std::vector<cd> m(rows * cols);
+  for (auto& v : m) v = cd(d(rng), d(rng));
+  return m;
+}
+
+// The exact NUDFT matrix of random 2D points for an N x N image.
+std::vector<cd> nudft_matrix(int N, std::size_t points, std::vector<float>* traj, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> k(-0.5f, 0.5f);
+  traj->resize(2 * points);
+  for (auto& v : *traj) v = k(rng);
+  std::vector<cd> m(points * N * N);
+  for (std::size_t j = 0; j < points; ++j)
+    for (int y = 0; y < N; ++y)
+      for (int x = 0; x < N; ++x) {
+        const double ph = -2 * M_PI * ((*traj)[2 * j] * (x - N / 2) + (*traj)[2 * j + 1] * (y - N / 2));
+        m[j * N * N + y * N + x] = cd(std::cos(ph), std::sin(ph));
+      }
+  return m;
+}
+
+struct Rhs {
+  std::vector<cfloat> f;
+  std::vector<cd> d;
+};
+
+Rhs random_rhs(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  Rhs r;
+  for (std::size_t i = 0; i < n; ++i) {
+    r.f.emplace_back(d(rng), d(rng));
+    r.d.emplace_back(r.f.back());
+  }
+  return r;
+}
+
+}  // namespace
+
+void* operator new(std::size_t n) {
+  ++g_news;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+TEST(Cg, ExplicitSpdSystemMatchesDenseDoubleSolve) {
+  const std::size_t rows = 60, cols = 40;
+  auto op = MatrixOperator(random_matrix(rows, cols, 1), rows, cols);
+  const Rhs b = random_rhs(cols, 2);
+  auto ops = make_vector_ops_cpu();
+  ConjugateGradient cg(cols, *ops);
+  std::vector<cfloat> x(cols);
+  const CgReport rep = cg.solve(op, b.f.data(), x.data(), {.max_iterations = 200, .tolerance = 1e-7}, false);
+  const double e = rel_err(x.data(), dense_normal_solve(op.m(), rows, cols, 0.0, b.d));
+  std::printf("CG on a 40-unknown SPD system: %d iterations, residual %.1e, error %.2e\n", rep.iterations,
+              rep.residual, e);
+  EXPECT_LE(e, 1e-4);
+  EXPECT_LE(rep.residual, 1e-7);
+  EXPECT_GT(rep.iterations, 5);
+}
+
+TEST(Cg, TinyNudftNormalEquationWithTikhonovMatchesDenseSolve) {
+  const int N = 8;
+  const std::size_t points = 150;
+  std::vector<float> traj;
+  MatrixOperator op(nudft_matrix(N, points, &traj, 3), points, N * N);
+  const Rhs y = random_rhs(points, 4);
+  std::vector<cfloat> b(N * N);
+  op.adjoint(y.f.data(), b.data());
+  std::vector<cd> bd(b.begin(), b.end());
+  const double lambda = 5.0;  // ~3 % of the normal matrix's diagonal (150)
+  auto ops = make_vector_ops_cpu();
+  ConjugateGradient cg(N * N, *ops);
+  std::vector<cfloat> x(N * N);
+  const CgReport rep =
+      cg.solve(op, b.data(), x.data(), {.max_iterations = 300, .tolerance = 1e-7, .lambda = lambda}, false);
+  const auto ref = dense_normal_solve(op.m(), points, N * N, lambda, bd);
+  const double e = rel_err(x.data(), ref);
+  std::printf("CG on the 8x8 NUDFT normal equation (lambda 5): %d iterations, error %.2e\n", rep.iterations, e);
+  EXPECT_LE(e, 1e-4);
+
+  // The same normal equation through the NUFFT operator (W 6): the plan's accuracy bounds the difference.
+  NufftOperatorCpu nufft(2, {N, N, 1}, 1, points, {6, 2.0, 4096});
+  nufft.set_points(traj.data());
+  std::vector<cfloat> xn(N * N);
+  cg.solve(nufft, b.data(), xn.data(), {.max_iterations = 300, .tolerance = 1e-7, .lambda = lambda}, false);
+  const double en = rel_err(xn.data(), ref);
+  std::printf("  through the NUFFT operator: error %.2e\n", en);
+  EXPECT_LE(en, 1e-3);
+}
+
+TEST(Cg, WarmStartFromTheSolutionTakesZeroIterations) {
+  const std::size_t rows = 50, cols = 30;
+  MatrixOperator op(random_matrix(rows, cols, 5), rows, cols);
+  const Rhs b = random_rhs(cols, 6);
+  auto ops = make_vector_ops_cpu();
+  ConjugateGradient cg(cols, *ops);
+  const auto ref = dense_normal_solve(op.m(), rows, cols, 0.0, b.d);
+  std::vector<cfloat> x(ref.begin(), ref.end());
+  const CgReport rep = cg.solve(op, b.f.data(), x.data(), {.max_iterations = 50, .tolerance = 1e-5}, true);
+  EXPECT_EQ(rep.iterations, 0);
+  EXPECT_LE(rep.residual, 1e-5);
+  EXPECT_LE(rel_err(x.data(), ref), 1e-6);
+  // Fixed-count mode at the solution: the zero denominators leave it where it is.
+  const CgReport fixed = cg.solve(op, b.f.data(), x.data(), {.max_iterations = 3}, true);
+  EXPECT_EQ(fixed.iterations, 3);
+  EXPECT_LE(rel_err(x.data(), ref), 1e-5);
+}
+
+TEST(Cg, FixedCountRunsExactlyThatManyIterationsAndConvergesMonotonically) {
+  const std::size_t rows = 80, cols = 50;
+  MatrixOperator op(random_matrix(rows, cols, 7), rows, cols);
+  const Rhs b = random_rhs(cols, 8);
+  auto ops = make_vector_ops_cpu();
+  ConjugateGradient cg(cols, *ops);
+  const auto ref = dense_normal_solve(op.m(), rows, cols, 0.0, b.d);
+  double last = 1e300;
+  for (int n : {1, 5, 20, 60}) {
+    std::vector<cfloat> x(cols);
+    const CgReport rep = cg.solve(op, b.f.data(), x.data(), {.max_iterations = n}, false);
+    EXPECT_EQ(rep.iterations, n);
+    const double e = rel_err(x.data(), ref);
+    EXPECT_LT(e, last) << n << " iterations";
+    last = e;
+  }
+  EXPECT_LE(last, 1e-4);
+}
+
+TEST(Cg, NoAllocationPerSolveOnceConstructed) {
+  const int N = 16;
+  std::vector<float> traj(2 * 300);
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> k(-0.5f, 0.5f);
+  for (auto& v : traj) v = k(rng);
+  NufftOperatorCpu op(2, {N, N, 1}, 2, 300, {4, 2.0, 1024});
+  op.set_points(traj.data());
+  MatrixOperator reg(random_matrix(2 * N * N, 2 * N * N, 10), 2 * N * N, 2 * N * N);
+  auto ops = make_vector_ops_cpu();
+  ConjugateGradient cg(2 * N * N, *ops);
+  const Rhs b = random_rhs(2 * N * N, 11);
+  std::vector<cfloat> x(2 * N * N);
+  const CgOptions opt{.max_iterations = 10, .lambda = 0.1, .mu = 0.01};
+  cg.solve(op, b.f.data(), x.data(), opt, false, &reg);  // warm-up: threads, lazy runtime state
+  const long news = g_news.load();
+  const struct mallinfo2 before = mallinfo2();
+  cg.solve(op, b.f.data(), x.data(), opt, true, &reg);
+  cg.solve(op, b.f.data(), x.data(), {.max_iterations = 25, .tolerance = 1e-9, .lambda = 0.1}, false);
+  const struct mallinfo2 after = mallinfo2();
+  EXPECT_EQ(g_news.load() - news, 0) << "operator new during a solve";
+  EXPECT_EQ(after.uordblks, before.uordblks) << "heap bytes in use changed during a solve";
+  EXPECT_EQ(after.hblkhd, before.hblkhd) << "mmapped bytes changed during a solve";
+}
+
+TEST(LinearOperator, ChainAndMatricesPassTheAdjointCheck) {
+  auto a = std::make_shared<MatrixOperator>(random_matrix(20, 12, 12), 20, 12);
+  auto b = std::make_shared<MatrixOperator>(random_matrix(7, 20, 13), 7, 20);
+  EXPECT_LE(check_adjoint(*a).relative_error, 1e-6);
+  ChainOperator ba(a, b);
+  EXPECT_EQ(ba.domain().size(), 12u);
+  EXPECT_EQ(ba.codomain().size(), 7u);
+  EXPECT_LE(check_adjoint(ba).relative_error, 1e-6);
+  // The chain's forward equals the product B A.
+  std::vector<cfloat> x(12, cfloat(1.f, -0.5f)), y(7), mid(20), y2(7);
+  ba.forward(x.data(), y.data());
+  a->forward(x.data(), mid.data());
+  b->forward(mid.data(), y2.data());
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(y[i], y2[i]);
+  EXPECT_THROW(ChainOperator(b, a), ConfigError);
+}
