@@ -22,7 +22,8 @@ namespace {
 
 struct RunArgs {
   std::string config;
-  std::string endpoint, socket, record, publish, images, metrics_json, backend, fft;
+  std::string endpoint, socket, record, publish, images, metrics_json;
+  ReconOptions recon;
   bool connect = false, until_close = false, no_skip = false, headless = false;
   int window = 0, stride = 0;
   double duration_s = 0;
@@ -52,8 +53,7 @@ RunConfig load(const RunArgs& a) {
   if (!a.publish.empty()) c.sinks.publish = a.publish;
   if (!a.images.empty()) c.sinks.images = a.images;
   if (!a.metrics_json.empty()) c.sinks.metrics_json = a.metrics_json;
-  if (!a.backend.empty()) c.recon.backend = parse_backend(a.backend);
-  if (!a.fft.empty()) c.recon.fft.engine = parse_fft_engine(a.fft);
+  a.recon.apply(c.recon);
   c.validate();
   return c;
 }
@@ -75,9 +75,11 @@ int run(const RunArgs& a) {
     if (a.duration_s > 0 && p.elapsed_s() >= a.duration_s) return true;
     if (a.frames > 0 && p.metrics().frames.load() >= std::uint64_t(a.frames)) return true;
     if (a.until_close && p.metrics().closes.load() > 0) {
-      // Let the frames already due finish: stop once nothing new has come for 0.5 s after the close.
+      // Let the frames already due finish: stop once nothing new has come for 0.2 s after the close and the
+      // reconstruction has made every frame due (however slow the backend).
       if (!closed_at) closed_at = monotonic_ns();
-      if (monotonic_ns() - std::max(closed_at, p.metrics().last_message_ns.load()) > 500000000) return true;
+      if (monotonic_ns() - std::max(closed_at, p.metrics().last_message_ns.load()) > 200000000 && p.drained())
+        return true;
     }
     return false;
   };
@@ -111,8 +113,7 @@ Runner add_run(CLI::App& app) {
   app.add_option("--window", a->window, "spokes per frame (frames.window)");
   app.add_option("--stride", a->stride, "a new frame every S spokes (frames.stride)");
   app.add_flag("--no-skip", a->no_skip, "reconstruct every frame even when behind (frames.skip_when_behind)");
-  app.add_option("--backend", a->backend, "auto | cpu | cuda (recon.backend)");
-  app.add_option("--fft", a->fft, "auto | fftw | cufft | custom (recon.fft)");
+  a->recon.add_to(app, false);  // the same reconstruction options as recon (over the config's recon:)
   app.add_option("--record", a->record, "record every received spoke into this MRD .h5 file");
   app.add_option("--publish", a->publish, "publish images on this ZeroMQ PUB endpoint");
   app.add_option("--images", a->images, "write image files into this folder");

@@ -6,8 +6,9 @@
 
 namespace radstream::app {
 
-void ReconOptions::add_to(CLI::App& app) {
-  app.add_option("-c,--config", config, "YAML config file whose recon: section sets the defaults");
+void ReconOptions::add_to(CLI::App& app, bool config_option) {
+  if (config_option)
+    app.add_option("-c,--config", config, "YAML config file whose recon: section sets the defaults");
   app.add_option("--method", method, "gridding|fbp (default gridding)");
   app.add_option("--fbp-filter", fbp_filter, "FBP filter: ram-lak|shepp-logan|hann (default ram-lak)");
   app.add_option("--fbp-cutoff", fbp_cutoff, "FBP filter cut-off, fraction of Nyquist (default 1)");
@@ -37,6 +38,12 @@ ReconParams ReconOptions::resolve() const {
       throw ConfigError(config + ": " + e.what());
     }
   }
+  apply(p);
+  p.validate();
+  return p;
+}
+
+void ReconOptions::apply(ReconParams& p) const {
   auto wrap = [](const char* opt, const std::string& value, auto&& f) {
     try {
       f();
@@ -55,8 +62,6 @@ ReconParams ReconOptions::resolve() const {
   if (oversampling) p.gridding.oversampling = *oversampling;
   if (lut) p.gridding.lut_resolution = *lut;
   if (threads) p.threads = *threads;
-  p.validate();
-  return p;
 }
 
 }  // namespace radstream::app

@@ -15,9 +15,12 @@ struct ReconOptions {
   std::optional<int> width, lut, threads;
   std::optional<double> oversampling;
 
-  void add_to(CLI::App& app);
+  // config_option: also offer -c/--config (a subcommand with a config of its own, like run, says false).
+  void add_to(CLI::App& app, bool config_option = true);
   // Defaults <- config file <- command line; validated. Throws ConfigError naming the option and value.
   ReconParams resolve() const;
+  // The command-line values over p (not validated).
+  void apply(ReconParams& p) const;
 };
 
 }  // namespace radstream::app

@@ -1,5 +1,6 @@
 #include "linalg/conjugate_gradient.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -7,8 +8,11 @@
 namespace radstream {
 
 namespace {
-// Scalar slots: two alternating <r,r> (old/new swap by parity, no copies), <p,q>, <b,b>.
+// Scalar slots: two alternating <r,r> (old and new swap by parity, no copies), <p,q>, <b,b>.
 constexpr int kRr0 = 0, kRr1 = 1, kPq = 2, kBb = 3;
+int rr_slot_after(int iterations) {
+  return iterations % 2 == 0 ? kRr0 : kRr1;
+}
 }  // namespace
 
 ConjugateGradient::ConjugateGradient(std::size_t n, VectorOps& ops)
@@ -24,54 +28,74 @@ void ConjugateGradient::apply(LinearOperator& a, LinearOperator* reg, const CgOp
   }
 }
 
-CgReport ConjugateGradient::solve(LinearOperator& a, const cfloat* b, cfloat* x, const CgOptions& o,
-                                  bool warm_start, LinearOperator* reg) {
+void ConjugateGradient::check(LinearOperator& a, const CgOptions& o, LinearOperator* reg) const {
   if (a.domain().size() != n_)
     throw InputError("cg: the operator's domain " + a.domain().str() + " does not hold " + std::to_string(n_) +
                      " unknowns");
   if (a.location() != ops_.location()) throw InputError("cg: the operator and the vectors live apart");
   if (reg && reg->domain().size() != n_) throw InputError("cg: the regularizer's domain does not match");
-  if (o.max_iterations < 0) throw ConfigError("cg: max_iterations must be >= 0");
+  if (o.max_iterations < 0)
+    throw ConfigError("cg: max_iterations = " + std::to_string(o.max_iterations) + " must be >= 0");
+}
+
+void ConjugateGradient::start(LinearOperator& a, const cfloat* b, cfloat* x, const CgOptions& o, bool warm,
+                              LinearOperator* reg) {
   cfloat* r = r_.data();
-  cfloat* p = p_.data();
-  cfloat* q = q_.data();
-  if (warm_start) {
+  if (warm) {
     apply(a, reg, o, x, r);  // r = M x0
     ops_.rsub(r, b, n_);     // r = b - M x0
   } else {
     ops_.zero(x, n_);
     ops_.copy(r, b, n_);
   }
-  ops_.copy(p, r, n_);
+  ops_.copy(p_.data(), r, n_);
   ops_.dot_re(b, b, n_, kBb);
   ops_.dot_re(r, r, n_, kRr0);
+}
+
+void ConjugateGradient::iterate(LinearOperator& a, cfloat* x, const CgOptions& o, int it, LinearOperator* reg) {
+  const int rr_old = rr_slot_after(it), rr_new = rr_slot_after(it + 1);
+  apply(a, reg, o, p_.data(), q_.data());
+  ops_.dot_re(p_.data(), q_.data(), n_, kPq);
+  ops_.cg_step(x, r_.data(), p_.data(), q_.data(), n_, rr_old, kPq);
+  ops_.dot_re(r_.data(), r_.data(), n_, rr_new);
+  ops_.cg_direction(p_.data(), r_.data(), n_, rr_new, rr_old);
+}
+
+void ConjugateGradient::enqueue(LinearOperator& a, const cfloat* b, cfloat* x, const CgOptions& o, bool warm,
+                                LinearOperator* reg) {
+  check(a, o, reg);
+  if (o.tolerance != 0.0) throw ConfigError("cg: enqueue() runs a fixed count; tolerance must be 0");
+  start(a, b, x, o, warm, reg);
+  for (int it = 0; it < o.max_iterations; ++it) iterate(a, x, o, it, reg);
+  last_iterations_ = o.max_iterations;
+}
+
+double ConjugateGradient::residual() {
+  const double bb = ops_.read(kBb);
+  return bb > 0 ? std::sqrt(std::max(0.0, ops_.read(rr_slot_after(last_iterations_))) / bb) : 0.0;
+}
+
+CgReport ConjugateGradient::solve(LinearOperator& a, const cfloat* b, cfloat* x, const CgOptions& o, bool warm,
+                                  LinearOperator* reg) {
+  check(a, o, reg);
   CgReport rep;
-  const bool check = o.tolerance > 0;
-  double bb = 0;
-  if (check) {
-    bb = ops_.read(kBb);
-    if (std::sqrt(ops_.read(kRr0)) <= o.tolerance * std::sqrt(bb)) {
-      rep.residual = bb > 0 ? std::sqrt(ops_.read(kRr0) / bb) : 0.0;
-      return rep;
-    }
+  if (o.tolerance <= 0) {
+    enqueue(a, b, x, o, warm, reg);
+    rep.iterations = o.max_iterations;
+    rep.residual = residual();
+    return rep;
   }
+  start(a, b, x, o, warm, reg);
+  const double bnorm = std::sqrt(ops_.read(kBb));
   int it = 0;
-  for (; it < o.max_iterations; ++it) {
-    const int rr_old = it % 2 == 0 ? kRr0 : kRr1, rr_new = it % 2 == 0 ? kRr1 : kRr0;
-    apply(a, reg, o, p, q);
-    ops_.dot_re(p, q, n_, kPq);
-    ops_.cg_step(x, r, p, q, n_, rr_old, kPq);
-    ops_.dot_re(r, r, n_, rr_new);
-    ops_.cg_direction(p, r, n_, rr_new, rr_old);
-    if (check && std::sqrt(ops_.read(rr_new)) <= o.tolerance * std::sqrt(bb)) {
-      ++it;
-      break;
-    }
+  while (std::sqrt(std::max(0.0, ops_.read(rr_slot_after(it)))) > o.tolerance * bnorm && it < o.max_iterations) {
+    iterate(a, x, o, it, reg);
+    ++it;
   }
+  last_iterations_ = it;
   rep.iterations = it;
-  const int last = it % 2 == 0 ? kRr0 : kRr1;
-  if (!check) bb = ops_.read(kBb);
-  rep.residual = bb > 0 ? std::sqrt(std::max(0.0, ops_.read(last)) / bb) : 0.0;
+  rep.residual = residual();
   return rep;
 }
 

@@ -39,11 +39,21 @@ class ConjugateGradient {
   // regularizer: optional R (domain n), applied through its normal() and weighted by options.mu.
   CgReport solve(LinearOperator& normal_of, const cfloat* b, cfloat* x, const CgOptions& options,
                  bool warm_start, LinearOperator* regularizer = nullptr);
+  // Fixed-count mode without any host wait: enqueues exactly options.max_iterations iterations (tolerance
+  // must be 0), so the whole solve can be captured in a CUDA graph; residual() reads the result afterwards.
+  void enqueue(LinearOperator& normal_of, const cfloat* b, cfloat* x, const CgOptions& options, bool warm_start,
+               LinearOperator* regularizer = nullptr);
+  // |r| / |b| after the last enqueue() (waits for the device).
+  double residual();
 
  private:
   std::size_t n_;
   VectorOps& ops_;
   Vector r_, p_, q_, t_;
+  int last_iterations_ = 0;
+  void start(LinearOperator& a, const cfloat* b, cfloat* x, const CgOptions& o, bool warm, LinearOperator* reg);
+  void iterate(LinearOperator& a, cfloat* x, const CgOptions& o, int it, LinearOperator* reg);
+  void check(LinearOperator& a, const CgOptions& o, LinearOperator* reg) const;
   void apply(LinearOperator& a, LinearOperator* reg, const CgOptions& o, const cfloat* in, cfloat* out);
 };
 

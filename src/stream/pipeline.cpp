@@ -7,6 +7,7 @@
 #include "core/log.hpp"
 #include "core/param_reader.hpp"
 #include "io/frame_io.hpp"
+#include "stream/frame_scheduler.hpp"
 
 namespace radstream {
 
@@ -142,6 +143,7 @@ void Pipeline::set_stride(int s) {
 
 void Pipeline::set_recon(const ReconParams& p) {
   p.validate();
+  resolve_backend(p.backend);  // resolved here, in the caller: an unusable backend is refused with a message
   std::lock_guard lock(m_);
   pending_recon_ = std::make_unique<ReconParams>(p);
 }
@@ -244,19 +246,39 @@ bool Pipeline::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t end,
 }
 
 void Pipeline::recon_loop() {
+  // Policy: a frame that fails is dropped, counted and logged once per kind; a configuration that fails waits
+  // for the next stream header; anything else unexpected is counted, logged once, and the loop goes on after
+  // a short pause. Nothing escapes the thread.
+  while (running_) {
+    try {
+      recon_frames();
+      return;
+    } catch (const std::exception& e) {
+      ++metrics_.frames_failed;
+      {
+        std::lock_guard lock(m_);
+        last_error_ = e.what();
+      }
+      log_once(4, std::string("the reconstruction thread hit an unexpected error: ") + e.what());
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+}
+
+void Pipeline::log_once(int kind, const std::string& what) {
+  if (!logged_[kind].exchange(true)) log::error("run: {} (further ones are only counted)", what);
+}
+
+void Pipeline::recon_frames() {
   std::unique_ptr<ReconChain> chain;
-  std::uint64_t generation = 0, next_end = 0, number = 0;
+  std::uint64_t generation = 0, number = 0;
   int W = 0;
   Frame host_frame;
-  auto log_once = [&](int kind, const std::string& what) {
-    if (!logged_[kind]) {
-      logged_[kind] = true;
-      log::error("run: {} (further ones are only counted)", what);
-    }
-  };
+  FrameScheduler sched;
   while (running_) {
     const Ingest::State st = ingest_->state();
     if (!st.ring) {
+      drained_ = true;
       ingest_->wait_for(generation, 1, std::chrono::milliseconds(100));
       continue;
     }
@@ -267,8 +289,8 @@ void Pipeline::recon_loop() {
         next = std::move(pending_recon_);
       }
       if (next) {  // rebuild the chain with the new settings before the next frame
-        cfg_.recon = *next;
         const BackendDecision b = resolve_backend(next->backend);
+        cfg_.recon = *next;
         backend_ = b.backend;
         chain.reset();
         log::info("run: new reconstruction settings ({} backend: {})", to_string(backend_), b.reason);
@@ -287,7 +309,7 @@ void Pipeline::recon_loop() {
         if (backend_ == Backend::Cpu || !st.ring->on_device()) host_frame = Frame(g);
         log::info("run: reconstructing {} ({} backend), a frame every {} spokes", g.str(),
                   to_string(backend_), stride);
-      } catch (const Error& e) {
+      } catch (const std::exception& e) {
         {
           std::lock_guard lock(m_);
           last_error_ = e.what();
@@ -295,36 +317,39 @@ void Pipeline::recon_loop() {
         log_once(0, std::string("cannot configure the reconstruction: ") + e.what());
         ++metrics_.frames_failed;
         chain.reset();
+        drained_ = true;  // nothing can be made until the next stream header
         ingest_->wait_for(generation, ~std::uint64_t(0), std::chrono::milliseconds(200));
         continue;
       }
-      if (new_stream || next_end < std::uint64_t(W)) next_end = std::uint64_t(W);
+      if (new_stream)
+        sched.reset(W, stride, cfg_.frames.skip_when_behind);
+      else
+        sched.set_window(W);
     }
+    sched.set_stride(stride);
     const std::uint64_t count = st.ring->count();
-    if (count < next_end) {
-      ingest_->wait_for(generation, next_end, std::chrono::milliseconds(100));
+    const auto due = sched.next(count);
+    drained_ = !due.has_value();
+    if (!due) {
+      ingest_->wait_for(generation, sched.next_end(), std::chrono::milliseconds(100));
       continue;
     }
-    if (cfg_.frames.skip_when_behind && count - next_end >= std::uint64_t(stride)) {  // the newest wins
-      const std::uint64_t k = (count - next_end) / stride;
-      next_end += k * stride;
-      metrics_.frames_skipped += k;
-    }
+    metrics_.frames_skipped += due->skipped;
     auto result = std::make_shared<FrameResult>();
     try {
-      if (!make_frame(*chain, *st.ring, next_end, W, host_frame, *result)) {
+      if (!make_frame(*chain, *st.ring, due->end, W, host_frame, *result)) {
         log_once(1, "a frame's spokes were overwritten before it was assembled");
         ++metrics_.frames_failed;
-        next_end += stride;
+        sched.advance();
         continue;
       }
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {
       log_once(2, std::string("a frame failed: ") + e.what());
       ++metrics_.frames_failed;
-      next_end += stride;
+      sched.advance();
       continue;
     }
-    next_end += stride;
+    sched.advance();
     result->number = ++number;
     if (result->last_acquired_ns > 0)
       metrics_.end_to_end.add(double(result->ready_ns - result->last_acquired_ns) * 1e-6);
@@ -382,16 +407,21 @@ void Pipeline::sink_loop() {
         ++metrics_.images_written;
       }
     } catch (const std::exception& e) {
-      if (!logged_[3]) {
-        logged_[3] = true;
-        log::error("run: a sink failed: {} (further failures are only counted)", e.what());
-      }
+      log_once(3, std::string("a sink failed: ") + e.what());
       ++metrics_.sink_dropped;
     }
   }
 }
 
 void Pipeline::report_loop() {
+  try {
+    report_lines();
+  } catch (const std::exception& e) {
+    log_once(5, std::string("the status reporter stopped: ") + e.what());
+  }
+}
+
+void Pipeline::report_lines() {
   const auto period = std::chrono::duration<double>(cfg_.sinks.report_interval_s);
   auto next = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(period);
   std::unique_lock lock(m_);

@@ -136,12 +136,17 @@ class Pipeline {
   // Called on the reconstruction thread for every frame (tests; keep it short).
   void on_frame(std::function<void(const FrameResult&)> f) { on_frame_ = std::move(f); }
   std::string report();  // the status line
+  // True while every frame due with the spokes received so far has been reconstructed (or dropped).
+  bool drained() const { return drained_; }
   void write_metrics_json() const;
 
  private:
   void recon_loop();
+  void recon_frames();
   void sink_loop();
   void report_loop();
+  void report_lines();
+  void log_once(int kind, const std::string& what);
   bool make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t end, int W, Frame& host_frame,
                   FrameResult& out);
 
@@ -167,7 +172,8 @@ class Pipeline {
   std::deque<std::shared_ptr<const FrameResult>> sink_q_;
   std::shared_ptr<const FrameResult> latest_;
   bool sinks_stop_ = false;
-  std::array<bool, 4> logged_{};
+  std::array<std::atomic<bool>, 6> logged_{};
+  std::atomic<bool> drained_{false};  // the reconstruction thread found no frame due (it waits for spokes)
 };
 
 }  // namespace radstream

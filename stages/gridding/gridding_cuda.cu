@@ -1,366 +1,44 @@
-// CUDA gridding: binned, output-driven (a gather per tile: no atomics inside a tile). Per frame (the
-// trajectory may change every frame in a sliding window):
-//  1. each sample is entered in the list of every kT x kT tile its W x W footprint touches (1, 2 or 4);
-//     ranks within a tile come from warp-aggregated atomics (neighbouring samples of a spoke share tiles);
-//  2. one block scans the tile counts (CUB BlockScan) into each tile's list offset and chunk offset (chunks
-//     of kChunk entries);
-//  3. the entries are scattered into tile order;
-//  4. one block of kT^2 threads per (tile, chunk, group of CG coils), one thread per grid cell: the chunk's
-//     samples are staged in shared memory (footprint origin, the W x-weights and W y-weights from the LUT,
-//     computed once per sample; the values of a group of CG coils), and every thread adds the samples whose
-//     footprint covers its cell into CG register accumulators. A tile with one chunk stores its cells (so the
-//     grid needs no clearing); the few tiles with several chunks (the k-space centre, where every spoke
-//     passes) are cleared first and their chunks add with one global atomic per cell and coil.
-// The previous version accumulated with shared-memory atomics per sample; every spoke crossing the centre
-// made the centre tile's block serialize on the same few addresses (R1: 1.17 ms gridding).
-// All buffers are allocated in configure().
-#include <cmath>
-#include <cub/block/block_scan.cuh>
+// CUDA gridding: an adapter over the NUFFT plan's spread (the tile sort once per frame, then the per-tile
+// gather; see noncart/nufft_plan_cuda.cu). All buffers are allocated in configure().
 #include <string>
 
-#include "gpu/cuda_check.cuh"
-#include "gpu/device_memory.hpp"
 #include "gridding/gridding.hpp"
-#include "noncart/kaiser_bessel.hpp"
+#include "noncart/nufft_plan_cuda.hpp"
 
 namespace radstream {
 namespace {
 
-constexpr int kMaxWidth = 16;
-constexpr int kT = 16;  // tile edge in grid cells; one thread per cell
-constexpr int kThreads = kT * kT;
-constexpr int kChunk = kThreads;  // list entries per block (staged in shared memory at once); a short
-                                  // chunk keeps the centre tiles' serial loop (the critical path) short
-constexpr int kScanThreads = 1024;
-constexpr int kScanItems = 16;  // tiles per scan thread: up to 16384 tiles (G = 2048)
-
-__device__ __forceinline__ float lut_lookup(const float* __restrict__ lut, int res, int edge, float t) {
-  const float x = fabsf(t) * float(res);
-  const int i = int(x);
-  if (i >= edge) return 0.f;
-  const float f = x - float(i);
-  const float a = __ldg(lut + i), b = __ldg(lut + i + 1);
-  return a + f * (b - a);
-}
-
-__device__ __forceinline__ int wrap(int m, int G) {
-  return ((m % G) + G) % G;
-}
-
-struct Footprint {
-  int mx0, my0;  // first cell (unwrapped)
-  float ux, uy;  // grid coordinates of the sample
-  bool valid;
-};
-
-__device__ __forceinline__ Footprint footprint(const float* traj, long j, int G, int W) {
-  Footprint f;
-  f.ux = traj[2 * j] * float(G) + 0.5f * float(G);
-  f.uy = traj[2 * j + 1] * float(G) + 0.5f * float(G);
-  f.valid = isfinite(f.ux) && isfinite(f.uy) && fabsf(f.ux) < 1e6f && fabsf(f.uy) < 1e6f;
-  const float half = 0.5f * float(W);
-  f.mx0 = f.valid ? int(floorf(f.ux - half)) + 1 : 0;
-  f.my0 = f.valid ? int(floorf(f.uy - half)) + 1 : 0;
-  return f;
-}
-
-// Rank of this lane's entry in tile t, with one atomic per distinct tile in the warp.
-__device__ __forceinline__ int aggregated_rank(int* count, int t, bool active) {
-  const unsigned act = __ballot_sync(0xffffffffu, active);
-  if (!active) return 0;
-  const unsigned peers = __match_any_sync(act, t);
-  const int lane = int(threadIdx.x & 31);
-  const int leader = __ffs(peers) - 1;
-  int base = 0;
-  if (lane == leader) base = atomicAdd(count + t, __popc(peers));
-  base = __shfl_sync(peers, base, leader);
-  return base + __popc(peers & ((1u << lane) - 1u));
-}
-
-// Up to four entries per sample: entry q = (tile, rank) at tile_of[4 j + q], -1 when unused.
-__global__ void count_tiles(const float* __restrict__ traj, long n, int G, int W, int NT,
-                            int* __restrict__ count, int* __restrict__ tile_of, int* __restrict__ rank) {
-  const long j = long(blockIdx.x) * blockDim.x + threadIdx.x;
-  const bool in = j < n;
-  const Footprint f = in ? footprint(traj, j, G, W) : Footprint{0, 0, 0.f, 0.f, false};
-  const int tx[2] = {wrap(f.mx0, G) / kT, wrap(f.mx0 + W - 1, G) / kT};
-  const int ty[2] = {wrap(f.my0, G) / kT, wrap(f.my0 + W - 1, G) / kT};
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    const int qx = q & 1, qy = q >> 1;
-    const bool use = in && f.valid && (qx == 0 || tx[1] != tx[0]) && (qy == 0 || ty[1] != ty[0]);
-    const int t = ty[qy] * NT + tx[qx];
-    const int r = aggregated_rank(count, use ? t : -1, use);
-    if (in) {
-      tile_of[4 * j + q] = use ? t : -1;
-      rank[4 * j + q] = r;
-    }
-  }
-}
-
-// One block: offset = exclusive scan of count, chunk_offset = exclusive scan of the chunks per tile (at
-// least one per tile, so that its block writes its cells, zeros included); entry [tiles] holds the totals.
-__global__ void __launch_bounds__(kScanThreads)
-    plan_tiles(const int* __restrict__ count, int tiles, int* __restrict__ offset,
-               int* __restrict__ chunk_offset) {
-  using Scan = cub::BlockScan<int, kScanThreads>;
-  __shared__ typename Scan::TempStorage temp;
-  int c[kScanItems], k[kScanItems];
-  const int base = int(threadIdx.x) * kScanItems;
-#pragma unroll
-  for (int i = 0; i < kScanItems; ++i) {
-    const int t = base + i;
-    c[i] = t < tiles ? count[t] : 0;
-    k[i] = t < tiles ? max(1, (c[i] + kChunk - 1) / kChunk) : 0;
-  }
-  int total_c = 0, total_k = 0;
-  Scan(temp).ExclusiveSum(c, c, total_c);
-  __syncthreads();
-  Scan(temp).ExclusiveSum(k, k, total_k);
-#pragma unroll
-  for (int i = 0; i < kScanItems; ++i) {
-    const int t = base + i;
-    if (t < tiles) {
-      offset[t] = c[i];
-      chunk_offset[t] = k[i];
-    }
-  }
-  if (threadIdx.x == 0) {
-    offset[tiles] = total_c;
-    chunk_offset[tiles] = total_k;
-  }
-}
-
-__global__ void scatter(long n, const int* __restrict__ tile_of, const int* __restrict__ rank,
-                        const int* __restrict__ offset, int* __restrict__ sorted) {
-  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= 4 * n) return;
-  const int t = tile_of[i];
-  if (t >= 0) sorted[offset[t] + rank[i]] = int(i / 4);
-}
-
-// Clears the cells of the tiles that several blocks will add into.
-__global__ void clear_shared_tiles(const int* __restrict__ count, int NT, int G, int coils,
-                                   float2* __restrict__ grid) {
-  const int t = blockIdx.x;
-  if (count[t] <= kChunk) return;
-  const int x = (t % NT) * kT + int(threadIdx.x) % kT, y = (t / NT) * kT + int(threadIdx.x) / kT;
-  if (x >= G || y >= G) return;
-  for (int c = 0; c < coils; ++c) grid[(size_t(c) * G + y) * G + x] = make_float2(0.f, 0.f);
-}
-
-template <int CG>
-__global__ void __launch_bounds__(kThreads)
-    gather_tiles(const float2* __restrict__ data, const float* __restrict__ traj, long n, int coils, int G,
-                 int W, int NT, const float* __restrict__ lut, int res, int edge,
-                 const int* __restrict__ count, const int* __restrict__ offset,
-                 const int* __restrict__ chunk_offset, const int* __restrict__ sorted,
-                 float2* __restrict__ grid) {
-  extern __shared__ float2 smem[];  // s_v [CG][kChunk] | s_o [kChunk] | s_wx, s_wy [kChunk][W]
-  __shared__ int s_count[32], s_start[33], s_perm[kChunk];
-  float2* s_v = smem;
-  int2* s_o = reinterpret_cast<int2*>(s_v + kChunk * CG);  // footprint origin relative to the tile
-  float* s_wx = reinterpret_cast<float*>(s_o + kChunk);
-  float* s_wy = s_wx + kChunk * W;
-  const int tiles = NT * NT;
-  const int b = blockIdx.x;
-  if (b >= chunk_offset[tiles]) return;  // the launch is an upper bound
-  // The tile whose chunk list holds b: largest t with chunk_offset[t] <= b.
-  int lo = 0, hi = tiles - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (chunk_offset[mid] <= b)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  const int t = lo;
-  const int first = offset[t] + (b - chunk_offset[t]) * kChunk;
-  const int last = min(offset[t] + count[t], first + kChunk);
-  const bool shared_tile = count[t] > kChunk;
-  const int tx0 = (t % NT) * kT, ty0 = (t / NT) * kT;
-  const int lx = int(threadIdx.x) % kT, ly = int(threadIdx.x) / kT;
-  const int gx = tx0 + lx, gy = ty0 + ly;
-  const size_t per_grid = size_t(G) * G;
-
-  const int c0 = blockIdx.y * CG;
-  const int cg = min(CG, coils - c0);
-  const int cnt = last - first;
-  if (threadIdx.x < 32) s_count[threadIdx.x] = 0;
-  __syncthreads();
-  int bucket = 0, rank = 0;
-  if (int(threadIdx.x) < cnt) {
-    const int i = threadIdx.x;
-    const long j = sorted[first + i];
-    const Footprint f = footprint(traj, j, G, W);
-    // Footprint origin relative to the tile origin, wrapped into (-G/2, G/2].
-    int sx = wrap(f.mx0 - tx0, G), sy = wrap(f.my0 - ty0, G);
-    if (sx > G / 2) sx -= G;
-    if (sy > G / 2) sy -= G;
-    s_o[i] = make_int2(sx, sy);
-    for (int a = 0; a < W; ++a) {
-      s_wx[i * W + a] = lut_lookup(lut, res, edge, float(f.mx0 + a) - f.ux);
-      s_wy[i * W + a] = lut_lookup(lut, res, edge, float(f.my0 + a) - f.uy);
-    }
-#pragma unroll
-    for (int c = 0; c < CG; ++c)
-      s_v[c * kChunk + i] = c < cg ? data[size_t(c0 + c) * n + j] : make_float2(0.f, 0.f);
-    bucket = min(max(sy + W - 1, 0), 31);  // the footprint's first row, offset: 0 .. kT + W - 2
-    rank = atomicAdd(&s_count[bucket], 1);
-  }
-  __syncthreads();
-  // Entries sorted by first row (a counting sort in shared memory), so that each warp, which owns two rows
-  // of cells, visits only the entries whose footprint reaches its rows.
-  if (threadIdx.x < 32) {
-    const int v = s_count[threadIdx.x];
-    int incl = v;
-#pragma unroll
-    for (int d = 1; d < 32; d *= 2) {
-      const int u = __shfl_up_sync(0xffffffffu, incl, d);
-      if (int(threadIdx.x) >= d) incl += u;
-    }
-    s_start[threadIdx.x] = incl - v;
-    if (threadIdx.x == 31) s_start[32] = incl;
-  }
-  __syncthreads();
-  if (int(threadIdx.x) < cnt) s_perm[s_start[bucket] + rank] = threadIdx.x;
-  __syncthreads();
-  float2 acc[CG];
-#pragma unroll
-  for (int c = 0; c < CG; ++c) acc[c] = make_float2(0.f, 0.f);
-  // This warp's rows are 2w and 2w + 1: entries with first row in [2w - W + 1, 2w + 1], buckets 2w .. 2w + W.
-  const int w2 = 2 * int(threadIdx.x / 32);
-  const int k_end = s_start[min(w2 + W + 1, 32)];
-#pragma unroll 4
-  for (int k = s_start[w2]; k < k_end; ++k) {
-    const int s = s_perm[k];
-    const int2 o = s_o[s];
-    const int ox = lx - o.x, oy = ly - o.y;
-    if (unsigned(ox) < unsigned(W) && unsigned(oy) < unsigned(W)) {
-      const float w = s_wx[s * W + ox] * s_wy[s * W + oy];
-#pragma unroll
-      for (int c = 0; c < CG; ++c) {
-        const float2 v = s_v[c * kChunk + s];
-        acc[c].x += w * v.x;
-        acc[c].y += w * v.y;
-      }
-    }
-  }
-  if (gx < G && gy < G) {
-#pragma unroll
-    for (int c = 0; c < CG; ++c) {
-      if (c >= cg) break;
-      float2* dst = grid + size_t(c0 + c) * per_grid + size_t(gy) * G + gx;
-      if (shared_tile) {
-        atomicAdd(&dst->x, acc[c].x);
-        atomicAdd(&dst->y, acc[c].y);
-      } else {
-        *dst = acc[c];
-      }
-    }
-  }
-}
-
 class GriddingCuda final : public Stage {
  public:
-  explicit GriddingCuda(const GriddingParams& p) : p_(p) {
-    if (p.width > kMaxWidth)
-      throw ConfigError("gridding: kernel_width = " + std::to_string(p.width) + " exceeds the CUDA limit " +
-                        std::to_string(kMaxWidth));
-  }
+  explicit GriddingCuda(const GriddingParams& p) : p_(p) {}
   std::string name() const override { return "gridding"; }
 
   Extents configure(const Geometry& g, const Extents& input, Context& ctx) override {
     g_ = g;
     in_ext_ = input;
-    const KaiserBesselLut lut(p_.width, p_.oversampling, p_.lut_resolution);
-    G_ = oversampled_grid_size(g.matrix, p_.oversampling);
-    NT_ = (G_ + kT - 1) / kT;
-    res_ = lut.resolution();
-    edge_ = res_ * p_.width / 2;
-    lut_ = DeviceBuffer<float>(Extents{lut.table().size()});
-    gpu::copy_to_device(lut_.data(), lut.table().data(), lut.table().size() * sizeof(float), ctx.stream);
-    const std::size_t n = std::size_t(g.spokes) * g.samples, tiles = std::size_t(NT_) * NT_;
-    count_ = DeviceBuffer<int>(Extents{tiles + 1});
-    offset_ = DeviceBuffer<int>(Extents{tiles + 1});
-    chunk_offset_ = DeviceBuffer<int>(Extents{tiles + 1});
-    tile_of_ = DeviceBuffer<int>(Extents{4 * n});
-    rank_ = DeviceBuffer<int>(Extents{4 * n});
-    sorted_ = DeviceBuffer<int>(Extents{4 * n});
-    if (tiles > std::size_t(kScanThreads) * kScanItems)
-      throw ConfigError("gridding: the CUDA gridding handles grids up to " +
-                        std::to_string(kScanThreads * kScanItems * kT * kT) + " cells; this one has " +
-                        std::to_string(G_) + "^2");
-    cg_ = g.coils <= 1 ? 1 : g.coils <= 4 ? 4 : g.coils <= 8 ? 8 : 16;
-    smem_ = std::size_t(kChunk) * (cg_ * sizeof(float2) + 3 * sizeof(int) + 2 * p_.width * sizeof(float));
-    with_kernel([&](auto kernel) {
-      CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_)));
-    });
-    gpu::synchronize(ctx.stream);
-    out_ext_ = Extents{std::size_t(g.coils), std::size_t(G_), std::size_t(G_)};
+    const int G = oversampled_grid_size(g.matrix, p_.oversampling);
+    plan_.reset();
+    plan_ = std::make_unique<NufftPlanCuda>(G, p_.kernel(), std::size_t(g.spokes) * g.samples, ctx.stream);
+    out_ext_ = Extents{std::size_t(g.coils), std::size_t(G), std::size_t(G)};
     return out_ext_;
   }
 
   void process(const StageInput& in, View<cfloat> out, Context& ctx) override {
     expect_view("gridding", "input", in.data, in_ext_, Location::Device);
     expect_view("gridding", "output", out, out_ext_, Location::Device);
-    const long n = long(g_.spokes) * g_.samples;
-    if (in.traj.size() != std::size_t(n) * 2 || in.traj.loc != Location::Device)
+    const std::size_t n = std::size_t(g_.spokes) * g_.samples;
+    if (in.traj.size() != n * 2 || in.traj.loc != Location::Device)
       throw InputError("gridding: trajectory is not on the device or has the wrong size");
-    auto stream = static_cast<cudaStream_t>(ctx.stream);
-    const int tiles = NT_ * NT_;
-    CUDA_CHECK(cudaMemsetAsync(count_.data(), 0, count_.size() * sizeof(int), stream));
-    const unsigned nb = unsigned((n + 255) / 256);
-    count_tiles<<<nb, 256, 0, stream>>>(in.traj.data, n, G_, p_.width, NT_, count_.data(), tile_of_.data(),
-                                        rank_.data());
-    CUDA_CHECK_LAUNCH("count_tiles");
-    plan_tiles<<<1, kScanThreads, 0, stream>>>(count_.data(), tiles, offset_.data(), chunk_offset_.data());
-    CUDA_CHECK_LAUNCH("plan_tiles");
-    scatter<<<unsigned((4 * n + 255) / 256), 256, 0, stream>>>(n, tile_of_.data(), rank_.data(),
-                                                               offset_.data(), sorted_.data());
-    CUDA_CHECK_LAUNCH("scatter");
-    auto* grid = reinterpret_cast<float2*>(out.data);
-    clear_shared_tiles<<<tiles, kThreads, 0, stream>>>(count_.data(), NT_, G_, g_.coils, grid);
-    CUDA_CHECK_LAUNCH("clear_shared_tiles");
-    // At most 4 n / kChunk + tiles chunks (the surplus blocks exit at once), times the coil groups.
-    const dim3 blocks(unsigned(4 * n / kChunk + tiles + 1), unsigned((g_.coils + cg_ - 1) / cg_));
-    with_kernel([&](auto kernel) {
-      kernel<<<blocks, kThreads, smem_, stream>>>(reinterpret_cast<const float2*>(in.data.data), in.traj.data,
-                                                  n, g_.coils, G_, p_.width, NT_, lut_.data(), res_, edge_,
-                                                  count_.data(), offset_.data(), chunk_offset_.data(),
-                                                  sorted_.data(), grid);
-    });
-    CUDA_CHECK_LAUNCH("gather_tiles");
+    if (plan_->stream() != ctx.stream) throw InputError("gridding: configured on another stream");
+    plan_->set_points(in.traj.data, n);
+    plan_->spread(in.data.data, out.data, g_.coils);
   }
 
  private:
-  // Calls f with the gather kernel for this geometry's coil group size.
-  template <class F>
-  void with_kernel(F&& f) const {
-    switch (cg_) {
-      case 1:
-        f(gather_tiles<1>);
-        break;
-      case 4:
-        f(gather_tiles<4>);
-        break;
-      case 8:
-        f(gather_tiles<8>);
-        break;
-      default:
-        f(gather_tiles<16>);
-        break;
-    }
-  }
-
   GriddingParams p_;
   Geometry g_;
-  int cg_ = 16;
   Extents in_ext_, out_ext_;
-  int G_ = 0, NT_ = 0, res_ = 0, edge_ = 0;
-  std::size_t smem_ = 0;
-  DeviceBuffer<float> lut_;
-  DeviceBuffer<int> count_, offset_, chunk_offset_, tile_of_, rank_, sorted_;
+  std::unique_ptr<NufftPlanCuda> plan_;
 };
 
 }  // namespace

@@ -5,10 +5,12 @@
 
 #include <cstring>
 #include <future>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
 #include "io/frame_io.hpp"
+#include "gpu/cuda_runtime.hpp"
 #include "io/mrd_file.hpp"
 #include "sim/simulator.hpp"
 #include "stream/pipeline.hpp"
@@ -224,4 +226,56 @@ TEST(StreamControl, MethodSwitchToFbpBetweenFrames) {
   EXPECT_LE(err(first.image, grid.reconstruct(f0)), 1e-6);  // before: gridding
   EXPECT_LE(err(last.image, back.reconstruct(f1)), 1e-6);   // after: FBP
   EXPECT_GT(err(last.image, grid.reconstruct(f1)), 1e-3);   // and not gridding
+}
+
+// Settings are resolved when applied: asking for the CUDA backend where no GPU is usable is refused in the
+// caller with a message naming the reason (it used to abort the reconstruction thread), and the stream goes on.
+TEST(StreamControl, UnusableBackendIsRefusedWhenAppliedAndTheRunGoesOn) {
+  if (gpu::query().available && gpu::cuda_stages_built()) GTEST_SKIP() << "a GPU is usable here";
+  const RunConfig cfg = config(56208);
+  Rig rig(cfg, 4);
+  Pipeline& p = rig.p;
+  Sender& s = rig.s;
+  const Simulator sim(sim_params(32, 2));
+  const auto spokes = sim.spokes(0, 96);
+  s.send_header(stream_header_to_xml(sim.header()));
+  for (int i = 0; i < 48; ++i) s.send_spoke(spokes[i]);
+  ASSERT_TRUE(eventually([&] { return p.metrics().frames >= 2; }));
+  ReconParams cuda = p.recon();
+  cuda.backend = BackendChoice::Cuda;
+  try {
+    p.set_recon(cuda);
+    FAIL() << "the cuda backend was accepted without a GPU";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("cuda"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(p.recon().backend, cfg.recon.backend);
+  const auto before = p.metrics().frames.load();
+  for (int i = 48; i < 96; ++i) s.send_spoke(spokes[i]);
+  ASSERT_TRUE(eventually([&] { return p.metrics().frames >= before + 2; }));
+  p.stop();
+  EXPECT_EQ(p.metrics().frames_failed.load(), 0u);
+}
+
+// `run --until-close --no-skip` behind a slow reconstruction (one CPU thread, 192^2 x 8 coils, the stream sent
+// at 4000 spokes/s) makes every frame due at the close before it stops: (400 - 64) / 16 + 1 = 22.
+TEST(StreamControl, UntilCloseDrainsEveryDueFrameUnderASlowBackend) {
+  test::TempDir dir;
+  const std::string bin = test::radstream_binary();
+  const std::string ep = "tcp://127.0.0.1:56209";
+  auto run = std::async(std::launch::async, [&] {
+    return test::run_command(bin + " run --headless --endpoint " + ep +
+                             " --backend cpu --threads 1 --window 64 --stride 16 --no-skip --until-close "
+                             "--duration 120 --metrics-json " + (dir / "m.json"));
+  });
+  std::this_thread::sleep_for(300ms);
+  const auto sim = test::run_command(bin + " simulate --endpoint " + ep +
+                                     " --matrix 192 --coils 8 --rate 4000 --spokes 400 --snr 30");
+  EXPECT_EQ(sim.exit_code, 0) << sim.output;
+  const auto r = run.get();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream j(dir / "m.json");
+  const std::string json((std::istreambuf_iterator<char>(j)), std::istreambuf_iterator<char>());
+  EXPECT_NE(json.find("\"frames\": 22,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"frames_skipped\": 0,"), std::string::npos) << json;
 }

@@ -1,0 +1,47 @@
+// The NUFFT plan on the GPU (2D), with a host interface free of CUDA types. Made once per geometry (tables,
+// sort buffers, kernel attributes); set_points(d_traj) once per frame enqueues the tile sort; spread (the
+// adjoint: gridding as a per-tile gather) and interp (the forward: degridding) share it. Everything is
+// enqueued on the plan's stream; nothing is allocated or synchronized after construction.
+// Units and layouts as NufftPlanCpu: points [n][2] in cycles per pixel, grids [batch][G][G] with x fastest.
+#pragma once
+#include <cstddef>
+
+#include "core/buffer.hpp"
+#include "gpu/device_memory.hpp"
+#include "noncart/nufft_kernel.hpp"
+
+namespace radstream {
+
+class NufftPlanCuda {
+ public:
+  // grid: G cells per axis (even); capacity: the most points; stream: cudaStream_t for all work.
+  // Throws ConfigError for a kernel or grid the CUDA plan does not handle.
+  NufftPlanCuda(int grid, const NufftKernel& kernel, std::size_t capacity, void* stream);
+  NufftPlanCuda(const NufftPlanCuda&) = delete;
+  NufftPlanCuda& operator=(const NufftPlanCuda&) = delete;
+
+  int grid() const { return G_; }
+  std::size_t grid_size() const { return std::size_t(G_) * G_; }
+  std::size_t points() const { return n_; }
+  void* stream() const { return stream_; }
+  const KaiserBesselLut& lut() const { return lut_; }
+
+  // d_traj [n][2] on the device. Throws InputError when n exceeds the capacity.
+  void set_points(const float* d_traj, std::size_t n);
+  // d_samples [batch][n] -> d_grids [batch][G][G] (every cell written).
+  void spread(const cfloat* d_samples, cfloat* d_grids, int batch);
+  // d_grids [batch][G][G] -> d_samples [batch][n].
+  void interp(const cfloat* d_grids, cfloat* d_samples, int batch);
+
+ private:
+  NufftKernel kernel_;
+  KaiserBesselLut lut_;
+  int G_, NT_, res_, edge_;
+  std::size_t capacity_, n_ = 0;
+  void* stream_;
+  const float* d_traj_ = nullptr;
+  DeviceBuffer<float> d_lut_;
+  DeviceBuffer<int> count_, offset_, chunk_offset_, tile_of_, rank_, sorted_;
+};
+
+}  // namespace radstream
