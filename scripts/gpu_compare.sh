@@ -13,8 +13,8 @@ RADSTREAM_REQUIRE_GPU=1 run .devcarry/radstream_tests \
 cases=${CASES:-R1 R1-custom R2 R2-fbp R5}
 for round in 1 2; do
   run .devcarry/radstream_base bench --case $cases --frames ${FRAMES:-200} --warmup 20 --out "$OUT/bench_base_$round.json" \
-    > "$OUT/bench_base_$round.log" 2>&1
+    >> "$OUT/bench.log" 2>&1
   run .devcarry/radstream bench --case $cases --frames ${FRAMES:-200} --warmup 20 --out "$OUT/bench_new_$round.json" \
-    > "$OUT/bench_new_$round.log" 2>&1
+    >> "$OUT/bench.log" 2>&1
 done
-tail -5 "$OUT"/bench_*_2.log
+tail -40 "$OUT/bench.log"
