@@ -1,6 +1,7 @@
 // A benchmark case (one file of config/bench/*.yaml: a `bench:` section and an optional `recon:`), and the
 // streaming cases' runners (bench_stream.cpp).
 #pragma once
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "pipeline/recon_params.hpp"
@@ -42,9 +43,9 @@ struct BenchCase {
 
 // R6: a sender thread pushes total_spokes precomputed spokes as fast as it can over tcp loopback into the
 // ingest alone (no reconstruction); JSON with spokes/s, GB/s and the loss.
-std::string ingest_case(const BenchCase& c);
+nlohmann::ordered_json ingest_case(const BenchCase& c);
 // R5: the simulator at rate_hz over tcp loopback into the whole pipeline (window `spokes`, frame every
 // `stride`); JSON with the latency percentiles (last spoke acquired/arrived -> image ready) and the stages.
-std::string live_case(const BenchCase& c, const Registry& registry);
+nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry);
 
 }  // namespace radstream::app

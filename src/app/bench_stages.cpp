@@ -17,8 +17,8 @@ Stats stats(std::vector<double> v) {
   return {at(0.5), at(0.1), at(0.9)};
 }
 
-std::string json_stats(const Stats& s) {
-  return fmt::format("{{\"median\": {:.5f}, \"p10\": {:.5f}, \"p90\": {:.5f}}}", s.median, s.p10, s.p90);
+nlohmann::ordered_json json_stats(const Stats& s) {
+  return {{"median", s.median}, {"p10", s.p10}, {"p90", s.p90}};
 }
 
 Stats time_cuda_stages(const std::vector<std::string>& names, const ReconParams& p, const Registry& registry,

@@ -2,6 +2,7 @@
 // benchmark uses for the reference batched cuFFT of a case's oversampled grids and for R3 (FFT engines and
 // chain tails on [coils][G][G]).
 #pragma once
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,7 @@ struct Stats {
   double median = 0, p10 = 0, p90 = 0;
 };
 Stats stats(std::vector<double> v);
-std::string json_stats(const Stats& s);
+nlohmann::ordered_json json_stats(const Stats& s);  // {"median", "p10", "p90"}
 
 // Runs stages `names` (each configured on the previous one's output, starting from `input` extents of random
 // complex data) warmup + frames times on one stream; returns the CUDA-event time of the whole sequence.

@@ -29,14 +29,9 @@ std::unique_ptr<SimStreamer> streamer(const BenchCase& c, int pool, long spokes,
   return std::make_unique<SimStreamer>(sp, p);
 }
 
-std::string pct(const Percentiles& p) {
-  return fmt::format("{{\"count\": {}, \"p50\": {:.4f}, \"p95\": {:.4f}, \"p99\": {:.4f}, \"max\": {:.4f}}}",
-                     p.count, p.p50, p.p95, p.p99, p.max);
-}
-
 }  // namespace
 
-std::string ingest_case(const BenchCase& c) {
+nlohmann::ordered_json ingest_case(const BenchCase& c) {
   const auto sim = streamer(c, 256, c.total_spokes, true);
   zmq::context_t rctx(1);
   Metrics metrics;
@@ -67,17 +62,23 @@ std::string ingest_case(const BenchCase& c) {
       "bench {}: {} of {} spokes in {:.3f} s: {:.0f} spokes/s, {:.2f} GB/s, lost {}, missing {}, rejected {}",
       c.name, got, c.total_spokes, secs, rate, rate * bytes_per_spoke * 1e-9, c.total_spokes - long(got),
       metrics.missing.load(), metrics.rejected_total());
-  return fmt::format(
-      "  {{\"case\": \"{}\", \"what\": \"{}\", \"kind\": \"ingest\", \"spokes_sent\": {}, "
-      "\"spokes_received\": {},\n"
-      "   \"seconds\": {:.4f}, \"sender_seconds\": {:.4f}, \"spokes_per_s\": {:.1f}, \"gb_per_s\": {:.3f},\n"
-      "   \"lost\": {}, \"missing\": {}, \"rejected\": {}, \"coils\": {}, \"samples\": {}}}",
-      c.name, c.what, c.total_spokes, got, secs, double(sent_done - t_first) * 1e-9, rate,
-      rate * bytes_per_spoke * 1e-9, c.total_spokes - long(got), metrics.missing.load(),
-      metrics.rejected_total(), c.coils, c.samples);
+  return {{"case", c.name},
+          {"what", c.what},
+          {"kind", "ingest"},
+          {"spokes_sent", c.total_spokes},
+          {"spokes_received", got},
+          {"seconds", secs},
+          {"sender_seconds", double(sent_done - t_first) * 1e-9},
+          {"spokes_per_s", rate},
+          {"gb_per_s", rate * bytes_per_spoke * 1e-9},
+          {"lost", c.total_spokes - long(got)},
+          {"missing", metrics.missing.load()},
+          {"rejected", metrics.rejected_total()},
+          {"coils", c.coils},
+          {"samples", c.samples}};
 }
 
-std::string live_case(const BenchCase& c, const Registry& registry) {
+nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry) {
   const auto sim = streamer(c, std::max(512, c.spokes + 2 * c.stride), long(c.rate_hz * c.duration_s), false);
   RunConfig cfg;
   cfg.stream.endpoint = "tcp://127.0.0.1:" + std::to_string(c.port);
@@ -102,18 +103,23 @@ std::string live_case(const BenchCase& c, const Registry& registry) {
       "ms",
       c.name, m.spokes.load(), c.rate_hz, m.frames.load(), m.frames_skipped.load(), m.frames_failed.load(),
       arr.p50, arr.p99, arr.max, e2e.p99, double(behind_ns) * 1e-6);
-  return fmt::format(
-      "  {{\"case\": \"{}\", \"what\": \"{}\", \"kind\": \"live\", \"backend\": \"{}\", \"rate_hz\": {}, "
-      "\"window\": {}, \"stride\": {},\n"
-      "   \"spokes_sent\": {}, \"spokes_received\": {}, \"missing\": {}, \"frames\": {}, \"frames_skipped\": "
-      "{}, "
-      "\"frames_failed\": {},\n"
-      "   \"latency_arrival_to_ready_ms\": {}, \"latency_acquired_to_ready_ms\": {}, \"sender_max_late_ms\": "
-      "{:.3f},\n"
-      "   \"metrics\": {}}}",
-      c.name, c.what, c.backend, c.rate_hz, c.spokes, c.stride, total, m.spokes.load(), m.missing.load(),
-      m.frames.load(), m.frames_skipped.load(), m.frames_failed.load(), pct(arr), pct(e2e),
-      double(behind_ns) * 1e-6, m.json(p.elapsed_s()));
+  return {{"case", c.name},
+          {"what", c.what},
+          {"kind", "live"},
+          {"backend", c.backend},
+          {"rate_hz", c.rate_hz},
+          {"window", c.spokes},
+          {"stride", c.stride},
+          {"spokes_sent", total},
+          {"spokes_received", m.spokes.load()},
+          {"missing", m.missing.load()},
+          {"frames", m.frames.load()},
+          {"frames_skipped", m.frames_skipped.load()},
+          {"frames_failed", m.frames_failed.load()},
+          {"latency_arrival_to_ready_ms", to_json(arr)},
+          {"latency_acquired_to_ready_ms", to_json(e2e)},
+          {"sender_max_late_ms", double(behind_ns) * 1e-6},
+          {"metrics", m.to_json(p.elapsed_s())}};
 }
 
 }  // namespace radstream::app

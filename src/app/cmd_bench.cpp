@@ -10,13 +10,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <thread>
 #include <vector>
 
 #include "app/bench_case.hpp"
 #include "app/bench_stages.hpp"
 #include "app/commands.hpp"
+#include "version.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/param_reader.hpp"
@@ -74,8 +74,8 @@ double time_command_s(const std::string& cmd) {
 }
 
 // BART on the same input as R4: `bart nufft -a` of the ramp-weighted data, then `bart rss`; median of 3 runs.
-std::string bart_reference(const Frame& f, int matrix) {
-  if (std::system("bart version > /dev/null 2>&1") != 0) return "null";
+nlohmann::ordered_json bart_reference(const Frame& f, int matrix) {
+  if (std::system("bart version > /dev/null 2>&1") != 0) return nullptr;
   const auto dir = std::filesystem::temp_directory_path() / "radstream_bench_bart";
   std::filesystem::create_directories(dir);
   const Geometry& g = f.geometry;
@@ -88,23 +88,23 @@ std::string bart_reference(const Frame& f, int matrix) {
   write_cfl((dir / "k").string(), {1, g.samples, g.spokes, g.coils}, f.data.view().span());
   const std::string cd = "cd " + dir.string() + " && ";
   if (std::system((cd + "bart rss 1 t r >/dev/null && bart fmac k r kw >/dev/null").c_str()) != 0)
-    return "null";
+    return nullptr;
   std::vector<double> s;
   for (int i = 0; i < 3; ++i) {
     const double t = time_command_s(cd + fmt::format("bart nufft -a -d {}:{}:1 t kw img >/dev/null 2>&1 && "
                                                      "bart rss 8 img out >/dev/null 2>&1",
                                                      matrix, matrix));
-    if (t < 0) return "null";
+    if (t < 0) return nullptr;
     s.push_back(t * 1000);
   }
   std::filesystem::remove_all(dir);
-  return fmt::format("{:.2f}", stats(s).median);
+  return stats(s).median;
 }
 
 // R3: the FFT engines alone on the case's [coils][G][G] grids (both directions), and the chain tail from
 // grid to combined image: cuFFT + deapodize + RSS as separate kernels, the custom FFT with the same
 // kernels, and the fused custom tail.
-std::string fft_engines_case(const BenchCase& c, const Registry& registry, int frames, int warmup) {
+nlohmann::ordered_json fft_engines_case(const BenchCase& c, const Registry& registry, int frames, int warmup) {
   ReconParams p = c.recon;
   const Geometry g{c.matrix, c.samples, c.spokes, c.coils, float(c.samples) / float(c.matrix)};
   const int G = oversampled_grid_size(c.matrix, p.gridding.oversampling);
@@ -125,20 +125,49 @@ std::string fft_engines_case(const BenchCase& c, const Registry& registry, int f
       "cuFFT+kernels {:.4f} ms, fused custom {:.4f} ms ({:.2f}x)",
       c.name, c.coils, G, cufft_inv.median, custom_inv.median, custom_inv.median / cufft_inv.median,
       tail_cufft.median, tail_fused.median, tail_fused.median / tail_cufft.median);
-  return fmt::format(
-      "  {{\"case\": \"{}\", \"what\": \"{}\", \"backend\": \"cuda\", \"grids\": \"{} x {}^2\",\n"
-      "   \"inverse_ms\": {{\"cufft\": {}, \"custom\": {}}},\n"
-      "   \"forward_ms\": {{\"cufft\": {}, \"custom\": {}}},\n"
-      "   \"tail_ms\": {{\"cufft+deapodize+rss\": {}, \"custom+deapodize+rss\": {}, \"custom_fused\": {}}},\n"
-      "   \"custom_over_cufft_inverse\": {:.3f}, \"custom_over_cufft_forward\": {:.3f}, "
-      "\"fused_over_cufft_tail\": {:.3f}}}",
-      c.name, c.what, c.coils, G, json_stats(cufft_inv), json_stats(custom_inv), json_stats(cufft_fwd),
-      json_stats(custom_fwd), json_stats(tail_cufft), json_stats(tail_custom), json_stats(tail_fused),
-      custom_inv.median / cufft_inv.median, custom_fwd.median / cufft_fwd.median,
-      tail_fused.median / tail_cufft.median);
+  return {{"case", c.name},
+          {"what", c.what},
+          {"backend", "cuda"},
+          {"grids", fmt::format("{} x {}^2", c.coils, G)},
+          {"inverse_ms", {{"cufft", json_stats(cufft_inv)}, {"custom", json_stats(custom_inv)}}},
+          {"forward_ms", {{"cufft", json_stats(cufft_fwd)}, {"custom", json_stats(custom_fwd)}}},
+          {"tail_ms",
+           {{"cufft+deapodize+rss", json_stats(tail_cufft)},
+            {"custom+deapodize+rss", json_stats(tail_custom)},
+            {"custom_fused", json_stats(tail_fused)}}},
+          {"custom_over_cufft_inverse", custom_inv.median / cufft_inv.median},
+          {"custom_over_cufft_forward", custom_fwd.median / cufft_fwd.median},
+          {"fused_over_cufft_tail", tail_fused.median / tail_cufft.median}};
+}
+
+// One line per case on stderr: the number that matters for each kind.
+void print_summary(const nlohmann::ordered_json& js) {
+  std::fprintf(stderr, "%-22s %-8s %-12s %s\n", "case", "backend", "kind", "result");
+  for (const auto& c : js["cases"]) {
+    const std::string kind = c.value("kind", "chain");
+    std::string result;
+    if (c.contains("frame_ms"))
+      result = fmt::format("frame {:.4f} ms median ({:.1f} frames/s with transfers)",
+                           c["frame_ms"]["median"].get<double>(), c["frames_per_s"].get<double>());
+    else if (kind == "live")
+      result = fmt::format("arrival -> image p99 {:.3f} ms, {} frames, {} skipped",
+                           c["latency_arrival_to_ready_ms"]["p99"].get<double>(), c["frames"].get<long>(),
+                           c["frames_skipped"].get<long>());
+    else if (kind == "ingest")
+      result = fmt::format("{:.0f} spokes/s, lost {}", c["spokes_per_s"].get<double>(), c["lost"].get<long>());
+    else if (c.contains("custom_over_cufft_inverse"))
+      result = fmt::format("custom/cuFFT inverse {:.2f}x, fused tail/cuFFT tail {:.2f}x",
+                           c["custom_over_cufft_inverse"].get<double>(), c["fused_over_cufft_tail"].get<double>());
+    std::fprintf(stderr, "%-22s %-8s %-12s %s\n", c["case"].get<std::string>().c_str(),
+                 c.value("backend", "").c_str(), kind.c_str(), result.c_str());
+  }
+  for (const auto& s : js["skipped"])
+    std::fprintf(stderr, "%-22s %-8s %-12s skipped: %s\n", s["case"].get<std::string>().c_str(), "", "",
+                 s["reason"].get<std::string>().c_str());
 }
 
 struct BenchArgs {
+  std::string backend;
   std::vector<std::string> cases;
   std::string cases_dir = "config/bench";
   int frames = 50, warmup = 5;
@@ -161,27 +190,45 @@ int run_bench(const BenchArgs& a) {
   const std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-  std::ostringstream js;
-  js << fmt::format(
-      "{{\n \"date\": \"{}\", \"gpu\": \"{}\", \"driver_version\": {}, \"runtime_version\": {},\n"
-      " \"cpu\": \"{}\", \"cpu_threads\": {}, \"frames\": {}, \"warmup\": {},\n \"cases\": [",
-      date, have_gpu ? gpu_info.device_name : "none", gpu_info.driver_version, gpu_info.runtime_version,
-      cpu_name, std::thread::hardware_concurrency(), a.frames, a.warmup);
-  bool first = true;
+  nlohmann::ordered_json js;
+  js["radstream_version"] = RADSTREAM_VERSION;
+  js["commit"] = RADSTREAM_COMMIT;
+  js["date"] = date;
+  js["gpu"] = have_gpu ? gpu_info.device_name : "none";
+  js["driver_version"] = gpu_info.driver_version;
+  js["runtime_version"] = gpu_info.runtime_version;
+  js["cpu"] = cpu_name;
+  js["cpu_threads"] = std::thread::hardware_concurrency();
+  js["frames"] = a.frames;
+  js["warmup"] = a.warmup;
+  js["cases"] = nlohmann::ordered_json::array();
+  js["skipped"] = nlohmann::ordered_json::array();
   const Registry registry = default_registry();
-  for (const BenchCase& c : load_cases(a.cases_dir)) {
+  std::vector<BenchCase> cases = load_cases(a.cases_dir);
+  for (const auto& name : a.cases)  // an unknown name is an error, never an empty result
+    if (std::none_of(cases.begin(), cases.end(), [&](const BenchCase& c) { return c.name == name; })) {
+      std::string known;
+      for (const auto& c : cases) known += (known.empty() ? "" : " ") + c.name;
+      throw ConfigError("bench: no case '" + name + "' in " + a.cases_dir + " (cases: " + known + ")");
+    }
+  for (BenchCase c : cases) {
     if (!a.cases.empty() && std::find(a.cases.begin(), a.cases.end(), c.name) == a.cases.end()) continue;
+    if (a.backend == "cpu" && c.backend == "cuda" && c.kind == "chain") {  // run a GPU case on the CPU
+      c.backend = "cpu";
+      c.recon.backend = BackendChoice::Cpu;
+      c.recon.fft.engine = FftEngine::Auto;
+    }
     const Backend b = c.backend == "cuda" ? Backend::Cuda : Backend::Cpu;
     if (b == Backend::Cuda && !have_gpu) {
-      log::warn("bench {}: skipped, no usable GPU ({})", c.name, gpu_info.reason);
+      const std::string why = "needs a GPU: " + (gpu_info.available ? "CUDA stages not built" : gpu_info.reason);
+      log::warn("bench {}: skipped, {}", c.name, why);
+      js["skipped"].push_back({{"case", c.name}, {"reason", why}});
       continue;
     }
     if (c.kind != "chain") {
-      const std::string j = c.kind == "fft-engines" ? fft_engines_case(c, registry, a.frames, a.warmup)
+      js["cases"].push_back(c.kind == "fft-engines" ? fft_engines_case(c, registry, a.frames, a.warmup)
                             : c.kind == "ingest"    ? ingest_case(c)
-                                                    : live_case(c, registry);
-      js << (first ? "\n" : ",\n") << j;
-      first = false;
+                                                    : live_case(c, registry));
       continue;
     }
     SimParams sp;
@@ -210,11 +257,16 @@ int run_bench(const BenchArgs& a) {
       gpu_sum.push_back(sum);
     }
     const Stats frame = stats(gpu_sum), fft = stats(stage_ms["fft"]), w = stats(wall);
-    std::string stages;
-    for (const auto& name : chain.stage_names())
-      stages +=
-          fmt::format("{}\"{}\": {}", stages.empty() ? "" : ", ", name, json_stats(stats(stage_ms[name])));
-    std::string extra;
+    nlohmann::ordered_json stages = nlohmann::ordered_json::object();
+    for (const auto& name : chain.stage_names()) stages[name] = json_stats(stats(stage_ms[name]));
+    nlohmann::ordered_json j = {{"case", c.name},
+                        {"what", c.what},
+                        {"backend", c.backend},
+                        {"stages_ms", stages},
+                        {"frame_ms", json_stats(frame)},
+                        {"wall_ms_with_transfers", json_stats(w)},
+                        {"frames_per_s", 1000.0 / w.median},
+                        {"fft_stage_ms", fft.median}};
     if (b == Backend::Cuda) {
       // The target's yardstick: one plain batched cuFFT of the same oversampled grids, in this run.
       ReconParams ref = c.recon;
@@ -223,34 +275,23 @@ int run_bench(const BenchArgs& a) {
       const Stats cu =
           time_cuda_stages({"fft_inverse"}, ref, registry, f.geometry,
                            Extents{std::size_t(c.coils), std::size_t(G), std::size_t(G)}, a.frames, a.warmup);
-      extra = fmt::format(
-          ", \"cufft_reference_ms\": {}, \"frame_over_cufft_reference\": {:.3f}, "
-          "\"cuda_graph\": {}",
-          json_stats(cu), frame.median / cu.median, chain.uses_graph());
+      j["cufft_reference_ms"] = json_stats(cu);
+      j["frame_over_cufft_reference"] = frame.median / cu.median;
+      j["cuda_graph"] = chain.uses_graph();
     }
-    if (c.name == "R4") {
-      const std::string bart_ms = bart_reference(f, c.matrix);
-      extra += fmt::format(", \"bart_nufft_rss_command_ms\": {}", bart_ms);
-    }
-    js << (first ? "\n" : ",\n")
-       << fmt::format(
-              "  {{\"case\": \"{}\", \"what\": \"{}\", \"backend\": \"{}\", \"stages_ms\": {{{}}},\n"
-              "   \"frame_ms\": {}, \"wall_ms_with_transfers\": {}, \"frames_per_s\": {:.1f},\n"
-              "   \"fft_stage_ms\": {:.5f}{}}}",
-              c.name, c.what, c.backend, stages, json_stats(frame), json_stats(w), 1000.0 / w.median,
-              fft.median, extra);
-    first = false;
+    if (c.name == "R4") j["bart_nufft_rss_command_ms"] = bart_reference(f, c.matrix);
+    js["cases"].push_back(j);
     log::info("bench {}: frame {:.4f} ms (p10 {:.4f}, p90 {:.4f}), fft stage {:.4f} ms, wall {:.3f} ms",
               c.name, frame.median, frame.p10, frame.p90, fft.median, w.median);
   }
-  js << "\n ]\n}\n";
+  print_summary(js);
+  const std::string text = js.dump(1) + "\n";
   if (!a.out.empty()) {
     std::ofstream o(a.out);
-    if (!o) throw IoError(a.out + ": cannot write");
-    o << js.str();
+    if (!(o << text)) throw IoError(a.out + ": cannot write");
     log::info("wrote {}", a.out);
   } else {
-    std::printf("%s", js.str().c_str());
+    std::printf("%s", text.c_str());
   }
   return 0;
 }
@@ -264,6 +305,8 @@ Runner add_bench(CLI::App& app) {
   app.add_option("--frames", a->frames, "timed frames per case (default 50)")->check(CLI::Range(1, 100000));
   app.add_option("--warmup", a->warmup, "untimed frames first (default 5)")->check(CLI::Range(0, 100000));
   app.add_option("--out", a->out, "JSON file (default: stdout)");
+  app.add_option("--backend", a->backend, "cpu: run the GPU chain cases on the CPU instead of skipping them")
+      ->check(CLI::IsMember({"cpu"}));
   return [a] { return run_bench(*a); };
 }
 

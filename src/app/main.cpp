@@ -5,6 +5,7 @@
 #include <map>
 
 #include "app/commands.hpp"
+#include "version.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/param_reader.hpp"
@@ -17,7 +18,8 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
 
   CLI::App app{"radstream: real-time reconstruction of radial MRI streams (CPU and CUDA)"};
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);
+  app.set_version_flag("--version", std::string("radstream ") + RADSTREAM_VERSION + " (commit " + RADSTREAM_COMMIT + ")");
   std::string level = "info";
   app.add_option("--log-level", level, "trace|debug|info|warn|error|off")->capture_default_str();
 
@@ -50,6 +52,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  }
+  if (app.get_subcommands().empty()) {  // a subcommand is required (--version and --help are handled above)
+    std::cerr << app.help() << "\nradstream: a subcommand is required\n";
+    return 2;
   }
   try {
     radstream::log::set_level(level);

@@ -94,35 +94,42 @@ std::string Metrics::line(double t) {
       age < 0 ? std::string("none") : fmt::format("{:.2f}s", age));
 }
 
-std::string Metrics::json(double t) const {
-  auto pct = [](const Percentiles& p) {
-    return fmt::format(
-        "{{\"count\": {}, \"p50\": {:.4f}, \"p95\": {:.4f}, \"p99\": {:.4f}, \"max\": {:.4f}}}", p.count,
-        p.p50, p.p95, p.p99, p.max);
-  };
-  std::string rej;
-  for (int r = 0; r < wire::kRejectCount; ++r)
-    rej += fmt::format("{}\"{}\": {}", r ? ", " : "", wire::to_string(wire::Reject(r)), rejected[r].load());
-  std::string st;
-  {
-    std::lock_guard lock(m_);
-    for (const auto& [name, s] : stages_)
-      st += fmt::format("{}\"{}\": {}", st.empty() ? "" : ", ", name, pct(s.summary()));
-  }
-  return fmt::format(
-      "{{\n \"elapsed_s\": {:.3f}, \"messages\": {}, \"spokes\": {}, \"bytes\": {}, \"spokes_per_s\": "
-      "{:.1f},\n"
-      " \"frames\": {}, \"frames_per_s\": {:.2f}, \"frames_skipped\": {}, \"frames_failed\": {},\n"
-      " \"headers\": {}, \"heartbeats\": {}, \"closes\": {}, \"streams\": {}, \"reconfigurations\": {},\n"
-      " \"missing\": {}, \"gaps\": {}, \"rejected\": {{{}}},\n"
-      " \"recorded\": {}, \"recorder_waits\": {}, \"published\": {}, \"images_written\": {}, "
-      "\"sink_dropped\": {},\n"
-      " \"latency_ms\": {{\"end_to_end\": {}, \"arrival_to_ready\": {}, \"stages\": {{{}}}}}\n}}\n",
-      t, messages.load(), spokes.load(), bytes.load(), t > 0 ? double(spokes.load()) / t : 0.0, frames.load(),
-      t > 0 ? double(frames.load()) / t : 0.0, frames_skipped.load(), frames_failed.load(), headers.load(),
-      heartbeats.load(), closes.load(), streams.load(), reconfigurations.load(), missing.load(), gaps.load(),
-      rej, recorded.load(), recorder_waits.load(), published.load(), images_written.load(),
-      sink_dropped.load(), pct(end_to_end.summary()), pct(arrival.summary()), st);
+nlohmann::ordered_json to_json(const Percentiles& p) {
+  return {{"count", p.count}, {"p50", p.p50}, {"p95", p.p95}, {"p99", p.p99}, {"max", p.max}};
+}
+
+nlohmann::ordered_json Metrics::to_json(double t) const {
+  nlohmann::ordered_json rej = nlohmann::ordered_json::object();
+  for (int r = 0; r < wire::kRejectCount; ++r) rej[wire::to_string(wire::Reject(r))] = rejected[r].load();
+  nlohmann::ordered_json st = nlohmann::ordered_json::object();
+  for (const auto& [name, p] : stage_summaries()) st[name] = radstream::to_json(p);
+  nlohmann::ordered_json j;
+  j["elapsed_s"] = t;
+  j["messages"] = messages.load();
+  j["spokes"] = spokes.load();
+  j["bytes"] = bytes.load();
+  j["spokes_per_s"] = t > 0 ? double(spokes.load()) / t : 0.0;
+  j["frames"] = frames.load();
+  j["frames_per_s"] = t > 0 ? double(frames.load()) / t : 0.0;
+  j["frames_skipped"] = frames_skipped.load();
+  j["frames_failed"] = frames_failed.load();
+  j["headers"] = headers.load();
+  j["heartbeats"] = heartbeats.load();
+  j["closes"] = closes.load();
+  j["streams"] = streams.load();
+  j["reconfigurations"] = reconfigurations.load();
+  j["missing"] = missing.load();
+  j["gaps"] = gaps.load();
+  j["rejected"] = rej;
+  j["recorded"] = recorded.load();
+  j["recorder_waits"] = recorder_waits.load();
+  j["published"] = published.load();
+  j["images_written"] = images_written.load();
+  j["sink_dropped"] = sink_dropped.load();
+  j["latency_ms"] = {{"end_to_end", radstream::to_json(end_to_end.summary())},
+                     {"arrival_to_ready", radstream::to_json(arrival.summary())},
+                     {"stages", st}};
+  return j;
 }
 
 }  // namespace radstream

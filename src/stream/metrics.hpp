@@ -8,6 +8,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ struct Percentiles {
   std::size_t count = 0;
   double p50 = 0, p95 = 0, p99 = 0, max = 0;
 };
+nlohmann::ordered_json to_json(const Percentiles& p);  // {"count", "p50", "p95", "p99", "max"}
 
 class LatencySeries {
  public:
@@ -61,7 +63,8 @@ class Metrics {
   std::uint64_t rejected_total() const;
 
   std::string line(double elapsed_s);  // fps and spokes/s since the previous call
-  std::string json(double elapsed_s) const;
+  nlohmann::ordered_json to_json(double elapsed_s) const;
+  std::string json(double elapsed_s) const { return to_json(elapsed_s).dump(1) + "\n"; }
 
  private:
   mutable std::mutex m_;

@@ -4,6 +4,7 @@
 #include <ismrmrd/ismrmrd.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "io/cfl.hpp"
 #include "io/mrd_file.hpp"
@@ -139,4 +140,35 @@ TEST(Cli, DemoWritesFramesAndMetrics) {
   std::string s((std::istreambuf_iterator<char>(m)), {});
   EXPECT_NE(s.find("\"frames\": "), std::string::npos) << s;
   EXPECT_NE(s.find("\"missing\": 0"), std::string::npos) << s;
+}
+
+// The benchmark reports itself: version and commit, every case run or skipped with its reason (never an empty
+// list without a word), an unknown case is an error, and --backend cpu runs a GPU chain case on the CPU.
+TEST(Cli, BenchJsonNamesVersionSkippedCasesAndRefusesUnknownCases) {
+  test::TempDir dir;
+  const std::string cases = std::string(" --cases-dir ") + RADSTREAM_CONFIG_DIR + "/bench";
+  expect_failure(radstream_cmd("bench --case R99" + cases), 2, "R99");
+  auto r = radstream_cmd("bench --case R2 R2-fbp --frames 2 --warmup 0 --backend cpu --out " + dir / "b.json" +
+                         cases);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream f(dir / "b.json");
+  const auto j = nlohmann::json::parse(f);
+  EXPECT_EQ(j.at("radstream_version").get<std::string>(), "0.1.0");
+  EXPECT_FALSE(j.at("commit").get<std::string>().empty());
+  std::vector<std::string> ran, skipped;
+  for (const auto& c : j.at("cases")) ran.push_back(c.at("case"));
+  for (const auto& c : j.at("skipped")) skipped.push_back(c.at("case"));
+  EXPECT_EQ(ran.size() + skipped.size(), 2u) << j.dump(1);
+  ASSERT_FALSE(ran.empty());
+  EXPECT_NE(std::find(ran.begin(), ran.end(), "R2"), ran.end());  // the GPU chain case, run on the CPU
+  for (const auto& c : j.at("cases"))
+    if (c.at("case") == "R2") {
+      EXPECT_EQ(c.at("backend"), "cpu");
+      EXPECT_GT(c.at("frame_ms").at("median").get<double>(), 0.0);
+    }
+  for (const auto& c : j.at("skipped")) EXPECT_FALSE(c.at("reason").get<std::string>().empty());
+  EXPECT_NE(r.output.find("R2 "), std::string::npos) << r.output;  // the summary table
+  r = radstream_cmd("--version");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("radstream 0.1.0 (commit "), std::string::npos) << r.output;
 }
