@@ -50,11 +50,12 @@ Stats time_cuda_stages(const std::vector<std::string>& names, const ReconParams&
     for (int i = 0; i < warmup + frames; ++i) {
       gpu::copy_to_device(buffers[0].data(), host.data(), host.size() * sizeof(cfloat), ctx.stream);
       gpu::record_event(start, ctx.stream);
-      StageInput in{buffers[0].view(), {}};
+      const FrameContext frame;
+      View<const cfloat> in = buffers[0].view();
       for (std::size_t s = 0; s < stages.size(); ++s) {
         View<cfloat> out = buffers[out_of[s]].view();
-        stages[s]->process(in, out, ctx);
-        in.data = out;
+        stages[s]->process(frame, in, out, ctx);
+        in = out;
       }
       gpu::record_event(stop, ctx.stream);
       gpu::synchronize(ctx.stream);

@@ -77,6 +77,9 @@ void ReconChain::configure(const Geometry& g) {
     host_image_ = HostBuffer<cfloat>(ext);
     if (!fused_) host_coils_ = HostBuffer<cfloat>(d_buffers_[output_of_[stages_.size() - 2]].extents());
   }
+  need_lines_ = false;
+  for (const auto& st : stages_) need_lines_ |= st->needs_spoke_lines();
+  if (need_lines_) lines_.resize(g.spokes);
   timings_.assign(stages_.size(), {});
   for (std::size_t i = 0; i < stages_.size(); ++i) timings_[i].stage = stages_[i]->name();
   g_ = g;
@@ -94,15 +97,16 @@ View<const cfloat> ReconChain::reconstruct(const Frame& frame) {
     gpu::copy_to_device(d_traj_.data(), frame.traj.data(), frame.traj.size() * sizeof(float), ctx_.stream);
     return run_cuda();
   }
-  StageInput in{frame.data.view(), frame.traj.view()};
+  const FrameContext fc = context(frame.traj.view());
+  View<const cfloat> in = frame.data.view();
   for (std::size_t i = 0; i < stages_.size(); ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     View<cfloat> out = buffers_[output_of_[i]].view();
-    stages_[i]->process(in, out, ctx_);
+    stages_[i]->process(fc, in, out, ctx_);
     timings_[i].ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    in.data = out;
+    in = out;
   }
-  return in.data;
+  return in;
 }
 
 View<const cfloat> ReconChain::reconstruct_device(const std::function<bool(cfloat*, float*, void*)>& fill) {
@@ -113,13 +117,26 @@ View<const cfloat> ReconChain::reconstruct_device(const std::function<bool(cfloa
   return run_cuda();
 }
 
+FrameContext ReconChain::context(View<const float> traj) {
+  FrameContext fc;
+  fc.traj = traj;
+  fc.number = ++number_;
+  fc.coil_maps = coil_maps_;
+  if (need_lines_ && traj.loc != Location::Device) {
+    lines_.fit(traj.span(), g_.samples);  // once for every stage of the frame
+    fc.lines = &lines_;
+  }
+  return fc;
+}
+
 View<const cfloat> ReconChain::run_cuda() {
-  const StageInput in{d_input_.view(), d_traj_.view()};
+  const FrameContext fc = context(d_traj_.view());
+  const View<const cfloat> in = d_input_.view();
   if (params_.cuda_graph) {
     if (!graph_) {
       gpu::begin_capture(ctx_.stream);
       try {
-        enqueue_stages(in);
+        enqueue_stages(fc, in);
       } catch (...) {
         gpu::abort_capture(ctx_.stream);
         throw;
@@ -128,7 +145,7 @@ View<const cfloat> ReconChain::run_cuda() {
     }
     gpu::launch_graph(graph_, ctx_.stream);
   } else {
-    enqueue_stages(in);
+    enqueue_stages(fc, in);
   }
   gpu::copy_to_host(host_image_.data(), d_buffers_[output_of_.back()].data(),
                     host_image_.size() * sizeof(cfloat), ctx_.stream);
@@ -138,13 +155,13 @@ View<const cfloat> ReconChain::run_cuda() {
   return host_image_.view();
 }
 
-void ReconChain::enqueue_stages(StageInput in) {
+void ReconChain::enqueue_stages(const FrameContext& frame, View<const cfloat> in) {
   gpu::record_event(events_[0], ctx_.stream);
   for (std::size_t i = 0; i < stages_.size(); ++i) {
     View<cfloat> out = d_buffers_[output_of_[i]].view();
-    stages_[i]->process(in, out, ctx_);
+    stages_[i]->process(frame, in, out, ctx_);
     gpu::record_event(events_[i + 1], ctx_.stream);
-    in.data = out;
+    in = out;
   }
 }
 

@@ -47,6 +47,9 @@ class ReconChain {
   // True when the CUDA frames replay a captured CUDA graph.
   bool uses_graph() const { return graph_ != nullptr; }
   Backend backend() const { return ctx_.backend; }
+  // A versioned side input handed to every stage in the frame context from the next frame on (the caller
+  // keeps the data alive and at the chain's location).
+  void set_coil_maps(const SideInput& maps) { coil_maps_ = maps; }
   // Wall time of each stage in the last frame.
   const std::vector<StageTiming>& timings() const { return timings_; }
   std::vector<std::string> stage_names() const;
@@ -63,12 +66,17 @@ class ReconChain {
   HostBuffer<cfloat> host_image_, host_coils_;
   std::vector<void*> events_;  // CUDA events around the stages
   std::vector<StageTiming> timings_;
+  SpokeLineSet lines_;   // fitted once per frame when a stage needs them (CPU)
+  bool need_lines_ = false;
+  std::uint64_t number_ = 0;
+  SideInput coil_maps_;
   Geometry g_;
   bool configured_ = false;
   bool fused_ = false;     // the custom FFT's fused fft+deapodize+combine stage replaces three stages
   void* graph_ = nullptr;  // instantiated CUDA graph of the stages (captured on the first frame)
 
-  void enqueue_stages(StageInput in);
+  void enqueue_stages(const FrameContext& frame, View<const cfloat> in);
+  FrameContext context(View<const float> traj);
   View<const cfloat> run_cuda();  // the stages on the uploaded input, then the image back
 };
 

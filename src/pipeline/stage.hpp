@@ -4,11 +4,13 @@
 // returns the extents of the stage's output. process(in, out, context) runs the work (CPU) or enqueues it on
 // the context's stream (CUDA); it must not allocate, synchronize the device or touch the default stream.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 
 #include "core/buffer.hpp"
 #include "core/geometry.hpp"
+#include "noncart/radial_geometry.hpp"
 
 namespace radstream {
 
@@ -21,12 +23,24 @@ struct Context {
   void* stream = nullptr;  // cudaStream_t of this pipeline (CUDA backend)
 };
 
-// A stage's input: complex data and, for stages that need it, the frame's trajectory ([spokes][samples][2],
-// cycles/pixel) at the same location. The output is a View<cfloat> of the extents configure() returned; a
-// stage whose in_place() is true accepts out.data == in.data.data.
-struct StageInput {
+// A versioned side input of a frame (coil maps, later field maps): its version changes whenever its content
+// does, so that a stage can tell when to redo what it derived from it.
+struct SideInput {
+  std::uint64_t version = 0;  // 0: absent
   View<const cfloat> data;
+};
+
+// What a stage sees of the frame besides its input buffer: the trajectory ([spokes][samples][2], cycles per
+// pixel, at the backend's location), the products the chain derives once per frame for every stage that
+// asks (the spoke lines and their angular shares, on the host), versioned side inputs, and the previous
+// frame's result (for warm starts; empty on the first frame or when no stage asks for it).
+struct FrameContext {
   View<const float> traj;
+  std::uint64_t number = 0;                // frame number within the chain (1, 2, ...)
+  const SpokeLineSet* lines = nullptr;     // CPU backend, when a stage needs_spoke_lines()
+  SideInput coil_maps;                     // [coils][N][N]
+  SideInput field_map;                     // [N][N] (later)
+  View<const cfloat> previous;             // the chain's previous output, when a stage needs_previous()
 };
 
 class Stage {
@@ -34,9 +48,12 @@ class Stage {
   virtual ~Stage() = default;
   virtual std::string name() const = 0;
   virtual Extents configure(const Geometry& g, const Extents& input, Context& ctx) = 0;
-  virtual void process(const StageInput& in, View<cfloat> out, Context& ctx) = 0;
-  // True when process may be called with out.data == in.data.data.
+  // in: the previous stage's output (the frame's data [coils][spokes][samples] for the first stage); out: the
+  // extents configure() returned. A stage whose in_place() is true accepts out.data == in.data.
+  virtual void process(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context& ctx) = 0;
   virtual bool in_place() const { return false; }
+  // The chain fills frame.lines (CPU) when a stage says it needs them.
+  virtual bool needs_spoke_lines() const { return false; }
 };
 
 // Throws InputError unless v has the expected extents and location (used at the top of process()).

@@ -32,12 +32,12 @@ class CoilCombineCpu final : public Stage {
     return out_ext_;
   }
 
-  void process(const StageInput& in, View<cfloat> out, Context&) override {
-    expect_view("coil_combine", "input", in.data, in_ext_, Location::Host);
+  void process(const FrameContext&, View<const cfloat> in, View<cfloat> out, Context&) override {
+    expect_view("coil_combine", "input", in, in_ext_, Location::Host);
     expect_view("coil_combine", "output", out, out_ext_, Location::Host);
     const long coils = long(in_ext_[0]);
     const long pixels = long(in_ext_[1] * in_ext_[2]);
-    const cfloat* src = in.data.data;
+    const cfloat* src = in.data;
     cfloat* dst = out.data;
 #pragma omp parallel for schedule(static)
     for (long p = 0; p < pixels; ++p) {

@@ -27,12 +27,12 @@ class CoilCombineCuda final : public Stage {
     return out_ext_;
   }
 
-  void process(const StageInput& in, View<cfloat> out, Context& ctx) override {
-    expect_view("coil_combine", "input", in.data, in_ext_, Location::Device);
+  void process(const FrameContext&, View<const cfloat> in, View<cfloat> out, Context& ctx) override {
+    expect_view("coil_combine", "input", in, in_ext_, Location::Device);
     expect_view("coil_combine", "output", out, out_ext_, Location::Device);
     const long pixels = long(in_ext_[1] * in_ext_[2]);
     rss<<<unsigned((pixels + 255) / 256), 256, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
-        reinterpret_cast<const float2*>(in.data.data), pixels, int(in_ext_[0]),
+        reinterpret_cast<const float2*>(in.data), pixels, int(in_ext_[0]),
         reinterpret_cast<float2*>(out.data));
     CUDA_CHECK_LAUNCH("rss");
   }

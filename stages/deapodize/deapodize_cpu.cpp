@@ -30,8 +30,8 @@ class DeapodizeCpu final : public Stage {
     return out_ext_;
   }
 
-  void process(const StageInput& in, View<cfloat> out, Context&) override {
-    expect_view("deapodize", "input", in.data, in_ext_, Location::Host);
+  void process(const FrameContext&, View<const cfloat> in, View<cfloat> out, Context&) override {
+    expect_view("deapodize", "input", in, in_ext_, Location::Host);
     expect_view("deapodize", "output", out, out_ext_, Location::Host);
     const long coils = long(in_ext_[0]);
     const int N = N_, G = G_;
@@ -40,7 +40,7 @@ class DeapodizeCpu final : public Stage {
 #pragma omp parallel for collapse(2) schedule(static)
     for (long c = 0; c < coils; ++c)
       for (int y = 0; y < N; ++y) {
-        const cfloat* row = in.data.data + (std::size_t(c) * G + src[y]) * G;
+        const cfloat* row = in.data + (std::size_t(c) * G + src[y]) * G;
         cfloat* dst = out.data + (std::size_t(c) * N + y) * N;
         const float fy = f[y];
         for (int x = 0; x < N; ++x) dst[x] = row[src[x]] * (fy * f[x]);

@@ -42,13 +42,13 @@ class DeapodizeCuda final : public Stage {
     return out_ext_;
   }
 
-  void process(const StageInput& in, View<cfloat> out, Context& ctx) override {
-    expect_view("deapodize", "input", in.data, in_ext_, Location::Device);
+  void process(const FrameContext&, View<const cfloat> in, View<cfloat> out, Context& ctx) override {
+    expect_view("deapodize", "input", in, in_ext_, Location::Device);
     expect_view("deapodize", "output", out, out_ext_, Location::Device);
     const int coils = int(in_ext_[0]);
     const dim3 block(128), grid((N_ + 127) / 128, N_, coils);
     crop_deapodize<<<grid, block, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
-        reinterpret_cast<const float2*>(in.data.data), G_, N_, coils, src_.data(), factor_.data(),
+        reinterpret_cast<const float2*>(in.data), G_, N_, coils, src_.data(), factor_.data(),
         reinterpret_cast<float2*>(out.data));
     CUDA_CHECK_LAUNCH("crop_deapodize");
   }

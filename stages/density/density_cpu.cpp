@@ -19,16 +19,16 @@ class DensityCpu final : public Stage {
     return input;
   }
 
-  void process(const StageInput& in, View<cfloat> out, Context&) override {
-    expect_view("density", "input", in.data, ext_, Location::Host);
+  void process(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context&) override {
+    expect_view("density", "input", in, ext_, Location::Host);
     expect_view("density", "output", out, ext_, Location::Host);
     const std::size_t per_coil = std::size_t(g_.spokes) * g_.samples;
-    if (in.traj.size() != per_coil * 2)
+    if (frame.traj.size() != per_coil * 2)
       throw InputError(
-          fmt::format("density: trajectory holds {} floats, expected {}", in.traj.size(), per_coil * 2));
-    compute_density_weights(p_.method, in.traj.span(), g_.spokes, g_.samples, weights_.view().span());
+          fmt::format("density: trajectory holds {} floats, expected {}", frame.traj.size(), per_coil * 2));
+    compute_density_weights(p_.method, frame.traj.span(), g_.spokes, g_.samples, weights_.view().span());
     const float* w = weights_.data();
-    const cfloat* src = in.data.data;
+    const cfloat* src = in.data;
     cfloat* dst = out.data;
 #pragma omp parallel for schedule(static)
     for (long c = 0; c < long(g_.coils); ++c)

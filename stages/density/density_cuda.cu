@@ -109,22 +109,22 @@ class DensityCuda final : public Stage {
     return input;
   }
 
-  void process(const StageInput& in, View<cfloat> out, Context& ctx) override {
-    expect_view("density", "input", in.data, ext_, Location::Device);
+  void process(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context& ctx) override {
+    expect_view("density", "input", in, ext_, Location::Device);
     expect_view("density", "output", out, ext_, Location::Device);
-    if (in.traj.size() != std::size_t(g_.spokes) * g_.samples * 2 || in.traj.loc != Location::Device)
+    if (frame.traj.size() != std::size_t(g_.spokes) * g_.samples * 2 || frame.traj.loc != Location::Device)
       throw InputError("density: trajectory is not on the device or has the wrong size");
     auto stream = static_cast<cudaStream_t>(ctx.stream);
     if (p_.method == DcfMethod::Voronoi) {
       const int H = 2 * g_.spokes;
-      half_spoke_widths<<<(H + 127) / 128, 128, 0, stream>>>(in.traj.data, g_.spokes, g_.samples,
+      half_spoke_widths<<<(H + 127) / 128, 128, 0, stream>>>(frame.traj.data, g_.spokes, g_.samples,
                                                              width_.data());
       CUDA_CHECK_LAUNCH("half_spoke_widths");
     }
     const long n = long(g_.spokes) * g_.samples;
     apply_weights<<<unsigned((n + 255) / 256), 256, 0, stream>>>(
-        p_.method, in.traj.data, width_.data(), g_.spokes, g_.samples, g_.coils,
-        reinterpret_cast<const float2*>(in.data.data), reinterpret_cast<float2*>(out.data));
+        p_.method, frame.traj.data, width_.data(), g_.spokes, g_.samples, g_.coils,
+        reinterpret_cast<const float2*>(in.data), reinterpret_cast<float2*>(out.data));
     CUDA_CHECK_LAUNCH("apply_weights");
   }
 

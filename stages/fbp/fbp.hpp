@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "fft/fft.hpp"
+#include "noncart/radial_geometry.hpp"
 #include "pipeline/stage.hpp"
 
 namespace radstream {
@@ -43,40 +44,7 @@ struct FbpParams {
   }
 };
 
-#ifdef __CUDACC__
-#define RADSTREAM_HD __host__ __device__
-#else
-#define RADSTREAM_HD
-#endif
-
 int fbp_fft_size(int samples);  // smallest power of two >= 2 x samples
-
-// A spoke's line, from its trajectory.
-struct SpokeLine {
-  float theta = 0;   // direction of increasing sample index (radians)
-  float dk = 0;      // sample spacing (cycles/pixel)
-  float kc = 0;      // k of sample S/2 (0 for a centred spoke)
-  float weight = 0;  // share of angle (set by fbp_lines)
-};
-
-// The line through samples t[0..S) ([S][2]): direction and spacing from the end points; the offset from the
-// two ends' implied centres (exact for a straight, evenly sampled spoke), snapped to 0 below 1e-4 dk so that
-// a centred spoke takes the fast path.
-RADSTREAM_HD inline SpokeLine fit_spoke_line(const float* t, int S) {
-  SpokeLine l;
-  const double ex = double(t[2 * (S - 1)]) - t[0], ey = double(t[2 * (S - 1) + 1]) - t[1];
-  const double len = sqrt(ex * ex + ey * ey);
-  if (!(len > 0)) return l;
-  const double dx = ex / len, dy = ey / len, dk = len / (S - 1);
-  const double first = t[0] * dx + t[1] * dy + (S / 2) * dk;
-  const double last = t[2 * (S - 1)] * dx + t[2 * (S - 1) + 1] * dy - (S - 1 - S / 2) * dk;
-  double kc = 0.5 * (first + last);
-  if (fabs(kc) < 1e-4 * dk) kc = 0;
-  l.theta = float(atan2(dy, dx));
-  l.dk = float(dk);
-  l.kc = float(kc);
-  return l;
-}
 
 // The filter at |k| (cycles/pixel) times dk: ramp |k| (at least dk/4), windowed, zero beyond the cut-off.
 RADSTREAM_HD inline float fbp_filter_value(int filter, float cutoff, float k, float dk) {
@@ -91,20 +59,6 @@ RADSTREAM_HD inline float fbp_filter_value(int filter, float cutoff, float k, fl
   }
   return v * dk;
 }
-
-// Every spoke's line and its angular weight, from a frame's trajectory ([spokes][samples][2]). Sized once by
-// resize() (in configure), so that fitting a frame allocates nothing.
-class SpokeLineSet {
- public:
-  void resize(int spokes);
-  void fit(std::span<const float> traj, int samples);
-  const std::vector<SpokeLine>& lines() const { return lines_; }
-
- private:
-  std::vector<SpokeLine> lines_;
-  std::vector<float> folded_;  // each line's angle mod pi
-  std::vector<int> order_;     // spokes sorted by that angle
-};
 
 std::unique_ptr<Stage> make_fbp_project_cpu(const FbpParams& p, const FftParams& fft);
 std::unique_ptr<Stage> make_backproject_cpu(const FbpParams& p);

@@ -1,16 +1,21 @@
 // CPU twins of the FBP stages: FFTW (planned once, batched over spokes and coils) and an OpenMP
 // backprojection over image rows.
-#include <fftw3.h>
 #include <fmt/format.h>
 
 #include <cmath>
-#include <mutex>
 
 #include "core/error.hpp"
 #include "fbp/fbp.hpp"
 
 namespace radstream {
 namespace {
+
+// The frame's spoke lines, fitted once per frame by the chain.
+const std::vector<SpokeLine>& spoke_lines(const FrameContext& frame, const char* stage, int spokes) {
+  if (!frame.lines || int(frame.lines->lines().size()) != spokes)
+    throw InputError(fmt::format("{}: the frame context carries no spoke lines for {} spokes", stage, spokes));
+  return frame.lines->lines();
+}
 
 class FbpProjectCpu final : public Stage {
  public:
@@ -19,13 +24,8 @@ class FbpProjectCpu final : public Stage {
       throw ConfigError("fbp: FFT engine '" + to_string(fft.engine) +
                         "' needs the CUDA backend; the CPU uses fftw");
   }
-  ~FbpProjectCpu() override {
-    if (plan_) {
-      const auto lock = fftw_plan_lock(0);
-      fftwf_destroy_plan(plan_);
-    }
-  }
   std::string name() const override { return "fbp_project"; }
+  bool needs_spoke_lines() const override { return true; }
 
   Extents configure(const Geometry& g, const Extents& input, Context& ctx) override {
     const Extents expect{std::size_t(g.coils), std::size_t(g.spokes), std::size_t(g.samples)};
@@ -36,33 +36,23 @@ class FbpProjectCpu final : public Stage {
     S_ = g.samples;
     P_ = fbp_fft_size(S_);
     out_ext_ = Extents{input[0], input[1], std::size_t(P_)};
-    lines_.resize(input[1]);
-    HostBuffer<cfloat> scratch(out_ext_);
-    const int n[1] = {P_};
-    const auto lock = fftw_plan_lock(ctx.threads);
-    if (plan_) fftwf_destroy_plan(plan_);
-    auto* b = reinterpret_cast<fftwf_complex*>(scratch.data());
-    plan_ = fftwf_plan_many_dft(1, n, int(input[0] * input[1]), b, nullptr, 1, P_, b, nullptr, 1, P_,
-                                FFTW_BACKWARD,
-                                fft_.planner == FftPlanner::Estimate ? FFTW_ESTIMATE : FFTW_MEASURE);
-    if (!plan_) throw ConfigError(fmt::format("fbp_project: FFTW could not plan {}-point transforms", P_));
+    plan_ = FftwPlan({P_}, int(input[0] * input[1]), FftDirection::Inverse,
+                     fft_.planner == FftPlanner::Estimate ? FftPlanner::Estimate : FftPlanner::Measure, ctx.threads);
     return out_ext_;
   }
 
-  void process(const StageInput& in, View<cfloat> out, Context&) override {
-    expect_view("fbp_project", "input", in.data, in_ext_, Location::Host);
+  void process(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context&) override {
+    expect_view("fbp_project", "input", in, in_ext_, Location::Host);
     expect_view("fbp_project", "output", out, out_ext_, Location::Host);
     const int spokes = int(in_ext_[1]), S = S_, P = P_;
-    if (in.traj.size() != std::size_t(spokes) * S * 2)
-      throw InputError("fbp_project: the trajectory has the wrong size");
-    for (int p = 0; p < spokes; ++p) lines_[p] = fit_spoke_line(in.traj.data + std::size_t(p) * S * 2, S);
+    const std::vector<SpokeLine>& lines = spoke_lines(frame, "fbp_project", spokes);
     const long rows = long(in_ext_[0]) * spokes;
     const int filter = int(p_.filter);
     const float cutoff = float(p_.cutoff);
 #pragma omp parallel for schedule(static)
     for (long r = 0; r < rows; ++r) {
-      const SpokeLine& l = lines_[r % spokes];
-      const cfloat* src = in.data.data + std::size_t(r) * S;
+      const SpokeLine& l = lines[r % spokes];
+      const cfloat* src = in.data + std::size_t(r) * S;
       cfloat* dst = out.data + std::size_t(r) * P;
       std::fill(dst, dst + P, cfloat(0, 0));
       for (int n = 0; n < S; ++n) {
@@ -72,8 +62,7 @@ class FbpProjectCpu final : public Stage {
         dst[j] = src[n] * (h * sign);
       }
     }
-    auto* b = reinterpret_cast<fftwf_complex*>(out.data);
-    fftwf_execute_dft(plan_, b, b);
+    plan_.execute(out.data);
   }
 
  private:
@@ -81,14 +70,14 @@ class FbpProjectCpu final : public Stage {
   FftParams fft_;
   Extents in_ext_, out_ext_;
   int S_ = 0, P_ = 0;
-  std::vector<SpokeLine> lines_;
-  fftwf_plan plan_ = nullptr;
+  FftwPlan plan_;
 };
 
 class BackprojectCpu final : public Stage {
  public:
   explicit BackprojectCpu(const FbpParams& p) : p_(p) {}
   std::string name() const override { return "backproject"; }
+  bool needs_spoke_lines() const override { return true; }
 
   Extents configure(const Geometry& g, const Extents& input, Context&) override {
     const int P = fbp_fft_size(g.samples);
@@ -100,20 +89,16 @@ class BackprojectCpu final : public Stage {
     in_ext_ = input;
     P_ = P;
     out_ext_ = Extents{std::size_t(g.coils), std::size_t(g.matrix), std::size_t(g.matrix)};
-    set_.resize(g.spokes);
     c_.resize(g.spokes);
     s_.resize(g.spokes);
     ph_.resize(g.spokes);
     return out_ext_;
   }
 
-  void process(const StageInput& in, View<cfloat> out, Context&) override {
-    expect_view("backproject", "input", in.data, in_ext_, Location::Host);
+  void process(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context&) override {
+    expect_view("backproject", "input", in, in_ext_, Location::Host);
     expect_view("backproject", "output", out, out_ext_, Location::Host);
-    if (in.traj.size() != std::size_t(g_.spokes) * g_.samples * 2)
-      throw InputError("backproject: the trajectory has the wrong size");
-    set_.fit(in.traj.span(), g_.samples);
-    const auto& lines = set_.lines();
+    const std::vector<SpokeLine>& lines = spoke_lines(frame, "backproject", g_.spokes);
     const int N = g_.matrix, Ps = g_.spokes, P = P_;
     const float half = 0.5f * float(P);
     // u = t P dk + P/2 indexes the projection; the phase exp(2 pi i kc t) = exp(i (u - P/2) ph) with
@@ -132,7 +117,7 @@ class BackprojectCpu final : public Stage {
     for (long r = 0; r < rows; ++r) {
       const int coil = int(r / N), iy = int(r % N);
       const float y = float(iy - N / 2);
-      const cfloat* q = in.data.data + std::size_t(coil) * Ps * P;
+      const cfloat* q = in.data + std::size_t(coil) * Ps * P;
       cfloat* dst = out.data + (std::size_t(coil) * N + iy) * N;
       for (int ix = 0; ix < N; ++ix) {
         const float x = float(ix - N / 2);
@@ -158,7 +143,6 @@ class BackprojectCpu final : public Stage {
   Geometry g_;
   Extents in_ext_, out_ext_;
   int P_ = 0;
-  SpokeLineSet set_;
   std::vector<float> c_, s_, ph_;  // per spoke: cos and sin x P dk, phase slope
 };
 

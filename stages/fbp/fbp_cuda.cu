@@ -186,18 +186,18 @@ class FbpProjectCuda final : public Stage {
     return out_ext_;
   }
 
-  void process(const StageInput& in, View<cfloat> out, Context& ctx) override {
-    expect_view("fbp_project", "input", in.data, in_ext_, Location::Device);
+  void process(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context& ctx) override {
+    expect_view("fbp_project", "input", in, in_ext_, Location::Device);
     expect_view("fbp_project", "output", out, out_ext_, Location::Device);
     auto stream = static_cast<cudaStream_t>(ctx.stream);
     auto* o = reinterpret_cast<float2*>(out.data);
-    if (in.traj.size() != std::size_t(spokes_) * S_ * 2 || in.traj.loc != Location::Device)
+    if (frame.traj.size() != std::size_t(spokes_) * S_ * 2 || frame.traj.loc != Location::Device)
       throw InputError("fbp_project: trajectory is not on the device or has the wrong size");
-    fit_lines<<<unsigned((spokes_ + 127) / 128), 128, 0, stream>>>(in.traj.data, spokes_, S_, lines_.data());
+    fit_lines<<<unsigned((spokes_ + 127) / 128), 128, 0, stream>>>(frame.traj.data, spokes_, S_, lines_.data());
     CUDA_CHECK_LAUNCH("fit_lines");
     const long total = rows_ * P_;
     fbp_filter<<<unsigned((total + 255) / 256), 256, 0, stream>>>(
-        reinterpret_cast<const float2*>(in.data.data), rows_, spokes_, S_, P_, int(p_.filter),
+        reinterpret_cast<const float2*>(in.data), rows_, spokes_, S_, P_, int(p_.filter),
         float(p_.cutoff), lines_.data(), o);
     CUDA_CHECK_LAUNCH("fbp_filter");
     if (custom_)
@@ -238,19 +238,19 @@ class BackprojectCuda final : public Stage {
     return out_ext_;
   }
 
-  void process(const StageInput& in, View<cfloat> out, Context& ctx) override {
-    expect_view("backproject", "input", in.data, in_ext_, Location::Device);
+  void process(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context& ctx) override {
+    expect_view("backproject", "input", in, in_ext_, Location::Device);
     expect_view("backproject", "output", out, out_ext_, Location::Device);
-    if (in.traj.size() != std::size_t(g_.spokes) * g_.samples * 2 || in.traj.loc != Location::Device)
+    if (frame.traj.size() != std::size_t(g_.spokes) * g_.samples * 2 || frame.traj.loc != Location::Device)
       throw InputError("backproject: trajectory is not on the device or has the wrong size");
     auto stream = static_cast<cudaStream_t>(ctx.stream);
     fbp_angles_kernel<<<unsigned((g_.spokes + 255) / 256), 256, g_.spokes * sizeof(float), stream>>>(
-        in.traj.data, g_.spokes, g_.samples, P_, csw_.data(), phase_.data());
+        frame.traj.data, g_.spokes, g_.samples, P_, csw_.data(), phase_.data());
     CUDA_CHECK_LAUNCH("fbp_angles");
     const int N = g_.matrix, C = g_.coils;
     const int cg = C <= 1 ? 1 : C <= 2 ? 2 : C <= 4 ? 4 : 8;
     const dim3 grid(unsigned((N + 7) / 8), unsigned((N + 7) / 8), unsigned((C + cg - 1) / cg));
-    const auto* q = reinterpret_cast<const float2*>(in.data.data);
+    const auto* q = reinterpret_cast<const float2*>(in.data);
     auto* o = reinterpret_cast<float2*>(out.data);
     const int S = g_.spokes;
     switch (cg) {

@@ -39,7 +39,7 @@ struct FftParams {
 void check_fft_grids(const Extents& input);
 // A GPU FFT stage's process() start: checks both views and, when out is not in, copies in to out (on the
 // stream) so that the transform runs in place on out. CUDA builds only.
-void prepare_fft_in_place(const StageInput& in, View<cfloat> out, const Extents& ext, Context& ctx);
+void prepare_fft_in_place(View<const cfloat> in, View<cfloat> out, const Extents& ext, Context& ctx);
 
 std::unique_ptr<Stage> make_fft_cpu(const FftParams& p, FftDirection dir);
 std::unique_ptr<Stage> make_fft_cuda(const FftParams& p, FftDirection dir);  // CUDA builds only

@@ -56,10 +56,10 @@ class FftCpu final : public Stage {
     return input;
   }
 
-  void process(const StageInput& in, View<cfloat> out, Context&) override {
-    expect_view("fft", "input", in.data, ext_, Location::Host);
+  void process(const FrameContext&, View<const cfloat> in, View<cfloat> out, Context&) override {
+    expect_view("fft", "input", in, ext_, Location::Host);
     expect_view("fft", "output", out, ext_, Location::Host);
-    if (in.data.data != out.data) std::copy(in.data.data, in.data.data + in.data.size(), out.data);
+    if (in.data != out.data) std::copy(in.data, in.data + in.size(), out.data);
     plan_.execute(out.data);
   }
 

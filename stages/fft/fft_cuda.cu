@@ -34,7 +34,7 @@ class FftCufft final : public Stage {
     return input;
   }
 
-  void process(const StageInput& in, View<cfloat> out, Context& ctx) override {
+  void process(const FrameContext&, View<const cfloat> in, View<cfloat> out, Context& ctx) override {
     prepare_fft_in_place(in, out, ext_, ctx);
     auto* d = reinterpret_cast<cufftComplex*>(out.data);
     CUFFT_CHECK(cufftExecC2C(plan_, d, d, dir_ == FftDirection::Inverse ? CUFFT_INVERSE : CUFFT_FORWARD));
@@ -48,11 +48,11 @@ class FftCufft final : public Stage {
 
 }  // namespace
 
-void prepare_fft_in_place(const StageInput& in, View<cfloat> out, const Extents& ext, Context& ctx) {
-  expect_view("fft", "input", in.data, ext, Location::Device);
+void prepare_fft_in_place(View<const cfloat> in, View<cfloat> out, const Extents& ext, Context& ctx) {
+  expect_view("fft", "input", in, ext, Location::Device);
   expect_view("fft", "output", out, ext, Location::Device);
-  if (in.data.data != out.data)
-    gpu::copy_device(out.data, in.data.data, out.size() * sizeof(cfloat), ctx.stream);
+  if (in.data != out.data)
+    gpu::copy_device(out.data, in.data, out.size() * sizeof(cfloat), ctx.stream);
 }
 
 std::unique_ptr<Stage> make_fft_cuda(const FftParams& p, FftDirection dir) {

@@ -110,7 +110,7 @@ class FftCustom final : public Stage {
     return input;
   }
 
-  void process(const StageInput& in, View<cfloat> out, Context& ctx) override {
+  void process(const FrameContext&, View<const cfloat> in, View<cfloat> out, Context& ctx) override {
     prepare_fft_in_place(in, out, ext_, ctx);
     auto stream = static_cast<cudaStream_t>(ctx.stream);
     auto* d = reinterpret_cast<float2*>(out.data);

@@ -143,11 +143,11 @@ class FusedImageCuda final : public Stage {
     return out_ext_;
   }
 
-  void process(const StageInput& in, View<cfloat> out, Context& ctx) override {
-    expect_view("fft+deapodize+combine", "input", in.data, in_ext_, Location::Device);
+  void process(const FrameContext&, View<const cfloat> in, View<cfloat> out, Context& ctx) override {
+    expect_view("fft+deapodize+combine", "input", in, in_ext_, Location::Device);
     expect_view("fft+deapodize+combine", "output", out, out_ext_, Location::Device);
     auto stream = static_cast<cudaStream_t>(ctx.stream);
-    const auto* grid = reinterpret_cast<const float2*>(in.data.data);
+    const auto* grid = reinterpret_cast<const float2*>(in.data);
     auto* image = reinterpret_cast<float2*>(out.data);
     auto* mid = reinterpret_cast<float2*>(mid_.data());
     const auto* tw = reinterpret_cast<const float2*>(tw_.data());

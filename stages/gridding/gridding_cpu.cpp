@@ -24,14 +24,14 @@ class GriddingCpu final : public Stage {
     return out_ext_;
   }
 
-  void process(const StageInput& in, View<cfloat> out, Context&) override {
-    expect_view("gridding", "input", in.data, in_ext_, Location::Host);
+  void process(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context&) override {
+    expect_view("gridding", "input", in, in_ext_, Location::Host);
     expect_view("gridding", "output", out, out_ext_, Location::Host);
     const std::size_t n = std::size_t(g_.spokes) * g_.samples;
-    if (in.traj.size() != n * 2)
-      throw InputError(fmt::format("gridding: trajectory holds {} floats, expected {}", in.traj.size(), n * 2));
-    plan_->set_points(in.traj.data, n);
-    plan_->spread(in.data.data, out.data, g_.coils);
+    if (frame.traj.size() != n * 2)
+      throw InputError(fmt::format("gridding: trajectory holds {} floats, expected {}", frame.traj.size(), n * 2));
+    plan_->set_points(frame.traj.data, n);
+    plan_->spread(in.data, out.data, g_.coils);
   }
 
  private:

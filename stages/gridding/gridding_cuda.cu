@@ -23,15 +23,15 @@ class GriddingCuda final : public Stage {
     return out_ext_;
   }
 
-  void process(const StageInput& in, View<cfloat> out, Context& ctx) override {
-    expect_view("gridding", "input", in.data, in_ext_, Location::Device);
+  void process(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context& ctx) override {
+    expect_view("gridding", "input", in, in_ext_, Location::Device);
     expect_view("gridding", "output", out, out_ext_, Location::Device);
     const std::size_t n = std::size_t(g_.spokes) * g_.samples;
-    if (in.traj.size() != n * 2 || in.traj.loc != Location::Device)
+    if (frame.traj.size() != n * 2 || frame.traj.loc != Location::Device)
       throw InputError("gridding: trajectory is not on the device or has the wrong size");
     if (plan_->stream() != ctx.stream) throw InputError("gridding: configured on another stream");
-    plan_->set_points(in.traj.data, n);
-    plan_->spread(in.data.data, out.data, g_.coils);
+    plan_->set_points(frame.traj.data, n);
+    plan_->spread(in.data, out.data, g_.coils);
   }
 
  private:

@@ -64,8 +64,15 @@ inline std::vector<cfloat> run_stage(const std::string& name, Backend b, const R
     std::copy(r.in.begin(), r.in.end(), in.begin());
     HostBuffer<float> traj(Extents{r.traj.size()});
     std::copy(r.traj.begin(), r.traj.end(), traj.begin());
-    stage->process({in.view(), View<const float>{traj.data(), Extents{r.traj.size()}, Location::Host}},
-                   stage->in_place() ? in.view() : out.view(), ctx);
+    FrameContext frame;
+    frame.traj = View<const float>{traj.data(), Extents{r.traj.size()}, Location::Host};
+    SpokeLineSet lines;  // what the chain derives once per frame
+    if (stage->needs_spoke_lines()) {
+      lines.resize(r.g.spokes);
+      lines.fit(frame.traj.span(), r.g.samples);
+      frame.lines = &lines;
+    }
+    stage->process(frame, in.view(), stage->in_place() ? in.view() : out.view(), ctx);
     const auto& res = stage->in_place() ? in : out;
     return std::vector<cfloat>(res.begin(), res.end());
   }
@@ -78,7 +85,9 @@ inline std::vector<cfloat> run_stage(const std::string& name, Backend b, const R
     gpu::copy_to_device(in.data(), r.in.data(), r.in.size() * sizeof(cfloat), ctx.stream);
     gpu::copy_to_device(traj.data(), r.traj.data(), r.traj.size() * sizeof(float), ctx.stream);
     View<cfloat> o = out.view();
-    stage->process({in.view(), traj.view()}, o, ctx);
+    FrameContext frame;
+    frame.traj = traj.view();
+    stage->process(frame, in.view(), o, ctx);
     result.resize(out_ext.size());
     gpu::copy_to_host(result.data(), o.data, result.size() * sizeof(cfloat), ctx.stream);
     gpu::synchronize(ctx.stream);
