@@ -21,8 +21,8 @@ nlohmann::ordered_json json_stats(const Stats& s) {
   return {{"median", s.median}, {"p10", s.p10}, {"p90", s.p90}};
 }
 
-Stats time_cuda_stages(const std::vector<std::string>& names, const ReconParams& p, const Registry& registry,
-                       const Geometry& g, const Extents& input, int frames, int warmup) {
+Stats time_cuda_recipe(const Recipe& recipe, const ReconParams& p, const Registry& registry, const Geometry& g,
+                       const Extents& input, int frames, int warmup) {
   Context ctx;
   ctx.backend = Backend::Cuda;
   ctx.stream = gpu::create_stream();
@@ -35,11 +35,13 @@ Stats time_cuda_stages(const std::vector<std::string>& names, const ReconParams&
     buffers.emplace_back(input);
     std::vector<int> out_of;
     Extents ext = input;
-    for (const auto& n : names) {
-      stages.push_back(registry.create(n, Backend::Cuda, p));
+    std::string in_name = "grid";
+    for (const auto& step : recipe.steps) {
+      stages.push_back(registry.create(step.stage, Backend::Cuda, p));
       const Extents out = stages.back()->configure(g, ext, ctx);
-      if (!(stages.back()->in_place() && out == ext)) buffers.emplace_back(out);
+      if (step.output != in_name) buffers.emplace_back(out);  // else in place (the input is re-uploaded)
       out_of.push_back(int(buffers.size()) - 1);
+      in_name = step.output;
       ext = out;
     }
     std::vector<cfloat> host(input.size());

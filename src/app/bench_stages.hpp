@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/geometry.hpp"
+#include "pipeline/recipes.hpp"
 #include "pipeline/recon_params.hpp"
 #include "pipeline/registry.hpp"
 
@@ -18,9 +19,9 @@ struct Stats {
 Stats stats(std::vector<double> v);
 nlohmann::ordered_json json_stats(const Stats& s);  // {"median", "p10", "p90"}
 
-// Runs stages `names` (each configured on the previous one's output, starting from `input` extents of random
-// complex data) warmup + frames times on one stream; returns the CUDA-event time of the whole sequence.
-Stats time_cuda_stages(const std::vector<std::string>& names, const ReconParams& p, const Registry& registry,
-                       const Geometry& g, const Extents& input, int frames, int warmup);
+// Runs a grid recipe (pipeline/recipes.hpp: its input buffer is "grid", `input` extents of random complex
+// data) warmup + frames times on one stream; returns the CUDA-event time of the whole sequence.
+Stats time_cuda_recipe(const Recipe& recipe, const ReconParams& p, const Registry& registry, const Geometry& g,
+                       const Extents& input, int frames, int warmup);
 
 }  // namespace radstream::app

@@ -12,7 +12,7 @@ namespace radstream {
 void register_cuda_stages(Registry& r) {
   r.add("density", Backend::Cuda, [](const ReconParams& p) { return make_density_cuda(p.density); });
   r.add("gridding", Backend::Cuda, [](const ReconParams& p) { return make_gridding_cuda(p.gridding); });
-  r.add("fft_inverse", Backend::Cuda,
+  r.add("fft", Backend::Cuda,
         [](const ReconParams& p) { return make_fft_cuda(p.fft, FftDirection::Inverse); });
   r.add("fft_forward", Backend::Cuda,
         [](const ReconParams& p) { return make_fft_cuda(p.fft, FftDirection::Forward); });

@@ -9,17 +9,15 @@
 namespace radstream {
 
 ReconChain::ReconChain(const ReconParams& params, Backend backend, const Registry& registry)
-    : params_(params) {
+    : ReconChain(params, backend, registry, recipe_for(params, backend)) {}
+
+ReconChain::ReconChain(const ReconParams& params, Backend backend, const Registry& registry, Recipe recipe)
+    : params_(params), recipe_(std::move(recipe)) {
   params_.validate();
   ctx_.backend = backend;
   ctx_.threads = params.threads;
-  const bool fbp = params_.method == ReconMethod::Fbp;
-  fused_ = !fbp && backend == Backend::Cuda && params_.fft.engine == FftEngine::Custom && params_.fft.fused &&
-           params_.combine.method == CoilCombineMethod::Rss;
-  std::vector<const char*> names{"density", "gridding", "fft_inverse", "deapodize", "coil_combine"};
-  if (fused_) names = {"density", "gridding", "fft_deapodize_combine"};
-  if (fbp) names = {"fbp_project", "backproject", "coil_combine"};
-  for (const char* n : names) stages_.push_back(registry.create(n, backend, params_));
+  if (recipe_.steps.empty()) throw ConfigError("recipe '" + recipe_.name + "' has no steps");
+  for (const auto& step : recipe_.steps) stages_.push_back(registry.create(step.stage, backend, params_));
   if (backend == Backend::Cuda) {
     ctx_.stream = gpu::create_stream();
     for (std::size_t i = 0; i <= stages_.size(); ++i) events_.push_back(gpu::create_event());
@@ -45,6 +43,12 @@ std::vector<std::string> ReconChain::stage_names() const {
   return out;
 }
 
+int ReconChain::buffer_index(const std::string& name) const {
+  for (std::size_t i = 0; i < buffer_names_.size(); ++i)
+    if (buffer_names_[i] == name) return int(i);
+  return -1;
+}
+
 void ReconChain::configure(const Geometry& g) {
   g.validate();
   configured_ = false;
@@ -52,6 +56,7 @@ void ReconChain::configure(const Geometry& g) {
   graph_ = nullptr;
   buffers_.clear();
   d_buffers_.clear();
+  buffer_names_.clear();
   output_of_.clear();
   const bool cuda = ctx_.backend == Backend::Cuda;
   Extents ext{std::size_t(g.coils), std::size_t(g.spokes), std::size_t(g.samples)};
@@ -59,23 +64,32 @@ void ReconChain::configure(const Geometry& g) {
     d_input_ = DeviceBuffer<cfloat>(ext);
     d_traj_ = DeviceBuffer<float>(Extents{std::size_t(g.spokes), std::size_t(g.samples), 2});
   }
-  int count = 0;
+  std::string input = "data";
   for (std::size_t i = 0; i < stages_.size(); ++i) {
+    const RecipeStep& step = recipe_.steps[i];
     const Extents out = stages_[i]->configure(g, ext, ctx_);
-    if (i > 0 && stages_[i]->in_place() && out == ext) {
+    if (step.output == input) {  // in place: the stage must allow it, on a buffer the chain owns
+      if (i == 0 || !stages_[i]->in_place() || !(out == ext))
+        throw ConfigError("recipe '" + recipe_.name + "': stage " + step.stage + " cannot write '" + step.output +
+                          "' in place");
       output_of_.push_back(output_of_.back());
     } else {
+      if (buffer_index(step.output) >= 0)
+        throw ConfigError("recipe '" + recipe_.name + "': buffer '" + step.output + "' is written twice");
       if (cuda)
         d_buffers_.emplace_back(out);
       else
         buffers_.emplace_back(out);
-      output_of_.push_back(count++);
+      buffer_names_.push_back(step.output);
+      output_of_.push_back(int(buffer_names_.size()) - 1);
     }
+    input = step.output;
     ext = out;
   }
   if (cuda) {
     host_image_ = HostBuffer<cfloat>(ext);
-    if (!fused_) host_coils_ = HostBuffer<cfloat>(d_buffers_[output_of_[stages_.size() - 2]].extents());
+    const int ci = buffer_index("coil_images");
+    if (ci >= 0) host_coils_ = HostBuffer<cfloat>(d_buffers_[ci].extents());
   }
   need_lines_ = false;
   for (const auto& st : stages_) need_lines_ |= st->needs_spoke_lines();
@@ -166,11 +180,11 @@ void ReconChain::enqueue_stages(const FrameContext& frame, View<const cfloat> in
 }
 
 View<const cfloat> ReconChain::coil_images() {
-  if (fused_)
-    throw InputError(
-        "coil images: the fused custom-FFT chain does not keep them (set fft_fused: false to keep them)");
-  if (!configured_ || stages_.size() < 2) return {};
-  const int b = output_of_[stages_.size() - 2];
+  const int b = buffer_index("coil_images");
+  if (b < 0)
+    throw InputError("coil images: recipe '" + recipe_.name +
+                     "' does not keep them (with the fused custom-FFT tail, set fft_fused: false to keep them)");
+  if (!configured_) return {};
   if (ctx_.backend == Backend::Cuda) {
     gpu::copy_to_host(host_coils_.data(), d_buffers_[b].data(), host_coils_.size() * sizeof(cfloat),
                       ctx_.stream);

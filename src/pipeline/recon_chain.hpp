@@ -1,5 +1,6 @@
-// A reconstruction chain: the stages of one method, configured once for a geometry, with the buffers between
-// them allocated in configure(). reconstruct() runs one frame and allocates nothing.
+// A reconstruction chain executes a recipe (pipeline/recipes.hpp): the stages of one method, configured once
+// for a geometry, with the recipe's named buffers allocated in configure(). reconstruct() runs one frame and
+// allocates nothing.
 #pragma once
 #include <functional>
 #include <memory>
@@ -8,6 +9,7 @@
 
 #include "core/frame.hpp"
 #include "gpu/device_memory.hpp"
+#include "pipeline/recipes.hpp"
 #include "pipeline/recon_params.hpp"
 #include "pipeline/registry.hpp"
 
@@ -23,7 +25,9 @@ struct StageTiming {
 // times from CUDA events).
 class ReconChain {
  public:
+  // The recipe recipe_for(params, backend).
   ReconChain(const ReconParams& params, Backend backend, const Registry& registry);
+  ReconChain(const ReconParams& params, Backend backend, const Registry& registry, Recipe recipe);
   ~ReconChain();
   ReconChain(const ReconChain&) = delete;
   ReconChain& operator=(const ReconChain&) = delete;
@@ -43,7 +47,8 @@ class ReconChain {
   // The per-coil images [coils][N][N] of the last frame (copied back from the GPU on the CUDA backend).
   // Throws InputError when the chain does not keep them (the fused custom-FFT tail).
   View<const cfloat> coil_images();
-  bool keeps_coil_images() const { return !fused_; }
+  bool keeps_coil_images() const { return recipe_.has_buffer("coil_images"); }
+  const Recipe& recipe() const { return recipe_; }
   // True when the CUDA frames replay a captured CUDA graph.
   bool uses_graph() const { return graph_ != nullptr; }
   Backend backend() const { return ctx_.backend; }
@@ -58,9 +63,12 @@ class ReconChain {
   ReconParams params_;
   Context ctx_;
   std::vector<std::unique_ptr<Stage>> stages_;
+  Recipe recipe_;
   std::vector<HostBuffer<cfloat>> buffers_;      // owned outputs (CPU backend)
   std::vector<DeviceBuffer<cfloat>> d_buffers_;  // owned outputs (CUDA backend)
+  std::vector<std::string> buffer_names_;        // of buffers_ / d_buffers_
   std::vector<int> output_of_;                   // stage i writes buffer output_of_[i]
+  int buffer_index(const std::string& name) const;  // -1 when absent
   DeviceBuffer<cfloat> d_input_;                 // the frame's data and trajectory on the GPU
   DeviceBuffer<float> d_traj_;
   HostBuffer<cfloat> host_image_, host_coils_;
@@ -72,7 +80,6 @@ class ReconChain {
   SideInput coil_maps_;
   Geometry g_;
   bool configured_ = false;
-  bool fused_ = false;     // the custom FFT's fused fft+deapodize+combine stage replaces three stages
   void* graph_ = nullptr;  // instantiated CUDA graph of the stages (captured on the first frame)
 
   void enqueue_stages(const FrameContext& frame, View<const cfloat> in);

@@ -19,7 +19,10 @@ std::unique_ptr<Stage> Registry::create(const std::string& name, Backend backend
   const auto it = factories_.find({name, backend});
   if (it == factories_.end())
     throw ConfigError("no stage '" + name + "' for the " + to_string(backend) + " backend in this build");
-  return it->second(p);
+  auto stage = it->second(p);
+  if (stage->name() != name)  // the key is the stage's name: timings, recipes and logs agree
+    throw ConfigError("stage registered as '" + name + "' calls itself '" + stage->name() + "'");
+  return stage;
 }
 
 std::vector<std::string> Registry::names(Backend backend) const {
@@ -32,7 +35,7 @@ std::vector<std::string> Registry::names(Backend backend) const {
 void register_cpu_stages(Registry& r) {
   r.add("density", Backend::Cpu, [](const ReconParams& p) { return make_density_cpu(p.density); });
   r.add("gridding", Backend::Cpu, [](const ReconParams& p) { return make_gridding_cpu(p.gridding); });
-  r.add("fft_inverse", Backend::Cpu,
+  r.add("fft", Backend::Cpu,
         [](const ReconParams& p) { return make_fft_cpu(p.fft, FftDirection::Inverse); });
   r.add("fft_forward", Backend::Cpu,
         [](const ReconParams& p) { return make_fft_cpu(p.fft, FftDirection::Forward); });

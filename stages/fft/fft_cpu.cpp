@@ -45,7 +45,7 @@ class FftCpu final : public Stage {
       throw ConfigError("fft: engine '" + to_string(p.engine) +
                         "' needs the CUDA backend; the CPU uses fftw");
   }
-  std::string name() const override { return "fft"; }
+  std::string name() const override { return dir_ == FftDirection::Inverse ? "fft" : "fft_forward"; }
   bool in_place() const override { return true; }
 
   Extents configure(const Geometry&, const Extents& input, Context& ctx) override {

@@ -17,7 +17,7 @@ class FftCufft final : public Stage {
   ~FftCufft() override {
     if (plan_) cufftDestroy(plan_);
   }
-  std::string name() const override { return "fft"; }
+  std::string name() const override { return dir_ == FftDirection::Inverse ? "fft" : "fft_forward"; }
   bool in_place() const override { return true; }
 
   Extents configure(const Geometry&, const Extents& input, Context& ctx) override {

@@ -86,7 +86,7 @@ namespace {
 class FftCustom final : public Stage {
  public:
   explicit FftCustom(FftDirection dir) : inverse_(dir == FftDirection::Inverse) {}
-  std::string name() const override { return "fft"; }
+  std::string name() const override { return inverse_ ? "fft" : "fft_forward"; }
   bool in_place() const override { return true; }
 
   Extents configure(const Geometry&, const Extents& input, Context& ctx) override {

@@ -96,7 +96,7 @@ __global__ void take_sqrt(float2* __restrict__ image, long pixels) {
 class FusedImageCuda final : public Stage {
  public:
   explicit FusedImageCuda(const GriddingParams& k) : k_(k) {}
-  std::string name() const override { return "fft+deapodize+combine"; }
+  std::string name() const override { return "fft_deapodize_combine"; }
 
   Extents configure(const Geometry& g, const Extents& input, Context& ctx) override {
     check_fft_grids(input);

@@ -48,8 +48,8 @@ TEST(CudaParity, CufftMatchesFftwAllSizes) {
       r.in.resize(r.in_ext.size());
       for (auto& v : r.in) v = cfloat(d(rng), d(rng));
       const auto p = params();
-      const double e = rel_error(run_stage("fft_inverse", Backend::Cuda, p, r),
-                                 run_stage("fft_inverse", Backend::Cpu, p, r));
+      const double e = rel_error(run_stage("fft", Backend::Cuda, p, r),
+                                 run_stage("fft", Backend::Cpu, p, r));
       std::printf("FFT %dx%d batch %d: cuFFT vs FFTW %.3g\n", G, G, batch, e);
       EXPECT_LE(e, 1e-5) << G << " batch " << batch;
     }

@@ -108,3 +108,42 @@ TEST(Chain, DensityCompensationChoicesAllReconstruct) {
   EXPECT_LT(err["voronoi"], err["ramp-dc"]);
   EXPECT_LT(err["ramp-dc"], err["ramp"]);
 }
+
+// Recipes are data: the method picks one, the chain runs it and exposes its named buffers; every registered
+// stage calls itself by its registry key; a recipe that writes a buffer in place through a stage that does
+// not allow it, or writes one buffer twice, is refused when configured.
+TEST(Chain, RecipesAreDataAndRegistryKeysAreStageNames) {
+  const Registry reg = default_registry();
+  for (const auto& key : reg.names(Backend::Cpu)) EXPECT_EQ(reg.create(key, Backend::Cpu, cpu_params())->name(), key);
+  ReconParams p = cpu_params();
+  const Recipe grid = recipe_for(p, Backend::Cpu);
+  ASSERT_EQ(grid.steps.size(), 5u);
+  EXPECT_EQ(grid.steps[2].stage, "fft");
+  EXPECT_EQ(grid.steps[2].output, "grid");  // in place on the gridded data
+  EXPECT_TRUE(grid.has_buffer("coil_images"));
+  p.method = ReconMethod::Fbp;
+  const Recipe fbp = recipe_for(p, Backend::Cpu);
+  EXPECT_EQ(fbp.name, "fbp");
+  EXPECT_EQ(fbp.steps.back().output, "image");
+  p = cpu_params();
+  p.fft.engine = FftEngine::Custom;  // the fused tail only exists on the GPU
+  EXPECT_EQ(recipe_for(p, Backend::Cuda).steps.size(), 3u);
+  EXPECT_EQ(recipe_for(p, Backend::Cuda).has_buffer("coil_images"), false);
+
+  const Geometry g{32, 64, 24, 2, 2.f};
+  ReconChain bad_in_place(cpu_params(), Backend::Cpu, reg,
+                          Recipe{"bad", {{"density", "weighted"}, {"gridding", "weighted"}}});
+  EXPECT_THROW(bad_in_place.configure(g), ConfigError);
+  ReconChain twice(cpu_params(), Backend::Cpu, reg,
+                   Recipe{"twice", {{"density", "weighted"}, {"gridding", "grid"}, {"fft", "x"}, {"deapodize", "grid"}}});
+  EXPECT_THROW(twice.configure(g), ConfigError);
+  // A partial recipe: the chain's output is its last buffer (the gridded k-space, [coils][G][G]).
+  ReconChain partial(cpu_params(), Backend::Cpu, reg, Recipe{"grid-only", {{"density", "weighted"}, {"gridding", "grid"}}});
+  partial.configure(g);
+  Frame f(g);
+  for (std::size_t i = 0; i < f.data.size(); ++i) f.data[i] = cfloat(1.f, 0.f);
+  const auto out = partial.reconstruct(f);
+  EXPECT_EQ(out.size(), 2u * 64 * 64);
+  EXPECT_FALSE(partial.keeps_coil_images());
+  EXPECT_THROW(partial.coil_images(), InputError);
+}
