@@ -25,9 +25,9 @@ Stats time_cuda_recipe(const Recipe& recipe, const ReconParams& p, const Registr
                        const Extents& input, int frames, int warmup) {
   Context ctx;
   ctx.backend = Backend::Cuda;
-  ctx.stream = gpu::create_stream();
-  void* start = gpu::create_event();
-  void* stop = gpu::create_event();
+  gpu::Stream stream;
+  ctx.stream = stream.get();
+  gpu::Event start, stop;
   std::vector<double> ms;
   {
     std::vector<std::unique_ptr<Stage>> stages;
@@ -51,7 +51,7 @@ Stats time_cuda_recipe(const Recipe& recipe, const ReconParams& p, const Registr
     // An in-place FFT would grow the data frame after frame; it is re-uploaded outside the timed events.
     for (int i = 0; i < warmup + frames; ++i) {
       gpu::copy_to_device(buffers[0].data(), host.data(), host.size() * sizeof(cfloat), ctx.stream);
-      gpu::record_event(start, ctx.stream);
+      start.record(ctx.stream);
       const FrameContext frame;
       View<const cfloat> in = buffers[0].view();
       for (std::size_t s = 0; s < stages.size(); ++s) {
@@ -59,15 +59,12 @@ Stats time_cuda_recipe(const Recipe& recipe, const ReconParams& p, const Registr
         stages[s]->process(frame, in, out, ctx);
         in = out;
       }
-      gpu::record_event(stop, ctx.stream);
+      stop.record(ctx.stream);
       gpu::synchronize(ctx.stream);
-      if (i >= warmup) ms.push_back(gpu::elapsed_ms(start, stop));
+      if (i >= warmup) ms.push_back(stop.ms_since(start));
     }
     stages.clear();
   }
-  gpu::destroy_event(start);
-  gpu::destroy_event(stop);
-  gpu::destroy_stream(ctx.stream);
   return stats(ms);
 }
 

@@ -5,7 +5,7 @@
 
 namespace radstream {
 
-CufftPlan::CufftPlan(std::vector<int> dims, int batch, void* stream) {
+CufftPlan::CufftPlan(std::vector<int> dims, int batch, gpu::StreamRef stream) {
   int dist = 1;
   for (int d : dims) dist *= d;
   cufftHandle h = 0;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/buffer.hpp"
+#include "gpu/handles.hpp"
 #include "fft/fftw_plan.hpp"
 
 namespace radstream {
@@ -13,7 +14,7 @@ class CufftPlan {
  public:
   CufftPlan() = default;
   // dims slowest first ({G, G} or {Gz, Gy, Gx}); stream: cudaStream_t. Throws CudaError.
-  CufftPlan(std::vector<int> dims, int batch, void* stream);
+  CufftPlan(std::vector<int> dims, int batch, gpu::StreamRef stream);
   ~CufftPlan();
   CufftPlan(CufftPlan&& o) noexcept;
   CufftPlan& operator=(CufftPlan&& o) noexcept;

@@ -70,7 +70,7 @@ FftwPlan::FftwPlan(std::vector<int> dims, int batch, FftDirection dir, FftPlanne
 FftwPlan::~FftwPlan() {
   if (plan_) {
     std::lock_guard lock(planner_mutex());
-    fftwf_destroy_plan(static_cast<fftwf_plan>(plan_));
+    fftwf_destroy_plan(plan_);
   }
 }
 
@@ -81,7 +81,7 @@ FftwPlan& FftwPlan::operator=(FftwPlan&& o) noexcept {
   if (this != &o) {
     if (plan_) {
       std::lock_guard lock(planner_mutex());
-      fftwf_destroy_plan(static_cast<fftwf_plan>(plan_));
+      fftwf_destroy_plan(plan_);
     }
     plan_ = std::exchange(o.plan_, nullptr);
     size_ = std::exchange(o.size_, 0);
@@ -91,7 +91,7 @@ FftwPlan& FftwPlan::operator=(FftwPlan&& o) noexcept {
 
 void FftwPlan::execute(cfloat* data) const {
   auto* buf = reinterpret_cast<fftwf_complex*>(data);
-  fftwf_execute_dft(static_cast<fftwf_plan>(plan_), buf, buf);
+  fftwf_execute_dft(plan_, buf, buf);
 }
 
 }  // namespace radstream

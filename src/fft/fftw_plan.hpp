@@ -9,6 +9,8 @@
 
 #include "core/buffer.hpp"
 
+struct fftwf_plan_s;  // FFTW's plan type (fftwf_plan is a pointer to it)
+
 namespace radstream {
 
 enum class FftPlanner { Estimate, Measure, Patient };
@@ -39,7 +41,7 @@ class FftwPlan {
   bool valid() const { return plan_ != nullptr; }
 
  private:
-  void* plan_ = nullptr;  // fftwf_plan
+  fftwf_plan_s* plan_ = nullptr;  // fftwf_plan
   std::size_t size_ = 0;
 };
 

@@ -1,45 +1,28 @@
-// Device memory and streams behind a plain C++ interface (no CUDA types), so host code and tests can hold GPU
-// buffers. Every call is checked; failures throw CudaError naming the call. In a build without CUDA, these
+// Device memory behind a plain C++ interface (no CUDA types), so host code and tests can hold GPU buffers;
+// streams, events and graphs are the typed handles of gpu/handles.hpp. Every call is checked; failures throw CudaError naming the call. In a build without CUDA, these
 // throw.
 #pragma once
 #include <cstddef>
 #include <utility>
 
 #include "core/buffer.hpp"
+#include "gpu/handles.hpp"
 
 namespace radstream::gpu {
 
 void* device_alloc(std::size_t bytes);  // throws CudaError (out of memory says how much was asked)
 void device_free(void* d_ptr) noexcept;
-void copy_to_device(void* d_dst, const void* src, std::size_t bytes, void* stream);  // async on stream
-void copy_to_host(void* dst, const void* d_src, std::size_t bytes, void* stream);    // async on stream
-void copy_device(void* d_dst, const void* d_src, std::size_t bytes, void* stream);   // async on stream
-void memset_device(void* d_dst, int value, std::size_t bytes, void* stream);         // async on stream
-void* create_stream();  // a non-blocking stream (never the default stream)
-void destroy_stream(void* stream) noexcept;
-void synchronize(void* stream);
+void copy_to_device(void* d_dst, const void* src, std::size_t bytes, StreamRef stream);  // async on stream
+void copy_to_host(void* dst, const void* d_src, std::size_t bytes, StreamRef stream);    // async on stream
+void copy_device(void* d_dst, const void* d_src, std::size_t bytes, StreamRef stream);   // async on stream
+void memset_device(void* d_dst, int value, std::size_t bytes, StreamRef stream);         // async on stream
+void synchronize(StreamRef stream);
 
 // Strided 2D copies (rows of `width` bytes, `height` rows, each side with its own pitch), async on stream.
 void copy_2d_to_device(void* d_dst, std::size_t dpitch, const void* src, std::size_t spitch, std::size_t width,
-                       std::size_t height, void* stream);
+                       std::size_t height, StreamRef stream);
 void copy_2d_device(void* d_dst, std::size_t dpitch, const void* d_src, std::size_t spitch, std::size_t width,
-                    std::size_t height, void* stream);
-
-// Events for timing stages on a stream, and for ordering streams.
-void* create_event();
-void destroy_event(void* event) noexcept;
-void record_event(void* event, void* stream);
-float elapsed_ms(void* start, void* stop);  // both recorded and complete
-void stream_wait_event(void* stream, void* event);  // later work on stream waits for the event
-void event_synchronize(void* event);                // the host waits for the event
-
-// CUDA graphs: what is enqueued on a stream between begin_capture and end_capture is recorded, not run;
-// end_capture returns the instantiated graph, which launch_graph replays on a stream.
-void begin_capture(void* stream);
-void* end_capture(void* stream);
-void abort_capture(void* stream) noexcept;  // after a failure between begin and end
-void launch_graph(void* graph, void* stream);
-void destroy_graph(void* graph) noexcept;
+                    std::size_t height, StreamRef stream);
 
 }  // namespace radstream::gpu
 

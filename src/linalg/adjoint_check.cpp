@@ -29,7 +29,7 @@ AdjointCheck check_adjoint(LinearOperator& op, unsigned seed) {
   fill_random(y, rng);
   if (op.location() == Location::Device) {
     Vector dx(nd, Location::Device), dy(nc, Location::Device), dax(nc, Location::Device), dahy(nd, Location::Device);
-    void* s = op.stream();
+    gpu::StreamRef s = op.stream();
     gpu::copy_to_device(dx.data(), x.data(), nd * sizeof(cfloat), s);
     gpu::copy_to_device(dy.data(), y.data(), nc * sizeof(cfloat), s);
     op.forward(dx.data(), dax.data());

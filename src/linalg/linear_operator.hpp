@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "core/buffer.hpp"
+#include "gpu/handles.hpp"
 #include "gpu/device_memory.hpp"
 
 namespace radstream {
@@ -39,7 +40,7 @@ class LinearOperator {
   const Extents& codomain() const { return codomain_; }
   Location location() const { return loc_; }
   // Device operators: the stream (cudaStream_t) their work is enqueued on; nullptr on the host.
-  virtual void* stream() const { return nullptr; }
+  virtual gpu::StreamRef stream() const { return nullptr; }
 
   // y = A x (x: domain().size() values, y: codomain().size() values, both at location()).
   virtual void forward(const cfloat* x, cfloat* y) = 0;
@@ -58,7 +59,7 @@ class LinearOperator {
 class ChainOperator final : public LinearOperator {
  public:
   ChainOperator(std::shared_ptr<LinearOperator> first, std::shared_ptr<LinearOperator> second);
-  void* stream() const override { return first_->stream(); }
+  gpu::StreamRef stream() const override { return first_->stream(); }
   void forward(const cfloat* x, cfloat* y) override;
   void adjoint(const cfloat* y, cfloat* x) override;
 

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "core/buffer.hpp"
+#include "gpu/handles.hpp"
 
 namespace radstream {
 
@@ -34,6 +35,6 @@ class VectorOps {
 
 std::unique_ptr<VectorOps> make_vector_ops_cpu();
 // stream: the cudaStream_t the operations are enqueued on. CUDA builds only (else throws CudaError).
-std::unique_ptr<VectorOps> make_vector_ops_cuda(void* stream);
+std::unique_ptr<VectorOps> make_vector_ops_cuda(gpu::StreamRef stream);
 
 }  // namespace radstream

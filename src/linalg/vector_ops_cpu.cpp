@@ -67,7 +67,7 @@ std::unique_ptr<VectorOps> make_vector_ops_cpu() {
 }
 
 #ifndef RADSTREAM_HAVE_CUDA
-std::unique_ptr<VectorOps> make_vector_ops_cuda(void*) {
+std::unique_ptr<VectorOps> make_vector_ops_cuda(gpu::StreamRef) {
   throw CudaError("make_vector_ops_cuda", "this build has no CUDA backend", __FILE__, __LINE__);
 }
 #endif

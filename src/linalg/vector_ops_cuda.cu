@@ -80,7 +80,7 @@ __global__ void cg_direction_kernel(float2* p, const float2* r, std::size_t n, c
 
 class VectorOpsCuda final : public VectorOps {
  public:
-  explicit VectorOpsCuda(void* stream)
+  explicit VectorOpsCuda(gpu::StreamRef stream)
       : stream_(static_cast<cudaStream_t>(stream)), slots_(Extents{kSlots}), partial_(Extents{kPartials}) {
     gpu::memset_device(slots_.data(), 0, kSlots * sizeof(double), stream);
   }
@@ -135,7 +135,7 @@ class VectorOpsCuda final : public VectorOps {
 
 }  // namespace
 
-std::unique_ptr<VectorOps> make_vector_ops_cuda(void* stream) {
+std::unique_ptr<VectorOps> make_vector_ops_cuda(gpu::StreamRef stream) {
   return std::make_unique<VectorOpsCuda>(stream);
 }
 

@@ -29,7 +29,7 @@ __global__ void crop_deapodize(const float2* __restrict__ grid, int N, int G, in
 }  // namespace
 
 NufftOperatorCuda::NufftOperatorCuda(int matrix, int batch, std::size_t points, const NufftKernel& kernel,
-                                     void* stream)
+                                     gpu::StreamRef stream)
     : LinearOperator(Extents{std::size_t(batch), std::size_t(matrix), std::size_t(matrix)},
                      Extents{std::size_t(batch), points}, Location::Device),
       N_(matrix),

@@ -13,9 +13,9 @@ namespace radstream {
 
 class NufftOperatorCuda final : public LinearOperator {
  public:
-  NufftOperatorCuda(int matrix, int batch, std::size_t points, const NufftKernel& kernel, void* stream);
+  NufftOperatorCuda(int matrix, int batch, std::size_t points, const NufftKernel& kernel, gpu::StreamRef stream);
 
-  void* stream() const override { return stream_; }
+  gpu::StreamRef stream() const override { return stream_; }
   // d_traj [points][2] on the device (kept by reference until the next call).
   void set_points(const float* d_traj);
   void forward(const cfloat* d_x, cfloat* d_y) override;
@@ -25,7 +25,7 @@ class NufftOperatorCuda final : public LinearOperator {
  private:
   int N_, batch_;
   std::size_t points_;
-  void* stream_;
+  gpu::StreamRef stream_;
   std::unique_ptr<NufftPlanCuda> plan_;
   CufftPlan fft_;
   DeviceBuffer<int> d_src_;

@@ -338,7 +338,7 @@ std::size_t gather_smem(int cg, int width) {
 
 }  // namespace
 
-NufftPlanCuda::NufftPlanCuda(int grid, const NufftKernel& kernel, std::size_t capacity, void* stream)
+NufftPlanCuda::NufftPlanCuda(int grid, const NufftKernel& kernel, std::size_t capacity, gpu::StreamRef stream)
     : kernel_(kernel),
       lut_(kernel.width, kernel.oversampling, kernel.lut_resolution),
       G_(grid),

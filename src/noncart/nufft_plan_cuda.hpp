@@ -16,14 +16,14 @@ class NufftPlanCuda {
  public:
   // grid: G cells per axis (even); capacity: the most points; stream: cudaStream_t for all work.
   // Throws ConfigError for a kernel or grid the CUDA plan does not handle.
-  NufftPlanCuda(int grid, const NufftKernel& kernel, std::size_t capacity, void* stream);
+  NufftPlanCuda(int grid, const NufftKernel& kernel, std::size_t capacity, gpu::StreamRef stream);
   NufftPlanCuda(const NufftPlanCuda&) = delete;
   NufftPlanCuda& operator=(const NufftPlanCuda&) = delete;
 
   int grid() const { return G_; }
   std::size_t grid_size() const { return std::size_t(G_) * G_; }
   std::size_t points() const { return n_; }
-  void* stream() const { return stream_; }
+  gpu::StreamRef stream() const { return stream_; }
   const KaiserBesselLut& lut() const { return lut_; }
 
   // d_traj [n][2] on the device. Throws InputError when n exceeds the capacity.
@@ -38,7 +38,7 @@ class NufftPlanCuda {
   KaiserBesselLut lut_;
   int G_, NT_, res_, edge_;
   std::size_t capacity_, n_ = 0;
-  void* stream_;
+  gpu::StreamRef stream_;
   const float* d_traj_ = nullptr;
   DeviceBuffer<float> d_lut_;
   DeviceBuffer<int> count_, offset_, chunk_offset_, tile_of_, rank_, sorted_;

@@ -19,22 +19,21 @@ ReconChain::ReconChain(const ReconParams& params, Backend backend, const Registr
   if (recipe_.steps.empty()) throw ConfigError("recipe '" + recipe_.name + "' has no steps");
   for (const auto& step : recipe_.steps) stages_.push_back(registry.create(step.stage, backend, params_));
   if (backend == Backend::Cuda) {
-    ctx_.stream = gpu::create_stream();
-    for (std::size_t i = 0; i <= stages_.size(); ++i) events_.push_back(gpu::create_event());
+    stream_ = std::make_unique<gpu::Stream>();
+    ctx_.stream = stream_->get();
+    events_.resize(stages_.size() + 1);
   }
 }
 
 ReconChain::~ReconChain() {
-  if (ctx_.stream) {
+  if (stream_) {
     try {
-      gpu::synchronize(ctx_.stream);
+      stream_->synchronize();
     } catch (const Error&) {
     }
   }
-  gpu::destroy_graph(graph_);
+  graph_.reset();
   stages_.clear();  // stages release their device resources before the stream goes
-  for (void* e : events_) gpu::destroy_event(e);
-  gpu::destroy_stream(ctx_.stream);
 }
 
 std::vector<std::string> ReconChain::stage_names() const {
@@ -52,8 +51,7 @@ int ReconChain::buffer_index(const std::string& name) const {
 void ReconChain::configure(const Geometry& g) {
   g.validate();
   configured_ = false;
-  gpu::destroy_graph(graph_);  // it holds the old buffers' addresses
-  graph_ = nullptr;
+  graph_.reset();  // it holds the old buffers' addresses
   buffers_.clear();
   d_buffers_.clear();
   buffer_names_.clear();
@@ -123,7 +121,7 @@ View<const cfloat> ReconChain::reconstruct(const Frame& frame) {
   return in;
 }
 
-View<const cfloat> ReconChain::reconstruct_device(const std::function<bool(cfloat*, float*, void*)>& fill) {
+View<const cfloat> ReconChain::reconstruct_device(const std::function<bool(cfloat*, float*, gpu::StreamRef)>& fill) {
   if (!configured_) throw InputError("reconstruct: the chain is not configured");
   if (ctx_.backend != Backend::Cuda)
     throw InputError("reconstruct_device: the chain is not on the CUDA backend");
@@ -147,17 +145,17 @@ View<const cfloat> ReconChain::run_cuda() {
   const FrameContext fc = context(d_traj_.view());
   const View<const cfloat> in = d_input_.view();
   if (params_.cuda_graph) {
-    if (!graph_) {
-      gpu::begin_capture(ctx_.stream);
+    if (graph_.empty()) {
+      gpu::Graph::begin_capture(ctx_.stream);
       try {
         enqueue_stages(fc, in);
       } catch (...) {
-        gpu::abort_capture(ctx_.stream);
+        gpu::Graph::abort_capture(ctx_.stream);
         throw;
       }
-      graph_ = gpu::end_capture(ctx_.stream);
+      graph_ = gpu::Graph::end_capture(ctx_.stream);
     }
-    gpu::launch_graph(graph_, ctx_.stream);
+    graph_.launch(ctx_.stream);
   } else {
     enqueue_stages(fc, in);
   }
@@ -165,16 +163,16 @@ View<const cfloat> ReconChain::run_cuda() {
                     host_image_.size() * sizeof(cfloat), ctx_.stream);
   gpu::synchronize(ctx_.stream);
   for (std::size_t i = 0; i < stages_.size(); ++i)
-    timings_[i].ms = gpu::elapsed_ms(events_[i], events_[i + 1]);
+    timings_[i].ms = events_[i + 1].ms_since(events_[i]);
   return host_image_.view();
 }
 
 void ReconChain::enqueue_stages(const FrameContext& frame, View<const cfloat> in) {
-  gpu::record_event(events_[0], ctx_.stream);
+  events_[0].record(ctx_.stream);
   for (std::size_t i = 0; i < stages_.size(); ++i) {
     View<cfloat> out = d_buffers_[output_of_[i]].view();
     stages_[i]->process(frame, in, out, ctx_);
-    gpu::record_event(events_[i + 1], ctx_.stream);
+    events_[i + 1].record(ctx_.stream);
     in = out;
   }
 }

@@ -43,14 +43,14 @@ class ReconChain {
   // CUDA backend: the caller enqueues the frame's input itself, fill(d_data [coils][spokes][samples], d_traj
   // [spokes][samples][2], stream) (e.g. gathered from spokes already on the GPU), then the chain runs as in
   // reconstruct(). Returns an empty view when fill returns false.
-  View<const cfloat> reconstruct_device(const std::function<bool(cfloat*, float*, void*)>& fill);
+  View<const cfloat> reconstruct_device(const std::function<bool(cfloat*, float*, gpu::StreamRef)>& fill);
   // The per-coil images [coils][N][N] of the last frame (copied back from the GPU on the CUDA backend).
   // Throws InputError when the chain does not keep them (the fused custom-FFT tail).
   View<const cfloat> coil_images();
   bool keeps_coil_images() const { return recipe_.has_buffer("coil_images"); }
   const Recipe& recipe() const { return recipe_; }
   // True when the CUDA frames replay a captured CUDA graph.
-  bool uses_graph() const { return graph_ != nullptr; }
+  bool uses_graph() const { return !graph_.empty(); }
   Backend backend() const { return ctx_.backend; }
   // A versioned side input handed to every stage in the frame context from the next frame on (the caller
   // keeps the data alive and at the chain's location).
@@ -72,7 +72,8 @@ class ReconChain {
   DeviceBuffer<cfloat> d_input_;                 // the frame's data and trajectory on the GPU
   DeviceBuffer<float> d_traj_;
   HostBuffer<cfloat> host_image_, host_coils_;
-  std::vector<void*> events_;  // CUDA events around the stages
+  std::unique_ptr<gpu::Stream> stream_;  // CUDA backend
+  std::vector<gpu::Event> events_;        // around the stages
   std::vector<StageTiming> timings_;
   SpokeLineSet lines_;   // fitted once per frame when a stage needs them (CPU)
   bool need_lines_ = false;
@@ -80,7 +81,7 @@ class ReconChain {
   SideInput coil_maps_;
   Geometry g_;
   bool configured_ = false;
-  void* graph_ = nullptr;  // instantiated CUDA graph of the stages (captured on the first frame)
+  gpu::Graph graph_;  // the stages captured on the first frame (CUDA backend, cuda_graph: true)
 
   void enqueue_stages(const FrameContext& frame, View<const cfloat> in);
   FrameContext context(View<const float> traj);

@@ -10,6 +10,7 @@
 
 #include "core/buffer.hpp"
 #include "core/geometry.hpp"
+#include "gpu/handles.hpp"
 #include "noncart/radial_geometry.hpp"
 
 namespace radstream {
@@ -19,8 +20,9 @@ std::string to_string(Backend b);
 
 struct Context {
   Backend backend = Backend::Cpu;
-  int threads = 0;         // CPU worker threads; 0 = all hardware threads
-  void* stream = nullptr;  // cudaStream_t of this pipeline (CUDA backend)
+  int threads = 0;                  // CPU worker threads; 0 = all hardware threads
+  int device = 0;                   // CUDA device of this chain (its worker holds a DeviceGuard)
+  gpu::StreamRef stream = nullptr;  // the chain's stream (CUDA backend); never the default stream
 };
 
 // A versioned side input of a frame (coil maps, later field maps): its version changes whenever its content

@@ -213,7 +213,7 @@ bool Pipeline::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t end,
         if (on) ring.release_window();
       }
     } held{ring};
-    img = chain.reconstruct_device([&](cfloat* d_data, float* d_traj, void* stream) {
+    img = chain.reconstruct_device([&](cfloat* d_data, float* d_traj, gpu::StreamRef stream) {
       return held.on = ring.gather_window(end, W, d_data, d_traj, stream);
     });
     if (!img.data) return false;

@@ -21,11 +21,10 @@ SpokeRing::SpokeRing(int capacity, int samples, int coils, bool device)
   info_.resize(cap);
   if (device_) {
     try {
-      d_data_ = gpu::device_alloc(cap * C * S * sizeof(cfloat));
-      d_traj_ = gpu::device_alloc(cap * S * 2 * sizeof(float));
-      upload_stream_ = gpu::create_stream();
-      uploaded_.reserve(cap);
-      for (std::size_t i = 0; i < cap; ++i) uploaded_.push_back(gpu::create_event());
+      d_data_ = DeviceBuffer<cfloat>(Extents{C, cap, S});
+      d_traj_ = DeviceBuffer<float>(Extents{cap, S, 2});
+      upload_stream_ = std::make_unique<gpu::Stream>();
+      uploaded_.resize(cap);
     } catch (...) {
       free_device();
       throw;
@@ -40,17 +39,14 @@ SpokeRing::~SpokeRing() {
 void SpokeRing::free_device() noexcept {
   if (upload_stream_) {
     try {
-      gpu::synchronize(upload_stream_);
+      upload_stream_->synchronize();
     } catch (const Error&) {
     }
   }
-  for (void* e : uploaded_) gpu::destroy_event(e);
   uploaded_.clear();
-  gpu::destroy_stream(upload_stream_);
-  upload_stream_ = nullptr;
-  gpu::device_free(d_data_);
-  gpu::device_free(d_traj_);
-  d_data_ = d_traj_ = nullptr;
+  upload_stream_.reset();
+  d_data_ = DeviceBuffer<cfloat>();
+  d_traj_ = DeviceBuffer<float>();
 }
 
 SpokeRing::WriteSlot SpokeRing::begin_write() {
@@ -62,7 +58,7 @@ SpokeRing::WriteSlot SpokeRing::begin_write() {
   });
   const std::size_t slot = count_ % std::uint64_t(capacity_);
   lock.unlock();
-  if (device_) gpu::event_synchronize(uploaded_[slot]);  // the pinned slot's last upload is done
+  if (device_) uploaded_[slot].synchronize();  // the pinned slot's last upload is done
   return {traj_.data() + slot * samples_ * 2, data_.data() + slot * std::size_t(coils_) * samples_};
 }
 
@@ -72,12 +68,12 @@ void SpokeRing::commit(const RingSlotInfo& info) {
   info_[slot] = info;
   if (device_) {
     const std::size_t S = samples_, cap = capacity_;
-    gpu::copy_2d_to_device(static_cast<cfloat*>(d_data_) + slot * S, cap * S * sizeof(cfloat),
+    gpu::copy_2d_to_device(d_data_.data() + slot * S, cap * S * sizeof(cfloat),
                            data_.data() + slot * coils_ * S, S * sizeof(cfloat), S * sizeof(cfloat),
-                           std::size_t(coils_), upload_stream_);
-    gpu::copy_to_device(static_cast<float*>(d_traj_) + slot * S * 2, traj_.data() + slot * S * 2,
-                        S * 2 * sizeof(float), upload_stream_);
-    gpu::record_event(uploaded_[slot], upload_stream_);
+                           std::size_t(coils_), upload_stream_->get());
+    gpu::copy_to_device(d_traj_.data() + slot * S * 2, traj_.data() + slot * S * 2,
+                        S * 2 * sizeof(float), upload_stream_->get());
+    uploaded_[slot].record(upload_stream_->get());
   }
   ++count_;
 }
@@ -153,14 +149,14 @@ bool SpokeRing::copy_window(std::uint64_t end, Frame& frame) {
   return true;
 }
 
-bool SpokeRing::gather_window(std::uint64_t end, int spokes, cfloat* d_data, float* d_traj, void* stream) {
+bool SpokeRing::gather_window(std::uint64_t end, int spokes, cfloat* d_data, float* d_traj, gpu::StreamRef stream) {
   if (!device_) throw InputError("spoke ring: gather_window needs the device mirror");
   {
     std::lock_guard lock(m_);
     if (!window_ok(end, spokes)) return false;
     hold(end - spokes);
     // Uploads run in order on one stream: waiting for the newest spoke's waits for the whole window.
-    gpu::stream_wait_event(stream, uploaded_[(end - 1) % std::uint64_t(capacity_)]);
+    uploaded_[(end - 1) % std::uint64_t(capacity_)].wait_on(stream);
   }
   const std::size_t S = samples_, cap = capacity_, W = std::size_t(spokes);
   std::size_t done = 0;
@@ -168,9 +164,9 @@ bool SpokeRing::gather_window(std::uint64_t end, int spokes, cfloat* d_data, flo
   while (done < W) {  // at most two runs (the window may wrap around the ring)
     const std::size_t slot = serial % cap;
     const std::size_t run = std::min(W - done, cap - slot);
-    gpu::copy_2d_device(d_data + done * S, W * S * sizeof(cfloat), static_cast<cfloat*>(d_data_) + slot * S,
+    gpu::copy_2d_device(d_data + done * S, W * S * sizeof(cfloat), d_data_.data() + slot * S,
                         cap * S * sizeof(cfloat), run * S * sizeof(cfloat), std::size_t(coils_), stream);
-    gpu::copy_device(d_traj + done * S * 2, static_cast<float*>(d_traj_) + slot * S * 2,
+    gpu::copy_device(d_traj + done * S * 2, d_traj_.data() + slot * S * 2,
                      run * S * 2 * sizeof(float), stream);
     done += run;
     serial += run;

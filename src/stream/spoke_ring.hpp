@@ -7,6 +7,7 @@
 // copies a window, the writer waits before overwriting any spoke of it (so nothing is read half-written);
 // the capacity (window + margin) makes that wait rare.
 #pragma once
+#include <memory>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "core/buffer.hpp"
+#include "gpu/device_memory.hpp"
 #include "core/frame.hpp"
 #include "core/spoke.hpp"
 
@@ -64,7 +66,7 @@ class SpokeRing {
   // [coils][spokes][samples] and d_traj [spokes][samples][2] (after their uploads) and returns at once; the
   // spokes stay held until release_window(), which the caller calls once the stream is past the copies (the
   // host does not wait here).
-  bool gather_window(std::uint64_t end, int spokes, cfloat* d_data, float* d_traj, void* stream);
+  bool gather_window(std::uint64_t end, int spokes, cfloat* d_data, float* d_traj, gpu::StreamRef stream);
   void release_window();
 
  private:
@@ -77,10 +79,10 @@ class SpokeRing {
   PinnedHostBuffer<cfloat> data_;  // [capacity][coils][samples]
   PinnedHostBuffer<float> traj_;   // [capacity][samples][2]
   std::vector<RingSlotInfo> info_;
-  void* d_data_ = nullptr;  // [coils][capacity][samples]
-  void* d_traj_ = nullptr;  // [capacity][samples][2]
-  void* upload_stream_ = nullptr;
-  std::vector<void*> uploaded_;  // one event per slot
+  DeviceBuffer<cfloat> d_data_;  // [coils][capacity][samples]
+  DeviceBuffer<float> d_traj_;   // [capacity][samples][2]
+  std::unique_ptr<gpu::Stream> upload_stream_;
+  std::vector<gpu::Event> uploaded_;  // one event per slot
 
   mutable std::mutex m_;
   std::condition_variable cv_;

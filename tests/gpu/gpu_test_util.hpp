@@ -76,7 +76,8 @@ inline std::vector<cfloat> run_stage(const std::string& name, Backend b, const R
     const auto& res = stage->in_place() ? in : out;
     return std::vector<cfloat>(res.begin(), res.end());
   }
-  ctx.stream = gpu::create_stream();
+  gpu::Stream stream;
+  ctx.stream = stream.get();
   std::vector<cfloat> result;
   {
     const Extents out_ext = stage->configure(r.g, r.in_ext, ctx);
@@ -93,7 +94,6 @@ inline std::vector<cfloat> run_stage(const std::string& name, Backend b, const R
     gpu::synchronize(ctx.stream);
     stage.reset();
   }
-  gpu::destroy_stream(ctx.stream);
   return result;
 }
 
