@@ -4,16 +4,21 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "pipeline/recon_params.hpp"
-#include "pipeline/registry.hpp"
+#include "recon/recon_params.hpp"
+#include "recon/registry.hpp"
 
 namespace radstream::app {
+
+enum class BenchKind { Chain, FftEngines, Ingest, Live };
+inline constexpr EnumTable<BenchKind, 4> kBenchKinds{
+    "bench kind", {{{BenchKind::Chain, "chain"}, {BenchKind::FftEngines, "fft-engines"}, {BenchKind::Ingest, "ingest"},
+                   {BenchKind::Live, "live"}}}};
 
 struct BenchCase {
   std::string name, what;
   int spokes = 256, samples = 512, coils = 32, matrix = 256;
-  std::string backend = "cuda";  // cuda | cpu
-  std::string kind = "chain";    // chain | fft-engines | ingest | live
+  Backend backend = Backend::Cuda;
+  BenchKind kind = BenchKind::Chain;
   double rate_hz = 1000;         // live: spokes per second
   double duration_s = 10;        // live: seconds of stream
   int stride = 16;               // live: a new frame every S spokes (the window is `spokes`)
@@ -29,9 +34,9 @@ struct BenchCase {
     v.field("samples", samples, 2, 65536, "samples per spoke");
     v.field("coils", coils, 1, 64, "coils");
     v.field("matrix", matrix, 8, 4096, "image matrix N");
-    v.field("backend", backend, "cuda | cpu");
-    v.field("kind", kind,
-            "chain (the whole reconstruction) | fft-engines (R3) | ingest (R6: receive only) | live (R5: "
+    v.choice("backend", backend, kBackends, "where the case runs");
+    v.choice("kind", kind, kBenchKinds,
+             "chain (the whole reconstruction) | fft-engines (R3) | ingest (R6: receive only) | live (R5: "
             "simulator -> tcp -> pipeline)");
     v.field("rate_hz", rate_hz, 1.0, 1e6, "live: spokes per second");
     v.field("duration_s", duration_s, 0.5, 3600.0, "live: seconds of stream");

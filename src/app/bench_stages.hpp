@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "core/geometry.hpp"
-#include "pipeline/recipes.hpp"
-#include "pipeline/recon_params.hpp"
-#include "pipeline/registry.hpp"
+#include "recon/recipes.hpp"
+#include "recon/recon_params.hpp"
+#include "recon/registry.hpp"
 
 namespace radstream::app {
 
@@ -19,7 +19,7 @@ struct Stats {
 Stats stats(std::vector<double> v);
 nlohmann::ordered_json json_stats(const Stats& s);  // {"median", "p10", "p90"}
 
-// Runs a grid recipe (pipeline/recipes.hpp: its input buffer is "grid", `input` extents of random complex
+// Runs a grid recipe (recon/recipes.hpp: its input buffer is "grid", `input` extents of random complex
 // data) warmup + frames times on one stream; returns the CUDA-event time of the whole sequence.
 Stats time_cuda_recipe(const Recipe& recipe, const ReconParams& p, const Registry& registry, const Geometry& g,
                        const Extents& input, int frames, int warmup);

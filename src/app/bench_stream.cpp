@@ -87,7 +87,7 @@ nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry) {
   cfg.frames.max_window = std::max(c.spokes, 64);
   cfg.sinks.report_interval_s = 0;
   cfg.recon = c.recon;
-  cfg.recon.backend = c.backend == "cuda" ? BackendChoice::Cuda : BackendChoice::Cpu;
+  cfg.recon.backend = c.backend == Backend::Cuda ? BackendChoice::Cuda : BackendChoice::Cpu;
   Pipeline p(cfg, registry);
   p.start();
   const long total = long(c.rate_hz * c.duration_s);
@@ -106,7 +106,7 @@ nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry) {
   return {{"case", c.name},
           {"what", c.what},
           {"kind", "live"},
-          {"backend", c.backend},
+          {"backend", to_string(c.backend)},
           {"rate_hz", c.rate_hz},
           {"window", c.spokes},
           {"stride", c.stride},

@@ -24,7 +24,7 @@
 #include "noncart/kaiser_bessel.hpp"
 #include "io/cfl.hpp"
 #include "io/frame_io.hpp"
-#include "pipeline/recon_chain.hpp"
+#include "recon/recon_chain.hpp"
 #include "sim/simulator.hpp"
 
 namespace radstream::app {
@@ -48,11 +48,7 @@ std::vector<BenchCase> load_cases(const std::string& dir) {
       c.visit(reader);
       reader.finish();
       if (c.name.empty()) c.name = f.stem().string();
-      if (c.backend != "cuda" && c.backend != "cpu")
-        throw ConfigError("bench.backend '" + c.backend + "' is not cuda or cpu");
-      if (c.kind != "chain" && c.kind != "fft-engines" && c.kind != "ingest" && c.kind != "live")
-        throw ConfigError("bench.kind '" + c.kind + "' is not chain, fft-engines, ingest or live");
-      if (c.kind == "fft-engines" && c.backend != "cuda")
+      if (c.kind == BenchKind::FftEngines && c.backend != Backend::Cuda)
         throw ConfigError("bench.kind fft-engines needs backend: cuda");
       c.recon = ReconParams::from_config(root["recon"]);
       cases.push_back(std::move(c));
@@ -213,21 +209,21 @@ int run_bench(const BenchArgs& a) {
     }
   for (BenchCase c : cases) {
     if (!a.cases.empty() && std::find(a.cases.begin(), a.cases.end(), c.name) == a.cases.end()) continue;
-    if (a.backend == "cpu" && c.backend == "cuda" && c.kind == "chain") {  // run a GPU case on the CPU
-      c.backend = "cpu";
+    if (a.backend == "cpu" && c.backend == Backend::Cuda && c.kind == BenchKind::Chain) {  // a GPU case on the CPU
+      c.backend = Backend::Cpu;
       c.recon.backend = BackendChoice::Cpu;
       c.recon.fft.engine = FftEngine::Auto;
     }
-    const Backend b = c.backend == "cuda" ? Backend::Cuda : Backend::Cpu;
+    const Backend b = c.backend;
     if (b == Backend::Cuda && !have_gpu) {
       const std::string why = "needs a GPU: " + (gpu_info.available ? "CUDA stages not built" : gpu_info.reason);
       log::warn("bench {}: skipped, {}", c.name, why);
       js["skipped"].push_back({{"case", c.name}, {"reason", why}});
       continue;
     }
-    if (c.kind != "chain") {
-      js["cases"].push_back(c.kind == "fft-engines" ? fft_engines_case(c, registry, a.frames, a.warmup)
-                            : c.kind == "ingest"    ? ingest_case(c)
+    if (c.kind != BenchKind::Chain) {
+      js["cases"].push_back(c.kind == BenchKind::FftEngines ? fft_engines_case(c, registry, a.frames, a.warmup)
+                            : c.kind == BenchKind::Ingest   ? ingest_case(c)
                                                     : live_case(c, registry));
       continue;
     }
@@ -266,7 +262,7 @@ int run_bench(const BenchArgs& a) {
     for (const auto& name : chain.stage_names()) stages[name] = json_stats(stats(stage_ms[name]));
     nlohmann::ordered_json j = {{"case", c.name},
                         {"what", c.what},
-                        {"backend", c.backend},
+                        {"backend", to_string(c.backend)},
                         {"recipe", chain.recipe().name},
                         {"stages_ms", stages},
                         {"frame_ms", json_stats(frame)},

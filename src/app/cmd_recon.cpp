@@ -10,7 +10,7 @@
 #include "io/cfl.hpp"
 #include "io/frame_io.hpp"
 #include "io/mrd_file.hpp"
-#include "pipeline/recon_chain.hpp"
+#include "recon/recon_chain.hpp"
 
 namespace radstream::app {
 namespace {

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "app/commands.hpp"
+#include "app/enum_option.hpp"
 #include "app/interrupt.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -128,7 +129,7 @@ Runner add_replay(CLI::App& app) {
   auto a = std::make_shared<ReplayArgs>();
   app.add_option("file", a->file, "MRD .h5 recording")->required();
   app.add_option("--endpoint", a->sender.endpoint, "ZeroMQ endpoint (default tcp://127.0.0.1:5555)");
-  app.add_option("--socket", a->sender.socket, "push (default) | pub");
+  add_enum_option(app, "--socket", a->sender.socket, kSendSockets, "push (lossless) or pub (a tap that may drop)");
   app.add_flag("--bind", a->sender.bind, "bind the endpoint instead of connecting");
   app.add_option("--speed", a->speed, "1.0 (recorded pace), N (N times faster) or max (default 1)");
   app.add_flag("--loop", a->loop, "replay again and again (fresh sequence numbers and timestamps)");

@@ -43,7 +43,7 @@ RunConfig load(const RunArgs& a) {
   }
   RunConfig c = RunConfig::from_yaml(root, a.config.empty() ? "defaults" : a.config);
   if (!a.endpoint.empty()) c.stream.endpoint = a.endpoint;
-  if (!a.socket.empty()) c.stream.socket = a.socket;
+  if (!a.socket.empty()) c.stream.socket = kReceiveSockets.parse(a.socket);
   if (a.connect) c.stream.bind = false;
   if (a.window) c.frames.window = a.window;
   if (a.stride) c.frames.stride = a.stride;
@@ -63,8 +63,8 @@ int run(const RunArgs& a) {
   const RunConfig cfg = load(a);
   const Registry registry = default_registry();
   Pipeline p(cfg, registry);
-  log::info("run: listening on {} ({} {}), window {} stride {} ({})", cfg.stream.endpoint, cfg.stream.socket,
-            cfg.stream.bind ? "bind" : "connect", cfg.frames.window, cfg.frames.stride, cfg.frames.framing);
+  log::info("run: listening on {} ({} {}), window {} stride {} ({})", cfg.stream.endpoint, kReceiveSockets.name(cfg.stream.socket),
+            cfg.stream.bind ? "bind" : "connect", cfg.frames.window, cfg.frames.stride, kFramings.name(cfg.frames.framing));
   p.start();
   std::int64_t closed_at = 0;
   auto done = [&] {

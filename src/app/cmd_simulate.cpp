@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "app/commands.hpp"
+#include "app/enum_option.hpp"
 #include "app/interrupt.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -71,7 +72,7 @@ Runner add_simulate(CLI::App& app) {
   SimParams& p = a->sim;
   app.add_option("--out", a->out, "write an MRD .h5 file instead of streaming");
   app.add_option("--endpoint", a->sender.endpoint, "stream to this ZeroMQ endpoint (tcp://127.0.0.1:5555)");
-  app.add_option("--socket", a->sender.socket, "push (lossless, default) | pub");
+  add_enum_option(app, "--socket", a->sender.socket, kSendSockets, "push (lossless) or pub (a tap that may drop)");
   app.add_flag("--bind", a->sender.bind, "bind the endpoint instead of connecting");
   app.add_option("--spokes", a->spokes, "number of spokes (file: default 256; stream: default endless)");
   app.add_option("--duration", a->duration_s, "stream for this many seconds (default: until Ctrl-C)");

@@ -16,5 +16,6 @@ Runner add_bench(CLI::App& app);
 Runner add_run(CLI::App& app);
 Runner add_replay(CLI::App& app);
 Runner add_nufft(CLI::App& app);
+Runner add_config_keys(CLI::App& app);
 
 }  // namespace radstream::app

@@ -9,7 +9,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/param_reader.hpp"
-#include "pipeline/recon_params.hpp"
+#include "recon/recon_params.hpp"
 #include "sim/simulator.hpp"
 #include "stream/pipeline.hpp"
 
@@ -45,13 +45,14 @@ int main(int argc, char** argv) {
       "the NUFFT plan as a command, like `bart nufft`: image -> k-space, or k-space -> image with --adjoint",
       radstream::app::add_nufft);
   add("bench", "time the reconstruction cases (R1, R2, R4, R7...) and write JSON", radstream::app::add_bench);
-  CLI::App* keys =
-      app.add_subcommand("config-keys", "list every configuration key with its default and range");
+  add("config-keys", "list every configuration key with its default, range and meaning (--markdown: a table)",
+      radstream::app::add_config_keys);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int code = app.exit(e);  // prints the help, the version or the error
+    return code == 0 ? 0 : 2;      // a bad command line is a configuration error: exit 2, as documented
   }
   if (app.get_subcommands().empty()) {  // a subcommand is required (--version and --help are handled above)
     std::cerr << app.help() << "\nradstream: a subcommand is required\n";
@@ -59,21 +60,6 @@ int main(int argc, char** argv) {
   }
   try {
     radstream::log::set_level(level);
-    if (keys->parsed()) {
-      for (const auto& l : radstream::ReconParams::describe()) std::cout << l << "\n";
-      radstream::SimParams sp;
-      radstream::ParamPrinter printer("simulate");
-      sp.visit(printer);
-      for (const auto& l : printer.lines()) std::cout << l << "\n";
-      radstream::RunConfig rc;
-      radstream::ParamPrinter ps("stream"), pf("frames"), pk("sinks");
-      rc.stream.visit(ps);
-      rc.frames.visit(pf);
-      rc.sinks.visit(pk);
-      for (const auto* pr : {&ps, &pf, &pk})
-        for (const auto& l : pr->lines()) std::cout << l << "\n";
-      return 0;
-    }
     for (auto& [sub, run] : runners)
       if (sub->parsed()) return run();
   } catch (const radstream::ConfigError& e) {

@@ -1,26 +1,62 @@
 #include "app/recon_options.hpp"
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include "core/error.hpp"
+#include "core/param_reader.hpp"
 
 namespace radstream::app {
+
+namespace {
+
+std::string option_name(const std::string& key) {
+  std::string o = "--" + key;
+  for (auto& c : o)
+    if (c == '_') c = '-';
+  if (key == "kernel_width") o += ",--width";  // the name it has always had
+  return o;
+}
+
+// Adds one option per declared key; the value is kept as typed and read later by ParamReader.
+class OptionAdder {
+ public:
+  OptionAdder(CLI::App& app, ReconOptions& o) : app_(app), o_(o) {}
+  template <class T>
+  void field(const char* key, const T& value, T lo, T hi, const char* help) {
+    add(key, fmt::format("{} ({}..{}, default {})", help, lo, hi, value));
+  }
+  void field(const char* key, const bool& value, const char* help) {
+    add(key, fmt::format("{} (true | false, default {})", help, value));
+  }
+  void field(const char* key, const std::string& value, const char* help) {
+    add(key, fmt::format("{} (default '{}')", help, value));
+  }
+  template <class E, std::size_t N>
+  void choice(const char* key, const E& value, const EnumTable<E, N>& table, const char* help) {
+    add(key, fmt::format("{}: {} (default {})", help, table.list(" | "), table.name(value)));
+  }
+
+ private:
+  void add(const char* key, const std::string& help) {
+    const std::string names = option_name(key);
+    o_.option_of[key] = names.substr(0, names.find(','));
+    auto* given = &o_.given;
+    const std::string k = key;
+    app_.add_option_function<std::string>(names, [given, k](const std::string& s) { (*given)[k] = s; }, help);
+  }
+  CLI::App& app_;
+  ReconOptions& o_;
+};
+
+}  // namespace
 
 void ReconOptions::add_to(CLI::App& app, bool config_option) {
   if (config_option)
     app.add_option("-c,--config", config, "YAML config file whose recon: section sets the defaults");
-  app.add_option("--method", method, "gridding|fbp (default gridding)");
-  app.add_option("--fbp-filter", fbp_filter, "FBP filter: ram-lak|shepp-logan|hann (default ram-lak)");
-  app.add_option("--fbp-cutoff", fbp_cutoff, "FBP filter cut-off, fraction of Nyquist (default 1)");
-  app.add_option("--dcf", dcf, "density compensation: ramp|ramp-dc|voronoi|none (default ramp-dc)");
-  app.add_option("--width", width, "Kaiser-Bessel kernel width W in grid cells, even (default 4)");
-  app.add_option("--oversampling", oversampling, "grid oversampling sigma (default 2)");
-  app.add_option("--lut-resolution", lut, "kernel table entries per grid cell (default 1024)");
-  app.add_option("--backend", backend, "auto|cpu|cuda (default auto: CUDA when a GPU is present)");
-  app.add_option("--fft", fft, "FFT engine: auto|fftw|cufft|custom (default auto)");
-  app.add_option("--fftw-planner", planner,
-                 "FFTW planning effort: estimate|measure|patient (default measure)");
-  app.add_option("--threads", threads, "CPU threads, 0 = all (default 0)");
+  ReconParams defaults;
+  OptionAdder adder(app, *this);
+  defaults.visit(adder);
 }
 
 ReconParams ReconOptions::resolve() const {
@@ -44,24 +80,17 @@ ReconParams ReconOptions::resolve() const {
 }
 
 void ReconOptions::apply(ReconParams& p) const {
-  auto wrap = [](const char* opt, const std::string& value, auto&& f) {
+  for (const auto& [key, value] : given) {
+    YAML::Node node;
+    node[key] = value;
     try {
-      f();
+      ParamReader reader(node, "recon");
+      p.visit(reader);
+      reader.finish();
     } catch (const ConfigError& e) {
-      throw ConfigError(std::string("--") + opt + " " + value + ": " + e.what());
+      throw ConfigError(fmt::format("{} {}: {}", option_of.at(key), value, e.what()));
     }
-  };
-  if (method) wrap("method", *method, [&] { p.method = parse_recon_method(*method); });
-  if (fbp_filter) wrap("fbp-filter", *fbp_filter, [&] { p.fbp.filter = parse_fbp_filter(*fbp_filter); });
-  if (fbp_cutoff) p.fbp.cutoff = *fbp_cutoff;
-  if (dcf) wrap("dcf", *dcf, [&] { p.density.method = parse_dcf(*dcf); });
-  if (backend) wrap("backend", *backend, [&] { p.backend = parse_backend(*backend); });
-  if (fft) wrap("fft", *fft, [&] { p.fft.engine = parse_fft_engine(*fft); });
-  if (planner) wrap("fftw-planner", *planner, [&] { p.fft.planner = parse_fft_planner(*planner); });
-  if (width) p.gridding.width = *width;
-  if (oversampling) p.gridding.oversampling = *oversampling;
-  if (lut) p.gridding.lut_resolution = *lut;
-  if (threads) p.threads = *threads;
+  }
 }
 
 }  // namespace radstream::app

@@ -1,6 +1,6 @@
 // Owning buffers whose type says where the memory lives, and non-owning views with a shape.
-// Host and pinned-host buffers are 64-byte aligned (FFTW and SIMD friendly). Device buffers live in the CUDA
-// backend (gpu/device_buffer.hpp) so that this header carries no CUDA types.
+// Host buffers are 64-byte aligned (FFTW and SIMD friendly). Pinned-host and device buffers live in the GPU
+// layer (gpu/pinned_buffer.hpp, gpu/device_memory.hpp), which carries no CUDA types in its headers either.
 #pragma once
 #include <array>
 #include <complex>
@@ -74,12 +74,6 @@ inline void* aligned_bytes(std::size_t bytes) {
   if (!p) throw std::bad_alloc();
   return p;
 }
-// Pinned (page-locked) host memory: cudaHostAlloc with the CUDA backend, else aligned pageable memory.
-void* pinned_alloc(std::size_t bytes);
-void pinned_free(void* p);
-struct PinnedFree {
-  void operator()(void* p) const { pinned_free(p); }
-};
 }  // namespace detail
 
 // Host memory, zero-initialised, 64-byte aligned.
@@ -107,27 +101,6 @@ class HostBuffer {
  private:
   Extents ext_;
   std::unique_ptr<T, detail::AlignedFree> mem_;
-};
-
-// Page-locked host memory for asynchronous uploads.
-template <class T>
-class PinnedHostBuffer {
- public:
-  PinnedHostBuffer() = default;
-  explicit PinnedHostBuffer(Extents ext) : ext_(ext) {
-    mem_.reset(static_cast<T*>(detail::pinned_alloc(ext.size() * sizeof(T))));
-    if (ext.size()) std::memset(static_cast<void*>(mem_.get()), 0, ext.size() * sizeof(T));
-  }
-  T* data() { return mem_.get(); }
-  const T* data() const { return mem_.get(); }
-  std::size_t size() const { return ext_.size(); }
-  const Extents& extents() const { return ext_; }
-  View<T> view() { return {data(), ext_, Location::PinnedHost}; }
-  View<const T> view() const { return {data(), ext_, Location::PinnedHost}; }
-
- private:
-  Extents ext_;
-  std::unique_ptr<T, detail::PinnedFree> mem_;
 };
 
 }  // namespace radstream

@@ -2,12 +2,13 @@
 //
 //   template <class V> void visit(V& v) {
 //     v.field("width", width, 2, 16, "Kaiser-Bessel kernel width in grid cells");
-//     v.choice("dcf", dcf, parse_dcf, to_string, "density compensation: ramp|ramp-dc|voronoi|none");
+//     v.choice("dcf", dcf, kDcfMethods, "density compensation");   // an EnumTable (core/enum_table.hpp)
 //   }
 //
 // and the same list drives parsing from YAML (ParamReader: unknown keys and out-of-range values are rejected
 // with a message that names the key), range checks of values set in code (ParamChecker) and the documentation
-// (ParamPrinter, used by `radstream config --keys` and the README).
+// (ParamPrinter and ParamMarkdown: `radstream config-keys [--markdown]`, the README's table), the command-line
+// options (app/param_options.hpp) and the viewer's widgets (viewer/param_widgets.hpp).
 #pragma once
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/enum_table.hpp"
 #include "core/error.hpp"
 
 namespace radstream {
@@ -41,12 +43,12 @@ class ParamReader {
   void field(const char* key, bool& value, const char* help);
   void field(const char* key, std::string& value, const char* help);
 
-  template <class E, class Parse, class Print>
-  void choice(const char* key, E& value, Parse parse, Print /*print*/, const char* /*help*/) {
+  template <class E, std::size_t N>
+  void choice(const char* key, E& value, const EnumTable<E, N>& table, const char* /*help*/) {
     seen_.insert(key);
     if (!node_ || !node_[key]) return;
     try {
-      value = parse(scalar(key));
+      value = table.parse(scalar(key));
     } catch (const ConfigError& e) {
       throw ConfigError(fmt::format("{}.{}: {}", section_, key, e.what()));
     }
@@ -72,8 +74,8 @@ class ParamChecker {
   }
   void field(const char*, const bool&, const char*) {}
   void field(const char*, const std::string&, const char*) {}
-  template <class E, class Parse, class Print>
-  void choice(const char*, const E&, Parse, Print, const char*) {}
+  template <class E, std::size_t N>
+  void choice(const char*, const E&, const EnumTable<E, N>&, const char*) {}
 
  private:
   std::string section_;
@@ -93,15 +95,47 @@ class ParamPrinter {
   void field(const char* key, const std::string& value, const char* help) {
     lines_.push_back(fmt::format("{}.{} (default {}): {}", section_, key, value, help));
   }
-  template <class E, class Parse, class Print>
-  void choice(const char* key, const E& value, Parse, Print print, const char* help) {
-    lines_.push_back(fmt::format("{}.{} (default {}): {}", section_, key, print(value), help));
+  template <class E, std::size_t N>
+  void choice(const char* key, const E& value, const EnumTable<E, N>& table, const char* help) {
+    lines_.push_back(
+        fmt::format("{}.{} (default {}, one of {}): {}", section_, key, table.name(value), table.list(" | "), help));
   }
   const std::vector<std::string>& lines() const { return lines_; }
 
  private:
   std::string section_;
   std::vector<std::string> lines_;
+};
+
+// The same list as Markdown table rows: | section.key | default | values | meaning | (the README's table).
+class ParamMarkdown {
+ public:
+  explicit ParamMarkdown(std::string section) : section_(std::move(section)) {}
+  template <class T>
+  void field(const char* key, const T& value, T lo, T hi, const char* help) {
+    row(key, fmt::format("{}", value), fmt::format("{}..{}", lo, hi), help);
+  }
+  void field(const char* key, const bool& value, const char* help) {
+    row(key, value ? "true" : "false", "true, false", help);
+  }
+  void field(const char* key, const std::string& value, const char* help) {
+    row(key, value.empty() ? "(off)" : value, "text", help);
+  }
+  template <class E, std::size_t N>
+  void choice(const char* key, const E& value, const EnumTable<E, N>& table, const char* help) {
+    row(key, table.name(value), table.list(", "), help);
+  }
+  const std::vector<std::string>& rows() const { return rows_; }
+
+ private:
+  void row(const char* key, const std::string& def, const std::string& range, const char* help) {
+    std::string h(help);
+    for (auto& c : h)
+      if (c == '|') c = '/';
+    rows_.push_back(fmt::format("| {}.{} | {} | {} | {} |", section_, key, def, range, h));
+  }
+  std::string section_;
+  std::vector<std::string> rows_;
 };
 
 }  // namespace radstream

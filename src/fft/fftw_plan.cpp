@@ -11,25 +11,6 @@
 
 namespace radstream {
 
-FftPlanner parse_fft_planner(const std::string& name) {
-  if (name == "estimate") return FftPlanner::Estimate;
-  if (name == "measure") return FftPlanner::Measure;
-  if (name == "patient") return FftPlanner::Patient;
-  throw ConfigError("FFTW planner '" + name + "' is not one of estimate, measure, patient");
-}
-
-std::string to_string(FftPlanner p) {
-  switch (p) {
-    case FftPlanner::Estimate:
-      return "estimate";
-    case FftPlanner::Measure:
-      return "measure";
-    case FftPlanner::Patient:
-      return "patient";
-  }
-  return "measure";
-}
-
 namespace {
 
 std::mutex& planner_mutex() {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/enum_table.hpp"
 #include "core/buffer.hpp"
 
 struct fftwf_plan_s;  // FFTW's plan type (fftwf_plan is a pointer to it)
@@ -14,8 +15,10 @@ struct fftwf_plan_s;  // FFTW's plan type (fftwf_plan is a pointer to it)
 namespace radstream {
 
 enum class FftPlanner { Estimate, Measure, Patient };
-FftPlanner parse_fft_planner(const std::string& name);  // estimate|measure|patient
-std::string to_string(FftPlanner p);
+inline constexpr EnumTable<FftPlanner, 3> kFftPlanners{
+    "FFTW planner", {{{FftPlanner::Estimate, "estimate"}, {FftPlanner::Measure, "measure"}, {FftPlanner::Patient, "patient"}}}};
+inline FftPlanner parse_fft_planner(const std::string& name) { return kFftPlanners.parse(name); }
+inline std::string to_string(FftPlanner v) { return kFftPlanners.name(v); }
 
 enum class FftDirection { Forward, Inverse };
 

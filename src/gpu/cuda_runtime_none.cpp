@@ -2,7 +2,7 @@
 #include <cstdlib>
 #include <new>
 
-#include "core/buffer.hpp"
+#include "gpu/pinned_buffer.hpp"
 #include "gpu/cuda_runtime.hpp"
 
 namespace radstream::gpu {

@@ -12,9 +12,13 @@
 
 namespace radstream {
 
+namespace {
+zmq::socket_type socket_type(ReceiveSocket s) {
+  return s == ReceiveSocket::Sub ? zmq::socket_type::sub : zmq::socket_type::pull;
+}
+}  // namespace
+
 void IngestParams::validate() const {
-  if (socket != "pull" && socket != "sub")
-    throw ConfigError("stream.socket '" + socket + "' is not pull or sub");
   if (endpoint.find("://") == std::string::npos)
     throw ConfigError("stream.endpoint '" + endpoint +
                       "' is not a ZeroMQ endpoint (e.g. tcp://127.0.0.1:5555)");
@@ -40,7 +44,7 @@ Ingest::Ingest(zmq::context_t& ctx, const IngestParams& p, Metrics& metrics, boo
   sock_.set(zmq::sockopt::rcvhwm, p.rcvhwm);
   sock_.set(zmq::sockopt::rcvtimeo, 100);
   sock_.set(zmq::sockopt::linger, 0);
-  if (p.socket == "sub") sock_.set(zmq::sockopt::subscribe, "");
+  if (p.socket == ReceiveSocket::Sub) sock_.set(zmq::sockopt::subscribe, "");
   bind_or_connect(sock_, p.endpoint, p.bind, "stream.endpoint");
 }
 

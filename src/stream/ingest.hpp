@@ -12,6 +12,7 @@
 #include <thread>
 #include <zmq.hpp>
 
+#include "core/enum_table.hpp"
 #include "core/stream_header.hpp"
 #include "stream/metrics.hpp"
 #include "stream/sequence_tracker.hpp"
@@ -22,9 +23,13 @@ namespace radstream {
 
 class Recorder;
 
+enum class ReceiveSocket { Pull, Sub };
+inline constexpr EnumTable<ReceiveSocket, 2> kReceiveSockets{
+    "receive socket", {{{ReceiveSocket::Pull, "pull"}, {ReceiveSocket::Sub, "sub"}}}};
+
 struct IngestParams {
   std::string endpoint = "tcp://127.0.0.1:5555";
-  std::string socket = "pull";  // pull (lossless) | sub (a tap)
+  ReceiveSocket socket = ReceiveSocket::Pull;  // pull (lossless) | sub (a tap)
   bool bind = true;
   int rcvhwm = 4000;
   int max_samples = 16384;
@@ -35,7 +40,7 @@ struct IngestParams {
   template <class V>
   void visit(V& v) {
     v.field("endpoint", endpoint, "ZeroMQ endpoint to receive on (tcp://127.0.0.1:5555)");
-    v.field("socket", socket, "pull (lossless, default) | sub (a tap that may drop)");
+    v.choice("socket", socket, kReceiveSockets, "pull (lossless) or sub (a tap that may drop)");
     v.field("bind", bind, "bind the endpoint (true) or connect to it (false)");
     v.field("rcvhwm", rcvhwm, 1, 1 << 20, "receive high-water mark, messages");
     v.field("max_samples", max_samples, 2, 65535, "largest samples per spoke accepted");

@@ -25,8 +25,6 @@ void read_section(const YAML::Node& root, const char* name, P& p) {
 void FrameParams::validate() const {
   ParamChecker c("frames");
   const_cast<FrameParams*>(this)->visit(c);
-  if (framing != "sliding" && framing != "rotation")
-    throw ConfigError("frames.framing '" + framing + "' is not sliding or rotation");
   if (window > max_window)
     throw ConfigError(fmt::format("frames.window = {} exceeds frames.max_window = {}", window, max_window));
 }
@@ -34,8 +32,6 @@ void FrameParams::validate() const {
 void SinkParams::validate() const {
   ParamChecker c("sinks");
   const_cast<SinkParams*>(this)->visit(c);
-  if (image_format != "png" && image_format != "cfl")
-    throw ConfigError("sinks.image_format '" + image_format + "' is not png or cfl");
   if (!record.empty() && (record.size() < 4 || record.substr(record.size() - 3) != ".h5"))
     throw ConfigError("sinks.record '" + record + "' must name an .h5 file");
 }
@@ -297,7 +293,7 @@ void Pipeline::recon_frames() {
       }
     }
     int want = window_, stride = stride_;
-    if (cfg_.frames.framing == "rotation") want = stride = std::max(1, st.header.angles.spokes_per_rotation);
+    if (cfg_.frames.framing == Framing::Rotation) want = stride = std::max(1, st.header.angles.spokes_per_rotation);
     if (st.generation != generation || want != W || !chain) {
       const bool new_stream = st.generation != generation;
       generation = st.generation;
@@ -402,7 +398,7 @@ void Pipeline::sink_loop() {
       }
       if (!cfg_.sinks.images.empty() && f->number % std::uint64_t(cfg_.sinks.image_every) == 0) {
         const std::string name =
-            fmt::format("{}/frame_{:06d}.{}", cfg_.sinks.images, f->number, cfg_.sinks.image_format);
+            fmt::format("{}/frame_{:06d}.{}", cfg_.sinks.images, f->number, kImageFormats.name(cfg_.sinks.image_format));
         write_image(name, f->image, f->matrix);
         ++metrics_.images_written;
       }

@@ -11,12 +11,8 @@
 
 namespace radstream {
 
-zmq::socket_type socket_type(const std::string& name) {
-  if (name == "push") return zmq::socket_type::push;
-  if (name == "pull") return zmq::socket_type::pull;
-  if (name == "pub") return zmq::socket_type::pub;
-  if (name == "sub") return zmq::socket_type::sub;
-  throw ConfigError("socket type '" + name + "' is not one of push, pull, pub, sub");
+zmq::socket_type socket_type(SendSocket s) {
+  return s == SendSocket::Pub ? zmq::socket_type::pub : zmq::socket_type::push;
 }
 
 void bind_or_connect(zmq::socket_t& s, const std::string& endpoint, bool bind, const std::string& what) {
@@ -39,8 +35,6 @@ std::uint32_t new_stream_id() {
 }
 
 void SenderParams::validate() const {
-  if (socket != "push" && socket != "pub")
-    throw ConfigError("sender socket '" + socket + "' is not push or pub");
   if (endpoint.find("://") == std::string::npos)
     throw ConfigError("endpoint '" + endpoint + "' is not a ZeroMQ endpoint (e.g. tcp://127.0.0.1:5555)");
   if (sndhwm < 1) throw ConfigError(fmt::format("sndhwm {} must be >= 1", sndhwm));

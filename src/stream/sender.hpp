@@ -8,14 +8,19 @@
 #include <string>
 #include <zmq.hpp>
 
+#include "core/enum_table.hpp"
 #include "core/spoke.hpp"
 #include "stream/wire.hpp"
 
 namespace radstream {
 
+enum class SendSocket { Push, Pub };
+inline constexpr EnumTable<SendSocket, 2> kSendSockets{
+    "send socket", {{{SendSocket::Push, "push"}, {SendSocket::Pub, "pub"}}}};
+
 struct SenderParams {
   std::string endpoint = "tcp://127.0.0.1:5555";
-  std::string socket = "push";  // push | pub
+  SendSocket socket = SendSocket::Push;  // push | pub
   bool bind = false;            // connect by default (the receiver binds)
   int sndhwm = 1000;            // messages queued before PUSH blocks / PUB drops
   int linger_ms = 2000;         // how long close() waits for queued messages
@@ -58,7 +63,7 @@ class Sender {
 };
 
 std::uint32_t new_stream_id();                          // random, never 0
-zmq::socket_type socket_type(const std::string& name);  // push|pull|pub|sub; throws ConfigError
+zmq::socket_type socket_type(SendSocket s);
 // Binds or connects `s`; a failure is a ConfigError naming `what` (the option) and the endpoint.
 void bind_or_connect(zmq::socket_t& s, const std::string& endpoint, bool bind, const std::string& what);
 

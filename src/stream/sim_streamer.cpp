@@ -47,7 +47,7 @@ std::uint64_t SimStreamer::run(const std::function<bool()>& interrupted) {
   const std::string xml = stream_header_to_xml(sim_.header());
   const double rate = sim_.params().rate_hz;
   log::info("simulate: streaming {} spokes/s to {} ({} {}), stream id {}, {}", rate, p_.sender.endpoint,
-            p_.sender.socket, p_.sender.bind ? "bind" : "connect", sender.stream_id(),
+            kSendSockets.name(p_.sender.socket), p_.sender.bind ? "bind" : "connect", sender.stream_id(),
             p_.spokes < 0 ? std::string("until stopped") : std::to_string(p_.spokes) + " spokes");
   const std::int64_t t0 = monotonic_ns();
   const double period = 1e9 / rate;

@@ -16,6 +16,7 @@
 
 #include "core/buffer.hpp"
 #include "gpu/device_memory.hpp"
+#include "gpu/pinned_buffer.hpp"
 #include "core/frame.hpp"
 #include "core/spoke.hpp"
 

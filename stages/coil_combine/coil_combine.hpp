@@ -4,13 +4,16 @@
 #include <memory>
 #include <string>
 
-#include "pipeline/stage.hpp"
+#include "core/enum_table.hpp"
+#include "stage/stage.hpp"
 
 namespace radstream {
 
 enum class CoilCombineMethod { Rss };
-CoilCombineMethod parse_coil_combine(const std::string& name);  // rss
-std::string to_string(CoilCombineMethod m);
+inline constexpr EnumTable<CoilCombineMethod, 1> kCoilCombineMethods{
+    "coil combination", {{{CoilCombineMethod::Rss, "rss"}}}};
+inline CoilCombineMethod parse_coil_combine(const std::string& name) { return kCoilCombineMethods.parse(name); }
+inline std::string to_string(CoilCombineMethod v) { return kCoilCombineMethods.name(v); }
 
 struct CoilCombineParams {
   CoilCombineMethod method = CoilCombineMethod::Rss;
@@ -18,8 +21,8 @@ struct CoilCombineParams {
   template <class V>
   void visit(V& v) {
     v.choice(
-        "coil_combine", method, parse_coil_combine, [](CoilCombineMethod m) { return to_string(m); },
-        "coil combination: rss (root-sum-of-squares)");
+        "coil_combine", method, kCoilCombineMethods,
+        "coil combination (rss: root-sum-of-squares)");
   }
 };
 

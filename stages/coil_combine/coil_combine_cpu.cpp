@@ -5,15 +5,6 @@
 
 namespace radstream {
 
-CoilCombineMethod parse_coil_combine(const std::string& name) {
-  if (name == "rss") return CoilCombineMethod::Rss;
-  throw ConfigError("coil combination '" + name + "' is not one of rss");
-}
-
-std::string to_string(CoilCombineMethod) {
-  return "rss";
-}
-
 Extents combined_extents(const Extents& input) {
   if (input.rank != 3) throw ConfigError("coil_combine: expects [coils][N][N], got " + input.str());
   return Extents{input[1], input[2]};

@@ -6,18 +6,17 @@
 #include <memory>
 #include <vector>
 
-#include "gridding/gridding.hpp"
 #include "noncart/nufft_kernel.hpp"
-#include "pipeline/stage.hpp"
+#include "stage/stage.hpp"
 
 namespace radstream {
 
 // Per axis: for output pixel i (0..N-1) the source grid index and the factor (-1)^p / c_hat(p / G), p = i -
 // N/2 (the NUFFT library's apodization, for the stage's kernel parameters).
 using DeapodizeTable = AxisApodization;
-DeapodizeTable make_deapodize_table(int matrix, const GriddingParams& kernel);
+DeapodizeTable make_deapodize_table(int matrix, const NufftKernel& kernel);
 
-std::unique_ptr<Stage> make_deapodize_cpu(const GriddingParams& kernel);
-std::unique_ptr<Stage> make_deapodize_cuda(const GriddingParams& kernel);  // CUDA builds only
+std::unique_ptr<Stage> make_deapodize_cpu(const NufftKernel& kernel);
+std::unique_ptr<Stage> make_deapodize_cuda(const NufftKernel& kernel);  // CUDA builds only
 
 }  // namespace radstream

@@ -5,7 +5,7 @@
 
 namespace radstream {
 
-DeapodizeTable make_deapodize_table(int matrix, const GriddingParams& kernel) {
+DeapodizeTable make_deapodize_table(int matrix, const NufftKernel& kernel) {
   const KaiserBesselLut lut(kernel.width, kernel.oversampling, kernel.lut_resolution);
   return make_axis_apodization(matrix, oversampled_grid_size(matrix, kernel.oversampling), lut);
 }
@@ -14,7 +14,7 @@ namespace {
 
 class DeapodizeCpu final : public Stage {
  public:
-  explicit DeapodizeCpu(const GriddingParams& k) : k_(k) {}
+  explicit DeapodizeCpu(const NufftKernel& k) : k_(k) {}
   std::string name() const override { return "deapodize"; }
 
   Extents configure(const Geometry& g, const Extents& input, Context&) override {
@@ -48,7 +48,7 @@ class DeapodizeCpu final : public Stage {
   }
 
  private:
-  GriddingParams k_;
+  NufftKernel k_;
   Extents in_ext_, out_ext_;
   int N_ = 0, G_ = 0;
   DeapodizeTable table_;
@@ -56,7 +56,7 @@ class DeapodizeCpu final : public Stage {
 
 }  // namespace
 
-std::unique_ptr<Stage> make_deapodize_cpu(const GriddingParams& kernel) {
+std::unique_ptr<Stage> make_deapodize_cpu(const NufftKernel& kernel) {
   return std::make_unique<DeapodizeCpu>(kernel);
 }
 

@@ -22,7 +22,7 @@ __global__ void crop_deapodize(const float2* __restrict__ grid, int G, int N, in
 
 class DeapodizeCuda final : public Stage {
  public:
-  explicit DeapodizeCuda(const GriddingParams& k) : k_(k) {}
+  explicit DeapodizeCuda(const NufftKernel& k) : k_(k) {}
   std::string name() const override { return "deapodize"; }
 
   Extents configure(const Geometry& g, const Extents& input, Context& ctx) override {
@@ -54,7 +54,7 @@ class DeapodizeCuda final : public Stage {
   }
 
  private:
-  GriddingParams k_;
+  NufftKernel k_;
   Extents in_ext_, out_ext_;
   int N_ = 0, G_ = 0;
   DeviceBuffer<int> src_;
@@ -63,7 +63,7 @@ class DeapodizeCuda final : public Stage {
 
 }  // namespace
 
-std::unique_ptr<Stage> make_deapodize_cuda(const GriddingParams& kernel) {
+std::unique_ptr<Stage> make_deapodize_cuda(const NufftKernel& kernel) {
   return std::make_unique<DeapodizeCuda>(kernel);
 }
 

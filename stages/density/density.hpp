@@ -6,7 +6,8 @@
 #include <span>
 #include <string>
 
-#include "pipeline/stage.hpp"
+#include "core/enum_table.hpp"
+#include "stage/stage.hpp"
 
 namespace radstream {
 
@@ -17,8 +18,10 @@ enum class DcfMethod {
   Voronoi,  // analytic Voronoi areas of radial samples: angular gaps of the actual spoke angles x radial
             // extent
 };
-DcfMethod parse_dcf(const std::string& name);  // none|ramp|ramp-dc|voronoi
-std::string to_string(DcfMethod m);
+inline constexpr EnumTable<DcfMethod, 4> kDcfMethods{
+    "density compensation", {{{DcfMethod::None, "none"}, {DcfMethod::Ramp, "ramp"}, {DcfMethod::RampDc, "ramp-dc"}, {DcfMethod::Voronoi, "voronoi"}}}};
+inline DcfMethod parse_dcf(const std::string& name) { return kDcfMethods.parse(name); }
+inline std::string to_string(DcfMethod v) { return kDcfMethods.name(v); }
 
 struct DensityParams {
   DcfMethod method = DcfMethod::RampDc;
@@ -26,8 +29,8 @@ struct DensityParams {
   template <class V>
   void visit(V& v) {
     v.choice(
-        "dcf", method, parse_dcf, [](DcfMethod m) { return to_string(m); },
-        "density compensation: none | ramp | ramp-dc | voronoi");
+        "dcf", method, kDcfMethods,
+        "density compensation");
   }
 };
 

@@ -9,28 +9,6 @@
 
 namespace radstream {
 
-DcfMethod parse_dcf(const std::string& name) {
-  if (name == "none") return DcfMethod::None;
-  if (name == "ramp") return DcfMethod::Ramp;
-  if (name == "ramp-dc") return DcfMethod::RampDc;
-  if (name == "voronoi") return DcfMethod::Voronoi;
-  throw ConfigError("density compensation '" + name + "' is not one of none, ramp, ramp-dc, voronoi");
-}
-
-std::string to_string(DcfMethod m) {
-  switch (m) {
-    case DcfMethod::None:
-      return "none";
-    case DcfMethod::Ramp:
-      return "ramp";
-    case DcfMethod::RampDc:
-      return "ramp-dc";
-    case DcfMethod::Voronoi:
-      return "voronoi";
-  }
-  return "none";
-}
-
 namespace {
 
 struct SpokeAxis {

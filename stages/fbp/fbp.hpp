@@ -21,15 +21,18 @@
 #include <string>
 #include <vector>
 
-#include "fft/fft.hpp"
+#include "core/enum_table.hpp"
+#include "fft/fft_params.hpp"
 #include "noncart/radial_geometry.hpp"
-#include "pipeline/stage.hpp"
+#include "stage/stage.hpp"
 
 namespace radstream {
 
 enum class FbpFilter { RamLak, SheppLogan, Hann };
-FbpFilter parse_fbp_filter(const std::string& name);  // ram-lak|shepp-logan|hann
-std::string to_string(FbpFilter f);
+inline constexpr EnumTable<FbpFilter, 3> kFbpFilters{
+    "FBP filter", {{{FbpFilter::RamLak, "ram-lak"}, {FbpFilter::SheppLogan, "shepp-logan"}, {FbpFilter::Hann, "hann"}}}};
+inline FbpFilter parse_fbp_filter(const std::string& name) { return kFbpFilters.parse(name); }
+inline std::string to_string(FbpFilter v) { return kFbpFilters.name(v); }
 
 struct FbpParams {
   FbpFilter filter = FbpFilter::RamLak;
@@ -38,8 +41,8 @@ struct FbpParams {
   template <class V>
   void visit(V& v) {
     v.choice(
-        "fbp_filter", filter, parse_fbp_filter, [](FbpFilter f) { return to_string(f); },
-        "FBP filter: ram-lak | shepp-logan | hann");
+        "fbp_filter", filter, kFbpFilters,
+        "FBP filter");
     v.field("fbp_cutoff", cutoff, 0.05, 1.0, "FBP filter cut-off, fraction of Nyquist");
   }
 };

@@ -9,28 +9,6 @@
 
 namespace radstream {
 
-FftEngine parse_fft_engine(const std::string& name) {
-  if (name == "auto") return FftEngine::Auto;
-  if (name == "fftw") return FftEngine::Fftw;
-  if (name == "cufft") return FftEngine::Cufft;
-  if (name == "custom") return FftEngine::Custom;
-  throw ConfigError("FFT engine '" + name + "' is not one of auto, fftw, cufft, custom");
-}
-
-std::string to_string(FftEngine e) {
-  switch (e) {
-    case FftEngine::Auto:
-      return "auto";
-    case FftEngine::Fftw:
-      return "fftw";
-    case FftEngine::Cufft:
-      return "cufft";
-    case FftEngine::Custom:
-      return "custom";
-  }
-  return "auto";
-}
-
 void check_fft_grids(const Extents& input) {
   if (input.rank != 3 || input[1] != input[2])
     throw ConfigError("fft: expects [batch][G][G] grids, got " + input.str());

@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <string>
 
-#include "deapodize/deapodize.hpp"
+#include "noncart/nufft_kernel.hpp"
 #include "fft/custom_fft.cuh"
 #include "fft/fft.hpp"
 #include "gpu/cuda_check.cuh"
@@ -95,7 +95,7 @@ __global__ void take_sqrt(float2* __restrict__ image, long pixels) {
 
 class FusedImageCuda final : public Stage {
  public:
-  explicit FusedImageCuda(const GriddingParams& k) : k_(k) {}
+  explicit FusedImageCuda(const NufftKernel& k) : k_(k) {}
   std::string name() const override { return "fft_deapodize_combine"; }
 
   Extents configure(const Geometry& g, const Extents& input, Context& ctx) override {
@@ -131,7 +131,8 @@ class FusedImageCuda final : public Stage {
     coils_per_ = (coils_ + groups - 1) / groups;
     coil_groups_ = (coils_ + coils_per_ - 1) / coils_per_;
 
-    const DeapodizeTable t = make_deapodize_table(n_, k_);
+    const KaiserBesselLut lut(k_.width, k_.oversampling, k_.lut_resolution);
+    const AxisApodization t = make_axis_apodization(n_, oversampled_grid_size(n_, k_.oversampling), lut);
     factor_ = DeviceBuffer<float>(Extents{t.factor.size()});
     gpu::copy_to_device(factor_.data(), t.factor.data(), t.factor.size() * sizeof(float), ctx.stream);
     const auto tw = twiddle_table(G_);
@@ -169,7 +170,7 @@ class FusedImageCuda final : public Stage {
   }
 
  private:
-  GriddingParams k_;
+  NufftKernel k_;
   Extents in_ext_, out_ext_;
   int G_ = 0, n_ = 0, coils_ = 0, coils_per_ = 1, coil_groups_ = 1, col_groups_ = 1, smem_cols_ = 0;
   DeviceBuffer<float> factor_;
@@ -178,7 +179,7 @@ class FusedImageCuda final : public Stage {
 
 }  // namespace
 
-std::unique_ptr<Stage> make_fused_image_cuda(const GriddingParams& kernel) {
+std::unique_ptr<Stage> make_fused_image_cuda(const NufftKernel& kernel) {
   return std::make_unique<FusedImageCuda>(kernel);
 }
 

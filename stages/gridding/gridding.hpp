@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "noncart/nufft_kernel.hpp"
-#include "pipeline/stage.hpp"
+#include "stage/stage.hpp"
 
 namespace radstream {
 

@@ -12,7 +12,7 @@
 #include "gpu/cuda_runtime.hpp"
 #include "gpu/device_memory.hpp"
 #include "io/frame_io.hpp"
-#include "pipeline/recon_chain.hpp"
+#include "recon/recon_chain.hpp"
 #include "sim/simulator.hpp"
 #include "test_util.hpp"
 

@@ -172,3 +172,34 @@ TEST(Cli, BenchJsonNamesVersionSkippedCasesAndRefusesUnknownCases) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.output.find("radstream 0.1.0 (commit "), std::string::npos) << r.output;
 }
+
+// The README's key table is `radstream config-keys --markdown`: names, defaults and ranges cannot drift.
+TEST(Cli, ReadmeKeyTableIsTheGeneratedOne) {
+  const auto r = radstream_cmd("config-keys --markdown");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream f(std::string(RADSTREAM_CONFIG_DIR) + "/../README.md");
+  const std::string readme((std::istreambuf_iterator<char>(f)), {});
+  const std::string begin = "<!-- config-keys:begin -->\n", end = "<!-- config-keys:end -->";
+  const auto a = readme.find(begin), b = readme.find(end);
+  ASSERT_NE(a, std::string::npos);
+  ASSERT_NE(b, std::string::npos);
+  EXPECT_EQ(readme.substr(a + begin.size(), b - a - begin.size()), r.output)
+      << "README.md's key table differs: paste `radstream config-keys --markdown` between the markers";
+  EXPECT_NE(r.output.find("| recon.kernel_width | 4 | 2..16 |"), std::string::npos);
+}
+
+// Reconstruction options come from the parameters' declarations: every recon key is an option, parsed and
+// range-checked like the YAML (the message names the option and the value); run takes them too.
+TEST(Cli, ReconOptionsAreGeneratedFromTheParameterDeclarations) {
+  test::TempDir dir;
+  write_small_bart_pair(dir);
+  const std::string io = " --traj " + dir / "t" + " --kspace " + dir / "k" + " --matrix 16 --out " + dir / "o.cfl";
+  expect_failure(radstream_cmd("recon --kernel-width 40" + io), 2, "--kernel-width 40");
+  expect_failure(radstream_cmd("recon --cuda-graph maybe" + io), 2, "--cuda-graph maybe");
+  expect_failure(radstream_cmd("recon --fft-fused yes --fbp-filter box" + io), 2, "box");
+  const auto ok = radstream_cmd("recon --backend cpu --kernel-width 6 --lut-resolution 2048 --fftw-planner estimate" + io);
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("W 6"), std::string::npos) << ok.output;
+  expect_failure(radstream_cmd("run --headless --duration 0.1 --dcf magic"), 2, "--dcf magic");
+  expect_failure(radstream_cmd("recon --no-such-option 1" + io), 2, "no-such-option");
+}

@@ -9,7 +9,7 @@
 #include "io/cfl.hpp"
 #include "io/frame_io.hpp"
 #include "io/image_stats.hpp"
-#include "pipeline/recon_chain.hpp"
+#include "recon/recon_chain.hpp"
 #include "sim/phantom.hpp"
 #include "sim/simulator.hpp"
 #include "test_util.hpp"

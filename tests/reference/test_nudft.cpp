@@ -6,7 +6,7 @@
 
 #include "core/frame.hpp"
 #include "noncart/kaiser_bessel.hpp"
-#include "pipeline/recon_chain.hpp"
+#include "recon/recon_chain.hpp"
 #include "sim/nudft.hpp"
 
 using namespace radstream;

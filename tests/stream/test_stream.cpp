@@ -292,7 +292,7 @@ TEST(Stream, EveryBadInputIsCountedAndThePipelineGoesOn) {
 
 TEST(Stream, PubSubGapsAreDetected) {
   RunConfig cfg = config(56105);
-  cfg.stream.socket = "sub";
+  cfg.stream.socket = ReceiveSocket::Sub;
   cfg.stream.bind = false;
   const Registry reg = default_registry();
   const Simulator sim(small_sim());
@@ -300,7 +300,7 @@ TEST(Stream, PubSubGapsAreDetected) {
   zmq::context_t ctx(1);
   SenderParams sp;
   sp.endpoint = cfg.stream.endpoint;
-  sp.socket = "pub";
+  sp.socket = SendSocket::Pub;
   sp.bind = true;
   Sender s(ctx, sp, 31);
   Pipeline p(cfg, reg);

@@ -91,7 +91,7 @@ TEST(StreamControl, WindowAndStrideChangeBetweenFrames) {
 
 TEST(StreamControl, LinearStreamsFramePerRotation) {
   RunConfig cfg = config(56203);
-  cfg.frames.framing = "rotation";
+  cfg.frames.framing = Framing::Rotation;
   const Registry reg = default_registry();
   Pipeline p(cfg, reg);
   Collector c;

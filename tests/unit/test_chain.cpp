@@ -6,7 +6,7 @@
 #include "core/error.hpp"
 #include "io/frame_io.hpp"
 #include "io/image_stats.hpp"
-#include "pipeline/recon_chain.hpp"
+#include "recon/recon_chain.hpp"
 #include "sim/coil_maps.hpp"
 #include "sim/phantom.hpp"
 #include "sim/simulator.hpp"

@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "core/error.hpp"
-#include "pipeline/recon_params.hpp"
+#include "recon/recon_params.hpp"
 #include "sim/simulator.hpp"
 #include "stream/pipeline.hpp"
 

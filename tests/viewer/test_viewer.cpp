@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "io/frame_io.hpp"
-#include "pipeline/recon_chain.hpp"
+#include "recon/recon_chain.hpp"
 #include "sim/simulator.hpp"
 #include "test_util.hpp"
 

@@ -5,7 +5,7 @@
 #include "fbp/fbp.hpp"
 #include "fft/fft.hpp"
 #include "gridding/gridding.hpp"
-#include "pipeline/registry.hpp"
+#include "recon/registry.hpp"
 
 namespace radstream {
 
@@ -17,8 +17,8 @@ void register_cuda_stages(Registry& r) {
   r.add("fft_forward", Backend::Cuda,
         [](const ReconParams& p) { return make_fft_cuda(p.fft, FftDirection::Forward); });
   r.add("fft_deapodize_combine", Backend::Cuda,
-        [](const ReconParams& p) { return make_fused_image_cuda(p.gridding); });
-  r.add("deapodize", Backend::Cuda, [](const ReconParams& p) { return make_deapodize_cuda(p.gridding); });
+        [](const ReconParams& p) { return make_fused_image_cuda(p.gridding.kernel()); });
+  r.add("deapodize", Backend::Cuda, [](const ReconParams& p) { return make_deapodize_cuda(p.gridding.kernel()); });
   r.add("fbp_project", Backend::Cuda, [](const ReconParams& p) { return make_fbp_project_cuda(p.fbp, p.fft); });
   r.add("backproject", Backend::Cuda, [](const ReconParams& p) { return make_backproject_cuda(p.fbp); });
   r.add("coil_combine", Backend::Cuda,

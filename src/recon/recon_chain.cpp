@@ -1,4 +1,4 @@
-#include "pipeline/recon_chain.hpp"
+#include "recon/recon_chain.hpp"
 
 #include <fmt/format.h>
 

@@ -6,18 +6,21 @@
 #include <string>
 #include <vector>
 
+#include "core/enum_table.hpp"
 #include "coil_combine/coil_combine.hpp"
 #include "density/density.hpp"
 #include "fbp/fbp.hpp"
 #include "fft/fft.hpp"
 #include "gridding/gridding.hpp"
-#include "pipeline/backend.hpp"
+#include "recon/backend.hpp"
 
 namespace radstream {
 
 enum class ReconMethod { Gridding, Fbp };
-ReconMethod parse_recon_method(const std::string& name);  // gridding|fbp
-std::string to_string(ReconMethod m);
+inline constexpr EnumTable<ReconMethod, 2> kReconMethods{
+    "reconstruction method", {{{ReconMethod::Gridding, "gridding"}, {ReconMethod::Fbp, "fbp"}}}};
+inline ReconMethod parse_recon_method(const std::string& name) { return kReconMethods.parse(name); }
+inline std::string to_string(ReconMethod v) { return kReconMethods.name(v); }
 
 struct ReconParams {
   ReconMethod method = ReconMethod::Gridding;
@@ -33,11 +36,11 @@ struct ReconParams {
   template <class V>
   void visit(V& v) {
     v.choice(
-        "method", method, parse_recon_method, [](ReconMethod m) { return to_string(m); },
-        "reconstruction method: gridding | fbp (filtered backprojection)");
+        "method", method, kReconMethods,
+        "reconstruction method (fbp: filtered backprojection)");
     v.choice(
-        "backend", backend, parse_backend, [](BackendChoice b) { return to_string(b); },
-        "backend: auto (CUDA when a GPU is present) | cpu | cuda");
+        "backend", backend, kBackendChoices,
+        "where to reconstruct (auto: CUDA when a GPU is present)");
     v.field("threads", threads, 0, 1024, "CPU worker threads (0 = all hardware threads)");
     v.field("cuda_graph", cuda_graph,
             "CUDA backend: capture the per-frame stages once as a CUDA graph and replay it each frame");

@@ -1,10 +1,11 @@
-#include "pipeline/stage.hpp"
+#include "stage/stage.hpp"
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
 
 namespace radstream {
+
 
 void expect_view(const char* stage, const char* what, const View<const cfloat>& v, const Extents& ext,
                  Location loc) {

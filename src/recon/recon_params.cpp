@@ -1,19 +1,9 @@
-#include "pipeline/recon_params.hpp"
+#include "recon/recon_params.hpp"
 
 #include "core/param_reader.hpp"
 #include "noncart/kaiser_bessel.hpp"
 
 namespace radstream {
-
-ReconMethod parse_recon_method(const std::string& name) {
-  if (name == "gridding") return ReconMethod::Gridding;
-  if (name == "fbp") return ReconMethod::Fbp;
-  throw ConfigError("reconstruction method '" + name + "' is not one of gridding, fbp");
-}
-
-std::string to_string(ReconMethod m) {
-  return m == ReconMethod::Fbp ? "fbp" : "gridding";
-}
 
 ReconParams ReconParams::from_config(const YAML::Node& node) {
   ReconParams p;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/backend.hpp"
+#include "recon/backend.hpp"
 
 namespace radstream {
 

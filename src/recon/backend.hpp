@@ -2,13 +2,16 @@
 #pragma once
 #include <string>
 
-#include "pipeline/stage.hpp"
+#include "core/enum_table.hpp"
+#include "stage/stage.hpp"
 
 namespace radstream {
 
 enum class BackendChoice { Auto, Cpu, Cuda };
-BackendChoice parse_backend(const std::string& name);  // auto|cpu|cuda
-std::string to_string(BackendChoice b);
+inline constexpr EnumTable<BackendChoice, 3> kBackendChoices{
+    "backend", {{{BackendChoice::Auto, "auto"}, {BackendChoice::Cpu, "cpu"}, {BackendChoice::Cuda, "cuda"}}}};
+inline BackendChoice parse_backend(const std::string& name) { return kBackendChoices.parse(name); }
+inline std::string to_string(BackendChoice v) { return kBackendChoices.name(v); }
 
 struct BackendDecision {
   Backend backend = Backend::Cpu;

@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "pipeline/recon_params.hpp"
-#include "pipeline/stage.hpp"
+#include "recon/recon_params.hpp"
+#include "stage/stage.hpp"
 
 namespace radstream {
 

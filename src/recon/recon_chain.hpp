@@ -1,4 +1,4 @@
-// A reconstruction chain executes a recipe (pipeline/recipes.hpp): the stages of one method, configured once
+// A reconstruction chain executes a recipe (recon/recipes.hpp): the stages of one method, configured once
 // for a geometry, with the recipe's named buffers allocated in configure(). reconstruct() runs one frame and
 // allocates nothing.
 #pragma once
@@ -9,9 +9,9 @@
 
 #include "core/frame.hpp"
 #include "gpu/device_memory.hpp"
-#include "pipeline/recipes.hpp"
-#include "pipeline/recon_params.hpp"
-#include "pipeline/registry.hpp"
+#include "recon/recipes.hpp"
+#include "recon/recon_params.hpp"
+#include "recon/registry.hpp"
 
 namespace radstream {
 

@@ -1,8 +1,8 @@
-#include "pipeline/recipes.hpp"
+#include "recon/recipes.hpp"
 
 #include <algorithm>
 
-#include "pipeline/recon_params.hpp"
+#include "recon/recon_params.hpp"
 
 namespace radstream {
 

@@ -1,32 +1,9 @@
-#include "pipeline/backend.hpp"
+#include "recon/backend.hpp"
 
 #include "core/error.hpp"
 #include "gpu/cuda_runtime.hpp"
 
 namespace radstream {
-
-std::string to_string(Backend b) {
-  return b == Backend::Cuda ? "cuda" : "cpu";
-}
-
-BackendChoice parse_backend(const std::string& name) {
-  if (name == "auto") return BackendChoice::Auto;
-  if (name == "cpu") return BackendChoice::Cpu;
-  if (name == "cuda") return BackendChoice::Cuda;
-  throw ConfigError("backend '" + name + "' is not one of auto, cpu, cuda");
-}
-
-std::string to_string(BackendChoice b) {
-  switch (b) {
-    case BackendChoice::Auto:
-      return "auto";
-    case BackendChoice::Cpu:
-      return "cpu";
-    case BackendChoice::Cuda:
-      return "cuda";
-  }
-  return "auto";
-}
 
 BackendDecision resolve_backend(BackendChoice choice) {
   if (choice == BackendChoice::Cpu) return {Backend::Cpu, "cpu backend requested"};

@@ -1,4 +1,4 @@
-#include "pipeline/registry.hpp"
+#include "recon/registry.hpp"
 
 #include "core/error.hpp"
 #include "deapodize/deapodize.hpp"
@@ -39,7 +39,7 @@ void register_cpu_stages(Registry& r) {
         [](const ReconParams& p) { return make_fft_cpu(p.fft, FftDirection::Inverse); });
   r.add("fft_forward", Backend::Cpu,
         [](const ReconParams& p) { return make_fft_cpu(p.fft, FftDirection::Forward); });
-  r.add("deapodize", Backend::Cpu, [](const ReconParams& p) { return make_deapodize_cpu(p.gridding); });
+  r.add("deapodize", Backend::Cpu, [](const ReconParams& p) { return make_deapodize_cpu(p.gridding.kernel()); });
   r.add("fbp_project", Backend::Cpu, [](const ReconParams& p) { return make_fbp_project_cpu(p.fbp, p.fft); });
   r.add("backproject", Backend::Cpu, [](const ReconParams& p) { return make_backproject_cpu(p.fbp); });
   r.add("coil_combine", Backend::Cpu, [](const ReconParams& p) { return make_coil_combine_cpu(p.combine); });

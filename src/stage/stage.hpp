@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/buffer.hpp"
+#include "core/enum_table.hpp"
 #include "core/geometry.hpp"
 #include "gpu/handles.hpp"
 #include "noncart/radial_geometry.hpp"
@@ -16,7 +17,8 @@
 namespace radstream {
 
 enum class Backend { Cpu, Cuda };
-std::string to_string(Backend b);
+inline constexpr EnumTable<Backend, 2> kBackends{"backend", {{{Backend::Cpu, "cpu"}, {Backend::Cuda, "cuda"}}}};
+inline std::string to_string(Backend b) { return kBackends.name(b); }
 
 struct Context {
   Backend backend = Backend::Cpu;
