@@ -20,6 +20,7 @@
 #include "core/log.hpp"
 #include "io/png_writer.hpp"
 #include "viewer/image_view.hpp"
+#include "viewer/param_widgets.hpp"
 
 namespace radstream::viewer {
 namespace {
@@ -36,19 +37,7 @@ struct History {
   std::vector<float> vec() const { return {v.begin(), v.end()}; }
 };
 
-const char* kFft[] = {"auto", "fftw", "cufft", "custom"};
-const char* kDcf[] = {"none", "ramp", "ramp-dc", "voronoi"};
-const char* kBackend[] = {"auto", "cpu", "cuda"};
 const char* kMaps[] = {"grey", "hot"};
-const char* kMethods[] = {"gridding", "fbp"};
-const char* kFilters[] = {"ram-lak", "shepp-logan", "hann"};
-
-template <std::size_t N>
-int index_of(const char* (&names)[N], const std::string& s) {
-  for (std::size_t i = 0; i < N; ++i)
-    if (s == names[i]) return int(i);
-  return 0;
-}
 
 }  // namespace
 
@@ -288,27 +277,10 @@ void Viewer::Impl::panels(const Rect& area) {
     }
   }
   if (ImGui::SliderInt("stride S", &ui_stride, 1, 256)) p.set_stride(std::max(1, ui_stride));
-  int fft = int(ui_recon.fft.engine), dcf = int(ui_recon.density.method), backend = int(ui_recon.backend);
-  int method = int(ui_recon.method), filter = int(ui_recon.fbp.filter);
-  int width = ui_recon.gridding.width;
-  float sigma = float(ui_recon.gridding.oversampling);
-  bool changed = false;
-  changed |= ImGui::Combo("method", &method, kMethods, 2);
-  if (method == 1) changed |= ImGui::Combo("FBP filter", &filter, kFilters, 3);
-  changed |= ImGui::Combo("FFT", &fft, kFft, 4);
-  changed |= ImGui::Combo("DCF", &dcf, kDcf, 4);
-  changed |= ImGui::SliderInt("kernel W", &width, 2, 8);
-  changed |= ImGui::SliderFloat("oversampling", &sigma, 1.25f, 2.5f, "%.3f");
-  changed |= ImGui::Combo("backend", &backend, kBackend, 3);
-  if (changed) {
-    ui_recon.method = parse_recon_method(kMethods[method]);
-    ui_recon.fbp.filter = parse_fbp_filter(kFilters[filter]);
-    ui_recon.fft.engine = parse_fft_engine(kFft[fft]);
-    ui_recon.density.method = parse_dcf(kDcf[dcf]);
-    ui_recon.backend = parse_backend(kBackend[backend]);
-    ui_recon.gridding.width = width + (width % 2);
-    ui_recon.gridding.oversampling = sigma;
-  }
+  ParamWidgets widgets;  // every reconstruction key, from ReconParams::visit()
+  ImGui::PushItemWidth(150.f);
+  ui_recon.visit(widgets);
+  ImGui::PopItemWidth();
   if (ImGui::Button("Apply")) apply_recon();
   ImGui::SameLine();
   ImGui::TextDisabled("(takes effect at the next frame)");

@@ -1,0 +1,65 @@
+// The viewer's widgets for a parameter struct, generated from its visit(): a slider or an input box per
+// number (clamped to the declared range), a checkbox per flag, a combo per choice (items from the enum's
+// name table), the key's help as the tooltip. Names and ranges are the YAML's, the command line's and the
+// README's: they cannot disagree.
+#pragma once
+#include <imgui.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "core/enum_table.hpp"
+
+namespace radstream::viewer {
+
+class ParamWidgets {
+ public:
+  bool changed = false;
+
+  template <class T>
+  void field(const char* key, T& value, T lo, T hi, const char* help) {
+    if constexpr (std::is_integral_v<T> && sizeof(T) <= sizeof(int)) {
+      int v = int(value);
+      const bool moved = (hi - lo <= 64) ? ImGui::SliderInt(key, &v, int(lo), int(hi)) : ImGui::InputInt(key, &v);
+      if (moved) {
+        value = std::clamp(T(v), lo, hi);
+        changed = true;
+      }
+    } else if constexpr (std::is_floating_point_v<T>) {
+      double v = double(value);
+      const bool moved = (hi - lo <= 10) ? ImGui::SliderScalar(key, ImGuiDataType_Double, &v, &lo, &hi, "%.3f")
+                                         : ImGui::InputDouble(key, &v);
+      if (moved) {
+        value = std::clamp(T(v), lo, hi);
+        changed = true;
+      }
+    }
+    tooltip(help);
+  }
+  void field(const char* key, bool& value, const char* help) {
+    changed |= ImGui::Checkbox(key, &value);
+    tooltip(help);
+  }
+  void field(const char*, std::string&, const char*) {}  // no free text in the reconstruction settings
+  template <class E, std::size_t N>
+  void choice(const char* key, E& value, const EnumTable<E, N>& table, const char* help) {
+    std::array<const char*, N> items{};
+    for (std::size_t i = 0; i < N; ++i) items[i] = table.items[i].name;
+    int idx = int(table.index(value));
+    if (ImGui::Combo(key, &idx, items.data(), int(N))) {
+      value = table.items[std::size_t(idx)].value;
+      changed = true;
+    }
+    tooltip(help);
+  }
+
+ private:
+  static void tooltip(const char* help) {
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", help);
+  }
+};
+
+}  // namespace radstream::viewer
