@@ -6,6 +6,8 @@
 #include <span>
 #include <string>
 
+#include "core/math.hpp"
+
 namespace radstream {
 
 enum class AngleScheme {
@@ -30,7 +32,6 @@ struct AngleSpec {
 };
 
 inline constexpr double kGoldenRatio = 1.6180339887498948482;
-inline constexpr double kPi = 3.14159265358979323846;
 
 // k (cycles/pixel) of sample n of a spoke with `samples` samples: (n - samples/2) / samples, so that the
 // spoke spans [-0.5, 0.5) for any readout oversampling; the centre k = 0 is sample samples/2.

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/math.hpp"
 #include "core/error.hpp"
 
 namespace radstream {
@@ -19,7 +20,7 @@ double beatty_beta(int width, double sigma) {
   if (arg <= 0)
     throw ConfigError("kernel width " + std::to_string(width) + " is too small for oversampling " +
                       std::to_string(sigma) + " (Beatty's beta is undefined)");
-  return M_PI * std::sqrt(arg);
+  return kPi * std::sqrt(arg);
 }
 
 KaiserBesselLut::KaiserBesselLut(int width, double sigma, int resolution)
@@ -42,7 +43,7 @@ double KaiserBesselLut::exact(double t) const {
 
 double KaiserBesselLut::fourier(double f) const {
   // 2 * integral_0^{W/2} C(t) cos(2 pi f t) dt over the linear segments of the table.
-  const double w = 2.0 * M_PI * f;
+  const double w = 2.0 * kPi * f;
   const double h = 1.0 / resolution_;
   double sum = 0.0;
   for (int i = 0; i < edge_; ++i) {

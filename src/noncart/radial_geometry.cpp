@@ -1,14 +1,11 @@
 #include "noncart/radial_geometry.hpp"
 
 #include <algorithm>
-#include <numbers>
 #include <numeric>
 
-namespace radstream {
+#include "core/math.hpp"
 
-namespace {
-constexpr double kPi = std::numbers::pi;
-}
+namespace radstream {
 
 void SpokeLineSet::resize(int spokes) {
   lines_.resize(spokes);

@@ -22,15 +22,33 @@ struct SpokeLine {
   float weight = 0;  // share of angle (set by SpokeLineSet::fit)
 };
 
-// The line through samples t[0..S) ([S][2]): direction and spacing from the end points; the offset from the
-// two ends' implied centres (exact for a straight, evenly sampled spoke), snapped to 0 below 1e-4 dk so that
-// a centred spoke takes the fast path.
-RADSTREAM_HD inline SpokeLine fit_spoke_line(const float* t, int S) {
-  SpokeLine l;
+// A spoke's axis from its end points: unit direction of increasing sample index and the mean sample spacing
+// (cycles/pixel), in double. A spoke of zero length gets direction (1, 0) and spacing 0.
+struct SpokeAxis {
+  double dx = 1, dy = 0;
+  double spacing = 0;
+};
+
+RADSTREAM_HD inline SpokeAxis spoke_axis(const float* t, int S) {
+  SpokeAxis a;
   const double ex = double(t[2 * (S - 1)]) - t[0], ey = double(t[2 * (S - 1) + 1]) - t[1];
   const double len = sqrt(ex * ex + ey * ey);
-  if (!(len > 0)) return l;
-  const double dx = ex / len, dy = ey / len, dk = len / (S - 1);
+  if (len > 0) {
+    a.dx = ex / len;
+    a.dy = ey / len;
+    a.spacing = len / (S - 1);
+  }
+  return a;
+}
+
+// The line through samples t[0..S) ([S][2]): direction and spacing from the axis; the offset from the two
+// ends' implied centres (exact for a straight, evenly sampled spoke), snapped to 0 below 1e-4 dk so that a
+// centred spoke takes the fast path.
+RADSTREAM_HD inline SpokeLine fit_spoke_line(const float* t, int S) {
+  SpokeLine l;
+  const SpokeAxis a = spoke_axis(t, S);
+  if (!(a.spacing > 0)) return l;
+  const double dx = a.dx, dy = a.dy, dk = a.spacing;
   const double first = t[0] * dx + t[1] * dy + (S / 2) * dk;
   const double last = t[2 * (S - 1)] * dx + t[2 * (S - 1) + 1] * dy - (S - 1 - S / 2) * dk;
   double kc = 0.5 * (first + last);

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/math.hpp"
+
 namespace radstream {
 
 double bessel_j1(double x) {
@@ -29,8 +31,8 @@ double bessel_j1(double x) {
 
 double jinc_disc(double q) {
   const double aq = std::abs(q);
-  if (aq < 1e-12) return M_PI;
-  return bessel_j1(2.0 * M_PI * aq) / aq;
+  if (aq < 1e-12) return kPi;
+  return bessel_j1(2.0 * kPi * aq) / aq;
 }
 
 }  // namespace radstream

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/math.hpp"
 #include "core/error.hpp"
 
 namespace radstream {
@@ -28,13 +29,13 @@ CoilMaps::CoilMaps(int coils) : coils_(coils) {
   for (int c = 0; c < coils; ++c) {
     // Two rings for many coils, alternating, so that neighbours differ.
     const double ring = (coils > 16 && c % 2) ? 1.05 : 1.3;
-    const double alpha = 2.0 * M_PI * c / coils;
+    const double alpha = 2.0 * kPi * c / coils;
     const double px = ring * std::cos(alpha), py = ring * std::sin(alpha);
     const double phase0 = 0.7 * c;
     for (std::size_t l = 0; l < freqs_.size(); ++l) {
       const auto& f = freqs_[l];
       const int i = int(std::lround(f[0] * L)), j = int(std::lround(f[1] * L));
-      const double ph = -2.0 * M_PI * (f[0] * px + f[1] * py) + phase0;
+      const double ph = -2.0 * kPi * (f[0] * px + f[1] * py) + phase0;
       coef_[std::size_t(c) * freqs_.size() + l] =
           std::exp(-kDecay * (i * i + j * j)) / peak * std::complex<double>(std::cos(ph), std::sin(ph));
     }
@@ -44,7 +45,7 @@ CoilMaps::CoilMaps(int coils) : coils_(coils) {
 std::complex<double> CoilMaps::value(int coil, double x, double y) const {
   std::complex<double> s = 0.0;
   for (std::size_t l = 0; l < freqs_.size(); ++l) {
-    const double ph = 2.0 * M_PI * (freqs_[l][0] * x + freqs_[l][1] * y);
+    const double ph = 2.0 * kPi * (freqs_[l][0] * x + freqs_[l][1] * y);
     s += coefficient(coil, int(l)) * std::complex<double>(std::cos(ph), std::sin(ph));
   }
   return s;

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/math.hpp"
+
 namespace radstream {
 
 std::vector<std::complex<double>> adjoint_nudft(std::span<const float> traj,
@@ -15,7 +17,7 @@ std::vector<std::complex<double>> adjoint_nudft(std::span<const float> traj,
       std::complex<double> acc = 0.0;
       const double px = x - N / 2, py = y - N / 2;
       for (std::size_t j = 0; j < n; ++j) {
-        const double ph = 2.0 * M_PI * (double(traj[2 * j]) * px + double(traj[2 * j + 1]) * py);
+        const double ph = 2.0 * kPi * (double(traj[2 * j]) * px + double(traj[2 * j + 1]) * py);
         const double w = weights.empty() ? 1.0 : double(weights[j]);
         acc += w * std::complex<double>(data[j]) * std::complex<double>(std::cos(ph), std::sin(ph));
       }
@@ -39,7 +41,7 @@ std::vector<std::complex<double>> forward_nudft(std::span<const float> traj, int
     for (int z = 0; z < nz; ++z)
       for (int y = 0; y < ny; ++y)
         for (int x = 0; x < nx; ++x) {
-          const double ph = -2.0 * M_PI * (kx * (x - nx / 2) + ky * (y - ny / 2) + kz * (z - nz / 2));
+          const double ph = -2.0 * kPi * (kx * (x - nx / 2) + ky * (y - ny / 2) + kz * (z - nz / 2));
           acc += std::complex<double>(image[(std::size_t(z) * ny + y) * nx + x]) *
                  std::complex<double>(std::cos(ph), std::sin(ph));
         }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/math.hpp"
 #include "sim/bessel.hpp"
 
 namespace radstream {
@@ -25,12 +26,12 @@ Ellipse catheter_tip(double x, double y) {
 std::complex<double> ellipses_fourier(const std::vector<Ellipse>& es, double kx, double ky) {
   std::complex<double> sum = 0.0;
   for (const Ellipse& e : es) {
-    const double p = e.phi_deg * M_PI / 180.0;
+    const double p = e.phi_deg * kPi / 180.0;
     const double c = std::cos(p), s = std::sin(p);
     const double kr = c * kx + s * ky, ks = -s * kx + c * ky;  // kappa in the ellipse's axes
     const double q = std::hypot(e.a * kr, e.b * ks);
     const double mag = e.intensity * e.a * e.b * jinc_disc(q);
-    const double ph = -2.0 * M_PI * (kx * e.x0 + ky * e.y0);
+    const double ph = -2.0 * kPi * (kx * e.x0 + ky * e.y0);
     sum += mag * std::complex<double>(std::cos(ph), std::sin(ph));
   }
   return sum;
@@ -39,7 +40,7 @@ std::complex<double> ellipses_fourier(const std::vector<Ellipse>& es, double kx,
 double ellipses_value(const std::vector<Ellipse>& es, double x, double y) {
   double v = 0.0;
   for (const Ellipse& e : es) {
-    const double p = e.phi_deg * M_PI / 180.0;
+    const double p = e.phi_deg * kPi / 180.0;
     const double c = std::cos(p), s = std::sin(p);
     const double dx = x - e.x0, dy = y - e.y0;
     const double u = (c * dx + s * dy) / e.a, w = (-s * dx + c * dy) / e.b;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <random>
 
+#include "core/math.hpp"
 #include "core/error.hpp"
 #include "core/param_reader.hpp"
 
@@ -52,7 +53,7 @@ Simulator::Simulator(const SimParams& p) : p_(p), coils_(p.coils) {
 std::vector<Ellipse> Simulator::ellipses_at(double t) const {
   auto e = modified_shepp_logan();
   if (p_.motion) {
-    const double w = 2.0 * M_PI * t / p_.motion_period_s;
+    const double w = 2.0 * kPi * t / p_.motion_period_s;
     e.push_back(catheter_tip(0.3 * std::sin(w), 0.15 + 0.2 * std::sin(2.0 * w)));
   }
   return e;

@@ -4,31 +4,21 @@
 // and n + 1.
 #include <cmath>
 
+#include "core/math.hpp"
 #include "density/density.hpp"
 #include "gpu/cuda_check.cuh"
 #include "gpu/device_memory.hpp"
+#include "noncart/radial_geometry.hpp"
 
 namespace radstream {
 namespace {
 
-constexpr double kPiD = 3.14159265358979323846;
-
-struct Axis {
-  double dx, dy, spacing;
-};
-
-__device__ Axis spoke_axis(const float* t, int S) {
-  const double ex = double(t[2 * (S - 1)]) - t[0], ey = double(t[2 * (S - 1) + 1]) - t[1];
-  const double len = sqrt(ex * ex + ey * ey);
-  if (len > 0) return {ex / len, ey / len, len / (S - 1)};
-  return {1.0, 0.0, 0.0};
-}
 
 __device__ double half_angle(const float* traj, int S, int h) {
-  const Axis a = spoke_axis(traj + size_t(h / 2) * S * 2, S);
+  const SpokeAxis a = spoke_axis(traj + size_t(h / 2) * S * 2, S);
   double th = atan2(a.dy, a.dx);
-  if (th < 0) th += 2 * kPiD;
-  if (h % 2) th = fmod(th + kPiD, 2 * kPiD);
+  if (th < 0) th += 2 * kPi;
+  if (h % 2) th = fmod(th + kPi, 2 * kPi);
   return th;
 }
 
@@ -40,20 +30,20 @@ __global__ void half_spoke_widths(const float* __restrict__ traj, int P, int S, 
   if (h >= H) return;
   const double th = half_angle(traj, S, h);
   constexpr double kSame = 1e-9;
-  double prev = 2 * kPiD, next = 2 * kPiD;
+  double prev = 2 * kPi, next = 2 * kPi;
   int same = 1;
   for (int o = 0; o < H; ++o) {
     if (o == h) continue;
     double d = half_angle(traj, S, o) - th;  // in (-2pi, 2pi)
-    if (fabs(d) < kSame || fabs(fabs(d) - 2 * kPiD) < kSame) {
+    if (fabs(d) < kSame || fabs(fabs(d) - 2 * kPi) < kSame) {
       ++same;
       continue;
     }
-    if (d < 0) d += 2 * kPiD;
+    if (d < 0) d += 2 * kPi;
     next = fmin(next, d);
-    prev = fmin(prev, 2 * kPiD - d);
+    prev = fmin(prev, 2 * kPi - d);
   }
-  width[h] = (same == H) ? 2 * kPiD / H : 0.5 * (prev + next) / same;
+  width[h] = (same == H) ? 2 * kPi / H : 0.5 * (prev + next) / same;
 }
 
 __global__ void apply_weights(DcfMethod method, const float* __restrict__ traj,
@@ -64,19 +54,19 @@ __global__ void apply_weights(DcfMethod method, const float* __restrict__ traj,
   if (j >= n_all) return;
   const int p = int(j / S), n = int(j % S);
   const float* t = traj + size_t(p) * S * 2;
-  const Axis a = spoke_axis(t, S);
+  const SpokeAxis a = spoke_axis(t, S);
   double w = 1.0;
   if (method == DcfMethod::Ramp || method == DcfMethod::RampDc) {
     double r = sqrt(double(t[2 * n]) * t[2 * n] + double(t[2 * n + 1]) * t[2 * n + 1]);
     if (method == DcfMethod::RampDc) r = fmax(r, a.spacing / 4);
-    w = kPiD / P * a.spacing * r;
+    w = kPi / P * a.spacing * r;
   } else if (method == DcfMethod::Voronoi) {
     auto along = [&](int m) { return t[2 * m] * a.dx + t[2 * m + 1] * a.dy; };
     const double s = along(n), r = fabs(s);
     const double tol = 1e-6 * a.spacing;
     if (r <= tol) {
       const double rn = n + 1 < S ? fabs(along(n + 1)) : a.spacing;
-      w = kPiD * 0.25 * rn * rn / P;
+      w = kPi * 0.25 * rn * rn / P;
     } else {
       const int inward = s > 0 ? n - 1 : n + 1, outward = s > 0 ? n + 1 : n - 1;
       double r_in = 0.0;

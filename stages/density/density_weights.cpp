@@ -5,29 +5,12 @@
 
 #include "core/error.hpp"
 #include "core/trajectory.hpp"
+#include "noncart/radial_geometry.hpp"
 #include "density/density.hpp"
 
 namespace radstream {
 
 namespace {
-
-struct SpokeAxis {
-  double dx = 1, dy = 0;  // unit direction of the spoke
-  double spacing = 0;     // mean sample spacing along it (cycles/pixel)
-};
-
-SpokeAxis spoke_axis(const float* t, int samples) {
-  SpokeAxis a;
-  const double ex = double(t[2 * (samples - 1)]) - t[0];
-  const double ey = double(t[2 * (samples - 1) + 1]) - t[1];
-  const double len = std::hypot(ex, ey);
-  if (len > 0) {
-    a.dx = ex / len;
-    a.dy = ey / len;
-    a.spacing = len / (samples - 1);
-  }
-  return a;
-}
 
 // Signed position of a sample along its spoke's axis.
 double along(const float* t, int n, const SpokeAxis& a) {

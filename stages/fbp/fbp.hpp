@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/math.hpp"
 #include "core/enum_table.hpp"
 #include "fft/fft_params.hpp"
 #include "noncart/radial_geometry.hpp"
@@ -55,10 +56,10 @@ RADSTREAM_HD inline float fbp_filter_value(int filter, float cutoff, float k, fl
   if (a > kc * (1.f + 1e-6f)) return 0.f;
   float v = fmaxf(a, 0.25f * dk);
   if (filter == 1) {  // Shepp-Logan: sinc
-    const float x = 3.14159265f * k / (2.f * kc);
+    const float x = kPiF * k / (2.f * kc);
     v *= x == 0.f ? 1.f : sinf(x) / x;
   } else if (filter == 2) {  // Hann
-    v *= 0.5f * (1.f + cosf(3.14159265f * k / kc));
+    v *= 0.5f * (1.f + cosf(kPiF * k / kc));
   }
   return v * dk;
 }

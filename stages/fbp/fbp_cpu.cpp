@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "core/math.hpp"
 #include "core/error.hpp"
 #include "fbp/fbp.hpp"
 
@@ -109,7 +110,7 @@ class BackprojectCpu final : public Stage {
       const SpokeLine& l = lines[p];
       c[p] = std::cos(l.theta) * float(P) * l.dk;
       s[p] = std::sin(l.theta) * float(P) * l.dk;
-      ph[p] = l.dk > 0 ? 6.2831853f * l.kc / (float(P) * l.dk) : 0.f;
+      ph[p] = l.dk > 0 ? (2.f * kPiF) * l.kc / (float(P) * l.dk) : 0.f;
       shifted |= ph[p] != 0.f;
     }
     const long rows = long(g_.coils) * N;

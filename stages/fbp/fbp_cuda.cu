@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "core/math.hpp"
 #include "fbp/fbp.hpp"
 #include "fft/custom_fft.cuh"
 #include "gpu/cuda_check.cuh"
@@ -15,7 +16,6 @@
 namespace radstream {
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
 
 // One thread per spoke: its line (direction, spacing, offset) from the trajectory.
 __global__ void fit_lines(const float* __restrict__ traj, int spokes, int samples,
@@ -72,7 +72,7 @@ __global__ void fbp_angles_kernel(const float* __restrict__ traj, int spokes, in
   }
   csw[p] = make_float4(cosf(l.theta) * scale, sinf(l.theta) * scale,
                        spokes == 1 ? pi : float(0.5 * (double(above) - double(below))), 0.f);
-  phase[p] = l.dk > 0 ? 6.2831853f * l.kc / scale : 0.f;
+  phase[p] = l.dk > 0 ? (2.f * kPiF) * l.kc / scale : 0.f;
 }
 
 // A block is 8 x 8 pixels x kSplit threads per pixel: thread (pixel, j) sums the spokes j, j + kSplit, ...

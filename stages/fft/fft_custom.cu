@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/math.hpp"
 #include "fft/custom_fft.cuh"
 #include "fft/fft.hpp"
 #include "gpu/cuda_check.cuh"
@@ -16,7 +17,7 @@ namespace customfft {
 
 std::vector<float2> twiddle_table(int n) {
   std::vector<float2> t(n);
-  const double pi = 3.14159265358979323846;
+  const double pi = kPi;
   for (int m = 0; m < n; ++m) {
     const double a = -2.0 * pi * double(m) / double(n);
     t[m] = make_float2(float(std::cos(a)), float(std::sin(a)));
