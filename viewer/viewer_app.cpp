@@ -42,7 +42,7 @@ const char* kMaps[] = {"grey", "hot"};
 }  // namespace
 
 struct Viewer::Impl {
-  Pipeline& p;
+  StreamRuntime& p;
   ViewerOptions opt;
   GLFWwindow* win = nullptr;
   std::unique_ptr<ImageView> view;
@@ -62,7 +62,7 @@ struct Viewer::Impl {
   std::string message;
   bool screenshot_done = false, window_set = false;
 
-  Impl(Pipeline& pl, const ViewerOptions& o) : p(pl), opt(o) {}
+  Impl(StreamRuntime& pl, const ViewerOptions& o) : p(pl), opt(o) {}
   void upload_latest();
   void handle_mouse(const Rect& area);
   void handle_keys();
@@ -75,7 +75,7 @@ struct Viewer::Impl {
   void write_screenshot(int fb_w, int fb_h, const Rect& area);
 };
 
-Viewer::Viewer(Pipeline& pipeline, const ViewerOptions& opt) : impl_(new Impl(pipeline, opt)) {
+Viewer::Viewer(StreamRuntime& pipeline, const ViewerOptions& opt) : impl_(new Impl(pipeline, opt)) {
   const char* display = std::getenv("DISPLAY");
   const char* wayland = std::getenv("WAYLAND_DISPLAY");
   if ((!display || !*display) && (!wayland || !*wayland)) {

@@ -1,5 +1,5 @@
 // The live viewer: a GLFW window with OpenGL 3.3 core and Dear ImGui (1.86) on the render thread, showing
-// the newest frame of a running Pipeline (latest wins; the loop never waits for the pipeline), with the
+// the newest frame of a running StreamRuntime (latest wins; the loop never waits for the pipeline), with the
 // controls, status and plots of DESIGN.md section 7. The loop is shaped like ImGui's example_glfw_opengl3:
 // poll, new frame, build the UI, render, swap (vsync on), sleep while iconified, reverse-order shutdown.
 #pragma once
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "stream/pipeline.hpp"
+#include "stream/stream_runtime.hpp"
 
 namespace radstream::viewer {
 
@@ -34,7 +34,7 @@ struct ViewerOptions {
 
 class Viewer {
  public:
-  Viewer(Pipeline& pipeline, const ViewerOptions& opt);  // opens the window; throws Unavailable
+  Viewer(StreamRuntime& pipeline, const ViewerOptions& opt);  // opens the window; throws Unavailable
   ~Viewer();
   Viewer(const Viewer&) = delete;
   Viewer& operator=(const Viewer&) = delete;

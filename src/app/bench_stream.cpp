@@ -6,7 +6,7 @@
 #include "core/log.hpp"
 #include "sim/simulator.hpp"
 #include "stream/ingest.hpp"
-#include "stream/pipeline.hpp"
+#include "stream/stream_runtime.hpp"
 #include "stream/sim_streamer.hpp"
 
 namespace radstream::app {
@@ -88,7 +88,7 @@ nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry) {
   cfg.sinks.report_interval_s = 0;
   cfg.recon = c.recon;
   cfg.recon.backend = c.backend == Backend::Cuda ? BackendChoice::Cuda : BackendChoice::Cpu;
-  Pipeline p(cfg, registry);
+  StreamRuntime p(cfg, registry);
   p.start();
   const long total = long(c.rate_hz * c.duration_s);
   sim->run();

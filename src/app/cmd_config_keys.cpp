@@ -6,7 +6,7 @@
 #include "core/param_reader.hpp"
 #include "recon/recon_params.hpp"
 #include "sim/simulator.hpp"
-#include "stream/pipeline.hpp"
+#include "stream/stream_runtime.hpp"
 
 namespace radstream::app {
 namespace {

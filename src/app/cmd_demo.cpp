@@ -11,7 +11,7 @@
 #include "app/recon_options.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "stream/pipeline.hpp"
+#include "stream/stream_runtime.hpp"
 #include "stream/sim_streamer.hpp"
 #ifdef RADSTREAM_HAVE_VIEWER
 #include "viewer/viewer_app.hpp"
@@ -59,7 +59,7 @@ int run_demo(DemoArgs a) {
     cfg.sinks.image_every = a.snapshot_every;
   }
   const Registry registry = default_registry();
-  Pipeline p(cfg, registry);
+  StreamRuntime p(cfg, registry);
   p.start();
   StreamerParams sp;
   sp.sender.endpoint = p.endpoint();

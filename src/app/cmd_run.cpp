@@ -12,7 +12,7 @@
 #include "app/recon_options.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "stream/pipeline.hpp"
+#include "stream/stream_runtime.hpp"
 #ifdef RADSTREAM_HAVE_VIEWER
 #include "viewer/viewer_app.hpp"
 #endif
@@ -62,7 +62,7 @@ int run(const RunArgs& a) {
   InterruptWatch interrupt;
   const RunConfig cfg = load(a);
   const Registry registry = default_registry();
-  Pipeline p(cfg, registry);
+  StreamRuntime p(cfg, registry);
   log::info("run: listening on {} ({} {}), window {} stride {} ({})", cfg.stream.endpoint, kReceiveSockets.name(cfg.stream.socket),
             cfg.stream.bind ? "bind" : "connect", cfg.frames.window, cfg.frames.stride, kFramings.name(cfg.frames.framing));
   p.start();

@@ -11,7 +11,7 @@
 #include "core/param_reader.hpp"
 #include "recon/recon_params.hpp"
 #include "sim/simulator.hpp"
-#include "stream/pipeline.hpp"
+#include "stream/stream_runtime.hpp"
 
 int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("radstream"));

@@ -258,4 +258,19 @@ Parts encode_bare(const Envelope& env) {
   return parts;
 }
 
+std::array<std::byte, 64> encode_image_header(const ImageHeader& h) {
+  std::array<std::byte, 64> b{};
+  auto put = [&](std::size_t off, auto v) { std::memcpy(b.data() + off, &v, sizeof(v)); };
+  put(0, kImageMagic);
+  put(4, std::uint16_t(1));
+  put(8, h.number);
+  put(16, h.matrix);
+  put(20, h.window);
+  put(24, h.first_spoke);
+  put(32, h.last_spoke);
+  put(40, h.last_acquired_ns);
+  put(48, h.ready_ns);
+  return b;
+}
+
 }  // namespace radstream::wire

@@ -104,4 +104,17 @@ Parts encode_spoke(const Envelope& env, const Spoke& s);
 Parts encode_text(const Envelope& env, const std::string& text);  // Header, Text
 Parts encode_bare(const Envelope& env);                           // Close, Heartbeat
 
+// The published image message (docs/protocol.md): frame 0 is this 64-byte header, frame 1 float32 [N][N]
+// magnitudes. Layout: magic "RSIM" (u32), version u16 = 1, pad u16, frame number u64 (8), matrix u32 (16),
+// window u32 (20), first/last spoke index u64 x 2 (24, 32), last acquired ns i64 (40), ready ns i64 (48),
+// reserved to 64 bytes.
+constexpr std::uint32_t kImageMagic = 0x4D495352u;
+struct ImageHeader {
+  std::uint64_t number = 0;
+  std::uint32_t matrix = 0, window = 0;
+  std::uint64_t first_spoke = 0, last_spoke = 0;
+  std::int64_t last_acquired_ns = 0, ready_ns = 0;
+};
+std::array<std::byte, 64> encode_image_header(const ImageHeader& h);
+
 }  // namespace radstream::wire

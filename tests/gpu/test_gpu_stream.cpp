@@ -8,7 +8,7 @@
 #include "io/frame_io.hpp"
 #include "io/mrd_file.hpp"
 #include "sim/simulator.hpp"
-#include "stream/pipeline.hpp"
+#include "stream/stream_runtime.hpp"
 #include "stream/sender.hpp"
 
 using namespace radstream;
@@ -33,7 +33,7 @@ TEST(GpuStream, DeviceRingFramesMatchTheOfflineCpuRecon) {
     std::vector<FrameResult> frames;
     std::mutex m;
     {
-      Pipeline p(cfg, reg);
+      StreamRuntime p(cfg, reg);
       ASSERT_EQ(p.backend(), Backend::Cuda);
       p.on_frame([&](const FrameResult& f) {
         std::lock_guard lock(m);

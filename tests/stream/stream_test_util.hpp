@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "stream/pipeline.hpp"
+#include "stream/stream_runtime.hpp"
 #include "stream/sender.hpp"
 
 namespace radstream::streamtest {
@@ -46,7 +46,7 @@ bool eventually(F f, std::chrono::milliseconds timeout = 10s) {
 struct Collector {
   std::mutex m;
   std::vector<FrameResult> frames;
-  void attach(Pipeline& p) {
+  void attach(StreamRuntime& p) {
     p.on_frame([this](const FrameResult& f) {
       std::lock_guard lock(m);
       frames.push_back(f);
@@ -61,7 +61,7 @@ struct Collector {
 // A started pipeline that collects its frames, and a PUSH sender connected to it.
 struct Rig {
   Registry reg = default_registry();
-  Pipeline p;
+  StreamRuntime p;
   Collector c;
   zmq::context_t ctx{1};
   Sender s;

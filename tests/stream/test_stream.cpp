@@ -13,7 +13,7 @@
 #include "io/frame_io.hpp"
 #include "io/mrd_file.hpp"
 #include "sim/simulator.hpp"
-#include "stream/pipeline.hpp"
+#include "stream/stream_runtime.hpp"
 #include "stream/sender.hpp"
 #include "stream/stream_test_util.hpp"
 #include "test_util.hpp"
@@ -68,7 +68,7 @@ std::vector<std::span<const std::byte>> spans(const wire::Parts& p) {
 TEST(Stream, EndToEndOverTcpEqualsOfflineRecon) {
   const RunConfig cfg = config(56101);
   const Registry reg = default_registry();
-  Pipeline p(cfg, reg);
+  StreamRuntime p(cfg, reg);
   std::mutex m;
   std::vector<FrameResult> frames;
   p.on_frame([&](const FrameResult& f) {
@@ -205,7 +205,7 @@ TEST(Stream, RecordThenReplayIsByteIdentical) {
 TEST(Stream, EveryBadInputIsCountedAndThePipelineGoesOn) {
   RunConfig cfg = config(56104);
   const Registry reg = default_registry();
-  Pipeline p(cfg, reg);
+  StreamRuntime p(cfg, reg);
   p.start();
   const Simulator sim(small_sim());
   const auto spokes = sim.spokes(0, 70);
@@ -303,7 +303,7 @@ TEST(Stream, PubSubGapsAreDetected) {
   sp.socket = SendSocket::Pub;
   sp.bind = true;
   Sender s(ctx, sp, 31);
-  Pipeline p(cfg, reg);
+  StreamRuntime p(cfg, reg);
   p.start();
   const std::string xml = stream_header_to_xml(sim.header());
   // A subscriber joins late (ZeroMQ's slow joiner): repeat the header until it is heard.
@@ -335,7 +335,7 @@ TEST(Stream, SenderKilledAndRestartedMidStream) {
   RunConfig cfg = config(56106);
   cfg.stream.sender_timeout_s = 0.2;
   const Registry reg = default_registry();
-  Pipeline p(cfg, reg);
+  StreamRuntime p(cfg, reg);
   p.start();
   const Simulator sim(small_sim());
   const auto spokes = sim.spokes(0, 80);

@@ -14,7 +14,7 @@
 #include "gpu/cuda_runtime.hpp"
 #include "io/mrd_file.hpp"
 #include "sim/simulator.hpp"
-#include "stream/pipeline.hpp"
+#include "stream/stream_runtime.hpp"
 #include "stream/sender.hpp"
 #include "stream/stream_test_util.hpp"
 #include "test_util.hpp"
@@ -44,7 +44,7 @@ SimParams sim_params(int matrix, int coils, const char* angles = "golden") {
 TEST(StreamControl, HeaderChangeMidStreamReconfigures) {
   const RunConfig cfg = config(56201);
   Rig rig(cfg, 3);
-  Pipeline& p = rig.p;
+  StreamRuntime& p = rig.p;
   Collector& c = rig.c;
   Sender& s = rig.s;
   const Simulator a(sim_params(32, 2)), b(sim_params(48, 4));
@@ -65,7 +65,7 @@ TEST(StreamControl, HeaderChangeMidStreamReconfigures) {
 TEST(StreamControl, WindowAndStrideChangeBetweenFrames) {
   const RunConfig cfg = config(56202);
   Rig rig(cfg, 4);
-  Pipeline& p = rig.p;
+  StreamRuntime& p = rig.p;
   Collector& c = rig.c;
   Sender& s = rig.s;
   const Simulator sim(sim_params(32, 2));
@@ -93,7 +93,7 @@ TEST(StreamControl, LinearStreamsFramePerRotation) {
   RunConfig cfg = config(56203);
   cfg.frames.framing = Framing::Rotation;
   const Registry reg = default_registry();
-  Pipeline p(cfg, reg);
+  StreamRuntime p(cfg, reg);
   Collector c;
   c.attach(p);
   p.start();
@@ -118,7 +118,7 @@ TEST(StreamControl, PublisherSendsEveryImageWithItsHeader) {
   RunConfig cfg = config(56204);
   cfg.sinks.publish = "tcp://127.0.0.1:56205";
   const Registry reg = default_registry();
-  Pipeline p(cfg, reg);
+  StreamRuntime p(cfg, reg);
   Collector c;
   c.attach(p);
   zmq::context_t ctx(1);
@@ -164,7 +164,7 @@ TEST(StreamControl, ReplayOfAFileWithoutEnvelopesPacedByRate) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   RunConfig cfg = config(56206);
   const Registry reg = default_registry();
-  Pipeline p(cfg, reg);
+  StreamRuntime p(cfg, reg);
   Collector c;
   c.attach(p);
   p.start();
@@ -195,7 +195,7 @@ TEST(StreamControl, ReplayOfAFileWithoutEnvelopesPacedByRate) {
 TEST(StreamControl, MethodSwitchToFbpBetweenFrames) {
   const RunConfig cfg = config(56207);
   Rig rig(cfg, 8);
-  Pipeline& p = rig.p;
+  StreamRuntime& p = rig.p;
   Collector& c = rig.c;
   Sender& s = rig.s;
   const Registry& reg = rig.reg;
@@ -235,7 +235,7 @@ TEST(StreamControl, UnusableBackendIsRefusedWhenAppliedAndTheRunGoesOn) {
   if (gpu::query().available && gpu::cuda_stages_built()) GTEST_SKIP() << "a GPU is usable here";
   const RunConfig cfg = config(56208);
   Rig rig(cfg, 4);
-  Pipeline& p = rig.p;
+  StreamRuntime& p = rig.p;
   Sender& s = rig.s;
   const Simulator sim(sim_params(32, 2));
   const auto spokes = sim.spokes(0, 96);

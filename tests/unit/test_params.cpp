@@ -6,7 +6,7 @@
 #include "core/error.hpp"
 #include "recon/recon_params.hpp"
 #include "sim/simulator.hpp"
-#include "stream/pipeline.hpp"
+#include "stream/stream_runtime.hpp"
 
 using namespace radstream;
 

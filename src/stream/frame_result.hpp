@@ -1,0 +1,21 @@
+// One reconstructed frame and its trace, as the runtime hands it to the sinks and the viewer.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/buffer.hpp"
+
+namespace radstream {
+
+struct FrameResult {
+  std::uint64_t number = 0;
+  int matrix = 0;
+  std::vector<cfloat> image;  // [N][N], magnitude in the real part (coil k's magnitude in coil view)
+  int coil = -1;              // -1: combined; else the coil shown
+  std::uint64_t first_spoke = 0, last_spoke = 0;  // spoke indices
+  std::uint64_t end_serial = 0;                   // ring serial after the last spoke
+  int window = 0;
+  std::int64_t last_acquired_ns = 0, last_arrival_ns = 0, ready_ns = 0;
+};
+
+}  // namespace radstream

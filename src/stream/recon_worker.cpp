@@ -1,0 +1,199 @@
+#include "stream/recon_worker.hpp"
+
+#include <chrono>
+
+#include "core/log.hpp"
+#include "stream/frame_scheduler.hpp"
+#include "stream/run_config.hpp"
+
+namespace radstream {
+
+ReconWorker::ReconWorker(const FrameParams& frames, const ReconParams& recon, Backend backend,
+                         const Registry& registry, Ingest& ingest, Metrics& metrics, Emit emit)
+    : fp_(frames),
+      registry_(registry),
+      ingest_(ingest),
+      metrics_(metrics),
+      emit_(std::move(emit)),
+      window_(frames.window),
+      stride_(frames.stride),
+      backend_(backend),
+      recon_(recon) {}
+
+ReconWorker::~ReconWorker() {
+  stop();
+}
+
+void ReconWorker::start() {
+  if (running_.exchange(true)) return;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void ReconWorker::stop() {
+  running_ = false;
+  if (thread_.joinable()) thread_.join();
+}
+
+void ReconWorker::set_recon(const ReconParams& p, Backend backend) {
+  std::lock_guard lock(settings_m_);
+  pending_ = std::make_unique<std::pair<ReconParams, Backend>>(p, backend);
+}
+
+ReconParams ReconWorker::recon() const {
+  std::lock_guard lock(settings_m_);
+  return pending_ ? pending_->first : recon_;
+}
+
+std::string ReconWorker::last_error() const {
+  std::lock_guard lock(error_m_);
+  return last_error_;
+}
+
+void ReconWorker::set_error(const std::string& e) {
+  std::lock_guard lock(error_m_);
+  last_error_ = e;
+}
+
+void ReconWorker::loop() {
+  while (running_) {
+    try {
+      frames();
+      return;
+    } catch (const std::exception& e) {
+      ++metrics_.frames_failed;
+      set_error(e.what());
+      once_.error(4, std::string("the reconstruction thread hit an unexpected error: ") + e.what());
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+}
+
+bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t end, int W, Frame& host_frame,
+                             FrameResult& out) {
+  const auto t0 = monotonic_ns();
+  View<const cfloat> img;
+  if (chain.backend() == Backend::Cuda && ring.on_device()) {
+    struct Held {  // the window's spokes stay held until the chain has synchronized (or thrown)
+      SpokeRing& ring;
+      bool on = false;
+      ~Held() {
+        if (on) ring.release_window();
+      }
+    } held{ring};
+    img = chain.reconstruct_device([&](cfloat* d_data, float* d_traj, gpu::StreamRef stream) {
+      return held.on = ring.gather_window(end, W, d_data, d_traj, stream);
+    });
+    if (!img.data) return false;
+  } else {
+    if (!ring.copy_window(end, host_frame)) return false;
+    metrics_.add_stage("assemble", double(monotonic_ns() - t0) * 1e-6);
+    img = chain.reconstruct(host_frame);
+  }
+  const auto times = ring.window_times(end, W);
+  out.ready_ns = monotonic_ns();
+  out.image.assign(img.data, img.data + img.size());
+  out.matrix = chain.geometry().matrix;
+  out.window = W;
+  out.end_serial = end;
+  out.first_spoke = times.first_index;
+  out.last_spoke = times.last_index;
+  out.last_acquired_ns = times.acquired_ns;
+  out.last_arrival_ns = times.arrival_ns;
+  const int coil = coil_view_;
+  if (coil >= 0 && chain.keeps_coil_images() && coil < chain.geometry().coils) {
+    const auto ci = chain.coil_images();
+    const std::size_t px = out.image.size();
+    for (std::size_t i = 0; i < px; ++i)
+      out.image[i] = cfloat(std::abs(ci.data[std::size_t(coil) * px + i]), 0.f);
+    out.coil = coil;
+  }
+  for (const auto& t : chain.timings()) metrics_.add_stage(t.stage, t.ms);
+  metrics_.add_stage("frame_total", double(out.ready_ns - t0) * 1e-6);
+  return true;
+}
+
+void ReconWorker::frames() {
+  std::unique_ptr<ReconChain> chain;
+  std::uint64_t generation = 0, number = 0;
+  int W = 0;
+  Frame host_frame;
+  FrameScheduler sched;
+  while (running_) {
+    const Ingest::State st = ingest_.state();
+    if (!st.ring) {
+      drained_ = true;
+      ingest_.wait_for(generation, 1, std::chrono::milliseconds(100));
+      continue;
+    }
+    {
+      std::unique_ptr<std::pair<ReconParams, Backend>> next;
+      {
+        std::lock_guard lock(settings_m_);
+        next = std::move(pending_);
+        if (next) recon_ = next->first;
+      }
+      if (next) {  // rebuild the chain with the new settings before the next frame
+        backend_ = next->second;
+        chain.reset();
+        log::info("run: new reconstruction settings ({} backend)", to_string(next->second));
+      }
+    }
+    int want = window_, stride = stride_;
+    if (fp_.framing == Framing::Rotation) want = stride = std::max(1, st.header.angles.spokes_per_rotation);
+    if (st.generation != generation || want != W || !chain) {
+      const bool new_stream = st.generation != generation;
+      generation = st.generation;
+      W = std::min(want, st.ring->capacity() - 1);
+      try {
+        if (!chain) {
+          std::lock_guard lock(settings_m_);
+          chain = std::make_unique<ReconChain>(recon_, backend_, registry_);
+        }
+        const Geometry g = st.header.geometry(W);
+        chain->configure(g);
+        if (backend_ == Backend::Cpu || !st.ring->on_device()) host_frame = Frame(g);
+        log::info("run: reconstructing {} ({} backend), a frame every {} spokes", g.str(),
+                  to_string(backend_.load()), stride);
+      } catch (const std::exception& e) {
+        set_error(e.what());
+        once_.error(0, std::string("cannot configure the reconstruction: ") + e.what());
+        ++metrics_.frames_failed;
+        chain.reset();
+        drained_ = true;  // nothing can be made until the next stream header
+        ingest_.wait_for(generation, ~std::uint64_t(0), std::chrono::milliseconds(200));
+        continue;
+      }
+      if (new_stream)
+        sched.reset(W, stride, fp_.skip_when_behind);
+      else
+        sched.set_window(W);
+    }
+    sched.set_stride(stride);
+    const auto due = sched.next(st.ring->count());
+    drained_ = !due.has_value();
+    if (!due) {
+      ingest_.wait_for(generation, sched.next_end(), std::chrono::milliseconds(100));
+      continue;
+    }
+    metrics_.frames_skipped += due->skipped;
+    auto result = std::make_shared<FrameResult>();
+    try {
+      if (!make_frame(*chain, *st.ring, due->end, W, host_frame, *result)) {
+        once_.error(1, "a frame's spokes were overwritten before it was assembled");
+        ++metrics_.frames_failed;
+        sched.advance();
+        continue;
+      }
+    } catch (const std::exception& e) {
+      once_.error(2, std::string("a frame failed: ") + e.what());
+      ++metrics_.frames_failed;
+      sched.advance();
+      continue;
+    }
+    sched.advance();
+    result->number = ++number;
+    emit_(std::move(result));
+  }
+}
+
+}  // namespace radstream

@@ -1,0 +1,76 @@
+// A reconstruction worker: one thread, one reconstruction chain (one per GPU later), fed by the ingest's
+// spoke ring. It asks the FrameScheduler which frame is due, gathers the window (on the GPU straight from the
+// device ring), reconstructs it and hands each FrameResult to `emit`. Settings change between frames: window
+// and stride (atomics), the coil view (atomic), the reconstruction settings (their own lock). Thread policy:
+// a frame's failure drops that frame (counted in frames_failed, logged once per kind); a configuration that
+// fails waits for the next stream header; any other exception is counted, logged once, and the loop goes on.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "recon/recon_chain.hpp"
+#include "stream/frame_result.hpp"
+#include "stream/ingest.hpp"
+#include "stream/metrics.hpp"
+#include "stream/once_log.hpp"
+
+namespace radstream {
+
+struct FrameParams;
+
+class ReconWorker {
+ public:
+  using Emit = std::function<void(std::shared_ptr<const FrameResult>)>;
+  // backend: resolved by the caller. frames: window, stride, framing and skip policy.
+  ReconWorker(const FrameParams& frames, const ReconParams& recon, Backend backend, const Registry& registry,
+              Ingest& ingest, Metrics& metrics, Emit emit);
+  ~ReconWorker();
+  ReconWorker(const ReconWorker&) = delete;
+  ReconWorker& operator=(const ReconWorker&) = delete;
+
+  void start();
+  void stop();  // finishes the frame in flight
+
+  void set_window(int w) { window_ = w; }
+  void set_stride(int s) { stride_ = s; }
+  int window() const { return window_; }
+  int stride() const { return stride_; }
+  void set_coil_view(int coil) { coil_view_ = coil; }
+  int coil_view() const { return coil_view_; }
+  // Validated and resolved by the caller; applied before the next frame.
+  void set_recon(const ReconParams& p, Backend backend);
+  ReconParams recon() const;
+  Backend backend() const { return backend_; }
+  std::string last_error() const;
+  bool drained() const { return drained_; }
+
+ private:
+  void loop();
+  void frames();
+  bool make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t end, int W, Frame& host_frame,
+                  FrameResult& out);
+  void set_error(const std::string& e);
+
+  const FrameParams& fp_;
+  const Registry& registry_;
+  Ingest& ingest_;
+  Metrics& metrics_;
+  Emit emit_;
+  std::atomic<int> window_, stride_, coil_view_{-1};
+  std::atomic<Backend> backend_;
+  std::atomic<bool> running_{false}, drained_{false};
+  std::thread thread_;
+  OnceLog once_;
+
+  mutable std::mutex settings_m_;  // guards recon_ and pending_
+  ReconParams recon_;
+  std::unique_ptr<std::pair<ReconParams, Backend>> pending_;
+  mutable std::mutex error_m_;  // guards last_error_
+  std::string last_error_;
+};
+
+}  // namespace radstream

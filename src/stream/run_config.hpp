@@ -1,0 +1,72 @@
+// The run's configuration: the stream (ingest), frames (window, stride, framing, skip policy), sinks and recon
+// sections of `radstream run`'s YAML, each declared once in its visit().
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+
+#include "core/enum_table.hpp"
+#include "recon/recon_params.hpp"
+#include "stream/ingest.hpp"
+
+namespace radstream {
+
+enum class Framing { Sliding, Rotation };
+inline constexpr EnumTable<Framing, 2> kFramings{
+    "framing", {{{Framing::Sliding, "sliding"}, {Framing::Rotation, "rotation"}}}};
+enum class ImageFormat { Png, Cfl };
+inline constexpr EnumTable<ImageFormat, 2> kImageFormats{
+    "image format", {{{ImageFormat::Png, "png"}, {ImageFormat::Cfl, "cfl"}}}};
+
+struct FrameParams {
+  int window = 256;                 // W: spokes per frame
+  int stride = 16;                  // S: a new frame every S spokes
+  Framing framing = Framing::Sliding;  // rotation: linear streams, one frame per full rotation
+  int max_window = 1024;            // largest W allowed while running (sizes the spoke ring)
+  bool skip_when_behind = true;     // live: the newest due frame wins; false: every frame, in order
+
+  template <class V>
+  void visit(V& v) {
+    v.field("window", window, 1, 1 << 16, "spokes per frame (W)");
+    v.field("stride", stride, 1, 1 << 16, "a new frame every S spokes");
+    v.choice("framing", framing, kFramings, "sliding, or rotation (one frame per full rotation of a linear scheme)");
+    v.field("max_window", max_window, 1, 1 << 16, "largest window allowed while running");
+    v.field("skip_when_behind", skip_when_behind,
+            "when reconstruction falls behind, skip to the newest due frame (live); false: every frame");
+  }
+  void validate() const;
+};
+
+struct SinkParams {
+  std::string record;                // MRD .h5 file of every received spoke; empty: off
+  std::string publish;               // ZeroMQ PUB endpoint for the images; empty: off
+  std::string images;                // folder for image files; empty: off
+  int image_every = 10;              // write every Nth frame
+  ImageFormat image_format = ImageFormat::Png;
+  std::string metrics_json;          // the metrics report at the end; empty: off
+  double report_interval_s = 1.0;    // the one-line status; 0: off
+
+  template <class V>
+  void visit(V& v) {
+    v.field("record", record, "record every received spoke into this MRD .h5 file (empty: off)");
+    v.field("publish", publish, "publish each image on this ZeroMQ PUB endpoint (empty: off)");
+    v.field("images", images, "write image files into this folder (empty: off)");
+    v.field("image_every", image_every, 1, 1 << 20, "write every Nth frame");
+    v.choice("image_format", image_format, kImageFormats, "image file format");
+    v.field("metrics_json", metrics_json, "write the metrics report here at the end (empty: off)");
+    v.field("report_interval_s", report_interval_s, 0.0, 3600.0, "seconds between status lines (0: off)");
+  }
+  void validate() const;
+};
+
+struct RunConfig {
+  IngestParams stream;
+  FrameParams frames;
+  SinkParams sinks;
+  ReconParams recon;
+  // Reads the `stream:`, `frames:`, `sinks:` and `recon:` sections; unknown sections or keys are errors.
+  static RunConfig from_yaml(const YAML::Node& root, const std::string& context);
+  void validate() const;
+};
+
+}  // namespace radstream

@@ -1,0 +1,166 @@
+#include "stream/stream_runtime.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+namespace radstream {
+
+StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry) : cfg_(cfg), zctx_(1) {
+  cfg_.validate();
+  const BackendDecision b = resolve_backend(cfg_.recon.backend);
+  log::info("run: backend {} ({})", to_string(b.backend), b.reason);
+  if (!cfg_.sinks.record.empty())
+    recorder_ = std::make_unique<Recorder>(cfg_.sinks.record, std::size_t(1) << 30, metrics_);
+  recording_ = cfg_.sinks.record;
+  ingest_ = std::make_unique<Ingest>(zctx_, cfg_.stream, metrics_, b.backend == Backend::Cuda,
+                                     cfg_.frames.max_window, recorder_.get());
+  sinks_ = make_sinks(cfg_.sinks, zctx_, metrics_);
+  worker_ = std::make_unique<ReconWorker>(cfg_.frames, cfg_.recon, b.backend, registry, *ingest_, metrics_,
+                                          [this](std::shared_ptr<const FrameResult> f) { emit(std::move(f)); });
+}
+
+StreamRuntime::~StreamRuntime() {
+  stop();
+}
+
+double StreamRuntime::elapsed_s() const {
+  return t0_ns_ ? double(monotonic_ns() - t0_ns_) * 1e-9 : 0.0;
+}
+
+void StreamRuntime::start() {
+  if (running_.exchange(true)) return;
+  t0_ns_ = monotonic_ns();
+  ingest_->start();
+  worker_->start();
+  sink_thread_ = std::thread([this] { sink_loop(); });
+  if (cfg_.sinks.report_interval_s > 0) reporter_ = std::thread([this] { report_loop(); });
+}
+
+void StreamRuntime::stop() {
+  if (!running_.exchange(false)) return;
+  ingest_->stop();
+  worker_->stop();
+  {
+    std::lock_guard lock(sink_m_);
+    sinks_stop_ = true;
+  }
+  sink_cv_.notify_all();
+  if (sink_thread_.joinable()) sink_thread_.join();
+  report_cv_.notify_all();
+  if (reporter_.joinable()) reporter_.join();
+  {
+    std::lock_guard lock(record_m_);
+    if (recorder_) recorder_->stop();
+  }
+  log::info("run: {}", metrics_.line(elapsed_s()));
+  write_metrics_json();
+}
+
+void StreamRuntime::set_window(int w) {
+  if (w < 1 || w > cfg_.frames.max_window)
+    throw ConfigError(
+        fmt::format("window {} is outside 1..{} (frames.max_window)", w, cfg_.frames.max_window));
+  worker_->set_window(w);
+}
+
+void StreamRuntime::set_stride(int s) {
+  if (s < 1 || s > 1 << 16) throw ConfigError(fmt::format("stride {} is outside 1..65536", s));
+  worker_->set_stride(s);
+}
+
+void StreamRuntime::set_recon(const ReconParams& p) {
+  p.validate();
+  const BackendDecision b = resolve_backend(p.backend);  // an unusable backend is refused here, with the reason
+  worker_->set_recon(p, b.backend);
+}
+
+void StreamRuntime::set_recording(const std::string& path) {
+  std::unique_ptr<Recorder> next;
+  if (!path.empty()) next = std::make_unique<Recorder>(path, std::size_t(1) << 30, metrics_);
+  std::lock_guard lock(record_m_);
+  ingest_->set_recorder(next.get());
+  if (recorder_) recorder_->stop();
+  recorder_ = std::move(next);
+  recording_ = path;
+  log::info("run: recording {}", path.empty() ? std::string("off") : "to " + path);
+}
+
+std::string StreamRuntime::recording() const {
+  std::lock_guard lock(record_m_);
+  return recording_;
+}
+
+std::string StreamRuntime::report() {
+  return metrics_.line(elapsed_s());
+}
+
+void StreamRuntime::write_metrics_json() const {
+  if (cfg_.sinks.metrics_json.empty()) return;
+  const std::filesystem::path p(cfg_.sinks.metrics_json);
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+  std::ofstream o(p);
+  if (!o) {
+    log::error("run: cannot write {}", p.string());
+    return;
+  }
+  o << metrics_.json(elapsed_s());
+  log::info("run: metrics in {}", p.string());
+}
+
+void StreamRuntime::emit(std::shared_ptr<const FrameResult> f) {
+  if (f->last_acquired_ns > 0) metrics_.end_to_end.add(double(f->ready_ns - f->last_acquired_ns) * 1e-6);
+  metrics_.arrival.add(double(f->ready_ns - f->last_arrival_ns) * 1e-6);
+  if (on_frame_) on_frame_(*f);
+  {
+    std::lock_guard lock(sink_m_);
+    if (sink_q_.size() >= 8) {
+      sink_q_.pop_front();
+      ++metrics_.sink_dropped;
+    }
+    sink_q_.push_back(f);
+  }
+  sink_cv_.notify_one();
+  ++metrics_.frames;
+  latest_.put(std::move(f));
+}
+
+void StreamRuntime::sink_loop() {
+  for (;;) {
+    std::shared_ptr<const FrameResult> f;
+    {
+      std::unique_lock lock(sink_m_);
+      sink_cv_.wait(lock, [&] { return !sink_q_.empty() || sinks_stop_; });
+      if (sink_q_.empty()) return;
+      f = sink_q_.front();
+      sink_q_.pop_front();
+    }
+    for (std::size_t i = 0; i < sinks_.size(); ++i) {
+      try {  // one sink's failure drops the frame for that sink only
+        sinks_[i]->consume(*f);
+      } catch (const std::exception& e) {
+        once_.error(3 + int(i), "sink " + sinks_[i]->name() + " failed: " + e.what());
+        ++metrics_.sink_dropped;
+      }
+    }
+  }
+}
+
+void StreamRuntime::report_loop() {
+  try {
+    const auto period = std::chrono::duration<double>(cfg_.sinks.report_interval_s);
+    auto next = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(period);
+    std::unique_lock lock(report_m_);
+    while (running_) {
+      if (report_cv_.wait_until(lock, next, [&] { return !running_.load(); })) break;
+      log::info("{}", metrics_.line(elapsed_s()));
+      next += std::chrono::duration_cast<std::chrono::nanoseconds>(period);
+    }
+  } catch (const std::exception& e) {
+    once_.error(10, std::string("the status reporter stopped: ") + e.what());
+  }
+}
+
+}  // namespace radstream

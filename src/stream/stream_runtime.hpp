@@ -1,0 +1,114 @@
+// The streaming runtime (DESIGN.md section 6), wired from its parts: the ingest thread (stream/ingest) feeds
+// the spoke ring; a ReconWorker (stream/recon_worker: FrameScheduler + chain) makes the frames; the sink
+// thread hands them to the Sinks (stream/sink: image publisher, image files); the LatestFrame mailbox holds the
+// newest for a viewer; the Recorder (ingest's tap, its own thread) writes every spoke; a reporter prints one
+// status line a second. Queue policies:
+//  - ingest -> ring: never drops; the ingest waits only while the worker copies a window it would overwrite;
+//  - ring -> reconstruction: the newest due frame wins when behind (frames, not spokes, are skipped and
+//    counted); frames.skip_when_behind: false makes every frame, in order, while the ring still holds it;
+//  - reconstruction -> sinks: 8 frames; when full the oldest is dropped and counted; the mailbox always holds
+//    the newest;
+//  - recorder: never drops (recorder.hpp).
+// Each lock guards one thing: the sink queue, the mailbox, the recorder switch, the worker's settings.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+
+#include "stream/frame_result.hpp"
+#include "stream/ingest.hpp"
+#include "stream/latest_frame.hpp"
+#include "stream/metrics.hpp"
+#include "stream/once_log.hpp"
+#include "stream/recon_worker.hpp"
+#include "stream/recorder.hpp"
+#include "stream/run_config.hpp"
+#include "stream/sink.hpp"
+#include "stream/wire.hpp"
+
+namespace radstream {
+
+using wire::kImageMagic;  // the published image message (wire.hpp)
+
+class StreamRuntime {
+ public:
+  StreamRuntime(const RunConfig& cfg, const Registry& registry);
+  ~StreamRuntime();
+  StreamRuntime(const StreamRuntime&) = delete;
+  StreamRuntime& operator=(const StreamRuntime&) = delete;
+
+  void start();
+  void stop();  // clean: stops the ingest, finishes the frame in flight, drains the sinks and the recorder
+
+  // Between frames, while running. Throws ConfigError naming a bad value.
+  void set_window(int w);
+  void set_stride(int s);
+  // New reconstruction settings (method, DCF, kernel, FFT engine, backend...), validated and resolved here, in
+  // the caller (an unusable backend is refused with the reason), applied between frames by rebuilding the
+  // chain. The running chain stays when they are refused.
+  void set_recon(const ReconParams& p);
+  ReconParams recon() const { return worker_->recon(); }
+  // -1: the combined image; k >= 0: coil k's magnitude (needs per-coil images: not with the fused tail).
+  void set_coil_view(int coil) { worker_->set_coil_view(coil); }
+  int coil_view() const { return worker_->coil_view(); }
+  // Starts recording every received spoke into `path` (.h5), or stops (empty). Throws ConfigError/IoError.
+  void set_recording(const std::string& path);
+  std::string recording() const;
+  std::string endpoint() const { return ingest_->bound_endpoint(); }
+  StreamHeader stream_header() const { return ingest_->state().header; }
+  std::string last_error() const { return worker_->last_error(); }
+  int window() const { return worker_->window(); }
+  int stride() const { return worker_->stride(); }
+  Backend backend() const { return worker_->backend(); }
+
+  Metrics& metrics() { return metrics_; }
+  double elapsed_s() const;
+  std::shared_ptr<const FrameResult> latest() const { return latest_.get(); }
+  bool wait_frames(std::uint64_t n, std::chrono::milliseconds timeout) const { return latest_.wait_count(n, timeout); }
+  // Called on the reconstruction thread for every frame (tests; keep it short). Set before start().
+  void on_frame(std::function<void(const FrameResult&)> f) { on_frame_ = std::move(f); }
+  std::string report();  // the status line
+  // True while every frame due with the spokes received so far has been reconstructed (or dropped).
+  bool drained() const { return worker_->drained(); }
+  void write_metrics_json() const;
+
+ private:
+  void emit(std::shared_ptr<const FrameResult> f);  // on the reconstruction thread
+  void sink_loop();
+  void report_loop();
+
+  RunConfig cfg_;
+  Metrics metrics_;
+  zmq::context_t zctx_;
+  std::unique_ptr<Ingest> ingest_;
+  std::unique_ptr<ReconWorker> worker_;
+  std::vector<std::unique_ptr<Sink>> sinks_;
+  LatestFrame latest_;
+  std::function<void(const FrameResult&)> on_frame_;
+  std::atomic<bool> running_{false};
+  std::int64_t t0_ns_ = 0;
+  std::thread sink_thread_, reporter_;
+  OnceLog once_;
+
+  mutable std::mutex record_m_;  // guards recorder_ and recording_ (the switch, not the writing)
+  std::unique_ptr<Recorder> recorder_;
+  std::string recording_;
+
+  std::mutex sink_m_;  // guards sink_q_ and sinks_stop_
+  std::condition_variable sink_cv_;
+  std::deque<std::shared_ptr<const FrameResult>> sink_q_;
+  bool sinks_stop_ = false;
+
+  std::mutex report_m_;  // the reporter's sleep
+  std::condition_variable report_cv_;
+};
+
+}  // namespace radstream
