@@ -14,6 +14,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <memory>
 #include <thread>
 
@@ -60,7 +61,7 @@ struct Viewer::Impl {
   ReconParams ui_recon;
   char record_name[512] = {};
   std::string message;
-  bool screenshot_done = false, window_set = false;
+  bool screenshot_done = false, window_set = false, backend_applied = false;
 
   Impl(StreamRuntime& pl, const ViewerOptions& o) : p(pl), opt(o) {}
   void upload_latest();
@@ -391,10 +392,11 @@ void Viewer::Impl::write_screenshot(int fb_w, int fb_h, const Rect& area) {
       "\"image_rect\": "
       "[{:.2f}, {:.2f}, {:.2f}, {:.2f}], \"panel_x\": {:.1f}, \"low\": {:.6g}, \"high\": {:.6g}, \"gamma\": "
       "{}, "
-      "\"colormap\": {}, \"fb\": [{}, {}], \"pipeline_window\": {}}}\n",
+      "\"colormap\": {}, \"fb\": [{}, {}], \"pipeline_window\": {}, \"backend\": \"{}\", \"message\": {}}}\n",
       shown ? shown->number : 0, shown ? shown->first_spoke : 0, shown ? shown->last_spoke : 0,
       shown ? shown->window : 0, shown ? shown->matrix : 0, r.x, r.y, r.w, r.h, area.x + area.w, disp.low,
-      disp.high, disp.gamma, disp.colormap, fb_w, fb_h, p.window());
+      disp.high, disp.gamma, disp.colormap, fb_w, fb_h, p.window(), to_string(p.backend()),
+      nlohmann::json(message).dump());
   log::info("viewer: screenshot {} (frame {})", path.string(), shown ? shown->number : 0);
 }
 
@@ -413,6 +415,16 @@ long Viewer::run() {
       s.window_set = true;
       s.ui_window = s.opt.set_window;
       s.p.set_window(s.ui_window);
+    }
+    if (!s.opt.apply_backend.empty() && !s.backend_applied && t >= 1.5) {  // as if chosen and Apply pressed
+      s.backend_applied = true;
+      try {
+        s.ui_recon.backend = parse_backend(s.opt.apply_backend);
+        s.apply_recon();
+      } catch (const std::exception& e) {
+        s.message = e.what();
+      }
+      log::info("viewer: apply backend {}: {}", s.opt.apply_backend, s.message);
     }
     if ((s.opt.close_after_s > 0 && t >= s.opt.close_after_s) || (s.opt.should_close && s.opt.should_close()))
       glfwSetWindowShouldClose(s.win, GLFW_TRUE);

@@ -27,6 +27,10 @@ struct ViewerOptions {
   std::string screenshot;
   double screenshot_after_s = 3.0;
   int set_window = 0;
+  // Non-empty: at 1.5 s choose this backend in the reconstruction panel and press Apply (the same code path),
+  // so a test can see a refused setting reported in the panel (and in the screenshot's JSON) while the run
+  // goes on.
+  std::string apply_backend;
   double close_after_s = 0;
   // Polled once per displayed frame: true closes the window (Ctrl-C, a run's stop condition).
   std::function<bool()> should_close;

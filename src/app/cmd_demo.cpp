@@ -33,6 +33,7 @@ struct DemoArgs {
   std::string screenshot;
   double screenshot_after_s = 3.0, close_after_s = 0;
   int set_window = 0;
+  std::string apply_backend;
 };
 
 int run_demo(DemoArgs a) {
@@ -75,6 +76,7 @@ int run_demo(DemoArgs a) {
       vo.screenshot_after_s = a.screenshot_after_s;
       vo.close_after_s = a.close_after_s;
       vo.set_window = a.set_window;
+      vo.apply_backend = a.apply_backend;
       vo.should_close = [&] { return interrupt.requested(); };
       viewer::Viewer v(p, vo);
       v.run();
@@ -129,6 +131,7 @@ Runner add_demo(CLI::App& app) {
                  "viewer: seconds before the screenshot (default 3)");
   app.add_option("--close-after", a->close_after_s, "viewer: close the window after this many seconds");
   app.add_option("--set-window", a->set_window, "viewer: move the window slider to W at 1 s (tests)");
+  app.add_option("--apply-backend", a->apply_backend, "viewer: choose this backend and press Apply at 1.5 s (tests)");
   a->recon.add_to(app);
   return [a] { return run_demo(*a); };
 }

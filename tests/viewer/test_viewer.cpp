@@ -4,6 +4,8 @@
 // window slider) reached the pipeline, and the program exits cleanly when the window is closed. Skips when
 // xvfb-run is missing; RADSTREAM_REQUIRE_DISPLAY=1 makes that a failure (CI sets it).
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 #include <stb_image.h>
 
 #include <cmath>
@@ -12,6 +14,7 @@
 #include <regex>
 #include <thread>
 
+#include "gpu/cuda_runtime.hpp"
 #include "io/frame_io.hpp"
 #include "recon/recon_chain.hpp"
 #include "sim/simulator.hpp"
@@ -154,4 +157,31 @@ TEST(Viewer, RunShowsTheStreamAndClosesWhenTheSenderDoes) {
   EXPECT_NE(r.output.find("viewer: closed"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("spokes=300"), std::string::npos) << r.output;
   EXPECT_TRUE(std::filesystem::exists(dir / "m.json"));
+}
+
+// A setting that cannot be had (the CUDA backend on a machine without a usable GPU), chosen in the viewer's
+// reconstruction panel and applied, is refused with the reason shown in the panel; the program keeps running
+// and reconstructing (it used to abort the process).
+TEST(Viewer, UnusableBackendAppliedInThePanelIsRefusedAndTheRunGoesOn) {
+  if (!have_xvfb()) {
+    if (test::env_flag("RADSTREAM_REQUIRE_DISPLAY")) FAIL() << "xvfb-run is not installed";
+    GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb)";
+  }
+  if (gpu::query().available && gpu::cuda_stages_built()) GTEST_SKIP() << "a GPU is usable here";
+  test::TempDir dir;
+  const std::string shot = dir / "shot.png";
+  const auto r = test::run_command("xvfb-run -a -s '-screen 0 1280x1024x24' " + test::radstream_binary() +
+                                   " demo --backend cpu --matrix 64 --coils 2 --rate 400 --pool 256 --window 32"
+                                   " --stride 16 --apply-backend cuda --screenshot " + shot +
+                                   " --screenshot-after 3 --close-after 3.5 --out-dir " + dir / "demo");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("viewer: apply backend cuda"), std::string::npos) << r.output;
+  std::ifstream jf(shot + ".json");
+  const auto j = nlohmann::json::parse(jf);
+  const std::string message = j.at("message");
+  EXPECT_NE(message.find("cuda"), std::string::npos) << message;
+  EXPECT_NE(message.find("no GPU"), std::string::npos) << message;
+  EXPECT_EQ(j.at("backend"), "cpu");
+  // Frames kept coming after the refusal (1.5 s): at 400 spokes/s and a frame every 16, ~37 by 3 s.
+  EXPECT_GT(j.at("frame").get<int>(), 30) << j.dump();
 }
