@@ -259,7 +259,7 @@ int run_bench(const BenchArgs& a) {
         for (std::size_t i = 0; i < v.size() && i < fft_ms.size(); ++i) fft_ms[i] += v[i];
     const Stats frame = stats(gpu_sum), fft = stats(fft_ms), w = stats(wall);
     nlohmann::ordered_json stages = nlohmann::ordered_json::object();
-    for (const auto& name : chain.stage_names()) stages[name] = json_stats(stats(stage_ms[name]));
+    for (const auto& t : chain.timings()) stages[t.stage] = json_stats(stats(stage_ms[t.stage]));
     nlohmann::ordered_json j = {{"case", c.name},
                         {"what", c.what},
                         {"backend", to_string(c.backend)},

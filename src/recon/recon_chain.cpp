@@ -21,7 +21,6 @@ ReconChain::ReconChain(const ReconParams& params, Backend backend, const Registr
   if (backend == Backend::Cuda) {
     stream_ = std::make_unique<gpu::Stream>();
     ctx_.stream = stream_->get();
-    events_.resize(stages_.size() + 1);
   }
 }
 
@@ -90,10 +89,27 @@ void ReconChain::configure(const Geometry& g) {
     if (ci >= 0) host_coils_ = HostBuffer<cfloat>(d_buffers_[ci].extents());
   }
   need_lines_ = false;
-  for (const auto& st : stages_) need_lines_ |= st->needs_spoke_lines();
+  bool need_plan = false;
+  for (const auto& st : stages_) {
+    need_lines_ |= st->needs_spoke_lines();
+    need_plan |= st->needs_point_plan();
+  }
+  cpu_plan_.reset();
+  cuda_plan_.reset();
+  if (need_plan) {  // one plan for the frame: the recipe's kernel on the oversampled grid
+    const int G = oversampled_grid_size(g.matrix, params_.gridding.oversampling);
+    const std::size_t n = std::size_t(g.spokes) * g.samples;
+    if (cuda)
+      cuda_plan_ = std::make_unique<NufftPlanCuda>(G, params_.gridding.kernel(), n, ctx_.stream);
+    else
+      cpu_plan_ = std::make_unique<NufftPlanCpu>(2, std::array<int, 3>{G, G, 1}, params_.gridding.kernel(), n);
+  }
   if (need_lines_) lines_.resize(g.spokes);
-  timings_.assign(stages_.size(), {});
-  for (std::size_t i = 0; i < stages_.size(); ++i) timings_[i].stage = stages_[i]->name();
+  points_off_ = need_plan ? 1 : 0;  // the point plan's set_points is timed as a step of its own, first
+  timings_.assign(stages_.size() + points_off_, {});
+  if (points_off_) timings_[0].stage = "set_points";
+  for (std::size_t i = 0; i < stages_.size(); ++i) timings_[i + points_off_].stage = stages_[i]->name();
+  if (cuda) events_.resize(timings_.size() + 1);
   g_ = g;
   configured_ = true;
 }
@@ -111,11 +127,19 @@ View<const cfloat> ReconChain::reconstruct(const Frame& frame) {
   }
   const FrameContext fc = context(frame.traj.view());
   View<const cfloat> in = frame.data.view();
+  auto ms_since = [](auto t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  if (points_off_) {
+    const auto t0 = std::chrono::steady_clock::now();
+    set_points(fc);
+    timings_[0].ms = ms_since(t0);
+  }
   for (std::size_t i = 0; i < stages_.size(); ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     View<cfloat> out = buffers_[output_of_[i]].view();
     stages_[i]->process(fc, in, out, ctx_);
-    timings_[i].ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    timings_[i + points_off_].ms = ms_since(t0);
     in = out;
   }
   return in;
@@ -138,7 +162,15 @@ FrameContext ReconChain::context(View<const float> traj) {
     lines_.fit(traj.span(), g_.samples);  // once for every stage of the frame
     fc.lines = &lines_;
   }
+  fc.cpu_plan = cpu_plan_.get();
+  fc.cuda_plan = cuda_plan_.get();
   return fc;
+}
+
+void ReconChain::set_points(const FrameContext& frame) {
+  const std::size_t n = std::size_t(g_.spokes) * g_.samples;
+  if (frame.cpu_plan) frame.cpu_plan->set_points(frame.traj.data, n);
+  if (frame.cuda_plan) frame.cuda_plan->set_points(frame.traj.data, n);
 }
 
 View<const cfloat> ReconChain::run_cuda() {
@@ -162,17 +194,20 @@ View<const cfloat> ReconChain::run_cuda() {
   gpu::copy_to_host(host_image_.data(), d_buffers_[output_of_.back()].data(),
                     host_image_.size() * sizeof(cfloat), ctx_.stream);
   gpu::synchronize(ctx_.stream);
-  for (std::size_t i = 0; i < stages_.size(); ++i)
-    timings_[i].ms = events_[i + 1].ms_since(events_[i]);
+  for (std::size_t k = 0; k < timings_.size(); ++k) timings_[k].ms = events_[k + 1].ms_since(events_[k]);
   return host_image_.view();
 }
 
 void ReconChain::enqueue_stages(const FrameContext& frame, View<const cfloat> in) {
   events_[0].record(ctx_.stream);
+  if (points_off_) {
+    set_points(frame);  // the tile sort, once per frame for every stage that spreads or interpolates
+    events_[1].record(ctx_.stream);
+  }
   for (std::size_t i = 0; i < stages_.size(); ++i) {
     View<cfloat> out = d_buffers_[output_of_[i]].view();
     stages_[i]->process(frame, in, out, ctx_);
-    events_[i + 1].record(ctx_.stream);
+    events_[i + 1 + points_off_].record(ctx_.stream);
     in = out;
   }
 }

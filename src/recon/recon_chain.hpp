@@ -55,7 +55,8 @@ class ReconChain {
   // A versioned side input handed to every stage in the frame context from the next frame on (the caller
   // keeps the data alive and at the chain's location).
   void set_coil_maps(const SideInput& maps) { coil_maps_ = maps; }
-  // Wall time of each stage in the last frame.
+  // Time of each step in the last frame: "set_points" first when the recipe has a point plan, then the
+  // stages (wall time on the CPU, CUDA events on the GPU).
   const std::vector<StageTiming>& timings() const { return timings_; }
   std::vector<std::string> stage_names() const;
 
@@ -76,7 +77,11 @@ class ReconChain {
   std::vector<gpu::Event> events_;        // around the stages
   std::vector<StageTiming> timings_;
   SpokeLineSet lines_;   // fitted once per frame when a stage needs them (CPU)
+  std::unique_ptr<NufftPlanCpu> cpu_plan_;    // the frame's point plan, when a stage needs it
+  std::unique_ptr<NufftPlanCuda> cuda_plan_;
+  void set_points(const FrameContext& frame);  // once per frame, before the stages (inside a capture on the GPU)
   bool need_lines_ = false;
+  std::size_t points_off_ = 0;  // 1 when the frame has a point plan (its set_points is timings_[0])
   std::uint64_t number_ = 0;
   SideInput coil_maps_;
   Geometry g_;

@@ -12,6 +12,8 @@
 #include "core/enum_table.hpp"
 #include "core/geometry.hpp"
 #include "gpu/handles.hpp"
+#include "noncart/nufft_plan_cpu.hpp"
+#include "noncart/nufft_plan_cuda.hpp"
 #include "noncart/radial_geometry.hpp"
 
 namespace radstream {
@@ -42,6 +44,10 @@ struct FrameContext {
   View<const float> traj;
   std::uint64_t number = 0;                // frame number within the chain (1, 2, ...)
   const SpokeLineSet* lines = nullptr;     // CPU backend, when a stage needs_spoke_lines()
+  // The NUFFT point plan with this frame's points set (the tile sort done once per frame, on the chain's
+  // stream), when a stage needs_point_plan(): one of the two, by backend.
+  NufftPlanCpu* cpu_plan = nullptr;
+  NufftPlanCuda* cuda_plan = nullptr;
   SideInput coil_maps;                     // [coils][N][N]
   SideInput field_map;                     // [N][N] (later)
   View<const cfloat> previous;             // the chain's previous output, when a stage needs_previous()
@@ -58,6 +64,8 @@ class Stage {
   virtual bool in_place() const { return false; }
   // The chain fills frame.lines (CPU) when a stage says it needs them.
   virtual bool needs_spoke_lines() const { return false; }
+  // The chain makes one NUFFT plan (the recipe's kernel and grid) and sets its points once per frame.
+  virtual bool needs_point_plan() const { return false; }
 };
 
 // Throws InputError unless v has the expected extents and location (used at the top of process()).

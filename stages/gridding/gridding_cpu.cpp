@@ -1,6 +1,6 @@
-// CPU gridding: an adapter over the NUFFT plan's spread. Per frame the plan computes every sample's kernel
-// weights and wrapped grid indices once (shared by all coils); coils are then spread in parallel, each into
-// its own grid (no atomics needed).
+// CPU gridding: the spread of the frame's NUFFT plan (its points set once per frame by the chain: every
+// sample's kernel weights and wrapped grid indices, shared by all coils); coils are spread in parallel, each
+// into its own grid (no atomics needed).
 #include <fmt/format.h>
 
 #include "gridding/gridding.hpp"
@@ -13,14 +13,13 @@ class GriddingCpu final : public Stage {
  public:
   explicit GriddingCpu(const GriddingParams& p) : p_(p) {}
   std::string name() const override { return "gridding"; }
+  bool needs_point_plan() const override { return true; }
 
   Extents configure(const Geometry& g, const Extents& input, Context&) override {
     g_ = g;
     in_ext_ = input;
-    const int G = oversampled_grid_size(g.matrix, p_.oversampling);
-    plan_ = std::make_unique<NufftPlanCpu>(2, std::array<int, 3>{G, G, 1}, p_.kernel(),
-                                           std::size_t(g.spokes) * g.samples);
-    out_ext_ = Extents{std::size_t(g.coils), std::size_t(G), std::size_t(G)};
+    G_ = oversampled_grid_size(g.matrix, p_.oversampling);
+    out_ext_ = Extents{std::size_t(g.coils), std::size_t(G_), std::size_t(G_)};
     return out_ext_;
   }
 
@@ -28,17 +27,17 @@ class GriddingCpu final : public Stage {
     expect_view("gridding", "input", in, in_ext_, Location::Host);
     expect_view("gridding", "output", out, out_ext_, Location::Host);
     const std::size_t n = std::size_t(g_.spokes) * g_.samples;
-    if (frame.traj.size() != n * 2)
-      throw InputError(fmt::format("gridding: trajectory holds {} floats, expected {}", frame.traj.size(), n * 2));
-    plan_->set_points(frame.traj.data, n);
-    plan_->spread(in.data, out.data, g_.coils);
+    const NufftPlanCpu* plan = frame.cpu_plan;
+    if (!plan || plan->points() != n || plan->grid()[0] != G_ || plan->dims() != 2)
+      throw InputError(fmt::format("gridding: the frame context carries no {}^2 point plan with {} points", G_, n));
+    plan->spread(in.data, out.data, g_.coils);
   }
 
  private:
   GriddingParams p_;
   Geometry g_;
   Extents in_ext_, out_ext_;
-  std::unique_ptr<NufftPlanCpu> plan_;
+  int G_ = 0;
 };
 
 }  // namespace

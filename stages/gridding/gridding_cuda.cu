@@ -1,5 +1,5 @@
-// CUDA gridding: an adapter over the NUFFT plan's spread (the tile sort once per frame, then the per-tile
-// gather; see noncart/nufft_plan_cuda.cu). All buffers are allocated in configure().
+// CUDA gridding: the spread of the frame's NUFFT plan (noncart/nufft_plan_cuda.cu: the tile sort, done once
+// per frame by the chain on its stream, then the per-tile gather).
 #include <string>
 
 #include "gridding/gridding.hpp"
@@ -12,14 +12,13 @@ class GriddingCuda final : public Stage {
  public:
   explicit GriddingCuda(const GriddingParams& p) : p_(p) {}
   std::string name() const override { return "gridding"; }
+  bool needs_point_plan() const override { return true; }
 
-  Extents configure(const Geometry& g, const Extents& input, Context& ctx) override {
+  Extents configure(const Geometry& g, const Extents& input, Context&) override {
     g_ = g;
     in_ext_ = input;
-    const int G = oversampled_grid_size(g.matrix, p_.oversampling);
-    plan_.reset();
-    plan_ = std::make_unique<NufftPlanCuda>(G, p_.kernel(), std::size_t(g.spokes) * g.samples, ctx.stream);
-    out_ext_ = Extents{std::size_t(g.coils), std::size_t(G), std::size_t(G)};
+    G_ = oversampled_grid_size(g.matrix, p_.oversampling);
+    out_ext_ = Extents{std::size_t(g.coils), std::size_t(G_), std::size_t(G_)};
     return out_ext_;
   }
 
@@ -27,18 +26,19 @@ class GriddingCuda final : public Stage {
     expect_view("gridding", "input", in, in_ext_, Location::Device);
     expect_view("gridding", "output", out, out_ext_, Location::Device);
     const std::size_t n = std::size_t(g_.spokes) * g_.samples;
-    if (frame.traj.size() != n * 2 || frame.traj.loc != Location::Device)
-      throw InputError("gridding: trajectory is not on the device or has the wrong size");
-    if (plan_->stream() != ctx.stream) throw InputError("gridding: configured on another stream");
-    plan_->set_points(frame.traj.data, n);
-    plan_->spread(in.data, out.data, g_.coils);
+    NufftPlanCuda* plan = frame.cuda_plan;
+    if (!plan || plan->points() != n || plan->grid() != G_)
+      throw InputError("gridding: the frame context carries no " + std::to_string(G_) + "^2 point plan with " +
+                       std::to_string(n) + " points");
+    if (plan->stream() != ctx.stream) throw InputError("gridding: the point plan runs on another stream");
+    plan->spread(in.data, out.data, g_.coils);
   }
 
  private:
   GriddingParams p_;
   Geometry g_;
   Extents in_ext_, out_ext_;
-  std::unique_ptr<NufftPlanCuda> plan_;
+  int G_ = 0;
 };
 
 }  // namespace

@@ -72,6 +72,13 @@ inline std::vector<cfloat> run_stage(const std::string& name, Backend b, const R
       lines.fit(frame.traj.span(), r.g.samples);
       frame.lines = &lines;
     }
+    std::unique_ptr<NufftPlanCpu> plan;
+    if (stage->needs_point_plan()) {
+      const int G = oversampled_grid_size(r.g.matrix, p.gridding.oversampling);
+      plan = std::make_unique<NufftPlanCpu>(2, std::array<int, 3>{G, G, 1}, p.gridding.kernel(), r.traj.size() / 2);
+      plan->set_points(r.traj.data(), r.traj.size() / 2);
+      frame.cpu_plan = plan.get();
+    }
     stage->process(frame, in.view(), stage->in_place() ? in.view() : out.view(), ctx);
     const auto& res = stage->in_place() ? in : out;
     return std::vector<cfloat>(res.begin(), res.end());
@@ -88,6 +95,13 @@ inline std::vector<cfloat> run_stage(const std::string& name, Backend b, const R
     View<cfloat> o = out.view();
     FrameContext frame;
     frame.traj = traj.view();
+    std::unique_ptr<NufftPlanCuda> plan;
+    if (stage->needs_point_plan()) {
+      const int G = oversampled_grid_size(r.g.matrix, p.gridding.oversampling);
+      plan = std::make_unique<NufftPlanCuda>(G, p.gridding.kernel(), r.traj.size() / 2, ctx.stream);
+      plan->set_points(traj.data(), r.traj.size() / 2);
+      frame.cuda_plan = plan.get();
+    }
     stage->process(frame, in.view(), o, ctx);
     result.resize(out_ext.size());
     gpu::copy_to_host(result.data(), o.data, result.size() * sizeof(cfloat), ctx.stream);
