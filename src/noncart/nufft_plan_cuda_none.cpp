@@ -1,0 +1,21 @@
+// Built when the CUDA backend is not: the CUDA plan exists as a type, and making one says why it cannot.
+#include "core/error.hpp"
+#include "noncart/nufft_plan_cuda.hpp"
+
+namespace radstream {
+
+namespace {
+[[noreturn]] void no_cuda(const char* call) {
+  throw CudaError(call, "this build has no CUDA backend", __FILE__, __LINE__);
+}
+}  // namespace
+
+NufftPlanCuda::NufftPlanCuda(int, const NufftKernel& kernel, std::size_t, gpu::StreamRef)
+    : lut_(kernel.width, kernel.oversampling, kernel.lut_resolution) {
+  no_cuda("NufftPlanCuda");
+}
+void NufftPlanCuda::set_points(const float*, std::size_t) { no_cuda("NufftPlanCuda::set_points"); }
+void NufftPlanCuda::spread(const cfloat*, cfloat*, int) { no_cuda("NufftPlanCuda::spread"); }
+void NufftPlanCuda::interp(const cfloat*, cfloat*, int) { no_cuda("NufftPlanCuda::interp"); }
+
+}  // namespace radstream
