@@ -85,6 +85,12 @@ inline bool bart_available() {
     }                                                                                               \
   } while (0)
 
+// Runs `bart args` in dir; a failure fails the calling test with BART's output.
+inline void bart(const TempDir& dir, const std::string& args) {
+  const auto r = run_command("cd " + dir.path().string() + " && bart " + args);
+  ASSERT_EQ(r.exit_code, 0) << "bart " << args << "\n" << r.output;
+}
+
 // The real scanner data sets beside the project (../shared/data/real), absent from a user's clone.
 inline std::filesystem::path real_data_dir() {
   return RADSTREAM_REAL_DATA;

@@ -51,12 +51,23 @@ void NufftPlanCpu::set_points(const float* traj, std::size_t n) {
   }
 }
 
+NufftPlanCpu::Taps NufftPlanCpu::taps(std::size_t j) const {
+  static constexpr float kOne = 1.f;  // the weight and index of an axis the plan does not have
+  static constexpr int kZero = 0;
+  Taps t;
+  for (int a = 0; a < 3; ++a) {
+    const bool has = a < dims_;
+    t.w[a] = has ? w_[a].data() + j * width_ : &kOne;
+    t.i[a] = has ? idx_[a].data() + j * width_ : &kZero;
+    t.width[a] = has ? width_ : 1;
+  }
+  return t;
+}
+
 void NufftPlanCpu::spread(const cfloat* samples, cfloat* grids, int batch) const {
-  const int W = width_, D = dims_;
+  const int W = width_;
   const long n = long(n_);
   const std::size_t cells = grid_size_;
-  const float one = 1.f;
-  const int zero = 0;
 #pragma omp parallel for schedule(dynamic, 1)
   for (long c = 0; c < long(batch); ++c) {
     cfloat* grid = grids + c * cells;
@@ -64,13 +75,10 @@ void NufftPlanCpu::spread(const cfloat* samples, cfloat* grids, int batch) const
     const cfloat* d = samples + c * n;
     for (long j = 0; j < n; ++j) {
       const cfloat v = d[j];
-      const float* wx = w_[0].data() + j * W;
-      const int* ix = idx_[0].data() + j * W;
-      const int Wy = D > 1 ? W : 1, Wz = D > 2 ? W : 1;
-      const float* wy = D > 1 ? w_[1].data() + j * W : &one;
-      const int* iy = D > 1 ? idx_[1].data() + j * W : &zero;
-      const float* wz = D > 2 ? w_[2].data() + j * W : &one;
-      const int* iz = D > 2 ? idx_[2].data() + j * W : &zero;
+      const Taps t = taps(j);
+      const float *wx = t.w[0], *wy = t.w[1], *wz = t.w[2];
+      const int *ix = t.i[0], *iy = t.i[1], *iz = t.i[2];
+      const int Wy = t.width[1], Wz = t.width[2];
       for (int e = 0; e < Wz; ++e)
         for (int a = 0; a < Wy; ++a) {
           cfloat* row = grid + iz[e] + iy[a];
@@ -87,20 +95,15 @@ void NufftPlanCpu::spread(const cfloat* samples, cfloat* grids, int batch) const
 }
 
 void NufftPlanCpu::interp(const cfloat* grids, cfloat* samples, int batch) const {
-  const int W = width_, D = dims_;
+  const int W = width_;
   const long n = long(n_);
   const std::size_t cells = grid_size_;
-  const float one = 1.f;
-  const int zero = 0;
 #pragma omp parallel for schedule(static)
   for (long j = 0; j < n; ++j) {
-    const float* wx = w_[0].data() + j * W;
-    const int* ix = idx_[0].data() + j * W;
-    const int Wy = D > 1 ? W : 1, Wz = D > 2 ? W : 1;
-    const float* wy = D > 1 ? w_[1].data() + j * W : &one;
-    const int* iy = D > 1 ? idx_[1].data() + j * W : &zero;
-    const float* wz = D > 2 ? w_[2].data() + j * W : &one;
-    const int* iz = D > 2 ? idx_[2].data() + j * W : &zero;
+    const Taps t = taps(j);
+    const float *wx = t.w[0], *wy = t.w[1], *wz = t.w[2];
+    const int *ix = t.i[0], *iy = t.i[1], *iz = t.i[2];
+    const int Wy = t.width[1], Wz = t.width[2];
     for (int c = 0; c < batch; ++c) {
       const cfloat* grid = grids + c * cells;
       float sr = 0.f, si = 0.f;

@@ -45,6 +45,14 @@ class NufftPlanCpu {
   std::unique_ptr<KaiserBesselLut> lut_;
   std::array<HostBuffer<float>, 3> w_;  // [n][W] kernel weight per axis
   std::array<HostBuffer<int>, 3> idx_;  // [n][W] wrapped index times the axis stride
+
+  // Point j's taps per axis (x, y, z): W weights and indices, or one tap (1, 0) on an axis it does not have.
+  struct Taps {
+    const float* w[3];
+    const int* i[3];
+    int width[3];
+  };
+  Taps taps(std::size_t j) const;
 };
 
 }  // namespace radstream

@@ -123,12 +123,8 @@ TEST(Fbp, RealRadialFlashReconstructsLikeGridding) {
   RADSTREAM_REQUIRE_BART();
   test::TempDir dir;
   const auto src = test::real_data_dir() / "phantom-radial-flash-16coils";
-  auto bart = [&](const std::string& args) {
-    const auto r = test::run_command("cd " + dir.path().string() + " && bart " + args);
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-  };
-  bart("traj -x 384 -y 69 -D -q -0.614225:-0.651670:-0.000881 traj_os");
-  bart("scale 0.5 traj_os traj");
+  test::bart(dir, "traj -x 384 -y 69 -D -q -0.614225:-0.651670:-0.000881 traj_os");
+  test::bart(dir, "scale 0.5 traj_os traj");
   const std::string in = "--traj traj.cfl --kspace " + (src / "kMB1_top_SP69.cfl").string();
   recon_cli(dir, in + " --matrix 192 --dcf ramp --out grid.cfl");
   recon_cli(dir, in + " --matrix 192 --method fbp --out fbp.cfl");

@@ -14,10 +14,7 @@ using namespace radstream;
 
 namespace {
 
-void bart(const test::TempDir& dir, const std::string& args) {
-  const auto r = test::run_command("cd " + dir.path().string() + " && bart " + args);
-  ASSERT_EQ(r.exit_code, 0) << "bart " << args << "\n" << r.output;
-}
+using test::bart;
 
 void ours(const test::TempDir& dir, const std::string& args) {
   const auto r = test::run_command("cd " + dir.path().string() + " && " + test::radstream_binary() + " nufft " + args);
