@@ -105,6 +105,18 @@ void ReconChain::configure(const Geometry& g) {
       cpu_plan_ = std::make_unique<NufftPlanCpu>(2, std::array<int, 3>{G, G, 1}, params_.gridding.kernel(), n);
   }
   if (need_lines_) lines_.resize(g.spokes);
+  keep_previous_ = false;
+  for (const auto& st : stages_) keep_previous_ |= st->needs_previous();
+  previous_ = HostBuffer<cfloat>();
+  d_previous_ = DeviceBuffer<cfloat>();
+  if (keep_previous_) {
+    if (cuda) {
+      d_previous_ = DeviceBuffer<cfloat>(ext);
+      gpu::memset_device(d_previous_.data(), 0, d_previous_.size() * sizeof(cfloat), ctx_.stream);
+    } else {
+      previous_ = HostBuffer<cfloat>(ext);  // zeros
+    }
+  }
   points_off_ = need_plan ? 1 : 0;  // the point plan's set_points is timed as a step of its own, first
   timings_.assign(stages_.size() + points_off_, {});
   if (points_off_) timings_[0].stage = "set_points";
@@ -142,6 +154,7 @@ View<const cfloat> ReconChain::reconstruct(const Frame& frame) {
     timings_[i + points_off_].ms = ms_since(t0);
     in = out;
   }
+  keep_output(in);
   return in;
 }
 
@@ -164,7 +177,17 @@ FrameContext ReconChain::context(View<const float> traj) {
   }
   fc.cpu_plan = cpu_plan_.get();
   fc.cuda_plan = cuda_plan_.get();
+  if (keep_previous_)
+    fc.previous = traj.loc == Location::Device ? View<const cfloat>(d_previous_.view()) : previous_.view();
   return fc;
+}
+
+void ReconChain::keep_output(View<const cfloat> out) {
+  if (!keep_previous_) return;
+  if (ctx_.backend == Backend::Cuda)
+    gpu::copy_device(d_previous_.data(), out.data, out.size() * sizeof(cfloat), ctx_.stream);
+  else
+    std::copy(out.data, out.data + out.size(), previous_.data());
 }
 
 void ReconChain::set_points(const FrameContext& frame) {
@@ -210,6 +233,7 @@ void ReconChain::enqueue_stages(const FrameContext& frame, View<const cfloat> in
     events_[i + 1 + points_off_].record(ctx_.stream);
     in = out;
   }
+  keep_output(in);
 }
 
 View<const cfloat> ReconChain::coil_images() {

@@ -81,7 +81,11 @@ class ReconChain {
   std::unique_ptr<NufftPlanCuda> cuda_plan_;
   void set_points(const FrameContext& frame);  // once per frame, before the stages (inside a capture on the GPU)
   bool need_lines_ = false;
-  std::size_t points_off_ = 0;  // 1 when the frame has a point plan (its set_points is timings_[0])
+  std::size_t points_off_ = 0;
+  bool keep_previous_ = false;  // the last output, for warm starts
+  HostBuffer<cfloat> previous_;
+  DeviceBuffer<cfloat> d_previous_;
+  void keep_output(View<const cfloat> out);  // 1 when the frame has a point plan (its set_points is timings_[0])
   std::uint64_t number_ = 0;
   SideInput coil_maps_;
   Geometry g_;

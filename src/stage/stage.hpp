@@ -50,7 +50,10 @@ struct FrameContext {
   NufftPlanCuda* cuda_plan = nullptr;
   SideInput coil_maps;                     // [coils][N][N]
   SideInput field_map;                     // [N][N] (later)
-  View<const cfloat> previous;             // the chain's previous output, when a stage needs_previous()
+  // The chain's output of the previous frame (same extents as its last buffer, at the backend's location),
+  // when a stage needs_previous(); zeros on the first frame after configure(). A solver starts from it. The
+  // view is the same every frame (a captured CUDA graph keeps it).
+  View<const cfloat> previous;
 };
 
 class Stage {
@@ -66,6 +69,8 @@ class Stage {
   virtual bool needs_spoke_lines() const { return false; }
   // The chain makes one NUFFT plan (the recipe's kernel and grid) and sets its points once per frame.
   virtual bool needs_point_plan() const { return false; }
+  // The chain keeps a copy of each frame's output for the next frame's context (warm starts).
+  virtual bool needs_previous() const { return false; }
 };
 
 // Throws InputError unless v has the expected extents and location (used at the top of process()).
