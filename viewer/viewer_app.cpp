@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
+#include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <memory>
@@ -116,7 +117,14 @@ Viewer::Viewer(StreamRuntime& pipeline, const ViewerOptions& opt) : impl_(new Im
   s.ui_window = pipeline.window();
   s.ui_stride = pipeline.stride();
   s.ui_recon = pipeline.recon();
-  std::snprintf(s.record_name, sizeof s.record_name, "%s", opt.record_path.c_str());
+  std::string record = opt.record_path;
+  if (record.empty()) {  // a new name per session: a recording never replaces an earlier one
+    const std::time_t now = std::time(nullptr);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+    record = std::string("out/record/stream-") + stamp + ".h5";
+  }
+  std::snprintf(s.record_name, sizeof s.record_name, "%s", record.c_str());
   log::info("viewer: OpenGL {} ({})", reinterpret_cast<const char*>(glGetString(GL_VERSION)),
             reinterpret_cast<const char*>(glGetString(GL_RENDERER)));
 }
@@ -207,7 +215,7 @@ void Viewer::Impl::snapshot() {
 void Viewer::Impl::toggle_record() {
   try {
     p.set_recording(p.recording().empty() ? std::string(record_name) : std::string());
-    message = p.recording().empty() ? "recording stopped" : "recording to " + p.recording();
+    message = p.recording().empty() ? "recording stopped: " + p.recording_status() : "recording to " + p.recording();
   } catch (const std::exception& e) {
     message = std::string("record: ") + e.what();
   }

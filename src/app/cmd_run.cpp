@@ -24,7 +24,7 @@ struct RunArgs {
   std::string config;
   std::string endpoint, socket, record, publish, images, metrics_json;
   ReconOptions recon;
-  bool connect = false, until_close = false, no_skip = false, headless = false;
+  bool connect = false, until_close = false, no_skip = false, headless = false, overwrite = false;
   int window = 0, stride = 0;
   double duration_s = 0;
   long frames = 0;
@@ -50,6 +50,7 @@ RunConfig load(const RunArgs& a) {
   if (a.no_skip) c.frames.skip_when_behind = false;
   if (c.frames.window > c.frames.max_window) c.frames.max_window = c.frames.window;
   if (!a.record.empty()) c.sinks.record = a.record;
+  if (a.overwrite) c.sinks.record_overwrite = true;
   if (!a.publish.empty()) c.sinks.publish = a.publish;
   if (!a.images.empty()) c.sinks.images = a.images;
   if (!a.metrics_json.empty()) c.sinks.metrics_json = a.metrics_json;
@@ -99,6 +100,10 @@ int run(const RunArgs& a) {
 #endif
   while (!shown && !done()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   p.stop();
+  if (p.metrics().record_failures.load() > 0) {  // a recording that failed is an error, never a silent loss
+    log::error("run: the recording failed: {}", p.recording_status());
+    return 3;
+  }
   return 0;
 }
 
@@ -114,7 +119,8 @@ Runner add_run(CLI::App& app) {
   app.add_option("--stride", a->stride, "a new frame every S spokes (frames.stride)");
   app.add_flag("--no-skip", a->no_skip, "reconstruct every frame even when behind (frames.skip_when_behind)");
   a->recon.add_to(app, false);  // the same reconstruction options as recon (over the config's recon:)
-  app.add_option("--record", a->record, "record every received spoke into this MRD .h5 file");
+  app.add_option("--record", a->record, "record every received spoke into this MRD .h5 file (its folder is made)");
+  app.add_flag("--overwrite", a->overwrite, "allow --record to replace an existing file");
   app.add_option("--publish", a->publish, "publish images on this ZeroMQ PUB endpoint");
   app.add_option("--images", a->images, "write image files into this folder");
   app.add_option("--metrics-json", a->metrics_json, "write the metrics report here at the end");

@@ -88,9 +88,10 @@ std::string Metrics::line(double t) {
                          rejected[r].load());
   return fmt::format(
       "t={:.0f}s fps={:.1f} spokes/s={:.0f} spokes={} frames={} skipped={} failed={} missing={} gaps={} "
-      "bad={}{} e2e_ms p50={:.2f} p99={:.2f} max={:.2f} last_msg_age={}",
+      "bad={}{}{} e2e_ms p50={:.2f} p99={:.2f} max={:.2f} last_msg_age={}",
       t, fps, sps, s, f, frames_skipped.load(), frames_failed.load(), missing.load(), gaps.load(),
-      rejected_total(), bad.empty() ? "" : "(" + bad + ")", e2e.p50, e2e.p99, e2e.max,
+      rejected_total(), bad.empty() ? "" : "(" + bad + ")",
+      record_failures ? fmt::format(" RECORD_FAILED={}", record_failures.load()) : std::string(), e2e.p50, e2e.p99, e2e.max,
       age < 0 ? std::string("none") : fmt::format("{:.2f}s", age));
 }
 
@@ -123,6 +124,7 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
   j["rejected"] = rej;
   j["recorded"] = recorded.load();
   j["recorder_waits"] = recorder_waits.load();
+  j["record_failures"] = record_failures.load();
   j["published"] = published.load();
   j["images_written"] = images_written.load();
   j["sink_dropped"] = sink_dropped.load();

@@ -51,7 +51,8 @@ class Metrics {
   // Reconstruction.
   std::atomic<std::uint64_t> frames{0}, frames_skipped{0}, frames_failed{0};
   // Sinks.
-  std::atomic<std::uint64_t> recorded{0}, recorder_waits{0}, published{0}, images_written{0}, sink_dropped{0};
+  std::atomic<std::uint64_t> recorded{0}, recorder_waits{0}, record_failures{0}, published{0}, images_written{0},
+      sink_dropped{0};
 
   // Latency series, ms: end_to_end = last spoke acquired -> image ready; arrival = last spoke arrived ->
   // image ready; plus one per reconstruction stage and "assemble".

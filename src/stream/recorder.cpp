@@ -1,17 +1,55 @@
 #include "stream/recorder.hpp"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
 
 namespace radstream {
 
-Recorder::Recorder(const std::string& path, std::size_t max_queue_bytes, Metrics& metrics)
-    : path_(path), max_bytes_(max_queue_bytes), metrics_(metrics) {
+namespace {
+
+// The file for the n-th geometry of a recording: NAME.h5, NAME_2.h5, ...
+std::string nth_file(const std::string& path, int n) {
+  return n == 1 ? path : path.substr(0, path.size() - 3) + "_" + std::to_string(n) + ".h5";
+}
+
+}  // namespace
+
+Recorder::Recorder(const std::string& path, std::size_t max_queue_bytes, Metrics& metrics, bool overwrite)
+    : path_(path), overwrite_(overwrite), max_bytes_(max_queue_bytes), metrics_(metrics) {
+  namespace fs = std::filesystem;
   if (path.size() < 4 || path.substr(path.size() - 3) != ".h5")
     throw ConfigError("record: '" + path + "' must be an .h5 file name");
+  const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw IoError("record: cannot create the folder " + dir.string() + " for " + path + ": " + ec.message());
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw IoError("record: the folder " + dir.string() + " is not writable (" + std::strerror(errno) + ")");
+  if (!overwrite && fs::exists(path))
+    throw IoError("record: " + path + " exists; choose another name or allow overwriting (--overwrite, " +
+                  "sinks.record_overwrite: true)");
   thread_ = std::thread([this] { run(); });
+}
+
+std::size_t Recorder::failures() const {
+  std::lock_guard lock(m_);
+  return failures_;
+}
+
+std::string Recorder::status() const {
+  std::lock_guard lock(m_);
+  const std::string where = current_.empty() ? path_ : current_;
+  if (failures_)
+    return fmt::format("FAILED: {} write(s) failed after {} spokes in {} (first: {})", failures_, written_, where,
+                       first_error_);
+  return fmt::format("{} spokes in {}", written_, where);
 }
 
 Recorder::~Recorder() {
@@ -85,8 +123,8 @@ void Recorder::run() {
     try {
       if (!it.xml.empty()) {
         ++files_;
-        const std::string p =
-            files_ == 1 ? path_ : path_.substr(0, path_.size() - 3) + "_" + std::to_string(files_) + ".h5";
+        std::string p = nth_file(path_, files_);
+        while (files_ > 1 && !overwrite_ && std::filesystem::exists(p)) p = nth_file(path_, ++files_);  // never replace
         if (w) log::info("record: {} spokes in {}", w->count(), w->path());
         w = std::make_unique<MrdRawWriter>(p, it.xml);
         std::lock_guard lock(m_);
@@ -98,8 +136,13 @@ void Recorder::run() {
       ++metrics_.recorded;
       std::lock_guard lock(m_);
       ++written_;
-    } catch (const Error& e) {
-      log::error("record: {}", e.what());
+    } catch (const std::exception& e) {  // counted and reported: a recording never fails silently
+      ++metrics_.record_failures;
+      std::lock_guard lock(m_);
+      if (failures_++ == 0) {
+        first_error_ = e.what();
+        log::error("record: {} (further failures are only counted)", e.what());
+      }
     }
   }
   if (w) log::info("record: {} spokes in {}", w->count(), w->path());

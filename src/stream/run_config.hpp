@@ -39,6 +39,7 @@ struct FrameParams {
 
 struct SinkParams {
   std::string record;                // MRD .h5 file of every received spoke; empty: off
+  bool record_overwrite = false;     // an existing file is refused unless this is set
   std::string publish;               // ZeroMQ PUB endpoint for the images; empty: off
   std::string images;                // folder for image files; empty: off
   int image_every = 10;              // write every Nth frame
@@ -49,6 +50,7 @@ struct SinkParams {
   template <class V>
   void visit(V& v) {
     v.field("record", record, "record every received spoke into this MRD .h5 file (empty: off)");
+    v.field("record_overwrite", record_overwrite, "allow recording over an existing file (false: refuse)");
     v.field("publish", publish, "publish each image on this ZeroMQ PUB endpoint (empty: off)");
     v.field("images", images, "write image files into this folder (empty: off)");
     v.field("image_every", image_every, 1, 1 << 20, "write every Nth frame");

@@ -13,7 +13,8 @@ StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry) : c
   const BackendDecision b = resolve_backend(cfg_.recon.backend);
   log::info("run: backend {} ({})", to_string(b.backend), b.reason);
   if (!cfg_.sinks.record.empty())
-    recorder_ = std::make_unique<Recorder>(cfg_.sinks.record, std::size_t(1) << 30, metrics_);
+    recorder_ = std::make_unique<Recorder>(cfg_.sinks.record, std::size_t(1) << 30, metrics_,
+                                           cfg_.sinks.record_overwrite);
   recording_ = cfg_.sinks.record;
   ingest_ = std::make_unique<Ingest>(zctx_, cfg_.stream, metrics_, b.backend == Backend::Cuda,
                                      cfg_.frames.max_window, recorder_.get());
@@ -53,7 +54,11 @@ void StreamRuntime::stop() {
   if (reporter_.joinable()) reporter_.join();
   {
     std::lock_guard lock(record_m_);
-    if (recorder_) recorder_->stop();
+    if (recorder_) {
+      recorder_->stop();
+      last_recording_ = recorder_->status();
+      log::info("run: recording: {}", last_recording_);
+    }
   }
   log::info("run: {}", metrics_.line(elapsed_s()));
   write_metrics_json();
@@ -82,7 +87,10 @@ void StreamRuntime::set_recording(const std::string& path) {
   if (!path.empty()) next = std::make_unique<Recorder>(path, std::size_t(1) << 30, metrics_);
   std::lock_guard lock(record_m_);
   ingest_->set_recorder(next.get());
-  if (recorder_) recorder_->stop();
+  if (recorder_) {
+    recorder_->stop();
+    last_recording_ = recorder_->status();
+  }
   recorder_ = std::move(next);
   recording_ = path;
   log::info("run: recording {}", path.empty() ? std::string("off") : "to " + path);
@@ -91,6 +99,11 @@ void StreamRuntime::set_recording(const std::string& path) {
 std::string StreamRuntime::recording() const {
   std::lock_guard lock(record_m_);
   return recording_;
+}
+
+std::string StreamRuntime::recording_status() const {
+  std::lock_guard lock(record_m_);
+  return recorder_ ? recorder_->status() : last_recording_;
 }
 
 std::string StreamRuntime::report() {

@@ -62,6 +62,8 @@ class StreamRuntime {
   // Starts recording every received spoke into `path` (.h5), or stops (empty). Throws ConfigError/IoError.
   void set_recording(const std::string& path);
   std::string recording() const;
+  // The current (or else the last) recording: "N spokes in FILE", or "FAILED: ..." when writes failed.
+  std::string recording_status() const;
   std::string endpoint() const { return ingest_->bound_endpoint(); }
   StreamHeader stream_header() const { return ingest_->state().header; }
   std::string last_error() const { return worker_->last_error(); }
@@ -100,7 +102,7 @@ class StreamRuntime {
 
   mutable std::mutex record_m_;  // guards recorder_ and recording_ (the switch, not the writing)
   std::unique_ptr<Recorder> recorder_;
-  std::string recording_;
+  std::string recording_, last_recording_;
 
   std::mutex sink_m_;  // guards sink_q_ and sinks_stop_
   std::condition_variable sink_cv_;

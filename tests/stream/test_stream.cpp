@@ -391,3 +391,42 @@ TEST(Stream, RunAndSimulateProgramsOverTcp) {
   const MrdRecording rec = read_mrd(dir / "rec.h5");
   EXPECT_EQ(rec.spokes.size(), 400u);
 }
+
+// A recording cannot fail silently: its folder is made; an existing file is refused (exit 3 naming it) unless
+// --overwrite; an unwritable place is refused at start; the runtime reports what was written.
+TEST(Stream, RecordingChecksItsPathAndNeverReplacesAFileSilently) {
+  test::TempDir dir;
+  const std::string bin = test::radstream_binary();
+  const std::string rec = dir / "new/sub/folder/rec.h5";
+  auto run_with = [&](const std::string& args, int port) {
+    auto run = std::async(std::launch::async, [&, args, port] {
+      return test::run_command(bin + " run --headless --backend cpu --endpoint " + tcp(port) +
+                               " --window 32 --stride 16 --until-close --duration 20 " + args);
+    });
+    std::this_thread::sleep_for(300ms);
+    const auto sim = test::run_command(bin + " simulate --endpoint " + tcp(port) +
+                                       " --matrix 32 --coils 2 --rate 4000 --spokes 100 --snr 30");
+    EXPECT_EQ(sim.exit_code, 0) << sim.output;
+    return run.get();
+  };
+  auto r = run_with("--record " + rec, 56111);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_mrd(rec).spokes.size(), 100u);
+  EXPECT_NE(r.output.find("recording: 100 spokes in " + rec), std::string::npos) << r.output;
+  const auto size = std::filesystem::file_size(rec);
+  // The same name again: refused before anything is received, the first recording intact.
+  r = test::run_command(bin + " run --headless --backend cpu --endpoint " + tcp(56112) + " --duration 1 --record " +
+                        rec);
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find(rec + " exists"), std::string::npos) << r.output;
+  EXPECT_EQ(std::filesystem::file_size(rec), size);
+  // Allowed with --overwrite.
+  r = run_with("--overwrite --record " + rec, 56113);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_mrd(rec).spokes.size(), 100u);
+  // A place that cannot be written: refused at start with the reason.
+  r = test::run_command(bin + " run --headless --backend cpu --endpoint " + tcp(56114) +
+                        " --duration 1 --record /proc/radstream/x.h5");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("/proc/radstream"), std::string::npos) << r.output;
+}
