@@ -29,7 +29,7 @@ struct ReplayArgs {
   bool loop = false, restamp = false;
   long start = 0, count = -1;
   double rate = 0;       // spokes/s for files without usable timestamps
-  double tick_us = 2.5;  // MRD acquisition_time_stamp tick
+  double tick_us = 2500;  // MRD acquisition_time_stamp tick: 2.5 ms (the scanners' and radstream's convention)
 };
 
 int run_replay(const ReplayArgs& a) {
@@ -137,7 +137,7 @@ Runner add_replay(CLI::App& app) {
   app.add_option("--start", a->start, "first spoke (default 0)");
   app.add_option("--count", a->count, "number of spokes (default all)");
   app.add_option("--rate", a->rate, "spokes per second for files without radstream timestamps");
-  app.add_option("--tick-us", a->tick_us, "MRD acquisition_time_stamp tick in microseconds (default 2.5)");
+  app.add_option("--tick-us", a->tick_us, "MRD acquisition_time_stamp tick in microseconds (default 2500: 2.5 ms)");
   return [a] { return run_replay(*a); };
 }
 

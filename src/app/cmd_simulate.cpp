@@ -33,7 +33,7 @@ int write_file(const SimArgs& a) {
   const long n_spokes = a.spokes < 0 ? 256 : a.spokes;
   if (n_spokes < 1) throw ConfigError("--spokes " + std::to_string(n_spokes) + " must be >= 1");
   const Simulator sim(a.sim);
-  MrdWriter writer(a.out, sim.header());
+  MrdWriter writer(a.out, sim.header(), a.stream_id);
   const auto t0 = std::chrono::steady_clock::now();
   constexpr int kBatch = 64;
   auto last_report = t0;

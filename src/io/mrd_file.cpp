@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <limits>
 #include <sstream>
 
@@ -147,8 +148,10 @@ std::array<std::byte, 340> acquisition_header_bytes(const SpokeHeader& h, int sa
   return b;
 }
 
-MrdWriter::MrdWriter(const std::string& path, const StreamHeader& header) : header_(header) {
+MrdWriter::MrdWriter(const std::string& path, const StreamHeader& header, std::uint32_t stream_id)
+    : header_(header), stream_id_(stream_id) {
   header.validate();
+  while (stream_id_ == 0) stream_id_ = std::random_device{}();
   raw_ = std::make_unique<MrdRawWriter>(path, stream_header_to_xml(header));
 }
 
@@ -163,7 +166,7 @@ void MrdWriter::append(const Spoke& s) {
     throw InputError(fmt::format("{}: spoke {} is {} samples x {} coils, the header says {} x {}",
                                  raw_->path(), s.header.spoke_index, s.samples, s.coils, header_.samples,
                                  header_.coils));
-  raw_->append(acquisition_header_bytes(s.header, s.samples, s.coils, 2), s.traj, s.data);
+  raw_->append(acquisition_header_bytes(s.header, s.samples, s.coils, 2, stream_id_, ++sequence_), s.traj, s.data);
 }
 
 MrdRecording read_mrd(const std::string& path, long start, long count) {

@@ -56,8 +56,11 @@ StreamHeader stream_header_from_xml(const std::string& xml, const std::string& c
 
 class MrdWriter {
  public:
-  // Creates (or truncates) the file and writes the XML header. Throws IoError.
-  MrdWriter(const std::string& path, const StreamHeader& header);
+  // Creates (or truncates) the file and writes the XML header. Throws IoError. Every acquisition carries the
+  // radstream envelope fields (acquired ns, spoke index, a stream id, a sequence number from 1) like a
+  // recording of a stream, so that `radstream replay` recognizes the file and paces it by acquisition time.
+  // stream_id 0: a random one.
+  MrdWriter(const std::string& path, const StreamHeader& header, std::uint32_t stream_id = 0);
   ~MrdWriter();
   void append(const Spoke& spoke);
   std::size_t count() const;
@@ -65,6 +68,8 @@ class MrdWriter {
  private:
   StreamHeader header_;
   std::unique_ptr<MrdRawWriter> raw_;
+  std::uint32_t stream_id_;
+  std::uint32_t sequence_ = 0;
 };
 
 struct MrdRecording {

@@ -1,5 +1,6 @@
 #include "stream/sender.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include <cstring>
@@ -105,6 +106,7 @@ void Sender::send_spoke(const SpokeHeader& header, const Spoke& s) {
 
 void Sender::send_spoke_frames(const wire::Envelope& e, std::span<const std::byte> acq_header,
                                std::span<const std::byte> traj, std::span<const std::byte> data) {
+  seq_ = std::max<std::uint64_t>(seq_, e.sequence);  // the close message carries the last one sent
   const auto env = wire::encode_envelope(e);
   zmq::message_t f0(env.data(), env.size()), f1(acq_header.data(), acq_header.size());
   zmq::message_t f2(traj.data(), traj.size()), f3(data.data(), data.size());

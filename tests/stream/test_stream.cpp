@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <future>
+#include <regex>
 #include <mutex>
 #include <thread>
 
@@ -429,4 +430,33 @@ TEST(Stream, RecordingChecksItsPathAndNeverReplacesAFileSilently) {
                         " --duration 1 --record /proc/radstream/x.h5");
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("/proc/radstream"), std::string::npos) << r.output;
+}
+
+// A file from `simulate --out` is radstream's own: replay recognizes it (verbatim), paces it by its acquisition
+// times (2 s of spokes take 2 s at --speed 1, +-2 %), and the close message carries the real count.
+TEST(Stream, ReplayOfASimulatedFileRunsInRealTime) {
+  test::TempDir dir;
+  const std::string bin = test::radstream_binary();
+  auto r = test::run_command(bin + " simulate --out " + dir / "s.h5" +
+                             " --matrix 32 --coils 2 --spokes 400 --rate 200 --snr 30");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto run = std::async(std::launch::async, [&] {
+    return test::run_command(bin + " run --headless --backend cpu --endpoint " + tcp(56115) +
+                             " --window 32 --stride 16 --until-close --duration 20");
+  });
+  std::this_thread::sleep_for(300ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  r = test::run_command(bin + " replay " + dir / "s.h5" + " --endpoint " + tcp(56115));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("verbatim"), std::string::npos) << r.output;  // not "a foreign file"
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("sent 400 spokes in ([0-9.]+) s"))) << r.output;
+  const double paced = std::stod(m[1].str());
+  std::printf("replay of 400 spokes at 200/s: %.3f s paced (%.3f s whole command)\n", paced, secs);
+  EXPECT_NEAR(paced, 1.995, 0.04);  // spoke 0 at t = 0, spoke 399 at 399 / 200 s
+  const auto got = run.get();
+  ASSERT_EQ(got.exit_code, 0) << got.output;
+  EXPECT_NE(got.output.find("closed by the sender after 400 spokes (400 received, 0 missing)"), std::string::npos)
+      << got.output;
 }

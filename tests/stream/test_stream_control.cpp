@@ -2,6 +2,7 @@
 // frames, one frame per rotation for linear streams; the image publisher; replay of an MRD file written by
 // another tool (no radstream envelope in it).
 #include <gtest/gtest.h>
+#include <ismrmrd/ismrmrd.h>
 
 #include <cstring>
 #include <future>
@@ -13,6 +14,7 @@
 #include "io/frame_io.hpp"
 #include "gpu/cuda_runtime.hpp"
 #include "io/mrd_file.hpp"
+#include "io/mrd_raw.hpp"
 #include "sim/simulator.hpp"
 #include "stream/stream_runtime.hpp"
 #include "stream/sender.hpp"
@@ -160,8 +162,20 @@ TEST(StreamControl, ReplayOfAFileWithoutEnvelopesPacedByRate) {
   test::TempDir dir;
   const std::string bin = test::radstream_binary();
   const std::string file = dir / "foreign.h5";
-  auto r = test::run_command(bin + " simulate --out " + file + " --spokes 96 --matrix 32 --coils 2");
+  auto r = test::run_command(bin + " simulate --out " + (dir / "ours.h5") + " --spokes 96 --matrix 32 --coils 2");
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  {  // another tool's file: the same acquisitions without radstream's envelope fields (user_int all 0)
+    MrdRawReader in(dir / "ours.h5");
+    MrdRawWriter out(file, in.xml());
+    for (std::size_t i = 0; i < in.count(); ++i) {
+      RawSpoke sp = in.read(i);
+      ISMRMRD::ISMRMRD_AcquisitionHeader h;
+      std::memcpy(&h, sp.acq_header.data(), sizeof h);
+      for (auto& u : h.user_int) u = 0;
+      std::memcpy(sp.acq_header.data(), &h, sizeof h);
+      out.append(sp.acq_header, sp.traj, sp.data);
+    }
+  }
   RunConfig cfg = config(56206);
   const Registry reg = default_registry();
   StreamRuntime p(cfg, reg);
