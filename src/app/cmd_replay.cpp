@@ -29,6 +29,8 @@ struct ReplayArgs {
   bool loop = false, restamp = false;
   long start = 0, count = -1;
   double rate = 0;       // spokes/s for files without usable timestamps
+  double wait_s = 10;
+  bool no_wait = false;
   double tick_us = 2500;  // MRD acquisition_time_stamp tick: 2.5 ms (the scanners' and radstream's convention)
 };
 
@@ -60,6 +62,7 @@ int run_replay(const ReplayArgs& a) {
   const bool verbatim = ours && !a.loop && !a.restamp;
   zmq::context_t ctx(1);
   Sender sender(ctx, a.sender, verbatim ? std::uint32_t(h0.user_int[6]) : new_stream_id());
+  wait_for_receiver(sender, a.sender.endpoint, a.no_wait ? 0.0 : a.wait_s);
   log::info("replay: {} spokes of {} ({} samples x {} coils) to {}, {}{}", end - a.start, a.file,
             header.samples, header.coils, a.sender.endpoint,
             max_speed ? "as fast as possible" : fmt::format("speed {}", speed),
@@ -131,6 +134,8 @@ Runner add_replay(CLI::App& app) {
   app.add_option("--endpoint", a->sender.endpoint, "ZeroMQ endpoint (default tcp://127.0.0.1:5555)");
   add_enum_option(app, "--socket", a->sender.socket, kSendSockets, "push (lossless) or pub (a tap that may drop)");
   app.add_flag("--bind", a->sender.bind, "bind the endpoint instead of connecting");
+  app.add_option("--wait", a->wait_s, "seconds to wait for a receiver before failing (default 10)");
+  app.add_flag("--no-wait", a->no_wait, "send even when no receiver is connected");
   app.add_option("--speed", a->speed, "1.0 (recorded pace), N (N times faster) or max (default 1)");
   app.add_flag("--loop", a->loop, "replay again and again (fresh sequence numbers and timestamps)");
   app.add_flag("--restamp", a->restamp, "fresh sequence numbers and timestamps (for live latency)");

@@ -27,6 +27,8 @@ struct SimArgs {
   int pool = 0;           // precomputed spokes, cycled (for rates beyond live generation)
   double header_every_s = 1.0;
   std::uint32_t stream_id = 0;
+  double wait_s = 10;
+  bool no_wait = false;
 };
 
 int write_file(const SimArgs& a) {
@@ -60,6 +62,7 @@ int stream(const SimArgs& a) {
   sp.pool = a.pool;
   sp.header_every_s = a.header_every_s;
   sp.stream_id = a.stream_id;
+  sp.wait_for_peer_s = a.no_wait ? 0.0 : a.wait_s;
   SimStreamer streamer(a.sim, sp);
   streamer.run([&] { return interrupt.requested(); });
   return 0;
@@ -74,6 +77,8 @@ Runner add_simulate(CLI::App& app) {
   app.add_option("--endpoint", a->sender.endpoint, "stream to this ZeroMQ endpoint (tcp://127.0.0.1:5555)");
   add_enum_option(app, "--socket", a->sender.socket, kSendSockets, "push (lossless) or pub (a tap that may drop)");
   app.add_flag("--bind", a->sender.bind, "bind the endpoint instead of connecting");
+  app.add_option("--wait", a->wait_s, "seconds to wait for a receiver before failing (default 10)");
+  app.add_flag("--no-wait", a->no_wait, "send even when no receiver is connected");
   app.add_option("--spokes", a->spokes, "number of spokes (file: default 256; stream: default endless)");
   app.add_option("--duration", a->duration_s, "stream for this many seconds (default: until Ctrl-C)");
   app.add_option("--pool", a->pool,

@@ -19,9 +19,7 @@ zmq::socket_type socket_type(ReceiveSocket s) {
 }  // namespace
 
 void IngestParams::validate() const {
-  if (endpoint.find("://") == std::string::npos)
-    throw ConfigError("stream.endpoint '" + endpoint +
-                      "' is not a ZeroMQ endpoint (e.g. tcp://127.0.0.1:5555)");
+  validate_endpoint(endpoint, "stream.endpoint");
 }
 
 Ingest::Ingest(zmq::context_t& ctx, const IngestParams& p, Metrics& metrics, bool device_ring, int max_window,

@@ -1,12 +1,13 @@
 #include "stream/sender.hpp"
 
-#include <algorithm>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "io/mrd_file.hpp"
 #include "stream/metrics.hpp"
 
@@ -35,9 +36,37 @@ std::uint32_t new_stream_id() {
   return id;
 }
 
+void validate_endpoint(const std::string& endpoint, const std::string& what) {
+  const auto bad = [&](const std::string& why) {
+    return ConfigError(what + " '" + endpoint + "' " + why + " (e.g. tcp://127.0.0.1:5555)");
+  };
+  if (endpoint.rfind("ipc://", 0) == 0 || endpoint.rfind("inproc://", 0) == 0) return;
+  if (endpoint.rfind("tcp://", 0) != 0) throw bad("is not a ZeroMQ endpoint");
+  const auto colon = endpoint.rfind(':');
+  if (colon == std::string::npos || colon < 6) throw bad("has no port");
+  const std::string port = endpoint.substr(colon + 1);
+  if (port == "*") return;
+  long v = -1;
+  try {
+    std::size_t used = 0;
+    v = std::stol(port, &used);
+    if (used != port.size()) v = -1;
+  } catch (const std::exception&) {
+  }
+  if (v < 1 || v > 65535) throw bad("has port " + port + ", outside 1..65535");
+}
+
+void wait_for_receiver(Sender& sender, const std::string& endpoint, double seconds) {
+  if (seconds <= 0) return;
+  if (!sender.wait_for_peer(std::chrono::milliseconds(long(seconds * 1000))))
+    throw IoError(fmt::format("no receiver at {} after {:.0f} s (start `radstream run` there first, or pass "
+                              "--no-wait to send regardless)",
+                              endpoint, seconds));
+  log::info("sender: a receiver is connected at {}", endpoint);
+}
+
 void SenderParams::validate() const {
-  if (endpoint.find("://") == std::string::npos)
-    throw ConfigError("endpoint '" + endpoint + "' is not a ZeroMQ endpoint (e.g. tcp://127.0.0.1:5555)");
+  validate_endpoint(endpoint, "sender endpoint");
   if (sndhwm < 1) throw ConfigError(fmt::format("sndhwm {} must be >= 1", sndhwm));
 }
 
@@ -46,10 +75,41 @@ Sender::Sender(zmq::context_t& ctx, const SenderParams& p, std::uint32_t stream_
   p.validate();
   sock_.set(zmq::sockopt::sndhwm, p.sndhwm);
   sock_.set(zmq::sockopt::linger, p.linger_ms);
+  // Watch the handshakes (before connecting: the events of the first connection count).
+  // A name no other sender of this process uses (a sender at the same address as one just destroyed must not
+  // meet that one's monitor endpoint, which the context releases asynchronously).
+  std::random_device rd;
+  const std::string mon = fmt::format("inproc://radstream-sender-{:08x}{:08x}", rd(), rd());
+  if (zmq_socket_monitor(sock_.handle(), mon.c_str(), ZMQ_EVENT_HANDSHAKE_SUCCEEDED) != 0)
+    throw ConfigError(std::string("sender: cannot monitor the socket: ") + zmq_strerror(zmq_errno()));
+  monitor_ = zmq::socket_t(ctx, zmq::socket_type::pair);
+  monitor_.set(zmq::sockopt::linger, 0);
+  monitor_.connect(mon);
   bind_or_connect(sock_, p.endpoint, p.bind, "sender endpoint");
 }
 
-Sender::~Sender() = default;
+bool Sender::wait_for_peer(std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    monitor_.set(zmq::sockopt::rcvtimeo, int(left.count()));
+    zmq::message_t event;
+    if (!monitor_.recv(event, zmq::recv_flags::none)) return false;  // timed out
+    std::uint16_t id = 0;
+    if (event.size() >= 2) std::memcpy(&id, event.data(), 2);
+    while (monitor_.get(zmq::sockopt::rcvmore)) {  // the endpoint frame
+      zmq::message_t rest;
+      if (!monitor_.recv(rest, zmq::recv_flags::none)) break;
+    }
+    if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) return true;
+  }
+}
+
+Sender::~Sender() {
+  zmq_socket_monitor(sock_.handle(), nullptr, 0);  // stop the events before the sockets close
+}
 
 wire::Envelope Sender::control(wire::MsgType t) const {
   wire::Envelope e;

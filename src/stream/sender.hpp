@@ -3,6 +3,7 @@
 // Spoke messages are numbered 1, 2, ...; control messages (header, heartbeat, text, close) carry the number
 // of the last spoke sent, so a receiver's gap count is a count of lost spokes.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -50,6 +51,8 @@ class Sender {
   void send_parts(const wire::Parts& parts);
   void close();  // the close message (carries the last spoke number); then the socket lingers <= linger_ms
 
+  // Waits until a receiver has connected (the ZeroMQ handshake with a peer is done). False on timeout.
+  bool wait_for_peer(std::chrono::milliseconds timeout);
   std::uint64_t spokes_sent() const { return seq_; }
   std::uint32_t stream_id() const { return stream_id_; }
   // Messages that a PUB socket dropped are not visible here; PUSH never drops.
@@ -57,12 +60,19 @@ class Sender {
  private:
   wire::Envelope control(wire::MsgType t) const;
   zmq::socket_t sock_;
+  zmq::socket_t monitor_;  // this socket's connection events (handshakes with peers)
   std::uint32_t stream_id_;
   std::uint64_t seq_ = 0;
   bool closed_ = false;
 };
 
 std::uint32_t new_stream_id();                          // random, never 0
+// Throws ConfigError naming the endpoint unless it is tcp://HOST:PORT (PORT 1..65535, or * when binding),
+// ipc://PATH or inproc://NAME.
+void validate_endpoint(const std::string& endpoint, const std::string& what);
+// A sender's first step: wait up to `seconds` (> 0) for a receiver, else throw IoError saying so (a sender
+// never reports success to nobody). seconds <= 0: do not wait.
+void wait_for_receiver(Sender& sender, const std::string& endpoint, double seconds);
 zmq::socket_type socket_type(SendSocket s);
 // Binds or connects `s`; a failure is a ConfigError naming `what` (the option) and the endpoint.
 void bind_or_connect(zmq::socket_t& s, const std::string& endpoint, bool bind, const std::string& what);

@@ -44,6 +44,7 @@ void SimStreamer::stop() {
 std::uint64_t SimStreamer::run(const std::function<bool()>& interrupted) {
   zmq::context_t ctx(1);
   Sender sender(ctx, p_.sender, p_.stream_id ? p_.stream_id : new_stream_id());
+  wait_for_receiver(sender, p_.sender.endpoint, p_.wait_for_peer_s);
   const std::string xml = stream_header_to_xml(sim_.header());
   const double rate = sim_.params().rate_hz;
   log::info("simulate: streaming {} spokes/s to {} ({} {}), stream id {}, {}", rate, p_.sender.endpoint,

@@ -460,3 +460,24 @@ TEST(Stream, ReplayOfASimulatedFileRunsInRealTime) {
   EXPECT_NE(got.output.find("closed by the sender after 400 spokes (400 received, 0 missing)"), std::string::npos)
       << got.output;
 }
+
+// Senders that know: an endpoint with an impossible port is refused naming it (exit 2); with nobody listening,
+// simulate and replay fail after --wait seconds saying so (exit 3) instead of reporting spokes sent to nobody;
+// --no-wait sends regardless.
+TEST(Stream, SendersRefuseBadEndpointsAndWaitForAReceiver) {
+  test::TempDir dir;
+  const std::string bin = test::radstream_binary();
+  auto r = test::run_command(bin + " simulate --endpoint tcp://127.0.0.1:99999 --spokes 10 --matrix 32 --coils 2");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("99999"), std::string::npos) << r.output;
+  r = test::run_command(bin + " simulate --endpoint " + tcp(56116) + " --wait 0.5 --spokes 10 --matrix 32 --coils 2");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("no receiver at " + tcp(56116)), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("sent 10"), std::string::npos) << r.output;
+  ASSERT_EQ(test::run_command(bin + " simulate --out " + dir / "s.h5" + " --spokes 10 --matrix 32 --coils 2").exit_code, 0);
+  r = test::run_command(bin + " replay " + dir / "s.h5" + " --endpoint " + tcp(56117) + " --wait 0.5");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("no receiver"), std::string::npos) << r.output;
+  r = test::run_command(bin + " simulate --endpoint " + tcp(56118) + " --no-wait --spokes 10 --rate 1000 --matrix 32 --coils 2");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
