@@ -143,10 +143,12 @@ void Ingest::run() {
     }
     parts.clear();
     for (const auto& m : msgs) parts.emplace_back(static_cast<const std::byte*>(m.data()), m.size());
-    try {
+    try {  // nothing a message does escapes the thread: counted, logged once per kind, skipped
       handle(parts);
     } catch (const Error& e) {
       log::error("ingest: {}", e.what());
+    } catch (const std::exception& e) {
+      reject(wire::Reject::Limits, std::string("could not be handled: ") + e.what());
     }
   }
 }
@@ -209,7 +211,23 @@ void Ingest::on_header(const wire::Message& m) {
   }
   const bool first = !state_.ring;
   lock.unlock();
-  auto ring = std::make_shared<SpokeRing>(max_window_ + p_.ring_margin, h.samples, h.coils, device_ring_);
+  const double slots = double(max_window_ + p_.ring_margin);
+  const double ring_mib = slots * h.samples * (double(h.coils) * sizeof(cfloat) + 2 * sizeof(float)) / 1048576.0;
+  if (ring_mib > p_.max_ring_mib) {  // checked before anything is allocated (the GPU mirror doubles it)
+    reject(wire::Reject::Limits,
+           fmt::format("stream header of {} samples x {} coils needs a {:.0f} MiB spoke ring ({} slots); "
+                       "stream.max_ring_mib is {}",
+                       h.samples, h.coils, ring_mib, slots, p_.max_ring_mib));
+    return;
+  }
+  std::shared_ptr<SpokeRing> ring;
+  try {  // a header whose ring cannot be had is rejected; the stream in hand (if any) goes on
+    ring = std::make_shared<SpokeRing>(max_window_ + p_.ring_margin, h.samples, h.coils, device_ring_);
+  } catch (const std::exception& e) {
+    reject(wire::Reject::Limits, fmt::format("no memory for a spoke ring of {} x {} samples x {} coils: {}",
+                                             max_window_ + p_.ring_margin, h.samples, h.coils, e.what()));
+    return;
+  }
   lock.lock();
   state_.ring = std::move(ring);
   state_.header = h;

@@ -36,6 +36,7 @@ struct IngestParams {
   int max_coils = 128;
   double sender_timeout_s = 2.0;  // report a silent sender after this long
   int ring_margin = 1024;         // ring slots beyond the largest window
+  int max_ring_mib = 4096;        // a stream header whose spoke ring would need more is rejected
 
   template <class V>
   void visit(V& v) {
@@ -47,6 +48,8 @@ struct IngestParams {
     v.field("max_coils", max_coils, 1, 1024, "largest coil count accepted");
     v.field("sender_timeout_s", sender_timeout_s, 0.05, 3600.0, "report the sender lost after this silence");
     v.field("ring_margin", ring_margin, 16, 1 << 20, "spoke ring slots beyond the largest window");
+    v.field("max_ring_mib", max_ring_mib, 16, 1 << 20,
+            "largest spoke ring (MiB) a stream header may ask for; a larger one is rejected, the stream in hand goes on");
   }
   void validate() const;
 };

@@ -481,3 +481,34 @@ TEST(Stream, SendersRefuseBadEndpointsAndWaitForAReceiver) {
   r = test::run_command(bin + " simulate --endpoint " + tcp(56118) + " --no-wait --spokes 10 --rate 1000 --matrix 32 --coils 2");
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
+
+// One header cannot exhaust memory: a stream header inside the sample/coil limits whose spoke ring would need
+// more than stream.max_ring_mib is rejected (counted, named) before anything is allocated, and the stream in
+// hand goes on.
+TEST(Stream, AHeaderWhoseRingIsTooLargeIsRejectedAndTheStreamGoesOn) {
+  RunConfig cfg = config(56119);
+  const Registry reg = default_registry();
+  StreamRuntime p(cfg, reg);
+  p.start();
+  const Simulator sim(small_sim());
+  zmq::context_t ctx(1);
+  SenderParams sp;
+  sp.endpoint = cfg.stream.endpoint;
+  Sender s(ctx, sp, 7);
+  s.send_header(stream_header_to_xml(sim.header()));
+  const auto spokes = sim.spokes(0, 64);
+  for (int i = 0; i < 32; ++i) s.send_spoke(spokes[i]);
+  ASSERT_TRUE(eventually([&] { return p.metrics().frames >= 1; }));
+  StreamHeader huge = sim.header();
+  huge.samples = 16384;  // x 128 coils: a 32 GiB ring with the default window limits
+  huge.coils = 128;
+  huge.matrix = 4096;
+  huge.readout_os = 4.f;
+  s.send_header(stream_header_to_xml(huge));
+  for (int i = 32; i < 64; ++i) s.send_spoke(spokes[i]);
+  ASSERT_TRUE(eventually([&] { return p.metrics().spokes >= 64; }));
+  p.stop();
+  EXPECT_EQ(p.metrics().rejected[int(wire::Reject::Limits)].load(), 1u);
+  EXPECT_EQ(p.metrics().reconfigurations.load(), 0u);
+  EXPECT_GE(p.metrics().frames.load(), 2u);
+}
