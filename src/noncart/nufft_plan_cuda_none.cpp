@@ -1,6 +1,7 @@
 // Built when the CUDA backend is not: the CUDA plan exists as a type, and making one says why it cannot.
 #include "core/error.hpp"
 #include "noncart/nufft_plan_cuda.hpp"
+#include "noncart/radial_geometry.hpp"
 
 namespace radstream {
 
@@ -17,5 +18,6 @@ NufftPlanCuda::NufftPlanCuda(int, const NufftKernel& kernel, std::size_t, gpu::S
 void NufftPlanCuda::set_points(const float*, std::size_t) { no_cuda("NufftPlanCuda::set_points"); }
 void NufftPlanCuda::spread(const cfloat*, cfloat*, int) { no_cuda("NufftPlanCuda::spread"); }
 void NufftPlanCuda::interp(const cfloat*, cfloat*, int) { no_cuda("NufftPlanCuda::interp"); }
+void fit_spoke_lines_cuda(const float*, int, int, SpokeLine*, gpu::StreamRef) { no_cuda("fit_spoke_lines_cuda"); }
 
 }  // namespace radstream

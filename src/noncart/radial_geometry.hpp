@@ -6,6 +6,8 @@
 #include <span>
 #include <vector>
 
+#include "gpu/handles.hpp"
+
 namespace radstream {
 
 #ifdef __CUDACC__
@@ -72,5 +74,11 @@ class SpokeLineSet {
   std::vector<float> folded_;  // each line's angle mod pi
   std::vector<int> order_;     // spokes sorted by that angle
 };
+
+// The same on the GPU: every spoke's line and share of angle from d_traj ([spokes][samples][2] on the device)
+// into d_lines, enqueued on `stream` (one block; up to kMaxDeviceSpokes spokes). CUDA builds only (else
+// throws CudaError).
+inline constexpr int kMaxDeviceSpokes = 12000;
+void fit_spoke_lines_cuda(const float* d_traj, int spokes, int samples, SpokeLine* d_lines, gpu::StreamRef stream);
 
 }  // namespace radstream

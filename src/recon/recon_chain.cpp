@@ -104,7 +104,14 @@ void ReconChain::configure(const Geometry& g) {
     else
       cpu_plan_ = std::make_unique<NufftPlanCpu>(2, std::array<int, 3>{G, G, 1}, params_.gridding.kernel(), n);
   }
-  if (need_lines_) lines_.resize(g.spokes);
+  if (need_lines_ && !cuda) lines_.resize(g.spokes);
+  d_lines_ = DeviceBuffer<SpokeLine>();
+  if (need_lines_ && cuda) {
+    if (g.spokes > kMaxDeviceSpokes)
+      throw ConfigError("the GPU fits at most " + std::to_string(kMaxDeviceSpokes) + " spoke lines per frame; this "
+                        "frame has " + std::to_string(g.spokes));
+    d_lines_ = DeviceBuffer<SpokeLine>(Extents{std::size_t(g.spokes)});
+  }
   keep_previous_ = false;
   for (const auto& st : stages_) keep_previous_ |= st->needs_previous();
   previous_ = HostBuffer<cfloat>();
@@ -175,6 +182,7 @@ FrameContext ReconChain::context(View<const float> traj) {
     lines_.fit(traj.span(), g_.samples);  // once for every stage of the frame
     fc.lines = &lines_;
   }
+  if (need_lines_ && traj.loc == Location::Device) fc.d_lines = d_lines_.data();
   fc.cpu_plan = cpu_plan_.get();
   fc.cuda_plan = cuda_plan_.get();
   if (keep_previous_)
@@ -194,6 +202,8 @@ void ReconChain::set_points(const FrameContext& frame) {
   const std::size_t n = std::size_t(g_.spokes) * g_.samples;
   if (frame.cpu_plan) frame.cpu_plan->set_points(frame.traj.data, n);
   if (frame.cuda_plan) frame.cuda_plan->set_points(frame.traj.data, n);
+  if (frame.d_lines)  // once per frame on the GPU (on the CPU, context() fitted them)
+    fit_spoke_lines_cuda(frame.traj.data, g_.spokes, g_.samples, d_lines_.data(), ctx_.stream);
 }
 
 View<const cfloat> ReconChain::run_cuda() {
@@ -223,10 +233,8 @@ View<const cfloat> ReconChain::run_cuda() {
 
 void ReconChain::enqueue_stages(const FrameContext& frame, View<const cfloat> in) {
   events_[0].record(ctx_.stream);
-  if (points_off_) {
-    set_points(frame);  // the tile sort, once per frame for every stage that spreads or interpolates
-    events_[1].record(ctx_.stream);
-  }
+  set_points(frame);  // the tile sort and the spoke lines, once per frame for every stage that needs them
+  if (points_off_) events_[1].record(ctx_.stream);
   for (std::size_t i = 0; i < stages_.size(); ++i) {
     View<cfloat> out = d_buffers_[output_of_[i]].view();
     stages_[i]->process(frame, in, out, ctx_);

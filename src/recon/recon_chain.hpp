@@ -77,6 +77,7 @@ class ReconChain {
   std::vector<gpu::Event> events_;        // around the stages
   std::vector<StageTiming> timings_;
   SpokeLineSet lines_;   // fitted once per frame when a stage needs them (CPU)
+  DeviceBuffer<SpokeLine> d_lines_;  // the same on the GPU
   std::unique_ptr<NufftPlanCpu> cpu_plan_;    // the frame's point plan, when a stage needs it
   std::unique_ptr<NufftPlanCuda> cuda_plan_;
   void set_points(const FrameContext& frame);  // once per frame, before the stages (inside a capture on the GPU)

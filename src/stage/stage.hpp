@@ -44,6 +44,7 @@ struct FrameContext {
   View<const float> traj;
   std::uint64_t number = 0;                // frame number within the chain (1, 2, ...)
   const SpokeLineSet* lines = nullptr;     // CPU backend, when a stage needs_spoke_lines()
+  const SpokeLine* d_lines = nullptr;      // CUDA backend: the same, [spokes] on the device
   // The NUFFT point plan with this frame's points set (the tile sort done once per frame, on the chain's
   // stream), when a stage needs_point_plan(): one of the two, by backend.
   NufftPlanCpu* cpu_plan = nullptr;
@@ -65,7 +66,7 @@ class Stage {
   // extents configure() returned. A stage whose in_place() is true accepts out.data == in.data.
   virtual void process(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context& ctx) = 0;
   virtual bool in_place() const { return false; }
-  // The chain fills frame.lines (CPU) when a stage says it needs them.
+  // The chain fills frame.lines (CPU) or frame.d_lines (CUDA) when a stage says it needs them.
   virtual bool needs_spoke_lines() const { return false; }
   // The chain makes one NUFFT plan (the recipe's kernel and grid) and sets its points once per frame.
   virtual bool needs_point_plan() const { return false; }

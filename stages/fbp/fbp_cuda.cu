@@ -17,13 +17,6 @@ namespace radstream {
 namespace {
 
 
-// One thread per spoke: its line (direction, spacing, offset) from the trajectory.
-__global__ void fit_lines(const float* __restrict__ traj, int spokes, int samples,
-                          SpokeLine* __restrict__ lines) {
-  const int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < spokes) lines[p] = fit_spoke_line(traj + size_t(p) * samples * 2, samples);
-}
-
 // out[r][j] for j < P: the filtered spectrum of row r placed at its frequency, times (-1)^j.
 __global__ void fbp_filter(const float2* __restrict__ in, long rows, int spokes, int S, int P, int filter,
                            float cutoff, const SpokeLine* __restrict__ lines, float2* __restrict__ out) {
@@ -44,34 +37,15 @@ __global__ void fbp_filter(const float2* __restrict__ in, long rows, int spokes,
   out[i] = v;
 }
 
-// Each block fits every spoke's line (to know all angles mod pi), then, for its own spokes: (cos, sin) x P
-// dk, the share of angle (half the gaps to the nearest neighbours mod pi, ties broken by index as on the CPU)
-// and the phase slope of the spoke's offset.
-__global__ void fbp_angles_kernel(const float* __restrict__ traj, int spokes, int samples, int P,
-                                  float4* __restrict__ csw, float* __restrict__ phase) {
-  extern __shared__ float folded[];
-  for (int p = threadIdx.x; p < spokes; p += blockDim.x) {
-    const SpokeLine l = fit_spoke_line(traj + size_t(p) * samples * 2, samples);
-    folded[p] = float(fmod(double(l.theta) + 2 * kPi, kPi));
-  }
-  __syncthreads();
+// Per spoke, from the frame's lines (fitted once per frame by the chain, shares of angle included):
+// (cos, sin) x P dk, the share of angle and the phase slope of the spoke's offset.
+__global__ void csw_from_lines(const SpokeLine* __restrict__ lines, int spokes, int P, float4* __restrict__ csw,
+                               float* __restrict__ phase) {
   const int p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p >= spokes) return;
-  const SpokeLine l = fit_spoke_line(traj + size_t(p) * samples * 2, samples);
+  const SpokeLine l = lines[p];
   const float scale = float(P) * l.dk;
-  const float a = folded[p], pi = float(kPi);
-  float below = -1e9f, above = 1e9f;
-  for (int q = 0; q < spokes; ++q) {
-    const float fq = folded[q];
-    const bool after = fq > a || (fq == a && q > p);
-    const float b = after ? fq : fq + pi;
-    if (q != p) {
-      above = fminf(above, b);
-      below = fmaxf(below, b - pi);
-    }
-  }
-  csw[p] = make_float4(cosf(l.theta) * scale, sinf(l.theta) * scale,
-                       spokes == 1 ? pi : float(0.5 * (double(above) - double(below))), 0.f);
+  csw[p] = make_float4(cosf(l.theta) * scale, sinf(l.theta) * scale, l.weight, 0.f);
   phase[p] = l.dk > 0 ? (2.f * kPiF) * l.kc / scale : 0.f;
 }
 
@@ -156,6 +130,7 @@ class FbpProjectCuda final : public Stage {
     if (plan_) cufftDestroy(plan_);
   }
   std::string name() const override { return "fbp_project"; }
+  bool needs_spoke_lines() const override { return true; }
 
   Extents configure(const Geometry& g, const Extents& input, Context& ctx) override {
     const Extents expect{std::size_t(g.coils), std::size_t(g.spokes), std::size_t(g.samples)};
@@ -166,7 +141,6 @@ class FbpProjectCuda final : public Stage {
     P_ = fbp_fft_size(S_);
     rows_ = long(input[0] * input[1]);
     spokes_ = g.spokes;
-    lines_ = DeviceBuffer<SpokeLine>(Extents{std::size_t(g.spokes)});
     if (custom_) {
       if (!customfft::supported(P_))
         throw ConfigError("fbp: the custom FFT engine supports 64..2048 points; " + std::to_string(S_) +
@@ -191,14 +165,11 @@ class FbpProjectCuda final : public Stage {
     expect_view("fbp_project", "output", out, out_ext_, Location::Device);
     auto stream = static_cast<cudaStream_t>(ctx.stream);
     auto* o = reinterpret_cast<float2*>(out.data);
-    if (frame.traj.size() != std::size_t(spokes_) * S_ * 2 || frame.traj.loc != Location::Device)
-      throw InputError("fbp_project: trajectory is not on the device or has the wrong size");
-    fit_lines<<<unsigned((spokes_ + 127) / 128), 128, 0, stream>>>(frame.traj.data, spokes_, S_, lines_.data());
-    CUDA_CHECK_LAUNCH("fit_lines");
+    if (!frame.d_lines) throw InputError("fbp_project: the frame context carries no spoke lines on the device");
     const long total = rows_ * P_;
     fbp_filter<<<unsigned((total + 255) / 256), 256, 0, stream>>>(
         reinterpret_cast<const float2*>(in.data), rows_, spokes_, S_, P_, int(p_.filter),
-        float(p_.cutoff), lines_.data(), o);
+        float(p_.cutoff), frame.d_lines, o);
     CUDA_CHECK_LAUNCH("fbp_filter");
     if (custom_)
       customfft::rows_1d(o, rows_, P_, true, reinterpret_cast<const float2*>(tw_.data()), stream);
@@ -213,7 +184,6 @@ class FbpProjectCuda final : public Stage {
   Extents in_ext_, out_ext_;
   int S_ = 0, P_ = 0, spokes_ = 0;
   long rows_ = 0;
-  DeviceBuffer<SpokeLine> lines_;
   DeviceBuffer<cfloat> tw_;
   cufftHandle plan_ = 0;
 };
@@ -222,13 +192,15 @@ class BackprojectCuda final : public Stage {
  public:
   explicit BackprojectCuda(const FbpParams& p) : p_(p) {}
   std::string name() const override { return "backproject"; }
+  bool needs_spoke_lines() const override { return true; }
 
   Extents configure(const Geometry& g, const Extents& input, Context&) override {
     const int P = fbp_fft_size(g.samples);
     const Extents expect{std::size_t(g.coils), std::size_t(g.spokes), std::size_t(P)};
     if (!(input == expect))
       throw ConfigError("backproject: input " + input.str() + " is not the projections " + expect.str());
-    if (g.spokes > 12000) throw ConfigError("backproject: more than 12000 spokes per frame on the GPU");
+    if (g.spokes > kMaxDeviceSpokes)
+      throw ConfigError("backproject: more than " + std::to_string(kMaxDeviceSpokes) + " spokes per frame on the GPU");
     g_ = g;
     in_ext_ = input;
     P_ = P;
@@ -241,12 +213,11 @@ class BackprojectCuda final : public Stage {
   void process(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context& ctx) override {
     expect_view("backproject", "input", in, in_ext_, Location::Device);
     expect_view("backproject", "output", out, out_ext_, Location::Device);
-    if (frame.traj.size() != std::size_t(g_.spokes) * g_.samples * 2 || frame.traj.loc != Location::Device)
-      throw InputError("backproject: trajectory is not on the device or has the wrong size");
+    if (!frame.d_lines) throw InputError("backproject: the frame context carries no spoke lines on the device");
     auto stream = static_cast<cudaStream_t>(ctx.stream);
-    fbp_angles_kernel<<<unsigned((g_.spokes + 255) / 256), 256, g_.spokes * sizeof(float), stream>>>(
-        frame.traj.data, g_.spokes, g_.samples, P_, csw_.data(), phase_.data());
-    CUDA_CHECK_LAUNCH("fbp_angles");
+    csw_from_lines<<<unsigned((g_.spokes + 255) / 256), 256, 0, stream>>>(frame.d_lines, g_.spokes, P_,
+                                                                           csw_.data(), phase_.data());
+    CUDA_CHECK_LAUNCH("csw_from_lines");
     const int N = g_.matrix, C = g_.coils;
     const int cg = C <= 1 ? 1 : C <= 2 ? 2 : C <= 4 ? 4 : 8;
     const dim3 grid(unsigned((N + 7) / 8), unsigned((N + 7) / 8), unsigned((C + cg - 1) / cg));

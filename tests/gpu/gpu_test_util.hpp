@@ -95,6 +95,12 @@ inline std::vector<cfloat> run_stage(const std::string& name, Backend b, const R
     View<cfloat> o = out.view();
     FrameContext frame;
     frame.traj = traj.view();
+    DeviceBuffer<SpokeLine> d_lines;  // what the chain derives once per frame
+    if (stage->needs_spoke_lines()) {
+      d_lines = DeviceBuffer<SpokeLine>(Extents{std::size_t(r.g.spokes)});
+      fit_spoke_lines_cuda(traj.data(), r.g.spokes, r.g.samples, d_lines.data(), ctx.stream);
+      frame.d_lines = d_lines.data();
+    }
     std::unique_ptr<NufftPlanCuda> plan;
     if (stage->needs_point_plan()) {
       const int G = oversampled_grid_size(r.g.matrix, p.gridding.oversampling);
