@@ -165,6 +165,7 @@ void Ingest::handle(std::span<const std::span<const std::byte>> parts) {
   switch (wire::MsgType(d.msg.env.type)) {
     case wire::MsgType::Header:
       ++metrics_.headers;
+      seq_.header(d.msg.env.stream_id, d.msg.env.sequence);
       on_header(d.msg);
       return;
     case wire::MsgType::Heartbeat:
@@ -176,6 +177,7 @@ void Ingest::handle(std::span<const std::span<const std::byte>> parts) {
       return;
     case wire::MsgType::Close:
       ++metrics_.closes;
+      seq_.close(d.msg.env.stream_id);
       if (events_.allow(monotonic_ns()))
         log::info("ingest: stream {} closed by the sender after {} spokes ({} received, {} missing)",
                   d.msg.env.stream_id, d.msg.env.spoke_index, metrics_.spokes.load(),

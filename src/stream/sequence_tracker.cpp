@@ -2,19 +2,32 @@
 
 namespace radstream {
 
+void SequenceTracker::restart(std::uint32_t stream_id, std::uint64_t seq) {
+  started_ = true;
+  stream_ = stream_id;
+  last_ = seq;
+  window_.reset();
+  mark(seq);
+  ++streams_;
+}
+
+void SequenceTracker::header(std::uint32_t stream_id, std::uint64_t seq) {
+  if (started_ && stream_id == stream_ && seq < last_) started_ = false;  // the sender started over
+}
+
+void SequenceTracker::close(std::uint32_t stream_id) {
+  if (started_ && stream_id == stream_) started_ = false;
+}
+
 SequenceTracker::Verdict SequenceTracker::see(std::uint32_t stream_id, std::uint64_t seq) {
   // A new stream id, or a forward jump too large to be lost messages (a sender that reset its counter, or a
   // corrupted number): start counting afresh rather than report millions missing.
   if (!started_ || stream_id != stream_ || (seq > last_ && seq - last_ > kMaxGap)) {
-    const bool restart = started_;
-    started_ = true;
-    stream_ = stream_id;
-    last_ = seq;
-    window_.reset();
-    mark(seq);
-    ++streams_;
-    return restart ? Verdict::NewStream : Verdict::First;
+    const bool again = started_ || streams_ > 0;
+    restart(stream_id, seq);
+    return again ? Verdict::NewStream : Verdict::First;
   }
+
   if (seq > last_) {
     const std::uint64_t skipped = seq - last_ - 1;
     // Slots between the old and the new last become "not seen" again as the window moves on.

@@ -1,5 +1,7 @@
 // Sequence numbers of one sender's stream: gaps (messages that never came), duplicates and late (reordered)
-// messages. A new stream id starts a new sequence (a restarted sender).
+// messages. A new stream id starts a new sequence (a restarted sender); so do a close, and a stream header whose
+// sequence is behind the highest seen, so that a sender restarted with the same id, or a recording replayed
+// twice, is received whole.
 #pragma once
 #include <bitset>
 #include <cstdint>
@@ -13,6 +15,10 @@ class SequenceTracker {
   // Classifies message `seq` of stream `stream_id`. Gap: the messages between the last one and this one are
   // counted as missing (and un-counted if they turn up late).
   Verdict see(std::uint32_t stream_id, std::uint64_t seq);
+  // A stream header from the sender: a sequence behind the highest seen means the sender restarted.
+  void header(std::uint32_t stream_id, std::uint64_t seq);
+  // The sender closed its stream: whatever comes next starts a new numbering.
+  void close(std::uint32_t stream_id);
 
   std::uint64_t missing() const { return missing_; }  // messages not (yet) received
   std::uint64_t gaps() const { return gaps_; }        // gap events
@@ -32,6 +38,7 @@ class SequenceTracker {
   bool started_ = false;
   std::uint32_t stream_ = 0;
   std::uint64_t last_ = 0;  // highest sequence seen
+  void restart(std::uint32_t stream_id, std::uint64_t seq);
   std::bitset<kWindow> window_;
   std::uint64_t missing_ = 0, gaps_ = 0, duplicates_ = 0, late_ = 0, streams_ = 0;
 };

@@ -180,3 +180,22 @@ TEST(SequenceTracker, GapsDuplicatesLateAndRestart) {
   EXPECT_EQ(t.see(2, 100000 + (1u << 21)), V::NewStream);  // an absurd jump restarts the count
   EXPECT_EQ(t.missing(), 1u + 99997u);
 }
+
+// A close, or a stream header whose sequence is behind, ends the numbering: a sender restarted with the same
+// stream id (it sends its header first) or a recording replayed twice is received whole, not as duplicates.
+TEST(SequenceTracker, CloseOrAHeaderBehindStartsTheNumberingAfresh) {
+  SequenceTracker t;
+  using V = SequenceTracker::Verdict;
+  for (std::uint64_t s = 1; s <= 2000; ++s) t.see(7, s);
+  t.close(7);
+  EXPECT_EQ(t.see(7, 1), V::NewStream);  // the same recording again
+  for (std::uint64_t s = 2; s <= 2000; ++s) EXPECT_EQ(t.see(7, s), V::InOrder) << s;
+  t.header(7, 2000);  // the periodic header of the running sender: nothing changes
+  EXPECT_EQ(t.see(7, 2001), V::InOrder);
+  t.header(7, 0);  // restarted (killed, no close): its header comes first with sequence 0
+  EXPECT_EQ(t.see(7, 1), V::NewStream);
+  for (std::uint64_t s = 2; s <= 100; ++s) EXPECT_EQ(t.see(7, s), V::InOrder) << s;
+  EXPECT_EQ(t.duplicates(), 0u);
+  EXPECT_EQ(t.missing(), 0u);
+  EXPECT_EQ(t.streams(), 3u);
+}
