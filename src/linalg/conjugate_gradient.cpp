@@ -71,6 +71,18 @@ void ConjugateGradient::enqueue(LinearOperator& a, const cfloat* b, cfloat* x, c
   last_iterations_ = o.max_iterations;
 }
 
+void ConjugateGradient::begin(LinearOperator& a, const cfloat* b, cfloat* x, const CgOptions& o, bool warm,
+                              LinearOperator* reg) {
+  check(a, o, reg);
+  start(a, b, x, o, warm, reg);
+  last_iterations_ = 0;
+}
+
+void ConjugateGradient::step(LinearOperator& a, cfloat* x, const CgOptions& o, LinearOperator* reg) {
+  iterate(a, x, o, last_iterations_, reg);
+  ++last_iterations_;
+}
+
 double ConjugateGradient::residual() {
   const double bb = ops_.read(kBb);
   return bb > 0 ? std::sqrt(std::max(0.0, ops_.read(rr_slot_after(last_iterations_))) / bb) : 0.0;

@@ -43,8 +43,14 @@ class ConjugateGradient {
   // must be 0), so the whole solve can be captured in a CUDA graph; residual() reads the result afterwards.
   void enqueue(LinearOperator& normal_of, const cfloat* b, cfloat* x, const CgOptions& options, bool warm_start,
                LinearOperator* regularizer = nullptr);
-  // |r| / |b| after the last enqueue() (waits for the device).
+  // |r| / |b| after the last enqueue() or step() (waits for the device).
   double residual();
+  // Step by step (a frame-time budget decides when to stop): begin() enqueues the start, each step() one
+  // iteration; iterations() counts them. Same arithmetic as enqueue(); tolerance is not used.
+  void begin(LinearOperator& normal_of, const cfloat* b, cfloat* x, const CgOptions& options, bool warm_start,
+             LinearOperator* regularizer = nullptr);
+  void step(LinearOperator& normal_of, cfloat* x, const CgOptions& options, LinearOperator* regularizer = nullptr);
+  int iterations() const { return last_iterations_; }
 
  private:
   std::size_t n_;

@@ -1,0 +1,133 @@
+#include "noncart/sense_operator_cpu.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace radstream {
+
+SenseOperatorCpu::SenseOperatorCpu(int matrix, int coils, std::size_t points, const NufftKernel& kernel,
+                                   bool toeplitz, int threads)
+    : LinearOperator(Extents{std::size_t(matrix), std::size_t(matrix)}, Extents{std::size_t(coils), points},
+                     Location::Host),
+      N_(matrix),
+      coils_(coils),
+      points_(points),
+      pixels_(std::size_t(matrix) * matrix),
+      toeplitz_(toeplitz),
+      nufft_(2, {matrix, matrix, 1}, coils, points, kernel, FftPlanner::Estimate, threads) {
+  if (coils < 1) throw ConfigError("sense: coils = " + std::to_string(coils) + " must be >= 1");
+  coil_images_ = HostBuffer<cfloat>(Extents{std::size_t(coils), pixels_});
+  samples_ = HostBuffer<cfloat>(Extents{std::size_t(coils), points});
+  sqrt_w_ = HostBuffer<float>(Extents{points});
+  if (toeplitz) {
+    const int M = 2 * matrix;
+    psf_nufft_ = std::make_unique<NufftOperatorCpu>(2, std::array<int, 3>{M, M, 1}, 1, points, kernel,
+                                                    FftPlanner::Estimate, threads);
+    fwd2_ = FftwPlan({M, M}, coils, FftDirection::Forward, FftPlanner::Estimate, threads);
+    inv2_ = FftwPlan({M, M}, coils, FftDirection::Inverse, FftPlanner::Estimate, threads);
+    psf_fft_ = FftwPlan({M, M}, 1, FftDirection::Forward, FftPlanner::Estimate, threads);
+    kernel_ = HostBuffer<cfloat>(Extents{std::size_t(M), std::size_t(M)});
+    grids2_ = HostBuffer<cfloat>(Extents{std::size_t(coils), std::size_t(M), std::size_t(M)});
+    psf_w_ = HostBuffer<cfloat>(Extents{points});
+    psf_t_ = HostBuffer<cfloat>(Extents{std::size_t(M), std::size_t(M)});
+  }
+}
+
+void SenseOperatorCpu::set_maps(const cfloat* maps) {
+  maps_ = maps;
+}
+
+void SenseOperatorCpu::check_ready() const {
+  if (!maps_) throw InputError("sense: set_maps() has not been called");
+  if (!points_set_) throw InputError("sense: set_points() has not been called");
+}
+
+void SenseOperatorCpu::set_points(const float* traj, const float* weights) {
+  nufft_.set_points(traj);
+  weighted_ = weights != nullptr;
+  double s = 0;
+  for (std::size_t j = 0; j < points_; ++j) {
+    float w = weights ? weights[j] : 1.f;
+    if (!(w >= 0.f) || !std::isfinite(w)) w = 0.f;  // as on the GPU: a bad weight drops its sample
+    sqrt_w_[j] = std::sqrt(w);
+    if (toeplitz_) psf_w_[j] = cfloat(w, 0.f);
+    s += w;
+  }
+  weight_sum_ = s;
+  points_set_ = true;
+  if (!toeplitz_) return;
+  // T(d) = sum_j w_j exp(+2 pi i k_j d) on d = m - N, m in [0, 2N): the adjoint NUFFT of the weights.
+  psf_nufft_->set_points(traj);
+  const int M = 2 * N_;
+  psf_nufft_->adjoint(psf_w_.data(), psf_t_.data());
+  // Circular layout: K[j] = T(j) for j < N, T(j - 2N) for j >= N, i.e. t shifted by N on both axes.
+  const float scale = 1.f / (float(M) * float(M));
+  for (int y = 0; y < M; ++y)
+    for (int x = 0; x < M; ++x)
+      kernel_[std::size_t(y) * M + x] = psf_t_[std::size_t((y + N_) % M) * M + (x + N_) % M] * scale;
+  psf_fft_.execute(kernel_.data());
+}
+
+void SenseOperatorCpu::forward(const cfloat* x, cfloat* y) {
+  check_ready();
+  const long pixels = long(pixels_);
+#pragma omp parallel for collapse(2) schedule(static)
+  for (long c = 0; c < long(coils_); ++c)
+    for (long p = 0; p < pixels; ++p) coil_images_[c * pixels + p] = maps_[c * pixels + p] * x[p];
+  nufft_.forward(coil_images_.data(), y);
+  if (weighted_) {
+    const long n = long(points_);
+#pragma omp parallel for collapse(2) schedule(static)
+    for (long c = 0; c < long(coils_); ++c)
+      for (long j = 0; j < n; ++j) y[c * n + j] *= sqrt_w_[j];
+  }
+}
+
+void SenseOperatorCpu::adjoint(const cfloat* y, cfloat* x) {
+  check_ready();
+  const cfloat* in = y;
+  if (weighted_) {
+    const long n = long(points_);
+#pragma omp parallel for collapse(2) schedule(static)
+    for (long c = 0; c < long(coils_); ++c)
+      for (long j = 0; j < n; ++j) samples_[c * n + j] = y[c * n + j] * sqrt_w_[j];
+    in = samples_.data();
+  }
+  nufft_.adjoint(in, coil_images_.data());
+  const long pixels = long(pixels_);
+#pragma omp parallel for schedule(static)
+  for (long p = 0; p < pixels; ++p) {
+    cfloat s = 0;
+    for (long c = 0; c < long(coils_); ++c) s += std::conj(maps_[c * pixels + p]) * coil_images_[c * pixels + p];
+    x[p] = s;
+  }
+}
+
+void SenseOperatorCpu::normal(const cfloat* x, cfloat* z) {
+  if (!toeplitz_) return normal_direct(x, z);
+  check_ready();
+  const long N = N_, M = 2 * N_, cells = M * M, pixels = long(pixels_);
+  std::memset(static_cast<void*>(grids2_.data()), 0, grids2_.size() * sizeof(cfloat));
+#pragma omp parallel for collapse(2) schedule(static)
+  for (long c = 0; c < long(coils_); ++c)
+    for (long y = 0; y < N; ++y)
+      for (long xx = 0; xx < N; ++xx)
+        grids2_[c * cells + y * M + xx] = maps_[c * pixels + y * N + xx] * x[y * N + xx];
+  fwd2_.execute(grids2_.data());
+#pragma omp parallel for collapse(2) schedule(static)
+  for (long c = 0; c < long(coils_); ++c)
+    for (long i = 0; i < cells; ++i) grids2_[c * cells + i] *= kernel_[i];
+  inv2_.execute(grids2_.data());
+#pragma omp parallel for schedule(static)
+  for (long p = 0; p < pixels; ++p) {
+    const long y = p / N, xx = p % N;
+    cfloat s = 0;
+    for (long c = 0; c < long(coils_); ++c)
+      s += std::conj(maps_[c * pixels + p]) * grids2_[c * cells + y * M + xx];
+    z[p] = s;
+  }
+}
+
+}  // namespace radstream

@@ -1,0 +1,249 @@
+#include "gpu/cuda_check.cuh"
+#include "noncart/sense_operator_cuda.hpp"
+
+namespace radstream {
+namespace {
+
+constexpr int kThreads = 256;
+
+__device__ inline float2 cmul(float2 a, float2 b) {
+  return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+__device__ inline float2 cmul_conj(float2 a, float2 b) {  // conj(a) b
+  return make_float2(a.x * b.x + a.y * b.y, a.x * b.y - a.y * b.x);
+}
+
+// img[c][p] = maps[c][p] x[p]
+__global__ void expand(const float2* __restrict__ maps, const float2* __restrict__ x, std::size_t pixels,
+                       float2* __restrict__ img) {
+  const std::size_t p = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  const std::size_t c = blockIdx.y;
+  if (p < pixels) img[c * pixels + p] = cmul(maps[c * pixels + p], x[p]);
+}
+
+// x[p] = sum_c conj(maps[c][p]) img[c][p]
+__global__ void combine(const float2* __restrict__ maps, const float2* __restrict__ img, std::size_t pixels,
+                        int coils, float2* __restrict__ x) {
+  const std::size_t p = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  if (p >= pixels) return;
+  float2 s = make_float2(0.f, 0.f);
+  for (int c = 0; c < coils; ++c) {
+    const float2 v = cmul_conj(maps[c * pixels + p], img[c * pixels + p]);
+    s.x += v.x;
+    s.y += v.y;
+  }
+  x[p] = s;
+}
+
+// out[c][j] = in[c][j] w[j]
+__global__ void weigh(const float2* __restrict__ in, const float* __restrict__ w, std::size_t n,
+                      float2* __restrict__ out) {
+  const std::size_t j = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  const std::size_t c = blockIdx.y;
+  if (j < n) {
+    const float2 v = in[c * n + j];
+    out[c * n + j] = make_float2(v.x * w[j], v.y * w[j]);
+  }
+}
+
+// sqrt_w[j] = sqrt(w[j]), psf_w[j] = w[j] (w = nullptr: ones); bad weights (negative, not finite) count as 0.
+__global__ void prepare_weights(const float* __restrict__ w, std::size_t n, float* __restrict__ sqrt_w,
+                                float2* __restrict__ psf_w) {
+  const std::size_t j = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  if (j >= n) return;
+  float v = w ? w[j] : 1.f;
+  if (!(v >= 0.f) || !isfinite(v)) v = 0.f;
+  sqrt_w[j] = sqrtf(v);
+  psf_w[j] = make_float2(v, 0.f);
+}
+
+__global__ void sum_weights(const float2* __restrict__ w, std::size_t n, double* out) {
+  __shared__ double part[kThreads];
+  double s = 0;
+  for (std::size_t j = threadIdx.x; j < n; j += kThreads) s += w[j].x;
+  part[threadIdx.x] = s;
+  __syncthreads();
+  for (int d = kThreads / 2; d > 0; d /= 2) {
+    if (threadIdx.x < d) part[threadIdx.x] += part[threadIdx.x + d];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *out = part[0];
+}
+
+// kernel[y][x] = t[(y + N) % M][(x + N) % M] / M^2 (the PSF in circular layout).
+__global__ void shift_psf(const float2* __restrict__ t, int N, float2* __restrict__ kernel) {
+  const int M = 2 * N;
+  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+  if (x >= M) return;
+  const float s = 1.f / (float(M) * float(M));
+  const float2 v = t[std::size_t((y + N) % M) * M + (x + N) % M];
+  kernel[std::size_t(y) * M + x] = make_float2(v.x * s, v.y * s);
+}
+
+// grids[c][y][x] = maps[c][y][x] x[y][x] inside [0, N)^2, 0 elsewhere of the 2N grid.
+__global__ void pad_expand(const float2* __restrict__ maps, const float2* __restrict__ img, int N,
+                           float2* __restrict__ grids) {
+  const int M = 2 * N;
+  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+  const std::size_t c = blockIdx.z;
+  if (x >= M) return;
+  float2 v = make_float2(0.f, 0.f);
+  if (x < N && y < N) {
+    const std::size_t p = std::size_t(y) * N + x;
+    v = cmul(maps[c * N * N + p], img[p]);
+  }
+  grids[(c * M + y) * M + x] = v;
+}
+
+__global__ void multiply_kernel(float2* __restrict__ grids, const float2* __restrict__ kernel, std::size_t cells) {
+  const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  const std::size_t c = blockIdx.y;
+  if (i < cells) grids[c * cells + i] = cmul(grids[c * cells + i], kernel[i]);
+}
+
+// z[y][x] = sum_c conj(maps[c][y][x]) grids[c][y][x] over the top-left N x N of each 2N grid.
+__global__ void crop_combine(const float2* __restrict__ maps, const float2* __restrict__ grids, int N, int coils,
+                             float2* __restrict__ z) {
+  const int M = 2 * N;
+  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+  if (x >= N) return;
+  const std::size_t p = std::size_t(y) * N + x, pixels = std::size_t(N) * N;
+  float2 s = make_float2(0.f, 0.f);
+  for (int c = 0; c < coils; ++c) {
+    const float2 v = cmul_conj(maps[c * pixels + p], grids[(std::size_t(c) * M + y) * M + x]);
+    s.x += v.x;
+    s.y += v.y;
+  }
+  z[p] = s;
+}
+
+unsigned blocks(std::size_t n) {
+  return unsigned((n + kThreads - 1) / kThreads);
+}
+
+}  // namespace
+
+SenseOperatorCuda::SenseOperatorCuda(int matrix, int coils, std::size_t points, const NufftKernel& kernel,
+                                     bool toeplitz, gpu::StreamRef stream)
+    : LinearOperator(Extents{std::size_t(matrix), std::size_t(matrix)}, Extents{std::size_t(coils), points},
+                     Location::Device),
+      N_(matrix),
+      coils_(coils),
+      points_(points),
+      pixels_(std::size_t(matrix) * matrix),
+      toeplitz_(toeplitz),
+      stream_(stream),
+      nufft_(matrix, coils, points, kernel, stream) {
+  if (coils < 1) throw ConfigError("sense: coils = " + std::to_string(coils) + " must be >= 1");
+  sqrt_w_ = DeviceBuffer<float>(Extents{points});
+  weight_sum_ = DeviceBuffer<double>(Extents{1});
+  coil_images_ = DeviceBuffer<cfloat>(Extents{std::size_t(coils), pixels_});
+  samples_ = DeviceBuffer<cfloat>(Extents{std::size_t(coils), points});
+  psf_w_ = DeviceBuffer<cfloat>(Extents{points});
+  if (toeplitz) {
+    const int M = 2 * matrix;
+    psf_nufft_ = std::make_unique<NufftOperatorCuda>(M, 1, points, kernel, stream);
+    fft2_ = CufftPlan({M, M}, coils, stream);
+    psf_fft_ = CufftPlan({M, M}, 1, stream);
+    kernel_ = DeviceBuffer<cfloat>(Extents{std::size_t(M), std::size_t(M)});
+    psf_t_ = DeviceBuffer<cfloat>(Extents{std::size_t(M), std::size_t(M)});
+    grids2_ = DeviceBuffer<cfloat>(Extents{std::size_t(coils), std::size_t(M), std::size_t(M)});
+  }
+  gpu::synchronize(stream);
+}
+
+SenseOperatorCuda::~SenseOperatorCuda() = default;
+
+void SenseOperatorCuda::set_maps(const cfloat* d_maps) {
+  maps_ = d_maps;
+}
+
+void SenseOperatorCuda::check_ready() const {
+  if (!maps_) throw InputError("sense: set_maps() has not been called");
+  if (!points_set_) throw InputError("sense: set_points() has not been called");
+}
+
+void SenseOperatorCuda::set_points(const float* d_traj, const float* d_weights) {
+  auto s = static_cast<cudaStream_t>(stream_);
+  nufft_.set_points(d_traj);
+  weighted_ = d_weights != nullptr;
+  prepare_weights<<<blocks(points_), kThreads, 0, s>>>(d_weights, points_, sqrt_w_.data(),
+                                                       reinterpret_cast<float2*>(psf_w_.data()));
+  CUDA_CHECK_LAUNCH("prepare_weights");
+  if (weighted_) {
+    sum_weights<<<1, kThreads, 0, s>>>(reinterpret_cast<const float2*>(psf_w_.data()), points_, weight_sum_.data());
+    CUDA_CHECK_LAUNCH("sum_weights");
+  }
+  points_set_ = true;
+  if (!toeplitz_) return;
+  const int M = 2 * N_;
+  psf_nufft_->set_points(d_traj);
+  psf_nufft_->adjoint(psf_w_.data(), psf_t_.data());
+  shift_psf<<<dim3(blocks(M), unsigned(M)), kThreads, 0, s>>>(reinterpret_cast<const float2*>(psf_t_.data()), N_,
+                                                               reinterpret_cast<float2*>(kernel_.data()));
+  CUDA_CHECK_LAUNCH("shift_psf");
+  psf_fft_.execute(kernel_.data(), FftDirection::Forward);
+}
+
+double SenseOperatorCuda::weight_sum() {
+  if (!weighted_) return double(points_);
+  double v = 0;
+  gpu::copy_to_host(&v, weight_sum_.data(), sizeof(double), stream_);
+  gpu::synchronize(stream_);
+  return v;
+}
+
+void SenseOperatorCuda::forward(const cfloat* d_x, cfloat* d_y) {
+  check_ready();
+  auto s = static_cast<cudaStream_t>(stream_);
+  expand<<<dim3(blocks(pixels_), unsigned(coils_)), kThreads, 0, s>>>(
+      reinterpret_cast<const float2*>(maps_), reinterpret_cast<const float2*>(d_x), pixels_,
+      reinterpret_cast<float2*>(coil_images_.data()));
+  CUDA_CHECK_LAUNCH("sense expand");
+  nufft_.forward(coil_images_.data(), d_y);
+  if (weighted_) {
+    weigh<<<dim3(blocks(points_), unsigned(coils_)), kThreads, 0, s>>>(
+        reinterpret_cast<const float2*>(d_y), sqrt_w_.data(), points_, reinterpret_cast<float2*>(d_y));
+    CUDA_CHECK_LAUNCH("sense weigh");
+  }
+}
+
+void SenseOperatorCuda::adjoint(const cfloat* d_y, cfloat* d_x) {
+  check_ready();
+  auto s = static_cast<cudaStream_t>(stream_);
+  const cfloat* in = d_y;
+  if (weighted_) {
+    weigh<<<dim3(blocks(points_), unsigned(coils_)), kThreads, 0, s>>>(
+        reinterpret_cast<const float2*>(d_y), sqrt_w_.data(), points_, reinterpret_cast<float2*>(samples_.data()));
+    CUDA_CHECK_LAUNCH("sense weigh");
+    in = samples_.data();
+  }
+  nufft_.adjoint(in, coil_images_.data());
+  combine<<<blocks(pixels_), kThreads, 0, s>>>(reinterpret_cast<const float2*>(maps_),
+                                               reinterpret_cast<const float2*>(coil_images_.data()), pixels_, coils_,
+                                               reinterpret_cast<float2*>(d_x));
+  CUDA_CHECK_LAUNCH("sense combine");
+}
+
+void SenseOperatorCuda::normal(const cfloat* d_x, cfloat* d_z) {
+  if (!toeplitz_) return normal_direct(d_x, d_z);
+  check_ready();
+  auto s = static_cast<cudaStream_t>(stream_);
+  const int M = 2 * N_;
+  const std::size_t cells = std::size_t(M) * M;
+  pad_expand<<<dim3(blocks(M), unsigned(M), unsigned(coils_)), kThreads, 0, s>>>(
+      reinterpret_cast<const float2*>(maps_), reinterpret_cast<const float2*>(d_x), N_,
+      reinterpret_cast<float2*>(grids2_.data()));
+  CUDA_CHECK_LAUNCH("toeplitz pad_expand");
+  fft2_.execute(grids2_.data(), FftDirection::Forward);
+  multiply_kernel<<<dim3(blocks(cells), unsigned(coils_)), kThreads, 0, s>>>(
+      reinterpret_cast<float2*>(grids2_.data()), reinterpret_cast<const float2*>(kernel_.data()), cells);
+  CUDA_CHECK_LAUNCH("toeplitz multiply");
+  fft2_.execute(grids2_.data(), FftDirection::Inverse);
+  crop_combine<<<dim3(blocks(N_), unsigned(N_)), kThreads, 0, s>>>(
+      reinterpret_cast<const float2*>(maps_), reinterpret_cast<const float2*>(grids2_.data()), N_, coils_,
+      reinterpret_cast<float2*>(d_z));
+  CUDA_CHECK_LAUNCH("toeplitz crop_combine");
+}
+
+}  // namespace radstream

@@ -1,0 +1,50 @@
+// The SENSE encoding operator on the GPU (2D), the twin of SenseOperatorCpu (same formulas, layouts and
+// Toeplitz normal): forward y_c = sqrt(W) NUFFT(S_c x), adjoint x = sum_c conj(S_c) NUFFT^H(sqrt(W) y_c),
+// normal E^H W E x, through the PSF kernel (a batched cuFFT pair on [coils][2N][2N]) when toeplitz.
+// Everything is enqueued on the operator's stream; nothing is allocated or synchronized after construction
+// (except weight_sum() of a weighted frame, which reads one device value). CUDA builds only.
+#pragma once
+#include <memory>
+
+#include "fft/cufft_plan.hpp"
+#include "linalg/linear_operator.hpp"
+#include "noncart/nufft_operator_cuda.hpp"
+
+namespace radstream {
+
+class SenseOperatorCuda final : public LinearOperator {
+ public:
+  SenseOperatorCuda(int matrix, int coils, std::size_t points, const NufftKernel& kernel, bool toeplitz,
+                    gpu::StreamRef stream);
+  ~SenseOperatorCuda() override;
+
+  gpu::StreamRef stream() const override { return stream_; }
+  // d_maps [coils][N][N] on the device (kept by reference).
+  void set_maps(const cfloat* d_maps);
+  // d_traj [points][2] and d_weights [points] or nullptr, on the device (the trajectory is kept by reference).
+  void set_points(const float* d_traj, const float* d_weights = nullptr);
+  void forward(const cfloat* d_x, cfloat* d_y) override;
+  void adjoint(const cfloat* d_y, cfloat* d_x) override;
+  void normal(const cfloat* d_x, cfloat* d_z) override;
+  void normal_direct(const cfloat* d_x, cfloat* d_z) { LinearOperator::normal(d_x, d_z); }
+  double weight_sum();
+  bool toeplitz() const { return toeplitz_; }
+
+ private:
+  int N_, coils_;
+  std::size_t points_, pixels_;
+  bool toeplitz_;
+  gpu::StreamRef stream_;
+  const cfloat* maps_ = nullptr;
+  bool points_set_ = false, weighted_ = false;
+  NufftOperatorCuda nufft_;
+  DeviceBuffer<float> sqrt_w_;
+  DeviceBuffer<double> weight_sum_;
+  DeviceBuffer<cfloat> coil_images_, samples_;
+  std::unique_ptr<NufftOperatorCuda> psf_nufft_;
+  CufftPlan fft2_, psf_fft_;
+  DeviceBuffer<cfloat> kernel_, grids2_, psf_w_, psf_t_;
+  void check_ready() const;
+};
+
+}  // namespace radstream
