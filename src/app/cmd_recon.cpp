@@ -11,6 +11,7 @@
 #include "io/frame_io.hpp"
 #include "io/mrd_file.hpp"
 #include "recon/recon_chain.hpp"
+#include "stream/coil_map_source.hpp"
 
 namespace radstream::app {
 namespace {
@@ -56,6 +57,9 @@ int run_recon(const ReconArgs& a) {
   log::info("configured for {} (dcf {}, W {}, sigma {}, planning {:.1f} ms)", g.str(),
             to_string(params.density.method), params.gridding.width, params.gridding.oversampling, plan_ms);
 
+  CoilMapSource maps(params);
+  maps.update(chain, frame);  // the file, or an estimate from these data, when the recipe reads coil maps
+
   std::vector<double> times;
   View<const cfloat> image;
   for (int r = 0; r < a.repeat; ++r) {
@@ -69,6 +73,9 @@ int run_recon(const ReconArgs& a) {
   log::info(
       "reconstruction: median {:.2f} ms over {} run(s) (min {:.2f}, max {:.2f}); last run by stage (ms):{}",
       times[times.size() / 2], times.size(), times.front(), times.back(), stages);
+  const SolverStats solver = chain.solver_stats();
+  if (solver.present)
+    log::info("cg-sense: {} iterations, relative residual {:.3g}", solver.iterations, solver.residual);
   write_image(a.out, image.span(), g.matrix);
   log::info("wrote {}", a.out);
   return 0;

@@ -16,6 +16,10 @@ namespace radstream {
 Frame frame_from_bart(const CflArray& traj, const CflArray& kspace, int matrix, const std::string& what);
 
 // A frame from recorded spokes (all of the same size as the header says).
+// Coil maps from BART's layout [N N 1 coils] (ESPIRiT's [N N 1 coils maps]: the first set) into radstream's
+// [coils][N][N] (same memory order). Throws IoError naming the file when the extents do not match.
+HostBuffer<cfloat> read_coil_maps(const std::string& path, int matrix, int coils);
+
 Frame frame_from_spokes(const StreamHeader& h, std::span<const Spoke> spokes);
 
 // Writes a combined image [N][N] (magnitude in the real part): .cfl as [N N] complex, .png as 8-bit grey

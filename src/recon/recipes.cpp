@@ -11,6 +11,7 @@ bool Recipe::has_buffer(const std::string& b) const {
 }
 
 Recipe recipe_for(const ReconParams& p, Backend backend) {
+  if (p.method == ReconMethod::CgSense) return {"cg-sense", {{"cg_sense", "solution"}, {"magnitude", "image"}}};
   if (p.method == ReconMethod::Fbp)
     return {"fbp", {{"fbp_project", "projections"}, {"backproject", "coil_images"}, {"coil_combine", "image"}}};
   const bool fused = backend == Backend::Cuda && p.fft.engine == FftEngine::Custom && p.fft.fused &&

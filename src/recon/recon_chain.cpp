@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 
 #include "core/error.hpp"
 
@@ -112,11 +113,22 @@ void ReconChain::configure(const Geometry& g) {
                         "frame has " + std::to_string(g.spokes));
     d_lines_ = DeviceBuffer<SpokeLine>(Extents{std::size_t(g.spokes)});
   }
-  keep_previous_ = false;
-  for (const auto& st : stages_) keep_previous_ |= st->needs_previous();
+  previous_stage_ = -1;
+  Extents prev_ext;
+  {
+    Extents e{std::size_t(g.coils), std::size_t(g.spokes), std::size_t(g.samples)};
+    for (std::size_t i = 0; i < stages_.size(); ++i) {
+      e = cuda ? d_buffers_[output_of_[i]].extents() : buffers_[output_of_[i]].extents();
+      if (stages_[i]->needs_previous() && previous_stage_ < 0) {
+        previous_stage_ = int(i);
+        prev_ext = e;
+      }
+    }
+  }
   previous_ = HostBuffer<cfloat>();
   d_previous_ = DeviceBuffer<cfloat>();
-  if (keep_previous_) {
+  if (previous_stage_ >= 0) {
+    const Extents ext = prev_ext;
     if (cuda) {
       d_previous_ = DeviceBuffer<cfloat>(ext);
       gpu::memset_device(d_previous_.data(), 0, d_previous_.size() * sizeof(cfloat), ctx_.stream);
@@ -159,9 +171,9 @@ View<const cfloat> ReconChain::reconstruct(const Frame& frame) {
     View<cfloat> out = buffers_[output_of_[i]].view();
     stages_[i]->process(fc, in, out, ctx_);
     timings_[i + points_off_].ms = ms_since(t0);
+    keep_output(i, out);
     in = out;
   }
-  keep_output(in);
   return in;
 }
 
@@ -177,7 +189,11 @@ FrameContext ReconChain::context(View<const float> traj) {
   FrameContext fc;
   fc.traj = traj;
   fc.number = ++number_;
-  fc.coil_maps = coil_maps_;
+  if (maps_version_) {
+    fc.coil_maps.version = maps_version_;
+    fc.coil_maps.peak_power = maps_peak_;
+    fc.coil_maps.data = traj.loc == Location::Device ? View<const cfloat>(d_maps_.view()) : maps_host_.view();
+  }
   if (need_lines_ && traj.loc != Location::Device) {
     lines_.fit(traj.span(), g_.samples);  // once for every stage of the frame
     fc.lines = &lines_;
@@ -185,13 +201,13 @@ FrameContext ReconChain::context(View<const float> traj) {
   if (need_lines_ && traj.loc == Location::Device) fc.d_lines = d_lines_.data();
   fc.cpu_plan = cpu_plan_.get();
   fc.cuda_plan = cuda_plan_.get();
-  if (keep_previous_)
+  if (previous_stage_ >= 0)
     fc.previous = traj.loc == Location::Device ? View<const cfloat>(d_previous_.view()) : previous_.view();
   return fc;
 }
 
-void ReconChain::keep_output(View<const cfloat> out) {
-  if (!keep_previous_) return;
+void ReconChain::keep_output(std::size_t stage, View<const cfloat> out) {
+  if (int(stage) != previous_stage_) return;
   if (ctx_.backend == Backend::Cuda)
     gpu::copy_device(d_previous_.data(), out.data, out.size() * sizeof(cfloat), ctx_.stream);
   else
@@ -207,9 +223,14 @@ void ReconChain::set_points(const FrameContext& frame) {
 }
 
 View<const cfloat> ReconChain::run_cuda() {
+  if (maps_version_ != maps_uploaded_) {  // new coil maps: to the device before the frame (same address)
+    gpu::copy_to_device(d_maps_.data(), maps_host_.data(), maps_host_.size() * sizeof(cfloat), ctx_.stream);
+    gpu::synchronize(ctx_.stream);  // the host copy may change after this call
+    maps_uploaded_ = maps_version_;
+  }
   const FrameContext fc = context(d_traj_.view());
   const View<const cfloat> in = d_input_.view();
-  if (params_.cuda_graph) {
+  if (graph_allowed()) {
     if (graph_.empty()) {
       gpu::Graph::begin_capture(ctx_.stream);
       try {
@@ -239,9 +260,59 @@ void ReconChain::enqueue_stages(const FrameContext& frame, View<const cfloat> in
     View<cfloat> out = d_buffers_[output_of_[i]].view();
     stages_[i]->process(frame, in, out, ctx_);
     events_[i + 1 + points_off_].record(ctx_.stream);
+    keep_output(i, out);
     in = out;
   }
-  keep_output(in);
+}
+
+bool ReconChain::graph_allowed() const {
+  if (!params_.cuda_graph) return false;
+  for (const auto& st : stages_)
+    if (!st->capturable()) return false;
+  return true;
+}
+
+bool ReconChain::needs_coil_maps() const {
+  for (const auto& st : stages_)
+    if (st->needs_coil_maps()) return true;
+  return false;
+}
+
+void ReconChain::set_coil_maps(View<const cfloat> maps) {
+  if (!maps.data || maps.ext.rank != 3)
+    throw InputError("coil maps: expected [coils][N][N], got " + maps.ext.str());
+  if (configured_ && (maps.ext[0] != std::size_t(g_.coils) || maps.ext[1] != std::size_t(g_.matrix) ||
+                      maps.ext[2] != std::size_t(g_.matrix)))
+    throw InputError(fmt::format("coil maps: {} do not match the frames ({} coils, {}^2 matrix)", maps.ext.str(),
+                                 g_.coils, g_.matrix));
+  if (!(maps_host_.extents() == maps.ext)) {
+    maps_host_ = HostBuffer<cfloat>(maps.ext);
+    if (ctx_.backend == Backend::Cuda) {
+      d_maps_ = DeviceBuffer<cfloat>(maps.ext);
+      graph_.reset();  // it holds the old address
+    }
+  }
+  std::copy(maps.data, maps.data + maps.size(), maps_host_.data());
+  const std::size_t coils = maps.ext[0], pixels = maps.ext[1] * maps.ext[2];
+  double peak = 0;
+  for (std::size_t p = 0; p < pixels; ++p) {
+    double s = 0;
+    for (std::size_t c = 0; c < coils; ++c) s += std::norm(maps.data[c * pixels + p]);
+    peak = std::max(peak, s);
+  }
+  if (!(peak > 0) || !std::isfinite(peak))
+    throw InputError("coil maps: all zero or not finite (sum_c |S_c|^2 peaks at " + std::to_string(peak) + ")");
+  if (peak != maps_peak_) graph_.reset();  // a solver's lambda scales with it and is part of a captured graph
+  maps_peak_ = peak;
+  ++maps_version_;
+}
+
+SolverStats ReconChain::solver_stats() {
+  for (const auto& st : stages_) {
+    const SolverStats s = st->solver_stats();
+    if (s.present) return s;
+  }
+  return {};
 }
 
 View<const cfloat> ReconChain::coil_images() {

@@ -52,9 +52,16 @@ class ReconChain {
   // True when the CUDA frames replay a captured CUDA graph.
   bool uses_graph() const { return !graph_.empty(); }
   Backend backend() const { return ctx_.backend; }
-  // A versioned side input handed to every stage in the frame context from the next frame on (the caller
-  // keeps the data alive and at the chain's location).
-  void set_coil_maps(const SideInput& maps) { coil_maps_ = maps; }
+  // Coil maps [coils][N][N] from the host (copied; moved to the GPU on the CUDA backend), handed to every
+  // stage in the frame context from the next frame on, with a new version. Throws InputError when they do
+  // not match the configured geometry.
+  void set_coil_maps(View<const cfloat> host_maps);
+  bool needs_coil_maps() const;  // some stage of the recipe reads them
+  bool has_coil_maps() const { return maps_version_ != 0; }
+  std::uint64_t coil_maps_version() const { return maps_version_; }
+  View<const cfloat> coil_maps() const { return maps_host_.view(); }  // the host copy
+  // The last frame's solver report (iterations, residual, time), when the recipe iterates.
+  SolverStats solver_stats();
   // Time of each step in the last frame: "set_points" first when the recipe has a point plan, then the
   // stages (wall time on the CPU, CUDA events on the GPU).
   const std::vector<StageTiming>& timings() const { return timings_; }
@@ -83,12 +90,16 @@ class ReconChain {
   void set_points(const FrameContext& frame);  // once per frame, before the stages (inside a capture on the GPU)
   bool need_lines_ = false;
   std::size_t points_off_ = 0;
-  bool keep_previous_ = false;  // the last output, for warm starts
+  int previous_stage_ = -1;  // the stage whose output is kept for the next frame (warm starts)
   HostBuffer<cfloat> previous_;
   DeviceBuffer<cfloat> d_previous_;
-  void keep_output(View<const cfloat> out);  // 1 when the frame has a point plan (its set_points is timings_[0])
+  void keep_output(std::size_t stage, View<const cfloat> out);
   std::uint64_t number_ = 0;
-  SideInput coil_maps_;
+  HostBuffer<cfloat> maps_host_;
+  DeviceBuffer<cfloat> d_maps_;
+  std::uint64_t maps_version_ = 0, maps_uploaded_ = 0;
+  double maps_peak_ = 0;
+  bool graph_allowed() const;
   Geometry g_;
   bool configured_ = false;
   gpu::Graph graph_;  // the stages captured on the first frame (CUDA backend, cuda_graph: true)

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/enum_table.hpp"
+#include "cg_sense/cg_sense.hpp"
 #include "coil_combine/coil_combine.hpp"
 #include "density/density.hpp"
 #include "fbp/fbp.hpp"
@@ -16,9 +17,10 @@
 
 namespace radstream {
 
-enum class ReconMethod { Gridding, Fbp };
-inline constexpr EnumTable<ReconMethod, 2> kReconMethods{
-    "reconstruction method", {{{ReconMethod::Gridding, "gridding"}, {ReconMethod::Fbp, "fbp"}}}};
+enum class ReconMethod { Gridding, Fbp, CgSense };
+inline constexpr EnumTable<ReconMethod, 3> kReconMethods{
+    "reconstruction method",
+    {{{ReconMethod::Gridding, "gridding"}, {ReconMethod::Fbp, "fbp"}, {ReconMethod::CgSense, "cg-sense"}}}};
 inline ReconMethod parse_recon_method(const std::string& name) { return kReconMethods.parse(name); }
 inline std::string to_string(ReconMethod v) { return kReconMethods.name(v); }
 
@@ -32,12 +34,13 @@ struct ReconParams {
   FftParams fft;
   CoilCombineParams combine;
   FbpParams fbp;
+  CgSenseParams cg;
 
   template <class V>
   void visit(V& v) {
     v.choice(
         "method", method, kReconMethods,
-        "reconstruction method (fbp: filtered backprojection)");
+        "reconstruction method (fbp: filtered backprojection; cg-sense: iterative SENSE with coil maps)");
     v.choice(
         "backend", backend, kBackendChoices,
         "where to reconstruct (auto: CUDA when a GPU is present)");
@@ -49,6 +52,7 @@ struct ReconParams {
     fft.visit(v);
     combine.visit(v);
     fbp.visit(v);
+    cg.visit(v);
   }
 
   // Reads the keys of `node` (the `recon:` map) over the defaults. Throws ConfigError naming a bad key.

@@ -1,5 +1,6 @@
 #include "recon/registry.hpp"
 
+#include "cg_sense/cg_sense.hpp"
 #include "core/error.hpp"
 #include "deapodize/deapodize.hpp"
 #include "fbp/fbp.hpp"
@@ -43,6 +44,8 @@ void register_cpu_stages(Registry& r) {
   r.add("fbp_project", Backend::Cpu, [](const ReconParams& p) { return make_fbp_project_cpu(p.fbp, p.fft); });
   r.add("backproject", Backend::Cpu, [](const ReconParams& p) { return make_backproject_cpu(p.fbp); });
   r.add("coil_combine", Backend::Cpu, [](const ReconParams& p) { return make_coil_combine_cpu(p.combine); });
+  r.add("magnitude", Backend::Cpu, [](const ReconParams&) { return make_magnitude_cpu(); });
+  r.add("cg_sense", Backend::Cpu, [](const ReconParams& p) { return make_cg_sense_cpu(p.cg, p.gridding.kernel()); });
 }
 
 Registry default_registry() {

@@ -1,4 +1,5 @@
 // The CUDA stages in the registry (compiled only in CUDA builds).
+#include "cg_sense/cg_sense.hpp"
 #include "coil_combine/coil_combine.hpp"
 #include "deapodize/deapodize.hpp"
 #include "density/density.hpp"
@@ -23,6 +24,9 @@ void register_cuda_stages(Registry& r) {
   r.add("backproject", Backend::Cuda, [](const ReconParams& p) { return make_backproject_cuda(p.fbp); });
   r.add("coil_combine", Backend::Cuda,
         [](const ReconParams& p) { return make_coil_combine_cuda(p.combine); });
+  r.add("magnitude", Backend::Cuda, [](const ReconParams&) { return make_magnitude_cuda(); });
+  r.add("cg_sense", Backend::Cuda,
+        [](const ReconParams& p) { return make_cg_sense_cuda(p.cg, p.gridding.kernel()); });
 }
 
 }  // namespace radstream

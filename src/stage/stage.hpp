@@ -34,6 +34,7 @@ struct Context {
 struct SideInput {
   std::uint64_t version = 0;  // 0: absent
   View<const cfloat> data;
+  double peak_power = 0;      // coil maps: max over pixels of sum_c |S_c|^2 (1 for unit-RSS maps)
 };
 
 // What a stage sees of the frame besides its input buffer: the trajectory ([spokes][samples][2], cycles per
@@ -51,10 +52,18 @@ struct FrameContext {
   NufftPlanCuda* cuda_plan = nullptr;
   SideInput coil_maps;                     // [coils][N][N]
   SideInput field_map;                     // [N][N] (later)
-  // The chain's output of the previous frame (same extents as its last buffer, at the backend's location),
-  // when a stage needs_previous(); zeros on the first frame after configure(). A solver starts from it. The
-  // view is the same every frame (a captured CUDA graph keeps it).
+  // The output of the previous frame of the stage that needs_previous() (same extents as its output, at the
+  // backend's location); zeros on the first frame after configure(). A solver starts from it. The view is
+  // the same every frame (a captured CUDA graph keeps it).
   View<const cfloat> previous;
+};
+
+// What an iterative stage reports of its last frame (metrics, status line, viewer).
+struct SolverStats {
+  bool present = false;  // false: the stage does not iterate
+  int iterations = 0;
+  double residual = 0;   // |r| / |b| at the end
+  double ms = 0;         // wall time of the solve (deadline mode) or 0 (then the chain's stage time counts)
 };
 
 class Stage {
@@ -71,7 +80,16 @@ class Stage {
   // The chain makes one NUFFT plan (the recipe's kernel and grid) and sets its points once per frame.
   virtual bool needs_point_plan() const { return false; }
   // The chain keeps a copy of each frame's output for the next frame's context (warm starts).
+  // The chain keeps a copy of this stage's output of the previous frame for the next frame's context (warm
+  // starts).
   virtual bool needs_previous() const { return false; }
+  // The stage reads frame.coil_maps (the chain's caller must provide them: given or estimated).
+  virtual bool needs_coil_maps() const { return false; }
+  // False when process() must run on the host every frame (e.g. a solver that stops at a deadline), so the
+  // chain must not capture the frame as a CUDA graph.
+  virtual bool capturable() const { return true; }
+  // The last frame's solver report (may wait for the device); present = false for stages that do not iterate.
+  virtual SolverStats solver_stats() { return {}; }
 };
 
 // Throws InputError unless v has the expected extents and location (used at the top of process()).

@@ -58,6 +58,13 @@ void Metrics::add_stage(const std::string& stage, double ms) {
   s->add(ms);
 }
 
+void Metrics::add_solver(int iterations, double residual) {
+  solver_iterations.add(iterations);
+  solver_residual.add(residual);
+  last_iterations = iterations;
+  last_residual = residual;
+}
+
 std::vector<std::pair<std::string, Percentiles>> Metrics::stage_summaries() const {
   std::vector<std::pair<std::string, Percentiles>> out;
   std::lock_guard lock(m_);
@@ -88,10 +95,13 @@ std::string Metrics::line(double t) {
                          rejected[r].load());
   return fmt::format(
       "t={:.0f}s fps={:.1f} spokes/s={:.0f} spokes={} frames={} skipped={} failed={} missing={} gaps={} "
-      "bad={}{}{} e2e_ms p50={:.2f} p99={:.2f} max={:.2f} last_msg_age={}",
+      "bad={}{}{}{} e2e_ms p50={:.2f} p99={:.2f} max={:.2f} last_msg_age={}",
       t, fps, sps, s, f, frames_skipped.load(), frames_failed.load(), missing.load(), gaps.load(),
       rejected_total(), bad.empty() ? "" : "(" + bad + ")",
-      record_failures ? fmt::format(" RECORD_FAILED={}", record_failures.load()) : std::string(), e2e.p50, e2e.p99, e2e.max,
+      record_failures ? fmt::format(" RECORD_FAILED={}", record_failures.load()) : std::string(),
+      last_iterations >= 0 ? fmt::format(" cg_iter={} cg_res={:.2g}", last_iterations.load(), last_residual.load())
+                           : std::string(),
+      e2e.p50, e2e.p99, e2e.max,
       age < 0 ? std::string("none") : fmt::format("{:.2f}s", age));
 }
 
@@ -131,6 +141,9 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
   j["latency_ms"] = {{"end_to_end", radstream::to_json(end_to_end.summary())},
                      {"arrival_to_ready", radstream::to_json(arrival.summary())},
                      {"stages", st}};
+  if (last_iterations >= 0)
+    j["solver"] = {{"iterations", radstream::to_json(solver_iterations.summary())},
+                   {"residual", radstream::to_json(solver_residual.summary())}};
   return j;
 }
 

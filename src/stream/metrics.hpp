@@ -58,6 +58,11 @@ class Metrics {
   // image ready; plus one per reconstruction stage and "assemble".
   LatencySeries end_to_end, arrival;
   void add_stage(const std::string& stage, double ms);
+  // An iterative reconstruction's report per frame (cg-sense): iterations and final relative residual.
+  LatencySeries solver_iterations{0}, solver_residual{0};
+  std::atomic<int> last_iterations{-1};
+  std::atomic<double> last_residual{0};
+  void add_solver(int iterations, double residual);
   std::vector<std::pair<std::string, Percentiles>> stage_summaries() const;
 
   void reject(wire::Reject r) { ++rejected[int(r)]; }

@@ -72,6 +72,11 @@ bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t e
                              FrameResult& out) {
   const auto t0 = monotonic_ns();
   View<const cfloat> img;
+  if (maps_) {  // coil maps for cg-sense / sense combination: the file, or estimates from the frames
+    const bool want = maps_->wants_frame(chain);
+    if (want && !ring.copy_window(end, host_frame)) return false;
+    maps_->update(chain, want ? &host_frame : nullptr);
+  }
   if (chain.backend() == Backend::Cuda && ring.on_device()) {
     struct Held {  // the window's spokes stay held until the chain has synchronized (or thrown)
       SpokeRing& ring;
@@ -108,6 +113,12 @@ bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t e
     out.coil = coil;
   }
   for (const auto& t : chain.timings()) metrics_.add_stage(t.stage, t.ms);
+  const SolverStats solver = chain.solver_stats();
+  if (solver.present) {
+    out.iterations = solver.iterations;
+    out.residual = solver.residual;
+    metrics_.add_solver(solver.iterations, solver.residual);
+  }
   metrics_.add_stage("frame_total", double(out.ready_ns - t0) * 1e-6);
   return true;
 }
@@ -148,10 +159,11 @@ void ReconWorker::frames() {
         if (!chain) {
           std::lock_guard lock(settings_m_);
           chain = std::make_unique<ReconChain>(recon_, backend_, registry_);
+          maps_ = chain->needs_coil_maps() ? std::make_unique<CoilMapSource>(recon_) : nullptr;
         }
         const Geometry g = st.header.geometry(W);
         chain->configure(g);
-        if (backend_ == Backend::Cpu || !st.ring->on_device()) host_frame = Frame(g);
+        if (backend_ == Backend::Cpu || !st.ring->on_device() || maps_) host_frame = Frame(g);
         log::info("run: reconstructing {} ({} backend), a frame every {} spokes", g.str(),
                   to_string(backend_.load()), stride);
       } catch (const std::exception& e) {

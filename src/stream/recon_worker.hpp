@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "recon/recon_chain.hpp"
+#include "stream/coil_map_source.hpp"
 #include "stream/frame_result.hpp"
 #include "stream/ingest.hpp"
 #include "stream/metrics.hpp"
@@ -54,6 +55,7 @@ class ReconWorker {
   bool make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t end, int W, Frame& host_frame,
                   FrameResult& out);
   void set_error(const std::string& e);
+  std::unique_ptr<CoilMapSource> maps_;  // when the chain reads coil maps (worker thread only)
 
   const FrameParams& fp_;
   const Registry& registry_;

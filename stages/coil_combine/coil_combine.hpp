@@ -1,6 +1,7 @@
 // Coil combination: [coils][N][N] complex coil images -> [N][N] combined image, stored as complex with the
 // magnitude in the real part (the imaginary part is 0).
 #pragma once
+#include <cmath>
 #include <memory>
 #include <string>
 
@@ -9,9 +10,9 @@
 
 namespace radstream {
 
-enum class CoilCombineMethod { Rss };
-inline constexpr EnumTable<CoilCombineMethod, 1> kCoilCombineMethods{
-    "coil combination", {{{CoilCombineMethod::Rss, "rss"}}}};
+enum class CoilCombineMethod { Rss, Sense };
+inline constexpr EnumTable<CoilCombineMethod, 2> kCoilCombineMethods{
+    "coil combination", {{{CoilCombineMethod::Rss, "rss"}, {CoilCombineMethod::Sense, "sense"}}}};
 inline CoilCombineMethod parse_coil_combine(const std::string& name) { return kCoilCombineMethods.parse(name); }
 inline std::string to_string(CoilCombineMethod v) { return kCoilCombineMethods.name(v); }
 
@@ -22,14 +23,23 @@ struct CoilCombineParams {
   void visit(V& v) {
     v.choice(
         "coil_combine", method, kCoilCombineMethods,
-        "coil combination (rss: root-sum-of-squares)");
+        "coil combination (rss: root-sum-of-squares; sense: |sum conj(S_c) x_c| / sum |S_c|^2 with the coil maps)");
   }
 };
 
 // [coils][N][N] -> [N][N]; throws ConfigError for any other shape (both twins' configure()).
 Extents combined_extents(const Extents& coil_images);
 
+// The sensitivity-weighted combination of one pixel (0 where the maps vanish).
+inline float sense_combine_pixel(float num_re, float num_im, float den) {
+  return den > 1e-12f ? std::sqrt(num_re * num_re + num_im * num_im) / den : 0.f;
+}
+
 std::unique_ptr<Stage> make_coil_combine_cpu(const CoilCombineParams& p);
 std::unique_ptr<Stage> make_coil_combine_cuda(const CoilCombineParams& p);  // CUDA builds only
+
+// "magnitude": [N][N] complex -> [N][N] with |x| in the real part (in place allowed), after a solver.
+std::unique_ptr<Stage> make_magnitude_cpu();
+std::unique_ptr<Stage> make_magnitude_cuda();  // CUDA builds only
 
 }  // namespace radstream

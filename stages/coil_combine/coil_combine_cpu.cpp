@@ -16,6 +16,7 @@ class CoilCombineCpu final : public Stage {
  public:
   explicit CoilCombineCpu(const CoilCombineParams& p) : p_(p) {}
   std::string name() const override { return "coil_combine"; }
+  bool needs_coil_maps() const override { return p_.method == CoilCombineMethod::Sense; }
 
   Extents configure(const Geometry&, const Extents& input, Context&) override {
     in_ext_ = input;
@@ -23,13 +24,28 @@ class CoilCombineCpu final : public Stage {
     return out_ext_;
   }
 
-  void process(const FrameContext&, View<const cfloat> in, View<cfloat> out, Context&) override {
+  void process(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context&) override {
     expect_view("coil_combine", "input", in, in_ext_, Location::Host);
     expect_view("coil_combine", "output", out, out_ext_, Location::Host);
     const long coils = long(in_ext_[0]);
     const long pixels = long(in_ext_[1] * in_ext_[2]);
     const cfloat* src = in.data;
     cfloat* dst = out.data;
+    if (p_.method == CoilCombineMethod::Sense) {
+      expect_view("coil_combine", "coil maps", frame.coil_maps.data, in_ext_, Location::Host);
+      const cfloat* maps = frame.coil_maps.data.data;
+#pragma omp parallel for schedule(static)
+      for (long p = 0; p < pixels; ++p) {
+        cfloat num = 0;
+        float den = 0.f;
+        for (long c = 0; c < coils; ++c) {
+          num += std::conj(maps[c * pixels + p]) * src[c * pixels + p];
+          den += std::norm(maps[c * pixels + p]);
+        }
+        dst[p] = cfloat(sense_combine_pixel(num.real(), num.imag(), den), 0.f);
+      }
+      return;
+    }
 #pragma omp parallel for schedule(static)
     for (long p = 0; p < pixels; ++p) {
       float s = 0.f;
@@ -43,10 +59,34 @@ class CoilCombineCpu final : public Stage {
   Extents in_ext_, out_ext_;
 };
 
+class MagnitudeCpu final : public Stage {
+ public:
+  std::string name() const override { return "magnitude"; }
+  bool in_place() const override { return true; }
+  Extents configure(const Geometry&, const Extents& input, Context&) override {
+    ext_ = input;
+    return input;
+  }
+  void process(const FrameContext&, View<const cfloat> in, View<cfloat> out, Context&) override {
+    expect_view("magnitude", "input", in, ext_, Location::Host);
+    expect_view("magnitude", "output", out, ext_, Location::Host);
+    const long n = long(ext_.size());
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; ++i) out.data[i] = cfloat(std::abs(in.data[i]), 0.f);
+  }
+
+ private:
+  Extents ext_;
+};
+
 }  // namespace
 
 std::unique_ptr<Stage> make_coil_combine_cpu(const CoilCombineParams& p) {
   return std::make_unique<CoilCombineCpu>(p);
+}
+
+std::unique_ptr<Stage> make_magnitude_cpu() {
+  return std::make_unique<MagnitudeCpu>();
 }
 
 }  // namespace radstream

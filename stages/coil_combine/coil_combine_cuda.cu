@@ -1,4 +1,4 @@
-// CUDA root-sum-of-squares: one thread per pixel.
+// CUDA coil combination (root-sum-of-squares or sensitivity-weighted) and magnitude: one thread per pixel.
 #include "coil_combine/coil_combine.hpp"
 #include "gpu/cuda_check.cuh"
 
@@ -16,10 +16,30 @@ __global__ void rss(const float2* __restrict__ in, long pixels, int coils, float
   out[p] = make_float2(sqrtf(s), 0.f);
 }
 
+__global__ void sense_combine(const float2* __restrict__ in, const float2* __restrict__ maps, long pixels, int coils,
+                              float2* __restrict__ out) {
+  const long p = long(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (p >= pixels) return;
+  float re = 0.f, im = 0.f, den = 0.f;
+  for (int c = 0; c < coils; ++c) {
+    const float2 v = in[size_t(c) * pixels + p], s = maps[size_t(c) * pixels + p];
+    re += s.x * v.x + s.y * v.y;
+    im += s.x * v.y - s.y * v.x;
+    den += s.x * s.x + s.y * s.y;
+  }
+  out[p] = make_float2(den > 1e-12f ? sqrtf(re * re + im * im) / den : 0.f, 0.f);
+}
+
+__global__ void magnitude(const float2* __restrict__ in, long n, float2* __restrict__ out) {
+  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = make_float2(sqrtf(in[i].x * in[i].x + in[i].y * in[i].y), 0.f);
+}
+
 class CoilCombineCuda final : public Stage {
  public:
   explicit CoilCombineCuda(const CoilCombineParams& p) : p_(p) {}
   std::string name() const override { return "coil_combine"; }
+  bool needs_coil_maps() const override { return p_.method == CoilCombineMethod::Sense; }
 
   Extents configure(const Geometry&, const Extents& input, Context&) override {
     in_ext_ = input;
@@ -27,13 +47,22 @@ class CoilCombineCuda final : public Stage {
     return out_ext_;
   }
 
-  void process(const FrameContext&, View<const cfloat> in, View<cfloat> out, Context& ctx) override {
+  void process(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context& ctx) override {
     expect_view("coil_combine", "input", in, in_ext_, Location::Device);
     expect_view("coil_combine", "output", out, out_ext_, Location::Device);
     const long pixels = long(in_ext_[1] * in_ext_[2]);
-    rss<<<unsigned((pixels + 255) / 256), 256, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
-        reinterpret_cast<const float2*>(in.data), pixels, int(in_ext_[0]),
-        reinterpret_cast<float2*>(out.data));
+    const auto s = static_cast<cudaStream_t>(ctx.stream);
+    const unsigned blocks = unsigned((pixels + 255) / 256);
+    if (p_.method == CoilCombineMethod::Sense) {
+      expect_view("coil_combine", "coil maps", frame.coil_maps.data, in_ext_, Location::Device);
+      sense_combine<<<blocks, 256, 0, s>>>(reinterpret_cast<const float2*>(in.data),
+                                           reinterpret_cast<const float2*>(frame.coil_maps.data.data), pixels,
+                                           int(in_ext_[0]), reinterpret_cast<float2*>(out.data));
+      CUDA_CHECK_LAUNCH("sense_combine");
+      return;
+    }
+    rss<<<blocks, 256, 0, s>>>(reinterpret_cast<const float2*>(in.data), pixels, int(in_ext_[0]),
+                               reinterpret_cast<float2*>(out.data));
     CUDA_CHECK_LAUNCH("rss");
   }
 
@@ -42,10 +71,35 @@ class CoilCombineCuda final : public Stage {
   Extents in_ext_, out_ext_;
 };
 
+class MagnitudeCuda final : public Stage {
+ public:
+  std::string name() const override { return "magnitude"; }
+  bool in_place() const override { return true; }
+  Extents configure(const Geometry&, const Extents& input, Context&) override {
+    ext_ = input;
+    return input;
+  }
+  void process(const FrameContext&, View<const cfloat> in, View<cfloat> out, Context& ctx) override {
+    expect_view("magnitude", "input", in, ext_, Location::Device);
+    expect_view("magnitude", "output", out, ext_, Location::Device);
+    const long n = long(ext_.size());
+    magnitude<<<unsigned((n + 255) / 256), 256, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
+        reinterpret_cast<const float2*>(in.data), n, reinterpret_cast<float2*>(out.data));
+    CUDA_CHECK_LAUNCH("magnitude");
+  }
+
+ private:
+  Extents ext_;
+};
+
 }  // namespace
 
 std::unique_ptr<Stage> make_coil_combine_cuda(const CoilCombineParams& p) {
   return std::make_unique<CoilCombineCuda>(p);
+}
+
+std::unique_ptr<Stage> make_magnitude_cuda() {
+  return std::make_unique<MagnitudeCuda>();
 }
 
 }  // namespace radstream

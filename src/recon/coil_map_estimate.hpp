@@ -1,0 +1,40 @@
+// Coil sensitivities estimated from the radial data themselves (Walsh's adaptive method, seed 000's need for
+// S without a separate calibration scan):
+//  1. low-resolution coil images on an L x L matrix from the centre of k-space (|k| < L/2N cycles per pixel),
+//     ramp-weighted with a Hann taper, by the adjoint NUFFT: radial sampling is dense there, so a window of a
+//     few dozen spokes is already fully sampled at low resolution;
+//  2. per low-resolution pixel, the dominant eigenvector of the coil correlation matrix over a 5 x 5
+//     neighbourhood, sum_n I_n I_n^H (power iteration), phase referenced to the strongest coil;
+//  3. a support mask: zero maps where the neighbourhood holds less than mask_threshold of the peak energy;
+//  4. bilinear interpolation to N x N and normalization to unit root-sum-of-squares per pixel inside the
+//     (interpolated) support.
+// Pure function of the frame; the caller decides when to run it (offline once; in a stream every K frames,
+// off the frame's critical path).
+#pragma once
+#include "core/buffer.hpp"
+
+namespace radstream {
+
+struct CoilMapEstimate {
+  int matrix = 48;   // L, the low-resolution matrix (clamped to N)
+  int radius = 2;    // neighbourhood half-width in low-resolution pixels
+  int power_iterations = 8;
+  // Pixels whose neighbourhood energy is below this fraction of the peak (after a one-pixel dilation) get
+  // zero maps, as ESPIRiT's eigenvalue threshold does: the solver then puts nothing where there is no signal.
+  double mask_threshold = 0.01;
+};
+
+// The samples an estimate uses (|k| < L / 2N), copied out of a frame: data [coils][1][n], traj [n][2]. A
+// stream copies this band (a fraction L / N of the samples) and estimates from it on a helper thread.
+struct CoilMapBand {
+  HostBuffer<cfloat> data;
+  HostBuffer<float> traj;
+};
+CoilMapBand coil_map_band(View<const cfloat> data, View<const float> traj, int matrix, const CoilMapEstimate& p = {});
+
+// data [coils][spokes][samples], traj [spokes][samples][2] (cycles per pixel of the N x N matrix), both on
+// the host. Returns [coils][N][N]. Throws InputError for mismatched extents.
+HostBuffer<cfloat> estimate_coil_maps(View<const cfloat> data, View<const float> traj, int matrix,
+                                      const CoilMapEstimate& p = {});
+
+}  // namespace radstream

@@ -1,0 +1,73 @@
+#include "stream/coil_map_source.hpp"
+
+#include <memory>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "io/frame_io.hpp"
+#include "recon/coil_map_estimate.hpp"
+
+namespace radstream {
+
+CoilMapSource::CoilMapSource(const ReconParams& p)
+    : path_(p.cg.sens), matrix_(p.cg.maps_matrix), every_(p.cg.maps_every) {}
+
+CoilMapSource::~CoilMapSource() {
+  wait();
+}
+
+void CoilMapSource::wait() {
+  if (pending_.valid()) pending_.wait();
+}
+
+bool CoilMapSource::wants_frame(const ReconChain& chain) const {
+  if (!chain.needs_coil_maps() || !path_.empty()) return false;
+  return !chain.has_coil_maps() || (!pending_.valid() && (frames_ + 1) % std::uint64_t(every_) == 0);
+}
+
+bool CoilMapSource::update(ReconChain& chain, const Frame* frame) {
+  if (!chain.needs_coil_maps()) return false;
+  const bool want = wants_frame(chain);
+  ++frames_;
+  const Geometry& g = chain.geometry();
+  if (!path_.empty()) {
+    if (chain.has_coil_maps()) return false;
+    const HostBuffer<cfloat> maps = read_coil_maps(path_, g.matrix, g.coils);
+    chain.set_coil_maps(maps.view());
+    log::info("coil maps: {} ({} coils, {}^2)", path_, g.coils, g.matrix);
+    return true;
+  }
+  if (want && !frame) throw InputError("coil maps: an estimate is due but no frame was given");
+  CoilMapEstimate est;
+  est.matrix = matrix_;
+  if (!chain.has_coil_maps()) {  // the first frame waits for its maps
+    const HostBuffer<cfloat> maps = estimate_coil_maps(frame->data.view(), frame->traj.view(), g.matrix, est);
+    chain.set_coil_maps(maps.view());
+    ++estimates_;
+    log::info("coil maps: estimated from the data ({} coils, {}^2 from a {}^2 low-resolution Walsh fit)", g.coils,
+              g.matrix, std::min(matrix_, g.matrix));
+    return true;
+  }
+  bool updated = false;
+  if (pending_.valid() && pending_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    try {
+      const HostBuffer<cfloat> maps = pending_.get();
+      chain.set_coil_maps(maps.view());
+      ++estimates_;
+      updated = true;
+    } catch (const std::exception& e) {
+      log::warn("coil maps: a refresh failed, keeping the previous maps: {}", e.what());
+    }
+  }
+  if (want) {
+    // The helper works on its own copy of the frame's low-resolution band; an exception travels through the
+    // future and is reported when collected.
+    auto band = std::make_shared<CoilMapBand>(coil_map_band(frame->data.view(), frame->traj.view(), g.matrix, est));
+    pending_ = std::async(std::launch::async, [band, N = g.matrix, est] {
+      return estimate_coil_maps(band->data.view(), band->traj.view(), N, est);
+    });
+  }
+  return updated;
+}
+
+}  // namespace radstream

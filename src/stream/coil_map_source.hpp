@@ -1,0 +1,43 @@
+// Where a chain's coil maps come from, for every recipe that reads them (cg-sense, coil_combine: sense):
+// a file (recon.sens, BART [N N 1 coils]), read once; or estimates from the frames themselves
+// (recon/coil_map_estimate.hpp): the first frame's synchronously (usable maps within one window of the start),
+// then every maps_every frames on a helper thread, off the frame's critical path, handed to the chain with a
+// new version when ready. A failed estimate is logged and the previous maps stay.
+#pragma once
+#include <cstdint>
+#include <future>
+#include <string>
+
+#include "core/frame.hpp"
+#include "recon/recon_chain.hpp"
+
+namespace radstream {
+
+class CoilMapSource {
+ public:
+  explicit CoilMapSource(const ReconParams& p);
+  ~CoilMapSource();
+  CoilMapSource(const CoilMapSource&) = delete;
+  CoilMapSource& operator=(const CoilMapSource&) = delete;
+
+  // True when the next update() needs the frame's data on the host (the first estimate or a due refresh);
+  // a GPU stream copies its window to the host only then.
+  bool wants_frame(const ReconChain& chain) const;
+  // Call once per frame before chain.reconstruct(): gives the chain maps when it reads them and new ones are
+  // due or ready; returns true when it did. frame may be null when wants_frame() was false. Throws IoError /
+  // InputError when the file does not fit the chain's geometry.
+  bool update(ReconChain& chain, const Frame* frame);
+  bool update(ReconChain& chain, const Frame& frame) { return update(chain, &frame); }
+  // Waits for a refresh in flight (tests and the end of a run).
+  void wait();
+  std::uint64_t estimates() const { return estimates_; }  // how many estimates were made
+  bool from_file() const { return !path_.empty(); }
+
+ private:
+  std::string path_;
+  int matrix_, every_;
+  std::uint64_t frames_ = 0, estimates_ = 0;
+  std::future<HostBuffer<cfloat>> pending_;
+};
+
+}  // namespace radstream

@@ -1,0 +1,49 @@
+// CG-SENSE (seed 000; Pruessmann's iterative SENSE on the redesign's operators): the frame's image x solves
+//   (E^H E + lambda_abs I) x = E^H y,   lambda_abs = lambda * sum_j w_j * max_p sum_c |S_c(p)|^2
+// by conjugate gradients, E the SENSE operator with the frame's coil maps (frame.coil_maps) and trajectory,
+// the normal operator through the Toeplitz PSF kernel (made per frame from the trajectory) unless toeplitz is
+// off. lambda is relative: sum_j w_j (the sample count when unweighted) times the maps' peak power is the
+// largest diagonal entry of E^H E, so one value works across data scales, map scales (BART's phantom maps
+// peak near 1.6e5, ESPIRiT's and radstream's own at 1), matrix sizes and spoke counts.
+// Warm start: x0 is this stage's previous frame (zeros on the first). A fixed count runs without any host
+// wait (a CUDA graph holds the whole solve); deadline mode (deadline_ms > 0) runs iterations while the next
+// one fits the budget, at least one, at most `iterations`, and reports the count.
+// Input [coils][spokes][samples]; output the complex image [N][N] (a "magnitude" stage follows for display).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "noncart/nufft_kernel.hpp"
+#include "stage/stage.hpp"
+
+namespace radstream {
+
+struct CgSenseParams {
+  int iterations = 10;        // CG iterations per frame (the cap in deadline mode)
+  double lambda = 1e-2;       // Tikhonov weight, relative (see above)
+  double deadline_ms = 0.0;   // 0: fixed count; > 0: the solver's time budget per frame
+  bool warm_start = true;     // start from the previous frame's image
+  bool toeplitz = true;       // normal operator through the PSF kernel (else gridding both ways)
+  std::string sens;           // coil maps file (BART [N N 1 coils]); empty: estimated from the data
+  int maps_matrix = 48;       // estimated maps: the low-resolution matrix they are computed on
+  int maps_every = 16;        // estimated maps in a stream: refreshed every this many frames
+
+  template <class V>
+  void visit(V& v) {
+    v.field("iterations", iterations, 1, 1000, "cg-sense: CG iterations per frame (the most, with a deadline)");
+    v.field("lambda", lambda, 0.0, 1e3,
+            "cg-sense: Tikhonov weight relative to the largest diagonal entry of E^H E");
+    v.field("deadline_ms", deadline_ms, 0.0, 1e4,
+            "cg-sense: stop iterating when the next iteration would pass this many ms (0 = fixed count)");
+    v.field("warm_start", warm_start, "cg-sense: start each frame from the previous frame's image");
+    v.field("toeplitz", toeplitz, "cg-sense: apply E^H E through the Toeplitz PSF kernel (2x-padded FFTs)");
+    v.field("sens", sens, "cg-sense / sense combination: coil maps file, BART [N N 1 coils] (empty = estimate)");
+    v.field("maps_matrix", maps_matrix, 8, 512, "estimated coil maps: low-resolution matrix they are computed on");
+    v.field("maps_every", maps_every, 1, 100000, "estimated coil maps: refresh every this many frames in a stream");
+  }
+};
+
+std::unique_ptr<Stage> make_cg_sense_cpu(const CgSenseParams& p, const NufftKernel& kernel);
+std::unique_ptr<Stage> make_cg_sense_cuda(const CgSenseParams& p, const NufftKernel& kernel);  // CUDA builds
+
+}  // namespace radstream

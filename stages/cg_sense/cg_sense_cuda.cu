@@ -1,0 +1,15 @@
+#include "cg_sense/cg_sense_stage.hpp"
+#include "noncart/sense_operator_cuda.hpp"
+
+namespace radstream {
+
+std::unique_ptr<Stage> make_cg_sense_cuda(const CgSenseParams& p, const NufftKernel& kernel) {
+  return std::make_unique<CgSenseStage<SenseOperatorCuda>>(
+      p, Location::Device,
+      [p, kernel](int N, int coils, std::size_t points, Context& ctx) {
+        return std::make_unique<SenseOperatorCuda>(N, coils, points, kernel, p.toeplitz, ctx.stream);
+      },
+      [](Context& ctx) { return make_vector_ops_cuda(ctx.stream); });
+}
+
+}  // namespace radstream

@@ -1,0 +1,105 @@
+// The CG-SENSE stage for either backend: Op is SenseOperatorCpu or SenseOperatorCuda, made by the backend's
+// factory in configure(). Included by cg_sense_cpu.cpp and cg_sense_cuda.cu only.
+#pragma once
+#include <chrono>
+#include <functional>
+
+#include "cg_sense/cg_sense.hpp"
+#include "core/error.hpp"
+#include "gpu/device_memory.hpp"
+#include "linalg/conjugate_gradient.hpp"
+
+namespace radstream {
+
+template <class Op>
+class CgSenseStage final : public Stage {
+ public:
+  using OpFactory = std::function<std::unique_ptr<Op>(int N, int coils, std::size_t points, Context&)>;
+  using OpsFactory = std::function<std::unique_ptr<VectorOps>(Context&)>;
+
+  CgSenseStage(const CgSenseParams& p, Location loc, OpFactory make_op, OpsFactory make_ops)
+      : p_(p), loc_(loc), make_op_(std::move(make_op)), make_ops_(std::move(make_ops)) {}
+
+  std::string name() const override { return "cg_sense"; }
+  bool needs_previous() const override { return p_.warm_start; }
+  bool needs_coil_maps() const override { return true; }
+  bool capturable() const override { return p_.deadline_ms <= 0; }
+
+  Extents configure(const Geometry& g, const Extents& input, Context& ctx) override {
+    if (input.rank != 3) throw ConfigError("cg_sense: expects [coils][spokes][samples], got " + input.str());
+    in_ext_ = input;
+    N_ = g.matrix;
+    pixels_ = std::size_t(N_) * N_;
+    out_ext_ = Extents{std::size_t(N_), std::size_t(N_)};
+    maps_ext_ = Extents{input[0], std::size_t(N_), std::size_t(N_)};
+    cg_.reset();
+    op_ = make_op_(N_, int(input[0]), input[1] * input[2], ctx);
+    ops_ = make_ops_(ctx);
+    b_ = Vector(pixels_, loc_);
+    cg_ = std::make_unique<ConjugateGradient>(pixels_, *ops_);
+    maps_ = nullptr;
+    return out_ext_;
+  }
+
+  void process(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context& ctx) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    expect_view("cg_sense", "input", in, in_ext_, loc_);
+    expect_view("cg_sense", "output", out, out_ext_, loc_);
+    if (frame.coil_maps.version == 0)
+      throw InputError("cg_sense: no coil maps for this frame (give --sens S.cfl, or let radstream estimate them)");
+    expect_view("cg_sense", "coil maps", frame.coil_maps.data, maps_ext_, loc_);
+    if (frame.coil_maps.data.data != maps_) {
+      maps_ = frame.coil_maps.data.data;
+      op_->set_maps(maps_);
+    }
+    op_->set_points(frame.traj.data, nullptr);
+    op_->adjoint(in.data, b_.data());
+    const bool warm = p_.warm_start && frame.previous.data;
+    if (warm) ops_->copy(out.data, frame.previous.data, pixels_);
+    CgOptions o;
+    o.max_iterations = p_.iterations;
+    o.lambda = p_.lambda * op_->weight_sum() * frame.coil_maps.peak_power;
+    stats_ = SolverStats{true, p_.iterations, 0, 0};
+    if (p_.deadline_ms <= 0) {
+      cg_->enqueue(*op_, b_.data(), out.data, o, warm);
+      return;
+    }
+    // Deadline: iterate while the next iteration (timed as the slowest so far) still fits.
+    auto elapsed = [&] {
+      if (loc_ == Location::Device) gpu::synchronize(ctx.stream);
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    };
+    cg_->begin(*op_, b_.data(), out.data, o, warm);
+    double t = elapsed(), slowest = 0;
+    while (cg_->iterations() < p_.iterations && (cg_->iterations() == 0 || t + slowest <= p_.deadline_ms)) {
+      cg_->step(*op_, out.data, o);
+      const double t1 = elapsed();
+      slowest = std::max(slowest, t1 - t);
+      t = t1;
+    }
+    stats_.iterations = cg_->iterations();
+    stats_.ms = t;
+  }
+
+  SolverStats solver_stats() override {
+    if (stats_.present && cg_) stats_.residual = cg_->residual();
+    return stats_;
+  }
+
+ private:
+  CgSenseParams p_;
+  Location loc_;
+  OpFactory make_op_;
+  OpsFactory make_ops_;
+  Extents in_ext_, out_ext_, maps_ext_;
+  int N_ = 0;
+  std::size_t pixels_ = 0;
+  std::unique_ptr<Op> op_;
+  std::unique_ptr<VectorOps> ops_;
+  Vector b_;
+  std::unique_ptr<ConjugateGradient> cg_;
+  const cfloat* maps_ = nullptr;
+  SolverStats stats_;
+};
+
+}  // namespace radstream
