@@ -358,8 +358,10 @@ void Viewer::Impl::overlay(const Rect& area) {
   // Pixel value under the cursor.
   const ImVec2 m = ImGui::GetIO().MousePos;
   std::string line = fmt::format(
-      "frame {}  spokes {}..{}  W {}{}{}", shown->number, shown->first_spoke, shown->last_spoke,
-      shown->window, shown->coil >= 0 ? fmt::format("  coil {}", shown->coil) : "", frozen ? "  FROZEN" : "");
+      "frame {}  spokes {}..{}  W {}{}{}{}", shown->number, shown->first_spoke, shown->last_spoke,
+      shown->window, shown->coil >= 0 ? fmt::format("  coil {}", shown->coil) : "",
+      shown->iterations >= 0 ? fmt::format("  CG {} it, res {:.2g}", shown->iterations, shown->residual) : "",
+      frozen ? "  FROZEN" : "");
   if (m.x >= r.x && m.x < r.x + r.w && m.y >= r.y && m.y < r.y + r.h) {
     const int px = std::clamp(int((m.x - r.x) / r.w * float(n)), 0, n - 1);
     const int py = std::clamp(int((m.y - r.y) / r.h * float(n)), 0, n - 1);

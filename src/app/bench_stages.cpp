@@ -14,11 +14,11 @@ Stats stats(std::vector<double> v) {
   if (v.empty()) return {};
   std::sort(v.begin(), v.end());
   auto at = [&](double q) { return v[std::min(v.size() - 1, std::size_t(q * double(v.size() - 1) + 0.5))]; };
-  return {at(0.5), at(0.1), at(0.9)};
+  return {at(0.5), at(0.1), at(0.9), at(0.99)};
 }
 
 nlohmann::ordered_json json_stats(const Stats& s) {
-  return {{"median", s.median}, {"p10", s.p10}, {"p90", s.p90}};
+  return {{"median", s.median}, {"p10", s.p10}, {"p90", s.p90}, {"p99", s.p99}};
 }
 
 Stats time_cuda_recipe(const Recipe& recipe, const ReconParams& p, const Registry& registry, const Geometry& g,

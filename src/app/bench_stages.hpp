@@ -14,10 +14,10 @@
 namespace radstream::app {
 
 struct Stats {
-  double median = 0, p10 = 0, p90 = 0;
+  double median = 0, p10 = 0, p90 = 0, p99 = 0;
 };
 Stats stats(std::vector<double> v);
-nlohmann::ordered_json json_stats(const Stats& s);  // {"median", "p10", "p90"}
+nlohmann::ordered_json json_stats(const Stats& s);  // {"median", "p10", "p90", "p99"}
 
 // Runs a grid recipe (recon/recipes.hpp: its input buffer is "grid", `input` extents of random complex
 // data) warmup + frames times on one stream; returns the CUDA-event time of the whole sequence.

@@ -118,6 +118,7 @@ nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry) {
           {"frames_failed", m.frames_failed.load()},
           {"latency_arrival_to_ready_ms", to_json(arr)},
           {"latency_acquired_to_ready_ms", to_json(e2e)},
+          {"solver_deadline_misses", m.deadline_misses.load()},
           {"sender_max_late_ms", double(behind_ns) * 1e-6},
           {"metrics", m.to_json(p.elapsed_s())}};
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "app/bench_case.hpp"
+#include "app/bench_cg.hpp"
 #include "app/bench_stages.hpp"
 #include "app/commands.hpp"
 #include "version.hpp"
@@ -143,8 +144,9 @@ void print_summary(const nlohmann::ordered_json& js) {
     const std::string kind = c.value("kind", "chain");
     std::string result;
     if (c.contains("frame_ms"))
-      result = fmt::format("frame {:.4f} ms median ({:.1f} frames/s with transfers)",
-                           c["frame_ms"]["median"].get<double>(), c["frames_per_s"].get<double>());
+      result = fmt::format("frame {:.4f} ms median, p99 {:.4f} ({:.1f} frames/s with transfers)",
+                           c["frame_ms"]["median"].get<double>(), c["frame_ms"]["p99"].get<double>(),
+                           c["frames_per_s"].get<double>());
     else if (kind == "live")
       result = fmt::format("arrival -> image p99 {:.3f} ms, {} frames, {} skipped",
                            c["latency_arrival_to_ready_ms"]["p99"].get<double>(), c["frames"].get<long>(),
@@ -236,6 +238,11 @@ int run_bench(const BenchArgs& a) {
     const Frame f = frame_from_spokes(sim.header(), sim.spokes(0, c.spokes));
     ReconChain chain(c.recon, b, registry);
     chain.configure(f.geometry);
+    HostBuffer<cfloat> maps;
+    if (chain.needs_coil_maps()) {  // given, not timed: estimated once from the case's frame
+      maps = bench_maps(f);
+      chain.set_coil_maps(maps.view());
+    }
     std::map<std::string, std::vector<double>> stage_ms;
     std::vector<double> wall, gpu_sum;
     for (int i = 0; i < a.warmup + a.frames; ++i) {
@@ -282,6 +289,19 @@ int run_bench(const BenchArgs& a) {
       j["cuda_graph"] = chain.uses_graph();
     }
     if (c.name == "R4") j["bart_nufft_rss_command_ms"] = bart_reference(f, c.matrix);
+    const SolverStats solver = chain.solver_stats();
+    if (solver.present) {
+      j["iterations"] = solver.iterations;
+      j["residual"] = solver.residual;
+      j["toeplitz"] = c.recon.cg.toeplitz;
+      if (b == Backend::Cuda && c.recon.cg.toeplitz)
+        j["normal_operator"] = normal_operator_floor(f, maps, c.recon, a.frames, a.warmup);
+      if (b == Backend::Cpu) {
+        const auto bart = bart_pics_reference(f, maps, solver.iterations, 0.01);
+        j["bart_pics_command_ms"] = bart;
+        if (!bart.is_null()) j["bart_over_ours_wall"] = bart.get<double>() / w.median;
+      }
+    }
     js["cases"].push_back(j);
     log::info("bench {}: frame {:.4f} ms (p10 {:.4f}, p90 {:.4f}), fft stage {:.4f} ms, wall {:.3f} ms",
               c.name, frame.median, frame.p10, frame.p90, fft.median, w.median);

@@ -8,7 +8,7 @@
 namespace radstream {
 
 SenseOperatorCpu::SenseOperatorCpu(int matrix, int coils, std::size_t points, const NufftKernel& kernel,
-                                   bool toeplitz, int threads)
+                                   bool toeplitz, int threads, FftPlanner planner)
     : LinearOperator(Extents{std::size_t(matrix), std::size_t(matrix)}, Extents{std::size_t(coils), points},
                      Location::Host),
       N_(matrix),
@@ -16,18 +16,18 @@ SenseOperatorCpu::SenseOperatorCpu(int matrix, int coils, std::size_t points, co
       points_(points),
       pixels_(std::size_t(matrix) * matrix),
       toeplitz_(toeplitz),
-      nufft_(2, {matrix, matrix, 1}, coils, points, kernel, FftPlanner::Estimate, threads) {
+      nufft_(2, {matrix, matrix, 1}, coils, points, kernel, planner, threads) {
   if (coils < 1) throw ConfigError("sense: coils = " + std::to_string(coils) + " must be >= 1");
   coil_images_ = HostBuffer<cfloat>(Extents{std::size_t(coils), pixels_});
   samples_ = HostBuffer<cfloat>(Extents{std::size_t(coils), points});
   sqrt_w_ = HostBuffer<float>(Extents{points});
   if (toeplitz) {
     const int M = 2 * matrix;
-    psf_nufft_ = std::make_unique<NufftOperatorCpu>(2, std::array<int, 3>{M, M, 1}, 1, points, kernel,
-                                                    FftPlanner::Estimate, threads);
-    fwd2_ = FftwPlan({M, M}, coils, FftDirection::Forward, FftPlanner::Estimate, threads);
-    inv2_ = FftwPlan({M, M}, coils, FftDirection::Inverse, FftPlanner::Estimate, threads);
-    psf_fft_ = FftwPlan({M, M}, 1, FftDirection::Forward, FftPlanner::Estimate, threads);
+    psf_nufft_ = std::make_unique<NufftOperatorCpu>(2, std::array<int, 3>{M, M, 1}, 1, points, kernel, planner,
+                                                    threads);
+    fwd2_ = FftwPlan({M, M}, coils, FftDirection::Forward, planner, threads);
+    inv2_ = FftwPlan({M, M}, coils, FftDirection::Inverse, planner, threads);
+    psf_fft_ = FftwPlan({M, M}, 1, FftDirection::Forward, planner, threads);
     kernel_ = HostBuffer<cfloat>(Extents{std::size_t(M), std::size_t(M)});
     grids2_ = HostBuffer<cfloat>(Extents{std::size_t(coils), std::size_t(M), std::size_t(M)});
     psf_w_ = HostBuffer<cfloat>(Extents{points});

@@ -19,8 +19,10 @@ namespace radstream {
 
 class SenseOperatorCpu final : public LinearOperator {
  public:
+  // planner: FFTW's effort for the operator's plans (Measure is several times faster per transform; it
+  // costs planning time once, here).
   SenseOperatorCpu(int matrix, int coils, std::size_t points, const NufftKernel& kernel, bool toeplitz,
-                   int threads = 0);
+                   int threads = 0, FftPlanner planner = FftPlanner::Estimate);
 
   // maps [coils][N][N] (kept by reference until the next call).
   void set_maps(const cfloat* maps);

@@ -45,7 +45,7 @@ void register_cpu_stages(Registry& r) {
   r.add("backproject", Backend::Cpu, [](const ReconParams& p) { return make_backproject_cpu(p.fbp); });
   r.add("coil_combine", Backend::Cpu, [](const ReconParams& p) { return make_coil_combine_cpu(p.combine); });
   r.add("magnitude", Backend::Cpu, [](const ReconParams&) { return make_magnitude_cpu(); });
-  r.add("cg_sense", Backend::Cpu, [](const ReconParams& p) { return make_cg_sense_cpu(p.cg, p.gridding.kernel()); });
+  r.add("cg_sense", Backend::Cpu, [](const ReconParams& p) { return make_cg_sense_cpu(p.cg, p.gridding.kernel(), p.fft.planner); });
 }
 
 Registry default_registry() {

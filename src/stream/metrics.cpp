@@ -143,7 +143,8 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
                      {"stages", st}};
   if (last_iterations >= 0)
     j["solver"] = {{"iterations", radstream::to_json(solver_iterations.summary())},
-                   {"residual", radstream::to_json(solver_residual.summary())}};
+                   {"residual", radstream::to_json(solver_residual.summary())},
+                   {"deadline_misses", deadline_misses.load()}};
   return j;
 }
 

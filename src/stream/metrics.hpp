@@ -61,6 +61,7 @@ class Metrics {
   // An iterative reconstruction's report per frame (cg-sense): iterations and final relative residual.
   LatencySeries solver_iterations{0}, solver_residual{0};
   std::atomic<int> last_iterations{-1};
+  std::atomic<std::uint64_t> deadline_misses{0};  // frames whose solve ran past recon.deadline_ms
   std::atomic<double> last_residual{0};
   void add_solver(int iterations, double residual);
   std::vector<std::pair<std::string, Percentiles>> stage_summaries() const;

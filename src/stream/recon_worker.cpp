@@ -111,6 +111,13 @@ bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t e
     for (std::size_t i = 0; i < px; ++i)
       out.image[i] = cfloat(std::abs(ci.data[std::size_t(coil) * px + i]), 0.f);
     out.coil = coil;
+  } else if (coil >= 0 && chain.has_coil_maps() && coil < chain.geometry().coils) {
+    // A recipe without per-coil images (cg-sense): the coil view shows that coil's sensitivity map, |S_c|.
+    const auto maps = chain.coil_maps();
+    const std::size_t px = out.image.size();
+    for (std::size_t i = 0; i < px; ++i)
+      out.image[i] = cfloat(std::abs(maps.data[std::size_t(coil) * px + i]), 0.f);
+    out.coil = coil;
   }
   for (const auto& t : chain.timings()) metrics_.add_stage(t.stage, t.ms);
   const SolverStats solver = chain.solver_stats();
@@ -118,6 +125,7 @@ bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t e
     out.iterations = solver.iterations;
     out.residual = solver.residual;
     metrics_.add_solver(solver.iterations, solver.residual);
+    if (recon_.cg.deadline_ms > 0 && solver.ms > recon_.cg.deadline_ms) ++metrics_.deadline_misses;
   }
   metrics_.add_stage("frame_total", double(out.ready_ns - t0) * 1e-6);
   return true;

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "fft/fftw_plan.hpp"
 #include "noncart/nufft_kernel.hpp"
 #include "stage/stage.hpp"
 
@@ -43,7 +44,7 @@ struct CgSenseParams {
   }
 };
 
-std::unique_ptr<Stage> make_cg_sense_cpu(const CgSenseParams& p, const NufftKernel& kernel);
+std::unique_ptr<Stage> make_cg_sense_cpu(const CgSenseParams& p, const NufftKernel& kernel, FftPlanner planner);
 std::unique_ptr<Stage> make_cg_sense_cuda(const CgSenseParams& p, const NufftKernel& kernel);  // CUDA builds
 
 }  // namespace radstream

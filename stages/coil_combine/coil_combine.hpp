@@ -23,7 +23,7 @@ struct CoilCombineParams {
   void visit(V& v) {
     v.choice(
         "coil_combine", method, kCoilCombineMethods,
-        "coil combination (rss: root-sum-of-squares; sense: |sum conj(S_c) x_c| / sum |S_c|^2 with the coil maps)");
+        "coil combination (rss: root-sum-of-squares; sense: weighted by the coil maps, abs(sum conj(S) x) / sum abs(S)^2)");
   }
 };
 
