@@ -35,4 +35,11 @@ void CufftPlan::execute(cfloat* d_data, FftDirection dir) const {
   CUFFT_CHECK(cufftExecC2C(cufftHandle(plan_), d, d, dir == FftDirection::Inverse ? CUFFT_INVERSE : CUFFT_FORWARD));
 }
 
+void CufftPlan::execute(const cfloat* d_in, cfloat* d_out, FftDirection dir) const {
+  // cuFFT does not write its input in an out-of-place C2C transform.
+  auto* in = const_cast<cufftComplex*>(reinterpret_cast<const cufftComplex*>(d_in));
+  CUFFT_CHECK(cufftExecC2C(cufftHandle(plan_), in, reinterpret_cast<cufftComplex*>(d_out),
+                           dir == FftDirection::Inverse ? CUFFT_INVERSE : CUFFT_FORWARD));
+}
+
 }  // namespace radstream

@@ -22,6 +22,8 @@ class CufftPlan {
   CufftPlan& operator=(const CufftPlan&) = delete;
 
   void execute(cfloat* d_data, FftDirection dir) const;
+  // Out of place (d_in is left as it was).
+  void execute(const cfloat* d_in, cfloat* d_out, FftDirection dir) const;
 
  private:
   int plan_ = 0;  // cufftHandle

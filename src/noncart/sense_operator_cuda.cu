@@ -70,35 +70,44 @@ __global__ void sum_weights(const float2* __restrict__ w, std::size_t n, double*
   if (threadIdx.x == 0) *out = part[0];
 }
 
-// kernel[y][x] = t[(y + N) % M][(x + N) % M] / M^2 (the PSF in circular layout).
+// kernel[y][x] = t[(y + N) % M][(x + N) % M] / M^2 (the PSF in circular layout). The row and column of
+// d = -N are never used by the convolution (|p - q| < N) and are set to 0, so that the kernel is Hermitian
+// and its DFT real.
 __global__ void shift_psf(const float2* __restrict__ t, int N, float2* __restrict__ kernel) {
   const int M = 2 * N;
   const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
   if (x >= M) return;
-  const float s = 1.f / (float(M) * float(M));
+  const float s = (x == N || y == N) ? 0.f : 1.f / (float(M) * float(M));
   const float2 v = t[std::size_t((y + N) % M) * M + (x + N) % M];
   kernel[std::size_t(y) * M + x] = make_float2(v.x * s, v.y * s);
 }
 
-// grids[c][y][x] = maps[c][y][x] x[y][x] inside [0, N)^2, 0 elsewhere of the 2N grid.
+// grids[c][y][x] = maps[c][y][x] x[y][x] on [0, N)^2 of each 2N grid (the rest of the grid stays 0: it is
+// cleared once and the FFT that reads it writes elsewhere).
 __global__ void pad_expand(const float2* __restrict__ maps, const float2* __restrict__ img, int N,
                            float2* __restrict__ grids) {
   const int M = 2 * N;
   const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
   const std::size_t c = blockIdx.z;
-  if (x >= M) return;
-  float2 v = make_float2(0.f, 0.f);
-  if (x < N && y < N) {
-    const std::size_t p = std::size_t(y) * N + x;
-    v = cmul(maps[c * N * N + p], img[p]);
-  }
-  grids[(c * M + y) * M + x] = v;
+  if (x >= N) return;
+  const std::size_t p = std::size_t(y) * N + x;
+  grids[(c * M + y) * M + x] = cmul(maps[c * N * N + p], img[p]);
 }
 
-__global__ void multiply_kernel(float2* __restrict__ grids, const float2* __restrict__ kernel, std::size_t cells) {
+// The PSF kernel is real (T(-d) = conj T(d) for real weights): grids *= kernel.
+__global__ void multiply_kernel(float2* __restrict__ grids, const float* __restrict__ kernel, std::size_t cells) {
   const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
   const std::size_t c = blockIdx.y;
-  if (i < cells) grids[c * cells + i] = cmul(grids[c * cells + i], kernel[i]);
+  if (i >= cells) return;
+  const float k = kernel[i];
+  const float2 v = grids[c * cells + i];
+  grids[c * cells + i] = make_float2(v.x * k, v.y * k);
+}
+
+// kernel_re[i] = Re kernel[i] (the imaginary part is rounding noise).
+__global__ void real_part(const float2* __restrict__ in, std::size_t n, float* __restrict__ out) {
+  const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = in[i].x;
 }
 
 // z[y][x] = sum_c conj(maps[c][y][x]) grids[c][y][x] over the top-left N x N of each 2N grid.
@@ -146,8 +155,11 @@ SenseOperatorCuda::SenseOperatorCuda(int matrix, int coils, std::size_t points, 
     fft2_ = CufftPlan({M, M}, coils, stream);
     psf_fft_ = CufftPlan({M, M}, 1, stream);
     kernel_ = DeviceBuffer<cfloat>(Extents{std::size_t(M), std::size_t(M)});
+    kernel_re_ = DeviceBuffer<float>(Extents{std::size_t(M), std::size_t(M)});
     psf_t_ = DeviceBuffer<cfloat>(Extents{std::size_t(M), std::size_t(M)});
     grids2_ = DeviceBuffer<cfloat>(Extents{std::size_t(coils), std::size_t(M), std::size_t(M)});
+    padded_ = DeviceBuffer<cfloat>(Extents{std::size_t(coils), std::size_t(M), std::size_t(M)});
+    gpu::memset_device(padded_.data(), 0, padded_.size() * sizeof(cfloat), stream);
   }
   gpu::synchronize(stream);
 }
@@ -183,6 +195,9 @@ void SenseOperatorCuda::set_points(const float* d_traj, const float* d_weights) 
                                                                reinterpret_cast<float2*>(kernel_.data()));
   CUDA_CHECK_LAUNCH("shift_psf");
   psf_fft_.execute(kernel_.data(), FftDirection::Forward);
+  real_part<<<blocks(kernel_.size()), kThreads, 0, s>>>(reinterpret_cast<const float2*>(kernel_.data()),
+                                                        kernel_.size(), kernel_re_.data());
+  CUDA_CHECK_LAUNCH("real_part");
 }
 
 double SenseOperatorCuda::weight_sum() {
@@ -231,13 +246,13 @@ void SenseOperatorCuda::normal(const cfloat* d_x, cfloat* d_z) {
   auto s = static_cast<cudaStream_t>(stream_);
   const int M = 2 * N_;
   const std::size_t cells = std::size_t(M) * M;
-  pad_expand<<<dim3(blocks(M), unsigned(M), unsigned(coils_)), kThreads, 0, s>>>(
+  pad_expand<<<dim3(blocks(N_), unsigned(N_), unsigned(coils_)), kThreads, 0, s>>>(
       reinterpret_cast<const float2*>(maps_), reinterpret_cast<const float2*>(d_x), N_,
-      reinterpret_cast<float2*>(grids2_.data()));
+      reinterpret_cast<float2*>(padded_.data()));
   CUDA_CHECK_LAUNCH("toeplitz pad_expand");
-  fft2_.execute(grids2_.data(), FftDirection::Forward);
+  fft2_.execute(padded_.data(), grids2_.data(), FftDirection::Forward);
   multiply_kernel<<<dim3(blocks(cells), unsigned(coils_)), kThreads, 0, s>>>(
-      reinterpret_cast<float2*>(grids2_.data()), reinterpret_cast<const float2*>(kernel_.data()), cells);
+      reinterpret_cast<float2*>(grids2_.data()), kernel_re_.data(), cells);
   CUDA_CHECK_LAUNCH("toeplitz multiply");
   fft2_.execute(grids2_.data(), FftDirection::Inverse);
   crop_combine<<<dim3(blocks(N_), unsigned(N_)), kThreads, 0, s>>>(

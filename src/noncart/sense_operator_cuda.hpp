@@ -44,6 +44,8 @@ class SenseOperatorCuda final : public LinearOperator {
   std::unique_ptr<NufftOperatorCuda> psf_nufft_;
   CufftPlan fft2_, psf_fft_;
   DeviceBuffer<cfloat> kernel_, grids2_, psf_w_, psf_t_;
+  DeviceBuffer<cfloat> padded_;  // [coils][2N][2N], zero outside the top-left N x N (written per application)
+  DeviceBuffer<float> kernel_re_;  // the PSF kernel, real
   void check_ready() const;
 };
 
