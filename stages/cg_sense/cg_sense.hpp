@@ -1,5 +1,6 @@
 // CG-SENSE (seed 000; Pruessmann's iterative SENSE on the redesign's operators): the frame's image x solves
-//   (E^H E + lambda_abs I) x = E^H y,   lambda_abs = lambda * sum_j w_j * max_p sum_c |S_c(p)|^2
+//   (E^H E + lambda_abs I + mu_abs D^H D) x = E^H y,   lambda_abs = lambda * sum_j w_j * max_p sum_c |S_c(p)|^2
+// (mu_abs = smoothness times the same scale; D: periodic finite differences, seed 001's C; off by default)
 // by conjugate gradients, E the SENSE operator with the frame's coil maps (frame.coil_maps) and trajectory,
 // the normal operator through the Toeplitz PSF kernel (made per frame from the trajectory) unless toeplitz is
 // off. lambda is relative: sum_j w_j (the sample count when unweighted) times the maps' peak power is the
@@ -22,6 +23,7 @@ namespace radstream {
 struct CgSenseParams {
   int iterations = 10;        // CG iterations per frame (the cap in deadline mode)
   double lambda = 1e-2;       // Tikhonov weight, relative (see above)
+  double smoothness = 0.0;    // weight of ||D x||^2 (periodic finite differences), relative like lambda
   double deadline_ms = 0.0;   // 0: fixed count; > 0: the solver's time budget per frame
   bool warm_start = true;     // start from the previous frame's image
   bool toeplitz = true;       // normal operator through the PSF kernel (else gridding both ways)
@@ -34,6 +36,8 @@ struct CgSenseParams {
     v.field("iterations", iterations, 1, 1000, "cg-sense: CG iterations per frame (the most, with a deadline)");
     v.field("lambda", lambda, 0.0, 1e3,
             "cg-sense: Tikhonov weight relative to the largest diagonal entry of E^H E");
+    v.field("smoothness", smoothness, 0.0, 1e3,
+            "cg-sense: weight of the finite-difference smoothness penalty ||D x||^2, relative like lambda (0 = off)");
     v.field("deadline_ms", deadline_ms, 0.0, 1e4,
             "cg-sense: stop iterating when the next iteration would pass this many ms (0 = fixed count)");
     v.field("warm_start", warm_start, "cg-sense: start each frame from the previous frame's image");

@@ -1,4 +1,5 @@
 #include "cg_sense/cg_sense_stage.hpp"
+#include "linalg/finite_difference.hpp"
 #include "noncart/sense_operator_cuda.hpp"
 
 namespace radstream {
@@ -9,7 +10,10 @@ std::unique_ptr<Stage> make_cg_sense_cuda(const CgSenseParams& p, const NufftKer
       [p, kernel](int N, int coils, std::size_t points, Context& ctx) {
         return std::make_unique<SenseOperatorCuda>(N, coils, points, kernel, p.toeplitz, ctx.stream);
       },
-      [](Context& ctx) { return make_vector_ops_cuda(ctx.stream); });
+      [](Context& ctx) { return make_vector_ops_cuda(ctx.stream); },
+      [](int N, Context& ctx) -> std::unique_ptr<LinearOperator> {
+        return std::make_unique<FiniteDifferenceCuda>(N, ctx.stream);
+      });
 }
 
 }  // namespace radstream

