@@ -5,14 +5,14 @@
 set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/nvidia_smi.txt"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/gpu_tests.log"
 source "$(dirname "$0")/gpu_env.sh"
 RADSTREAM_REQUIRE_GPU=1 run .devcarry/radstream_tests \
   --gtest_filter="${TESTS:-CudaParity.*:CustomFft.*:CudaGraph.*:GpuStream.*:FbpCuda.*:NufftCuda.*:SenseCuda.*:Sense.*:Chain.*:Cg.*:NufftPlan.*}" \
-  2>&1 | tee "$OUT/gpu_tests.log" | grep -E '^\[  |FAILED|vs|cg-sense|sense|deadline' | tail -60
+  2>&1 | tee -a "$OUT/gpu_tests.log" | grep -E '^\[  |FAILED|vs|cg-sense|sense|deadline' | tail -60
 run .devcarry/radstream bench --case ${CG_CASES:-R8 R8-iter5} --frames ${FRAMES:-300} --warmup 20 \
-  --out "$OUT/bench_cg.json" > "$OUT/bench_cg.log" 2>&1
-tail -8 "$OUT/bench_cg.log"
+  --out "$OUT/bench_cg.json" >> "$OUT/bench.log" 2>&1
+tail -8 "$OUT/bench.log"
 if [ -x .devcarry/radstream_base ]; then
   old=$(mktemp -d)
   for c in ${CASES:-R1 R1-custom R2 R2-fbp R5}; do cp "config/bench/$c.yaml" "$old/"; done
@@ -25,6 +25,6 @@ if [ -x .devcarry/radstream_base ]; then
   grep -E '^R' "$OUT/bench.log"
 fi
 if [ "${R9:-0}" = 1 ]; then
-  run .devcarry/radstream bench --case R9 --out "$OUT/bench_r9.json" > "$OUT/bench_r9.log" 2>&1
-  tail -4 "$OUT/bench_r9.log"
+  run .devcarry/radstream bench --case R9 --out "$OUT/bench_r9.json" >> "$OUT/bench.log" 2>&1
+  tail -4 "$OUT/bench.log"
 fi
