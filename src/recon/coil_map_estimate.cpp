@@ -6,6 +6,8 @@
 #include <cmath>
 #include <vector>
 
+#include <omp.h>
+
 #include "core/error.hpp"
 #include "noncart/nufft_operator_cpu.hpp"
 
@@ -13,8 +15,12 @@ namespace radstream {
 
 namespace {
 
+int threads_of(const CoilMapEstimate& p) {
+  return p.threads > 0 ? p.threads : omp_get_max_threads();
+}
+
 // Low-resolution coil images [coils][L][L] from the points with |k| < L / (2N).
-HostBuffer<cfloat> low_res_images(View<const cfloat> data, View<const float> traj, int N, int L) {
+HostBuffer<cfloat> low_res_images(View<const cfloat> data, View<const float> traj, int N, int L, int threads) {
   const int coils = int(data.ext[0]);
   const std::size_t n = data.ext[1] * data.ext[2];
   const double scale = double(N) / L;  // k in cycles per low-resolution pixel
@@ -26,7 +32,7 @@ HostBuffer<cfloat> low_res_images(View<const cfloat> data, View<const float> tra
     t[2 * j + 1] = float(ky);
     w[j] = float((r + 0.25 / L) * 0.5 * (1 + std::cos(2 * M_PI * r)));  // ramp x Hann
   }
-  NufftOperatorCpu nufft(2, {L, L, 1}, coils, n, NufftKernel{4, 2.0, 1024});
+  NufftOperatorCpu nufft(2, {L, L, 1}, coils, n, NufftKernel{4, 2.0, 1024}, FftPlanner::Estimate, threads);
   nufft.set_points(t.data());
   HostBuffer<cfloat> weighted(Extents{std::size_t(coils), n});
   for (int c = 0; c < coils; ++c)
@@ -46,7 +52,7 @@ HostBuffer<cfloat> walsh(const HostBuffer<cfloat>& img, int L, int coils, const 
   for (int c = 0; c < coils; ++c)
     for (std::size_t q = 0; q < P; ++q) energy[c] += std::norm(img[c * P + q]);
   const int ref = int(std::max_element(energy.begin(), energy.end()) - energy.begin());
-#pragma omp parallel for schedule(dynamic, 4)
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads_of(p))
   for (int y = 0; y < L; ++y) {
     std::vector<std::complex<double>> v(coils), u(coils);
     for (int x = 0; x < L; ++x) {
@@ -121,7 +127,7 @@ HostBuffer<cfloat> estimate_coil_maps(View<const cfloat> data, View<const float>
   if (N < 2 || N % 2) throw InputError(fmt::format("coil map estimate: matrix {} must be even", N));
   const int coils = int(data.ext[0]);
   const int L = std::min(N, std::max(8, p.matrix - p.matrix % 2));
-  const HostBuffer<cfloat> img = low_res_images(data, traj, N, L);
+  const HostBuffer<cfloat> img = low_res_images(data, traj, N, L, threads_of(p));
   std::vector<double> local(std::size_t(L) * L);
   const HostBuffer<cfloat> low = walsh(img, L, coils, p, local);
   // Support: energy above the threshold, dilated by one pixel.
@@ -142,7 +148,7 @@ HostBuffer<cfloat> estimate_coil_maps(View<const cfloat> data, View<const float>
   HostBuffer<cfloat> maps(Extents{std::size_t(coils), std::size_t(N), std::size_t(N)});
   const std::size_t PL = std::size_t(L) * L, PN = std::size_t(N) * N;
   const double s = double(L) / N;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(threads_of(p))
   for (int y = 0; y < N; ++y) {
     const double fy = std::clamp((y - N / 2) * s + L / 2, 0.0, double(L - 1));
     const int y0 = std::min(int(fy), L - 2 < 0 ? 0 : L - 2), y1 = std::min(y0 + 1, L - 1);

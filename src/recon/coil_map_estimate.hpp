@@ -22,6 +22,7 @@ struct CoilMapEstimate {
   // Pixels whose neighbourhood energy is below this fraction of the peak (after a one-pixel dilation) get
   // zero maps, as ESPIRiT's eigenvalue threshold does: the solver then puts nothing where there is no signal.
   double mask_threshold = 0.01;
+  int threads = 0;  // CPU threads (0: all); a stream's background refresh uses few, to leave the cores to it
 };
 
 // The samples an estimate uses (|k| < L / 2N), copied out of a frame: data [coils][1][n], traj [n][2]. A

@@ -60,6 +60,7 @@ bool CoilMapSource::update(ReconChain& chain, const Frame* frame) {
     }
   }
   if (want) {
+    est.threads = 2;  // in the background: leave the other cores to ingest and the reconstruction
     // The helper works on its own copy of the frame's low-resolution band; an exception travels through the
     // future and is reported when collected.
     auto band = std::make_shared<CoilMapBand>(coil_map_band(frame->data.view(), frame->traj.view(), g.matrix, est));
