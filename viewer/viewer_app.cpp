@@ -63,6 +63,14 @@ struct Viewer::Impl {
   char record_name[512] = {};
   std::string message;
   bool screenshot_done = false, window_set = false, backend_applied = false;
+  // Freshness of the image on screen.
+  double frame_interval_s = 0;  // smoothed time between the arrivals of consecutive frames
+  double shown_glass_ms = -1;   // the shown frame's acquired -> on glass latency
+  struct Freshness {
+    double age_s = 0, limit_s = 0;
+    bool stale = false;
+  };
+  Freshness freshness() const;
 
   Impl(StreamRuntime& pl, const ViewerOptions& o) : p(pl), opt(o) {}
   void upload_latest();
@@ -148,7 +156,12 @@ void Viewer::Impl::upload_latest() {
   if (frozen) return;
   auto f = p.latest();
   if (!f || f == shown) return;
+  if (shown && shown->last_arrival_ns > 0 && f->last_arrival_ns > shown->last_arrival_ns) {
+    const double dt = double(f->last_arrival_ns - shown->last_arrival_ns) * 1e-9;
+    frame_interval_s = frame_interval_s > 0 ? 0.8 * frame_interval_s + 0.2 * dt : dt;
+  }
   shown = f;
+  shown_glass_ms = -1;
   pixels.resize(f->image.size());
   for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = f->image[i].real();
   view->upload(pixels, f->matrix);
@@ -347,6 +360,18 @@ void Viewer::Impl::panels(const Rect& area) {
   ImGui::End();
 }
 
+Viewer::Impl::Freshness Viewer::Impl::freshness() const {
+  Freshness f;
+  if (!shown) return f;
+  const std::int64_t now = monotonic_ns();
+  const std::int64_t since = shown->last_arrival_ns > 0 ? shown->last_arrival_ns : shown->ready_ns;
+  f.age_s = double(now - since) * 1e-9;
+  f.limit_s = opt.stale_after_s > 0 ? opt.stale_after_s
+                                    : (frame_interval_s > 0 ? std::max(0.3, 3.0 * frame_interval_s) : 1.0);
+  f.stale = f.age_s > f.limit_s;
+  return f;
+}
+
 void Viewer::Impl::overlay(const Rect& area) {
   ImDrawList* dl = ImGui::GetForegroundDrawList();
   if (!shown) {
@@ -368,6 +393,26 @@ void Viewer::Impl::overlay(const Rect& area) {
     line += fmt::format("   ({}, {}) = {:.4g}", px, py, pixels[std::size_t(py) * n + px]);
   }
   dl->AddText(ImVec2(area.x + 10, area.y + 8), IM_COL32(255, 255, 0, 255), line.c_str());
+  // Freshness, on the image itself: LIVE with the frame's latency, or dimmed under a red banner with its age.
+  const Freshness fr = freshness();
+  ImFont* font = ImGui::GetFont();
+  if (fr.stale || frozen) {
+    const bool lost = p.metrics().sender_lost.load();
+    if (!frozen) dl->AddRectFilled(ImVec2(r.x, r.y), ImVec2(r.x + r.w, r.y + r.h), IM_COL32(0, 0, 0, 170));
+    const std::string banner =
+        frozen ? fmt::format("FROZEN - image {:.1f} s old", fr.age_s)
+               : fmt::format("NO NEW DATA - image {:.1f} s old{}", fr.age_s, lost ? " - SENDER LOST" : "");
+    const float by = r.y + r.h * 0.45f;
+    dl->AddRectFilled(ImVec2(r.x, by), ImVec2(r.x + r.w, by + 44.f),
+                      frozen ? IM_COL32(170, 120, 0, 230) : IM_COL32(200, 0, 0, 235));
+    dl->AddText(font, 28.f, ImVec2(r.x + 16.f, by + 8.f), IM_COL32(255, 255, 255, 255), banner.c_str());
+  } else {
+    const std::string live =
+        shown_glass_ms >= 0 ? fmt::format("LIVE  {:.0f} ms", shown_glass_ms) : std::string("LIVE");
+    const float lx = std::min(r.x + r.w, area.x + area.w) - 160.f, ly = r.y + 2.f;
+    dl->AddRectFilled(ImVec2(lx, ly), ImVec2(lx + 150.f, ly + 30.f), IM_COL32(0, 150, 0, 220));
+    dl->AddText(font, 22.f, ImVec2(lx + 8.f, ly + 4.f), IM_COL32(255, 255, 255, 255), live.c_str());
+  }
   if (!message.empty())
     dl->AddText(ImVec2(area.x + 10, area.y + area.h - 24), IM_COL32(200, 200, 255, 255), message.c_str());
   // Scale bar from the field of view: a round length near a fifth of the image.
@@ -402,11 +447,13 @@ void Viewer::Impl::write_screenshot(int fb_w, int fb_h, const Rect& area) {
       "\"image_rect\": "
       "[{:.2f}, {:.2f}, {:.2f}, {:.2f}], \"panel_x\": {:.1f}, \"low\": {:.6g}, \"high\": {:.6g}, \"gamma\": "
       "{}, "
-      "\"colormap\": {}, \"fb\": [{}, {}], \"pipeline_window\": {}, \"backend\": \"{}\", \"message\": {}}}\n",
+      "\"colormap\": {}, \"fb\": [{}, {}], \"pipeline_window\": {}, \"backend\": \"{}\", \"message\": {}, "
+      "\"stale\": {}, \"age_s\": {:.3f}, \"stale_after_s\": {:.3f}}}\n",
       shown ? shown->number : 0, shown ? shown->first_spoke : 0, shown ? shown->last_spoke : 0,
       shown ? shown->window : 0, shown ? shown->matrix : 0, r.x, r.y, r.w, r.h, area.x + area.w, disp.low,
       disp.high, disp.gamma, disp.colormap, fb_w, fb_h, p.window(), to_string(p.backend()),
-      nlohmann::json(message).dump());
+      nlohmann::json(message).dump(), freshness().stale ? "true" : "false", freshness().age_s,
+      freshness().limit_s);
   log::info("viewer: screenshot {} (frame {})", path.string(), shown ? shown->number : 0);
 }
 
@@ -471,6 +518,7 @@ long Viewer::run() {
       if (s.shown->last_acquired_ns > 0) {
         const double ms = double(now - s.shown->last_acquired_ns) * 1e-6;
         s.glass.add(float(ms));
+        s.shown_glass_ms = ms;
         s.glass_stats.add(ms);
         s.p.metrics().add_stage("to_glass", ms);
         s.e2e.add(float(double(s.shown->ready_ns - s.shown->last_acquired_ns) * 1e-6));

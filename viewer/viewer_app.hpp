@@ -32,6 +32,9 @@ struct ViewerOptions {
   // goes on.
   std::string apply_backend;
   double close_after_s = 0;
+  // Freshness: past this age (seconds since the shown frame's last spoke arrived) the image is dimmed under a
+  // red "NO NEW DATA" banner; 0 = automatic, three frame intervals as measured from the stream (>= 0.3 s).
+  double stale_after_s = 0;
   // Polled once per displayed frame: true closes the window (Ctrl-C, a run's stop condition).
   std::function<bool()> should_close;
 };

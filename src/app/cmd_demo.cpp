@@ -3,6 +3,7 @@
 // with --headless) the same simulator and pipeline run for a fixed number of frames and write PNG snapshots
 // and the metrics JSON instead, and say so.
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <thread>
 
@@ -34,6 +35,7 @@ struct DemoArgs {
   double screenshot_after_s = 3.0, close_after_s = 0;
   int set_window = 0;
   std::string apply_backend;
+  double stale_after_s = 0, stop_sending_after_s = 0;
 };
 
 int run_demo(DemoArgs a) {
@@ -67,6 +69,19 @@ int run_demo(DemoArgs a) {
   sp.pool = a.pool;
   SimStreamer streamer(a.sim, sp);
   streamer.start();
+  // Test hook: the sender goes quiet after S seconds while the viewer stays (the freshness banner's test).
+  std::jthread quiet;
+  if (a.stop_sending_after_s > 0)
+    quiet = std::jthread([&streamer, s = a.stop_sending_after_s](std::stop_token st) {
+      try {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(s);
+        while (!st.stop_requested() && std::chrono::steady_clock::now() < end)
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        if (!st.stop_requested()) streamer.stop();
+      } catch (const std::exception& e) {
+        log::error("demo: {}", e.what());
+      }
+    });
 #ifdef RADSTREAM_HAVE_VIEWER
   if (!headless) {
     try {
@@ -77,6 +92,7 @@ int run_demo(DemoArgs a) {
       vo.close_after_s = a.close_after_s;
       vo.set_window = a.set_window;
       vo.apply_backend = a.apply_backend;
+      vo.stale_after_s = a.stale_after_s;
       vo.should_close = [&] { return interrupt.requested(); };
       viewer::Viewer v(p, vo);
       v.run();
@@ -85,6 +101,10 @@ int run_demo(DemoArgs a) {
                 e.what(), a.frames, a.out_dir);
       headless = true;
       p.stop();
+      if (quiet.joinable()) {
+        quiet.request_stop();
+        quiet.join();
+      }
       streamer.stop();
       cfg.sinks.images = a.out_dir;
       cfg.sinks.image_every = a.snapshot_every;
@@ -99,6 +119,10 @@ int run_demo(DemoArgs a) {
         a.frames, a.snapshot_every, cfg.sinks.metrics_json);
     while (p.metrics().frames.load() < std::uint64_t(a.frames) && !interrupt.requested())
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (quiet.joinable()) {  // before stopping the streamer here: never two stop() calls at once
+    quiet.request_stop();
+    quiet.join();
   }
   streamer.stop();
   p.stop();
@@ -132,6 +156,10 @@ Runner add_demo(CLI::App& app) {
   app.add_option("--close-after", a->close_after_s, "viewer: close the window after this many seconds");
   app.add_option("--set-window", a->set_window, "viewer: move the window slider to W at 1 s (tests)");
   app.add_option("--apply-backend", a->apply_backend, "viewer: choose this backend and press Apply at 1.5 s (tests)");
+  app.add_option("--stale-after", a->stale_after_s,
+                 "viewer: dim the image under NO NEW DATA when it is older than S s (default: 3 frame intervals)");
+  app.add_option("--stop-sending-after", a->stop_sending_after_s,
+                 "the simulator goes quiet after S s while the viewer stays (tests the freshness banner)");
   a->recon.add_to(app);
   return [a] { return run_demo(*a); };
 }

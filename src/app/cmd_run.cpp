@@ -26,7 +26,7 @@ struct RunArgs {
   ReconOptions recon;
   bool connect = false, until_close = false, no_skip = false, headless = false, overwrite = false;
   int window = 0, stride = 0;
-  double duration_s = 0;
+  double duration_s = 0, stale_after_s = 0;
   long frames = 0;
 };
 
@@ -90,6 +90,7 @@ int run(const RunArgs& a) {
     try {  // with a display the viewer shows the stream; closing its window stops the run
       viewer::ViewerOptions vo;
       vo.should_close = done;
+      vo.stale_after_s = a.stale_after_s;
       viewer::Viewer v(p, vo);
       v.run();
       shown = true;
@@ -115,8 +116,8 @@ Runner add_run(CLI::App& app) {
   app.add_option("--endpoint", a->endpoint, "receive on this ZeroMQ endpoint (overrides stream.endpoint)");
   app.add_option("--socket", a->socket, "pull (default) | sub");
   app.add_flag("--connect", a->connect, "connect to the endpoint instead of binding it");
-  app.add_option("--window", a->window, "spokes per frame (frames.window)");
-  app.add_option("--stride", a->stride, "a new frame every S spokes (frames.stride)");
+  app.add_option("--window", a->window, "spokes per frame (frames.window)")->check(CLI::PositiveNumber);
+  app.add_option("--stride", a->stride, "a new frame every S spokes (frames.stride)")->check(CLI::PositiveNumber);
   app.add_flag("--no-skip", a->no_skip, "reconstruct every frame even when behind (frames.skip_when_behind)");
   a->recon.add_to(app, false);  // the same reconstruction options as recon (over the config's recon:)
   app.add_option("--record", a->record, "record every received spoke into this MRD .h5 file (its folder is made)");
@@ -128,6 +129,8 @@ Runner add_run(CLI::App& app) {
   app.add_option("--frames", a->frames, "stop after this many frames");
   app.add_flag("--until-close", a->until_close, "stop when the sender closes its stream");
   app.add_flag("--headless", a->headless, "no window even when a display is present");
+  app.add_option("--stale-after", a->stale_after_s,
+                 "viewer: dim the image under NO NEW DATA when it is older than S s (default: 3 frame intervals)");
   return [a] { return run(*a); };
 }
 

@@ -49,7 +49,7 @@ TEST(Viewer, UnderXvfbShowsTheReconstructionPanelsAndControls) {
   const auto r =
       test::run_command("xvfb-run -a -s '-screen 0 1280x1024x24' " + test::radstream_binary() +
                         " demo --backend cpu --matrix 128 --coils 4 --rate 400 --pool 256 --window 64 "
-                        "--stride 16 --set-window 96"
+                        "--stride 16 --set-window 96 --stale-after 30"
                         " --screenshot " +
                         shot + " --screenshot-after 3 --close-after 4.5 --out-dir " + dir / "demo");
   // (d) a clean exit after the window was closed.
@@ -115,6 +115,15 @@ TEST(Viewer, UnderXvfbShowsTheReconstructionPanelsAndControls) {
       const unsigned char* p = px + (std::size_t(y) * w + x) * 3;
       if (std::abs(p[0] - 15) + std::abs(p[1] - 15) + std::abs(p[2] - 18) > 12) ++drawn;
     }
+  // The LIVE marker (green) at the image's top right while frames flow; the JSON says not stale.
+  long green = 0;
+  for (int y = int(ry) + 4; y < int(ry) + 28 && y < h; ++y)
+    for (int x = int(std::min(rx + rw, json_number(json, "panel_x"))) - 156; x < int(std::min(rx + rw, json_number(json, "panel_x"))) - 14 && x < w; ++x) {
+      const unsigned char* q = px + (std::size_t(y) * w + x) * 3;
+      if (q[1] > 110 && q[0] < 60 && q[2] < 60) ++green;
+    }
+  EXPECT_GT(green, 1000);
+  EXPECT_NE(json.find("\"stale\": false"), std::string::npos) << json;
   stbi_image_free(px);
   std::printf("viewer: %.1f %% of the panel column drawn\n", 100.0 * double(drawn) / double(total));
   EXPECT_GT(double(drawn) / double(total), 0.3);
@@ -184,4 +193,54 @@ TEST(Viewer, UnusableBackendAppliedInThePanelIsRefusedAndTheRunGoesOn) {
   EXPECT_EQ(j.at("backend"), "cpu");
   // Frames kept coming after the refusal (1.5 s): at 400 spokes/s and a frame every 16, ~37 by 3 s.
   EXPECT_GT(j.at("frame").get<int>(), 30) << j.dump();
+}
+
+// Issue 11 (1): an image that stops being renewed is never shown as live. The simulator goes quiet at 2 s; at
+// 4 s the frame on screen is about 2 s old, past its 1 s limit: the image is dimmed under a red "NO NEW DATA"
+// banner (read back from the framebuffer), and the screenshot's JSON says stale. While frames flow (the test
+// above), a green LIVE marker with the frame's latency sits on the image instead.
+TEST(Viewer, AnImageThatStopsBeingRenewedIsDimmedUnderANoNewDataBanner) {
+  if (!have_xvfb()) {
+    if (test::env_flag("RADSTREAM_REQUIRE_DISPLAY")) FAIL() << "xvfb-run is not installed";
+    GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb); RADSTREAM_REQUIRE_DISPLAY=1 fails instead";
+  }
+  test::TempDir dir;
+  const std::string shot = (std::filesystem::path(RADSTREAM_ARTIFACT_DIR) / "viewer_stale.png").string();
+  const auto r = test::run_command("xvfb-run -a -s '-screen 0 1280x1024x24' " + test::radstream_binary() +
+                                   " demo --backend cpu --matrix 96 --coils 2 --rate 400 --pool 256 --window 64"
+                                   " --stride 16 --stop-sending-after 2 --stale-after 1 --screenshot " + shot +
+                                   " --screenshot-after 4 --close-after 4.5 --out-dir " + dir / "demo");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream jf(shot + ".json");
+  const std::string json((std::istreambuf_iterator<char>(jf)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(json.empty()) << r.output;
+  EXPECT_NE(json.find("\"stale\": true"), std::string::npos) << json;
+  EXPECT_GT(json_number(json, "age_s"), 1.0);
+  int w = 0, h = 0, ch = 0;
+  unsigned char* px = stbi_load(shot.c_str(), &w, &h, &ch, 3);
+  ASSERT_NE(px, nullptr);
+  const double rx = json_number(json, "image_rect", 0), ry = json_number(json, "image_rect", 1);
+  const double rw = json_number(json, "image_rect", 2), rh = json_number(json, "image_rect", 3);
+  // The banner: a band of strong red across the image near its middle.
+  const int by = int(ry + rh * 0.45);
+  long red = 0, banner = 0;
+  for (int y = by + 2; y < by + 42 && y < h; ++y)
+    for (int x = int(rx) + 2; x < int(rx + rw) - 2 && x < w; ++x, ++banner) {
+      const unsigned char* p = px + (std::size_t(y) * w + x) * 3;
+      if (p[0] > 150 && p[1] < 90 && p[2] < 90) ++red;
+    }
+  // The rest of the image is dimmed: nothing brighter than ~40 % (the unstreamed image's skull ring is white).
+  int brightest = 0;
+  for (int y = int(ry) + 30; y < int(ry + rh) - 30 && y < h; ++y) {
+    if (y >= by - 2 && y < by + 46) continue;
+    for (int x = int(rx); x < int(rx + rw) && x < w; ++x) {
+      const unsigned char* p = px + (std::size_t(y) * w + x) * 3;
+      brightest = std::max(brightest, int(std::max({p[0], p[1], p[2]})));
+    }
+  }
+  stbi_image_free(px);
+  std::printf("stale viewer: age %.2f s, banner %.0f %% red, brightest image pixel %d\n", json_number(json, "age_s"),
+              100.0 * double(red) / double(banner), brightest);
+  EXPECT_GT(double(red) / double(banner), 0.6);
+  EXPECT_LE(brightest, 110);
 }
