@@ -16,6 +16,7 @@ Runner add_bench(CLI::App& app);
 Runner add_run(CLI::App& app);
 Runner add_replay(CLI::App& app);
 Runner add_nufft(CLI::App& app);
+Runner add_convert(CLI::App& app);
 Runner add_config_keys(CLI::App& app);
 
 }  // namespace radstream::app

@@ -44,6 +44,8 @@ int main(int argc, char** argv) {
   add("nufft",
       "the NUFFT plan as a command, like `bart nufft`: image -> k-space, or k-space -> image with --adjoint",
       radstream::app::add_nufft);
+  add("convert", "real radial data from a BART .cfl pair into an MRD .h5 stream file (for replay and the viewer)",
+      radstream::app::add_convert);
   add("bench", "time the reconstruction cases (R1, R2, R4, R7...) and write JSON", radstream::app::add_bench);
   add("config-keys", "list every configuration key with its default, range and meaning (--markdown: a table)",
       radstream::app::add_config_keys);
