@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "noncart/nufft_operator_cpu.hpp"
+#include "recon/coil_map_refine.hpp"
 
 namespace radstream {
 
@@ -104,8 +105,9 @@ CoilMapBand coil_map_band(View<const cfloat> data, View<const float> traj, int N
     throw InputError(fmt::format("coil map estimate: data {} and trajectory of {} values do not match",
                                  data.ext.str(), traj.size()));
   const int L = std::min(N, std::max(8, p.matrix - p.matrix % 2));
+  const int B = std::max(L, p.refine.matrix > 0 ? std::min(N, p.refine.matrix) : 0);  // what the estimate reads
   const std::size_t n = data.ext[1] * data.ext[2], coils = data.ext[0];
-  const double band = 0.5 * L / N;
+  const double band = 0.5 * B / N;
   std::vector<std::size_t> keep;
   for (std::size_t j = 0; j < n; ++j)
     if (std::hypot(traj.data[2 * j], traj.data[2 * j + 1]) < band) keep.push_back(j);
@@ -118,6 +120,32 @@ CoilMapBand coil_map_band(View<const cfloat> data, View<const float> traj, int N
   }
   return b;
 }
+
+namespace {
+
+// Maps [coils][S][S] to [coils][T][T]: bilinear (maps and support), zero outside the interpolated support
+// (< 0.5), unit root-sum-of-squares inside.
+HostBuffer<cfloat> to_grid(const HostBuffer<cfloat>& src, const std::vector<float>& support, int S, int T,
+                           const CoilMapEstimate& p) {
+  const int coils = int(src.extents()[0]);
+  BilinearResample up(S, T);
+  const std::size_t PS = std::size_t(S) * S, PT = std::size_t(T) * T;
+  HostBuffer<cfloat> out(Extents{std::size_t(coils), std::size_t(T), std::size_t(T)});
+  for (int c = 0; c < coils; ++c) up.forward(src.data() + c * PS, out.data() + c * PT);
+  std::vector<cfloat> sup(PS), inside(PT);
+  for (std::size_t q = 0; q < PS; ++q) sup[q] = cfloat(support[q], 0.f);
+  up.forward(sup.data(), inside.data());
+#pragma omp parallel for schedule(static) num_threads(threads_of(p))
+  for (long q = 0; q < long(PT); ++q) {
+    double rss = 0;
+    for (int c = 0; c < coils; ++c) rss += std::norm(out[c * PT + q]);
+    const float inv = rss > 0 && inside[q].real() >= 0.5f ? float(1 / std::sqrt(rss)) : 0.f;
+    for (int c = 0; c < coils; ++c) out[c * PT + q] *= inv;
+  }
+  return out;
+}
+
+}  // namespace
 
 HostBuffer<cfloat> estimate_coil_maps(View<const cfloat> data, View<const float> traj, int N,
                                       const CoilMapEstimate& p) {
@@ -144,35 +172,19 @@ HostBuffer<cfloat> estimate_coil_maps(View<const cfloat> data, View<const float>
         }
       support[std::size_t(y) * L + x] = m;
     }
-  // Bilinear to N x N (pixel p_N = (x - N/2) sits at low-resolution coordinate p_N L / N + L/2), then unit RSS.
-  HostBuffer<cfloat> maps(Extents{std::size_t(coils), std::size_t(N), std::size_t(N)});
-  const std::size_t PL = std::size_t(L) * L, PN = std::size_t(N) * N;
-  const double s = double(L) / N;
-#pragma omp parallel for schedule(static) num_threads(threads_of(p))
-  for (int y = 0; y < N; ++y) {
-    const double fy = std::clamp((y - N / 2) * s + L / 2, 0.0, double(L - 1));
-    const int y0 = std::min(int(fy), L - 2 < 0 ? 0 : L - 2), y1 = std::min(y0 + 1, L - 1);
-    const double ay = fy - y0;
-    for (int x = 0; x < N; ++x) {
-      const double fx = std::clamp((x - N / 2) * s + L / 2, 0.0, double(L - 1));
-      const int x0 = std::min(int(fx), L - 2 < 0 ? 0 : L - 2), x1 = std::min(x0 + 1, L - 1);
-      const double ax = fx - x0;
-      const float* sm = support.data();
-      const double inside = (1 - ay) * ((1 - ax) * sm[y0 * L + x0] + ax * sm[y0 * L + x1]) +
-                            ay * ((1 - ax) * sm[y1 * L + x0] + ax * sm[y1 * L + x1]);
-      double rss = 0;
-      for (int c = 0; c < coils; ++c) {
-        const cfloat* m = low.data() + c * PL;
-        const std::complex<double> v = (1 - ay) * ((1 - ax) * std::complex<double>(m[y0 * L + x0]) + ax * std::complex<double>(m[y0 * L + x1])) +
-                                       ay * ((1 - ax) * std::complex<double>(m[y1 * L + x0]) + ax * std::complex<double>(m[y1 * L + x1]));
-        maps[c * PN + std::size_t(y) * N + x] = cfloat(v);
-        rss += std::norm(v);
-      }
-      const float inv = rss > 0 && inside >= 0.5 ? float(1 / std::sqrt(rss)) : 0.f;
-      for (int c = 0; c < coils; ++c) maps[c * PN + std::size_t(y) * N + x] *= inv;
-    }
-  }
-  return maps;
+  if (p.refine.matrix <= 0) return to_grid(low, support, L, N, p);
+  // Refinement against the data on an M grid, then to N with the support carried along.
+  const int M = std::min(N, std::max(8, p.refine.matrix - p.refine.matrix % 2));
+  const HostBuffer<cfloat> maps_M = to_grid(low, support, L, M, p);
+  std::vector<float> support_M(std::size_t(M) * M, 0.f);
+  const std::size_t PM = std::size_t(M) * M;
+  for (std::size_t q = 0; q < PM; ++q)
+    for (int c = 0; c < coils && support_M[q] == 0.f; ++c)
+      if (maps_M[c * PM + q] != cfloat(0.f)) support_M[q] = 1.f;
+  CoilMapRefine r = p.refine;
+  r.threads = threads_of(p);
+  const HostBuffer<cfloat> fit = refine_coil_maps(data, traj, N, M, maps_M, r);
+  return to_grid(fit, support_M, M, N, p);
 }
 
 }  // namespace radstream

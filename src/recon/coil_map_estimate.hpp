@@ -6,12 +6,15 @@
 //  2. per low-resolution pixel, the dominant eigenvector of the coil correlation matrix over a 5 x 5
 //     neighbourhood, sum_n I_n I_n^H (power iteration), phase referenced to the strongest coil;
 //  3. a support mask: zero maps where the neighbourhood holds less than mask_threshold of the peak energy;
-//  4. bilinear interpolation to N x N and normalization to unit root-sum-of-squares per pixel inside the
+//  4. a refinement against the data (recon/coil_map_refine.hpp: one JSENSE alternation on a 64^2 grid),
+//     which removes the local estimate's bias at the object's edges;
+//  5. bilinear interpolation to N x N and normalization to unit root-sum-of-squares per pixel inside the
 //     (interpolated) support.
 // Pure function of the frame; the caller decides when to run it (offline once; in a stream every K frames,
 // off the frame's critical path).
 #pragma once
 #include "core/buffer.hpp"
+#include "recon/coil_map_refine.hpp"
 
 namespace radstream {
 
@@ -22,6 +25,7 @@ struct CoilMapEstimate {
   // Pixels whose neighbourhood energy is below this fraction of the peak (after a one-pixel dilation) get
   // zero maps, as ESPIRiT's eigenvalue threshold does: the solver then puts nothing where there is no signal.
   double mask_threshold = 0.01;
+  CoilMapRefine refine;  // the data-consistent refinement (refine.matrix = 0: Walsh only)
   int threads = 0;  // CPU threads (0: all); a stream's background refresh uses few, to leave the cores to it
 };
 

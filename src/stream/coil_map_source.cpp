@@ -9,8 +9,8 @@
 
 namespace radstream {
 
-CoilMapSource::CoilMapSource(const ReconParams& p)
-    : path_(p.cg.sens), matrix_(p.cg.maps_matrix), every_(p.cg.maps_every) {}
+CoilMapSource::CoilMapSource(const ReconParams& p, bool quick_first)
+    : path_(p.cg.sens), matrix_(p.cg.maps_matrix), every_(p.cg.maps_every), quick_first_(quick_first) {}
 
 CoilMapSource::~CoilMapSource() {
   wait();
@@ -22,7 +22,8 @@ void CoilMapSource::wait() {
 
 bool CoilMapSource::wants_frame(const ReconChain& chain) const {
   if (!chain.needs_coil_maps() || !path_.empty()) return false;
-  return !chain.has_coil_maps() || (!pending_.valid() && (frames_ + 1) % std::uint64_t(every_) == 0);
+  return !chain.has_coil_maps() ||
+         (!pending_.valid() && (refine_due_ || (frames_ + 1) % std::uint64_t(every_) == 0));
 }
 
 bool CoilMapSource::update(ReconChain& chain, const Frame* frame) {
@@ -41,11 +42,15 @@ bool CoilMapSource::update(ReconChain& chain, const Frame* frame) {
   CoilMapEstimate est;
   est.matrix = matrix_;
   if (!chain.has_coil_maps()) {  // the first frame waits for its maps
-    const HostBuffer<cfloat> maps = estimate_coil_maps(frame->data.view(), frame->traj.view(), g.matrix, est);
+    CoilMapEstimate first = est;
+    if (quick_first_) first.refine.matrix = 0;
+    const HostBuffer<cfloat> maps = estimate_coil_maps(frame->data.view(), frame->traj.view(), g.matrix, first);
     chain.set_coil_maps(maps.view());
     ++estimates_;
-    log::info("coil maps: estimated from the data ({} coils, {}^2 from a {}^2 low-resolution Walsh fit)", g.coils,
-              g.matrix, std::min(matrix_, g.matrix));
+    refine_due_ = quick_first_;
+    log::info("coil maps: estimated from the data ({} coils, {}^2 from a {}^2 low-resolution Walsh fit{})", g.coils,
+              g.matrix, std::min(matrix_, g.matrix),
+              quick_first_ ? "; the refined estimate follows in the background" : ", refined against the data");
     return true;
   }
   bool updated = false;
@@ -60,6 +65,7 @@ bool CoilMapSource::update(ReconChain& chain, const Frame* frame) {
     }
   }
   if (want) {
+    refine_due_ = false;
     est.threads = 2;  // in the background: leave the other cores to ingest and the reconstruction
     // The helper works on its own copy of the frame's low-resolution band; an exception travels through the
     // future and is reported when collected.

@@ -15,7 +15,9 @@ namespace radstream {
 
 class CoilMapSource {
  public:
-  explicit CoilMapSource(const ReconParams& p);
+  // quick_first: the first estimate is the fast local one (Walsh alone), so that a stream has maps within its
+  // first window; the refined estimate follows at once on the helper thread. Offline: refined from the start.
+  explicit CoilMapSource(const ReconParams& p, bool quick_first = false);
   ~CoilMapSource();
   CoilMapSource(const CoilMapSource&) = delete;
   CoilMapSource& operator=(const CoilMapSource&) = delete;
@@ -36,6 +38,7 @@ class CoilMapSource {
  private:
   std::string path_;
   int matrix_, every_;
+  bool quick_first_, refine_due_ = false;
   std::uint64_t frames_ = 0, estimates_ = 0;
   std::future<HostBuffer<cfloat>> pending_;
 };

@@ -167,7 +167,7 @@ void ReconWorker::frames() {
         if (!chain) {
           std::lock_guard lock(settings_m_);
           chain = std::make_unique<ReconChain>(recon_, backend_, registry_);
-          maps_ = chain->needs_coil_maps() ? std::make_unique<CoilMapSource>(recon_) : nullptr;
+          maps_ = chain->needs_coil_maps() ? std::make_unique<CoilMapSource>(recon_, true) : nullptr;
         }
         const Geometry g = st.header.geometry(W);
         chain->configure(g);

@@ -29,7 +29,7 @@ struct CgSenseParams {
   bool toeplitz = true;       // normal operator through the PSF kernel (else gridding both ways)
   std::string sens;           // coil maps file (BART [N N 1 coils]); empty: estimated from the data
   int maps_matrix = 48;       // estimated maps: the low-resolution matrix they are computed on
-  int maps_every = 16;        // estimated maps in a stream: refreshed every this many frames
+  int maps_every = 64;        // estimated maps in a stream: refreshed every this many frames
 
   template <class V>
   void visit(V& v) {

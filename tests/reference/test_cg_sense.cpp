@@ -17,6 +17,7 @@
 #include "sim/coil_maps.hpp"
 #include "sim/phantom.hpp"
 #include "sim/simulator.hpp"
+#include "stream/coil_map_source.hpp"
 #include "test_util.hpp"
 
 using namespace radstream;
@@ -87,9 +88,7 @@ TEST(CgSense, NoWorseThanBartPicsWithTheSameMapsAndBetterThanGridding) {
               "maps %.4f, gridding adjoint %.4f\n", ours, theirs, est, grid);
   EXPECT_LE(ours, 1.05 * theirs);
   EXPECT_LE(ours, 0.6 * grid);
-  // The issue's target is 0.7x; the Walsh maps estimated from these 48 spokes reach 0.70-0.71x (their error
-  // sits at the object's edges, where a low-resolution estimate is biased): held at 0.72x until ESPIRiT.
-  EXPECT_LE(est, 0.72 * grid);
+  EXPECT_LE(est, 0.7 * grid);
 }
 
 TEST(CgSense, EstimatedMapsDoAlmostAsWellAsTheTrueAnalyticMaps) {
@@ -116,10 +115,13 @@ TEST(CgSense, EstimatedMapsDoAlmostAsWellAsTheTrueAnalyticMaps) {
   std::printf("(with the true maps as they are, intensity shading included: %.4f)\n", with_raw);
   std::printf("cg-sense NRMSE vs the phantom (64 spokes, 8 coils): true maps (unit RSS) %.4f, estimated maps %.4f (ratio %.3f)\n",
               with_true, with_est, with_est / with_true);
-  // The issue's target is 1.2x; the Walsh estimate reaches 1.48-1.51x here (edge-biased low-resolution maps;
-  // the spread is CG's float sensitivity to FFTW's plan choice, see docs/benchmarks.md): held at 1.6x as a
-  // regression bound until an ESPIRiT-type estimate replaces it. Issue 12 stays open on this point.
-  EXPECT_LE(with_est, 1.6 * with_true);
+  EXPECT_LE(with_est, 1.2 * with_true);
+  // Without the refinement against the data (Walsh alone) the same maps give ~1.5x: the refinement matters.
+  CoilMapEstimate walsh_only;
+  walsh_only.refine.matrix = 0;
+  const double with_walsh = solve(estimate_coil_maps(frame.data.view(), frame.traj.view(), s.matrix, walsh_only));
+  std::printf("(Walsh alone, no refinement: %.4f, ratio %.3f)\n", with_walsh, with_walsh / with_true);
+  EXPECT_LT(with_est, with_walsh);
 }
 
 TEST(CgSense, WarmStartReachesTheColdResidualInAtMostFourIterations) {
@@ -158,4 +160,47 @@ TEST(CgSense, WarmStartReachesTheColdResidualInAtMostFourIterations) {
   std::printf("cold start: residual %.3g after 10 iterations; warm start reaches it in %d\n", c.residual,
               warm.iterations);
   EXPECT_LE(warm.iterations, 4);
+}
+
+// A stream's maps: the first frame gets the quick local estimate (usable within the first window), the refined
+// one follows from the next frame on a helper thread and is handed over between frames as a new version; it
+// equals the offline estimate of that frame.
+TEST(CgSense, AStreamGetsQuickMapsFirstAndTheRefinedOnesNext) {
+  SimParams s;
+  s.matrix = 64;
+  s.coils = 4;
+  s.snr = 30;
+  const Simulator sim(s);
+  const auto spokes = sim.spokes(0, 96);
+  auto frame_at = [&](int first) { return frame_from_spokes(sim.header(), std::span(spokes).subspan(first, 64)); };
+  ReconParams p = cg_params(5, true);
+  p.cg.maps_every = 1000;
+  const Registry reg = default_registry();
+  ReconChain chain(p, Backend::Cpu, reg);
+  chain.configure(frame_at(0).geometry);
+  CoilMapSource source(p, true);
+  const Frame f0 = frame_at(0), f1 = frame_at(16), f2 = frame_at(32);
+  EXPECT_TRUE(source.update(chain, f0));
+  EXPECT_EQ(chain.coil_maps_version(), 1u);
+  CoilMapEstimate walsh_only;
+  walsh_only.refine.matrix = 0;
+  const HostBuffer<cfloat> quick = estimate_coil_maps(f0.data.view(), f0.traj.view(), s.matrix, walsh_only);
+  EXPECT_LE(test::rel_error(std::vector<cfloat>(chain.coil_maps().data, chain.coil_maps().data + quick.size()),
+                            std::vector<cfloat>(quick.begin(), quick.end())), 1e-6);
+  EXPECT_TRUE(source.wants_frame(chain));
+  EXPECT_FALSE(source.update(chain, f1));  // starts the refinement from f1
+  source.wait();
+  EXPECT_TRUE(source.update(chain, source.wants_frame(chain) ? &f2 : nullptr));  // hands it over
+  EXPECT_EQ(chain.coil_maps_version(), 2u);
+  const HostBuffer<cfloat> refined = estimate_coil_maps(f1.data.view(), f1.traj.view(), s.matrix);
+  const std::vector<cfloat> now(chain.coil_maps().data, chain.coil_maps().data + refined.size());
+  const double e = test::rel_error(now, std::vector<cfloat>(refined.begin(), refined.end()));
+  const double from_quick = test::rel_error(now, std::vector<cfloat>(quick.begin(), quick.end()));
+  // Not bit-equal: the helper reads the compacted band on 2 threads, and the fit's 30 CG iterations amplify
+  // the different rounding; but it is that estimate, far closer to it than to the quick one.
+  std::printf("refined maps handed over in the stream vs the offline estimate of that frame: %.3g (vs the quick "
+              "maps: %.3g)\n", e, from_quick);
+  EXPECT_LE(e, 0.1);
+  EXPECT_LT(e, 0.5 * from_quick);
+  EXPECT_EQ(source.estimates(), 2u);
 }
