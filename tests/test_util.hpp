@@ -27,6 +27,31 @@ inline double rel_error(const std::vector<std::complex<float>>& a,
   return std::sqrt(num / den);
 }
 
+// n complex values with independent standard normal parts (a fixed seed: reproducible).
+inline std::vector<std::complex<float>> random_complex(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<std::complex<float>> v(n);
+  for (auto& c : v) c = std::complex<float>(d(rng), d(rng));
+  return v;
+}
+
+// Smooth synthetic coil maps [coils][N][N]: coil c a Gaussian bump near the edge at angle 2 pi c / coils,
+// with its own phase ramp (for operator tests; the simulator has its own analytic maps).
+inline std::vector<std::complex<float>> smooth_coil_maps(int N, int coils) {
+  std::vector<std::complex<float>> m(std::size_t(coils) * N * N);
+  for (int c = 0; c < coils; ++c) {
+    const double a = 2 * M_PI * c / coils, cx = 0.4 * N * std::cos(a), cy = 0.4 * N * std::sin(a);
+    for (int y = 0; y < N; ++y)
+      for (int x = 0; x < N; ++x) {
+        const double dx = x - N / 2 - cx, dy = y - N / 2 - cy;
+        m[(std::size_t(c) * N + y) * N + x] = std::complex<float>(
+            std::polar(std::exp(-(dx * dx + dy * dy) / (0.5 * N * N)), 0.02 * (c + 1) * (x - y) + c));
+      }
+  }
+  return m;
+}
+
 struct CommandResult {
   int exit_code = -1;
   std::string output;  // stdout and stderr together

@@ -19,6 +19,17 @@
 
 namespace radstream::app {
 
+void write_bart_pair(const std::string& dir, const Frame& f) {
+  const Geometry& g = f.geometry;
+  std::vector<cfloat> traj(std::size_t(g.spokes) * g.samples * 3);
+  for (std::size_t j = 0; j < std::size_t(g.spokes) * g.samples; ++j) {
+    traj[3 * j] = cfloat(f.traj[2 * j] * g.matrix, 0);
+    traj[3 * j + 1] = cfloat(f.traj[2 * j + 1] * g.matrix, 0);
+  }
+  write_cfl(dir + "/t", {3, g.samples, g.spokes}, traj);
+  write_cfl(dir + "/k", {1, g.samples, g.spokes, g.coils}, f.data.view().span());
+}
+
 HostBuffer<cfloat> bench_maps(const Frame& f) {
   return estimate_coil_maps(f.data.view(), f.traj.view(), f.geometry.matrix);
 }
@@ -78,13 +89,7 @@ nlohmann::ordered_json bart_pics_reference(const Frame& f, const HostBuffer<cflo
   const auto dir = std::filesystem::temp_directory_path() / "radstream_bench_pics";
   std::filesystem::create_directories(dir);
   const Geometry& g = f.geometry;
-  std::vector<cfloat> traj(std::size_t(g.spokes) * g.samples * 3);
-  for (std::size_t j = 0; j < std::size_t(g.spokes) * g.samples; ++j) {
-    traj[3 * j] = cfloat(f.traj[2 * j] * g.matrix, 0);
-    traj[3 * j + 1] = cfloat(f.traj[2 * j + 1] * g.matrix, 0);
-  }
-  write_cfl((dir / "t").string(), {3, g.samples, g.spokes}, traj);
-  write_cfl((dir / "k").string(), {1, g.samples, g.spokes, g.coils}, f.data.view().span());
+  write_bart_pair(dir.string(), f);
   write_cfl((dir / "s").string(), {g.matrix, g.matrix, 1, g.coils}, maps.view().span());
   const std::string cmd = fmt::format("cd {} && bart pics -S -l2 -r {} -i {} -t t k s out > /dev/null 2>&1",
                                       dir.string(), lambda, iterations);

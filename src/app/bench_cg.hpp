@@ -3,12 +3,16 @@
 // grids, timed in the same run), and BART's `pics` on the same input.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/buffer.hpp"
 #include "core/frame.hpp"
 #include "recon/recon_params.hpp"
 
 namespace radstream::app {
+
+// The frame as BART's pair in `dir`: t [3 samples spokes] (BART units), k [1 samples spokes coils].
+void write_bart_pair(const std::string& dir, const Frame& f);
 
 // Maps for a chain case that reads them: estimated once from the case's frame (not timed: "maps given").
 HostBuffer<cfloat> bench_maps(const Frame& f);

@@ -75,14 +75,7 @@ nlohmann::ordered_json bart_reference(const Frame& f, int matrix) {
   if (std::system("bart version > /dev/null 2>&1") != 0) return nullptr;
   const auto dir = std::filesystem::temp_directory_path() / "radstream_bench_bart";
   std::filesystem::create_directories(dir);
-  const Geometry& g = f.geometry;
-  std::vector<cfloat> traj(std::size_t(g.spokes) * g.samples * 3);
-  for (std::size_t j = 0; j < std::size_t(g.spokes) * g.samples; ++j) {
-    traj[3 * j] = cfloat(f.traj[2 * j] * matrix, 0);
-    traj[3 * j + 1] = cfloat(f.traj[2 * j + 1] * matrix, 0);
-  }
-  write_cfl((dir / "t").string(), {3, g.samples, g.spokes}, traj);
-  write_cfl((dir / "k").string(), {1, g.samples, g.spokes, g.coils}, f.data.view().span());
+  write_bart_pair(dir.string(), f);  // BART units are those of `matrix`, the frame's own
   const std::string cd = "cd " + dir.string() + " && ";
   if (std::system((cd + "bart rss 1 t r >/dev/null && bart fmac k r kw >/dev/null").c_str()) != 0)
     return nullptr;

@@ -51,6 +51,21 @@ struct StageRun {
   Extents in_ext;
 };
 
+template <class T>
+DeviceBuffer<T> upload(const std::vector<T>& v, gpu::StreamRef stream) {
+  DeviceBuffer<T> d(Extents{v.size()});
+  gpu::copy_to_device(d.data(), v.data(), v.size() * sizeof(T), stream);
+  return d;
+}
+
+template <class T>
+std::vector<T> download(const DeviceBuffer<T>& d, gpu::StreamRef stream) {
+  std::vector<T> v(d.size());
+  gpu::copy_to_host(v.data(), d.data(), v.size() * sizeof(T), stream);
+  gpu::synchronize(stream);
+  return v;
+}
+
 // Runs one registered stage on the given backend; returns its output on the host.
 inline std::vector<cfloat> run_stage(const std::string& name, Backend b, const ReconParams& p,
                                      const StageRun& r) {

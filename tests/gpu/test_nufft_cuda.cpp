@@ -27,27 +27,11 @@ std::vector<float> random_points(std::size_t n, unsigned seed) {
 }
 
 std::vector<cfloat> random_values(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.f, 1.f);
-  std::vector<cfloat> v(n);
-  for (auto& c : v) c = cfloat(d(rng), d(rng));
-  return v;
+  return test::random_complex(n, seed);
 }
 
-template <class T>
-DeviceBuffer<T> upload(const std::vector<T>& v, gpu::StreamRef stream) {
-  DeviceBuffer<T> d(Extents{v.size()});
-  gpu::copy_to_device(d.data(), v.data(), v.size() * sizeof(T), stream);
-  return d;
-}
-
-template <class T>
-std::vector<T> download(const DeviceBuffer<T>& d, gpu::StreamRef stream) {
-  std::vector<T> v(d.size());
-  gpu::copy_to_host(v.data(), d.data(), v.size() * sizeof(T), stream);
-  gpu::synchronize(stream);
-  return v;
-}
+using gputest::download;
+using gputest::upload;
 
 struct Stream {
   gpu::Stream owned;

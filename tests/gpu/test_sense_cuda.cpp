@@ -22,41 +22,15 @@ namespace {
 const NufftKernel kAccurate{6, 2.0, 4096};
 
 std::vector<cfloat> smooth_maps(int N, int coils) {
-  std::vector<cfloat> m(std::size_t(coils) * N * N);
-  for (int c = 0; c < coils; ++c) {
-    const double a = 2 * M_PI * c / coils, cx = 0.4 * N * std::cos(a), cy = 0.4 * N * std::sin(a);
-    for (int y = 0; y < N; ++y)
-      for (int x = 0; x < N; ++x) {
-        const double dx = x - N / 2 - cx, dy = y - N / 2 - cy;
-        m[(std::size_t(c) * N + y) * N + x] =
-            cfloat(std::polar(std::exp(-(dx * dx + dy * dy) / (0.5 * N * N)), 0.02 * (c + 1) * (x - y) + c));
-      }
-  }
-  return m;
+  return test::smooth_coil_maps(N, coils);
 }
 
 std::vector<cfloat> random_vec(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.f, 1.f);
-  std::vector<cfloat> v(n);
-  for (auto& c : v) c = cfloat(d(rng), d(rng));
-  return v;
+  return test::random_complex(n, seed);
 }
 
-template <class T>
-DeviceBuffer<T> upload(const std::vector<T>& v, gpu::StreamRef s) {
-  DeviceBuffer<T> d(Extents{v.size()});
-  gpu::copy_to_device(d.data(), v.data(), v.size() * sizeof(T), s);
-  return d;
-}
-
-template <class T>
-std::vector<T> download(const DeviceBuffer<T>& d, gpu::StreamRef s) {
-  std::vector<T> v(d.size());
-  gpu::copy_to_host(v.data(), d.data(), v.size() * sizeof(T), s);
-  gpu::synchronize(s);
-  return v;
-}
+using gputest::download;
+using gputest::upload;
 
 }  // namespace
 

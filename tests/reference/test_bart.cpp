@@ -9,6 +9,7 @@
 #include "io/cfl.hpp"
 #include "io/frame_io.hpp"
 #include "io/image_stats.hpp"
+#include "reference_util.hpp"
 #include "test_util.hpp"
 
 using namespace radstream;
@@ -17,15 +18,8 @@ namespace {
 
 using test::bart;
 
-void radstream_recon(const test::TempDir& dir, const std::string& args) {
-  const auto r = test::run_command("cd " + dir.path().string() + " && " + test::radstream_binary() +
-                                   " recon --backend cpu " + args);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-}
-
-std::vector<float> mag(const std::string& path) {
-  return magnitude(read_cfl(path).data);
-}
+using reftest::mag;
+using reftest::radstream_recon;
 
 // BART's reference: ramp weights |k| on the data, adjoint NUFFT, root-sum-of-squares over coils (dim 3).
 void bart_ramp_adjoint(const test::TempDir& dir, const std::string& traj, const std::string& ksp, int N,

@@ -18,6 +18,7 @@
 #include "sim/phantom.hpp"
 #include "sim/simulator.hpp"
 #include "stream/coil_map_source.hpp"
+#include "reference_util.hpp"
 #include "test_util.hpp"
 
 using namespace radstream;
@@ -26,15 +27,8 @@ namespace {
 
 using test::bart;
 
-void radstream_recon(const test::TempDir& dir, const std::string& args) {
-  const auto r = test::run_command("cd " + dir.path().string() + " && " + test::radstream_binary() +
-                                   " recon --backend cpu " + args);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-}
-
-std::vector<float> mag(const std::string& path) {
-  return magnitude(read_cfl(path).data);
-}
+using reftest::mag;
+using reftest::radstream_recon;
 
 // The simulator's analytic maps on the reconstruction's pixel grid, [coils][N][N]; unit_rss: divided by their
 // root-sum-of-squares per pixel (what any estimate from the data can recover: the data fix S_c rho, not how

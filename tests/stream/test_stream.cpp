@@ -42,6 +42,23 @@ RunConfig config(int port) {
   return small_config(port);
 }
 
+// A sender with this stream id: the header, then every spoke 2 ms apart (stamped when sent), then a close.
+void send_paced(const std::string& endpoint, const Simulator& sim, const std::vector<Spoke>& spokes,
+                std::uint32_t stream_id) {
+  zmq::context_t ctx(1);
+  SenderParams sp;
+  sp.endpoint = endpoint;
+  Sender s(ctx, sp, stream_id);
+  s.send_header(stream_header_to_xml(sim.header()));
+  for (const Spoke& spoke : spokes) {
+    Spoke x = spoke;
+    x.header.acquired_ns = monotonic_ns();
+    s.send_spoke(x);
+    std::this_thread::sleep_for(2ms);
+  }
+  s.close();
+}
+
 // Receives whole multipart messages as byte vectors.
 wire::Parts recv_parts(zmq::socket_t& s) {
   wire::Parts parts;
@@ -81,20 +98,7 @@ TEST(Stream, EndToEndOverTcpEqualsOfflineRecon) {
   p.start();
   const Simulator sim(small_sim());
   const auto spokes = sim.spokes(0, 96);
-  {
-    zmq::context_t ctx(1);
-    SenderParams sp;
-    sp.endpoint = cfg.stream.endpoint;
-    Sender s(ctx, sp, 11);
-    s.send_header(stream_header_to_xml(sim.header()));
-    for (const Spoke& spoke : spokes) {
-      Spoke x = spoke;
-      x.header.acquired_ns = monotonic_ns();
-      s.send_spoke(x);
-      std::this_thread::sleep_for(2ms);
-    }
-    s.close();
-  }
+  send_paced(cfg.stream.endpoint, sim, spokes, 11);
   ASSERT_TRUE(eventually([&] { return p.metrics().frames + p.metrics().frames_skipped >= 5; }));
   p.stop();
   EXPECT_EQ(p.metrics().spokes.load(), 96u);
@@ -562,20 +566,7 @@ TEST(Stream, CgSenseLiveEqualsOfflineReconOfTheSameWindows) {
   p.start();
   const Simulator sim(small_sim());
   const auto spokes = sim.spokes(0, 96);
-  {
-    zmq::context_t ctx(1);
-    SenderParams sp;
-    sp.endpoint = cfg.stream.endpoint;
-    Sender s(ctx, sp, 12);
-    s.send_header(stream_header_to_xml(sim.header()));
-    for (const Spoke& spoke : spokes) {
-      Spoke x = spoke;
-      x.header.acquired_ns = monotonic_ns();
-      s.send_spoke(x);
-      std::this_thread::sleep_for(2ms);
-    }
-    s.close();
-  }
+  send_paced(cfg.stream.endpoint, sim, spokes, 12);
   ASSERT_TRUE(eventually([&] { return p.metrics().frames >= 5; }));
   p.stop();
   EXPECT_EQ(p.metrics().frames_skipped.load(), 0u);

@@ -29,28 +29,12 @@ std::vector<float> golden_traj(int spokes, int samples) {
   return t;
 }
 
-// Smooth maps: coil c is a bump around its own point with its own phase ramp.
 std::vector<cfloat> smooth_maps(int N, int coils) {
-  std::vector<cfloat> m(std::size_t(coils) * N * N);
-  for (int c = 0; c < coils; ++c) {
-    const double a = 2 * M_PI * c / coils, cx = 0.4 * N * std::cos(a), cy = 0.4 * N * std::sin(a);
-    for (int y = 0; y < N; ++y)
-      for (int x = 0; x < N; ++x) {
-        const double dx = x - N / 2 - cx, dy = y - N / 2 - cy;
-        const double mag = std::exp(-(dx * dx + dy * dy) / (0.5 * N * N));
-        const double ph = 0.02 * (c + 1) * (x - y) + c;
-        m[(std::size_t(c) * N + y) * N + x] = cfloat(std::polar(mag, ph));
-      }
-  }
-  return m;
+  return test::smooth_coil_maps(N, coils);
 }
 
 std::vector<cfloat> random_vec(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.f, 1.f);
-  std::vector<cfloat> v(n);
-  for (auto& c : v) c = cfloat(d(rng), d(rng));
-  return v;
+  return test::random_complex(n, seed);
 }
 
 std::vector<float> ramp_weights(const std::vector<float>& traj) {
