@@ -337,6 +337,12 @@ void Viewer::Impl::panels(const Rect& area) {
   ImGui::PlotLines("##fps", fv.data(), int(fv.size()), 0, "frames/s", 0.f, FLT_MAX,
                    ImVec2(kPanelWidth - 30, 40));
   const auto pe = m.end_to_end.summary(), pg = glass_stats.summary();
+  const std::int64_t now_ns = monotonic_ns();
+  const auto pipe = m.pipeline_recent.summary(now_ns), lag = m.lag_recent.summary(now_ns);
+  const double behind = m.skipped_recent.summary(now_ns).max;
+  ImGui::Text("last 10 s: pipeline %.1f / %.1f ms, sender lag %.1f / %.1f (p50 / p99)", pipe.p50, pipe.p99, lag.p50,
+              lag.p99);
+  if (behind > 0) ImGui::TextColored(ImVec4(1.f, 0.3f, 0.3f, 1.f), "CANNOT KEEP UP: %.0f frames skipped in the last 10 s", behind);
   ImGui::Text("acquired -> image ready: p50 %.2f  p99 %.2f ms", pe.p50, pe.p99);
   ImGui::PlotLines("##e2e", ev.data(), int(ev.size()), 0, "ms", 0.f, FLT_MAX, ImVec2(kPanelWidth - 30, 40));
   ImGui::Text("acquired -> on glass: p50 %.2f  p99 %.2f ms", pg.p50, pg.p99);

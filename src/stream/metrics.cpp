@@ -45,6 +45,54 @@ Percentiles LatencySeries::summary() const {
   return p;
 }
 
+void RecentSeries::prune(std::int64_t now) const {
+  while (!v_.empty() && now - v_.front().first > window_ns_) v_.pop_front();
+}
+
+void RecentSeries::add(double ms, std::int64_t now) {
+  std::lock_guard lock(m_);
+  v_.emplace_back(now, ms);
+  prune(now);
+}
+
+Percentiles RecentSeries::summary(std::int64_t now) const {
+  std::vector<double> v;
+  {
+    std::lock_guard lock(m_);
+    prune(now);
+    for (const auto& e : v_) v.push_back(e.second);
+  }
+  Percentiles p;
+  p.count = v.size();
+  if (v.empty()) return p;
+  double total = 0;
+  for (double x : v) total += x;
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) { return v[std::min(v.size() - 1, std::size_t(q * double(v.size() - 1) + 0.5))]; };
+  p.p50 = at(0.5);
+  p.p95 = at(0.95);
+  p.p99 = at(0.99);
+  p.max = total;  // for a count series (skipped frames), the sum over the window
+  return p;
+}
+
+void Metrics::add_frame_latency(std::int64_t acquired, std::int64_t arrived, std::int64_t ready) {
+  const std::int64_t now = monotonic_ns();
+  if (acquired > 0) end_to_end.add(double(ready - acquired) * 1e-6);
+  arrival.add(double(ready - arrived) * 1e-6);
+  pipeline_recent.add(double(ready - arrived) * 1e-6, now);
+  if (acquired > 0 && arrived > 0) {
+    const double lag = double(arrived - acquired) * 1e-6;
+    sender_lag.add(lag);
+    lag_recent.add(lag, now);
+  }
+}
+
+void Metrics::add_skipped(std::uint64_t n) {
+  frames_skipped += n;
+  if (n) skipped_recent.add(double(n), monotonic_ns());
+}
+
 Metrics::Metrics() {
   for (auto& r : rejected) r = 0;
 }
@@ -85,24 +133,30 @@ std::string Metrics::line(double t) {
   prev_frames_ = f;
   prev_spokes_ = s;
   prev_t_ = t;
-  const auto e2e = end_to_end.summary();
+  const std::int64_t now = monotonic_ns();
+  const auto pipe = pipeline_recent.summary(now), lag = lag_recent.summary(now);
+  const double behind = skipped_recent.summary(now).max;
   const std::int64_t last = last_message_ns.load();
-  const double age = last ? double(monotonic_ns() - last) * 1e-9 : -1.0;
+  const double age = last ? double(now - last) * 1e-9 : -1.0;
   std::string bad;
   for (int r = 0; r < wire::kRejectCount; ++r)
     if (rejected[r])
       bad += fmt::format("{}{}={}", bad.empty() ? "" : ",", wire::to_string(wire::Reject(r)),
                          rejected[r].load());
-  return fmt::format(
-      "t={:.0f}s fps={:.1f} spokes/s={:.0f} spokes={} frames={} skipped={} failed={} missing={} gaps={} "
-      "bad={}{}{}{} e2e_ms p50={:.2f} p99={:.2f} max={:.2f} last_msg_age={}",
-      t, fps, sps, s, f, frames_skipped.load(), frames_failed.load(), missing.load(), gaps.load(),
-      rejected_total(), bad.empty() ? "" : "(" + bad + ")",
-      record_failures ? fmt::format(" RECORD_FAILED={}", record_failures.load()) : std::string(),
-      last_iterations >= 0 ? fmt::format(" cg_iter={} cg_res={:.2g}", last_iterations.load(), last_residual.load())
-                           : std::string(),
-      e2e.p50, e2e.p99, e2e.max,
-      age < 0 ? std::string("none") : fmt::format("{:.2f}s", age));
+  // One line, ~90 columns in the usual case: rates, counts, then over the last 10 s the pipeline's latency
+  // (arrived -> ready) and the sender's lag (acquired -> arrived), p50/p99 in ms; flags only when they apply.
+  std::string line = fmt::format("t={:.0f}s fps={:.1f} sps={:.0f} frames={} skip={} fail={} miss={} bad={}{} "
+                                 "pipe={:.1f}/{:.1f}ms lag={:.1f}/{:.1f}ms",
+                                 t, fps, sps, f, frames_skipped.load(), frames_failed.load(), missing.load(),
+                                 rejected_total(), bad.empty() ? "" : "(" + bad + ")", pipe.p50, pipe.p99, lag.p50,
+                                 lag.p99);
+  if (gaps) line += fmt::format(" gaps={}", gaps.load());
+  if (behind > 0) line += fmt::format(" BEHIND({:.0f} skipped/10s)", behind);
+  if (last_iterations >= 0) line += fmt::format(" cg={}/{:.1g}", last_iterations.load(), last_residual.load());
+  if (record_failures) line += fmt::format(" RECORD_FAILED={}", record_failures.load());
+  if (sender_lost) line += " SENDER_LOST";
+  if (age > 2.0) line += fmt::format(" last_msg={:.0f}s_ago", age);
+  return line;
 }
 
 nlohmann::ordered_json to_json(const Percentiles& p) {
@@ -140,6 +194,7 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
   j["sink_dropped"] = sink_dropped.load();
   j["latency_ms"] = {{"end_to_end", radstream::to_json(end_to_end.summary())},
                      {"arrival_to_ready", radstream::to_json(arrival.summary())},
+                     {"sender_lag", radstream::to_json(sender_lag.summary())},
                      {"stages", st}};
   if (last_iterations >= 0)
     j["solver"] = {{"iterations", radstream::to_json(solver_iterations.summary())},

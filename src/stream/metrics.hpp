@@ -38,6 +38,21 @@ class LatencySeries {
   std::size_t seen_ = 0, skip_;
 };
 
+// The same over the last `window_s` seconds only (what the status line and the viewer show: a switch to a slow
+// method shows at once instead of being averaged into the whole session).
+class RecentSeries {
+ public:
+  explicit RecentSeries(double window_s = 10.0) : window_ns_(std::int64_t(window_s * 1e9)) {}
+  void add(double ms, std::int64_t now_ns);
+  Percentiles summary(std::int64_t now_ns) const;
+
+ private:
+  std::int64_t window_ns_;
+  mutable std::mutex m_;
+  mutable std::deque<std::pair<std::int64_t, double>> v_;
+  void prune(std::int64_t now_ns) const;
+};
+
 class Metrics {
  public:
   Metrics();
@@ -57,6 +72,12 @@ class Metrics {
   // Latency series, ms: end_to_end = last spoke acquired -> image ready; arrival = last spoke arrived ->
   // image ready; plus one per reconstruction stage and "assemble".
   LatencySeries end_to_end, arrival;
+  // Separately: the sender's lag (last spoke acquired -> arrived) for the session, and over the last 10 s the
+  // pipeline's own latency (arrived -> image ready), the sender's lag, and the frames skipped for being behind.
+  LatencySeries sender_lag;
+  RecentSeries pipeline_recent, lag_recent, skipped_recent;
+  void add_frame_latency(std::int64_t acquired_ns, std::int64_t arrival_ns, std::int64_t ready_ns);
+  void add_skipped(std::uint64_t n);
   void add_stage(const std::string& stage, double ms);
   // An iterative reconstruction's report per frame (cg-sense): iterations and final relative residual.
   LatencySeries solver_iterations{0}, solver_residual{0};

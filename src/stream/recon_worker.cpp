@@ -195,7 +195,7 @@ void ReconWorker::frames() {
       ingest_.wait_for(generation, sched.next_end(), std::chrono::milliseconds(100));
       continue;
     }
-    metrics_.frames_skipped += due->skipped;
+    metrics_.add_skipped(due->skipped);
     auto result = std::make_shared<FrameResult>();
     try {
       if (!make_frame(*chain, *st.ring, due->end, W, host_frame, *result)) {

@@ -124,8 +124,7 @@ void StreamRuntime::write_metrics_json() const {
 }
 
 void StreamRuntime::emit(std::shared_ptr<const FrameResult> f) {
-  if (f->last_acquired_ns > 0) metrics_.end_to_end.add(double(f->ready_ns - f->last_acquired_ns) * 1e-6);
-  metrics_.arrival.add(double(f->ready_ns - f->last_arrival_ns) * 1e-6);
+  metrics_.add_frame_latency(f->last_acquired_ns, f->last_arrival_ns, f->ready_ns);
   if (on_frame_) on_frame_(*f);
   {
     std::lock_guard lock(sink_m_);

@@ -296,3 +296,29 @@ TEST(StreamControl, UntilCloseDrainsEveryDueFrameUnderASlowBackend) {
   EXPECT_EQ(m.at("frames_skipped").get<int>(), 0) << json;
   EXPECT_EQ(m.at("spokes").get<int>(), 400) << json;
 }
+
+// Issue 11 (3): latency that tells the truth. The status line gives the pipeline's latency (arrived -> ready)
+// and the sender's lag (acquired -> arrived) apart, over the last 10 s only, says BEHIND while frames are
+// skipped, and fits 100 columns in the usual case; the JSON keeps the whole session and the sender's lag.
+TEST(StreamControl, StatusLineSeparatesPipelineAndSenderLagOverTheLastTenSeconds) {
+  Metrics m;
+  const std::int64_t now = monotonic_ns();
+  for (int i = 0; i < 50; ++i)  // sender 100 ms late, pipeline 2 ms
+    m.add_frame_latency(now - 102'000'000, now - 2'000'000, now);
+  const std::string line = m.line(1.0);
+  std::printf("%s\n", line.c_str());
+  EXPECT_NE(line.find("pipe=2.0/2.0ms"), std::string::npos) << line;
+  EXPECT_NE(line.find("lag=100.0/100.0ms"), std::string::npos) << line;
+  EXPECT_EQ(line.find("BEHIND"), std::string::npos) << line;
+  EXPECT_LE(line.size(), 100u) << line;
+  m.add_skipped(3);
+  EXPECT_NE(m.line(2.0).find("BEHIND(3 skipped/10s)"), std::string::npos);
+  // Older than the window: out of the recent figures, still in the session's.
+  RecentSeries r(0.05);
+  r.add(500.0, now);
+  EXPECT_EQ(r.summary(now).count, 1u);
+  EXPECT_EQ(r.summary(now + 100'000'000).count, 0u);
+  const auto j = m.to_json(1.0);
+  EXPECT_NEAR(j["latency_ms"]["sender_lag"]["p50"].get<double>(), 100.0, 1e-6);
+  EXPECT_EQ(j["frames_skipped"].get<int>(), 3);
+}
