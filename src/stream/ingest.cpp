@@ -274,7 +274,11 @@ void Ingest::on_spoke(const wire::Message& m, std::span<const std::byte> acq_hea
     return;
   }
   if (verdict == V::NewStream && events_.allow(monotonic_ns()))
-    log::info("ingest: new stream id {} (a restarted sender?)", m.env.stream_id);
+    log::info("ingest: stream {} numbering starts afresh at sequence {} (a restarted sender, or a confirmed jump)",
+              m.env.stream_id, m.env.sequence);
+  if (verdict == V::Jump && events_.allow(monotonic_ns()))
+    log::warn("ingest: spoke sequence {} jumps ahead of {}; taken, numbering kept until {} consecutive confirm it",
+              m.env.sequence, seq_.last(), 3);
   metrics_.missing = seq_.missing();
   metrics_.gaps = seq_.gaps();
   metrics_.streams = seq_.streams();

@@ -145,9 +145,9 @@ std::string Metrics::line(double t) {
                          rejected[r].load());
   // One line, ~90 columns in the usual case: rates, counts, then over the last 10 s the pipeline's latency
   // (arrived -> ready) and the sender's lag (acquired -> arrived), p50/p99 in ms; flags only when they apply.
-  std::string line = fmt::format("t={:.0f}s fps={:.1f} sps={:.0f} frames={} skip={} fail={} miss={} bad={}{} "
+  std::string line = fmt::format("t={:.0f}s fps={:.1f} sps={:.0f} spokes={} frames={} skip={} fail={} miss={} bad={}{} "
                                  "pipe={:.1f}/{:.1f}ms lag={:.1f}/{:.1f}ms",
-                                 t, fps, sps, f, frames_skipped.load(), frames_failed.load(), missing.load(),
+                                 t, fps, sps, s, f, frames_skipped.load(), frames_failed.load(), missing.load(),
                                  rejected_total(), bad.empty() ? "" : "(" + bad + ")", pipe.p50, pipe.p99, lag.p50,
                                  lag.p99);
   if (gaps) line += fmt::format(" gaps={}", gaps.load());

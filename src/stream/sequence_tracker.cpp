@@ -3,6 +3,7 @@
 namespace radstream {
 
 void SequenceTracker::restart(std::uint32_t stream_id, std::uint64_t seq) {
+  pending_ = false;
   started_ = true;
   stream_ = stream_id;
   last_ = seq;
@@ -20,13 +21,33 @@ void SequenceTracker::close(std::uint32_t stream_id) {
 }
 
 SequenceTracker::Verdict SequenceTracker::see(std::uint32_t stream_id, std::uint64_t seq) {
-  // A new stream id, or a forward jump too large to be lost messages (a sender that reset its counter, or a
-  // corrupted number): start counting afresh rather than report millions missing.
-  if (!started_ || stream_id != stream_ || (seq > last_ && seq - last_ > kMaxGap)) {
+  if (!started_ || stream_id != stream_) {
     const bool again = started_ || streams_ > 0;
     restart(stream_id, seq);
     return again ? Verdict::NewStream : Verdict::First;
   }
+  // A jump beyond the window: believed only when kConfirm consecutive numbers follow it; until then the
+  // messages are taken (their data passed every check) without moving the numbering.
+  if (seq > last_ && seq - last_ > kWindow) {
+    if (pending_ && seq == pending_last_ + 1) {
+      pending_last_ = seq;
+      ++pending_count_;
+    } else {
+      pending_ = true;
+      pending_first_ = pending_last_ = seq;
+      pending_count_ = 1;
+    }
+    if (pending_count_ < kConfirm) {
+      ++jumps_;
+      return Verdict::Jump;
+    }
+    const std::uint64_t first = pending_first_;  // confirmed: the sender's numbering moved on
+    restart(stream_id, seq);
+    for (std::uint64_t s = first; s <= seq; ++s) mark(s);
+    if (jumps_ >= kConfirm - 1) jumps_ -= kConfirm - 1;  // they were real
+    return Verdict::NewStream;
+  }
+  pending_ = false;
 
   if (seq > last_) {
     const std::uint64_t skipped = seq - last_ - 1;

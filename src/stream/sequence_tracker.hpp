@@ -1,7 +1,9 @@
 // Sequence numbers of one sender's stream: gaps (messages that never came), duplicates and late (reordered)
 // messages. A new stream id starts a new sequence (a restarted sender); so do a close, and a stream header whose
 // sequence is behind the highest seen, so that a sender restarted with the same id, or a recording replayed
-// twice, is received whole.
+// twice, is received whole. A forward jump beyond the window (a corrupted number, or a sender that really
+// jumped) is not believed at once: the message is a Jump (its data are fine; the numbering stays), and only
+// kConfirm consecutive numbers after it make the jump the new numbering. One bad number loses nothing.
 #pragma once
 #include <bitset>
 #include <cstdint>
@@ -10,7 +12,7 @@ namespace radstream {
 
 class SequenceTracker {
  public:
-  enum class Verdict { First, InOrder, Gap, Duplicate, Late, NewStream };
+  enum class Verdict { First, InOrder, Gap, Duplicate, Late, NewStream, Jump };
 
   // Classifies message `seq` of stream `stream_id`. Gap: the messages between the last one and this one are
   // counted as missing (and un-counted if they turn up late).
@@ -25,13 +27,14 @@ class SequenceTracker {
   std::uint64_t duplicates() const { return duplicates_; }
   std::uint64_t late() const { return late_; }
   std::uint64_t streams() const { return streams_; }
+  std::uint64_t jumps() const { return jumps_; }  // messages whose number jumped ahead unconfirmed
   std::uint32_t stream_id() const { return stream_; }
   std::uint64_t last() const { return last_; }
   bool started() const { return started_; }
 
  private:
   static constexpr std::uint64_t kWindow = 4096;  // how far back late messages are recognised
-  static constexpr std::uint64_t kMaxGap = 1u << 20;
+  static constexpr std::uint64_t kConfirm = 3;  // consecutive numbers that make a jump the new numbering
   bool seen(std::uint64_t seq) const { return window_[seq % kWindow]; }
   void mark(std::uint64_t seq) { window_[seq % kWindow] = true; }
 
@@ -40,7 +43,10 @@ class SequenceTracker {
   std::uint64_t last_ = 0;  // highest sequence seen
   void restart(std::uint32_t stream_id, std::uint64_t seq);
   std::bitset<kWindow> window_;
-  std::uint64_t missing_ = 0, gaps_ = 0, duplicates_ = 0, late_ = 0, streams_ = 0;
+  std::uint64_t missing_ = 0, gaps_ = 0, duplicates_ = 0, late_ = 0, streams_ = 0, jumps_ = 0;
+  // An unconfirmed jump: its first and last numbers and how many consecutive ones came.
+  bool pending_ = false;
+  std::uint64_t pending_first_ = 0, pending_last_ = 0, pending_count_ = 0;
 };
 
 }  // namespace radstream

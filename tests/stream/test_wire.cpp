@@ -174,11 +174,32 @@ TEST(SequenceTracker, GapsDuplicatesLateAndRestart) {
   EXPECT_EQ(t.duplicates(), 2u);
   EXPECT_EQ(t.late(), 1u);
   EXPECT_EQ(t.streams(), 2u);
-  EXPECT_EQ(t.see(2, 100000), V::Gap);
-  EXPECT_EQ(t.missing(), 1u + 99997u);
-  EXPECT_EQ(t.see(2, 3), V::Duplicate);  // too old to tell: counted as a duplicate, never as new
-  EXPECT_EQ(t.see(2, 100000 + (1u << 21)), V::NewStream);  // an absurd jump restarts the count
-  EXPECT_EQ(t.missing(), 1u + 99997u);
+  // Issue 15 (3): a number far ahead is not believed at once (it used to make every later spoke a duplicate).
+  EXPECT_EQ(t.see(2, 100000), V::Jump);
+  EXPECT_EQ(t.see(2, 3), V::InOrder);  // the stream goes on
+  EXPECT_EQ(t.see(2, 100000 + (1u << 21)), V::Jump);
+  EXPECT_EQ(t.see(2, 4), V::InOrder);
+  EXPECT_EQ(t.missing(), 1u);
+  EXPECT_EQ(t.jumps(), 2u);
+}
+
+// A corrupted number loses nothing; a sender that really jumped is followed after three consecutive numbers.
+TEST(SequenceTracker, AJumpAheadIsBelievedOnlyWhenConfirmed) {
+  SequenceTracker t;
+  using V = SequenceTracker::Verdict;
+  for (std::uint64_t s = 1; s <= 40; ++s) {
+    if (s == 20) EXPECT_EQ(t.see(5, 1000000), V::Jump);  // one corrupted number in the middle
+    EXPECT_EQ(t.see(5, s), s == 1 ? V::First : V::InOrder) << s;
+  }
+  EXPECT_EQ(t.duplicates(), 0u);
+  EXPECT_EQ(t.missing(), 0u);
+  EXPECT_EQ(t.see(5, 9000), V::Jump);
+  EXPECT_EQ(t.see(5, 9001), V::Jump);
+  EXPECT_EQ(t.see(5, 9002), V::NewStream);  // confirmed
+  for (std::uint64_t s = 9003; s <= 9050; ++s) EXPECT_EQ(t.see(5, s), V::InOrder) << s;
+  EXPECT_EQ(t.see(5, 9001), V::Duplicate);  // part of the confirmed run
+  EXPECT_EQ(t.duplicates(), 1u);
+  EXPECT_EQ(t.jumps(), 1u);  // only the corrupted one stays counted
 }
 
 // A close, or a stream header whose sequence is behind, ends the numbering: a sender restarted with the same
