@@ -30,11 +30,15 @@ int run_recon(const ReconArgs& a) {
   if (a.input.empty() && (a.traj.empty() || a.kspace.empty()))
     throw ConfigError("--traj and --kspace go together");
   if (a.repeat < 1) throw ConfigError("--repeat " + std::to_string(a.repeat) + " must be >= 1");
+  check_image_output(a.out);  // before any work: a bad extension or a missing folder is said at once
   const ReconParams params = a.recon.resolve();
 
   Frame frame;
   if (!a.input.empty()) {
     const MrdRecording rec = read_mrd(a.input, a.start, a.count);
+    if (a.count > 0 && long(rec.spokes.size()) < a.count)
+      log::warn("{}: --count {} from spoke {} asks for more than the file has; using the {} there are", a.input,
+                a.count, a.start, rec.spokes.size());
     StreamHeader h = rec.header;
     if (a.matrix > 0) h.matrix = a.matrix;
     frame = frame_from_spokes(h, rec.spokes);

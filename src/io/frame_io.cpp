@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "core/error.hpp"
 #include "io/image_stats.hpp"
@@ -67,6 +68,9 @@ Frame frame_from_bart(const CflArray& traj, const CflArray& ksp, int matrix, con
                     "(BART units are +-N/2 for an N x N image)",
                     what, kmax, matrix));
   // Same memory order: k-space [S][P][C] with S fastest == frame data [C][P][S].
+  for (std::size_t i = 0; i < ksp.data.size(); ++i)
+    if (!std::isfinite(ksp.data[i].real()) || !std::isfinite(ksp.data[i].imag()))
+      throw IoError(fmt::format("{}: k-space value {} is NaN or Inf", what, i));
   std::copy(ksp.data.begin(), ksp.data.end(), f.data.data());
   for (long p = 0; p < P; ++p) f.spoke_index[p] = std::uint64_t(p);
   return f;
@@ -83,6 +87,14 @@ std::vector<float> magnitude(std::span<const cfloat> image) {
   std::vector<float> m(image.size());
   for (std::size_t i = 0; i < image.size(); ++i) m[i] = std::abs(image[i]);
   return m;
+}
+
+void check_image_output(const std::string& path) {
+  const std::filesystem::path p(path);
+  if (p.extension() != ".cfl" && p.extension() != ".png")
+    throw ConfigError(fmt::format("output '{}' must end in .cfl or .png", path));
+  if (p.has_parent_path() && !std::filesystem::is_directory(p.parent_path()))
+    throw IoError(fmt::format("output '{}': the folder {} does not exist", path, p.parent_path().string()));
 }
 
 void write_image(const std::string& path, std::span<const cfloat> image, int matrix) {

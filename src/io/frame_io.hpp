@@ -20,6 +20,9 @@ Frame frame_from_bart(const CflArray& traj, const CflArray& kspace, int matrix, 
 // [coils][N][N] (same memory order). Throws IoError naming the file when the extents do not match.
 HostBuffer<cfloat> read_coil_maps(const std::string& path, int matrix, int coils);
 
+// Throws ConfigError unless `path` ends in .cfl or .png, and IoError unless its folder exists.
+void check_image_output(const std::string& path);
+
 Frame frame_from_spokes(const StreamHeader& h, std::span<const Spoke> spokes);
 
 // Writes a combined image [N][N] (magnitude in the real part): .cfl as [N N] complex, .png as 8-bit grey

@@ -231,6 +231,15 @@ MrdRecording read_mrd(const std::string& path, long start, long count) {
     else
       spoke_coordinates(s.header.angle, s.samples, s.traj);
     s.data.assign(acq.getDataPtr(), acq.getDataPtr() + std::size_t(s.samples) * s.coils);
+    // As the stream does: NaN or Inf in a file is an error naming the acquisition, never a NaN image; and a
+    // point far outside k-space (|k| > 0.75 cycles per pixel) too.
+    for (const auto& v : s.data)
+      if (!std::isfinite(v.real()) || !std::isfinite(v.imag()))
+        throw IoError(fmt::format("{}: acquisition {} has NaN or Inf in its data", path, i));
+    for (const float v : s.traj)
+      if (!std::isfinite(v) || std::abs(v) > 0.75f)
+        throw IoError(fmt::format("{}: acquisition {} has a trajectory value {} outside |k| <= 0.75 cycles/pixel", path,
+                                  i, v));
     rec.spokes.push_back(std::move(s));
   }
   if (rec.header.coils == 0)

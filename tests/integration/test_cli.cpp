@@ -4,6 +4,7 @@
 #include <ismrmrd/ismrmrd.h>
 
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "io/cfl.hpp"
@@ -242,4 +243,18 @@ TEST(Cli, ConvertTurnsABartPairIntoAStreamFileThatReconstructsTheSame) {
                     " --matrix 256 --repeat 4 --out " + dir / "cardiac.h5");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("100 spokes"), std::string::npos) << r.output;
+}
+
+// Issue 11 (8) and 15 (9): the output path is checked before any work; NaN in a .cfl is an error naming it
+// (exit 3), never a NaN image with exit 0.
+TEST(Cli, BadOutputPathsAndNonFiniteInputAreRefusedUpFront) {
+  test::TempDir dir;
+  write_small_bart_pair(dir);
+  const std::string pair = "recon --backend cpu --traj " + dir / "t" + " --kspace " + dir / "k" + " --matrix 8";
+  expect_failure(radstream_cmd(pair + " --out " + dir / "nofolder/x.cfl"), 3, "does not exist");
+  expect_failure(radstream_cmd(pair + " --out " + dir / "x.jpg"), 2, "must end in .cfl or .png");
+  auto k = read_cfl(dir / "k");
+  k.data[5] = cfloat(std::numeric_limits<float>::quiet_NaN(), 0.f);
+  write_cfl(dir / "k", k.dims, k.data);
+  expect_failure(radstream_cmd(pair + " --out " + dir / "x.cfl"), 3, "NaN or Inf");
 }
