@@ -340,9 +340,9 @@ void Viewer::Impl::panels(const Rect& area) {
   const std::int64_t now_ns = monotonic_ns();
   const auto pipe = m.pipeline_recent.summary(now_ns), lag = m.lag_recent.summary(now_ns);
   const double behind = m.skipped_recent.summary(now_ns).max;
-  ImGui::Text("last 10 s: pipeline %.1f / %.1f ms, sender lag %.1f / %.1f (p50 / p99)", pipe.p50, pipe.p99, lag.p50,
-              lag.p99);
-  if (behind > 0) ImGui::TextColored(ImVec4(1.f, 0.3f, 0.3f, 1.f), "CANNOT KEEP UP: %.0f frames skipped in the last 10 s", behind);
+  ImGui::Text("last 10 s p50/p99: pipeline %.1f/%.1f  lag %.1f/%.1f ms", pipe.p50, pipe.p99, lag.p50, lag.p99);
+  if (behind > 0)
+    ImGui::TextColored(ImVec4(1.f, 0.3f, 0.3f, 1.f), "CANNOT KEEP UP: %.0f skipped in 10 s", behind);
   ImGui::Text("acquired -> image ready: p50 %.2f  p99 %.2f ms", pe.p50, pe.p99);
   ImGui::PlotLines("##e2e", ev.data(), int(ev.size()), 0, "ms", 0.f, FLT_MAX, ImVec2(kPanelWidth - 30, 40));
   ImGui::Text("acquired -> on glass: p50 %.2f  p99 %.2f ms", pg.p50, pg.p99);
@@ -421,6 +421,9 @@ void Viewer::Impl::overlay(const Rect& area) {
   }
   if (!message.empty())
     dl->AddText(ImVec2(area.x + 10, area.y + area.h - 24), IM_COL32(200, 200, 255, 255), message.c_str());
+  // Orientation (one convention everywhere, README "Orientation"): x to the right, y downward.
+  dl->AddText(ImVec2(area.x + 10, area.y + area.h - 44), IM_COL32(180, 180, 180, 255),
+              "x -> (kx, BART dim 0)   y down (ky, dim 1)");
   // Scale bar from the field of view: a round length near a fifth of the image.
   const double fov = p.stream_header().fov_mm;
   const double mm_per_px = fov / r.w;

@@ -7,6 +7,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include <stb_image.h>
+
 #include "io/cfl.hpp"
 #include "io/mrd_file.hpp"
 #include "sim/simulator.hpp"
@@ -257,4 +259,40 @@ TEST(Cli, BadOutputPathsAndNonFiniteInputAreRefusedUpFront) {
   k.data[5] = cfloat(std::numeric_limits<float>::quiet_NaN(), 0.f);
   write_cfl(dir / "k", k.dims, k.data);
   expect_failure(radstream_cmd(pair + " --out " + dir / "x.cfl"), 3, "NaN or Inf");
+}
+
+// Issue 11 (10): one orientation. The .png and the .cfl of the same reconstruction agree pixel for pixel:
+// PNG column = x = cfl dim 0, PNG row = y = cfl dim 1 (an asymmetric image, so a transpose would show).
+TEST(Cli, PngAndCflOutputsShareOneOrientation) {
+  test::TempDir dir;
+  auto r = radstream_cmd("simulate --out " + dir / "s.h5" + " --spokes 96 --matrix 48 --coils 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* out : {"x.cfl", "x.png"}) {
+    r = radstream_cmd("recon --backend cpu --input " + dir / "s.h5" + " --out " + dir / out);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  const auto cfl = read_cfl(dir / "x.cfl");
+  ASSERT_EQ(cfl.dim(0), 48);
+  int w = 0, h = 0, ch = 0;
+  unsigned char* px = stbi_load((dir / "x.png").c_str(), &w, &h, &ch, 1);
+  ASSERT_NE(px, nullptr);
+  ASSERT_EQ(w, 48);
+  ASSERT_EQ(h, 48);
+  // Correlation of the PNG with the cfl as is, and with its transpose.
+  auto corr = [&](bool transpose) {
+    double sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
+    const int n = 48 * 48;
+    for (int y = 0; y < 48; ++y)
+      for (int x = 0; x < 48; ++x) {
+        const double a = px[y * 48 + x];
+        const double b = std::abs(cfl.data[transpose ? std::size_t(x) * 48 + y : std::size_t(y) * 48 + x]);
+        sa += a, sb += b, saa += a * a, sbb += b * b, sab += a * b;
+      }
+    return (sab / n - sa / n * sb / n) / std::sqrt((saa / n - sa * sa / n / n) * (sbb / n - sb * sb / n / n));
+  };
+  const double same = corr(false), transposed = corr(true);
+  stbi_image_free(px);
+  std::printf("png vs cfl: correlation %.4f as is, %.4f transposed\n", same, transposed);
+  EXPECT_GT(same, 0.99);
+  EXPECT_LT(transposed, same - 0.05);
 }
