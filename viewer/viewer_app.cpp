@@ -339,7 +339,7 @@ void Viewer::Impl::panels(const Rect& area) {
   const auto pe = m.end_to_end.summary(), pg = glass_stats.summary();
   const std::int64_t now_ns = monotonic_ns();
   const auto pipe = m.pipeline_recent.summary(now_ns), lag = m.lag_recent.summary(now_ns);
-  const double behind = m.skipped_recent.summary(now_ns).max;
+  const double behind = m.skipped_recent.sum(now_ns);
   ImGui::Text("last 10 s p50/p99: pipeline %.1f/%.1f  lag %.1f/%.1f ms", pipe.p50, pipe.p99, lag.p50, lag.p99);
   if (behind > 0)
     ImGui::TextColored(ImVec4(1.f, 0.3f, 0.3f, 1.f), "CANNOT KEEP UP: %.0f skipped in 10 s", behind);

@@ -84,8 +84,9 @@ void ConjugateGradient::step(LinearOperator& a, cfloat* x, const CgOptions& o, L
 }
 
 double ConjugateGradient::residual() {
-  const double bb = ops_.read(kBb);
-  return bb > 0 ? std::sqrt(std::max(0.0, ops_.read(rr_slot_after(last_iterations_))) / bb) : 0.0;
+  double bb = 0, rr = 0;
+  ops_.read2(kBb, rr_slot_after(last_iterations_), bb, rr);  // one wait
+  return bb > 0 ? std::sqrt(std::max(0.0, rr) / bb) : 0.0;
 }
 
 CgReport ConjugateGradient::solve(LinearOperator& a, const cfloat* b, cfloat* x, const CgOptions& o, bool warm,

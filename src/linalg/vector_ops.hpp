@@ -31,6 +31,8 @@ class VectorOps {
   virtual void cg_direction(cfloat* p, const cfloat* r, std::size_t n, int rr_new, int rr_old) = 0;
   // The value of a slot (waits for the work enqueued before it).
   virtual double read(int slot) = 0;
+  // Two slots with one wait (a per-frame report needs both).
+  virtual void read2(int a, int b, double& va, double& vb) = 0;
 };
 
 std::unique_ptr<VectorOps> make_vector_ops_cpu();

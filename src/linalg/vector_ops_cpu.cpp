@@ -51,6 +51,10 @@ class VectorOpsCpu final : public VectorOps {
   }
 
   double read(int slot) override { return at(slot); }
+  void read2(int a, int b, double& va, double& vb) override {
+    va = at(a);
+    vb = at(b);
+  }
 
  private:
   std::array<double, kSlots> s_{};

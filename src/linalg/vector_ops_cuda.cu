@@ -121,6 +121,12 @@ class VectorOpsCuda final : public VectorOps {
     return v;
   }
 
+  void read2(int a, int b, double& va, double& vb) override {
+    gpu::copy_to_host(&va, at(a), sizeof(double), stream_);
+    gpu::copy_to_host(&vb, at(b), sizeof(double), stream_);
+    gpu::synchronize(stream_);
+  }
+
  private:
   cudaStream_t stream_;
   DeviceBuffer<double> slots_, partial_;

@@ -115,16 +115,11 @@ void ReconChain::configure(const Geometry& g) {
   }
   previous_stage_ = -1;
   Extents prev_ext;
-  {
-    Extents e{std::size_t(g.coils), std::size_t(g.spokes), std::size_t(g.samples)};
-    for (std::size_t i = 0; i < stages_.size(); ++i) {
-      e = cuda ? d_buffers_[output_of_[i]].extents() : buffers_[output_of_[i]].extents();
-      if (stages_[i]->needs_previous() && previous_stage_ < 0) {
-        previous_stage_ = int(i);
-        prev_ext = e;
-      }
+  for (std::size_t i = 0; i < stages_.size() && previous_stage_ < 0; ++i)
+    if (stages_[i]->needs_previous()) {
+      previous_stage_ = int(i);
+      prev_ext = cuda ? d_buffers_[output_of_[i]].extents() : buffers_[output_of_[i]].extents();
     }
-  }
   previous_ = HostBuffer<cfloat>();
   d_previous_ = DeviceBuffer<cfloat>();
   if (previous_stage_ >= 0) {

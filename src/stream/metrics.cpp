@@ -65,15 +65,21 @@ Percentiles RecentSeries::summary(std::int64_t now) const {
   Percentiles p;
   p.count = v.size();
   if (v.empty()) return p;
-  double total = 0;
-  for (double x : v) total += x;
   std::sort(v.begin(), v.end());
   auto at = [&](double q) { return v[std::min(v.size() - 1, std::size_t(q * double(v.size() - 1) + 0.5))]; };
   p.p50 = at(0.5);
   p.p95 = at(0.95);
   p.p99 = at(0.99);
-  p.max = total;  // for a count series (skipped frames), the sum over the window
+  p.max = v.back();
   return p;
+}
+
+double RecentSeries::sum(std::int64_t now) const {
+  std::lock_guard lock(m_);
+  prune(now);
+  double total = 0;
+  for (const auto& e : v_) total += e.second;
+  return total;
 }
 
 void Metrics::add_frame_latency(std::int64_t acquired, std::int64_t arrived, std::int64_t ready) {
@@ -135,7 +141,7 @@ std::string Metrics::line(double t) {
   prev_t_ = t;
   const std::int64_t now = monotonic_ns();
   const auto pipe = pipeline_recent.summary(now), lag = lag_recent.summary(now);
-  const double behind = skipped_recent.summary(now).max;
+  const double behind = skipped_recent.sum(now);
   const std::int64_t last = last_message_ns.load();
   const double age = last ? double(now - last) * 1e-9 : -1.0;
   std::string bad;

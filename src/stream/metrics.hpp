@@ -45,6 +45,7 @@ class RecentSeries {
   explicit RecentSeries(double window_s = 10.0) : window_ns_(std::int64_t(window_s * 1e9)) {}
   void add(double ms, std::int64_t now_ns);
   Percentiles summary(std::int64_t now_ns) const;
+  double sum(std::int64_t now_ns) const;  // of the values in the window (a count series: skipped frames)
 
  private:
   std::int64_t window_ns_;
