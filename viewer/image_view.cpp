@@ -107,17 +107,4 @@ void ImageView::draw(const Display& d, const Rect& area, int fb_w, int fb_h) con
   glDisable(GL_SCISSOR_TEST);
 }
 
-void percentile_window(const std::vector<float>& pixels, float lo_q, float hi_q, float& low, float& high) {
-  if (pixels.empty()) return;
-  std::vector<float> v(pixels);
-  const auto at = [&](float q) {
-    const std::size_t k = std::min(v.size() - 1, std::size_t(q * float(v.size() - 1)));
-    std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(k), v.end());
-    return v[k];
-  };
-  low = at(lo_q);
-  high = at(hi_q);
-  if (!(high > low)) high = low + 1e-6f;
-}
-
 }  // namespace radstream::viewer

@@ -37,7 +37,4 @@ class ImageView {
   int n_ = 0;
 };
 
-// Low and high percentiles (0..1) of the pixels, for auto-windowing.
-void percentile_window(const std::vector<float>& pixels, float lo_q, float hi_q, float& low, float& high);
-
 }  // namespace radstream::viewer

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "display/orientation.hpp"
+#include "display/window_presets.hpp"
 #include "stream/stream_runtime.hpp"
 
 namespace radstream::viewer {
@@ -17,7 +19,14 @@ struct Unavailable : std::runtime_error {
 };
 
 struct ViewerOptions {
-  int width = 1280, height = 960;
+  int width = 1280, height = 960;  // shrunk to the screen when it is smaller (1024 x 768 shows everything)
+  // How the image starts (all can be changed with keys and in the Display section): the clinical mode
+  // (image-only full screen, key c), the window preset (keys 1 2 3), the tip marker (key t), orientation
+  // (keys x transpose, h flip left-right, v flip up-down).
+  bool clinical = false;
+  display::WindowPreset preset = display::WindowPreset::Auto;
+  bool tip_marker = false;
+  display::Orientation orientation;
   std::string snapshot_dir = "out/snapshots";        // `s` / the Snapshot button write PNGs here
   std::string record_path;  // what `r` records into; empty: out/record/stream-YYYYmmdd-HHMMSS.h5 (never overwritten)
   // For tests and unattended runs: after `screenshot_after_s`, read back the framebuffer into `screenshot`

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "app/commands.hpp"
+#include "app/display_options.hpp"
 #include "app/interrupt.hpp"
 #include "app/recon_options.hpp"
 #include "core/error.hpp"
@@ -36,6 +37,7 @@ struct DemoArgs {
   int set_window = 0;
   std::string apply_backend;
   double stale_after_s = 0, stop_sending_after_s = 0;
+  DisplayChoice display;
 };
 
 int run_demo(DemoArgs a) {
@@ -93,6 +95,10 @@ int run_demo(DemoArgs a) {
       vo.set_window = a.set_window;
       vo.apply_backend = a.apply_backend;
       vo.stale_after_s = a.stale_after_s;
+      vo.clinical = a.display.clinical;
+      vo.preset = a.display.preset;
+      vo.tip_marker = a.display.tip_marker;
+      vo.orientation = a.display.orientation;
       vo.should_close = [&] { return interrupt.requested(); };
       viewer::Viewer v(p, vo);
       v.run();
@@ -138,6 +144,7 @@ Runner add_demo(CLI::App& app) {
   a->sim.snr = 40.0;
   a->sim.rate_hz = 400;
   app.add_flag("--headless", a->headless, "no window: a fixed number of frames, PNG snapshots and metrics");
+  add_display_options(app, a->display);
   app.add_option("--out-dir", a->out_dir, "snapshots and metrics.json go here (default out/demo)");
   app.add_option("--frames", a->frames, "headless: frames to reconstruct (default 60)");
   app.add_option("--snapshot-every", a->snapshot_every, "headless: a PNG every N frames (default 10)");

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "app/commands.hpp"
+#include "app/display_options.hpp"
 #include "app/interrupt.hpp"
 #include "app/recon_options.hpp"
 #include "core/error.hpp"
@@ -28,6 +29,7 @@ struct RunArgs {
   int window = 0, stride = 0;
   double duration_s = 0, stale_after_s = 0;
   long frames = 0;
+  DisplayChoice display;
 };
 
 RunConfig load(const RunArgs& a) {
@@ -91,6 +93,10 @@ int run(const RunArgs& a) {
       viewer::ViewerOptions vo;
       vo.should_close = done;
       vo.stale_after_s = a.stale_after_s;
+      vo.clinical = a.display.clinical;
+      vo.preset = a.display.preset;
+      vo.tip_marker = a.display.tip_marker;
+      vo.orientation = a.display.orientation;
       viewer::Viewer v(p, vo);
       v.run();
       shown = true;
@@ -129,6 +135,7 @@ Runner add_run(CLI::App& app) {
   app.add_option("--frames", a->frames, "stop after this many frames");
   app.add_flag("--until-close", a->until_close, "stop when the sender closes its stream");
   app.add_flag("--headless", a->headless, "no window even when a display is present");
+  add_display_options(app, a->display);
   app.add_option("--stale-after", a->stale_after_s,
                  "viewer: dim the image under NO NEW DATA when it is older than S s (default: 3 frame intervals)");
   return [a] { return run(*a); };

@@ -1,0 +1,163 @@
+// What the viewer draws on the image: the frame line (and in the clinical display its age and latency), the
+// freshness state (a green LIVE marker with the frame's latency, or the dimmed image under a red NO NEW DATA
+// banner), the orientation labels on the image's edges, the tip marker, the scale bar; and the screenshot
+// with its JSON that the tests read back.
+#define GL_GLEXT_PROTOTYPES
+#include <GL/gl.h>
+#include <imgui.h>
+#include <stb_image_write.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/log.hpp"
+#include "viewer/viewer_state.hpp"
+
+namespace radstream::viewer {
+
+Viewer::Impl::Freshness Viewer::Impl::freshness() const {
+  Freshness f;
+  if (!shown) return f;
+  const std::int64_t now = monotonic_ns();
+  const std::int64_t since = shown->last_arrival_ns > 0 ? shown->last_arrival_ns : shown->ready_ns;
+  f.age_s = double(now - since) * 1e-9;
+  f.limit_s = opt.stale_after_s > 0 ? opt.stale_after_s
+                                    : (frame_interval_s > 0 ? std::max(0.3, 3.0 * frame_interval_s) : 1.0);
+  f.stale = f.age_s > f.limit_s;
+  return f;
+}
+
+void Viewer::Impl::overlay(const Rect& area) {
+  ImDrawList* dl = ImGui::GetForegroundDrawList();
+  ImFont* font = ImGui::GetFont();
+  if (!shown) {
+    dl->AddText(font, 22.f, ImVec2(area.x + 20, area.y + 20), IM_COL32(220, 220, 220, 255), "waiting for spokes...");
+    return;
+  }
+  const Rect r = view->placement(disp, area);
+  const int n = shown->matrix;
+  const Freshness fr = freshness();
+  // The frame line; the pixel under the cursor in the image's own coordinates (whatever the orientation).
+  const ImVec2 m = ImGui::GetIO().MousePos;
+  std::string line = fmt::format(
+      "frame {}  spokes {}..{}  W {}{}{}{}", shown->number, shown->first_spoke, shown->last_spoke,
+      shown->window, shown->coil >= 0 ? fmt::format("  coil {}", shown->coil) : "",
+      shown->iterations >= 0 ? fmt::format("  CG {} it, res {:.2g}", shown->iterations, shown->residual) : "",
+      frozen ? "  FROZEN" : "");
+  if (clinical)  // the essentials, large: how old the image is and how late it was on glass
+    line = fmt::format("frame {}   age {:.2f} s   latency {}   window {}", shown->number, fr.age_s,
+                       shown_glass_ms >= 0 ? fmt::format("{:.0f} ms", shown_glass_ms) : std::string("-"),
+                       display::kWindowPresets.name(preset));
+  if (m.x >= r.x && m.x < r.x + r.w && m.y >= r.y && m.y < r.y + r.h && !pixels.empty()) {
+    const int px = std::clamp(int((m.x - r.x) / r.w * float(n)), 0, n - 1);
+    const int py = std::clamp(int((m.y - r.y) / r.h * float(n)), 0, n - 1);
+    const display::Pixel src = display::source_of({px, py}, n, orient);
+    line += fmt::format("   (x {}, y {}) = {:.4g}", src.x, src.y, pixels[std::size_t(py) * n + px]);
+  }
+  dl->AddText(font, clinical ? 24.f : font->FontSize, ImVec2(area.x + 10, area.y + 8), IM_COL32(255, 255, 0, 255),
+              line.c_str());
+  // Freshness, on the image itself: LIVE with the frame's latency, or dimmed under a red banner with its age.
+  if (fr.stale || frozen) {
+    const bool lost = p.metrics().sender_lost.load();
+    if (!frozen) dl->AddRectFilled(ImVec2(r.x, r.y), ImVec2(r.x + r.w, r.y + r.h), IM_COL32(0, 0, 0, 170));
+    const std::string banner =
+        frozen ? fmt::format("FROZEN - image {:.1f} s old", fr.age_s)
+               : fmt::format("NO NEW DATA - image {:.1f} s old{}", fr.age_s, lost ? " - SENDER LOST" : "");
+    const float by = r.y + r.h * 0.45f;
+    dl->AddRectFilled(ImVec2(r.x, by), ImVec2(r.x + r.w, by + 44.f),
+                      frozen ? IM_COL32(170, 120, 0, 230) : IM_COL32(200, 0, 0, 235));
+    dl->AddText(font, 28.f, ImVec2(r.x + 16.f, by + 8.f), IM_COL32(255, 255, 255, 255), banner.c_str());
+  } else {
+    const std::string live =
+        shown_glass_ms >= 0 ? fmt::format("LIVE  {:.0f} ms", shown_glass_ms) : std::string("LIVE");
+    const float lx = std::min(r.x + r.w, area.x + area.w) - 160.f, ly = std::max(r.y, area.y) + 2.f;
+    dl->AddRectFilled(ImVec2(lx, ly), ImVec2(lx + 150.f, ly + 30.f), IM_COL32(0, 150, 0, 220));
+    dl->AddText(font, 22.f, ImVec2(lx + 8.f, ly + 4.f), IM_COL32(255, 255, 255, 255), live.c_str());
+  }
+  // The tip marker: a ring around the brightest small blob inside the object.
+  if (tip_marker && tip.found) {
+    const float cx = r.x + (tip.x + 0.5f) / float(n) * r.w, cy = r.y + (tip.y + 0.5f) / float(n) * r.h;
+    const float rad = std::max(12.f, r.w * 0.035f);
+    dl->AddCircle(ImVec2(cx, cy), rad, IM_COL32(0, 230, 255, 255), 32, 2.5f);
+    dl->AddText(font, 18.f, ImVec2(cx + rad + 4.f, cy - 9.f), IM_COL32(0, 230, 255, 255), "tip");
+  }
+  if (!message.empty())
+    dl->AddText(ImVec2(area.x + 10, area.y + area.h - 24), IM_COL32(200, 200, 255, 255), message.c_str());
+  // Orientation: the axis that points to each edge of the image (README "Orientation"), and the line.
+  const display::EdgeLabels e = display::edge_labels(orient);
+  const float cx = std::clamp(r.x + 0.5f * r.w, area.x + 20.f, area.x + area.w - 20.f);
+  const float cy = std::clamp(r.y + 0.5f * r.h, area.y + 40.f, area.y + area.h - 60.f);
+  const float big = 22.f;
+  const auto label = [&](float x, float y, const std::string& t) {  // on a dark box: readable on white too
+    dl->AddRectFilled(ImVec2(x - 3.f, y - 1.f), ImVec2(x + 29.f, y + big + 1.f), IM_COL32(0, 0, 0, 160));
+    dl->AddText(font, big, ImVec2(x, y), IM_COL32(255, 255, 255, 255), t.c_str());
+  };
+  label(std::min(r.x + r.w, area.x + area.w) - 36.f, cy - 11.f, e.right);
+  label(std::max(r.x, area.x) + 6.f, cy - 11.f, e.left);
+  label(cx - 13.f, std::max(r.y, area.y) + 40.f, e.top);
+  label(cx - 13.f, std::min(r.y + r.h, area.y + area.h) - 30.f, e.bottom);
+  dl->AddText(ImVec2(area.x + 10, area.y + area.h - 44), IM_COL32(180, 180, 180, 255),
+              display::describe(orient).c_str());
+  // Scale bar from the field of view: a round length near a fifth of the image.
+  const double fov = p.stream_header().fov_mm;
+  const double mm_per_px = fov / r.w;
+  double bar_mm = 1;
+  for (double c : {1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0})
+    if (c / mm_per_px <= r.w * 0.25) bar_mm = c;
+  const float len = float(bar_mm / mm_per_px);
+  const float bx = area.x + area.w - len - 20.f, by = area.y + area.h - 20.f;
+  dl->AddLine(ImVec2(bx, by), ImVec2(bx + len, by), IM_COL32(255, 255, 255, 255), 3.f);
+  dl->AddText(ImVec2(bx, by - 18), IM_COL32(255, 255, 255, 255), fmt::format("{:g} mm", bar_mm).c_str());
+}
+
+void Viewer::Impl::write_screenshot(int fb_w, int fb_h, const Rect& area) {
+  std::vector<unsigned char> rgb(std::size_t(fb_w) * fb_h * 3);
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadBuffer(GL_BACK);
+  glReadPixels(0, 0, fb_w, fb_h, GL_RGB, GL_UNSIGNED_BYTE, rgb.data());
+  std::vector<unsigned char> flipped(rgb.size());
+  for (int y = 0; y < fb_h; ++y)
+    std::copy_n(rgb.data() + std::size_t(fb_h - 1 - y) * fb_w * 3, std::size_t(fb_w) * 3,
+                flipped.data() + std::size_t(y) * fb_w * 3);
+  const std::filesystem::path path(opt.screenshot);
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  if (!stbi_write_png(path.c_str(), fb_w, fb_h, 3, flipped.data(), fb_w * 3))
+    log::error("viewer: cannot write {}", path.string());
+  const Rect r = view->placement(disp, area);
+  const Freshness fr = freshness();
+  const display::EdgeLabels e = display::edge_labels(orient);
+  nlohmann::ordered_json j = {
+      {"frame", shown ? shown->number : 0},
+      {"first_spoke", shown ? shown->first_spoke : 0},
+      {"last_spoke", shown ? shown->last_spoke : 0},
+      {"window", shown ? shown->window : 0},
+      {"matrix", shown ? shown->matrix : 0},
+      {"image_rect", {r.x, r.y, r.w, r.h}},
+      {"panel_x", area.x + area.w},
+      {"low", disp.low},
+      {"high", disp.high},
+      {"gamma", disp.gamma},
+      {"colormap", disp.colormap},
+      {"fb", {fb_w, fb_h}},
+      {"pipeline_window", p.window()},
+      {"backend", to_string(p.backend())},
+      {"message", message},
+      {"stale", fr.stale},
+      {"age_s", fr.age_s},
+      {"stale_after_s", fr.limit_s},
+      {"clinical", clinical},
+      {"panels_shown", !clinical},
+      {"panel_scroll_max", panel_scroll_max},
+      {"preset", display::kWindowPresets.name(preset)},
+      {"orientation", display::describe(orient)},
+      {"edge_labels", {{"right", e.right}, {"left", e.left}, {"bottom", e.bottom}, {"top", e.top}}},
+      {"tip", {{"shown", tip_marker && tip.found}, {"x", tip.x}, {"y", tip.y}, {"contrast", tip.contrast}}},
+      {"shown_glass_ms", shown_glass_ms}};
+  std::ofstream out(path.string() + ".json");
+  if (!(out << j.dump() << "\n")) log::error("viewer: cannot write {}.json", path.string());
+  log::info("viewer: screenshot {} (frame {})", path.string(), shown ? shown->number : 0);
+}
+
+}  // namespace radstream::viewer

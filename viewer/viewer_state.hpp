@@ -1,0 +1,82 @@
+// The viewer's state, shared by its parts (private to viewer/): viewer_app.cpp (the window, the loop, keys,
+// mouse and actions), viewer_panels.cpp (the side panel), viewer_overlay.cpp (what is drawn on the image:
+// freshness, orientation, the tip marker, the scale bar; and the screenshot for tests).
+#pragma once
+#include <GLFW/glfw3.h>
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "display/orientation.hpp"
+#include "display/tip_finder.hpp"
+#include "display/window_presets.hpp"
+#include "viewer/image_view.hpp"
+#include "viewer/viewer_app.hpp"
+
+namespace radstream::viewer {
+
+inline constexpr float kPanelWidth = 390.f;
+
+struct History {
+  static constexpr std::size_t kLength = 300;
+  std::deque<float> v;
+  void add(float x) {
+    v.push_back(x);
+    if (v.size() > kLength) v.pop_front();
+  }
+  std::vector<float> vec() const { return {v.begin(), v.end()}; }
+};
+
+struct Viewer::Impl {
+  StreamRuntime& p;
+  ViewerOptions opt;
+  GLFWwindow* win = nullptr;
+  std::unique_ptr<ImageView> view;
+  Display disp;
+  std::shared_ptr<const FrameResult> shown;
+  std::vector<float> raw;     // the frame's real part as reconstructed
+  std::vector<float> pixels;  // as shown: turned by `orient`
+  display::Orientation orient;
+  display::WindowPreset preset = display::WindowPreset::Auto;
+  bool clinical = false, tip_marker = false;
+  display::Tip tip;  // in shown pixels
+  bool frozen = false, fullscreen = false, auto_once = true;
+  int win_x = 100, win_y = 100, win_w = 0, win_h = 0;
+  History fps, e2e, glass;
+  LatencySeries glass_stats{5};
+  long displayed = 0;
+  std::int64_t t0 = 0, last_fps_t = 0;
+  long frames_at_last_fps = 0;
+  int ui_window = 0, ui_stride = 0, ui_coil = -1;
+  ReconParams ui_recon;
+  char record_name[512] = {};
+  std::string message;
+  bool screenshot_done = false, window_set = false, backend_applied = false;
+  float panel_scroll_max = 0.f;  // how far the side panel scrolls (0: everything fits)
+  // Freshness of the image on screen.
+  double frame_interval_s = 0;  // smoothed time between the arrivals of consecutive frames
+  double shown_glass_ms = -1;   // the shown frame's acquired -> on glass latency
+  struct Freshness {
+    double age_s = 0, limit_s = 0;
+    bool stale = false;
+  };
+  Freshness freshness() const;
+
+  Impl(StreamRuntime& pl, const ViewerOptions& o) : p(pl), opt(o) {}
+  void upload_latest();
+  void refresh_pixels();  // raw -> pixels (orientation), upload, window preset, tip
+  void handle_mouse(const Rect& area);
+  void handle_keys();
+  void panels(const Rect& area);
+  void overlay(const Rect& area);
+  void snapshot();
+  void toggle_record();
+  void toggle_fullscreen();
+  void toggle_clinical();
+  void apply_recon();
+  void write_screenshot(int fb_w, int fb_h, const Rect& area);
+};
+
+}  // namespace radstream::viewer
