@@ -298,8 +298,7 @@ long Viewer::run() {
         const double ms = double(now - s.shown->last_acquired_ns) * 1e-6;
         s.glass.add(float(ms));
         s.shown_glass_ms = ms;
-        s.glass_stats.add(ms);
-        s.p.metrics().add_stage("to_glass", ms);
+        s.p.metrics().add_glass(ms);
         s.e2e.add(float(double(s.shown->ready_ns - s.shown->last_acquired_ns) * 1e-6));
       }
     }
@@ -310,7 +309,7 @@ long Viewer::run() {
     }
   }
   static_cast<void>(screenshot_pending);
-  const auto g = s.glass_stats.summary();
+  const auto g = s.p.metrics().glass.summary();
   log::info("viewer: closed; {} frames shown, acquired -> on glass p50 {:.2f} ms, p99 {:.2f} ms", s.displayed,
             g.p50, g.p99);
   return s.displayed;

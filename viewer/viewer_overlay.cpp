@@ -60,11 +60,16 @@ void Viewer::Impl::overlay(const Rect& area) {
               line.c_str());
   // Freshness, on the image itself: LIVE with the frame's latency, or dimmed under a red banner with its age.
   if (fr.stale || frozen) {
-    const bool lost = p.metrics().sender_lost.load();
-    if (!frozen) dl->AddRectFilled(ImVec2(r.x, r.y), ImVec2(r.x + r.w, r.y + r.h), IM_COL32(0, 0, 0, 170));
+    const bool lost = p.metrics().sender_lost.load(), ended = p.metrics().stream_ended.load();
+    if (!frozen) {  // dimmed, inside a red border around the whole image area (seen from across the room)
+      dl->AddRectFilled(ImVec2(r.x, r.y), ImVec2(r.x + r.w, r.y + r.h), IM_COL32(0, 0, 0, 170));
+      dl->AddRect(ImVec2(area.x + 3.f, area.y + 3.f), ImVec2(area.x + area.w - 3.f, area.y + area.h - 3.f),
+                  IM_COL32(220, 0, 0, 255), 0.f, 0, 6.f);
+    }
     const std::string banner =
         frozen ? fmt::format("FROZEN - image {:.1f} s old", fr.age_s)
-               : fmt::format("NO NEW DATA - image {:.1f} s old{}", fr.age_s, lost ? " - SENDER LOST" : "");
+               : fmt::format("NO NEW DATA - image {:.1f} s old{}", fr.age_s,
+                             lost ? " - SENDER LOST" : (ended ? " - STREAM ENDED" : ""));
     const float by = r.y + r.h * 0.45f;
     dl->AddRectFilled(ImVec2(r.x, by), ImVec2(r.x + r.w, by + 44.f),
                       frozen ? IM_COL32(170, 120, 0, 230) : IM_COL32(200, 0, 0, 235));

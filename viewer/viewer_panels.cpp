@@ -19,7 +19,8 @@ void stream_section(StreamRuntime& p) {
   const std::int64_t last = m.last_message_ns.load();
   const double age = last ? double(monotonic_ns() - last) * 1e-9 : -1.0;
   const bool connected = last && !m.sender_lost.load();
-  ImGui::Text("%s  %s", p.endpoint().c_str(), connected ? "connected" : (last ? "SENDER LOST" : "waiting"));
+  ImGui::Text("%s  %s", p.endpoint().c_str(),
+              m.stream_ended.load() ? "stream ended" : (connected ? "connected" : (last ? "SENDER LOST" : "waiting")));
   ImGui::Text("spokes %llu   frames %llu   skipped %llu", (unsigned long long)m.spokes.load(),
               (unsigned long long)m.frames.load(), (unsigned long long)m.frames_skipped.load());
   ImGui::Text("last message %s ago", age < 0 ? "-" : fmt::format("{:.2f} s", age).c_str());
@@ -73,7 +74,7 @@ void Viewer::Impl::panels(const Rect& area) {
     const char* names[] = {display::kWindowPresets.items[0].name, display::kWindowPresets.items[1].name,
                            display::kWindowPresets.items[2].name};
     bool redo = false;
-    if (ImGui::Combo("window preset (1 2 3)", &pi, names, 3)) {
+    if (ImGui::Combo("preset (1 2 3)", &pi, names, 3)) {
       preset = display::kWindowPresets.items[std::size_t(pi)].value;
       disp.auto_window = auto_once = redo = true;
     }
@@ -102,16 +103,19 @@ void Viewer::Impl::panels(const Rect& area) {
     const auto fv = fps.vec(), ev = e2e.vec(), gv = glass.vec();
     ImGui::Text("display %.1f fps", fv.empty() ? 0.f : fv.back());
     ImGui::PlotLines("##fps", fv.data(), int(fv.size()), 0, "frames/s", 0.f, FLT_MAX, ImVec2(plot_w, 40));
-    const auto pe = m.end_to_end.summary(), pg = glass_stats.summary();
+    const auto pe = m.end_to_end.summary(), pg = m.glass.summary();
     const std::int64_t now_ns = monotonic_ns();
-    const auto pipe = m.pipeline_recent.summary(now_ns), lag = m.lag_recent.summary(now_ns);
+    const auto pipe = m.pipeline_recent.summary(now_ns), lag = m.lag_recent.summary(now_ns),
+               glass_now = m.glass_recent.summary(now_ns);
     const double behind = m.skipped_recent.sum(now_ns);
-    ImGui::Text("last 10 s p50/p99: pipeline %.1f/%.1f  lag %.1f/%.1f ms", pipe.p50, pipe.p99, lag.p50, lag.p99);
+    ImGui::Text("last 10 s, p50/p99 ms:");
+    ImGui::Text("  pipeline %.1f/%.1f  sender lag %.1f/%.1f  glass %.1f/%.1f", pipe.p50, pipe.p99, lag.p50, lag.p99,
+                glass_now.p50, glass_now.p99);
     if (behind > 0)
       ImGui::TextColored(ImVec4(1.f, 0.3f, 0.3f, 1.f), "CANNOT KEEP UP: %.0f skipped in 10 s", behind);
-    ImGui::Text("acquired -> image ready: p50 %.2f  p99 %.2f ms", pe.p50, pe.p99);
+    ImGui::Text("session: acquired -> image ready p50 %.2f  p99 %.2f ms", pe.p50, pe.p99);
     ImGui::PlotLines("##e2e", ev.data(), int(ev.size()), 0, "ms", 0.f, FLT_MAX, ImVec2(plot_w, 40));
-    ImGui::Text("acquired -> on glass: p50 %.2f  p99 %.2f ms", pg.p50, pg.p99);
+    ImGui::Text("session: acquired -> on glass p50 %.2f  p99 %.2f ms", pg.p50, pg.p99);
     ImGui::PlotLines("##glass", gv.data(), int(gv.size()), 0, "ms", 0.f, FLT_MAX, ImVec2(plot_w, 40));
     if (ImGui::BeginTable("stages", 3, ImGuiTableFlags_SizingStretchProp)) {  // per stage, ms
       ImGui::TableSetupColumn("stage");

@@ -45,7 +45,6 @@ struct Viewer::Impl {
   bool frozen = false, fullscreen = false, auto_once = true;
   int win_x = 100, win_y = 100, win_w = 0, win_h = 0;
   History fps, e2e, glass;
-  LatencySeries glass_stats{5};
   long displayed = 0;
   std::int64_t t0 = 0, last_fps_t = 0;
   long frames_at_last_fps = 0;

@@ -19,6 +19,7 @@
 #include "app/commands.hpp"
 #include "version.hpp"
 #include "core/error.hpp"
+#include "io/output_path.hpp"
 #include "core/log.hpp"
 #include "core/param_reader.hpp"
 #include "gpu/cuda_runtime.hpp"
@@ -166,6 +167,7 @@ struct BenchArgs {
 };
 
 int run_bench(const BenchArgs& a) {
+  if (!a.out.empty()) check_output_file(a.out, "--out", true);  // before minutes of cases, not after
   const auto gpu_info = gpu::query();
   const bool have_gpu = gpu_info.available && gpu::cuda_stages_built();
   std::string cpu_name = "unknown";

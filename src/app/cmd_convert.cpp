@@ -8,6 +8,7 @@
 
 #include "app/commands.hpp"
 #include "core/error.hpp"
+#include "io/output_path.hpp"
 #include "core/log.hpp"
 #include "io/cfl.hpp"
 #include "io/frame_io.hpp"
@@ -27,8 +28,7 @@ int run_convert(const ConvertArgs& a) {
   if (a.matrix <= 0) throw ConfigError("--matrix " + std::to_string(a.matrix) + " must be > 0");
   if (a.repeat < 1) throw ConfigError("--repeat " + std::to_string(a.repeat) + " must be >= 1");
   if (!(a.rate_hz > 0)) throw ConfigError("--rate " + std::to_string(a.rate_hz) + " must be > 0");
-  if (!a.overwrite && std::filesystem::exists(a.out))
-    throw ConfigError(a.out + " exists; give --overwrite to replace it");
+  check_output_file(a.out, "--out", a.overwrite);
   const Frame f = frame_from_bart(read_cfl(a.traj), read_cfl(a.kspace), a.matrix, a.traj + " + " + a.kspace);
   const Geometry& g = f.geometry;
   StreamHeader h;

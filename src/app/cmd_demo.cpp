@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "app/commands.hpp"
+#include "io/output_path.hpp"
 #include "app/display_options.hpp"
 #include "app/interrupt.hpp"
 #include "app/recon_options.hpp"
@@ -44,6 +45,7 @@ int run_demo(DemoArgs a) {
   InterruptWatch interrupt;
   if (a.frames < 1 || a.window < 1 || a.stride < 1 || a.snapshot_every < 1)
     throw ConfigError("--frames, --window, --stride and --snapshot-every must be >= 1");
+  check_output_folder(a.out_dir, "--out-dir");
   a.sim.motion = true;
   if (a.pool > 0) a.sim.motion_period_s = double(a.pool) / a.sim.rate_hz;  // the pool loops seamlessly
   RunConfig cfg;

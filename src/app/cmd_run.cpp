@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "app/commands.hpp"
+#include "io/output_path.hpp"
 #include "app/display_options.hpp"
 #include "app/interrupt.hpp"
 #include "app/recon_options.hpp"
@@ -64,6 +65,9 @@ RunConfig load(const RunArgs& a) {
 int run(const RunArgs& a) {
   InterruptWatch interrupt;
   const RunConfig cfg = load(a);
+  // Every output before anything is received: a run never ends by failing to write what it made.
+  if (!cfg.sinks.metrics_json.empty()) check_output_file(cfg.sinks.metrics_json, "--metrics-json", true);
+  if (!cfg.sinks.images.empty()) check_output_folder(cfg.sinks.images, "--images");
   const Registry registry = default_registry();
   StreamRuntime p(cfg, registry);
   log::info("run: listening on {} ({} {}), window {} stride {} ({})", cfg.stream.endpoint, kReceiveSockets.name(cfg.stream.socket),

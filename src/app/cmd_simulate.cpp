@@ -12,6 +12,7 @@
 #include "sim/simulator.hpp"
 #include "stream/metrics.hpp"
 #include "stream/sender.hpp"
+#include "io/output_path.hpp"
 #include "stream/sim_streamer.hpp"
 
 namespace radstream::app {
@@ -29,11 +30,13 @@ struct SimArgs {
   std::uint32_t stream_id = 0;
   double wait_s = 10;
   bool no_wait = false;
+  bool overwrite = false;
 };
 
 int write_file(const SimArgs& a) {
   const long n_spokes = a.spokes < 0 ? 256 : a.spokes;
   if (n_spokes < 1) throw ConfigError("--spokes " + std::to_string(n_spokes) + " must be >= 1");
+  check_output_file(a.out, "--out", a.overwrite);  // before the simulator's set-up: never replaced silently
   const Simulator sim(a.sim);
   MrdWriter writer(a.out, sim.header(), a.stream_id);
   const auto t0 = std::chrono::steady_clock::now();
@@ -73,7 +76,8 @@ int stream(const SimArgs& a) {
 Runner add_simulate(CLI::App& app) {
   auto a = std::make_shared<SimArgs>();
   SimParams& p = a->sim;
-  app.add_option("--out", a->out, "write an MRD .h5 file instead of streaming");
+  app.add_option("--out", a->out, "write an MRD .h5 file instead of streaming (its folder is made)");
+  app.add_flag("--overwrite", a->overwrite, "allow --out to replace an existing file");
   app.add_option("--endpoint", a->sender.endpoint, "stream to this ZeroMQ endpoint (tcp://127.0.0.1:5555)");
   add_enum_option(app, "--socket", a->sender.socket, kSendSockets, "push (lossless) or pub (a tap that may drop)");
   app.add_flag("--bind", a->sender.bind, "bind the endpoint instead of connecting");

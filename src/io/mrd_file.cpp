@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "io/hdf5_errors.hpp"
 #include "io/mrd_raw.hpp"
 
 namespace radstream {
@@ -174,9 +175,10 @@ MrdRecording read_mrd(const std::string& path, long start, long count) {
   std::unique_ptr<ISMRMRD::Dataset> ds;
   std::string xml;
   try {
+    quiet_ismrmrd_errors();
     ds = std::make_unique<ISMRMRD::Dataset>(path.c_str(), "dataset", false);
   } catch (const std::exception& e) {
-    throw IoError(fmt::format("{}: cannot open as an MRD dataset: {}", path, e.what()));
+    throw IoError(fmt::format("{}: cannot open as an MRD dataset: {}", path, short_hdf5_error(e.what())));
   }
   try {
     ds->readHeader(xml);
@@ -200,7 +202,7 @@ MrdRecording read_mrd(const std::string& path, long start, long count) {
     try {
       ds->readAcquisition(i, acq);
     } catch (const std::exception& e) {
-      throw IoError(fmt::format("{}: cannot read acquisition {}: {}", path, i, e.what()));
+      throw IoError(fmt::format("{}: cannot read acquisition {}: {}", path, i, short_hdf5_error(e.what())));
     }
     const auto& h = acq.getHead();
     if (rec.header.coils == 0) rec.header.coils = h.active_channels;

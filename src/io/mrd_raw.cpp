@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "io/hdf5_errors.hpp"
 #include "io/mrd_file.hpp"
 
 namespace radstream {
@@ -16,10 +17,11 @@ MrdRawWriter::MrdRawWriter(const std::string& path, const std::string& xml) : pa
   std::error_code ec;
   std::filesystem::remove(path, ec);
   try {
+    quiet_ismrmrd_errors();
     ds_ = std::make_unique<ISMRMRD::Dataset>(path.c_str(), "dataset", true);
     ds_->writeHeader(xml);
   } catch (const std::exception& e) {
-    throw IoError(fmt::format("{}: cannot create the MRD file: {}", path, e.what()));
+    throw IoError(fmt::format("{}: cannot create the MRD file: {}", path, short_hdf5_error(e.what())));
   }
 }
 
@@ -44,7 +46,7 @@ void MrdRawWriter::append(std::span<const std::byte> bytes, std::span<const floa
   try {
     ds_->appendAcquisition(acq);
   } catch (const std::exception& e) {
-    throw IoError(fmt::format("{}: cannot append acquisition {}: {}", path_, count_, e.what()));
+    throw IoError(fmt::format("{}: cannot append acquisition {}: {}", path_, count_, short_hdf5_error(e.what())));
   }
   ++count_;
 }
@@ -52,9 +54,10 @@ void MrdRawWriter::append(std::span<const std::byte> bytes, std::span<const floa
 MrdRawReader::MrdRawReader(const std::string& path) : path_(path) {
   check_hdf5_file(path);
   try {
+    quiet_ismrmrd_errors();
     ds_ = std::make_unique<ISMRMRD::Dataset>(path.c_str(), "dataset", false);
   } catch (const std::exception& e) {
-    throw IoError(fmt::format("{}: cannot open as an MRD dataset: {}", path, e.what()));
+    throw IoError(fmt::format("{}: cannot open as an MRD dataset: {}", path, short_hdf5_error(e.what())));
   }
   try {
     ds_->readHeader(xml_);
@@ -76,7 +79,7 @@ RawSpoke MrdRawReader::read(std::size_t i) {
   try {
     ds_->readAcquisition(std::uint32_t(i), acq);
   } catch (const std::exception& e) {
-    throw IoError(fmt::format("{}: cannot read acquisition {}: {}", path_, i, e.what()));
+    throw IoError(fmt::format("{}: cannot read acquisition {}: {}", path_, i, short_hdf5_error(e.what())));
   }
   RawSpoke r;
   const ISMRMRD::ISMRMRD_AcquisitionHeader& h = acq.getHead();

@@ -114,7 +114,8 @@ void Ingest::run() {
     const std::int64_t now = monotonic_ns();
     if (!got) {  // timeout: is the sender still there?
       const std::int64_t last = metrics_.last_message_ns.load();
-      if (last && !metrics_.sender_lost && double(now - last) * 1e-9 > p_.sender_timeout_s) {
+      if (last && !metrics_.sender_lost && !metrics_.stream_ended &&
+          double(now - last) * 1e-9 > p_.sender_timeout_s) {  // a clean close is not a lost sender
         metrics_.sender_lost = true;
         log::warn("ingest: no message for {:.1f} s (sender gone?); {} spokes so far",
                   double(now - last) * 1e-9, metrics_.spokes.load());
@@ -132,6 +133,7 @@ void Ingest::run() {
       else
         too_many = true;
     }
+    metrics_.stream_ended = false;
     if (metrics_.sender_lost.exchange(false))
       log::info("ingest: the sender is back after {:.1f} s",
                 double(now - metrics_.last_message_ns.load()) * 1e-9);
@@ -177,6 +179,7 @@ void Ingest::handle(std::span<const std::span<const std::byte>> parts) {
       return;
     case wire::MsgType::Close:
       ++metrics_.closes;
+      metrics_.stream_ended = true;
       seq_.close(d.msg.env.stream_id);
       if (events_.allow(monotonic_ns()))
         log::info("ingest: stream {} closed by the sender after {} spokes ({} received, {} missing)",

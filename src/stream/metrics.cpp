@@ -103,6 +103,12 @@ Metrics::Metrics() {
   for (auto& r : rejected) r = 0;
 }
 
+void Metrics::add_glass(double ms) {
+  glass.add(ms);
+  glass_recent.add(ms, monotonic_ns());
+  add_stage("to_glass", ms);
+}
+
 void Metrics::add_stage(const std::string& stage, double ms) {
   LatencySeries* s;
   {
@@ -156,11 +162,14 @@ std::string Metrics::line(double t) {
                                  t, fps, sps, s, f, frames_skipped.load(), frames_failed.load(), missing.load(),
                                  rejected_total(), bad.empty() ? "" : "(" + bad + ")", pipe.p50, pipe.p99, lag.p50,
                                  lag.p99);
+  const auto glass_now = glass_recent.summary(now);
+  if (glass_now.count > 0) line += fmt::format(" glass={:.0f}/{:.0f}ms", glass_now.p50, glass_now.p99);
   if (gaps) line += fmt::format(" gaps={}", gaps.load());
   if (behind > 0) line += fmt::format(" BEHIND({:.0f} skipped/10s)", behind);
   if (last_iterations >= 0) line += fmt::format(" cg={}/{:.1g}", last_iterations.load(), last_residual.load());
   if (record_failures) line += fmt::format(" RECORD_FAILED={}", record_failures.load());
   if (sender_lost) line += " SENDER_LOST";
+  if (stream_ended) line += " ENDED";
   if (age > 2.0) line += fmt::format(" last_msg={:.0f}s_ago", age);
   return line;
 }
@@ -201,6 +210,7 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
   j["latency_ms"] = {{"end_to_end", radstream::to_json(end_to_end.summary())},
                      {"arrival_to_ready", radstream::to_json(arrival.summary())},
                      {"sender_lag", radstream::to_json(sender_lag.summary())},
+                     {"acquired_to_glass", radstream::to_json(glass.summary())},
                      {"stages", st}};
   if (last_iterations >= 0)
     j["solver"] = {{"iterations", radstream::to_json(solver_iterations.summary())},

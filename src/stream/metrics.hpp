@@ -63,7 +63,8 @@ class Metrics {
   std::array<std::atomic<std::uint64_t>, wire::kRejectCount> rejected{};
   std::atomic<std::uint64_t> missing{0}, gaps{0}, streams{0}, reconfigurations{0};
   std::atomic<std::int64_t> last_message_ns{0};
-  std::atomic<bool> sender_lost{false};
+  std::atomic<bool> sender_lost{false};    // quiet past stream.sender_timeout_s without closing its stream
+  std::atomic<bool> stream_ended{false};   // the sender closed its stream cleanly (until the next message)
   // Reconstruction.
   std::atomic<std::uint64_t> frames{0}, frames_skipped{0}, frames_failed{0};
   // Sinks.
@@ -77,6 +78,11 @@ class Metrics {
   // pipeline's own latency (arrived -> image ready), the sender's lag, and the frames skipped for being behind.
   LatencySeries sender_lag;
   RecentSeries pipeline_recent, lag_recent, skipped_recent;
+  // The viewer's acquired -> on glass latency (the last spoke's acquisition to the swap that first shows the
+  // frame): the session's series and the last 10 s; the status line shows it when a viewer reports it.
+  LatencySeries glass{5};
+  RecentSeries glass_recent;
+  void add_glass(double ms);
   void add_frame_latency(std::int64_t acquired_ns, std::int64_t arrival_ns, std::int64_t ready_ns);
   void add_skipped(std::uint64_t n);
   void add_stage(const std::string& stage, double ms);

@@ -1,6 +1,7 @@
 #include "stream/recorder.hpp"
 
 #include <fmt/format.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -35,6 +36,16 @@ Recorder::Recorder(const std::string& path, std::size_t max_queue_bytes, Metrics
   if (!overwrite && fs::exists(path))
     throw IoError("record: " + path + " exists; choose another name or allow overwriting (--overwrite, " +
                   "sinks.record_overwrite: true)");
+  // Prove now, before any spoke, that the file can be made (a folder's permission bits do not: /proc, a
+  // read-only mount, a full disk); the real file is written when the stream's header comes.
+  if (!fs::exists(path)) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) throw IoError("record: cannot create " + path + " (" + std::strerror(errno) + ")");
+    ::close(fd);
+    fs::remove(path, ec);
+  } else if (::access(path.c_str(), W_OK) != 0) {
+    throw IoError("record: " + path + " is not writable (" + std::strerror(errno) + ")");
+  }
   thread_ = std::thread([this] { run(); });
 }
 

@@ -1,5 +1,6 @@
 #include "stream/stream_runtime.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -165,10 +166,26 @@ void StreamRuntime::report_loop() {
     const auto period = std::chrono::duration<double>(cfg_.sinks.report_interval_s);
     auto next = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(period);
     std::unique_lock lock(report_m_);
+    // No line of zeros while nothing has come (a sender still starting, precomputing): one "waiting" line now
+    // and then every 10 s; and while nothing changes (a stream ended, a sender lost), one line every 10 s.
+    const std::int64_t quiet_every_ns = std::int64_t(std::max(10.0, cfg_.sinks.report_interval_s) * 1e9);
+    std::int64_t last_quiet_ns = 0;
+    std::uint64_t seen = ~0ull;
     while (running_) {
       if (report_cv_.wait_until(lock, next, [&] { return !running_.load(); })) break;
-      log::info("{}", metrics_.line(elapsed_s()));
       next += std::chrono::duration_cast<std::chrono::nanoseconds>(period);
+      const std::int64_t now = monotonic_ns();
+      const std::uint64_t activity = metrics_.messages.load() + metrics_.frames.load() + metrics_.frames_failed.load();
+      const bool quiet_due = last_quiet_ns == 0 || now - last_quiet_ns >= quiet_every_ns;
+      if (metrics_.messages.load() == 0) {
+        if (quiet_due)
+          log::info("run: waiting for a sender on {} ({:.0f} s)", endpoint(), elapsed_s()), last_quiet_ns = now;
+        continue;
+      }
+      if (activity == seen && !quiet_due) continue;
+      if (activity == seen) last_quiet_ns = now;
+      seen = activity;
+      log::info("{}", metrics_.line(elapsed_s()));
     }
   } catch (const std::exception& e) {
     once_.error(10, std::string("the status reporter stopped: ") + e.what());

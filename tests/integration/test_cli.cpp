@@ -3,6 +3,9 @@
 #include <ismrmrd/dataset.h>
 #include <ismrmrd/ismrmrd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -259,6 +262,38 @@ TEST(Cli, BadOutputPathsAndNonFiniteInputAreRefusedUpFront) {
   k.data[5] = cfloat(std::numeric_limits<float>::quiet_NaN(), 0.f);
   write_cfl(dir / "k", k.dims, k.data);
   expect_failure(radstream_cmd(pair + " --out " + dir / "x.cfl"), 3, "NaN or Inf");
+}
+
+// Issue 11 (8, 11): every command checks its outputs before any work, names the option and the path, and an
+// HDF5 failure is one line (libismrmrd used to print the HDF5 error stack, then radstream the same stack again).
+TEST(Cli, EveryCommandChecksItsOutputsBeforeAnyWork) {
+  test::TempDir dir;
+  const std::string sim = "simulate --spokes 16 --matrix 32 --coils 2 --out ";
+  ASSERT_EQ(radstream_cmd(sim + dir / "s.h5").exit_code, 0);
+  const auto size = std::filesystem::file_size(dir / "s.h5");
+  expect_failure(radstream_cmd(sim + dir / "s.h5"), 2, "--overwrite");  // never replaced silently
+  EXPECT_EQ(std::filesystem::file_size(dir / "s.h5"), size);
+  EXPECT_EQ(radstream_cmd("simulate --spokes 32 --matrix 32 --coils 2 --overwrite --out " + dir / "s.h5").exit_code, 0);
+  EXPECT_GT(std::filesystem::file_size(dir / "s.h5"), size);
+  EXPECT_EQ(radstream_cmd(sim + dir / "made/for/it/s.h5").exit_code, 0);  // folders are made
+  const auto bad = radstream_cmd(sim + "/proc/radstream-test/s.h5");
+  expect_failure(bad, 3, "--out /proc/radstream-test/s.h5");
+  EXPECT_EQ(bad.output.find("HDF5 Error"), std::string::npos) << bad.output;
+  EXPECT_LE(std::count(bad.output.begin(), bad.output.end(), '\n'), 2) << bad.output;
+  // Before minutes of benchmark cases or a whole run, not after.
+  const auto t0 = std::chrono::steady_clock::now();
+  expect_failure(radstream_cmd("bench --case R1 --backend cpu --out /proc/radstream-test/b.json"), 3,
+                 "--out /proc/radstream-test/b.json");
+  expect_failure(radstream_cmd("run --headless --duration 30 --endpoint tcp://127.0.0.1:56131 --metrics-json "
+                               "/proc/radstream-test/m.json"),
+                 3, "--metrics-json /proc/radstream-test/m.json");
+  expect_failure(radstream_cmd("run --headless --duration 30 --endpoint tcp://127.0.0.1:56132 --images "
+                               "/proc/radstream-test/img"),
+                 3, "--images /proc/radstream-test/img");
+  expect_failure(radstream_cmd("demo --headless --out-dir /proc/radstream-test/demo"), 3, "--out-dir");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 20.0);
+  // A folder where a file is meant.
+  expect_failure(radstream_cmd("bench --case R1 --backend cpu --out " + dir.path().string()), 2, "is a folder");
 }
 
 // Issue 11 (10): one orientation. The .png and the .cfl of the same reconstruction agree pixel for pixel:

@@ -321,4 +321,10 @@ TEST(StreamControl, StatusLineSeparatesPipelineAndSenderLagOverTheLastTenSeconds
   const auto j = m.to_json(1.0);
   EXPECT_NEAR(j["latency_ms"]["sender_lag"]["p50"].get<double>(), 100.0, 1e-6);
   EXPECT_EQ(j["frames_skipped"].get<int>(), 3);
+  // The glass latency appears, apart from the other two, once a viewer reports it.
+  EXPECT_EQ(m.line(3.0).find("glass="), std::string::npos);
+  for (int i = 0; i < 20; ++i) m.add_glass(16.0);
+  const std::string with_glass = m.line(4.0);
+  EXPECT_NE(with_glass.find("glass=16/16ms"), std::string::npos) << with_glass;
+  EXPECT_NEAR(m.to_json(4.0)["latency_ms"]["acquired_to_glass"]["p50"].get<double>(), 16.0, 1e-6);
 }

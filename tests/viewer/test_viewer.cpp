@@ -229,6 +229,14 @@ TEST(Viewer, AnImageThatStopsBeingRenewedIsDimmedUnderANoNewDataBanner) {
       const unsigned char* p = px + (std::size_t(y) * w + x) * 3;
       if (p[0] > 150 && p[1] < 90 && p[2] < 90) ++red;
     }
+  // The alert border: a red band along the image area's left edge (the area starts at x = 0).
+  long border_red = 0, border = 0;
+  for (int y = 100; y < h - 100; ++y)
+    for (int x = 1; x < 8; ++x, ++border) {
+      const unsigned char* p = px + (std::size_t(y) * w + x) * 3;
+      if (p[0] > 150 && p[1] < 60 && p[2] < 60) ++border_red;
+    }
+  EXPECT_GT(double(border_red) / double(border), 0.6) << "the red alert border";
   // The rest of the image is dimmed: its 99th percentile below ~40 % (undimmed, the skull ring is white and
   // covers a few % of the image; the overlay's orientation labels, white on purpose, cover a fraction of 1 %).
   std::vector<int> values;
@@ -236,7 +244,7 @@ TEST(Viewer, AnImageThatStopsBeingRenewedIsDimmedUnderANoNewDataBanner) {
     if (y >= by - 2 && y < by + 46) continue;
     for (int x = int(rx); x < int(rx + rw) && x < w; ++x) {
       const unsigned char* p = px + (std::size_t(y) * w + x) * 3;
-      values.push_back(int(std::max({p[0], p[1], p[2]})));
+      values.push_back(int(p[1]));  // green: the grey image's level, not the red alert border around it
     }
   }
   stbi_image_free(px);
