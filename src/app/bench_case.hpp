@@ -24,6 +24,7 @@ struct BenchCase {
   int stride = 16;               // live: a new frame every S spokes (the window is `spokes`)
   long total_spokes = 50000;     // ingest: spokes sent as fast as possible
   int port = 56300;              // tcp loopback port of the streaming cases
+  std::string target;            // pass/fail clauses (bench_target.hpp); empty: none (R7: see the plots)
   ReconParams recon;
 
   template <class V>
@@ -43,6 +44,7 @@ struct BenchCase {
     v.field("stride", stride, 1, 1 << 16, "live: a new frame every S spokes");
     v.field("total_spokes", total_spokes, 1L, 100000000L, "ingest: spokes sent");
     v.field("port", port, 1024, 65535, "tcp loopback port");
+    v.field("target", target, "pass/fail: 'JSON-pointer <= number' clauses joined by ';', e.g. '/frame_ms/median <= 3'");
   }
 };
 

@@ -15,7 +15,9 @@
 
 #include "app/bench_case.hpp"
 #include "app/bench_cg.hpp"
+#include "app/bench_plot.hpp"
 #include "app/bench_stages.hpp"
+#include "app/bench_target.hpp"
 #include "app/commands.hpp"
 #include "version.hpp"
 #include "core/error.hpp"
@@ -53,6 +55,7 @@ std::vector<BenchCase> load_cases(const std::string& dir) {
       if (c.kind == BenchKind::FftEngines && c.backend != Backend::Cuda)
         throw ConfigError("bench.kind fft-engines needs backend: cuda");
       c.recon = ReconParams::from_config(root["recon"]);
+      if (!c.target.empty()) check_target_spec(c.target, c.name);
       cases.push_back(std::move(c));
     } catch (const YAML::Exception& e) {
       throw ConfigError(f.string() + ": " + e.what());
@@ -131,9 +134,10 @@ nlohmann::ordered_json fft_engines_case(const BenchCase& c, const Registry& regi
           {"fused_over_cufft_tail", tail_fused.median / tail_cufft.median}};
 }
 
-// One line per case on stderr: the number that matters for each kind.
+// One line per case on stderr: the number that matters for each kind, and the target's verdict.
 void print_summary(const nlohmann::ordered_json& js) {
-  std::fprintf(stderr, "%-22s %-8s %-12s %s\n", "case", "backend", "kind", "result");
+  std::fprintf(stderr, "%-22s %-8s %-7s %-6s %s\n", "case", "backend", "kind", "target", "result");
+  int pass = 0, fail = 0, none = 0;
   for (const auto& c : js["cases"]) {
     const std::string kind = c.value("kind", "chain");
     std::string result;
@@ -150,12 +154,35 @@ void print_summary(const nlohmann::ordered_json& js) {
     else if (c.contains("custom_over_cufft_inverse"))
       result = fmt::format("custom/cuFFT inverse {:.2f}x, fused tail/cuFFT tail {:.2f}x",
                            c["custom_over_cufft_inverse"].get<double>(), c["fused_over_cufft_tail"].get<double>());
-    std::fprintf(stderr, "%-22s %-8s %-12s %s\n", c["case"].get<std::string>().c_str(),
-                 c.value("backend", "").c_str(), kind.c_str(), result.c_str());
+    std::string verdict = "-";
+    if (c.contains("target")) {
+      const bool ok = c["target"]["pass"].get<bool>();
+      verdict = ok ? "PASS" : "FAIL";
+      ++(ok ? pass : fail);
+      if (!ok)
+        for (const auto& k : c["target"]["checks"])
+          if (!k["pass"].get<bool>())
+            result += fmt::format("  [{} {} {:g}: {}]", k["metric"].get<std::string>(), k["op"].get<std::string>(),
+                                  k["limit"].get<double>(), k["value"].is_null() ? "not measured" : fmt::format("{:.4g}", k["value"].get<double>()));
+    } else {
+      ++none;
+    }
+    std::fprintf(stderr, "%-22s %-8s %-7s %-6s %s\n", c["case"].get<std::string>().c_str(),
+                 c.value("backend", "").c_str(), kind.c_str(), verdict.c_str(), result.c_str());
   }
   for (const auto& s : js["skipped"])
-    std::fprintf(stderr, "%-22s %-8s %-12s skipped: %s\n", s["case"].get<std::string>().c_str(), "", "",
+    std::fprintf(stderr, "%-22s %-8s %-7s %-6s skipped: %s\n", s["case"].get<std::string>().c_str(), "", "", "",
                  s["reason"].get<std::string>().c_str());
+  std::fprintf(stderr, "targets: %d pass, %d fail, %d cases without a target, %zu skipped\n", pass, fail, none,
+               js["skipped"].size());
+}
+
+// The 1-minute load average (/proc/loadavg): other work on the machine skews a benchmark; the JSON says how much.
+double load_average() {
+  std::ifstream f("/proc/loadavg");
+  double l = -1;
+  f >> l;
+  return l;
 }
 
 struct BenchArgs {
@@ -164,6 +191,7 @@ struct BenchArgs {
   std::string cases_dir = "config/bench";
   int frames = 50, warmup = 5;
   std::string out;
+  std::string plot;  // a result JSON to plot instead of running cases
 };
 
 int run_bench(const BenchArgs& a) {
@@ -186,6 +214,8 @@ int run_bench(const BenchArgs& a) {
   nlohmann::ordered_json js;
   js["radstream_version"] = RADSTREAM_VERSION;
   js["commit"] = RADSTREAM_COMMIT;
+  js["build_type"] = std::string(RADSTREAM_BUILD_TYPE).empty() ? "unset" : RADSTREAM_BUILD_TYPE;
+  js["load_average_1min_before"] = load_average();
   js["date"] = date;
   js["gpu"] = have_gpu ? gpu_info.device_name : "none";
   js["driver_version"] = gpu_info.driver_version;
@@ -206,7 +236,8 @@ int run_bench(const BenchArgs& a) {
     }
   for (BenchCase c : cases) {
     if (!a.cases.empty() && std::find(a.cases.begin(), a.cases.end(), c.name) == a.cases.end()) continue;
-    if (a.backend == "cpu" && c.backend == Backend::Cuda && c.kind == BenchKind::Chain) {  // a GPU case on the CPU
+    const bool moved_to_cpu = a.backend == "cpu" && c.backend == Backend::Cuda && c.kind == BenchKind::Chain;
+    if (moved_to_cpu) {  // a GPU case on the CPU: its GPU target does not apply
       c.backend = Backend::Cpu;
       c.recon.backend = BackendChoice::Cpu;
       c.recon.fft.engine = FftEngine::Auto;
@@ -222,6 +253,7 @@ int run_bench(const BenchArgs& a) {
       js["cases"].push_back(c.kind == BenchKind::FftEngines ? fft_engines_case(c, registry, a.frames, a.warmup)
                             : c.kind == BenchKind::Ingest   ? ingest_case(c)
                                                     : live_case(c, registry));
+      if (!c.target.empty()) js["cases"].back()["target"] = evaluate_target(c.target, js["cases"].back());
       continue;
     }
     SimParams sp;
@@ -283,7 +315,11 @@ int run_bench(const BenchArgs& a) {
       j["frame_over_cufft_reference"] = frame.median / cu.median;
       j["cuda_graph"] = chain.uses_graph();
     }
-    if (c.name == "R4") j["bart_nufft_rss_command_ms"] = bart_reference(f, c.matrix);
+    if (c.name == "R4") {
+      j["bart_nufft_rss_command_ms"] = bart_reference(f, c.matrix);
+      if (j["bart_nufft_rss_command_ms"].is_number())
+        j["bart_over_ours_wall"] = j["bart_nufft_rss_command_ms"].get<double>() / w.median;
+    }
     const SolverStats solver = chain.solver_stats();
     if (solver.present) {
       j["iterations"] = solver.iterations;
@@ -299,10 +335,15 @@ int run_bench(const BenchArgs& a) {
         j["bart_pics_1_iteration_command_ms"] = bart_pics_reference(f, maps, 1, 0.01);
       }
     }
+    if (moved_to_cpu && !c.target.empty())
+      j["target_not_applied"] = "'" + c.target + "' is a GPU target; this run moved the case to the CPU (--backend cpu)";
+    else if (!c.target.empty())
+      j["target"] = evaluate_target(c.target, j);
     js["cases"].push_back(j);
     log::info("bench {}: frame {:.4f} ms (p10 {:.4f}, p90 {:.4f}), fft stage {:.4f} ms, wall {:.3f} ms",
               c.name, frame.median, frame.p10, frame.p90, fft.median, w.median);
   }
+  js["load_average_1min_after"] = load_average();
   print_summary(js);
   const std::string text = js.dump(1) + "\n";
   if (!a.out.empty()) {
@@ -324,9 +365,17 @@ Runner add_bench(CLI::App& app) {
   app.add_option("--frames", a->frames, "timed frames per case (default 50)")->check(CLI::Range(1, 100000));
   app.add_option("--warmup", a->warmup, "untimed frames first (default 5)")->check(CLI::Range(0, 100000));
   app.add_option("--out", a->out, "JSON file (default: stdout)");
+  app.add_option("--plot", a->plot,
+                 "draw the scaling cases (R7) of this result JSON as PNG plots beside it, instead of running cases");
   app.add_option("--backend", a->backend, "cpu: run the GPU chain cases on the CPU instead of skipping them")
       ->check(CLI::IsMember({"cpu"}));
-  return [a] { return run_bench(*a); };
+  return [a] {
+    if (!a->plot.empty()) {
+      for (const auto& f : plot_bench_scaling(a->plot)) log::info("bench: wrote {}", f);
+      return 0;
+    }
+    return run_bench(*a);
+  };
 }
 
 }  // namespace radstream::app

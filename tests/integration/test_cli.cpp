@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include <stb_image.h>
@@ -177,6 +178,69 @@ TEST(Cli, BenchJsonNamesVersionSkippedCasesAndRefusesUnknownCases) {
   r = radstream_cmd("--version");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.output.find("radstream 0.1.0 (commit "), std::string::npos) << r.output;
+}
+
+// Issue 11 (9): the benchmark judges each case against its target (clauses on the case's own result), says the
+// build type and the machine's load, prints the verdicts in its summary, refuses a target it cannot parse, and
+// draws the scaling cases as plots.
+TEST(Cli, BenchJudgesTargetsSaysBuildTypeAndLoadAndPlotsScaling) {
+  test::TempDir dir;
+  std::filesystem::create_directories(dir / "cases");
+  const auto write_case = [&](const std::string& name, const std::string& target) {
+    std::ofstream(dir / ("cases/" + name + ".yaml"))
+        << "bench:\n  name: " << name << "\n  spokes: 32\n  samples: 64\n  coils: 2\n  matrix: 32\n"
+        << "  backend: cpu\n  target: \"" << target << "\"\nrecon:\n  backend: cpu\n  fftw_planner: estimate\n";
+  };
+  write_case("T-pass", "/frame_ms/median <= 100000; /frames_per_s >= 0.001");
+  write_case("T-fail", "/frame_ms/median <= 0");
+  write_case("T-missing", "/no/such/metric >= 1");
+  auto r = radstream_cmd("bench --frames 2 --warmup 0 --cases-dir " + dir / "cases" + " --out " + dir / "b.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream f(dir / "b.json");
+  const auto j = nlohmann::json::parse(f);
+  EXPECT_EQ(j.at("build_type"), "Release");
+  EXPECT_GE(j.at("load_average_1min_before").get<double>(), 0.0);
+  EXPECT_GE(j.at("load_average_1min_after").get<double>(), 0.0);
+  std::map<std::string, nlohmann::json> by;
+  for (const auto& c : j.at("cases")) by[c.at("case")] = c;
+  ASSERT_EQ(by.size(), 3u);
+  EXPECT_TRUE(by["T-pass"].at("target").at("pass").get<bool>());
+  EXPECT_EQ(by["T-pass"].at("target").at("checks").size(), 2u);
+  EXPECT_FALSE(by["T-fail"].at("target").at("pass").get<bool>());
+  EXPECT_GT(by["T-fail"].at("target").at("checks")[0].at("value").get<double>(), 0.0);
+  EXPECT_FALSE(by["T-missing"].at("target").at("pass").get<bool>());
+  EXPECT_TRUE(by["T-missing"].at("target").at("checks")[0].at("value").is_null());
+  EXPECT_NE(r.output.find("targets: 1 pass, 2 fail"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("FAIL"), std::string::npos) << r.output;
+  // A target that does not parse stops the benchmark before any case, naming the clause.
+  write_case("T-bad", "/frame_ms/median < 3");
+  expect_failure(radstream_cmd("bench --cases-dir " + dir / "cases"), 2, "'/frame_ms/median < 3'");
+  // Plots of the scaling cases: one PNG per parameter, beside the JSON.
+  nlohmann::json res = {{"gpu", "test"}, {"cases", nlohmann::json::array()}};
+  const auto add = [&](const std::string& name, double ms) {
+    res["cases"].push_back({{"case", name}, {"backend", "cuda"}, {"frame_ms", {{"median", ms}}}});
+  };
+  add("R1", 0.28);
+  for (const auto& [c, ms] : std::vector<std::pair<int, double>>{{1, 0.02}, {4, 0.05}, {8, 0.08}, {16, 0.15}, {64, 0.6}})
+    add("R7-coils-" + std::to_string(c), ms);
+  add("R7-matrix-512", 0.7);
+  std::ofstream(dir / "res.json") << res.dump();
+  r = radstream_cmd("bench --plot " + dir / "res.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* p : {"res-scaling-coils.png", "res-scaling-matrix.png"}) {
+    int w = 0, h = 0, ch = 0;
+    unsigned char* px = stbi_load((dir / p).c_str(), &w, &h, &ch, 3);
+    ASSERT_NE(px, nullptr) << p;
+    EXPECT_EQ(w, 760);
+    EXPECT_EQ(h, 480);
+    long blue = 0;  // the gridding series' colour
+    for (int i = 0; i < w * h; ++i) blue += px[3 * i] == 20 && px[3 * i + 1] == 90 && px[3 * i + 2] == 200;
+    stbi_image_free(px);
+    EXPECT_GT(blue, 500) << p;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "res-scaling-spokes.png"));  // one point (R1) is not a series
+  std::ofstream(dir / "none.json") << nlohmann::json({{"cases", nlohmann::json::array()}}).dump();
+  expect_failure(radstream_cmd("bench --plot " + dir / "none.json"), 2, "no scaling case");
 }
 
 // The README's key table is `radstream config-keys --markdown`: names, defaults and ranges cannot drift.
