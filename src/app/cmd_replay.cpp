@@ -122,7 +122,8 @@ int run_replay(const ReplayArgs& a) {
     }
   } while (a.loop);
   sender.close();
-  log::info("replay: sent {} spokes in {:.2f} s", sent, double(monotonic_ns() - t0) * 1e-9);
+  log::info("replay: sent {} spokes in {:.2f} s ({})", sent, double(monotonic_ns() - t0) * 1e-9,
+            delivery_note(a.sender.socket));
   return 0;
 }
 

@@ -182,4 +182,10 @@ void Sender::close() {
   send_parts(wire::encode_bare(control(wire::MsgType::Close)));
 }
 
+const char* delivery_note(SendSocket s) {
+  return s == SendSocket::Push
+             ? "push: no acknowledgement from the receiver; it never drops, and the receiver's spokes= counts what arrived"
+             : "pub: no acknowledgement; a slow subscriber drops, and its missing= counts the gaps";
+}
+
 }  // namespace radstream

@@ -74,6 +74,10 @@ void validate_endpoint(const std::string& endpoint, const std::string& what);
 // never reports success to nobody). seconds <= 0: do not wait.
 void wait_for_receiver(Sender& sender, const std::string& endpoint, double seconds);
 zmq::socket_type socket_type(SendSocket s);
+
+// What a sender can say about delivery when it is done: ZeroMQ PUSH and PUB carry no acknowledgement, so the
+// count that arrived is the receiver's (its status line's spokes= and missing=); PUSH never drops, PUB may.
+const char* delivery_note(SendSocket s);
 // Binds or connects `s`; a failure is a ConfigError naming `what` (the option) and the endpoint.
 void bind_or_connect(zmq::socket_t& s, const std::string& endpoint, bool bind, const std::string& what);
 

@@ -98,7 +98,8 @@ std::uint64_t SimStreamer::run(const std::function<bool()>& interrupted) {
     }
   }
   sender.close();
-  log::info("simulate: sent {} spokes in {:.2f} s", sender.spokes_sent(), double(monotonic_ns() - t0) * 1e-9);
+  log::info("simulate: sent {} spokes in {:.2f} s ({})", sender.spokes_sent(), double(monotonic_ns() - t0) * 1e-9,
+            delivery_note(p_.sender.socket));
   return sender.spokes_sent();
 }
 
