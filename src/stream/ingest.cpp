@@ -269,6 +269,11 @@ void Ingest::on_spoke(const wire::Message& m, std::span<const std::byte> acq_hea
     reject(wire::Reject::NonFinite, fmt::format("NaN or Inf in spoke {}", m.head.spoke_index));
     return;
   }
+  if (!wire::trajectory_in_range(m.traj, m.traj_dims)) {  // a huge finite k would index far outside the grid
+    reject(wire::Reject::TrajRange, fmt::format("spoke {} has a trajectory point outside |k| <= {} cycles/pixel",
+                                                m.head.spoke_index, wire::kMaxTrajectoryK));
+    return;
+  }
   // Only a spoke that passed every check consumes its sequence number.
   const auto verdict = seq_.see(m.env.stream_id, m.env.sequence);
   using V = SequenceTracker::Verdict;

@@ -5,6 +5,7 @@
 #include <ismrmrd/version.h>
 
 #include <bit>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -102,6 +103,8 @@ const char* to_string(Reject r) {
       return "data_size";
     case Reject::NonFinite:
       return "non_finite";
+    case Reject::TrajRange:
+      return "traj_range";
     case Reject::BadText:
       return "bad_text";
     case Reject::NoHeader:
@@ -271,6 +274,19 @@ std::array<std::byte, 64> encode_image_header(const ImageHeader& h) {
   put(40, h.last_acquired_ns);
   put(48, h.ready_ns);
   return b;
+}
+
+bool trajectory_in_range(std::span<const std::byte> traj, int dims) {
+  if (dims < 1) return true;
+  const std::size_t n = traj.size() / (sizeof(float) * std::size_t(dims));
+  const int checked = std::min(dims, 2);
+  for (std::size_t i = 0; i < n; ++i)
+    for (int d = 0; d < checked; ++d) {
+      float v;
+      std::memcpy(&v, traj.data() + (i * std::size_t(dims) + std::size_t(d)) * sizeof(float), sizeof v);
+      if (!(std::fabs(v) <= kMaxTrajectoryK)) return false;
+    }
+  return true;
 }
 
 }  // namespace radstream::wire

@@ -56,6 +56,7 @@ enum class Reject {
   TrajSize,          // F2 size != samples x dims x 4
   DataSize,          // F3 size != coils x samples x 8
   NonFinite,         // NaN or Inf in the trajectory or the data
+  TrajRange,         // a trajectory point outside |k| <= 0.75 cycles/pixel (kx or ky)
   BadText,           // header text empty, too long or not XML radstream can use
   NoHeader,          // a spoke before any stream header
   GeometryMismatch,  // samples or coils differ from the stream header
@@ -96,6 +97,11 @@ DecodeResult decode(std::span<const std::span<const std::byte>> parts, const Lim
 
 // True when every float in the bytes is finite (the bytes are a whole number of floats).
 bool all_finite(std::span<const std::byte> floats);
+
+// The k-space bound of the stream's trajectories (cycles per pixel; a spoke spans [-0.5, 0.5), readout
+// oversampling included), and whether every kx, ky of a [S][D] float trajectory keeps within it.
+inline constexpr float kMaxTrajectoryK = 0.75f;
+bool trajectory_in_range(std::span<const std::byte> traj, int dims);
 
 // A whole message as byte vectors (for tests and the fuzzer). A spoke's F1 is acquisition_header_bytes()
 // (io/mrd_file.hpp) with the envelope's stream id and sequence.

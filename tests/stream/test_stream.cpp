@@ -273,6 +273,12 @@ TEST(Stream, EveryBadInputIsCountedAndThePipelineGoesOn) {
   Spoke nan = spokes[32];
   nan.data[7] = cfloat(std::nanf(""), 0);
   send(wire::encode_spoke(env(33, 32), nan));  // non-finite
+  ASSERT_FALSE(spokes[32].traj.empty());
+  for (float huge : {2e7f, 1e30f, -1e9f}) {  // finite, and far outside k-space: used to crash the CPU gridding
+    Spoke far = spokes[32];
+    far.traj[5] = huge;
+    send(wire::encode_spoke(env(33, 32), far));
+  }
   Spoke two = spokes[32];
   two.coils = 2;
   two.data.resize(std::size_t(2) * two.samples);
@@ -292,6 +298,7 @@ TEST(Stream, EveryBadInputIsCountedAndThePipelineGoesOn) {
   for (R r : {R::NoHeader, R::EnvelopeSize, R::Magic, R::Version, R::Checksum, R::UnknownType, R::PartCount,
               R::Limits, R::DataSize, R::NonFinite, R::GeometryMismatch, R::Duplicate, R::Late, R::BadText})
     EXPECT_EQ(m.rejected[int(r)].load(), 1u) << wire::to_string(r);
+  EXPECT_EQ(m.rejected[int(R::TrajRange)].load(), 3u);
   EXPECT_EQ(m.spokes.load(), 69u);  // 70 good ones, minus the late one (counted, not framed)
   EXPECT_EQ(m.missing.load(), 0u);  // 33 came late
   EXPECT_GE(m.frames.load(), 2u);   // frames after the bad messages too
