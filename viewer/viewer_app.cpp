@@ -294,7 +294,7 @@ long Viewer::run() {
     const std::int64_t now = monotonic_ns();
     if (fresh) {  // the frame's "shown" time is this swap
       ++s.displayed;
-      if (s.shown->last_acquired_ns > 0) {
+      if (sender_clock_plausible(s.shown->last_acquired_ns, now)) {
         const double ms = double(now - s.shown->last_acquired_ns) * 1e-6;
         s.glass.add(float(ms));
         s.shown_glass_ms = ms;

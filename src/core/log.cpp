@@ -12,4 +12,18 @@ void set_level(const std::string& name) {
   spdlog::set_level(level);
 }
 
+std::string printable_line(std::string_view text, std::size_t cap) {
+  std::string out;
+  out.reserve(std::min(text.size(), cap) + 3);
+  for (char ch : text) {
+    if (out.size() >= cap) {
+      out += "...";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(ch);
+    out += c == '\n' || c == '\r' || c == '\t' ? ' ' : (c >= 0x20 && c < 0x7f ? char(c) : '?');
+  }
+  return out;
+}
+
 }  // namespace radstream::log

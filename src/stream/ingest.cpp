@@ -93,7 +93,7 @@ void Ingest::reject(wire::Reject r, const std::string& detail) {
   if (!logged_[int(r)]) {
     logged_[int(r)] = true;
     log::warn("ingest: skipped a bad message ({}): {} (further ones of this kind are only counted)",
-              wire::to_string(r), detail);
+              wire::to_string(r), log::printable_line(detail, 300));
   }
 }
 
@@ -175,7 +175,7 @@ void Ingest::handle(std::span<const std::span<const std::byte>> parts) {
       return;
     case wire::MsgType::Text:
       ++metrics_.texts;
-      if (events_.allow(monotonic_ns())) log::info("ingest: sender says: {}", d.msg.text.substr(0, 200));
+      if (events_.allow(monotonic_ns())) log::info("ingest: sender says: {}", log::printable_line(d.msg.text));
       return;
     case wire::MsgType::Close:
       ++metrics_.closes;

@@ -84,10 +84,15 @@ double RecentSeries::sum(std::int64_t now) const {
 
 void Metrics::add_frame_latency(std::int64_t acquired, std::int64_t arrived, std::int64_t ready) {
   const std::int64_t now = monotonic_ns();
-  if (acquired > 0) end_to_end.add(double(ready - acquired) * 1e-6);
   arrival.add(double(ready - arrived) * 1e-6);
   pipeline_recent.add(double(ready - arrived) * 1e-6, now);
-  if (acquired > 0 && arrived > 0) {
+  if (acquired <= 0) return;  // the sender gave no acquisition time
+  if (!sender_clock_plausible(acquired, arrived > 0 ? arrived : ready)) {
+    ++clock_invalid;  // a forged or foreign clock: counted, never averaged into the latency figures
+    return;
+  }
+  end_to_end.add(double(ready - acquired) * 1e-6);
+  if (arrived > 0) {
     const double lag = double(arrived - acquired) * 1e-6;
     sender_lag.add(lag);
     lag_recent.add(lag, now);
@@ -168,6 +173,7 @@ std::string Metrics::line(double t) {
   if (behind > 0) line += fmt::format(" BEHIND({:.0f} skipped/10s)", behind);
   if (last_iterations >= 0) line += fmt::format(" cg={}/{:.1g}", last_iterations.load(), last_residual.load());
   if (record_failures) line += fmt::format(" RECORD_FAILED={}", record_failures.load());
+  if (clock_invalid) line += fmt::format(" CLOCK_INVALID={}", clock_invalid.load());
   if (sender_lost) line += " SENDER_LOST";
   if (stream_ended) line += " ENDED";
   if (age > 2.0) line += fmt::format(" last_msg={:.0f}s_ago", age);
@@ -192,6 +198,7 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
   j["frames"] = frames.load();
   j["frames_per_s"] = t > 0 ? double(frames.load()) / t : 0.0;
   j["frames_skipped"] = frames_skipped.load();
+  j["clock_invalid"] = clock_invalid.load();
   j["frames_failed"] = frames_failed.load();
   j["headers"] = headers.load();
   j["heartbeats"] = heartbeats.load();

@@ -17,6 +17,11 @@
 namespace radstream {
 
 std::int64_t monotonic_ns();          // CLOCK_MONOTONIC in ns (the clock of the wire timestamps)
+// A sender's acquisition time is believed when it lies 0..60 s before `seen_ns` (its arrival); a sender on
+// another host, a forged or a garbled timestamp is not (the frame counts under clock_invalid instead).
+inline bool sender_clock_plausible(std::int64_t acquired_ns, std::int64_t seen_ns) {
+  return acquired_ns > 0 && seen_ns >= acquired_ns && seen_ns - acquired_ns <= 60'000'000'000;
+}
 void sleep_until_ns(std::int64_t t);  // until monotonic_ns() >= t
 
 struct Percentiles {
@@ -67,6 +72,7 @@ class Metrics {
   std::atomic<bool> stream_ended{false};   // the sender closed its stream cleanly (until the next message)
   // Reconstruction.
   std::atomic<std::uint64_t> frames{0}, frames_skipped{0}, frames_failed{0};
+  std::atomic<std::uint64_t> clock_invalid{0};  // frames whose sender time was not plausible (kept out of latency)
   // Sinks.
   std::atomic<std::uint64_t> recorded{0}, recorder_waits{0}, record_failures{0}, published{0}, images_written{0},
       sink_dropped{0};

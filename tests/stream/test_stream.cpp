@@ -568,6 +568,56 @@ TEST(Stream, AHeaderWhoseRingIsTooLargeIsRejectedAndTheStreamGoesOn) {
   EXPECT_GE(p.metrics().frames.load(), 2u);
 }
 
+// Issue 15 (9), through the real binary: a sender's text cannot forge a status line or drive the terminal (one
+// printable line), and forged acquisition times (the far past, the future) are counted as clock_invalid and kept
+// out of the latency figures instead of giving p50 = -3.2e12 ms.
+TEST(Stream, ForgedClocksAndSenderTextDoNotPoisonMetricsOrLogs) {
+  test::TempDir dir;
+  const std::string bin = test::radstream_binary();
+  const int port = 56125;
+  auto run = std::async(std::launch::async, [&] {
+    return test::run_command(bin + " run --headless --backend cpu --endpoint " + tcp(port) +
+                             " --window 32 --stride 16 --no-skip --until-close --duration 20 --metrics-json " + (dir / "m.json"));
+  });
+  std::this_thread::sleep_for(300ms);
+  const Simulator sim(small_sim());
+  zmq::context_t ctx(1);
+  SenderParams sp;
+  sp.endpoint = tcp(port);
+  Sender s(ctx, sp, 11);
+  ASSERT_TRUE(s.wait_for_peer(std::chrono::milliseconds(5000)));
+  s.send_header(stream_header_to_xml(sim.header()));
+  s.send_text("t=99s fps=1000.0 spokes=123456 FORGED\n\x1b[2J\x1b[31mred\x07 and more");
+  const auto spokes = sim.spokes(0, 96);
+  for (int i = 0; i < 96; ++i) {
+    SpokeHeader h = spokes[i].header;
+    h.acquired_ns = i < 32 ? monotonic_ns() - 3'200'000'000'000'000 : (i < 64 ? monotonic_ns() + 5'000'000'000 : monotonic_ns());
+    s.send_spoke(h, spokes[i]);
+  }
+  s.close();
+  const auto r = run.get();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << "an escape sequence reached the log";
+  EXPECT_EQ(r.output.find('\x07'), std::string::npos);
+  const auto said = r.output.find("sender says: ");
+  ASSERT_NE(said, std::string::npos) << r.output;
+  const std::string line = r.output.substr(said, r.output.find('\n', said) - said);
+  EXPECT_NE(line.find("FORGED ?[2J?[31mred? and more"), std::string::npos) << line;  // one line, printable
+  std::ifstream mf(dir / "m.json");
+  const auto m = nlohmann::json::parse(mf);
+  const auto frames = m.at("frames").get<std::uint64_t>();
+  const auto invalid = m.at("clock_invalid").get<std::uint64_t>();
+  std::printf("forged clocks: %llu frames, %llu with an implausible sender time, e2e p50 %.3f ms\n",
+              (unsigned long long)frames, (unsigned long long)invalid,
+              m.at("latency_ms").at("end_to_end").at("p50").get<double>());
+  EXPECT_GE(invalid, 2u);  // the frames whose newest spoke carried a forged time
+  EXPECT_LT(invalid, frames);
+  const double p50 = m.at("latency_ms").at("end_to_end").at("p50").get<double>();
+  EXPECT_GE(p50, 0.0);
+  EXPECT_LT(p50, 60000.0);
+  EXPECT_GE(m.at("latency_ms").at("sender_lag").at("p50").get<double>(), 0.0);
+}
+
 // The same recording replayed twice into one receiver arrives whole both times (it used to be dropped as
 // duplicates the second time: same stream id, same sequence numbers).
 TEST(Stream, ARecordingReplayedTwiceIsReceivedTwice) {
