@@ -97,6 +97,35 @@ void Ingest::reject(wire::Reject r, const std::string& detail) {
   }
 }
 
+bool Ingest::follows(std::uint32_t id, wire::MsgType type, std::int64_t now) {
+  if (type == wire::MsgType::Heartbeat) return true;
+  if (p_.accept_stream_id != 0 && id != std::uint32_t(p_.accept_stream_id)) {
+    if (!followed_) followed_ = std::uint32_t(p_.accept_stream_id);
+    return false;
+  }
+  if (!followed_) {
+    if (type != wire::MsgType::Header) return true;  // (a spoke before any header is refused as no_header)
+    followed_ = id;
+    followed_last_ns_ = now;
+    return true;
+  }
+  if (id == *followed_) {
+    followed_last_ns_ = now;
+    if (type == wire::MsgType::Close) followed_closed_ = true;
+    if (type == wire::MsgType::Header) followed_closed_ = false;
+    return true;
+  }
+  // Another stream: taken only when it starts (a header) after the followed one closed or fell silent.
+  const bool silent = double(now - followed_last_ns_) * 1e-9 > p_.sender_timeout_s;
+  if (type != wire::MsgType::Header || p_.accept_stream_id != 0 || !(followed_closed_ || silent)) return false;
+  log::info("ingest: stream {} {}; now following stream {}", *followed_,
+            followed_closed_ ? "closed" : fmt::format("silent for {:.1f} s", double(now - followed_last_ns_) * 1e-9), id);
+  followed_ = id;
+  followed_last_ns_ = now;
+  followed_closed_ = false;
+  return true;
+}
+
 void Ingest::run() {
   std::vector<zmq::message_t> msgs;
   std::vector<std::span<const std::byte>> parts;
@@ -164,7 +193,13 @@ void Ingest::handle(std::span<const std::span<const std::byte>> parts) {
     reject(d.reason, d.detail);
     return;
   }
-  switch (wire::MsgType(d.msg.env.type)) {
+  const auto type = wire::MsgType(d.msg.env.type);
+  if (!follows(d.msg.env.stream_id, type, monotonic_ns())) {
+    reject(wire::Reject::ForeignStream,
+           fmt::format("a message of stream {} while following stream {}", d.msg.env.stream_id, *followed_));
+    return;
+  }
+  switch (type) {
     case wire::MsgType::Header:
       ++metrics_.headers;
       seq_.header(d.msg.env.stream_id, d.msg.env.sequence);

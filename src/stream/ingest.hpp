@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <zmq.hpp>
@@ -32,8 +33,9 @@ struct IngestParams {
   ReceiveSocket socket = ReceiveSocket::Pull;  // pull (lossless) | sub (a tap)
   bool bind = true;
   int rcvhwm = 4000;
-  int max_samples = 16384;
-  int max_coils = 128;
+  int max_samples = 4096;  // what scanners send (and far more than radial readouts need)
+  int max_coils = 64;
+  long accept_stream_id = 0;  // 0: follow the first stream whose header arrives
   double sender_timeout_s = 2.0;  // report a silent sender after this long
   int ring_margin = 1024;         // ring slots beyond the largest window
   int max_ring_mib = 4096;        // a stream header whose spoke ring would need more is rejected
@@ -46,6 +48,8 @@ struct IngestParams {
     v.field("rcvhwm", rcvhwm, 1, 1 << 20, "receive high-water mark, messages");
     v.field("max_samples", max_samples, 2, 65535, "largest samples per spoke accepted");
     v.field("max_coils", max_coils, 1, 1024, "largest coil count accepted");
+    v.field("accept_stream_id", accept_stream_id, 0L, 4294967295L,
+            "follow only this stream id; 0: the first stream, then the next one after it closes or falls silent");
     v.field("sender_timeout_s", sender_timeout_s, 0.05, 3600.0, "report the sender lost after this silence");
     v.field("ring_margin", ring_margin, 16, 1 << 20, "spoke ring slots beyond the largest window");
     v.field("max_ring_mib", max_ring_mib, 16, 1 << 20,
@@ -89,6 +93,8 @@ class Ingest {
   void on_header(const wire::Message& m);
   void on_spoke(const wire::Message& m, std::span<const std::byte> acq_header);
   void reject(wire::Reject r, const std::string& detail);
+  // One stream per pipeline: whether a message of stream `id` is taken (false: counted as foreign_stream).
+  bool follows(std::uint32_t id, wire::MsgType type, std::int64_t now);
 
   IngestParams p_;
   Metrics& metrics_;
@@ -106,6 +112,9 @@ class Ingest {
   State state_;
   std::string xml_;
   SequenceTracker seq_;
+  std::optional<std::uint32_t> followed_;  // the stream this pipeline follows (set by its header)
+  std::int64_t followed_last_ns_ = 0;      // its last accepted message
+  bool followed_closed_ = false;
   std::array<bool, wire::kRejectCount> logged_{};
   // Stream events (close, text, new stream) are logged at most 5 times per 10 s: a broken sender cannot
   // flood the log.

@@ -115,6 +115,8 @@ const char* to_string(Reject r) {
       return "duplicate";
     case Reject::Late:
       return "late";
+    case Reject::ForeignStream:
+      return "foreign_stream";
     case Reject::Count:
       break;
   }

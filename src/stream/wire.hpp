@@ -62,6 +62,7 @@ enum class Reject {
   GeometryMismatch,  // samples or coils differ from the stream header
   Duplicate,         // a sequence number already seen
   Late,              // an older sequence number not seen before (reordered)
+  ForeignStream,     // a message of another stream than the one the pipeline follows
   Count
 };
 constexpr int kRejectCount = int(Reject::Count);

@@ -3,7 +3,9 @@
 // valid messages must still be accepted afterwards.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <random>
+#include <thread>
 
 #include "io/mrd_file.hpp"
 #include "sim/simulator.hpp"
@@ -52,6 +54,7 @@ TEST(Fuzz, RandomAndMutatedMessagesNeverCrashTheDecoderOrTheIngest) {
   ip.endpoint = "inproc://fuzz";
   ip.max_samples = 4096;
   ip.max_coils = 16;
+  ip.sender_timeout_s = 0.05;  // the stream the fuzz left followed falls silent quickly (one stream per pipeline)
   Ingest ingest(ctx, ip, metrics, false, 16);
   Limits limits;
   limits.max_samples = 4096;
@@ -102,9 +105,12 @@ TEST(Fuzz, RandomAndMutatedMessagesNeverCrashTheDecoderOrTheIngest) {
   std::printf("fuzz: %ld messages, %ld decoded as valid, %llu rejected by the ingest\n", n, accepted,
               static_cast<unsigned long long>(metrics.rejected_total()));
   EXPECT_GT(metrics.rejected_total(), std::uint64_t(n / 2));
-  // The ingest still takes a valid stream afterwards.
+  // The ingest still takes a valid stream afterwards, once the stream the fuzz left it following is silent.
   const std::uint64_t before = metrics.spokes.load();
-  ingest.handle(spans(header));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  Envelope h99 = h;
+  h99.stream_id = 99;
+  ingest.handle(spans(encode_text(h99, stream_header_to_xml(sim.header()))));
   for (int i = 1; i <= 8; ++i) {
     Envelope e;
     e.type = std::uint16_t(MsgType::Spoke);

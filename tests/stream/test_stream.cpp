@@ -238,6 +238,7 @@ TEST(Stream, EveryBadInputIsCountedAndThePipelineGoesOn) {
   auto good = [&](std::uint64_t seq) { return wire::encode_spoke(env(seq, seq - 1), spokes[seq - 1]); };
   wire::Envelope he;
   he.type = std::uint16_t(wire::MsgType::Header);
+  he.stream_id = 5;  // the stream's own id, as on every message of it
   const std::string xml = stream_header_to_xml(sim.header());
 
   send(good(1));  // before any header
@@ -616,6 +617,57 @@ TEST(Stream, ForgedClocksAndSenderTextDoNotPoisonMetricsOrLogs) {
   EXPECT_GE(p50, 0.0);
   EXPECT_LT(p50, 60000.0);
   EXPECT_GE(m.at("latency_ms").at("sender_lag").at("p50").get<double>(), 0.0);
+}
+
+// Issue 15 (4), through the real binary: one stream per pipeline. A second sender (another stream id, another
+// geometry) that starts while the first one streams is refused as foreign_stream: it neither reconfigures the
+// pipeline nor starts a recording file nor mixes its spokes into the frames. When the first stream closes, the
+// next header is followed, and the run says so.
+TEST(Stream, OneStreamPerPipelineASecondSenderWaitsForTheFirstToClose) {
+  test::TempDir dir;
+  const std::string bin = test::radstream_binary();
+  const int port = 56126;
+  auto run = std::async(std::launch::async, [&] {
+    return test::run_command(bin + " run --headless --backend cpu --endpoint " + tcp(port) +
+                             " --window 32 --stride 16 --no-skip --duration 4 --record " + (dir / "rec.h5") +
+                             " --metrics-json " + (dir / "m.json"));
+  });
+  std::this_thread::sleep_for(300ms);
+  const Simulator sim(small_sim());
+  SimParams other = small_sim();
+  other.matrix = 48;
+  other.coils = 2;
+  const Simulator sim2(other);
+  zmq::context_t ctx(1);
+  SenderParams sp;
+  sp.endpoint = tcp(port);
+  Sender a(ctx, sp, 1), b(ctx, sp, 2);
+  ASSERT_TRUE(a.wait_for_peer(std::chrono::milliseconds(5000)));
+  ASSERT_TRUE(b.wait_for_peer(std::chrono::milliseconds(5000)));
+  const auto sa = sim.spokes(0, 64), sb = sim2.spokes(0, 80);
+  a.send_header(stream_header_to_xml(sim.header()));
+  for (int i = 0; i < 32; ++i) a.send_spoke(sa[i]);
+  std::this_thread::sleep_for(200ms);
+  b.send_header(stream_header_to_xml(sim2.header()));  // an intruder mid-stream
+  for (int i = 0; i < 40; ++i) b.send_spoke(sb[i]);
+  std::this_thread::sleep_for(200ms);
+  for (int i = 32; i < 64; ++i) a.send_spoke(sa[i]);
+  a.close();
+  std::this_thread::sleep_for(200ms);
+  b.send_header(stream_header_to_xml(sim2.header()));  // now its turn
+  for (int i = 40; i < 80; ++i) b.send_spoke(sb[i]);
+  b.close();
+  const auto r = run.get();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream mf(dir / "m.json");
+  const auto m = nlohmann::json::parse(mf);
+  EXPECT_EQ(m.at("rejected").at("foreign_stream").get<int>(), 41) << m.dump(1);
+  EXPECT_EQ(m.at("spokes").get<int>(), 64 + 40);
+  EXPECT_EQ(m.at("missing").get<int>(), 0);
+  EXPECT_EQ(m.at("reconfigurations").get<int>(), 1);  // only when stream 2 took over
+  EXPECT_NE(r.output.find("stream 1 closed; now following stream 2"), std::string::npos) << r.output;
+  EXPECT_EQ(read_mrd(dir / "rec.h5").spokes.size(), 64u);    // stream 1 alone
+  EXPECT_EQ(read_mrd(dir / "rec_2.h5").spokes.size(), 40u);  // stream 2 from its turn
 }
 
 // The same recording replayed twice into one receiver arrives whole both times (it used to be dropped as
