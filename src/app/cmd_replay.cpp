@@ -62,68 +62,75 @@ int run_replay(const ReplayArgs& a) {
   const bool verbatim = ours && !a.loop && !a.restamp;
   zmq::context_t ctx(1);
   Sender sender(ctx, a.sender, verbatim ? std::uint32_t(h0.user_int[6]) : new_stream_id());
-  wait_for_receiver(sender, a.sender.endpoint, a.no_wait ? 0.0 : a.wait_s);
-  log::info("replay: {} spokes of {} ({} samples x {} coils) to {}, {}{}", end - a.start, a.file,
-            header.samples, header.coils, a.sender.endpoint,
-            max_speed ? "as fast as possible" : fmt::format("speed {}", speed),
-            verbatim ? ", verbatim" : (ours ? ", restamped" : ", a foreign file: new envelopes"));
-  sender.send_header(reader.xml());
-  std::uint64_t seq = 0;
-  std::int64_t t0 = monotonic_ns(), rec0 = 0;
-  std::size_t sent = 0;
-  bool first_pass = true;
-  do {
-    for (std::size_t i = std::size_t(a.start); i < end; ++i) {
-      if (interrupt.requested()) {
-        log::info("replay: interrupted after {} spokes", sent);
-        sender.close();
-        return 130;
+  sender.set_stop([&] { return interrupt.requested(); });  // Ctrl-C ends a send that waits for a receiver
+  try {
+    wait_for_receiver(sender, a.sender.endpoint, a.no_wait ? 0.0 : a.wait_s);
+    log::info("replay: {} spokes of {} ({} samples x {} coils) to {}, {}{}", end - a.start, a.file,
+              header.samples, header.coils, a.sender.endpoint,
+              max_speed ? "as fast as possible" : fmt::format("speed {}", speed),
+              verbatim ? ", verbatim" : (ours ? ", restamped" : ", a foreign file: new envelopes"));
+    sender.send_header(reader.xml());
+    std::uint64_t seq = 0;
+    std::int64_t t0 = monotonic_ns(), rec0 = 0;
+    std::size_t sent = 0;
+    bool first_pass = true;
+    do {
+      for (std::size_t i = std::size_t(a.start); i < end; ++i) {
+        if (interrupt.requested()) {
+          log::info("replay: interrupted after {} spokes", sent);
+          sender.set_linger_ms(200);  // a receiver still gets the close message; nobody listening: no 2 s wait
+          sender.close();
+          return 130;
+        }
+        const RawSpoke r = reader.read(i);
+        ISMRMRD::ISMRMRD_AcquisitionHeader h;
+        std::memcpy(&h, r.acq_header.data(), sizeof h);
+        // Pacing: recorded acquisition ns, else the MRD time stamp in ticks, else --rate.
+        std::int64_t rec = 0;
+        if (ours)
+          rec = join64(h.user_int[0], h.user_int[1]);
+        else if (a.rate > 0)
+          rec = std::int64_t(double(i - a.start) * 1e9 / a.rate);
+        else
+          rec = std::int64_t(double(h.acquisition_time_stamp) * a.tick_us * 1e3);
+        if (i == std::size_t(a.start) && first_pass) rec0 = rec;
+        const std::int64_t due = t0 + std::int64_t(double(rec - rec0) / speed);
+        if (!max_speed) sleep_until_ns(due);
+        wire::Envelope e;
+        e.type = std::uint16_t(wire::MsgType::Spoke);
+        if (verbatim) {
+          e.sequence = std::uint32_t(h.user_int[7]);
+          e.stream_id = std::uint32_t(h.user_int[6]);
+          e.spoke_index = std::uint64_t(join64(h.user_int[4], h.user_int[5]));
+          e.acquired_ns = join64(h.user_int[0], h.user_int[1]);
+          e.sent_ns = join64(h.user_int[2], h.user_int[3]);
+          e.angle = double(h.user_float[0]);
+        } else {
+          e.sequence = ++seq;
+          e.stream_id = sender.stream_id();
+          e.spoke_index =
+              ours ? std::uint64_t(join64(h.user_int[4], h.user_int[5])) : h.idx.kspace_encode_step_1;
+          e.acquired_ns = max_speed ? monotonic_ns() : due;
+          e.sent_ns = monotonic_ns();
+          e.angle = ours ? double(h.user_float[0]) : std::nan("");
+        }
+        sender.send_spoke_frames(e, r.acq_header, std::as_bytes(std::span(r.traj)),
+                                 std::as_bytes(std::span(r.data)));
+        ++sent;
       }
-      const RawSpoke r = reader.read(i);
-      ISMRMRD::ISMRMRD_AcquisitionHeader h;
-      std::memcpy(&h, r.acq_header.data(), sizeof h);
-      // Pacing: recorded acquisition ns, else the MRD time stamp in ticks, else --rate.
-      std::int64_t rec = 0;
-      if (ours)
-        rec = join64(h.user_int[0], h.user_int[1]);
-      else if (a.rate > 0)
-        rec = std::int64_t(double(i - a.start) * 1e9 / a.rate);
-      else
-        rec = std::int64_t(double(h.acquisition_time_stamp) * a.tick_us * 1e3);
-      if (i == std::size_t(a.start) && first_pass) rec0 = rec;
-      const std::int64_t due = t0 + std::int64_t(double(rec - rec0) / speed);
-      if (!max_speed) sleep_until_ns(due);
-      wire::Envelope e;
-      e.type = std::uint16_t(wire::MsgType::Spoke);
-      if (verbatim) {
-        e.sequence = std::uint32_t(h.user_int[7]);
-        e.stream_id = std::uint32_t(h.user_int[6]);
-        e.spoke_index = std::uint64_t(join64(h.user_int[4], h.user_int[5]));
-        e.acquired_ns = join64(h.user_int[0], h.user_int[1]);
-        e.sent_ns = join64(h.user_int[2], h.user_int[3]);
-        e.angle = double(h.user_float[0]);
-      } else {
-        e.sequence = ++seq;
-        e.stream_id = sender.stream_id();
-        e.spoke_index =
-            ours ? std::uint64_t(join64(h.user_int[4], h.user_int[5])) : h.idx.kspace_encode_step_1;
-        e.acquired_ns = max_speed ? monotonic_ns() : due;
-        e.sent_ns = monotonic_ns();
-        e.angle = ours ? double(h.user_float[0]) : std::nan("");
+      first_pass = false;
+      if (a.loop) {
+        t0 = monotonic_ns();
+        sender.send_header(reader.xml());
       }
-      sender.send_spoke_frames(e, r.acq_header, std::as_bytes(std::span(r.traj)),
-                               std::as_bytes(std::span(r.data)));
-      ++sent;
-    }
-    first_pass = false;
-    if (a.loop) {
-      t0 = monotonic_ns();
-      sender.send_header(reader.xml());
-    }
-  } while (a.loop);
-  sender.close();
-  log::info("replay: sent {} spokes in {:.2f} s ({})", sent, double(monotonic_ns() - t0) * 1e-9,
-            delivery_note(a.sender.socket));
+    } while (a.loop);
+    sender.close();
+    log::info("replay: sent {} spokes in {:.2f} s ({})", sent, double(monotonic_ns() - t0) * 1e-9,
+              delivery_note(a.sender.socket));
+  } catch (const SendInterrupted&) {
+    log::info("replay: interrupted while waiting for a receiver");
+    return 130;
+  }
   return 0;
 }
 

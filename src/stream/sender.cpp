@@ -75,6 +75,7 @@ Sender::Sender(zmq::context_t& ctx, const SenderParams& p, std::uint32_t stream_
   p.validate();
   sock_.set(zmq::sockopt::sndhwm, p.sndhwm);
   sock_.set(zmq::sockopt::linger, p.linger_ms);
+  sock_.set(zmq::sockopt::sndtimeo, 100);  // a waiting send returns every 100 ms to poll the stop check
   // Watch the handshakes (before connecting: the events of the first connection count).
   // A name no other sender of this process uses (a sender at the same address as one just destroyed must not
   // meet that one's monitor endpoint, which the context releases asynchronously).
@@ -94,9 +95,16 @@ bool Sender::wait_for_peer(std::chrono::milliseconds timeout) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
     if (left.count() <= 0) return false;
-    monitor_.set(zmq::sockopt::rcvtimeo, int(left.count()));
+    monitor_.set(zmq::sockopt::rcvtimeo, int(std::min<long>(left.count(), 100)));  // poll the stop check
     zmq::message_t event;
-    if (!monitor_.recv(event, zmq::recv_flags::none)) return false;  // timed out
+    if (!monitor_.recv(event, zmq::recv_flags::none)) {
+      if (stop_ && stop_()) {
+        sock_.set(zmq::sockopt::linger, 0);
+        closed_ = true;
+        throw SendInterrupted("stopped while waiting for a receiver to connect");
+      }
+      continue;  // not yet: wait on until the timeout
+    }
     std::uint16_t id = 0;
     if (event.size() >= 2) std::memcpy(&id, event.data(), 2);
     while (monitor_.get(zmq::sockopt::rcvmore)) {  // the endpoint frame
@@ -123,10 +131,24 @@ wire::Envelope Sender::control(wire::MsgType t) const {
   return e;
 }
 
+void Sender::set_linger_ms(int ms) {
+  sock_.set(zmq::sockopt::linger, ms);
+}
+
+void Sender::send_frame(zmq::message_t& m, zmq::send_flags f) {
+  while (!sock_.send(m, f)) {  // timed out: nobody takes it yet
+    if (stop_ && stop_()) {
+      sock_.set(zmq::sockopt::linger, 0);  // what is queued is dropped: the user asked to stop
+      closed_ = true;
+      throw SendInterrupted("stopped while waiting for a receiver to take the message");
+    }
+  }
+}
+
 void Sender::send_parts(const wire::Parts& parts) {
   for (std::size_t i = 0; i < parts.size(); ++i) {
     zmq::message_t m(parts[i].data(), parts[i].size());
-    sock_.send(m, i + 1 < parts.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    send_frame(m, i + 1 < parts.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
   }
 }
 
@@ -170,10 +192,10 @@ void Sender::send_spoke_frames(const wire::Envelope& e, std::span<const std::byt
   const auto env = wire::encode_envelope(e);
   zmq::message_t f0(env.data(), env.size()), f1(acq_header.data(), acq_header.size());
   zmq::message_t f2(traj.data(), traj.size()), f3(data.data(), data.size());
-  sock_.send(f0, zmq::send_flags::sndmore);
-  sock_.send(f1, zmq::send_flags::sndmore);
-  sock_.send(f2, zmq::send_flags::sndmore);
-  sock_.send(f3, zmq::send_flags::none);
+  send_frame(f0, zmq::send_flags::sndmore);
+  send_frame(f1, zmq::send_flags::sndmore);
+  send_frame(f2, zmq::send_flags::sndmore);
+  send_frame(f3, zmq::send_flags::none);
 }
 
 void Sender::close() {

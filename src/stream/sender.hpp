@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdint>
 #include <span>
+#include <functional>
+#include <stdexcept>
 #include <string>
 #include <zmq.hpp>
 
@@ -27,6 +29,12 @@ struct SenderParams {
   int linger_ms = 2000;         // how long close() waits for queued messages
 
   void validate() const;  // throws ConfigError naming the bad value
+};
+
+// Thrown by a send that was waiting (no receiver, or a stalled one at the high-water mark) when the stop check
+// said stop: Ctrl-C and SIGTERM end a blocked sender within about 0.1 s.
+struct SendInterrupted : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 class Sender {
@@ -51,6 +59,12 @@ class Sender {
   void send_parts(const wire::Parts& parts);
   void close();  // the close message (carries the last spoke number); then the socket lingers <= linger_ms
 
+  // Polled while a send waits (every 100 ms): true makes the send throw SendInterrupted, drops what is queued
+  // (linger 0) and leaves the sender closed.
+  void set_stop(std::function<bool()> stop) { stop_ = std::move(stop); }
+  // How long closing waits for queued messages to leave (after an interrupt: briefly, so Ctrl-C is prompt).
+  void set_linger_ms(int ms);
+
   // Waits until a receiver has connected (the ZeroMQ handshake with a peer is done). False on timeout.
   bool wait_for_peer(std::chrono::milliseconds timeout);
   std::uint64_t spokes_sent() const { return seq_; }
@@ -59,6 +73,8 @@ class Sender {
 
  private:
   wire::Envelope control(wire::MsgType t) const;
+  void send_frame(zmq::message_t& m, zmq::send_flags f);  // waits in 100 ms steps, polling the stop check
+  std::function<bool()> stop_;
   zmq::socket_t sock_;
   zmq::socket_t monitor_;  // this socket's connection events (handshakes with peers)
   std::uint32_t stream_id_;

@@ -44,62 +44,68 @@ void SimStreamer::stop() {
 std::uint64_t SimStreamer::run(const std::function<bool()>& interrupted) {
   zmq::context_t ctx(1);
   Sender sender(ctx, p_.sender, p_.stream_id ? p_.stream_id : new_stream_id());
-  wait_for_receiver(sender, p_.sender.endpoint, p_.wait_for_peer_s);
-  const std::string xml = stream_header_to_xml(sim_.header());
-  const double rate = sim_.params().rate_hz;
-  log::info("simulate: streaming {} spokes/s to {} ({} {}), stream id {}, {}", rate, p_.sender.endpoint,
-            kSendSockets.name(p_.sender.socket), p_.sender.bind ? "bind" : "connect", sender.stream_id(),
-            p_.spokes < 0 ? std::string("until stopped") : std::to_string(p_.spokes) + " spokes");
-  const std::int64_t t0 = monotonic_ns();
-  const double period = 1e9 / rate;
-  const std::int64_t header_ns = std::int64_t(p_.header_every_s * 1e9);
-  std::int64_t next_header = t0 + header_ns, next_report = t0 + 2000000000;
-  const int batch = std::clamp(int(rate / 50), 1, 256);
-  std::vector<Spoke> live;
-  std::uint64_t live_first = 0;
-  bool warned = false;
-  sender.send_header(xml);
-  std::uint64_t i = 0;
-  for (; p_.spokes < 0 || std::int64_t(i) < p_.spokes; ++i) {
-    if (stop_ || (interrupted && interrupted())) break;
-    const std::int64_t due = t0 + std::int64_t(double(i) * period);
-    if (pool_.empty() && i >= live_first + live.size()) {
-      live = sim_.spokes(i, batch);
-      live_first = i;
-    }
-    const Spoke& s = pool_.empty() ? live[i - live_first] : pool_[i % pool_.size()];
-    SpokeHeader h = s.header;
-    h.spoke_index = i;
-    const std::int64_t now = monotonic_ns();
-    if (p_.unpaced) {
-      h.acquired_ns = now;
-    } else {
-      if (now < due) sleep_until_ns(due);
-      const std::int64_t late = monotonic_ns() - due;
-      if (late > max_late_) max_late_ = late;
-      if (!warned && now - due > 500000000) {
-        warned = true;
-        log::warn(
-            "simulate: {:.0f} ms behind schedule: this machine cannot make {} spokes/s live; use a pool",
-            double(now - due) * 1e-6, rate);
+  sender.set_stop([&] { return stop_.load() || (interrupted && interrupted()); });
+  try {
+    wait_for_receiver(sender, p_.sender.endpoint, p_.wait_for_peer_s);
+    const std::string xml = stream_header_to_xml(sim_.header());
+    const double rate = sim_.params().rate_hz;
+    log::info("simulate: streaming {} spokes/s to {} ({} {}), stream id {}, {}", rate, p_.sender.endpoint,
+              kSendSockets.name(p_.sender.socket), p_.sender.bind ? "bind" : "connect", sender.stream_id(),
+              p_.spokes < 0 ? std::string("until stopped") : std::to_string(p_.spokes) + " spokes");
+    const std::int64_t t0 = monotonic_ns();
+    const double period = 1e9 / rate;
+    const std::int64_t header_ns = std::int64_t(p_.header_every_s * 1e9);
+    std::int64_t next_header = t0 + header_ns, next_report = t0 + 2000000000;
+    const int batch = std::clamp(int(rate / 50), 1, 256);
+    std::vector<Spoke> live;
+    std::uint64_t live_first = 0;
+    bool warned = false;
+    sender.send_header(xml);
+    std::uint64_t i = 0;
+    for (; p_.spokes < 0 || std::int64_t(i) < p_.spokes; ++i) {
+      if (stop_ || (interrupted && interrupted())) break;
+      const std::int64_t due = t0 + std::int64_t(double(i) * period);
+      if (pool_.empty() && i >= live_first + live.size()) {
+        live = sim_.spokes(i, batch);
+        live_first = i;
       }
-      h.acquired_ns = due;
+      const Spoke& s = pool_.empty() ? live[i - live_first] : pool_[i % pool_.size()];
+      SpokeHeader h = s.header;
+      h.spoke_index = i;
+      const std::int64_t now = monotonic_ns();
+      if (p_.unpaced) {
+        h.acquired_ns = now;
+      } else {
+        if (now < due) sleep_until_ns(due);
+        const std::int64_t late = monotonic_ns() - due;
+        if (late > max_late_) max_late_ = late;
+        if (!warned && now - due > 500000000) {
+          warned = true;
+          log::warn(
+              "simulate: {:.0f} ms behind schedule: this machine cannot make {} spokes/s live; use a pool",
+              double(now - due) * 1e-6, rate);
+        }
+        h.acquired_ns = due;
+      }
+      sender.send_spoke(h, s);
+      ++sent_;
+      if (now >= next_header) {
+        sender.send_header(xml);
+        sender.heartbeat();
+        next_header += header_ns;
+      }
+      if (now >= next_report) {
+        log::debug("simulate: {} spokes sent ({:.0f}/s)", i + 1, double(i + 1) / (double(now - t0) * 1e-9));
+        next_report += 2000000000;
+      }
     }
-    sender.send_spoke(h, s);
-    ++sent_;
-    if (now >= next_header) {
-      sender.send_header(xml);
-      sender.heartbeat();
-      next_header += header_ns;
-    }
-    if (now >= next_report) {
-      log::debug("simulate: {} spokes sent ({:.0f}/s)", i + 1, double(i + 1) / (double(now - t0) * 1e-9));
-      next_report += 2000000000;
-    }
+    if (stop_ || (interrupted && interrupted())) sender.set_linger_ms(200);  // prompt on Ctrl-C
+    sender.close();
+    log::info("simulate: sent {} spokes in {:.2f} s ({})", sender.spokes_sent(), double(monotonic_ns() - t0) * 1e-9,
+              delivery_note(p_.sender.socket));
+  } catch (const SendInterrupted&) {  // Ctrl-C, SIGTERM or stop() while no receiver took the spokes
+    log::info("simulate: stopped after {} spokes while waiting for a receiver", sender.spokes_sent());
   }
-  sender.close();
-  log::info("simulate: sent {} spokes in {:.2f} s ({})", sender.spokes_sent(), double(monotonic_ns() - t0) * 1e-9,
-            delivery_note(p_.sender.socket));
   return sender.spokes_sent();
 }
 

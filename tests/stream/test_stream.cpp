@@ -670,6 +670,34 @@ TEST(Stream, OneStreamPerPipelineASecondSenderWaitsForTheFirstToClose) {
   EXPECT_EQ(read_mrd(dir / "rec_2.h5").spokes.size(), 40u);  // stream 2 from its turn
 }
 
+// Issue 15 (7), through the real binary: a sender blocked with nobody to take its spokes (a PUSH send with no
+// receiver, or waiting for one to connect) stops within 0.5 s of Ctrl-C or SIGTERM.
+TEST(Stream, BlockedSendersStopWithinHalfASecondOfASignal) {
+  test::TempDir dir;
+  const std::string bin = test::radstream_binary();
+  ASSERT_EQ(test::run_command(bin + " simulate --out " + (dir / "s.h5") + " --spokes 64 --matrix 32 --coils 2").exit_code, 0);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"simulate --no-wait --endpoint " + tcp(56141) + " --matrix 32 --coils 2 --rate 2000 --spokes 1000000", "INT"},
+      {"simulate --endpoint " + tcp(56142) + " --matrix 32 --coils 2 --spokes 100", "TERM"},
+      {"replay " + (dir / "s.h5") + " --endpoint " + tcp(56143), "INT"},
+      {"replay " + (dir / "s.h5") + " --no-wait --loop --endpoint " + tcp(56144), "TERM"}};
+  for (const auto& [args, sig] : cases) {
+    const auto r = test::run_command(bin + " " + args + " > " + (dir / "log") + " 2>&1 & pid=$!; sleep 1.5; " +
+                                     "t0=$(date +%s%N); kill -" + sig + " $pid; wait $pid; rc=$?; t1=$(date +%s%N); " +
+                                     "echo ELAPSED_MS=$(( (t1 - t0) / 1000000 )) RC=$rc; cat " + (dir / "log"));
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.output, m, std::regex("ELAPSED_MS=([0-9]+) RC=([0-9]+)"))) << r.output;
+    const int ms = std::stoi(m[1].str());
+    std::printf("SIG%s to `%s`: stopped in %d ms (exit %s)\n", sig.c_str(), args.substr(0, 40).c_str(), ms,
+                m[2].str().c_str());
+    EXPECT_LT(ms, 500) << args << "\n" << r.output;
+    const int rc = std::stoi(m[2].str());  // 0 (simulate) or replay's documented 130, after its own message
+    EXPECT_TRUE(rc == 0 || rc == 130) << r.output;
+    EXPECT_TRUE(r.output.find("interrupted") != std::string::npos || r.output.find("stopped") != std::string::npos)
+        << "the sender's own clean stop, not a kill by the signal: " << r.output;
+  }
+}
+
 // The same recording replayed twice into one receiver arrives whole both times (it used to be dropped as
 // duplicates the second time: same stream id, same sequence numbers).
 TEST(Stream, ARecordingReplayedTwiceIsReceivedTwice) {
