@@ -36,14 +36,19 @@ bool have_xvfb() {
   return test::run_command("command -v xvfb-run").exit_code == 0;
 }
 
+// Skips the test where xvfb-run is missing, unless RADSTREAM_REQUIRE_DISPLAY=1 (CI) makes that a failure.
+#define SKIP_WITHOUT_XVFB()                                                                           \
+  do {                                                                                                \
+    if (!have_xvfb()) {                                                                               \
+      if (test::env_flag("RADSTREAM_REQUIRE_DISPLAY")) FAIL() << "xvfb-run is not installed";        \
+      GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb); RADSTREAM_REQUIRE_DISPLAY=1 fails instead"; \
+    }                                                                                                 \
+  } while (0)
+
 }  // namespace
 
 TEST(Viewer, UnderXvfbShowsTheReconstructionPanelsAndControls) {
-  if (!have_xvfb()) {
-    if (test::env_flag("RADSTREAM_REQUIRE_DISPLAY")) FAIL() << "xvfb-run is not installed";
-    GTEST_SKIP()
-        << "xvfb-run is not installed (apt-get install xvfb); RADSTREAM_REQUIRE_DISPLAY=1 fails instead";
-  }
+  SKIP_WITHOUT_XVFB();
   test::TempDir dir;
   const std::string shot = (std::filesystem::path(RADSTREAM_ARTIFACT_DIR) / "viewer_screenshot.png").string();
   const auto r =
@@ -143,11 +148,7 @@ TEST(Viewer, HeadlessDemoWritesSnapshotsAndMetrics) {
 
 // `radstream run` with a display opens the viewer, and its stop condition (--until-close) closes the window.
 TEST(Viewer, RunShowsTheStreamAndClosesWhenTheSenderDoes) {
-  if (!have_xvfb()) {
-    if (test::env_flag("RADSTREAM_REQUIRE_DISPLAY")) FAIL() << "xvfb-run is not installed";
-    GTEST_SKIP()
-        << "xvfb-run is not installed (apt-get install xvfb); RADSTREAM_REQUIRE_DISPLAY=1 fails instead";
-  }
+  SKIP_WITHOUT_XVFB();
   test::TempDir dir;
   const std::string bin = test::radstream_binary();
   auto run = std::async(std::launch::async, [&] {
@@ -172,10 +173,7 @@ TEST(Viewer, RunShowsTheStreamAndClosesWhenTheSenderDoes) {
 // reconstruction panel and applied, is refused with the reason shown in the panel; the program keeps running
 // and reconstructing (it used to abort the process).
 TEST(Viewer, UnusableBackendAppliedInThePanelIsRefusedAndTheRunGoesOn) {
-  if (!have_xvfb()) {
-    if (test::env_flag("RADSTREAM_REQUIRE_DISPLAY")) FAIL() << "xvfb-run is not installed";
-    GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb)";
-  }
+  SKIP_WITHOUT_XVFB();
   if (gpu::query().available && gpu::cuda_stages_built()) GTEST_SKIP() << "a GPU is usable here";
   test::TempDir dir;
   const std::string shot = dir / "shot.png";
@@ -200,10 +198,7 @@ TEST(Viewer, UnusableBackendAppliedInThePanelIsRefusedAndTheRunGoesOn) {
 // banner (read back from the framebuffer), and the screenshot's JSON says stale. While frames flow (the test
 // above), a green LIVE marker with the frame's latency sits on the image instead.
 TEST(Viewer, AnImageThatStopsBeingRenewedIsDimmedUnderANoNewDataBanner) {
-  if (!have_xvfb()) {
-    if (test::env_flag("RADSTREAM_REQUIRE_DISPLAY")) FAIL() << "xvfb-run is not installed";
-    GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb); RADSTREAM_REQUIRE_DISPLAY=1 fails instead";
-  }
+  SKIP_WITHOUT_XVFB();
   test::TempDir dir;
   const std::string shot = (std::filesystem::path(RADSTREAM_ARTIFACT_DIR) / "viewer_stale.png").string();
   const auto r = test::run_command("xvfb-run -a -s '-screen 0 1280x1024x24' " + test::radstream_binary() +
@@ -274,10 +269,7 @@ double share(const unsigned char* px, int w, int h, int x0, int y0, int x1, int 
 // mirrored left-right (key h): the marker sits where the simulator put the tip at the middle of the frame's
 // window, mirrored, and the edge labels say so.
 TEST(Viewer, ClinicalDisplayShowsTheImageAloneWithTheTipMarkedAndMirrored) {
-  if (!have_xvfb()) {
-    if (test::env_flag("RADSTREAM_REQUIRE_DISPLAY")) FAIL() << "xvfb-run is not installed";
-    GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb); RADSTREAM_REQUIRE_DISPLAY=1 fails instead";
-  }
+  SKIP_WITHOUT_XVFB();
   test::TempDir dir;
   const std::string shot = (std::filesystem::path(RADSTREAM_ARTIFACT_DIR) / "viewer_clinical.png").string();
   const int n = 128, pool = 2048, rate = 400;
@@ -334,10 +326,7 @@ TEST(Viewer, ClinicalDisplayShowsTheImageAloneWithTheTipMarkedAndMirrored) {
 // Issue 11 (2): on a 1024 x 768 screen the window fits the screen, the image and the side panel are both
 // shown, and the panel scrolls inside itself instead of running off the screen.
 TEST(Viewer, ASmallScreenShowsEverythingAndThePanelScrolls) {
-  if (!have_xvfb()) {
-    if (test::env_flag("RADSTREAM_REQUIRE_DISPLAY")) FAIL() << "xvfb-run is not installed";
-    GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb); RADSTREAM_REQUIRE_DISPLAY=1 fails instead";
-  }
+  SKIP_WITHOUT_XVFB();
   test::TempDir dir;
   const std::string shot = dir / "small.png";
   const auto r = test::run_command("xvfb-run -a -s '-screen 0 1024x768x24' " + test::radstream_binary() +
