@@ -44,7 +44,7 @@ Tip find_tip(std::span<const float> px, int n) {
       if (r > best) best = r, bx = x, by = y, surround_at_best = float(surround);
     }
   if (bx < 0) return t;
-  const WindowLevel w = preset_window(img, n, WindowPreset::Object);
+  const WindowLevel w = object_window(img, inside);  // the interior above, not computed again
   t.contrast = best;
   t.threshold = w.high - w.low;
   // The centroid of the excess over the surround, in a box a little larger than the blob.

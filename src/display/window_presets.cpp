@@ -41,9 +41,9 @@ std::vector<std::uint8_t> object_interior(std::span<const float> px, int n, int 
   if (!(thr > 0.f)) return inside;
   // The background: below the threshold and connected to the border. Everything else is the object.
   std::vector<std::uint8_t> outside(N, 0);
-  std::deque<std::size_t> todo;
+  std::deque<std::size_t> queue;
   const auto seed = [&](std::size_t i) {
-    if (!outside[i] && !(sm[i] > thr)) outside[i] = 1, todo.push_back(i);
+    if (!outside[i] && !(sm[i] > thr)) outside[i] = 1, queue.push_back(i);
   };
   for (int k = 0; k < n; ++k) {
     seed(std::size_t(k));
@@ -51,9 +51,9 @@ std::vector<std::uint8_t> object_interior(std::span<const float> px, int n, int 
     seed(std::size_t(k) * n);
     seed(std::size_t(k) * n + n - 1);
   }
-  while (!todo.empty()) {
-    const std::size_t i = todo.front();
-    todo.pop_front();
+  while (!queue.empty()) {
+    const std::size_t i = queue.front();
+    queue.pop_front();
     const int x = int(i % n), y = int(i / n);
     if (x > 0) seed(i - 1);
     if (x < n - 1) seed(i + 1);
@@ -81,6 +81,14 @@ std::vector<std::uint8_t> object_interior(std::span<const float> px, int n, int 
   return inside;
 }
 
+WindowLevel object_window(std::span<const float> px, const std::vector<std::uint8_t>& inside) {
+  std::vector<float> v;
+  for (std::size_t i = 0; i < px.size() && i < inside.size(); ++i)
+    if (inside[i]) v.push_back(px[i]);
+  if (v.size() >= std::max<std::size_t>(16, px.size() / 100)) return span_of(v, 1.0, 99.5);
+  return span_of(px, 1.0, 99.5);
+}
+
 WindowLevel preset_window(std::span<const float> px, int n, WindowPreset p) {
   const std::size_t N = std::min(px.size(), std::size_t(std::max(0, n)) * std::size_t(std::max(0, n)));
   const auto all = px.first(N);
@@ -95,14 +103,8 @@ WindowLevel preset_window(std::span<const float> px, int n, WindowPreset p) {
       if (!(w.high > w.low)) w.high = w.low + 1e-6f;
       return w;
     }
-    case WindowPreset::Object: {
-      const auto inside = object_interior(all, n);
-      std::vector<float> v;
-      for (std::size_t i = 0; i < N; ++i)
-        if (inside[i]) v.push_back(all[i]);
-      if (v.size() >= std::max<std::size_t>(16, N / 100)) return span_of(v, 1.0, 99.5);
-      return span_of(all, 1.0, 99.5);
-    }
+    case WindowPreset::Object:
+      return object_window(all, object_interior(all, n));
     case WindowPreset::Auto:
       break;
   }

@@ -28,4 +28,8 @@ WindowLevel preset_window(std::span<const float> px, int n, WindowPreset p);
 // rim 0 = n / 24, at least 2.
 std::vector<std::uint8_t> object_interior(std::span<const float> px, int n, int rim = 0);
 
+// The "object" window from an interior already computed (the tip finder has one): 1st..99.5th percentile inside,
+// the whole image's when the interior is too small.
+WindowLevel object_window(std::span<const float> px, const std::vector<std::uint8_t>& inside);
+
 }  // namespace radstream::display

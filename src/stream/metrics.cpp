@@ -27,12 +27,9 @@ void LatencySeries::add(double ms) {
   if (v_.size() > kWindow) v_.pop_front();
 }
 
-Percentiles LatencySeries::summary() const {
-  std::vector<double> v;
-  {
-    std::lock_guard lock(m_);
-    v.assign(v_.begin(), v_.end());
-  }
+namespace {
+
+Percentiles percentiles_of(std::vector<double> v) {
   Percentiles p;
   p.count = v.size();
   if (v.empty()) return p;
@@ -43,6 +40,17 @@ Percentiles LatencySeries::summary() const {
   p.p99 = at(0.99);
   p.max = v.back();
   return p;
+}
+
+}  // namespace
+
+Percentiles LatencySeries::summary() const {
+  std::vector<double> v;
+  {
+    std::lock_guard lock(m_);
+    v.assign(v_.begin(), v_.end());
+  }
+  return percentiles_of(std::move(v));
 }
 
 void RecentSeries::prune(std::int64_t now) const {
@@ -62,16 +70,7 @@ Percentiles RecentSeries::summary(std::int64_t now) const {
     prune(now);
     for (const auto& e : v_) v.push_back(e.second);
   }
-  Percentiles p;
-  p.count = v.size();
-  if (v.empty()) return p;
-  std::sort(v.begin(), v.end());
-  auto at = [&](double q) { return v[std::min(v.size() - 1, std::size_t(q * double(v.size() - 1) + 0.5))]; };
-  p.p50 = at(0.5);
-  p.p95 = at(0.95);
-  p.p99 = at(0.99);
-  p.max = v.back();
-  return p;
+  return percentiles_of(std::move(v));
 }
 
 double RecentSeries::sum(std::int64_t now) const {
