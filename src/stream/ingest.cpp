@@ -71,7 +71,10 @@ void Ingest::start() {
 }
 
 void Ingest::stop() {
-  if (running_.exchange(false) && thread_.joinable()) thread_.join();
+  if (running_.exchange(false) && thread_.joinable()) {
+    if (const auto ring = state().ring) ring->abort_waits();  // a writer waiting for the reconstruction
+    thread_.join();
+  }
   cv_.notify_all();
 }
 
@@ -200,11 +203,14 @@ void Ingest::handle(std::span<const std::span<const std::byte>> parts) {
     return;
   }
   switch (type) {
-    case wire::MsgType::Header:
+    case wire::MsgType::Header: {
       ++metrics_.headers;
+      const bool continues = seq_.started() && seq_.stream_id() == d.msg.env.stream_id &&
+                             d.msg.env.sequence >= seq_.last();
       seq_.header(d.msg.env.stream_id, d.msg.env.sequence);
-      on_header(d.msg);
+      on_header(d.msg, continues);
       return;
+    }
     case wire::MsgType::Heartbeat:
       ++metrics_.heartbeats;
       return;
@@ -227,7 +233,7 @@ void Ingest::handle(std::span<const std::span<const std::byte>> parts) {
   }
 }
 
-void Ingest::on_header(const wire::Message& m) {
+void Ingest::on_header(const wire::Message& m, bool continues) {
   StreamHeader h;
   try {
     h = stream_header_from_xml(m.text, "stream header");
@@ -243,14 +249,18 @@ void Ingest::on_header(const wire::Message& m) {
     return;
   }
   std::unique_lock lock(m_);
-  const bool same = state_.ring && h.samples == state_.header.samples && h.coils == state_.header.coils &&
-                    h.matrix == state_.header.matrix;
-  if (same) {
+  const bool same_geometry = state_.ring && h.samples == state_.header.samples &&
+                             h.coils == state_.header.coils && h.matrix == state_.header.matrix;
+  if (continues && same_geometry) {
     state_.header = h;
     return;
   }
   const bool first = !state_.ring;
+  const std::shared_ptr<SpokeRing> old_ring = state_.ring;
   lock.unlock();
+  // Every frame wanted: the stream in hand's last frames are made before its ring is dropped.
+  if (keep_all_ && old_ring && !old_ring->wait_drained(std::chrono::seconds(10)))
+    log::warn("ingest: the reconstruction did not finish the previous stream's frames within 10 s; moving on");
   const double slots = double(max_window_ + p_.ring_margin);
   const double ring_mib = slots * h.samples * (double(h.coils) * sizeof(cfloat) + 2 * sizeof(float)) / 1048576.0;
   if (ring_mib > p_.max_ring_mib) {  // checked before anything is allocated (the GPU mirror doubles it)
@@ -263,6 +273,7 @@ void Ingest::on_header(const wire::Message& m) {
   std::shared_ptr<SpokeRing> ring;
   try {  // a header whose ring cannot be had is rejected; the stream in hand (if any) goes on
     ring = std::make_shared<SpokeRing>(max_window_ + p_.ring_margin, h.samples, h.coils, device_ring_);
+    if (keep_all_) ring->keep_from(0);
   } catch (const std::exception& e) {
     reject(wire::Reject::Limits, fmt::format("no memory for a spoke ring of {} x {} samples x {} coils: {}",
                                              max_window_ + p_.ring_margin, h.samples, h.coils, e.what()));
@@ -277,7 +288,8 @@ void Ingest::on_header(const wire::Message& m) {
   cv_.notify_all();
   if (!first) ++metrics_.reconfigurations;
   log::info("ingest: stream header {}: matrix {}, {} samples (readout os {}), {} coils{}", m.env.stream_id,
-            h.matrix, h.samples, h.readout_os, h.coils, first ? "" : " (geometry changed: reconfiguring)");
+            h.matrix, h.samples, h.readout_os, h.coils,
+            first ? "" : same_geometry ? " (a new stream: its frames start over)" : " (geometry changed: reconfiguring)");
   std::lock_guard rl(rec_m_);
   if (recorder_) recorder_->start_file(m.text);
 }

@@ -67,6 +67,10 @@ class Ingest {
   Ingest(const Ingest&) = delete;
   Ingest& operator=(const Ingest&) = delete;
 
+  // Every frame will be made (frames.skip_when_behind false): each new ring keeps all its spokes until the
+  // reconstruction says which it still needs, so none is overwritten before its frame (call before start()).
+  void keep_spokes_for_every_frame() { keep_all_ = true; }
+
   void start();
   void stop();  // joins the thread
 
@@ -90,7 +94,9 @@ class Ingest {
 
  private:
   void run();
-  void on_header(const wire::Message& m);
+  // `continues`: the header repeats that of the stream in hand (same id, neither closed nor restarted), so
+  // its frames go on; any other header starts new frames, even of the same geometry.
+  void on_header(const wire::Message& m, bool continues);
   void on_spoke(const wire::Message& m, std::span<const std::byte> acq_header);
   void reject(wire::Reject r, const std::string& detail);
   // One stream per pipeline: whether a message of stream `id` is taken (false: counted as foreign_stream).
@@ -99,6 +105,7 @@ class Ingest {
   IngestParams p_;
   Metrics& metrics_;
   bool device_ring_;
+  bool keep_all_ = false;
   int max_window_;
   Recorder* recorder_;
   std::mutex rec_m_;  // guards recorder_ against set_recorder

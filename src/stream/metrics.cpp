@@ -83,19 +83,18 @@ double RecentSeries::sum(std::int64_t now) const {
 
 void Metrics::add_frame_latency(std::int64_t acquired, std::int64_t arrived, std::int64_t ready) {
   const std::int64_t now = monotonic_ns();
+  if (arrived <= 0 || ready < arrived) return;  // no arrival time for the window: nothing honest to add
   arrival.add(double(ready - arrived) * 1e-6);
   pipeline_recent.add(double(ready - arrived) * 1e-6, now);
   if (acquired <= 0) return;  // the sender gave no acquisition time
-  if (!sender_clock_plausible(acquired, arrived > 0 ? arrived : ready)) {
+  if (!sender_clock_plausible(acquired, arrived)) {
     ++clock_invalid;  // a forged or foreign clock: counted, never averaged into the latency figures
     return;
   }
   end_to_end.add(double(ready - acquired) * 1e-6);
-  if (arrived > 0) {
-    const double lag = double(arrived - acquired) * 1e-6;
-    sender_lag.add(lag);
-    lag_recent.add(lag, now);
-  }
+  const double lag = double(arrived - acquired) * 1e-6;
+  sender_lag.add(lag);
+  lag_recent.add(lag, now);
 }
 
 void Metrics::add_skipped(std::uint64_t n) {

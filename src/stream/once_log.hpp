@@ -16,6 +16,10 @@ class OnceLog {
     if (kind >= 0 && kind < kKinds && !logged_[std::size_t(kind)].exchange(true))
       log::error("run: {} (further ones are only counted)", what);
   }
+  void warn(int kind, const std::string& what) {
+    if (kind >= 0 && kind < kKinds && !logged_[std::size_t(kind)].exchange(true))
+      log::warn("run: {} (further ones are only counted)", what);
+  }
 
  private:
   std::array<std::atomic<bool>, kKinds> logged_{};

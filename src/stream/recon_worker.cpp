@@ -72,9 +72,10 @@ bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t e
                              FrameResult& out) {
   const auto t0 = monotonic_ns();
   View<const cfloat> img;
+  SpokeRing::WindowTimes times;
   if (maps_) {  // coil maps for cg-sense / sense combination: the file, or estimates from the frames
     const bool want = maps_->wants_frame(chain);
-    if (want && !ring.copy_window(end, host_frame)) return false;
+    if (want && !ring.copy_window(end, host_frame, times)) return false;
     maps_->update(chain, want ? &host_frame : nullptr);
   }
   if (chain.backend() == Backend::Cuda && ring.on_device()) {
@@ -86,15 +87,14 @@ bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t e
       }
     } held{ring};
     img = chain.reconstruct_device([&](cfloat* d_data, float* d_traj, gpu::StreamRef stream) {
-      return held.on = ring.gather_window(end, W, d_data, d_traj, stream);
+      return held.on = ring.gather_window(end, W, d_data, d_traj, stream, times);
     });
     if (!img.data) return false;
   } else {
-    if (!ring.copy_window(end, host_frame)) return false;
+    if (!ring.copy_window(end, host_frame, times)) return false;
     metrics_.add_stage("assemble", double(monotonic_ns() - t0) * 1e-6);
     img = chain.reconstruct(host_frame);
   }
-  const auto times = ring.window_times(end, W);
   out.ready_ns = monotonic_ns();
   out.image.assign(img.data, img.data + img.size());
   out.matrix = chain.geometry().matrix;
@@ -179,6 +179,7 @@ void ReconWorker::frames() {
         once_.error(0, std::string("cannot configure the reconstruction: ") + e.what());
         ++metrics_.frames_failed;
         chain.reset();
+        st.ring->keep_from(SpokeRing::kNone);  // nothing is made from this ring: never stall the ingest on it
         drained_ = true;  // nothing can be made until the next stream header
         ingest_.wait_for(generation, ~std::uint64_t(0), std::chrono::milliseconds(200));
         continue;
@@ -189,6 +190,8 @@ void ReconWorker::frames() {
         sched.set_window(W);
     }
     sched.set_stride(stride);
+    // Every frame wanted: the ingest waits rather than overwrite the next frame's spokes (lossless backpressure).
+    if (!fp_.skip_when_behind) st.ring->keep_from(sched.next_end() - std::uint64_t(W), sched.next_end());
     const auto due = sched.next(st.ring->count());
     drained_ = !due.has_value();
     if (!due) {
@@ -199,8 +202,10 @@ void ReconWorker::frames() {
     auto result = std::make_shared<FrameResult>();
     try {
       if (!make_frame(*chain, *st.ring, due->end, W, host_frame, *result)) {
-        once_.error(1, "a frame's spokes were overwritten before it was assembled");
-        ++metrics_.frames_failed;
+        // The reconstruction fell so far behind that the ring moved past this frame: a frame skipped for
+        // speed (CANNOT KEEP UP), not a failure of the data or the code.
+        once_.warn(1, "a frame's spokes were overwritten before it was assembled (reconstruction behind); skipped");
+        metrics_.add_skipped(1);
         sched.advance();
         continue;
       }

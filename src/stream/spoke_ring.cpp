@@ -51,15 +51,39 @@ void SpokeRing::free_device() noexcept {
 
 SpokeRing::WriteSlot SpokeRing::begin_write() {
   std::unique_lock lock(m_);
-  // The slot's previous spoke is count_ - capacity_: wait while a reader holds it.
-  cv_.wait(lock, [&] {
-    return held_from_ == ~std::uint64_t(0) || count_ < std::uint64_t(capacity_) ||
-           count_ - std::uint64_t(capacity_) < held_from_;
-  });
+  // The slot's previous spoke is count_ - capacity_: wait while a reader holds it or still needs it.
+  const auto free_from = [&](std::uint64_t first) {
+    return first == kNone || count_ < std::uint64_t(capacity_) || count_ - std::uint64_t(capacity_) < first;
+  };
+  // (A held window is released within a frame's copy; a kept one only as frames are made, so a stopping
+  // run stops keeping.)
+  cv_.wait(lock, [&] { return free_from(held_from_) && (aborted_ || free_from(keep_from_)); });
   const std::size_t slot = count_ % std::uint64_t(capacity_);
   lock.unlock();
   if (device_) uploaded_[slot].synchronize();  // the pinned slot's last upload is done
   return {traj_.data() + slot * samples_ * 2, data_.data() + slot * std::size_t(coils_) * samples_};
+}
+
+void SpokeRing::keep_from(std::uint64_t serial, std::uint64_t next_end) {
+  {
+    std::lock_guard lock(m_);
+    keep_from_ = serial;
+    next_end_ = next_end;
+  }
+  cv_.notify_all();
+}
+
+bool SpokeRing::wait_drained(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(m_);
+  return cv_.wait_for(lock, timeout, [&] { return aborted_ || keep_from_ == kNone || count_ < next_end_; });
+}
+
+void SpokeRing::abort_waits() {
+  {
+    std::lock_guard lock(m_);
+    aborted_ = true;
+  }
+  cv_.notify_all();
 }
 
 void SpokeRing::commit(const RingSlotInfo& info) {
@@ -88,10 +112,8 @@ RingSlotInfo SpokeRing::info(std::uint64_t serial) const {
   return info_[serial % std::uint64_t(capacity_)];
 }
 
-SpokeRing::WindowTimes SpokeRing::window_times(std::uint64_t end, int n) const {
-  std::lock_guard lock(m_);
+SpokeRing::WindowTimes SpokeRing::times_locked(std::uint64_t end, int n) const {
   WindowTimes t;
-  if (!window_ok(end, n)) return t;
   t.first_index = info_[(end - n) % std::uint64_t(capacity_)].head.spoke_index;
   t.last_index = info_[(end - 1) % std::uint64_t(capacity_)].head.spoke_index;
   for (std::uint64_t k = end - n; k < end; ++k) {
@@ -114,12 +136,12 @@ void SpokeRing::hold(std::uint64_t from) {
 void SpokeRing::release_window() {
   {
     std::lock_guard lock(m_);
-    held_from_ = ~std::uint64_t(0);
+    held_from_ = kNone;
   }
   cv_.notify_all();
 }
 
-bool SpokeRing::copy_window(std::uint64_t end, Frame& frame) {
+bool SpokeRing::copy_window(std::uint64_t end, Frame& frame, WindowTimes& times) {
   const Geometry& g = frame.geometry;
   if (g.samples != samples_ || g.coils != coils_)
     throw InputError(fmt::format("spoke ring holds {} samples x {} coils, the frame wants {} x {}", samples_,
@@ -129,6 +151,7 @@ bool SpokeRing::copy_window(std::uint64_t end, Frame& frame) {
     std::lock_guard lock(m_);
     if (!window_ok(end, W)) return false;
     hold(end - W);
+    times = times_locked(end, W);
   }
   const std::size_t S = samples_;
   frame.last_acquired_ns = 0;
@@ -149,12 +172,14 @@ bool SpokeRing::copy_window(std::uint64_t end, Frame& frame) {
   return true;
 }
 
-bool SpokeRing::gather_window(std::uint64_t end, int spokes, cfloat* d_data, float* d_traj, gpu::StreamRef stream) {
+bool SpokeRing::gather_window(std::uint64_t end, int spokes, cfloat* d_data, float* d_traj, gpu::StreamRef stream,
+                              WindowTimes& times) {
   if (!device_) throw InputError("spoke ring: gather_window needs the device mirror");
   {
     std::lock_guard lock(m_);
     if (!window_ok(end, spokes)) return false;
     hold(end - spokes);
+    times = times_locked(end, spokes);
     // Uploads run in order on one stream: waiting for the newest spoke's waits for the whole window.
     uploaded_[(end - 1) % std::uint64_t(capacity_)].wait_on(stream);
   }

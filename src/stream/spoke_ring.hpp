@@ -5,8 +5,11 @@
 //
 // Spokes are numbered by arrival (serial 0, 1, ...); serial k lives in slot k mod capacity. While the reader
 // copies a window, the writer waits before overwriting any spoke of it (so nothing is read half-written);
-// the capacity (window + margin) makes that wait rare.
+// the capacity (window + margin) makes that wait rare. A reader that must see every frame (no skipping)
+// also sets keep_from: the writer then waits rather than overwrite a spoke of a frame still to be made, so
+// the stall reaches the sender through ZeroMQ's high-water marks and nothing is lost.
 #pragma once
+#include <chrono>
 #include <memory>
 #include <condition_variable>
 #include <cstdint>
@@ -42,38 +45,49 @@ class SpokeRing {
   int coils() const { return coils_; }
   bool on_device() const { return device_; }
 
-  // Writer: the slot of the next spoke (waits while a reader holds the spoke it would overwrite).
+  // Writer: the slot of the next spoke (waits while a reader holds or keeps the spoke it would overwrite).
   struct WriteSlot {
     float* traj;   // [samples][2]
     cfloat* data;  // [coils][samples]
   };
   WriteSlot begin_write();
+  // Reader: spokes from `serial` on are still needed (kNone: none are); the writer will not overwrite them.
+  // `next_end`: the spoke count at which the reader's next frame is due.
+  static constexpr std::uint64_t kNone = ~std::uint64_t(0);
+  void keep_from(std::uint64_t serial, std::uint64_t next_end = kNone);
+  // Writer, before it drops this ring for a new stream: waits (at most `timeout`) until the reader has made
+  // every frame the ring holds. False on time-out.
+  bool wait_drained(std::chrono::milliseconds timeout);
+  // The run is stopping: a writer no longer waits for kept spokes (nor wait_drained for the reader).
+  void abort_waits();
   // Publishes the slot written since begin_write (and starts its upload).
   void commit(const RingSlotInfo& info);
 
   std::uint64_t count() const;  // spokes committed so far
-  // Latest acquisition and arrival times (ns) and the first and last spoke index of spokes [end - n, end).
+  // Latest acquisition and arrival times (ns) and the first and last spoke index of a window.
   struct WindowTimes {
     std::int64_t acquired_ns = 0, arrival_ns = 0;
     std::uint64_t first_index = 0, last_index = 0;
   };
-  WindowTimes window_times(std::uint64_t end, int n) const;
   RingSlotInfo info(std::uint64_t serial) const;
 
   // Reader: copies spokes [end - frame.geometry.spokes, end) into the frame (its data, trajectory, indices
-  // and timestamps). False when those spokes are no longer (or not yet) all in the ring.
-  bool copy_window(std::uint64_t end, Frame& frame);
+  // and timestamps) and their times into `times` (taken while held, so never those of later spokes). False
+  // when those spokes are no longer (or not yet) all in the ring.
+  bool copy_window(std::uint64_t end, Frame& frame, WindowTimes& times);
   // Reader, device mirror: enqueues on `stream` the copy of spokes [end - spokes, end) into d_data
   // [coils][spokes][samples] and d_traj [spokes][samples][2] (after their uploads) and returns at once; the
   // spokes stay held until release_window(), which the caller calls once the stream is past the copies (the
   // host does not wait here).
-  bool gather_window(std::uint64_t end, int spokes, cfloat* d_data, float* d_traj, gpu::StreamRef stream);
+  bool gather_window(std::uint64_t end, int spokes, cfloat* d_data, float* d_traj, gpu::StreamRef stream,
+                     WindowTimes& times);
   void release_window();
 
  private:
   bool window_ok(std::uint64_t end, int spokes) const;  // under the lock
   void free_device() noexcept;
   void hold(std::uint64_t from);
+  WindowTimes times_locked(std::uint64_t end, int n) const;
 
   int capacity_, samples_, coils_;
   bool device_;
@@ -88,7 +102,10 @@ class SpokeRing {
   mutable std::mutex m_;
   std::condition_variable cv_;
   std::uint64_t count_ = 0;
-  std::uint64_t held_from_ = ~std::uint64_t(0);  // first serial a reader holds, or none
+  std::uint64_t held_from_ = kNone;  // first serial a reader holds, or none
+  std::uint64_t keep_from_ = kNone;  // first serial a reader still needs, or none
+  std::uint64_t next_end_ = kNone;   // spoke count at which the reader's next frame is due
+  bool aborted_ = false;
 };
 
 }  // namespace radstream

@@ -19,6 +19,7 @@ StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry) : c
   recording_ = cfg_.sinks.record;
   ingest_ = std::make_unique<Ingest>(zctx_, cfg_.stream, metrics_, b.backend == Backend::Cuda,
                                      cfg_.frames.max_window, recorder_.get());
+  if (!cfg_.frames.skip_when_behind) ingest_->keep_spokes_for_every_frame();
   sinks_ = make_sinks(cfg_.sinks, zctx_, metrics_);
   worker_ = std::make_unique<ReconWorker>(cfg_.frames, cfg_.recon, b.backend, registry, *ingest_, metrics_,
                                           [this](std::shared_ptr<const FrameResult> f) { emit(std::move(f)); });

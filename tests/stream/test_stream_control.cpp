@@ -16,6 +16,7 @@
 #include "io/mrd_file.hpp"
 #include "io/mrd_raw.hpp"
 #include "sim/simulator.hpp"
+#include "stream/spoke_ring.hpp"
 #include "stream/stream_runtime.hpp"
 #include "stream/sender.hpp"
 #include "stream/stream_test_util.hpp"
@@ -327,4 +328,33 @@ TEST(StreamControl, StatusLineSeparatesPipelineAndSenderLagOverTheLastTenSeconds
   const std::string with_glass = m.line(4.0);
   EXPECT_NE(with_glass.find("glass=16/16ms"), std::string::npos) << with_glass;
   EXPECT_NEAR(m.to_json(4.0)["latency_ms"]["acquired_to_glass"]["p50"].get<double>(), 16.0, 1e-6);
+}
+
+// Every frame wanted (frames.skip_when_behind false): the ring's writer waits rather than overwrite spokes of
+// a frame still to be made, and a stopping run releases it.
+TEST(StreamControl, AKeptWindowHoldsTheWriterUntilTheReaderMovesOn) {
+  SpokeRing ring(8, 4, 1, false);
+  ring.keep_from(0, 4);
+  for (int i = 0; i < 8; ++i) {
+    ring.begin_write();
+    ring.commit(RingSlotInfo{});
+  }
+  EXPECT_FALSE(ring.wait_drained(std::chrono::milliseconds(10))) << "a frame is due at 4 and not made";
+  auto writer = std::async(std::launch::async, [&] {
+    ring.begin_write();  // spoke 8 would overwrite spoke 0, still needed
+    ring.commit(RingSlotInfo{});
+  });
+  EXPECT_EQ(writer.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
+  EXPECT_EQ(ring.count(), 8u);
+  ring.keep_from(1, 12);  // the reader made its frames; the next (spokes 1..11) is due at 12
+  EXPECT_EQ(writer.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_EQ(ring.count(), 9u);
+  EXPECT_TRUE(ring.wait_drained(std::chrono::milliseconds(10))) << "no frame due with 9 spokes";
+  auto blocked = std::async(std::launch::async, [&] {
+    ring.begin_write();  // spoke 9 would overwrite spoke 1
+    ring.commit(RingSlotInfo{});
+  });
+  EXPECT_EQ(blocked.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
+  ring.abort_waits();  // the run stops
+  EXPECT_EQ(blocked.wait_for(std::chrono::seconds(5)), std::future_status::ready);
 }
