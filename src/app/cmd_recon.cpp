@@ -9,6 +9,7 @@
 #include "core/log.hpp"
 #include "io/cfl.hpp"
 #include "io/frame_io.hpp"
+#include "io/mrd_check.hpp"
 #include "io/mrd_file.hpp"
 #include "recon/recon_chain.hpp"
 #include "stream/coil_map_source.hpp"
@@ -35,6 +36,7 @@ int run_recon(const ReconArgs& a) {
 
   Frame frame;
   if (!a.input.empty()) {
+    check_mrd_in_child(a.input, a.start, a.count);  // a file that crashes HDF5 is refused, not a crash here
     const MrdRecording rec = read_mrd(a.input, a.start, a.count);
     if (a.count > 0 && long(rec.spokes.size()) < a.count)
       log::warn("{}: --count {} from spoke {} asks for more than the file has; using the {} there are", a.input,

@@ -15,7 +15,9 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "io/mrd_file.hpp"
+#include "io/mrd_check.hpp"
 #include "io/mrd_raw.hpp"
+#include "io/mrd_reader.hpp"
 #include "stream/metrics.hpp"
 #include "stream/sender.hpp"
 
@@ -36,7 +38,8 @@ struct ReplayArgs {
 
 int run_replay(const ReplayArgs& a) {
   InterruptWatch interrupt;
-  MrdRawReader reader(a.file);
+  check_mrd_in_child(a.file, a.start, a.count);  // a file that crashes HDF5 is refused, not a crash here
+  MrdReader reader(a.file);
   const StreamHeader header = stream_header_from_xml(reader.xml(), a.file);
   const bool max_speed = a.speed == "max";
   double speed = 1.0;

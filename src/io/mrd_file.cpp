@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "io/hdf5_errors.hpp"
 #include "io/mrd_raw.hpp"
+#include "io/mrd_reader.hpp"
 
 namespace radstream {
 
@@ -171,40 +172,18 @@ void MrdWriter::append(const Spoke& s) {
 }
 
 MrdRecording read_mrd(const std::string& path, long start, long count) {
-  check_hdf5_file(path);
-  std::unique_ptr<ISMRMRD::Dataset> ds;
-  std::string xml;
-  try {
-    quiet_ismrmrd_errors();
-    ds = std::make_unique<ISMRMRD::Dataset>(path.c_str(), "dataset", false);
-  } catch (const std::exception& e) {
-    throw IoError(fmt::format("{}: cannot open as an MRD dataset: {}", path, short_hdf5_error(e.what())));
-  }
-  try {
-    ds->readHeader(xml);
-  } catch (const std::exception&) {
-    throw IoError(fmt::format("{}: the MRD file has no XML header (dataset/xml)", path));
-  }
+  MrdReader reader(path);  // never reads past what the file stores
   MrdRecording rec;
-  rec.header = stream_header_from_xml(xml, path);
-  std::uint32_t n = 0;
-  try {
-    n = ds->getNumberOfAcquisitions();
-  } catch (const std::exception&) {
-    n = 0;
-  }
-  if (start < 0 || std::uint32_t(start) > n)
+  rec.header = stream_header_from_xml(reader.xml(), path);
+  const std::size_t n = reader.count();
+  if (start < 0 || std::size_t(start) > n)
     throw IoError(fmt::format("{}: start spoke {} is outside 0..{}", path, start, n));
-  const std::uint32_t end = count < 0 ? n : std::min<std::uint32_t>(n, std::uint32_t(start + count));
-  rec.spokes.reserve(end - start);
-  for (std::uint32_t i = std::uint32_t(start); i < end; ++i) {
-    ISMRMRD::Acquisition acq;
-    try {
-      ds->readAcquisition(i, acq);
-    } catch (const std::exception& e) {
-      throw IoError(fmt::format("{}: cannot read acquisition {}: {}", path, i, short_hdf5_error(e.what())));
-    }
-    const auto& h = acq.getHead();
+  const std::size_t end = count < 0 ? n : std::min<std::size_t>(n, std::size_t(start) + std::size_t(count));
+  rec.spokes.reserve(end - std::size_t(start));
+  for (std::size_t i = std::size_t(start); i < end; ++i) {
+    const RawSpoke raw = reader.read(i);
+    ISMRMRD::ISMRMRD_AcquisitionHeader h;
+    std::memcpy(&h, raw.acq_header.data(), sizeof(h));
     if (rec.header.coils == 0) rec.header.coils = h.active_channels;
     if (h.number_of_samples != rec.header.samples || h.active_channels != rec.header.coils)
       throw IoError(
@@ -229,10 +208,10 @@ MrdRecording read_mrd(const std::string& path, long start, long count) {
                          : rec.header.angles.angle(std::int64_t(s.header.spoke_index));
     s.traj.resize(2 * std::size_t(s.samples));
     if (h.trajectory_dimensions == 2)
-      std::copy(acq.getTrajPtr(), acq.getTrajPtr() + s.traj.size(), s.traj.begin());
+      s.traj = raw.traj;
     else
       spoke_coordinates(s.header.angle, s.samples, s.traj);
-    s.data.assign(acq.getDataPtr(), acq.getDataPtr() + std::size_t(s.samples) * s.coils);
+    s.data = raw.data;
     // As the stream does: NaN or Inf in a file is an error naming the acquisition, never a NaN image; and a
     // point far outside k-space (|k| > 0.75 cycles per pixel) too.
     for (const auto& v : s.data)

@@ -51,43 +51,4 @@ void MrdRawWriter::append(std::span<const std::byte> bytes, std::span<const floa
   ++count_;
 }
 
-MrdRawReader::MrdRawReader(const std::string& path) : path_(path) {
-  check_hdf5_file(path);
-  try {
-    quiet_ismrmrd_errors();
-    ds_ = std::make_unique<ISMRMRD::Dataset>(path.c_str(), "dataset", false);
-  } catch (const std::exception& e) {
-    throw IoError(fmt::format("{}: cannot open as an MRD dataset: {}", path, short_hdf5_error(e.what())));
-  }
-  try {
-    ds_->readHeader(xml_);
-  } catch (const std::exception&) {
-    throw IoError(fmt::format("{}: the MRD file has no XML header (dataset/xml)", path));
-  }
-  try {
-    count_ = ds_->getNumberOfAcquisitions();
-  } catch (const std::exception&) {
-    count_ = 0;
-  }
-}
-
-MrdRawReader::~MrdRawReader() = default;
-
-RawSpoke MrdRawReader::read(std::size_t i) {
-  if (i >= count_) throw IoError(fmt::format("{}: acquisition {} is outside 0..{}", path_, i, count_));
-  ISMRMRD::Acquisition acq;
-  try {
-    ds_->readAcquisition(std::uint32_t(i), acq);
-  } catch (const std::exception& e) {
-    throw IoError(fmt::format("{}: cannot read acquisition {}: {}", path_, i, short_hdf5_error(e.what())));
-  }
-  RawSpoke r;
-  const ISMRMRD::ISMRMRD_AcquisitionHeader& h = acq.getHead();
-  std::memcpy(r.acq_header.data(), &h, r.acq_header.size());
-  r.traj.assign(acq.getTrajPtr(),
-                acq.getTrajPtr() + std::size_t(h.number_of_samples) * h.trajectory_dimensions);
-  r.data.assign(acq.getDataPtr(), acq.getDataPtr() + std::size_t(h.number_of_samples) * h.active_channels);
-  return r;
-}
-
 }  // namespace radstream

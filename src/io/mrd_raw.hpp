@@ -1,6 +1,7 @@
 // Spokes as received, in MRD HDF5 files: what the recorder writes and replay reads. The XML header text and
 // each acquisition header (the 340 wire bytes) are kept verbatim, so a replay of a radstream recording sends
-// byte-identical messages. Reading is one acquisition at a time (recordings can be larger than memory).
+// byte-identical messages. Reading (io/mrd_reader.hpp) is one acquisition at a time (recordings can be larger
+// than memory).
 #pragma once
 #include <array>
 #include <cstddef>
@@ -37,20 +38,6 @@ class MrdRawWriter {
 
  private:
   std::string path_;
-  std::unique_ptr<ISMRMRD::Dataset> ds_;
-  std::size_t count_ = 0;
-};
-
-class MrdRawReader {
- public:
-  explicit MrdRawReader(const std::string& path);  // throws IoError naming the file and the problem
-  ~MrdRawReader();
-  const std::string& xml() const { return xml_; }
-  std::size_t count() const { return count_; }
-  RawSpoke read(std::size_t i);  // throws IoError
-
- private:
-  std::string path_, xml_;
   std::unique_ptr<ISMRMRD::Dataset> ds_;
   std::size_t count_ = 0;
 };

@@ -15,6 +15,7 @@
 #include "gpu/cuda_runtime.hpp"
 #include "io/mrd_file.hpp"
 #include "io/mrd_raw.hpp"
+#include "io/mrd_reader.hpp"
 #include "sim/simulator.hpp"
 #include "stream/spoke_ring.hpp"
 #include "stream/stream_runtime.hpp"
@@ -166,7 +167,7 @@ TEST(StreamControl, ReplayOfAFileWithoutEnvelopesPacedByRate) {
   auto r = test::run_command(bin + " simulate --out " + (dir / "ours.h5") + " --spokes 96 --matrix 32 --coils 2");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   {  // another tool's file: the same acquisitions without radstream's envelope fields (user_int all 0)
-    MrdRawReader in(dir / "ours.h5");
+    MrdReader in(dir / "ours.h5");
     MrdRawWriter out(file, in.xml());
     for (std::size_t i = 0; i < in.count(); ++i) {
       RawSpoke sp = in.read(i);

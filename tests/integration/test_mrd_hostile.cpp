@@ -1,0 +1,125 @@
+// Issue 15 (5, 10): crafted MRD files. Acquisition headers that claim more (or fewer) samples, coils or
+// trajectory dimensions than the file stores, and byte-level mutations of a whole recording, through the real
+// program (`recon --input`, `replay`): exit 3 with a message naming the file, never a crash, a hang or a read
+// past what is stored. And a file that another process holds open for writing can still be read.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+#include <ismrmrd/dataset.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "io/mrd_file.hpp"
+#include "io/mrd_reader.hpp"
+#include "test_util.hpp"
+
+using namespace radstream;
+
+namespace {
+
+test::CommandResult radstream_cmd(const std::string& args) {
+  return test::run_command("timeout 60 " + test::radstream_binary() + " " + args);
+}
+
+// Overwrites one member of acquisition i's stored header in place (an HDF5 partial compound write): the
+// trajectory and data arrays stay as stored, so the header now lies about them.
+void forge_header_field(const std::string& path, std::size_t i, const char* field, std::uint16_t value) {
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  const hid_t d = H5Dopen2(f, "/dataset/data", H5P_DEFAULT);
+  const hid_t inner = H5Tcreate(H5T_COMPOUND, sizeof(std::uint16_t));
+  H5Tinsert(inner, field, 0, H5T_NATIVE_UINT16);
+  const hid_t outer = H5Tcreate(H5T_COMPOUND, sizeof(std::uint16_t));
+  H5Tinsert(outer, "head", 0, inner);
+  const hid_t fs = H5Dget_space(d), ms = H5Screate(H5S_SCALAR);
+  const hsize_t start = i, one = 1;
+  H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, nullptr, &one, nullptr);
+  EXPECT_GE(H5Dwrite(d, outer, ms, fs, H5P_DEFAULT, &value), 0);
+  H5Sclose(ms);
+  H5Sclose(fs);
+  H5Tclose(outer);
+  H5Tclose(inner);
+  H5Dclose(d);
+  H5Fclose(f);
+}
+
+std::string simulate(const test::TempDir& dir, const std::string& name, int spokes) {
+  const std::string path = dir / name;
+  const auto r = radstream_cmd("simulate --out " + path + " --matrix 32 --coils 2 --spokes " +
+                               std::to_string(spokes));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return path;
+}
+
+}  // namespace
+
+TEST(MrdHostile, HeadersThatLieAboutTheStoredArraysAreRefusedWithExit3) {
+  test::TempDir dir;
+  struct Case {
+    const char* field;
+    std::uint16_t value;
+  };
+  // More samples or coils than stored (libismrmrd would copy past its buffers), fewer, and 3 trajectory
+  // dimensions over a 2-D trajectory.
+  const Case cases[] = {{"number_of_samples", 4096}, {"number_of_samples", 63}, {"active_channels", 64},
+                        {"active_channels", 1},      {"trajectory_dimensions", 3}, {"number_of_samples", 0}};
+  int k = 0;
+  for (const auto& c : cases) {
+    const std::string path = simulate(dir, "lie" + std::to_string(k++) + ".h5", 48);
+    forge_header_field(path, 5, c.field, c.value);
+    // radstream's reader names the acquisition and what is stored.
+    try {
+      MrdReader reader(path);
+      (void)reader.read(4);  // the ones around it are fine
+      (void)reader.read(6);
+      (void)reader.read(5);
+      ADD_FAILURE() << c.field << " = " << c.value << " was read";
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find("acquisition 5 stores"), std::string::npos) << e.what();
+    }
+    auto r = radstream_cmd("recon --backend cpu --input " + path + " --out " + (dir / "x.png"));
+    EXPECT_EQ(r.exit_code, 3) << c.field << " = " << c.value << "\n" << r.output;
+    EXPECT_NE(r.output.find("acquisition 5"), std::string::npos) << r.output;
+    r = radstream_cmd("replay " + path + " --endpoint tcp://127.0.0.1:56171 --rate 100000");
+    EXPECT_EQ(r.exit_code, 3) << c.field << " = " << c.value << "\n" << r.output;
+  }
+}
+
+// A recording still open for writing (libismrmrd holds it read-write, with HDF5's lock) can be read by
+// another process: radstream's reader takes no lock.
+TEST(MrdHostile, AFileHeldOpenForWritingCanBeReadByAnotherProcess) {
+  test::TempDir dir;
+  const std::string path = simulate(dir, "held.h5", 64);
+  ISMRMRD::Dataset held(path.c_str(), "dataset", false);  // opened read-write, locked, by this process
+  const auto r = radstream_cmd("recon --backend cpu --input " + path + " --out " + (dir / "x.png"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(dir / "x.png"));
+}
+
+// Random byte mutations of a recording (its metadata and its arrays): every run ends with exit 0 (the bytes hit
+// data only) or 3 (refused with a reason), never a signal. The 1,000-file version: scripts/fuzz_mrd_files.sh.
+TEST(MrdHostile, MutatedRecordingsNeverCrashTheReaders) {
+  test::TempDir dir;
+  const std::string clean = simulate(dir, "clean.h5", 32);
+  std::ifstream in(clean, std::ios::binary);
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 4096u);
+  std::mt19937_64 rng(15);
+  int refused = 0, read_fine = 0;
+  for (int k = 0; k < 40; ++k) {
+    std::vector<char> m = bytes;
+    const int edits = 1 + int(rng() % 16);
+    // Half the runs aim at the first 4 KiB (superblock, object headers, the XML): HDF5's own metadata.
+    const std::size_t span = k % 2 ? m.size() : std::size_t(4096);
+    for (int e = 0; e < edits; ++e) m[rng() % span] = char(rng() & 0xff);
+    const std::string path = dir / ("m" + std::to_string(k) + ".h5");
+    std::ofstream(path, std::ios::binary).write(m.data(), std::streamsize(m.size()));
+    const auto r = radstream_cmd("recon --backend cpu --input " + path + " --out " + (dir / "m.png"));
+    ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 3) << "mutation " << k << ": exit " << r.exit_code << "\n"
+                                                       << r.output;
+    (r.exit_code == 0 ? read_fine : refused)++;
+  }
+  std::printf("mutated recordings: %d read, %d refused with exit 3, 0 crashes\n", read_fine, refused);
+  EXPECT_GT(refused, 0);
+}
