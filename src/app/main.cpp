@@ -9,11 +9,13 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/param_reader.hpp"
+#include "io/hdf5_errors.hpp"
 #include "recon/recon_params.hpp"
 #include "sim/simulator.hpp"
 #include "stream/stream_runtime.hpp"
 
 int main(int argc, char** argv) {
+  radstream::hdf5_skip_exit_cleanup();  // a recording abandoned after a write error stays as last flushed
   spdlog::set_default_logger(spdlog::stderr_color_mt("radstream"));
   spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
 

@@ -1,5 +1,6 @@
 #include "io/hdf5_errors.hpp"
 
+#include <hdf5.h>
 #include <ismrmrd/ismrmrd.h>
 
 #include <mutex>
@@ -20,6 +21,10 @@ std::string trim(std::string s) {
 void quiet_ismrmrd_errors() {
   static std::once_flag once;  // the library's handler is process-wide; set it once, never changed after
   std::call_once(once, [] { ISMRMRD::ismrmrd_set_error_handler(&silent); });
+}
+
+void hdf5_skip_exit_cleanup() {
+  H5dont_atexit();
 }
 
 std::string short_hdf5_error(const std::string& what) {

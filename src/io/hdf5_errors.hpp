@@ -14,4 +14,10 @@ void quiet_ismrmrd_errors();
 // when the stack has one, e.g. "Failed to open file (No such file or directory)".
 std::string short_hdf5_error(const std::string& what);
 
+// Keeps the HDF5 library from closing, at process exit, files the program left open. Only an abandoned
+// recording (MrdRawWriter::abandon after a write error) is left open: closing it would write HDF5 metadata that
+// claims more than the disk holds (an unreadable file; libhdf5 1.10 also crashes closing it at exit), while
+// left alone it stays readable as last flushed. Called first thing in main(), before any HDF5 call.
+void hdf5_skip_exit_cleanup();
+
 }  // namespace radstream

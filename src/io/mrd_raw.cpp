@@ -1,6 +1,7 @@
 #include "io/mrd_raw.hpp"
 
 #include <fmt/format.h>
+#include <hdf5.h>
 #include <ismrmrd/dataset.h>
 #include <ismrmrd/ismrmrd.h>
 
@@ -23,9 +24,26 @@ MrdRawWriter::MrdRawWriter(const std::string& path, const std::string& xml) : pa
   } catch (const std::exception& e) {
     throw IoError(fmt::format("{}: cannot create the MRD file: {}", path, short_hdf5_error(e.what())));
   }
+  // HDF5 finds the file already open in this process and shares it: flushing this id flushes the file.
+  // (Same access properties as libismrmrd's open, or HDF5 refuses to share.)
+  const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  if (id < 0) throw IoError(fmt::format("{}: cannot open the new MRD file for flushing", path));
+  flush_id_ = id;
+  flush();  // the header alone is already a readable file
 }
 
-MrdRawWriter::~MrdRawWriter() = default;
+MrdRawWriter::~MrdRawWriter() {
+  if (abandoned_) {
+    (void)ds_.release();  // deliberately never closed (see abandon())
+    return;
+  }
+  if (flush_id_ >= 0) H5Fclose(hid_t(flush_id_));
+}
+
+void MrdRawWriter::flush() {
+  if (H5Fflush(hid_t(flush_id_), H5F_SCOPE_GLOBAL) < 0)
+    throw IoError(fmt::format("{}: cannot write to the disk after {} acquisitions (disk full?)", path_, count_));
+}
 
 void MrdRawWriter::append(std::span<const std::byte> bytes, std::span<const float> traj,
                           std::span<const cfloat> data) {

@@ -26,19 +26,29 @@ struct RawSpoke {
 
 class MrdRawWriter {
  public:
-  // Creates (or truncates) the file with this XML header text. Throws IoError naming the file.
+  // Creates (or replaces) the file with this XML header text. Throws IoError naming the file.
   MrdRawWriter(const std::string& path, const std::string& xml);
   ~MrdRawWriter();
+  MrdRawWriter(const MrdRawWriter&) = delete;
+  MrdRawWriter& operator=(const MrdRawWriter&) = delete;
   // Sizes come from the header bytes (number_of_samples, active_channels, trajectory_dimensions); throws
   // InputError when the spans disagree with them, IoError when the write fails.
   void append(std::span<const std::byte> acq_header, std::span<const float> traj,
               std::span<const cfloat> data);
+  // Writes everything appended so far to the disk (HDF5's metadata included): the file is readable as it is
+  // now even if the process dies before the destructor. Throws IoError when the write fails.
+  void flush();
+  // After a write error: the file is never touched again, not even closed (its HDF5 handles are left to the
+  // process's end; see hdf5_skip_exit_cleanup), so that it stays readable as last flushed.
+  void abandon() { abandoned_ = true; }
   std::size_t count() const { return count_; }
   const std::string& path() const { return path_; }
 
  private:
   std::string path_;
   std::unique_ptr<ISMRMRD::Dataset> ds_;
+  long long flush_id_ = -1;
+  bool abandoned_ = false;  // a second HDF5 id on the same open file, for H5Fflush (libismrmrd has none)
   std::size_t count_ = 0;
 };
 

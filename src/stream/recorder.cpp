@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 #include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 
@@ -20,29 +23,49 @@ std::string nth_file(const std::string& path, int n) {
   return n == 1 ? path : path.substr(0, path.size() - 3) + "_" + std::to_string(n) + ".h5";
 }
 
+// Bytes that can still be written to `path`: the free space of its file system (as an unprivileged user sees
+// it) and what the process's file size limit (ulimit -f) leaves.
+std::uint64_t room_for(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::uint64_t room = ~std::uint64_t(0);
+  const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+  struct statvfs v {};
+  if (::statvfs(dir.c_str(), &v) == 0) room = std::uint64_t(v.f_bavail) * v.f_frsize;
+  rlimit r{};
+  if (::getrlimit(RLIMIT_FSIZE, &r) == 0 && r.rlim_cur != RLIM_INFINITY) {
+    std::error_code ec;
+    const std::uint64_t size = fs::file_size(path, ec);
+    const std::uint64_t left = !ec && size < r.rlim_cur ? r.rlim_cur - size : 0;
+    room = std::min(room, left);
+  }
+  return room;
+}
+
 }  // namespace
 
-Recorder::Recorder(const std::string& path, std::size_t max_queue_bytes, Metrics& metrics, bool overwrite)
-    : path_(path), overwrite_(overwrite), max_bytes_(max_queue_bytes), metrics_(metrics) {
+Recorder::Recorder(const RecordOptions& options, Metrics& metrics) : o_(options), metrics_(metrics) {
   namespace fs = std::filesystem;
+  const std::string& path = o_.path;
   if (path.size() < 4 || path.substr(path.size() - 3) != ".h5")
     throw ConfigError("record: '" + path + "' must be an .h5 file name");
+  if (o_.max_files < 1) throw ConfigError(fmt::format("record: max_files {} must be >= 1", o_.max_files));
   const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw IoError("record: cannot create the folder " + dir.string() + " for " + path + ": " + ec.message());
   if (::access(dir.c_str(), W_OK) != 0)
     throw IoError("record: the folder " + dir.string() + " is not writable (" + std::strerror(errno) + ")");
-  if (!overwrite && fs::exists(path))
+  if (!o_.overwrite && fs::exists(path))
     throw IoError("record: " + path + " exists; choose another name or allow overwriting (--overwrite, " +
                   "sinks.record_overwrite: true)");
   // Prove now, before any spoke, that the file can be made (a folder's permission bits do not: /proc, a
-  // read-only mount, a full disk); the real file is written when the stream's header comes.
+  // read-only mount, a full disk), and claim the name: created exclusively, so that nothing else takes it
+  // before the stream's header comes and the real file is written there.
   if (!fs::exists(path)) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
     if (fd < 0) throw IoError("record: cannot create " + path + " (" + std::strerror(errno) + ")");
     ::close(fd);
-    fs::remove(path, ec);
+    first_claimed_ = true;
   } else if (::access(path.c_str(), W_OK) != 0) {
     throw IoError("record: " + path + " is not writable (" + std::strerror(errno) + ")");
   }
@@ -56,9 +79,9 @@ std::size_t Recorder::failures() const {
 
 std::string Recorder::status() const {
   std::lock_guard lock(m_);
-  const std::string where = current_.empty() ? path_ : current_;
-  if (failures_)
-    return fmt::format("FAILED: {} write(s) failed after {} spokes in {} (first: {})", failures_, written_, where,
+  const std::string where = current_.empty() ? o_.path : current_;
+  if (failed_)
+    return fmt::format("FAILED: {} spoke(s) not recorded after {} spokes in {} (first: {})", failures_, written_, where,
                        first_error_);
   return fmt::format("{} spokes in {}", written_, where);
 }
@@ -104,59 +127,146 @@ void Recorder::push(std::span<const std::byte> acq, std::span<const std::byte> t
   std::memcpy(static_cast<void*>(it.spoke.data.data()), data.data(), it.spoke.data.size() * sizeof(cfloat));
   it.bytes = acq.size() + traj.size() + data.size();
   std::unique_lock lock(m_);
-  if (queued_bytes_ + it.bytes > max_bytes_ && !q_.empty()) {
+  if (queued_bytes_ + it.bytes > o_.max_queue_bytes && !q_.empty()) {
     ++metrics_.recorder_waits;
     if (!warned_) {
       warned_ = true;
       log::warn("record: the writer is behind ({} MiB queued); the ingest waits for it (nothing is dropped)",
                 queued_bytes_ >> 20);
     }
-    cv_.wait(lock, [&] { return queued_bytes_ + it.bytes <= max_bytes_ || q_.empty() || stopping_; });
+    cv_.wait(lock, [&] { return queued_bytes_ + it.bytes <= o_.max_queue_bytes || q_.empty() || stopping_; });
   }
   queued_bytes_ += it.bytes;
   q_.push_back(std::move(it));
   cv_.notify_all();
 }
 
+std::string Recorder::claim_next_file() {
+  if (made_ >= o_.max_files) return "";
+  ++made_;
+  ++files_;
+  if (files_ == 1 && (first_claimed_ || o_.overwrite)) return o_.path;
+  for (;; ++files_) {  // NAME_2.h5, ...: taken only when nobody has it (or when overwriting)
+    const std::string p = nth_file(o_.path, files_);
+    if (o_.overwrite) return p;
+    const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd >= 0) {
+      ::close(fd);
+      return p;
+    }
+    if (errno != EEXIST) return p;  // the writer will say why it cannot be made
+  }
+}
+
+void Recorder::fail(const std::string& what, bool lost_a_spoke) {
+  if (lost_a_spoke) ++metrics_.record_failures;
+  std::lock_guard lock(m_);
+  failed_ = true;
+  if (lost_a_spoke) ++failures_;
+  if (first_error_.empty()) {
+    first_error_ = what;
+    log::error("record: {} (the file is closed; every spoke not recorded from now on is counted)", what);
+  }
+}
+
 void Recorder::run() {
   std::unique_ptr<MrdRawWriter> w;
+  const auto close = [&] {  // cleanly, whatever state the file is in
+    if (!w) return;
+    try {
+      w->flush();
+    } catch (const std::exception&) {
+    }
+    log::info("record: {} spokes in {}", w->count(), w->path());
+    w.reset();
+  };
+  const auto flush_every = std::chrono::duration<double>(o_.flush_s > 0 ? o_.flush_s : 1e9);
+  auto last_flush = std::chrono::steady_clock::now();
+  bool dirty = false, failed = false;
+  std::size_t count_at_check = 0, spoke_bytes = 0;
   for (;;) {
     Item it;
+    bool have = false;
     {
       std::unique_lock lock(m_);
-      cv_.wait(lock, [&] { return !q_.empty() || stopping_; });
-      if (q_.empty()) break;
-      it = std::move(q_.front());
-      q_.pop_front();
-      queued_bytes_ -= it.bytes;
+      cv_.wait_for(lock, flush_every, [&] { return !q_.empty() || stopping_; });
+      if (!q_.empty()) {
+        it = std::move(q_.front());
+        q_.pop_front();
+        queued_bytes_ -= it.bytes;
+        have = true;
+      } else if (stopping_) {
+        break;
+      }
     }
-    cv_.notify_all();
+    if (have) cv_.notify_all();
     try {
-      if (!it.xml.empty()) {
-        ++files_;
-        std::string p = nth_file(path_, files_);
-        while (files_ > 1 && !overwrite_ && std::filesystem::exists(p)) p = nth_file(path_, ++files_);  // never replace
-        if (w) log::info("record: {} spokes in {}", w->count(), w->path());
+      if (have && !it.xml.empty()) {  // a new stream: a new file
+        close();
+        if (failed) continue;
+        const std::string p = claim_next_file();
+        if (p.empty()) {
+          failed = true;
+          fail(fmt::format("the run's limit of {} recording files (sinks.record_max_files) is reached; later streams "
+                           "are not recorded", o_.max_files), false);
+          continue;
+        }
         w = std::make_unique<MrdRawWriter>(p, it.xml);
+        dirty = true;
+        count_at_check = 0;
         std::lock_guard lock(m_);
         current_ = p;
-        continue;
+      } else if (have) {
+        if (failed) {  // counted, never silently dropped
+          ++metrics_.record_failures;
+          std::lock_guard lock(m_);
+          ++failures_;
+          continue;
+        }
+        if (!w) continue;  // spokes before any header are not accepted by the ingest
+        w->append(it.spoke.acq_header, it.spoke.traj, it.spoke.data);
+        spoke_bytes = it.bytes;
+        dirty = true;
+        ++metrics_.recorded;
+        std::lock_guard lock(m_);
+        ++written_;
       }
-      if (!w) continue;  // spokes before any header are not accepted by the ingest
-      w->append(it.spoke.acq_header, it.spoke.traj, it.spoke.data);
-      ++metrics_.recorded;
-      std::lock_guard lock(m_);
-      ++written_;
+      // What is written reaches the disk at least every flush_s, and whenever the stream pauses, so that a
+      // crash or SIGKILL leaves a readable file.
+      const auto now = std::chrono::steady_clock::now();
+      if (w && dirty && (now - last_flush >= flush_every || !have)) {
+        w->flush();
+        dirty = false;
+        last_flush = now;
+        // Stop while the file can still be closed properly: room for 1 MiB and twice what came since the
+        // last check. A disk that fills anyway is the write error below.
+        const std::size_t n = w->count();
+        const std::uint64_t need = (1u << 20) + 2 * std::uint64_t(n - count_at_check) * std::max<std::size_t>(spoke_bytes, 1);
+        count_at_check = n;
+        if (const std::uint64_t room = room_for(w->path()); room < need) {
+          const std::string where = w->path();
+          close();
+          failed = true;
+          fail(fmt::format("{}: only {:.1f} MiB left on its disk (or under the file size limit): recording stopped "
+                           "and the file closed after {} spokes",
+                           where, double(room) / 1048576.0, n), false);
+        }
+      }
     } catch (const std::exception& e) {  // counted and reported: a recording never fails silently
-      ++metrics_.record_failures;
-      std::lock_guard lock(m_);
-      if (failures_++ == 0) {
-        first_error_ = e.what();
-        log::error("record: {} (further failures are only counted)", e.what());
+      failed = true;
+      fail(e.what(), have && it.xml.empty());
+      if (w) {
+        w->abandon();  // never touched again: the file stays readable as last flushed
+        log::info("record: {} keeps the spokes of its last flush (of {} written)", w->path(), w->count());
+        w.reset();
       }
     }
   }
-  if (w) log::info("record: {} spokes in {}", w->count(), w->path());
+  close();
+  if (first_claimed_ && files_ == 0) {  // the stream never came: no empty placeholder is left behind
+    std::error_code ec;
+    std::filesystem::remove(o_.path, ec);
+  }
 }
 
 }  // namespace radstream

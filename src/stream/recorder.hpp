@@ -1,10 +1,14 @@
 // The recorder sink: every spoke the ingest receives, as received (the acquisition header bytes, trajectory
 // and data), into an MRD HDF5 file that starts with the stream's XML header text. It never drops: its queue
 // is bounded by bytes and, when full, the ingest waits (a PUSH sender then blocks: nothing is lost) and the
-// recorder reports that it is behind. A geometry change starts a new file (NAME_2.h5, NAME_3.h5, ...).
+// recorder reports that it is behind. A new stream starts a new file (NAME_2.h5, NAME_3.h5, ..., at most
+// max_files per run; an existing file is never replaced unless overwriting is allowed).
+// A crash loses little: the file is flushed every flush_s seconds (and when the stream pauses), so a SIGKILL
+// leaves a readable file with every spoke up to the last flush.
 // Nothing fails silently: the constructor checks the path (creates its folder, refuses an existing file unless
-// overwriting is allowed, checks that the folder is writable) and throws IoError naming the problem; a write
-// that fails later is counted (metrics record_failures), logged once, and reported by status().
+// overwriting is allowed, claims the name by creating the file) and throws IoError naming the problem; a write
+// that fails later closes the file (what was flushed stays readable), is logged once, and every spoke not
+// recorded from then on is counted (metrics record_failures) and reported by status().
 #pragma once
 #include <condition_variable>
 #include <cstddef>
@@ -20,9 +24,17 @@
 
 namespace radstream {
 
+struct RecordOptions {
+  std::string path;                             // NAME.h5
+  bool overwrite = false;                       // replace existing files
+  double flush_s = 1.0;                         // flush the file at least this often (0: only at the end)
+  int max_files = 100;                          // files (streams) one run may write
+  std::size_t max_queue_bytes = std::size_t(1) << 30;  // the ingest waits beyond this
+};
+
 class Recorder {
  public:
-  Recorder(const std::string& path, std::size_t max_queue_bytes, Metrics& metrics, bool overwrite = false);
+  Recorder(const RecordOptions& options, Metrics& metrics);
   ~Recorder();  // writes what is queued, then closes
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
@@ -44,17 +56,20 @@ class Recorder {
     std::size_t bytes = 0;
   };
   void run();
+  // Logs the first failure; `lost_a_spoke`: the spoke in hand was not recorded (counted). Closes nothing.
+  void fail(const std::string& what, bool lost_a_spoke);
+  std::string claim_next_file();       // the next file name, created exclusively; "" when none may be made
 
-  std::string path_;
-  bool overwrite_;
-  std::size_t max_bytes_;
+  RecordOptions o_;
   Metrics& metrics_;
   mutable std::mutex m_;
   std::condition_variable cv_;
   std::deque<Item> q_;
   std::size_t queued_bytes_ = 0;
-  bool stopping_ = false, warned_ = false;
-  int files_ = 0;
+  bool stopping_ = false, warned_ = false, failed_ = false;
+  int files_ = 0;  // the number in the last file name used (NAME.h5 is 1)
+  int made_ = 0;   // files made by this run
+  bool first_claimed_ = false;  // the constructor created NAME.h5 (removed at the end if never written)
   std::string current_;
   std::size_t written_ = 0, failures_ = 0;
   std::string first_error_;

@@ -40,6 +40,8 @@ struct FrameParams {
 struct SinkParams {
   std::string record;                // MRD .h5 file of every received spoke; empty: off
   bool record_overwrite = false;     // an existing file is refused unless this is set
+  double record_flush_s = 1.0;       // the recording reaches the disk at least this often
+  int record_max_files = 100;        // recording files (one per stream) a run may write
   std::string publish;               // ZeroMQ PUB endpoint for the images; empty: off
   std::string images;                // folder for image files; empty: off
   int image_every = 10;              // write every Nth frame
@@ -51,6 +53,9 @@ struct SinkParams {
   void visit(V& v) {
     v.field("record", record, "record every received spoke into this MRD .h5 file (empty: off)");
     v.field("record_overwrite", record_overwrite, "allow recording over an existing file (false: refuse)");
+    v.field("record_flush_s", record_flush_s, 0.05, 3600.0,
+            "flush the recording to the disk at least this often (a crash keeps what was flushed)");
+    v.field("record_max_files", record_max_files, 1, 100000, "recording files (one per stream) a run may write");
     v.field("publish", publish, "publish each image on this ZeroMQ PUB endpoint (empty: off)");
     v.field("images", images, "write image files into this folder (empty: off)");
     v.field("image_every", image_every, 1, 1 << 20, "write every Nth frame");

@@ -8,14 +8,25 @@
 #include "core/log.hpp"
 
 namespace radstream {
+namespace {
+
+RecordOptions record_options(const SinkParams& s, const std::string& path) {
+  RecordOptions o;
+  o.path = path;
+  o.overwrite = s.record_overwrite;
+  o.flush_s = s.record_flush_s;
+  o.max_files = s.record_max_files;
+  return o;
+}
+
+}  // namespace
 
 StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry) : cfg_(cfg), zctx_(1) {
   cfg_.validate();
   const BackendDecision b = resolve_backend(cfg_.recon.backend);
   log::info("run: backend {} ({})", to_string(b.backend), b.reason);
   if (!cfg_.sinks.record.empty())
-    recorder_ = std::make_unique<Recorder>(cfg_.sinks.record, std::size_t(1) << 30, metrics_,
-                                           cfg_.sinks.record_overwrite);
+    recorder_ = std::make_unique<Recorder>(record_options(cfg_.sinks, cfg_.sinks.record), metrics_);
   recording_ = cfg_.sinks.record;
   ingest_ = std::make_unique<Ingest>(zctx_, cfg_.stream, metrics_, b.backend == Backend::Cuda,
                                      cfg_.frames.max_window, recorder_.get());
@@ -86,7 +97,11 @@ void StreamRuntime::set_recon(const ReconParams& p) {
 
 void StreamRuntime::set_recording(const std::string& path) {
   std::unique_ptr<Recorder> next;
-  if (!path.empty()) next = std::make_unique<Recorder>(path, std::size_t(1) << 30, metrics_);
+  if (!path.empty()) {
+    RecordOptions o = record_options(cfg_.sinks, path);
+    o.overwrite = false;  // a file named in the viewer is never replaced
+    next = std::make_unique<Recorder>(o, metrics_);
+  }
   std::lock_guard lock(record_m_);
   ingest_->set_recorder(next.get());
   if (recorder_) {

@@ -154,7 +154,10 @@ TEST(Stream, RecordThenReplayIsByteIdentical) {
   IngestParams ip;
   ip.endpoint = "inproc://record";
   {
-    Recorder rec(file, 1 << 26, metrics);
+    RecordOptions o;
+    o.path = file;
+    o.max_queue_bytes = 1 << 26;
+    Recorder rec(o, metrics);
     Ingest in(ctx, ip, metrics, false, 64, &rec);
     for (const auto& parts : original) in.handle(spans(parts));
     rec.stop();
@@ -488,6 +491,86 @@ TEST(Stream, ARecordingInterruptedBySigintOrSigtermIsCompleteAndReplayable) {
                                          (dir / "img.png"));
     EXPECT_EQ(recon.exit_code, 0) << recon.output;
   }
+}
+
+// Issue 15 (6): a recording survives the process being killed (SIGKILL: no handler runs). The file is flushed
+// every sinks.record_flush_s (1 s), so it is readable and holds every spoke up to the last flush, in order.
+TEST(Stream, ARecordingSurvivesSigkillUpToItsLastFlush) {
+  const std::string bin = test::radstream_binary();
+  test::TempDir dir;
+  const std::string rec = dir / "rec.h5";
+  const std::string script =
+      bin + " run --headless --backend cpu --endpoint " + tcp(56131) + " --window 32 --stride 16 --duration 60" +
+      " --record " + rec + " > " + (dir / "run.log") + " 2>&1 & pid=$!; " + bin + " simulate --endpoint " +
+      tcp(56131) + " --matrix 32 --coils 2 --rate 1000 --spokes 6000 > /dev/null 2>&1 & sim=$!; sleep 2.6; " +
+      "kill -KILL $pid; wait $pid; echo RUN_RC=$?; kill $sim 2>/dev/null; wait $sim 2>/dev/null";
+  const auto r = test::run_command(script);
+  ASSERT_NE(r.output.find("RUN_RC=137"), std::string::npos) << r.output;
+  const auto file = read_mrd(rec);
+  std::printf("SIGKILL after about 2.3 s of spokes at 1000/s: %zu spokes readable in the file\n", file.spokes.size());
+  EXPECT_GE(file.spokes.size(), 800u) << "at least the flush at 1 s";
+  EXPECT_LT(file.spokes.size(), 3000u);
+  for (std::size_t i = 1; i < file.spokes.size(); ++i)
+    ASSERT_EQ(file.spokes[i].header.spoke_index, file.spokes[i - 1].header.spoke_index + 1) << i;
+  const auto recon = test::run_command(bin + " recon --backend cpu --input " + rec + " --count 64 --out " + (dir / "x.png"));
+  EXPECT_EQ(recon.exit_code, 0) << recon.output;
+}
+
+// Issue 15 (6): a disk that fills (here the file size limit, ulimit -f, with SIGXFSZ ignored as a full disk
+// gives ENOSPC, not a signal): the recording stops while the file can still be closed, says so once, counts
+// every spoke not recorded (RECORD_FAILED, record_failures), the reconstruction goes on, and the run exits 3.
+// The file holds every spoke up to the stop and reads back.
+TEST(Stream, ARecordingOnAFillingDiskStopsCleanlyAndTheRunFails) {
+  const std::string bin = test::radstream_binary();
+  test::TempDir dir;
+  const std::string rec = dir / "rec.h5", metrics = dir / "m.json";
+  const std::string script =
+      "(trap '' XFSZ; ulimit -f 8192; exec " + bin + " run --headless --backend cpu --endpoint " + tcp(56132) +
+      " --window 32 --stride 16 --until-close --duration 30 --record " + rec + " --metrics-json " + metrics +
+      ") > " + (dir / "run.log") + " 2>&1 & pid=$!; sleep 0.3; " + bin + " simulate --endpoint " + tcp(56132) +
+      " --matrix 32 --coils 2 --rate 2000 --spokes 8000 > /dev/null 2>&1; wait $pid; echo RUN_RC=$?; cat " +
+      (dir / "run.log");
+  const auto r = test::run_command(script);
+  EXPECT_NE(r.output.find("RUN_RC=3"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("recording stopped and the file closed after"), std::string::npos) << r.output;
+  std::ifstream mf(metrics);
+  const auto m = nlohmann::json::parse(mf);
+  const auto received = m.at("spokes").get<std::uint64_t>(), recorded = m.at("recorded").get<std::uint64_t>();
+  EXPECT_EQ(received, 8000u);
+  EXPECT_GT(m.at("frames").get<std::uint64_t>(), 0u);
+  EXPECT_EQ(m.at("record_failures").get<std::uint64_t>(), received - recorded);
+  const auto file = read_mrd(rec);
+  std::printf("file size limit 8 MiB: %llu of %llu spokes recorded, %zu readable\n", (unsigned long long)recorded,
+              (unsigned long long)received, file.spokes.size());
+  EXPECT_EQ(file.spokes.size(), recorded);
+  EXPECT_GT(recorded, 500u);
+  EXPECT_LT(recorded, received);
+}
+
+// Issue 15 (4, 6): one file per stream, never over an existing file, at most sinks.record_max_files per run:
+// a stream beyond the cap is not recorded, and that is an error the run reports (exit 3).
+TEST(Stream, RecordingFilesAreCappedPerRunAndNeverReplaceAFile) {
+  const std::string bin = test::radstream_binary();
+  test::TempDir dir;
+  { std::ofstream(dir / "rec_2.h5") << "someone else's file"; }
+  { std::ofstream(dir / "c.yaml") << "sinks:\n  record_max_files: 2\n"; }
+  std::string script = bin + " run -c " + (dir / "c.yaml") + " --headless --backend cpu --endpoint " + tcp(56133) +
+                       " --window 32 --stride 16 --duration 8 --record " + (dir / "rec.h5") + " > " +
+                       (dir / "run.log") + " 2>&1 & pid=$!; sleep 0.3; ";
+  for (int k = 0; k < 3; ++k)  // three streams, one after the other (each closes)
+    script += bin + " simulate --endpoint " + tcp(56133) + " --matrix 16 --coils 1 --rate 2000 --spokes 100 " +
+              "> /dev/null 2>&1; ";
+  script += "wait $pid; echo RUN_RC=$?; cat " + (dir / "run.log");
+  const auto r = test::run_command(script);
+  EXPECT_NE(r.output.find("RUN_RC=3"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("limit of 2 recording files"), std::string::npos) << r.output;
+  EXPECT_EQ(read_mrd(dir / "rec.h5").spokes.size(), 100u);
+  std::ifstream other(dir / "rec_2.h5");
+  std::string text;
+  std::getline(other, text);
+  EXPECT_EQ(text, "someone else's file");
+  EXPECT_EQ(read_mrd(dir / "rec_3.h5").spokes.size(), 100u);
+  EXPECT_FALSE(std::filesystem::exists(dir / "rec_4.h5"));
 }
 
 // A file from `simulate --out` is radstream's own: replay recognizes it (verbatim), paces it by its acquisition
