@@ -7,6 +7,9 @@ glibc=$(ldd --version | head -1 | grep -oE '[0-9]+\.[0-9]+$')
 echo "host glibc $glibc"
 if [ "$(printf '%s\n' 2.36 "$glibc" | sort -V | head -1)" = "2.36" ]; then
   run() { LD_LIBRARY_PATH="$lp" "$@"; }
+  run_exec() { LD_LIBRARY_PATH="$lp" exec "$@"; }
 else
   run() { .devcarry/glibc/ld-linux-x86-64.so.2 --library-path ".devcarry/glibc:$lp:/usr/lib/x86_64-linux-gnu" "$@"; }
+  run_exec() { exec .devcarry/glibc/ld-linux-x86-64.so.2 --library-path ".devcarry/glibc:$lp:/usr/lib/x86_64-linux-gnu" "$@"; }
 fi
+# run_exec: the same in place of the calling (sub)shell, so that `run_exec prog &` gives prog's own PID in $!.

@@ -168,6 +168,7 @@ std::string Metrics::line(double t) {
   const auto glass_now = glass_recent.summary(now);
   if (glass_now.count > 0) line += fmt::format(" glass={:.0f}/{:.0f}ms", glass_now.p50, glass_now.p99);
   if (gaps) line += fmt::format(" gaps={}", gaps.load());
+  if (const auto still = frame_gaps.count()) line += fmt::format(" frame_gaps={}", still);
   if (behind > 0) line += fmt::format(" BEHIND({:.0f} skipped/10s)", behind);
   if (last_iterations >= 0) line += fmt::format(" cg={}/{:.1g}", last_iterations.load(), last_residual.load());
   if (record_failures) line += fmt::format(" RECORD_FAILED={}", record_failures.load());
@@ -205,6 +206,7 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
   j["reconfigurations"] = reconfigurations.load();
   j["missing"] = missing.load();
   j["gaps"] = gaps.load();
+  j["frame_gaps"] = frame_gaps.to_json();
   j["rejected"] = rej;
   j["recorded"] = recorded.load();
   j["recorder_waits"] = recorder_waits.load();

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "stream/frame_gaps.hpp"
 #include "stream/wire.hpp"
 
 namespace radstream {
@@ -88,6 +89,9 @@ class Metrics {
   // frame): the session's series and the last 10 s; the status line shows it when a viewer reports it.
   LatencySeries glass{5};
   RecentSeries glass_recent;
+  // Images that came more than 100 ms after the previous one, with their causes (see frame_gaps.hpp).
+  FrameGaps frame_gaps;
+  const std::int64_t start_ns = monotonic_ns();
   void add_glass(double ms);
   void add_frame_latency(std::int64_t acquired_ns, std::int64_t arrival_ns, std::int64_t ready_ns);
   void add_skipped(std::uint64_t n);

@@ -127,7 +127,8 @@ bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t e
     metrics_.add_solver(solver.iterations, solver.residual);
     if (recon_.cg.deadline_ms > 0 && solver.ms > recon_.cg.deadline_ms) ++metrics_.deadline_misses;
   }
-  metrics_.add_stage("frame_total", double(out.ready_ns - t0) * 1e-6);
+  out.make_ms = double(out.ready_ns - t0) * 1e-6;
+  metrics_.add_stage("frame_total", out.make_ms);
   return true;
 }
 

@@ -142,6 +142,7 @@ void StreamRuntime::write_metrics_json() const {
 
 void StreamRuntime::emit(std::shared_ptr<const FrameResult> f) {
   metrics_.add_frame_latency(f->last_acquired_ns, f->last_arrival_ns, f->ready_ns);
+  metrics_.frame_gaps.frame(f->ready_ns, f->last_arrival_ns, f->make_ms, metrics_.start_ns);
   if (on_frame_) on_frame_(*f);
   {
     std::lock_guard lock(sink_m_);

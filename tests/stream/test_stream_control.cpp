@@ -17,6 +17,7 @@
 #include "io/mrd_raw.hpp"
 #include "io/mrd_reader.hpp"
 #include "sim/simulator.hpp"
+#include "stream/frame_gaps.hpp"
 #include "stream/spoke_ring.hpp"
 #include "stream/stream_runtime.hpp"
 #include "stream/sender.hpp"
@@ -358,4 +359,24 @@ TEST(StreamControl, AKeptWindowHoldsTheWriterUntilTheReaderMovesOn) {
   EXPECT_EQ(blocked.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
   ring.abort_waits();  // the run stops
   EXPECT_EQ(blocked.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+}
+
+// A frame gap (> 100 ms between images) carries its cause: spokes that came late, a slow reconstruction, or a
+// frame that was ready to be made and came late anyway.
+TEST(StreamControl, FrameGapsAreCountedWithTheirCause) {
+  FrameGaps g(100);
+  const std::int64_t ms = 1'000'000, t0 = 1000 * ms;
+  g.frame(t0, t0 - 5 * ms, 3, 0);               // the first image
+  g.frame(t0 + 40 * ms, t0 + 35 * ms, 3, 0);    // 40 ms: no gap
+  g.frame(t0 + 300 * ms, t0 + 295 * ms, 3, 0);  // its spokes came 255 ms after the previous image: input
+  g.frame(t0 + 500 * ms, t0 + 320 * ms, 150, 0);  // spokes there at once, 150 ms to make: reconstruction
+  g.frame(t0 + 700 * ms, t0 + 520 * ms, 5, 0);    // spokes there, quick to make, late: scheduling
+  EXPECT_EQ(g.count(), 3u);
+  EXPECT_NEAR(g.max_ms(), 260.0, 1e-9);
+  const auto j = g.to_json();
+  EXPECT_EQ(j["by_cause"]["input"], 1);
+  EXPECT_EQ(j["by_cause"]["reconstruction"], 1);
+  EXPECT_EQ(j["by_cause"]["scheduling"], 1);
+  EXPECT_EQ(j["last"][0]["cause"], "input");
+  EXPECT_NEAR(j["last"][0]["input_wait_ms"].get<double>(), 255.0, 1e-9);
 }
