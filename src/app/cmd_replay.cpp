@@ -143,6 +143,9 @@ Runner add_replay(CLI::App& app) {
   auto a = std::make_shared<ReplayArgs>();
   app.add_option("file", a->file, "MRD .h5 recording")->required();
   app.add_option("--endpoint", a->sender.endpoint, "ZeroMQ endpoint (default tcp://127.0.0.1:5555)");
+  app.add_option("--curve-server-key", a->sender.curve_server_key,
+                 "CURVE: the receiver's public key file (.pub from radstream keygen)");
+  app.add_option("--curve-key", a->sender.curve_key, "CURVE: this sender's key pair file (.key), on the receiver's allow-list");
   add_enum_option(app, "--socket", a->sender.socket, kSendSockets, "push (lossless) or pub (a tap that may drop)");
   app.add_flag("--bind", a->sender.bind, "bind the endpoint instead of connecting");
   app.add_option("--wait", a->wait_s, "seconds to wait for a receiver before failing (default 10)");

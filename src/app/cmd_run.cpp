@@ -24,7 +24,8 @@ namespace {
 
 struct RunArgs {
   std::string config;
-  std::string endpoint, socket, record, publish, images, metrics_json;
+  std::string endpoint, socket, record, publish, images, metrics_json, curve_key, curve_clients;
+  bool insecure = false;
   ReconOptions recon;
   bool connect = false, until_close = false, no_skip = false, headless = false, overwrite = false;
   int window = 0, stride = 0;
@@ -48,6 +49,9 @@ RunConfig load(const RunArgs& a) {
   if (!a.endpoint.empty()) c.stream.endpoint = a.endpoint;
   if (!a.socket.empty()) c.stream.socket = kReceiveSockets.parse(a.socket);
   if (a.connect) c.stream.bind = false;
+  if (!a.curve_key.empty()) c.stream.curve_key = a.curve_key;
+  if (!a.curve_clients.empty()) c.stream.curve_clients = a.curve_clients;
+  if (a.insecure) c.stream.insecure = true;
   if (a.window) c.frames.window = a.window;
   if (a.stride) c.frames.stride = a.stride;
   if (a.no_skip) c.frames.skip_when_behind = false;
@@ -126,6 +130,11 @@ Runner add_run(CLI::App& app) {
   app.add_option("--endpoint", a->endpoint, "receive on this ZeroMQ endpoint (overrides stream.endpoint)");
   app.add_option("--socket", a->socket, "pull (default) | sub");
   app.add_flag("--connect", a->connect, "connect to the endpoint instead of binding it");
+  app.add_option("--curve-key", a->curve_key, "CURVE: this receiver's key pair file (radstream keygen; stream.curve_key)");
+  app.add_option("--curve-clients", a->curve_clients,
+                 "CURVE: file of the public keys admitted, one per line (stream.curve_clients)");
+  app.add_flag("--insecure", a->insecure,
+               "allow a non-local or wildcard endpoint without CURVE (any host could inject spokes; stream.insecure)");
   app.add_option("--window", a->window, "spokes per frame (frames.window)")->check(CLI::PositiveNumber);
   app.add_option("--stride", a->stride, "a new frame every S spokes (frames.stride)")->check(CLI::PositiveNumber);
   app.add_flag("--no-skip", a->no_skip, "reconstruct every frame even when behind (frames.skip_when_behind)");

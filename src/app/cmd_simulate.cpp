@@ -79,6 +79,9 @@ Runner add_simulate(CLI::App& app) {
   app.add_option("--out", a->out, "write an MRD .h5 file instead of streaming (its folder is made)");
   app.add_flag("--overwrite", a->overwrite, "allow --out to replace an existing file");
   app.add_option("--endpoint", a->sender.endpoint, "stream to this ZeroMQ endpoint (tcp://127.0.0.1:5555)");
+  app.add_option("--curve-server-key", a->sender.curve_server_key,
+                 "CURVE: the receiver's public key file (.pub from radstream keygen)");
+  app.add_option("--curve-key", a->sender.curve_key, "CURVE: this sender's key pair file (.key), on the receiver's allow-list");
   add_enum_option(app, "--socket", a->sender.socket, kSendSockets, "push (lossless) or pub (a tap that may drop)");
   app.add_flag("--bind", a->sender.bind, "bind the endpoint instead of connecting");
   app.add_option("--wait", a->wait_s, "seconds to wait for a receiver before failing (default 10)");

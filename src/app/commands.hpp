@@ -18,5 +18,6 @@ Runner add_replay(CLI::App& app);
 Runner add_nufft(CLI::App& app);
 Runner add_convert(CLI::App& app);
 Runner add_config_keys(CLI::App& app);
+Runner add_keygen(CLI::App& app);
 
 }  // namespace radstream::app

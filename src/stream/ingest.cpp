@@ -2,11 +2,13 @@
 
 #include <cmath>
 #include <cstring>
+#include <random>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/trajectory.hpp"
 #include "io/mrd_file.hpp"
+#include "stream/curve.hpp"
 #include "stream/recorder.hpp"
 #include "stream/sender.hpp"
 
@@ -43,6 +45,18 @@ Ingest::Ingest(zmq::context_t& ctx, const IngestParams& p, Metrics& metrics, boo
   sock_.set(zmq::sockopt::rcvtimeo, 100);
   sock_.set(zmq::sockopt::linger, 0);
   if (p.socket == ReceiveSocket::Sub) sock_.set(zmq::sockopt::subscribe, "");
+  if (!p.curve_key.empty()) make_curve_server(sock_, read_curve_key_file(p.curve_key, true));
+  // Connections come and go on the monitor (drained by the receive loop): counted, the first few logged.
+  std::random_device rd;
+  const std::string mon = fmt::format("inproc://radstream-ingest-{:08x}{:08x}", rd(), rd());
+  if (zmq_socket_monitor(sock_.handle(), mon.c_str(),
+                         ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED |
+                             ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                             ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0)
+    throw ConfigError(std::string("ingest: cannot monitor the socket: ") + zmq_strerror(zmq_errno()));
+  monitor_ = zmq::socket_t(ctx, zmq::socket_type::pair);
+  monitor_.set(zmq::sockopt::linger, 0);
+  monitor_.connect(mon);
   bind_or_connect(sock_, p.endpoint, p.bind, "stream.endpoint");
 }
 
@@ -89,6 +103,27 @@ void Ingest::wait_for(std::uint64_t generation, std::uint64_t count,
   cv_.wait_for(lock, timeout, [&] {
     return !running_ || state_.generation != generation || (state_.ring && state_.ring->count() >= count);
   });
+}
+
+void Ingest::drain_monitor() {
+  for (int k = 0; k < 64; ++k) {  // each event: two frames (event id + value, then the peer's address)
+    zmq::message_t ev, addr;
+    if (!monitor_.recv(ev, zmq::recv_flags::dontwait)) return;
+    if (monitor_.get(zmq::sockopt::rcvmore)) (void)monitor_.recv(addr, zmq::recv_flags::dontwait);
+    if (ev.size() < 6) continue;
+    std::uint16_t id = 0;
+    std::memcpy(&id, ev.data(), sizeof id);
+    if (id == ZMQ_EVENT_ACCEPTED || id == ZMQ_EVENT_CONNECTED) {
+      ++metrics_.peers_connected;
+    } else if (id == ZMQ_EVENT_DISCONNECTED) {
+      ++metrics_.peers_disconnected;
+    } else {
+      if (metrics_.handshake_failures++ < 3)
+        log::warn("ingest: a peer failed the {} handshake and was dropped ({})",
+                  p_.curve_key.empty() ? "ZeroMQ" : "CURVE", id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ? "not authorized"
+                                                                                               : "protocol error");
+    }
+  }
 }
 
 void Ingest::reject(wire::Reject r, const std::string& detail) {
@@ -144,6 +179,7 @@ void Ingest::run() {
       continue;
     }
     const std::int64_t now = monotonic_ns();
+    drain_monitor();
     if (!got) {  // timeout: is the sender still there?
       const std::int64_t last = metrics_.last_message_ns.load();
       if (last && !metrics_.sender_lost && !metrics_.stream_ended &&

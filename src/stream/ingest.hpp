@@ -39,6 +39,9 @@ struct IngestParams {
   double sender_timeout_s = 2.0;  // report a silent sender after this long
   int ring_margin = 1024;         // ring slots beyond the largest window
   int max_ring_mib = 4096;        // a stream header whose spoke ring would need more is rejected
+  std::string curve_key;          // CURVE: this receiver's key pair file (radstream keygen); empty: no CURVE
+  std::string curve_clients;      // CURVE: allow-list of client public keys (with curve_key)
+  bool insecure = false;          // allow binding a non-local endpoint without CURVE (warned)
 
   template <class V>
   void visit(V& v) {
@@ -54,6 +57,11 @@ struct IngestParams {
     v.field("ring_margin", ring_margin, 16, 1 << 20, "spoke ring slots beyond the largest window");
     v.field("max_ring_mib", max_ring_mib, 16, 1 << 20,
             "largest spoke ring (MiB) a stream header may ask for; a larger one is rejected, the stream in hand goes on");
+    v.field("curve_key", curve_key,
+            "CURVE key pair file of this receiver (radstream keygen); senders and subscribers must then authenticate");
+    v.field("curve_clients", curve_clients, "CURVE allow-list: the public keys of the senders and subscribers admitted");
+    v.field("insecure", insecure,
+            "allow binding a non-local (or wildcard) endpoint without CURVE: any host could inject spokes");
   }
   void validate() const;
 };
@@ -106,6 +114,8 @@ class Ingest {
   Metrics& metrics_;
   bool device_ring_;
   bool keep_all_ = false;
+  zmq::socket_t monitor_;  // the receive socket's connection events
+  void drain_monitor();
   int max_window_;
   Recorder* recorder_;
   std::mutex rec_m_;  // guards recorder_ against set_recorder

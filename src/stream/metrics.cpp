@@ -173,6 +173,7 @@ std::string Metrics::line(double t) {
   if (last_iterations >= 0) line += fmt::format(" cg={}/{:.1g}", last_iterations.load(), last_residual.load());
   if (record_failures) line += fmt::format(" RECORD_FAILED={}", record_failures.load());
   if (clock_invalid) line += fmt::format(" CLOCK_INVALID={}", clock_invalid.load());
+  if (auth_denied) line += fmt::format(" AUTH_DENIED={}", auth_denied.load());
   if (sender_lost) line += " SENDER_LOST";
   if (stream_ended) line += " ENDED";
   if (age > 2.0) line += fmt::format(" last_msg={:.0f}s_ago", age);
@@ -207,6 +208,10 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
   j["missing"] = missing.load();
   j["gaps"] = gaps.load();
   j["frame_gaps"] = frame_gaps.to_json();
+  j["peers"] = {{"connected", peers_connected.load()},
+                {"disconnected", peers_disconnected.load()},
+                {"handshake_failures", handshake_failures.load()},
+                {"auth_denied", auth_denied.load()}};
   j["rejected"] = rej;
   j["recorded"] = recorded.load();
   j["recorder_waits"] = recorder_waits.load();

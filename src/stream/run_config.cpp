@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <tuple>
+
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "core/param_reader.hpp"
+#include "stream/curve.hpp"
 
 namespace radstream {
 
@@ -62,6 +66,21 @@ void RunConfig::validate() const {
   frames.validate();
   sinks.validate();
   recon.validate();
+  if (stream.curve_key.empty() != stream.curve_clients.empty())
+    throw ConfigError("stream.curve_key and stream.curve_clients go together (the receiver's key pair and the "
+                      "public keys it admits; radstream keygen makes key pairs)");
+  // Anyone who can reach a non-local endpoint could inject spokes or read the images: not without CURVE, or
+  // an explicit --insecure.
+  for (const auto& [what, ep, bound] : {std::tuple<const char*, std::string, bool>{"stream.endpoint", stream.endpoint, stream.bind},
+                                        {"sinks.publish", sinks.publish, true}}) {
+    if (ep.empty() || !bound || is_local_endpoint(ep) || !stream.curve_key.empty()) continue;
+    if (!stream.insecure)
+      throw ConfigError(fmt::format("{} {} is reachable from other hosts and CURVE is off: any of them could {}. "
+                                    "Set stream.curve_key and stream.curve_clients (see docs/security.md), or "
+                                    "accept the risk with --insecure (stream.insecure: true)",
+                                    what, ep, what[0] == 's' && what[1] == 't' ? "inject spokes" : "read the images"));
+    log::warn("security: {} {} is open to other hosts without authentication (--insecure)", what, ep);
+  }
 }
 
 }  // namespace radstream

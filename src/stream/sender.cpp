@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "io/mrd_file.hpp"
+#include "stream/curve.hpp"
 #include "stream/metrics.hpp"
 
 namespace radstream {
@@ -68,6 +69,8 @@ void wait_for_receiver(Sender& sender, const std::string& endpoint, double secon
 void SenderParams::validate() const {
   validate_endpoint(endpoint, "sender endpoint");
   if (sndhwm < 1) throw ConfigError(fmt::format("sndhwm {} must be >= 1", sndhwm));
+  if (curve_server_key.empty() != curve_key.empty())
+    throw ConfigError("--curve-server-key (the receiver's .pub) and --curve-key (this sender's .key) go together");
 }
 
 Sender::Sender(zmq::context_t& ctx, const SenderParams& p, std::uint32_t stream_id)
@@ -81,11 +84,16 @@ Sender::Sender(zmq::context_t& ctx, const SenderParams& p, std::uint32_t stream_
   // meet that one's monitor endpoint, which the context releases asynchronously).
   std::random_device rd;
   const std::string mon = fmt::format("inproc://radstream-sender-{:08x}{:08x}", rd(), rd());
-  if (zmq_socket_monitor(sock_.handle(), mon.c_str(), ZMQ_EVENT_HANDSHAKE_SUCCEEDED) != 0)
+  if (zmq_socket_monitor(sock_.handle(), mon.c_str(),
+                         ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                             ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) != 0)
     throw ConfigError(std::string("sender: cannot monitor the socket: ") + zmq_strerror(zmq_errno()));
   monitor_ = zmq::socket_t(ctx, zmq::socket_type::pair);
   monitor_.set(zmq::sockopt::linger, 0);
   monitor_.connect(mon);
+  if (!p.curve_server_key.empty())
+    make_curve_client(sock_, read_curve_key_file(p.curve_key, true),
+                      read_curve_key_file(p.curve_server_key, false).public_key);
   bind_or_connect(sock_, p.endpoint, p.bind, "sender endpoint");
 }
 
@@ -112,6 +120,14 @@ bool Sender::wait_for_peer(std::chrono::milliseconds timeout) {
       if (!monitor_.recv(rest, zmq::recv_flags::none)) break;
     }
     if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) return true;
+    if (id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+      throw IoError("the receiver refused this sender: its CURVE key (--curve-key) is not on the receiver's "
+                    "allow-list (stream.curve_clients)");
+    if (id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL && !refused_logged_) {
+      refused_logged_ = true;  // ZeroMQ retries; the wait goes on, and its time-out names the endpoint
+      log::warn("sender: the handshake with the receiver failed: one side uses CURVE and the other does not, or "
+                "--curve-server-key is not the receiver's public key");
+    }
   }
 }
 

@@ -27,6 +27,8 @@ struct SenderParams {
   bool bind = false;            // connect by default (the receiver binds)
   int sndhwm = 1000;            // messages queued before PUSH blocks / PUB drops
   int linger_ms = 2000;         // how long close() waits for queued messages
+  std::string curve_server_key;  // CURVE: the receiver's public key file (.pub); empty: no CURVE
+  std::string curve_key;         // CURVE: this sender's key pair file (.key), on the receiver's allow-list
 
   void validate() const;  // throws ConfigError naming the bad value
 };
@@ -76,7 +78,8 @@ class Sender {
   void send_frame(zmq::message_t& m, zmq::send_flags f);  // waits in 100 ms steps, polling the stop check
   std::function<bool()> stop_;
   zmq::socket_t sock_;
-  zmq::socket_t monitor_;  // this socket's connection events (handshakes with peers)
+  zmq::socket_t monitor_;
+  bool refused_logged_ = false;  // this socket's connection events (handshakes with peers)
   std::uint32_t stream_id_;
   std::uint64_t seq_ = 0;
   bool closed_ = false;

@@ -23,7 +23,9 @@ class Sink {
 };
 
 // The sinks the run config asks for: the image publisher (ZeroMQ PUB, image messages encoded by the wire
-// module) and image files. Throws ConfigError when the publisher cannot bind.
-std::vector<std::unique_ptr<Sink>> make_sinks(const SinkParams& p, zmq::context_t& ctx, Metrics& metrics);
+// module) and image files. `curve_key`: the receiver's CURVE key pair file (empty: none); with it the
+// publisher admits only subscribers on the allow-list. Throws ConfigError when the publisher cannot bind.
+std::vector<std::unique_ptr<Sink>> make_sinks(const SinkParams& p, zmq::context_t& ctx, Metrics& metrics,
+                                              const std::string& curve_key = "");
 
 }  // namespace radstream

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "io/frame_io.hpp"
+#include "stream/curve.hpp"
 #include "stream/run_config.hpp"
 #include "stream/sink.hpp"
 #include "stream/wire.hpp"
@@ -12,10 +13,11 @@ namespace {
 
 class ImagePublisher final : public Sink {
  public:
-  ImagePublisher(zmq::context_t& ctx, const std::string& endpoint, Metrics& metrics)
+  ImagePublisher(zmq::context_t& ctx, const std::string& endpoint, Metrics& metrics, const std::string& curve_key)
       : sock_(ctx, zmq::socket_type::pub), metrics_(metrics) {
     sock_.set(zmq::sockopt::linger, 0);
     sock_.set(zmq::sockopt::sndhwm, 16);
+    if (!curve_key.empty()) make_curve_server(sock_, read_curve_key_file(curve_key, true));
     try {
       sock_.bind(endpoint);
     } catch (const zmq::error_t& e) {
@@ -65,9 +67,10 @@ class ImageFiles final : public Sink {
 
 }  // namespace
 
-std::vector<std::unique_ptr<Sink>> make_sinks(const SinkParams& p, zmq::context_t& ctx, Metrics& metrics) {
+std::vector<std::unique_ptr<Sink>> make_sinks(const SinkParams& p, zmq::context_t& ctx, Metrics& metrics,
+                                              const std::string& curve_key) {
   std::vector<std::unique_ptr<Sink>> sinks;
-  if (!p.publish.empty()) sinks.push_back(std::make_unique<ImagePublisher>(ctx, p.publish, metrics));
+  if (!p.publish.empty()) sinks.push_back(std::make_unique<ImagePublisher>(ctx, p.publish, metrics, curve_key));
   if (!p.images.empty()) sinks.push_back(std::make_unique<ImageFiles>(p, metrics));
   return sinks;
 }

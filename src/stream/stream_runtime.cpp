@@ -28,10 +28,15 @@ StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry) : c
   if (!cfg_.sinks.record.empty())
     recorder_ = std::make_unique<Recorder>(record_options(cfg_.sinks, cfg_.sinks.record), metrics_);
   recording_ = cfg_.sinks.record;
+  if (!cfg_.stream.curve_key.empty()) {
+    zap_ = std::make_unique<ZapHandler>(zctx_, read_curve_allow_list(cfg_.stream.curve_clients), metrics_.auth_denied);
+    log::info("security: CURVE on (key {}, {} admitted by {})", cfg_.stream.curve_key,
+              "the public keys", cfg_.stream.curve_clients);
+  }
   ingest_ = std::make_unique<Ingest>(zctx_, cfg_.stream, metrics_, b.backend == Backend::Cuda,
                                      cfg_.frames.max_window, recorder_.get());
   if (!cfg_.frames.skip_when_behind) ingest_->keep_spokes_for_every_frame();
-  sinks_ = make_sinks(cfg_.sinks, zctx_, metrics_);
+  sinks_ = make_sinks(cfg_.sinks, zctx_, metrics_, cfg_.stream.curve_key);
   worker_ = std::make_unique<ReconWorker>(cfg_.frames, cfg_.recon, b.backend, registry, *ingest_, metrics_,
                                           [this](std::shared_ptr<const FrameResult> f) { emit(std::move(f)); });
 }

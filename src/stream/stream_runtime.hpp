@@ -23,6 +23,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "stream/curve.hpp"
 #include "stream/frame_result.hpp"
 #include "stream/ingest.hpp"
 #include "stream/latest_frame.hpp"
@@ -90,6 +91,7 @@ class StreamRuntime {
   RunConfig cfg_;
   Metrics metrics_;
   zmq::context_t zctx_;
+  std::unique_ptr<ZapHandler> zap_;  // CURVE's allow-list for this context's sockets (before them, after zctx_)
   std::unique_ptr<Ingest> ingest_;
   std::unique_ptr<ReconWorker> worker_;
   std::vector<std::unique_ptr<Sink>> sinks_;

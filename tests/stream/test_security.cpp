@@ -1,0 +1,85 @@
+// Issue 15 (8): who may connect. CURVE with a ZAP allow-list through the real program: an allow-listed sender
+// streams, a sender with another key or none is refused and counted; a non-local or wildcard bind needs CURVE
+// or --insecure; ipc:// works for local use.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "stream/curve.hpp"
+#include "test_util.hpp"
+
+using namespace radstream;
+
+namespace {
+
+test::CommandResult radstream_cmd(const std::string& args) {
+  return test::run_command("timeout 60 " + test::radstream_binary() + " " + args);
+}
+
+}  // namespace
+
+TEST(Security, CurveAdmitsOnlyTheSendersOnTheAllowList) {
+  test::TempDir dir;
+  for (const char* who : {"server", "client", "intruder"})
+    ASSERT_EQ(radstream_cmd(std::string("keygen --out ") + (dir / who)).exit_code, 0);
+  // Only the client's public key is admitted; the key pair file is private to its owner.
+  std::filesystem::copy_file(dir / "client.pub", dir / "allowed");
+  EXPECT_EQ(std::filesystem::status(dir / "client.key").permissions() & std::filesystem::perms::others_read,
+            std::filesystem::perms::none);
+  EXPECT_EQ(read_curve_allow_list(dir / "allowed").size(), 1u);
+  const std::string bin = test::radstream_binary(), ep = "tcp://127.0.0.1:56211";
+  const std::string sim = bin + " simulate --endpoint " + ep + " --matrix 32 --coils 2 --spokes 200 --rate 2000 ";
+  const std::string script =
+      bin + " run --headless --backend cpu --endpoint " + ep + " --duration 7 --curve-key " + (dir / "server.key") +
+      " --curve-clients " + (dir / "allowed") + " --metrics-json " + (dir / "m.json") + " > " + (dir / "run.log") +
+      " 2>&1 & pid=$!; sleep 0.5; " +
+      sim + "--wait 1.5 --curve-server-key " + (dir / "server.pub") + " --curve-key " + (dir / "intruder.key") +
+      " 2>&1; echo INTRUDER_RC=$?; " + sim + "--wait 1.5 2>&1; echo PLAIN_RC=$?; " + sim +
+      "--wait 3 --curve-server-key " + (dir / "server.pub") + " --curve-key " + (dir / "client.key") +
+      " 2>&1; echo CLIENT_RC=$?; wait $pid; cat " +
+      (dir / "run.log");
+  const auto r = test::run_command(script);
+  EXPECT_NE(r.output.find("INTRUDER_RC=3"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("refused this sender: its CURVE key"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("PLAIN_RC=0"), std::string::npos) << r.output;  // no CURVE: never connected
+  EXPECT_NE(r.output.find("CLIENT_RC=0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("not on the CURVE allow-list"), std::string::npos) << r.output;
+  std::ifstream mf(dir / "m.json");
+  const auto m = nlohmann::json::parse(mf);
+  EXPECT_EQ(m.at("spokes").get<int>(), 200) << "only the allow-listed sender's spokes";
+  EXPECT_GE(m.at("peers").at("auth_denied").get<int>(), 1);
+  EXPECT_GE(m.at("peers").at("handshake_failures").get<int>(), 2);
+}
+
+TEST(Security, ANonLocalBindNeedsCurveOrInsecureAndIpcWorksLocally) {
+  test::TempDir dir;
+  auto r = radstream_cmd("run --headless --backend cpu --endpoint tcp://*:56212 --duration 0.3");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("reachable from other hosts and CURVE is off"), std::string::npos) << r.output;
+  r = radstream_cmd("run --headless --backend cpu --endpoint tcp://0.0.0.0:56212 --publish tcp://127.0.0.1:56213 "
+                    "--duration 0.3");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  r = radstream_cmd("run --headless --backend cpu --endpoint tcp://127.0.0.1:56212 --publish tcp://*:56213 "
+                    "--duration 0.3");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("could read the images"), std::string::npos) << r.output;
+  r = radstream_cmd("run --headless --backend cpu --endpoint tcp://*:56212 --insecure --duration 0.3");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("open to other hosts without authentication"), std::string::npos) << r.output;
+  ASSERT_EQ(radstream_cmd("keygen --out " + (dir / "s")).exit_code, 0);
+  { std::ofstream(dir / "allowed") << "# nobody yet\n"; }
+  r = radstream_cmd("run --headless --backend cpu --endpoint tcp://*:56212 --curve-key " + (dir / "s.key") +
+                    " --curve-clients " + (dir / "allowed") + " --duration 0.3");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("lists no public key"), std::string::npos) << r.output;
+  // ipc:// (a socket file, guarded by file permissions) for senders on this host.
+  const std::string ep = "ipc://" + (dir / "stream.sock"), bin = test::radstream_binary();
+  r = test::run_command(bin + " run --headless --backend cpu --endpoint " + ep + " --until-close --duration 20 " +
+                        "--metrics-json " + (dir / "m.json") + " > /dev/null 2>&1 & pid=$!; sleep 0.4; " + bin +
+                        " simulate --endpoint " + ep + " --matrix 32 --coils 2 --spokes 100 --rate 2000; wait $pid;" +
+                        " echo RUN_RC=$?");
+  EXPECT_NE(r.output.find("RUN_RC=0"), std::string::npos) << r.output;
+  std::ifstream mf(dir / "m.json");
+  EXPECT_EQ(nlohmann::json::parse(mf).at("spokes").get<int>(), 100);
+}
