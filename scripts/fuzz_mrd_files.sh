@@ -18,6 +18,15 @@ trap 'rm -rf "$work"' EXIT
 size=$(stat -c %s "$work/clean.h5")
 declare -A codes=()
 findings=0
+# tally WHAT RC FILE K: counts the exit code; anything but 0 or 3 is a finding, kept with its log.
+tally() {
+  codes["$1_$2"]=$((${codes["$1_$2"]:-0} + 1))
+  if [[ $2 != 0 && $2 != 3 ]]; then
+    findings=$((findings + 1))
+    cp "$3" "$OUT/findings/$1_$4.h5"
+    cp "$work/log" "$OUT/findings/$1_$4.log"
+  fi
+}
 replays=0
 start=$(date +%s)
 for ((k = 0; k < N; ++k)); do
@@ -31,23 +40,11 @@ for ((k = 0; k < N; ++k)); do
     printf "$(printf '\\x%02x' $((RANDOM % 256)))" | dd of="$f" bs=1 seek="$off" conv=notrunc status=none
   done
   timeout 60 "$BIN" recon --backend cpu --input "$f" --out "$work/m.png" > "$work/log" 2>&1
-  rc=$?
-  codes["recon_$rc"]=$((${codes["recon_$rc"]:-0} + 1))
-  if [[ $rc != 0 && $rc != 3 ]]; then
-    findings=$((findings + 1))
-    cp "$f" "$OUT/findings/recon_$k.h5"
-    cp "$work/log" "$OUT/findings/recon_$k.log"
-  fi
+  tally recon $? "$f" $k
   if ((k % 10 == 0)); then
     replays=$((replays + 1))
     timeout 60 "$BIN" replay "$f" --endpoint "ipc://$work/sink" --no-wait --speed max > "$work/log" 2>&1
-    rc=$?
-    codes["replay_$rc"]=$((${codes["replay_$rc"]:-0} + 1))
-    if [[ $rc != 0 && $rc != 3 ]]; then
-      findings=$((findings + 1))
-      cp "$f" "$OUT/findings/replay_$k.h5"
-      cp "$work/log" "$OUT/findings/replay_$k.log"
-    fi
+    tally replay $? "$f" $k
   fi
   ((k % 100 == 99)) && echo "fuzz_mrd_files: $((k + 1)) of $N files, $findings findings" >&2
 done

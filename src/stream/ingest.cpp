@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <random>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -47,16 +46,11 @@ Ingest::Ingest(zmq::context_t& ctx, const IngestParams& p, Metrics& metrics, boo
   if (p.socket == ReceiveSocket::Sub) sock_.set(zmq::sockopt::subscribe, "");
   if (!p.curve_key.empty()) make_curve_server(sock_, read_curve_key_file(p.curve_key, true));
   // Connections come and go on the monitor (drained by the receive loop): counted, the first few logged.
-  std::random_device rd;
-  const std::string mon = fmt::format("inproc://radstream-ingest-{:08x}{:08x}", rd(), rd());
-  if (zmq_socket_monitor(sock_.handle(), mon.c_str(),
-                         ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED |
-                             ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                             ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0)
-    throw ConfigError(std::string("ingest: cannot monitor the socket: ") + zmq_strerror(zmq_errno()));
-  monitor_ = zmq::socket_t(ctx, zmq::socket_type::pair);
-  monitor_.set(zmq::sockopt::linger, 0);
-  monitor_.connect(mon);
+  monitor_ = monitor_socket(ctx, sock_,
+                            ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED |
+                                ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                ZMQ_EVENT_HANDSHAKE_FAILED_AUTH,
+                            "ingest");
   bind_or_connect(sock_, p.endpoint, p.bind, "stream.endpoint");
 }
 
@@ -77,6 +71,7 @@ std::string Ingest::bound_endpoint() const {
 
 Ingest::~Ingest() {
   stop();
+  zmq_socket_monitor(sock_.handle(), nullptr, 0);  // stop the events before the sockets close
 }
 
 void Ingest::start() {

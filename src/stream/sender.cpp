@@ -30,6 +30,19 @@ void bind_or_connect(zmq::socket_t& s, const std::string& endpoint, bool bind, c
   }
 }
 
+zmq::socket_t monitor_socket(zmq::context_t& ctx, zmq::socket_t& s, int events, const char* who) {
+  // A name no other socket of this process uses (one at the same address as a socket just destroyed must not
+  // meet that one's monitor endpoint, which the context releases asynchronously).
+  std::random_device rd;
+  const std::string mon = fmt::format("inproc://radstream-{}-monitor-{:08x}{:08x}", who, rd(), rd());
+  if (zmq_socket_monitor(s.handle(), mon.c_str(), events) != 0)
+    throw ConfigError(fmt::format("{}: cannot monitor the socket: {}", who, zmq_strerror(zmq_errno())));
+  zmq::socket_t pair(ctx, zmq::socket_type::pair);
+  pair.set(zmq::sockopt::linger, 0);
+  pair.connect(mon);
+  return pair;
+}
+
 std::uint32_t new_stream_id() {
   std::random_device rd;
   std::uint32_t id = 0;
@@ -79,18 +92,10 @@ Sender::Sender(zmq::context_t& ctx, const SenderParams& p, std::uint32_t stream_
   sock_.set(zmq::sockopt::sndhwm, p.sndhwm);
   sock_.set(zmq::sockopt::linger, p.linger_ms);
   sock_.set(zmq::sockopt::sndtimeo, 100);  // a waiting send returns every 100 ms to poll the stop check
-  // Watch the handshakes (before connecting: the events of the first connection count).
-  // A name no other sender of this process uses (a sender at the same address as one just destroyed must not
-  // meet that one's monitor endpoint, which the context releases asynchronously).
-  std::random_device rd;
-  const std::string mon = fmt::format("inproc://radstream-sender-{:08x}{:08x}", rd(), rd());
-  if (zmq_socket_monitor(sock_.handle(), mon.c_str(),
-                         ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
-                             ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) != 0)
-    throw ConfigError(std::string("sender: cannot monitor the socket: ") + zmq_strerror(zmq_errno()));
-  monitor_ = zmq::socket_t(ctx, zmq::socket_type::pair);
-  monitor_.set(zmq::sockopt::linger, 0);
-  monitor_.connect(mon);
+  monitor_ = monitor_socket(ctx, sock_,
+                            ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                                ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL,
+                            "sender");
   if (!p.curve_server_key.empty())
     make_curve_client(sock_, read_curve_key_file(p.curve_key, true),
                       read_curve_key_file(p.curve_server_key, false).public_key);

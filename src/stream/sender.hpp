@@ -78,8 +78,8 @@ class Sender {
   void send_frame(zmq::message_t& m, zmq::send_flags f);  // waits in 100 ms steps, polling the stop check
   std::function<bool()> stop_;
   zmq::socket_t sock_;
-  zmq::socket_t monitor_;
-  bool refused_logged_ = false;  // this socket's connection events (handshakes with peers)
+  zmq::socket_t monitor_;  // this socket's connection events (handshakes with peers)
+  bool refused_logged_ = false;
   std::uint32_t stream_id_;
   std::uint64_t seq_ = 0;
   bool closed_ = false;
@@ -93,6 +93,9 @@ void validate_endpoint(const std::string& endpoint, const std::string& what);
 // never reports success to nobody). seconds <= 0: do not wait.
 void wait_for_receiver(Sender& sender, const std::string& endpoint, double seconds);
 zmq::socket_type socket_type(SendSocket s);
+// Watches socket `s`'s connection `events` (ZMQ_EVENT_*): returns the PAIR socket on which they arrive (two
+// frames each). Call before bind/connect, so that the first connection's events count. Throws ConfigError.
+zmq::socket_t monitor_socket(zmq::context_t& ctx, zmq::socket_t& s, int events, const char* who);
 
 // What a sender can say about delivery when it is done: ZeroMQ PUSH and PUB carry no acknowledgement, so the
 // count that arrived is the receiver's (its status line's spokes= and missing=); PUSH never drops, PUB may.

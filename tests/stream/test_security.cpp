@@ -3,10 +3,18 @@
 // or --insecure; ipc:// works for local use.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
+#include <thread>
 #include <nlohmann/json.hpp>
 
+#include "io/mrd_file.hpp"
+#include "recon/registry.hpp"
+#include "sim/simulator.hpp"
 #include "stream/curve.hpp"
+#include "stream/sender.hpp"
+#include "stream/stream_runtime.hpp"
+#include "stream/stream_test_util.hpp"
 #include "test_util.hpp"
 
 using namespace radstream;
@@ -82,4 +90,53 @@ TEST(Security, ANonLocalBindNeedsCurveOrInsecureAndIpcWorksLocally) {
   EXPECT_NE(r.output.find("RUN_RC=0"), std::string::npos) << r.output;
   std::ifstream mf(dir / "m.json");
   EXPECT_EQ(nlohmann::json::parse(mf).at("spokes").get<int>(), 100);
+}
+
+// The image publisher under CURVE: an allow-listed subscriber receives the images, one with another key gets
+// nothing (its handshake is refused and counted).
+TEST(Security, OnlyAllowListedSubscribersReceiveTheImages) {
+  test::TempDir dir;
+  const CurveKeys server = generate_curve_keys(), viewer = generate_curve_keys(), intruder = generate_curve_keys(),
+                  sender = generate_curve_keys();
+  write_curve_key_files(server, dir / "server", false);
+  write_curve_key_files(sender, dir / "sender", false);
+  { std::ofstream(dir / "allowed") << viewer.public_key << "\n" << sender.public_key << "\n"; }
+  RunConfig cfg = streamtest::small_config(56216);
+  cfg.stream.curve_key = dir / "server.key";
+  cfg.stream.curve_clients = dir / "allowed";
+  cfg.sinks.publish = "tcp://127.0.0.1:56217";
+  const Registry reg = default_registry();
+  StreamRuntime p(cfg, reg);
+  zmq::context_t ctx(1);
+  const auto subscriber = [&](const CurveKeys& keys) {
+    zmq::socket_t sub(ctx, zmq::socket_type::sub);
+    make_curve_client(sub, keys, server.public_key);
+    sub.set(zmq::sockopt::subscribe, "");
+    sub.set(zmq::sockopt::rcvtimeo, 3000);
+    sub.set(zmq::sockopt::linger, 0);
+    sub.connect(cfg.sinks.publish);
+    return sub;
+  };
+  zmq::socket_t good = subscriber(viewer), bad = subscriber(intruder);
+  p.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // handshakes and subscriptions
+  SenderParams sp;
+  sp.endpoint = cfg.stream.endpoint;
+  sp.curve_server_key = dir / "server.pub";
+  sp.curve_key = dir / "sender.key";
+  Sender s(ctx, sp, 7);
+  SimParams simp;
+  simp.matrix = 32;
+  simp.coils = 2;
+  const Simulator sim(simp);
+  s.send_header(stream_header_to_xml(sim.header()));
+  for (const auto& x : sim.spokes(0, 64)) s.send_spoke(x);
+  zmq::message_t h, none;
+  ASSERT_TRUE(good.recv(h, zmq::recv_flags::none)) << "the allow-listed subscriber gets the image";
+  EXPECT_EQ(h.size(), 64u);
+  bad.set(zmq::sockopt::rcvtimeo, 500);
+  EXPECT_FALSE(bad.recv(none, zmq::recv_flags::none)) << "the other key gets nothing";
+  p.stop();
+  EXPECT_GE(p.metrics().auth_denied.load(), 1u);
+  EXPECT_EQ(p.metrics().spokes.load(), 64u);
 }
