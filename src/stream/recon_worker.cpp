@@ -138,6 +138,8 @@ void ReconWorker::frames() {
   int W = 0;
   Frame host_frame;
   FrameScheduler sched;
+  std::shared_ptr<SpokeRing> kept_ring;  // the ring and frame end last told to keep spokes (every-frame mode)
+  std::uint64_t kept_end = 0, kept_from = 0;
   while (running_) {
     const Ingest::State st = ingest_.state();
     if (!st.ring) {
@@ -181,6 +183,7 @@ void ReconWorker::frames() {
         ++metrics_.frames_failed;
         chain.reset();
         st.ring->keep_from(SpokeRing::kNone);  // nothing is made from this ring: never stall the ingest on it
+        kept_ring.reset();
         drained_ = true;  // nothing can be made until the next stream header
         ingest_.wait_for(generation, ~std::uint64_t(0), std::chrono::milliseconds(200));
         continue;
@@ -192,7 +195,13 @@ void ReconWorker::frames() {
     }
     sched.set_stride(stride);
     // Every frame wanted: the ingest waits rather than overwrite the next frame's spokes (lossless backpressure).
-    if (!fp_.skip_when_behind) st.ring->keep_from(sched.next_end() - std::uint64_t(W), sched.next_end());
+    if (!fp_.skip_when_behind &&
+        (st.ring != kept_ring || sched.next_end() != kept_end || sched.next_end() - std::uint64_t(W) != kept_from)) {
+      kept_ring = st.ring;  // told once per frame (or window change), not on every wake-up
+      kept_end = sched.next_end();
+      kept_from = kept_end - std::uint64_t(W);
+      st.ring->keep_from(kept_from, kept_end);
+    }
     const auto due = sched.next(st.ring->count());
     drained_ = !due.has_value();
     if (!due) {
