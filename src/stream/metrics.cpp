@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <ctime>
 
 namespace radstream {
@@ -20,11 +21,29 @@ void sleep_until_ns(std::int64_t t) {
   }
 }
 
+namespace {
+
+std::size_t latency_bin(double ms) {
+  using L = LatencySeries;
+  if (!(ms >= std::pow(10.0, L::kLowDecade))) return 0;  // also NaN
+  const double b = (std::log10(ms) - L::kLowDecade) * L::kBinsPerDecade;
+  return b >= double(L::kBins - 2) ? L::kBins - 1 : 1 + std::size_t(b);
+}
+
+double latency_bin_centre(std::size_t bin) {
+  using L = LatencySeries;
+  return std::pow(10.0, L::kLowDecade + (double(bin) - 0.5) / L::kBinsPerDecade);
+}
+
+}  // namespace
+
 void LatencySeries::add(double ms) {
   std::lock_guard lock(m_);
   if (seen_++ < skip_) return;
-  v_.push_back(ms);
-  if (v_.size() > kWindow) v_.pop_front();
+  if (count_ == 0 || ms < min_) min_ = ms;
+  if (count_ == 0 || ms > max_) max_ = ms;
+  ++count_;
+  ++bins_[latency_bin(ms)];
 }
 
 namespace {
@@ -45,12 +64,25 @@ Percentiles percentiles_of(std::vector<double> v) {
 }  // namespace
 
 Percentiles LatencySeries::summary() const {
-  std::vector<double> v;
-  {
-    std::lock_guard lock(m_);
-    v.assign(v_.begin(), v_.end());
-  }
-  return percentiles_of(std::move(v));
+  std::lock_guard lock(m_);
+  Percentiles p;
+  p.count = count_;
+  if (count_ == 0) return p;
+  // The value of rank k (0-based, as percentiles_of picks it) lies in the bin where the running count passes k.
+  auto at = [&](double q) {
+    const auto k = std::min(count_ - 1, std::size_t(q * double(count_ - 1) + 0.5));
+    std::size_t below = 0;
+    for (std::size_t b = 0; b < kBins; ++b) {
+      below += bins_[b];
+      if (below > k) return std::clamp(latency_bin_centre(b), min_, max_);
+    }
+    return max_;
+  };
+  p.p50 = at(0.5);
+  p.p95 = at(0.95);
+  p.p99 = at(0.99);
+  p.max = max_;
+  return p;
 }
 
 void RecentSeries::prune(std::int64_t now) const {
