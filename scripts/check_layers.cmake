@@ -1,12 +1,13 @@
 # The layers' include arrows, checked at every build (cmake -DROOT=<repo> -P scripts/check_layers.cmake): an
 # #include "dir/file" that runs upward (or sideways between stages) fails the build with the file and line.
-#   core <- gpu <- fft, linalg <- noncart <- stage (the stage API) <- stages/<x> <- recon <- stream <- app, viewer
+#   core <- gpu <- fft, linalg <- noncart, exact <- stage (the stage API) <- stages/<x> <- recon <- stream <- app, viewer
 #   io and sim sit on core only; stream also uses io and sim.
 set(allowed_core core)
 set(allowed_gpu core gpu)
 set(allowed_fft core gpu fft)
 set(allowed_linalg core gpu linalg)
 set(allowed_noncart core gpu fft linalg noncart)
+set(allowed_exact core gpu fft linalg io exact)
 set(allowed_stage core gpu fft linalg noncart stage)
 set(allowed_io core io)
 set(allowed_sim core sim)
@@ -18,7 +19,7 @@ foreach(s ${stage_dirs})
     list(APPEND stage_names "stages/${s}")
   endif()
 endforeach()
-set(allowed_recon core gpu fft linalg noncart stage recon ${stage_names})
+set(allowed_recon core gpu fft linalg noncart exact stage recon ${stage_names})
 set(allowed_stream ${allowed_recon} io sim stream)
 set(allowed_viewer ${allowed_stream} display viewer)
 set(allowed_app ${allowed_viewer} app)

@@ -128,4 +128,16 @@ inline std::filesystem::path real_data_dir() {
                    << " is absent (it lives in ../shared, beside the project, not in a clone)"; \
   } while (0)
 
+// The IMPATIENT example data beside the project (../shared/data/impatient), absent from a user's clone.
+inline std::filesystem::path impatient_data_dir() {
+  return RADSTREAM_IMPATIENT_DATA;
+}
+
+#define RADSTREAM_REQUIRE_IMPATIENT_DATA(sub)                                                   \
+  do {                                                                                          \
+    if (!std::filesystem::exists(radstream::test::impatient_data_dir() / (sub)))                \
+      GTEST_SKIP() << "IMPATIENT data " << (radstream::test::impatient_data_dir() / (sub)).string() \
+                   << " is absent (it lives in ../shared, beside the project, not in a clone)"; \
+  } while (0)
+
 }  // namespace radstream::test

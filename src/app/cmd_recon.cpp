@@ -1,9 +1,11 @@
 // radstream recon: offline reconstruction, the interface other tools script.
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <vector>
 
 #include "app/commands.hpp"
+#include "exact/exact_inputs.hpp"
 #include "app/recon_options.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -11,7 +13,12 @@
 #include "io/frame_io.hpp"
 #include "io/mrd_check.hpp"
 #include "io/mrd_file.hpp"
+#include "recon/backend.hpp"
 #include "recon/recon_chain.hpp"
+#include "exact/exact_recon.hpp"
+#include "gpu/cuda_runtime.hpp"
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include "stream/coil_map_source.hpp"
 
 namespace radstream::app {
@@ -19,13 +26,99 @@ namespace {
 
 struct ReconArgs {
   std::string traj, kspace, input, out;
+  std::string impatient, fieldmap, gradients, times, report;
+  int dims = 2;
+  bool fast_math = false;
   int matrix = 0;
   long start = 0, count = -1;
   int repeat = 1;
   ReconOptions recon;
 };
 
+bool is_exact_method(const std::string& m) { return m == "fhd" || m == "cg-exact"; }
+
+double number_option(const ReconArgs& a, const std::string& key, double fallback) {
+  const auto it = a.recon.given.find(key);
+  if (it == a.recon.given.end()) return fallback;
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(it->second, &used);
+    if (used == it->second.size()) return v;
+  } catch (const std::exception&) {
+  }
+  throw ConfigError("--" + key + " " + it->second + " is not a number");
+}
+
+// --method fhd | cg-exact: the seeds' exact path (exact/exact_recon.hpp).
+int run_exact(const ReconArgs& a) {
+  const std::string method = a.recon.given.at("method");
+  for (const auto& [key, value] : a.recon.given)
+    if (key != "method" && key != "backend" && key != "iterations" && key != "lambda")
+      throw ConfigError("--" + a.recon.option_of.at(key) + " does not apply to --method " + method +
+                        " (it takes --backend, --iterations, --lambda)");
+  if (!a.input.empty()) throw ConfigError("--method " + method + " reads --impatient DIR or --traj/--kspace, not --input");
+  if (a.impatient.empty() == (a.traj.empty() && a.kspace.empty()))
+    throw ConfigError("--method " + method + ": give either --impatient DIR or both --traj T.cfl and --kspace K.cfl");
+  check_image_output(a.out);
+  ExactReconOptions o;
+  o.method = method == "fhd" ? ExactMethod::Fhd : ExactMethod::Cg;
+  const double iterations = number_option(a, "iterations", 8);
+  if (iterations < 1 || iterations > 100000 || iterations != std::floor(iterations))
+    throw ConfigError(fmt::format("--iterations {} must be a whole number in 1..100000", iterations));
+  o.iterations = int(iterations);
+  o.lambda = number_option(a, "lambda", 1e-2);
+  o.fast_math = a.fast_math;
+  const auto backend = a.recon.given.count("backend") ? parse_backend(a.recon.given.at("backend")) : BackendChoice::Auto;
+  const BackendDecision decision = resolve_backend(backend);
+  o.gpu = decision.backend == Backend::Cuda;
+  log::info("backend: {} ({})", to_string(decision.backend), decision.reason);
+  ExactInputs in;
+  if (!a.impatient.empty()) {
+    if (!a.fieldmap.empty() || !a.gradients.empty() || !a.times.empty())
+      throw ConfigError("--fieldmap/--gradients/--times go with --traj/--kspace; --impatient reads its own");
+    in = load_impatient(a.impatient);
+  } else {
+    if (a.traj.empty() || a.kspace.empty()) throw ConfigError("--traj and --kspace go together");
+    in = load_cfl_exact({a.traj, a.kspace, a.fieldmap, a.gradients, a.times, a.matrix, a.dims});
+  }
+  const ExactModel& m = in.model;
+  log::info("{}: {} samples x {} coil(s), {} x {} x {} voxels, field map {}, gradients {}", in.source, m.samples(),
+            in.coils, m.grid.n[0], m.grid.n[1], m.grid.n[2], m.fm.empty() ? "no" : "yes",
+            m.has_gradients() ? "yes" : "no");
+  const ExactReconResult r = exact_reconstruct(m, in.kdata, in.coils, o);
+  log::info("{}: F^H d {:.2f} ms, Q {:.2f} ms, CG {:.2f} ms ({} iterations, residual {:.3g}), total {:.2f} ms", method,
+            r.fhd_ms, r.q_ms, r.cg_ms, r.iterations, r.residual, r.total_ms);
+  write_exact_image(a.out, r.image, m.grid);
+  log::info("wrote {}", a.out);
+  if (!a.report.empty()) {
+    nlohmann::ordered_json j;
+    j["method"] = method;
+    j["backend"] = to_string(decision.backend);
+    j["fast_math"] = o.fast_math;
+    j["samples"] = m.samples();
+    j["coils"] = in.coils;
+    j["grid"] = {m.grid.n[0], m.grid.n[1], m.grid.n[2]};
+    j["field_map"] = !m.fm.empty();
+    j["gradients"] = m.has_gradients();
+    j["iterations"] = r.iterations;
+    j["lambda"] = o.lambda;
+    j["residual"] = r.residual;
+    j["ms"] = {{"fhd", r.fhd_ms}, {"q", r.q_ms}, {"cg", r.cg_ms}, {"total", r.total_ms}};
+    std::ofstream f(a.report);
+    f << j.dump(2) << "\n";
+    if (!f) throw IoError("cannot write the report " + a.report);
+  }
+  return 0;
+}
+
 int run_recon(const ReconArgs& a) {
+  const auto method = a.recon.given.find("method");
+  if (method != a.recon.given.end() && is_exact_method(method->second)) return run_exact(a);
+  for (const auto& [flag, given] : {std::pair<const char*, bool>{"--impatient", !a.impatient.empty()},
+                                    {"--fieldmap", !a.fieldmap.empty()}, {"--gradients", !a.gradients.empty()},
+                                    {"--times", !a.times.empty()}, {"--fast-math", a.fast_math},
+                                    {"--report", !a.report.empty()}})
+    if (given) throw ConfigError(std::string(flag) + " goes with --method fhd or cg-exact");
   if (a.input.empty() == (a.traj.empty() && a.kspace.empty()))
     throw ConfigError("give either --input FILE.h5 or both --traj T.cfl and --kspace K.cfl");
   if (a.input.empty() && (a.traj.empty() || a.kspace.empty()))
@@ -100,6 +193,19 @@ Runner add_recon(CLI::App& app) {
   app.add_option("--out", a->out, "output .cfl ([N N] complex, combined magnitude) or .png (8-bit grey)")
       ->required();
   app.add_option("--repeat", a->repeat, "reconstruct this many times and report the median time (default 1)");
+  app.add_option("--impatient", a->impatient,
+                 "--method fhd|cg-exact: an IMPATIENT data folder (seed 001's format) instead of --traj/--kspace");
+  app.add_option("--dims", a->dims, "--method fhd|cg-exact with --traj: 2 or 3 (default 2)");
+  app.add_option("--fieldmap", a->fieldmap, "--method fhd|cg-exact: off-resonance map [N N (N)] in Hz (.cfl)");
+  app.add_option("--gradients", a->gradients,
+                 "--method fhd|cg-exact: susceptibility gradients [N N (N) 3] in Hz across a voxel (.cfl)");
+  app.add_option("--times", a->times, "--method fhd|cg-exact: time of every sample in s (.cfl), with a field");
+  app.add_flag("--fast-math", a->fast_math, "--method fhd|cg-exact on cuda: hardware sin/cos (faster, ~1e-6 less exact)");
+  app.add_option("--report", a->report, "--method fhd|cg-exact: write timings and settings as JSON");
+  app.footer(
+      "Exact methods (the seeds' brute-force path, offline only): --method fhd writes F^H d (coils combined by "
+      "RSS); --method cg-exact runs CG on (F^H F + lambda C^T C) x = F^H d with C first differences (--iterations, "
+      "default 8; --lambda absolute, default 0.01).");
   a->recon.add_to(app);
   return [a] { return run_recon(*a); };
 }

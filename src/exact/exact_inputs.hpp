@@ -1,0 +1,37 @@
+// Inputs of the exact methods (recon --method fhd | cg-exact): an IMPATIENT folder (--impatient DIR) or BART
+// .cfl files (--traj --kspace [--fieldmap --gradients --times]) turned into the exact model's units (k in
+// cycles per pixel, voxel positions in pixels, grid axes slowest first), and the image writer (.cfl with the
+// grid's extents fastest first; .png, a 3D volume as a montage of its slices).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/buffer.hpp"
+#include "exact/exact_model.hpp"
+
+namespace radstream {
+
+struct ExactInputs {
+  ExactModel model;
+  std::vector<cfloat> kdata;  // coils blocks of model.samples()
+  int coils = 1;
+  std::vector<float> mask;    // per voxel (IMPATIENT), empty when none
+  std::string source;         // for the log
+};
+
+// IMPATIENT: the voxel grid is found from ix/iy/iz (each coordinate's count and stride; a regular spacing of
+// 1/n of the field of view is required), k and positions scaled by each axis's n. Throws IoError/InputError.
+ExactInputs load_impatient(const std::string& dir);
+
+struct CflExactArgs {
+  std::string traj, kspace, fieldmap, gradients, times;
+  int matrix = 0, dims = 2;
+};
+// BART: traj [3 readout spokes] in +-N/2 units, kspace [1 readout spokes coils]; fieldmap [N N (N)] (Hz, real
+// part), gradients [N N (N) 3] (Hz across a voxel along x, y, z), times [1 readout spokes] or [M] (s).
+ExactInputs load_cfl_exact(const CflExactArgs& a);
+
+// image: model.voxels() values. Throws ConfigError for other extensions, IoError on failure.
+void write_exact_image(const std::string& path, const std::vector<cfloat>& image, const ExactGrid& grid);
+
+}  // namespace radstream

@@ -1,0 +1,163 @@
+// The exact operators on the GPU against their CPU twins and double sums: F^H d, F and Q (plain and with the
+// field model; accurate and fast trig), the adjoint test, the Toeplitz normal operator, the cuSPARSE
+// regularizer, the seed 001 case's CG against the double twin, and random voxels of the 128^3, M = 284,592
+// case of seed 000 against double sums.
+#include <gtest/gtest.h>
+
+#include "exact/exact_cpu.hpp"
+#include "exact/exact_cuda.hpp"
+#include "exact/exact_inputs.hpp"
+#include "exact/exact_recon.hpp"
+#include "exact/toeplitz_normal.hpp"
+#include "gpu/gpu_test_util.hpp"
+#include "gpu/handles.hpp"
+#include "linalg/adjoint_check.hpp"
+#include "linalg/csr_matrix.hpp"
+#include "reference/exact_test_util.hpp"
+
+using namespace radstream;
+using namespace radstream::exacttest;
+using radstream::gputest::upload;
+
+namespace {
+
+using cd = std::complex<double>;
+
+std::vector<cfloat> download(const DeviceBuffer<cfloat>& d, gpu::StreamRef s) {
+  std::vector<cfloat> h(d.size());
+  gpu::copy_to_host(h.data(), d.data(), h.size() * sizeof(cfloat), s);
+  gpu::synchronize(s);
+  return h;
+}
+
+void expect_twins(const ExactModel& model, bool fast, double tol, const char* what) {
+  const ExactModel m = model.filled();
+  gpu::Stream stream;
+  ExactOperatorCuda op(m, fast, stream.get());
+  const auto d = random_vector<float>(m.samples(), 1), x = random_vector<float>(m.voxels(), 2);
+  std::vector<cd> xd(m.voxels()), dd(m.samples());
+  exact_adjoint_cpu<double>(m, to_double(d).data(), xd.data());
+  exact_forward_cpu<double>(m, to_double(x).data(), dd.data());
+  auto d_d = upload(d, stream.get()), d_x = upload(x, stream.get());
+  DeviceBuffer<cfloat> d_xo(Extents{m.voxels()}), d_do(Extents{m.samples()});
+  op.adjoint(d_d.data(), d_xo.data());
+  op.forward(d_x.data(), d_do.data());
+  EXPECT_LE(rel_err(download(d_xo, stream.get()), xd), tol) << what << " adjoint, fast " << fast;
+  EXPECT_LE(rel_err(download(d_do, stream.get()), dd), tol) << what << " forward, fast " << fast;
+  if (!m.has_field()) {
+    const std::size_t L = m.grid.q_grid().voxels();
+    std::vector<cd> qd(L);
+    exact_q_cpu<double>(m, nullptr, qd.data());
+    DeviceBuffer<cfloat> d_q(Extents{L});
+    op.q(nullptr, d_q.data());
+    EXPECT_LE(rel_err(download(d_q, stream.get()), qd), tol) << what << " Q, fast " << fast;
+  }
+}
+
+}  // namespace
+
+TEST(ExactCuda, PlainOperatorsMatchTheDoubleSums) {
+  RADSTREAM_REQUIRE_GPU();
+  expect_twins(random_model(ExactGrid::image(32, 3), 3000, 1), false, 2e-5, "32^3");
+  expect_twins(random_model(ExactGrid::image(32, 3), 3000, 1), true, 5e-5, "32^3");
+  expect_twins(random_model(ExactGrid::image(64, 2), 5000, 2), false, 2e-5, "64^2");
+  expect_twins(random_model(ExactGrid::image(64, 2), 5000, 2), true, 5e-5, "64^2");
+  expect_twins(random_model(ExactGrid::image(37, 2), 777, 3), false, 2e-5, "37^2 (odd, ragged tiles)");
+}
+
+TEST(ExactCuda, FieldOperatorsMatchTheDoubleSums) {
+  RADSTREAM_REQUIRE_GPU();
+  for (bool gradients : {false, true}) {
+    ExactModel m = random_model(ExactGrid::image(40, 2), 3000, 4);
+    add_field(m, 5, gradients);
+    expect_twins(m, false, 1e-5, gradients ? "field + gradients" : "field map");
+    expect_twins(m, true, 5e-5, gradients ? "field + gradients" : "field map");
+  }
+}
+
+TEST(ExactCuda, OperatorsPassTheAdjointTestAndToeplitzMatchesTheCpu) {
+  RADSTREAM_REQUIRE_GPU();
+  gpu::Stream stream;
+  const ExactModel m = random_model(ExactGrid::image(12, 3), 2000, 6).filled();
+  auto op = std::make_shared<ExactOperatorCuda>(m, false, stream.get());
+  EXPECT_LE(check_adjoint(*op).relative_error, 1e-5);
+  ExactModel f = random_model(ExactGrid::image(20, 2), 1500, 7);
+  add_field(f, 8, true);
+  ExactOperatorCuda fop(f, false, stream.get());
+  EXPECT_LE(check_adjoint(fop).relative_error, 1e-5);
+  CsrOperatorCuda c(finite_difference_csr(m.grid.n), Extents{12, 12, 12}, stream.get());
+  EXPECT_LE(check_adjoint(c).relative_error, 1e-6);
+  // Toeplitz on the GPU against F^H F in double.
+  DeviceBuffer<cfloat> d_q(Extents{m.grid.q_grid().voxels()});
+  op->q(nullptr, d_q.data());
+  ToeplitzNormalCuda toe(op, m.grid, d_q.data(), stream.get());
+  const auto x = random_vector<float>(m.voxels(), 9);
+  auto d_x = upload(x, stream.get());
+  DeviceBuffer<cfloat> d_z(Extents{m.voxels()});
+  toe.normal(d_x.data(), d_z.data());
+  std::vector<cd> fx(m.samples()), ref(m.voxels());
+  exact_forward_cpu<double>(m, to_double(x).data(), fx.data());
+  exact_adjoint_cpu<double>(m, fx.data(), ref.data());
+  EXPECT_LE(rel_err(download(d_z, stream.get()), ref), 1e-4);
+  // cuSPARSE against the host CSR.
+  const auto v = random_vector<float>(m.voxels(), 10);
+  auto d_v = upload(v, stream.get());
+  CsrOperatorCpu hc(finite_difference_csr(m.grid.n), Extents{12, 12, 12});
+  std::vector<cfloat> hy(std::size_t(hc.codomain().size()));
+  hc.forward(v.data(), hy.data());
+  DeviceBuffer<cfloat> d_y(Extents{hy.size()});
+  c.forward(d_v.data(), d_y.data());
+  EXPECT_LE(rel_err(download(d_y, stream.get()), hy), 1e-7);
+}
+
+// Seed 001's case: 8 CG iterations with the gradient model, GPU against the double-precision CPU twin.
+TEST(ExactCuda, Seed001CaseMatchesTheDoubleTwin) {
+  RADSTREAM_REQUIRE_GPU();
+  RADSTREAM_REQUIRE_IMPATIENT_DATA("64x64x1");
+  const ExactInputs in = load_impatient((test::impatient_data_dir() / "64x64x1").string());
+  ExactReconOptions o;
+  o.method = ExactMethod::Cg;
+  o.gpu = true;
+  o.iterations = 8;
+  o.lambda = 1e-2;
+  const auto ref = exact_cg_reference(in.model, in.kdata.data(), 8, 1e-2);
+  const auto got = exact_reconstruct(in.model, in.kdata, 1, o);
+  const double nrmse = rel_err(got.image, ref);
+  EXPECT_LE(nrmse, 1e-4);
+  o.fast_math = true;
+  const double fast = rel_err(exact_reconstruct(in.model, in.kdata, 1, o).image, ref);
+  EXPECT_LE(fast, 1e-3);
+  std::cout << "seed 001 case, GPU vs double twin NRMSE: accurate " << nrmse << ", fast trig " << fast << "\n";
+}
+
+// Seed 000's size: 128^3 voxels, M = 284,592 samples; F^H d on 64 random voxels against double sums.
+TEST(ExactCuda, LargeCaseRandomVoxelsMatchTheDoubleSum) {
+  RADSTREAM_REQUIRE_GPU();
+  const ExactModel m = random_model(ExactGrid::image(128, 3), 284592, 12, true).filled();
+  const auto d = random_vector<float>(m.samples(), 13);
+  std::mt19937 rng(14);
+  std::uniform_int_distribution<std::size_t> pick(0, m.voxels() - 1);
+  std::vector<std::size_t> voxels(64);
+  for (auto& v : voxels) v = pick(rng);
+  // The double sum at those voxels only: a model whose grid is one voxel at that position.
+  std::vector<cd> ref(voxels.size());
+  for (std::size_t j = 0; j < voxels.size(); ++j) {
+    ExactModel one = m;
+    const std::size_t v = voxels[j];
+    one.grid.n = {1, 1, 1};
+    one.grid.origin = {m.grid.origin[0] + double(v / (128 * 128)), m.grid.origin[1] + double((v / 128) % 128),
+                       m.grid.origin[2] + double(v % 128)};
+    exact_adjoint_cpu<double>(one, to_double(d).data(), &ref[j]);
+  }
+  gpu::Stream stream;
+  for (bool fast : {false, true}) {
+    ExactOperatorCuda op(m, fast, stream.get());
+    auto d_d = upload(d, stream.get());
+    DeviceBuffer<cfloat> d_x(Extents{m.voxels()});
+    op.adjoint(d_d.data(), d_x.data());
+    const auto x = download(d_x, stream.get());
+    std::vector<cfloat> got(voxels.size());
+    for (std::size_t j = 0; j < voxels.size(); ++j) got[j] = x[voxels[j]];
+    EXPECT_LE(rel_err(got, ref), fast ? 5e-5 : 2e-5) << "fast " << fast;
+  }
+}

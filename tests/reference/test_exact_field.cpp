@@ -1,0 +1,171 @@
+// Seed 001's field model (eq. 44.1-44.2, Fig. 44.3) on the host: the forward sum against a plain double
+// evaluation of the equation, the float twin against double, and the seed 001 case on its own data (the
+// IMPATIENT 64 x 64 spiral with susceptibility gradients): CG in float against the double twin, and the image
+// with the gradient model against the one without it inside the mask. The CLI on both.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "exact/exact_cpu.hpp"
+#include "exact/exact_inputs.hpp"
+#include "exact/exact_recon.hpp"
+#include "io/cfl.hpp"
+#include "reference/exact_test_util.hpp"
+#include "test_util.hpp"
+
+using namespace radstream;
+using namespace radstream::exacttest;
+
+namespace {
+
+using cd = std::complex<double>;
+
+// Eq. 44.1 with eq. 44.2's rectangle basis integrated over a voxel of one pixel, written out as plainly as
+// possible: d_m = sum_n rho_n exp(-i 2 pi (k_m . r_n + fm_n t_m)) prod_a sinc(k_{m,a} + t_m g_{n,a}).
+std::vector<cd> equation_44(const ExactModel& m, const std::vector<cd>& rho) {
+  const double pi = std::numbers::pi;
+  auto sinc = [&](double u) { return u == 0 ? 1.0 : std::sin(pi * u) / (pi * u); };
+  std::vector<cd> d(m.samples());
+  const auto& g = m.grid;
+  for (std::size_t i = 0; i < m.samples(); ++i) {
+    cd s = 0;
+    std::size_t n = 0;
+    for (int a = 0; a < g.n[0]; ++a)
+      for (int b = 0; b < g.n[1]; ++b)
+        for (int c = 0; c < g.n[2]; ++c, ++n) {
+          const double r[3] = {g.origin[0] + a, g.origin[1] + b, g.origin[2] + c};
+          double phase = m.fm[n] * double(m.t[i]), w = 1;
+          for (int ax = 0; ax < 3; ++ax) {
+            phase += double(m.k[ax][i]) * r[ax];
+            w *= sinc(double(m.k[ax][i]) + double(m.t[i]) * m.g[ax][n]);
+          }
+          s += rho[n] * w * std::exp(cd(0, -2 * pi * phase));
+        }
+    d[i] = s;
+  }
+  return d;
+}
+
+}  // namespace
+
+TEST(ExactField, ForwardIsEquation44) {
+  ExactModel m = random_model(ExactGrid::image(12, 2), 300, 5);
+  add_field(m, 6, true);
+  m = m.filled();
+  const auto rho = random_vector<double>(m.voxels(), 3);
+  const auto ref = equation_44(m, rho);
+  std::vector<cd> got(m.samples());
+  exact_forward_cpu<double>(m, rho.data(), got.data());
+  EXPECT_LE(rel_err(got, ref), 1e-12);
+  std::vector<cfloat> rf(rho.begin(), rho.end()), gf(m.samples());
+  exact_forward_cpu<float>(m, rf.data(), gf.data());
+  EXPECT_LE(rel_err(gf, ref), 1e-5);
+  // The adjoint in float against double.
+  const auto d = random_vector<float>(m.samples(), 4);
+  std::vector<cfloat> xf(m.voxels());
+  std::vector<cd> xd(m.voxels());
+  exact_adjoint_cpu<float>(m, d.data(), xf.data());
+  exact_adjoint_cpu<double>(m, to_double(d).data(), xd.data());
+  EXPECT_LE(rel_err(xf, xd), 1e-5);
+}
+
+TEST(ExactField, Seed001CaseOnItsOwnData) {
+  RADSTREAM_REQUIRE_IMPATIENT_DATA("64x64x1");
+  const ExactInputs in = load_impatient((test::impatient_data_dir() / "64x64x1").string());
+  const ExactModel& m = in.model;
+  ASSERT_EQ(m.samples(), 3770u);
+  ASSERT_EQ(m.grid.n[1], 64);
+  ASSERT_EQ(m.grid.n[2], 64);
+  ASSERT_TRUE(m.has_gradients());
+  ASSERT_EQ(in.mask.size(), m.voxels());
+  ExactReconOptions o;
+  o.method = ExactMethod::Cg;
+  o.iterations = 8;
+  o.lambda = 1e-2;
+  const auto with = exact_reconstruct(m, in.kdata, 1, o);
+  const auto ref = exact_cg_reference(m, in.kdata.data(), 8, 1e-2);
+  const double nrmse = rel_err(with.image, ref);
+  // Without the gradients' sinc terms the image inside the mask differs.
+  ExactModel plain = m;
+  plain.g = {};
+  plain.t.clear();
+  const auto without = exact_reconstruct(plain, in.kdata, 1, o);
+  double num = 0, den = 0;
+  for (std::size_t v = 0; v < m.voxels(); ++v)
+    if (in.mask[v] > 0) {
+      num += std::norm(with.image[v] - without.image[v]);
+      den += std::norm(with.image[v]);
+    }
+  const double diff = std::sqrt(num / den);
+  EXPECT_GE(diff, 0.05) << "the gradient model changed the image inside the mask by only " << diff;
+  std::cout << "seed 001 case: float CPU vs double twin NRMSE " << nrmse << ", with vs without gradients "
+            << diff << " inside the mask\n";
+}
+
+TEST(ExactField, CliFhdAndCgExactOnCflInputs) {
+  test::TempDir dir;
+  const auto p = [&](const char* n) { return (dir.path() / n).string(); };
+  // A 16 x 16 problem: 20 radial spokes of 32 samples in BART units, data of a small square.
+  const int N = 16, S = 32, P = 20;
+  std::vector<cfloat> traj(std::size_t(3) * S * P), ksp(std::size_t(S) * P);
+  ExactModel m;
+  m.grid = ExactGrid::image(N, 2);
+  m.k[1].resize(S * P);
+  m.k[2].resize(S * P);
+  for (int s = 0; s < P; ++s)
+    for (int i = 0; i < S; ++i) {
+      const double a = std::numbers::pi * s / P, r = (i - S / 2) * 0.5;
+      const std::size_t j = std::size_t(s) * S + i;
+      traj[3 * j] = float(r * std::cos(a));
+      traj[3 * j + 1] = float(r * std::sin(a));
+      m.k[2][j] = traj[3 * j].real() / N;
+      m.k[1][j] = traj[3 * j + 1].real() / N;
+    }
+  std::vector<cd> obj(N * N), d(S * P);
+  for (int y = 6; y < 10; ++y)
+    for (int x = 5; x < 11; ++x) obj[y * N + x] = 1.0;
+  exact_forward_cpu<double>(m.filled(), obj.data(), d.data());
+  for (std::size_t j = 0; j < d.size(); ++j) ksp[j] = cfloat(d[j]);
+  write_cfl(p("t"), {3, S, P}, traj);
+  write_cfl(p("k"), {1, S, P}, ksp);
+  const std::string bin = RADSTREAM_BIN;
+  auto r = test::run_command(bin + " recon --method fhd --backend cpu --traj " + p("t") + " --kspace " + p("k") +
+                             " --matrix 16 --out " + p("fhd.cfl") + " --report " + p("fhd.json") + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const CflArray fhd = read_cfl(p("fhd"));
+  ASSERT_EQ(fhd.squeezed(), (std::vector<long>{16, 16}));
+  std::vector<cd> ref(N * N);
+  exact_adjoint_cpu<double>(m.filled(), d.data(), ref.data());
+  EXPECT_LE(rel_err(fhd.data, ref), 2e-5);
+  r = test::run_command(bin + " recon --method cg-exact --backend cpu --iterations 6 --lambda 0.5 --traj " + p("t") +
+                        " --kspace " + p("k") + " --matrix 16 --out " + p("cg.cfl") + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto cg_ref = exact_cg_reference(m, ksp.data(), 6, 0.5);
+  EXPECT_LE(rel_err(read_cfl(p("cg")).data, cg_ref), 1e-4);
+  // Mistakes are named.
+  r = test::run_command(bin + " recon --method fhd --backend cpu --fast-math --traj " + p("t") + " --kspace " +
+                        p("k") + " --matrix 16 --out " + p("x.cfl") + " 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--fast-math"), std::string::npos) << r.output;
+  r = test::run_command(bin + " recon --method gridding --impatient " + p("") + " --out " + p("x.cfl") + " 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--impatient goes with --method fhd or cg-exact"), std::string::npos) << r.output;
+  r = test::run_command(bin + " recon --method cg-exact --dcf ramp --traj " + p("t") + " --kspace " + p("k") +
+                        " --matrix 16 --out " + p("x.cfl") + " 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("does not apply to --method cg-exact"), std::string::npos) << r.output;
+}
+
+TEST(ExactField, CliCgExactOnTheSeed001Case) {
+  RADSTREAM_REQUIRE_IMPATIENT_DATA("64x64x1");
+  test::TempDir dir;
+  const std::string out = (dir.path() / "seed001.png").string();
+  const auto r = test::run_command(std::string(RADSTREAM_BIN) + " recon --method cg-exact --backend cpu --impatient " +
+                                   (test::impatient_data_dir() / "64x64x1").string() + " --out " + out + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("3770 samples x 1 coil(s), 1 x 64 x 64 voxels, field map no, gradients yes"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(std::filesystem::exists(out));
+}
