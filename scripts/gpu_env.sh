@@ -2,7 +2,11 @@
 # a GPU machine without the Debian packages, with the machine's own driver and cuFFT.
 cufft=$(find / -name 'libcufft.so.12' -not -path '/proc/*' 2>/dev/null | head -1)
 echo "cufft: $cufft"
-lp=".devcarry/lib:$(dirname "$cufft"):/usr/local/nvidia/lib64:/usr/local/cuda/lib64"
+# cuSPARSE (and the nvJitLink it loads) from the machine too: both are too large to carry.
+cusparse=$(find / -name 'libcusparse.so.12' -not -path '/proc/*' 2>/dev/null | head -1)
+jitlink=$(find / -name 'libnvJitLink.so.13' -not -path '/proc/*' 2>/dev/null | head -1)
+echo "cusparse: $cusparse; nvJitLink: $jitlink"
+lp=".devcarry/lib:$(dirname "$cufft"):${cusparse:+$(dirname "$cusparse"):}${jitlink:+$(dirname "$jitlink"):}/usr/local/nvidia/lib64:/usr/local/cuda/lib64"
 glibc=$(ldd --version | head -1 | grep -oE '[0-9]+\.[0-9]+$')
 echo "host glibc $glibc"
 if [ "$(printf '%s\n' 2.36 "$glibc" | sort -V | head -1)" = "2.36" ]; then

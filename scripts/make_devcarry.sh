@@ -9,7 +9,8 @@ cp build/radstream build/radstream_tests .devcarry/
 for lib in $(ldd build/radstream build/radstream_tests | awk '/=> \//{print $3}' | sort -u); do
   case "$(basename "$lib")" in
     libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|libresolv.so.*) cp -L "$lib" .devcarry/glibc/ ;;
-    libcuda.so.*|libcufft.so.*) ;;  # the driver and cuFFT (too large to carry) come from the GPU machine
+    libcuda.so.*|libcufft.so.*|libcusparse.so.*|libnvJitLink.so.*) ;;  # the driver, cuFFT and cuSPARSE (too large
+                                                                      # to carry) come from the GPU machine
     *) cp -L "$lib" .devcarry/lib/ ;;
   esac
 done

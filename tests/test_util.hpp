@@ -129,7 +129,9 @@ inline std::filesystem::path real_data_dir() {
   } while (0)
 
 // The IMPATIENT example data beside the project (../shared/data/impatient), absent from a user's clone.
+// RADSTREAM_IMPATIENT_DIR overrides it (a GPU machine that has the data elsewhere).
 inline std::filesystem::path impatient_data_dir() {
+  if (const char* d = std::getenv("RADSTREAM_IMPATIENT_DIR")) return d;
   return RADSTREAM_IMPATIENT_DATA;
 }
 

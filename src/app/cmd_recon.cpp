@@ -205,7 +205,7 @@ Runner add_recon(CLI::App& app) {
   app.footer(
       "Exact methods (the seeds' brute-force path, offline only): --method fhd writes F^H d (coils combined by "
       "RSS); --method cg-exact runs CG on (F^H F + lambda C^T C) x = F^H d with C first differences (--iterations, "
-      "default 8; --lambda absolute, default 0.01).");
+      "default 8; --lambda relative to F^H F's diagonal M, default 0.01).");
   a->recon.add_to(app);
   return [a] { return run_recon(*a); };
 }

@@ -32,6 +32,26 @@ void check_options(const ExactModel& model, const std::vector<cfloat>& kdata, in
   if (!(o.lambda >= 0) || !std::isfinite(o.lambda))
     throw ConfigError("exact recon: lambda " + std::to_string(o.lambda) + " must be finite and >= 0");
   if (o.fast_math && !o.gpu) throw ConfigError("exact recon: --fast-math needs the GPU backend (cuda)");
+  if (!o.weights.empty()) {
+    if (o.weights.size() != model.samples())
+      throw InputError("exact recon: " + std::to_string(o.weights.size()) + " sample weights for " +
+                       std::to_string(model.samples()) + " samples");
+    for (std::size_t i = 0; i < o.weights.size(); ++i)
+      if (!std::isfinite(o.weights[i]) || o.weights[i] < 0)
+        throw InputError("exact recon: sample weight " + std::to_string(i) + " = " + std::to_string(o.weights[i]) +
+                         " must be finite and >= 0");
+    if (o.method == ExactMethod::Cg && (model.has_field() || !o.toeplitz))
+      throw ConfigError("exact recon: sample weights need the Toeplitz normal operator (no field map or gradients)");
+  }
+}
+
+// One coil's data times the sample weights (when there are any).
+const cfloat* weighted(const std::vector<cfloat>& kdata, std::size_t at, std::size_t M, const std::vector<float>& w,
+                       std::vector<cfloat>& scratch) {
+  if (w.empty()) return kdata.data() + at;
+  scratch.resize(M);
+  for (std::size_t i = 0; i < M; ++i) scratch[i] = kdata[at + i] * w[i];
+  return scratch.data();
 }
 
 void accumulate_rss(std::vector<double>& rss, const cfloat* x, std::size_t V) {
@@ -61,7 +81,7 @@ ExactReconResult reconstruct_cpu(const ExactModel& model, const std::vector<cflo
   if (cg && o.toeplitz && !model.has_field()) {
     const auto t = Clock::now();
     std::vector<cfloat> q(model.grid.q_grid().voxels());
-    exact_q_cpu<float>(op->model(), nullptr, q.data());
+    exact_q_cpu<float>(op->model(), o.weights.empty() ? nullptr : o.weights.data(), q.data());
     normal = std::make_shared<ToeplitzNormalCpu>(op, model.grid, q.data());
     q_ms = ms_since(t);
   }
@@ -69,19 +89,20 @@ ExactReconResult reconstruct_cpu(const ExactModel& model, const std::vector<cflo
   if (cg) reg = std::make_unique<CsrOperatorCpu>(finite_difference_csr(model.grid.n), op->domain());
   auto ops = make_vector_ops_cpu();
   ConjugateGradient solver(V, *ops);
-  std::vector<cfloat> b(V), x(V);
+  std::vector<cfloat> b(V), x(V), scratch;
   std::vector<double> rss(V, 0.0);
   double fhd_ms = 0, cg_ms = 0;
   CgReport rep;
   for (int c = 0; c < coils; ++c) {
+    const cfloat* data = weighted(kdata, std::size_t(c) * M, M, o.weights, scratch);
     auto t = Clock::now();
-    op->adjoint(kdata.data() + std::size_t(c) * M, b.data());
+    op->adjoint(data, b.data());
     fhd_ms += ms_since(t);
     if (cg) {
       t = Clock::now();
       CgOptions co;
       co.max_iterations = o.iterations;
-      co.mu = o.lambda;
+      co.mu = o.lambda * double(M);
       rep = solver.solve(*normal, b.data(), x.data(), co, false, reg.get());
       cg_ms += ms_since(t);
     } else {
@@ -114,7 +135,10 @@ ExactReconResult reconstruct_gpu(const ExactModel& model, const std::vector<cflo
   if (cg && o.toeplitz && !model.has_field()) {
     const auto t = Clock::now();
     DeviceBuffer<cfloat> d_q(Extents{model.grid.q_grid().voxels()});
-    op->q(nullptr, d_q.data());
+    DeviceBuffer<float> d_w(Extents{o.weights.size()});
+    if (!o.weights.empty())
+      gpu::copy_to_device(d_w.data(), o.weights.data(), o.weights.size() * sizeof(float), s);
+    op->q(o.weights.empty() ? nullptr : d_w.data(), d_q.data());
     normal = std::make_shared<ToeplitzNormalCuda>(op, model.grid, d_q.data(), s);
     gpu::synchronize(s);
     q_ms = ms_since(t);
@@ -123,12 +147,13 @@ ExactReconResult reconstruct_gpu(const ExactModel& model, const std::vector<cflo
   if (cg) reg = std::make_unique<CsrOperatorCuda>(finite_difference_csr(model.grid.n), op->domain(), s);
   auto ops = make_vector_ops_cuda(s);
   ConjugateGradient solver(V, *ops);
-  std::vector<cfloat> x(V);
+  std::vector<cfloat> x(V), scratch;
   std::vector<double> rss(V, 0.0);
   double fhd_ms = 0, cg_ms = 0;
   CgReport rep;
   for (int c = 0; c < coils; ++c) {
-    gpu::copy_to_device(d_data.data(), kdata.data() + std::size_t(c) * M, M * sizeof(cfloat), s);
+    const cfloat* data = weighted(kdata, std::size_t(c) * M, M, o.weights, scratch);
+    gpu::copy_to_device(d_data.data(), data, M * sizeof(cfloat), s);
     gpu::synchronize(s);
     auto t = Clock::now();
     op->adjoint(d_data.data(), d_b.data());
@@ -139,7 +164,7 @@ ExactReconResult reconstruct_gpu(const ExactModel& model, const std::vector<cflo
       t = Clock::now();
       CgOptions co;
       co.max_iterations = o.iterations;
-      co.mu = o.lambda;
+      co.mu = o.lambda * double(M);
       rep = solver.solve(*normal, d_b.data(), d_x.data(), co, false, reg.get());
       gpu::synchronize(s);
       cg_ms += ms_since(t);
@@ -202,7 +227,7 @@ std::vector<std::complex<double>> exact_cg_reference(const ExactModel& model, co
     exact_adjoint_cpu<double>(m, fp.data(), q.data());
     spmv(c, p.data(), cp.data());
     spmv(ct, cp.data(), ctcp.data());
-    for (std::size_t v = 0; v < V; ++v) q[v] += lambda * ctcp[v];
+    for (std::size_t v = 0; v < V; ++v) q[v] += lambda * double(M) * ctcp[v];
     const double pq = dot(p, q), alpha = pq > 0 ? rr / pq : 0.0;
     for (std::size_t v = 0; v < V; ++v) {
       x[v] += alpha * p[v];

@@ -1,11 +1,12 @@
 // The seeds' reconstructions on the exact model, on the host or the GPU:
 //   fhd:  F^H d per coil, coils combined by root-sum-of-squares (seed 000's F^H d; no density compensation);
-//   cg:   (F^H F + lambda C^T C) x = F^H d per coil (seed 001's Table 44.1; C = first differences as CSR),
+//   cg:   (F^H F + lambda M C^T C) x = F^H d per coil (seed 001's Table 44.1; C = first differences as CSR),
 //         coils combined by RSS. Without a field F^H F goes through Q on the 2N grid (Toeplitz, seed 000);
 //         with a field map or gradients through F then F^H computed on the fly (seed 001). "K iterations" is
 //         K updates of x, each one application of the normal operator (ConjugateGradient's definition: Table
 //         44.1's first pass, which divides by zero as printed, is its i = 1 with dir = grad).
-// lambda is absolute, as the seed's toolkit takes it (the weight of ||C x||^2 against ||F x - d||^2).
+// lambda is relative to the scale of F^H F: its diagonal is M (the number of samples) without gradients, so
+// lambda M weighs ||C x||^2 against ||F x - d||^2 the same for any M (the pipeline's convention for cg-sense).
 // exact_cg_reference is the double-precision twin on the host (direct F^H F, same iteration count) that the
 // GPU is checked against.
 #pragma once
@@ -27,6 +28,10 @@ struct ExactReconOptions {
   int iterations = 8;
   double lambda = 1e-2;
   bool toeplitz = true;  // without a field: F^H F through Q (false: F then F^H, as with a field)
+  // Sample weights W (e.g. density compensation; empty: none): fhd writes F^H W d, cg solves
+  // (F^H W F + lambda M C^T C) x = F^H W d, a weighted least-squares fit that CG reaches in fewer iterations
+  // on strongly non-uniform trajectories. cg needs the Toeplitz path (no field) for them.
+  std::vector<float> weights;
 };
 
 struct ExactReconResult {
@@ -42,7 +47,7 @@ struct ExactReconResult {
 ExactReconResult exact_reconstruct(const ExactModel& model, const std::vector<cfloat>& kdata, int coils,
                                    const ExactReconOptions& options);
 
-// One coil in double on the host: fhd (iterations = 0) or K CG iterations on direct F^H F + lambda C^T C.
+// One coil in double on the host: fhd (iterations = 0) or K CG iterations on direct F^H F + lambda M C^T C.
 std::vector<std::complex<double>> exact_cg_reference(const ExactModel& model, const cfloat* kdata, int iterations,
                                                      double lambda);
 
