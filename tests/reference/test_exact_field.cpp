@@ -10,6 +10,9 @@
 #include "exact/exact_cpu.hpp"
 #include "exact/exact_inputs.hpp"
 #include "exact/exact_recon.hpp"
+#include "exact/time_segmented.hpp"
+#include "linalg/adjoint_check.hpp"
+#include "noncart/nufft_operator_cpu.hpp"
 #include "io/cfl.hpp"
 #include "reference/exact_test_util.hpp"
 #include "test_util.hpp"
@@ -168,4 +171,44 @@ TEST(ExactField, CliCgExactOnTheSeed001Case) {
             std::string::npos)
       << r.output;
   EXPECT_TRUE(std::filesystem::exists(out));
+}
+
+// The time-segmented approximation of the off-resonance term (on the exact F and on the NUFFT) against the
+// exact field operator in double: finite for 1-16 segments, the error falling as segments grow.
+TEST(ExactField, TimeSegmentationConvergesToTheExactFieldOperator) {
+  ExactModel m = random_model(ExactGrid::image(24, 2), 1500, 41);
+  add_field(m, 42, false);
+  const auto x = random_vector<float>(m.voxels(), 43);
+  std::vector<cd> ref(m.samples());
+  exact_forward_cpu<double>(m.filled(), to_double(x).data(), ref.data());
+  ExactModel plain = m;
+  plain.fm.clear();
+  plain.t.clear();
+  auto exact_f = std::make_shared<ExactOperatorCpu>(plain);
+  std::vector<float> traj(2 * m.samples());
+  for (std::size_t i = 0; i < m.samples(); ++i) {
+    traj[2 * i] = m.k[2][i];
+    traj[2 * i + 1] = m.k[1][i];
+  }
+  auto nufft = std::make_shared<NufftOperatorCpu>(2, std::array<int, 3>{24, 24, 1}, 1, m.samples(),
+                                                  NufftKernel{6, 2.0, 4096});
+  nufft->set_points(traj.data());
+  for (const auto& [name, f] : {std::pair<const char*, std::shared_ptr<LinearOperator>>{"exact F", exact_f},
+                                {"NUFFT", nufft}}) {
+    double previous = 1e9;
+    for (int L : {1, 2, 4, 8, 16}) {
+      TimeSegmentedCpu g(f, m.fm, m.t, L);
+      std::vector<cfloat> y(m.samples());
+      g.forward(x.data(), y.data());
+      for (const auto& v : y) ASSERT_TRUE(std::isfinite(v.real()) && std::isfinite(v.imag())) << name << " L " << L;
+      const double err = rel_err(y, ref);
+      std::cout << name << ", " << L << " segments: relative error " << err << "\n";
+      if (L > 1) EXPECT_LT(err, previous) << name << " L " << L;
+      previous = err;
+      if (L == 16) EXPECT_LE(err, 2e-2) << name;
+      EXPECT_LE(check_adjoint(g).relative_error, 1e-5) << name << " L " << L;
+    }
+  }
+  EXPECT_THROW(TimeSegmentedCpu(exact_f, m.fm, m.t, 0), ConfigError);
+  EXPECT_THROW(TimeSegmentedCpu(exact_f, std::vector<float>(3), m.t, 4), InputError);
 }

@@ -1,0 +1,92 @@
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <string>
+
+#include "core/error.hpp"
+#include "exact/time_segmented.hpp"
+
+namespace radstream {
+
+TimeSegments make_time_segments(const std::vector<float>& t, int segments) {
+  if (segments < 1 || segments > 64)
+    throw ConfigError("time segments: " + std::to_string(segments) + " must be in 1..64");
+  if (t.empty()) throw InputError("time segments: no sample times");
+  for (std::size_t i = 0; i < t.size(); ++i)
+    if (!std::isfinite(t[i])) throw InputError("time segments: t[" + std::to_string(i) + "] is not finite");
+  const auto [lo, hi] = std::minmax_element(t.begin(), t.end());
+  const std::size_t M = t.size(), L = std::size_t(segments);
+  TimeSegments s;
+  s.weights.assign(L * M, 0.0f);
+  if (L == 1) {
+    double mean = 0;
+    for (float v : t) mean += v;
+    s.times = {float(mean / double(M))};
+    std::fill(s.weights.begin(), s.weights.end(), 1.0f);
+    return s;
+  }
+  const double t0 = *lo, dt = (double(*hi) - t0) / double(L - 1);
+  for (std::size_t l = 0; l < L; ++l) s.times.push_back(float(t0 + dt * double(l)));
+  for (std::size_t m = 0; m < M; ++m) {
+    if (dt <= 0) {
+      s.weights[m] = 1.0f;
+      continue;
+    }
+    const double u = (double(t[m]) - t0) / dt;
+    const std::size_t l = std::min(L - 2, std::size_t(std::max(0.0, std::floor(u))));
+    const double a = u - double(l);
+    s.weights[l * M + m] = float(1.0 - a);
+    s.weights[(l + 1) * M + m] = float(a);
+  }
+  return s;
+}
+
+TimeSegmentedCpu::TimeSegmentedCpu(std::shared_ptr<LinearOperator> f, const std::vector<float>& fm,
+                                   const std::vector<float>& t, int segments)
+    : LinearOperator(f->domain(), f->codomain(), Location::Host), f_(std::move(f)), fm_(fm),
+      seg_(make_time_segments(t, segments)) {
+  if (fm_.size() != domain().size())
+    throw InputError("time segments: " + std::to_string(fm_.size()) + " field-map values for " +
+                     std::to_string(domain().size()) + " voxels");
+  if (t.size() != codomain().size())
+    throw InputError("time segments: " + std::to_string(t.size()) + " times for " +
+                     std::to_string(codomain().size()) + " samples");
+  tx_.resize(domain().size());
+  ty_.resize(codomain().size());
+}
+
+namespace {
+// exp(sign 2 pi i fm t) with the phase reduced to [-0.5, 0.5] cycles in double.
+cfloat phasor(float fm, float t, double sign) {
+  double p = double(fm) * double(t);
+  p -= std::nearbyint(p);
+  const double a = sign * 2.0 * std::numbers::pi * p;
+  return {float(std::cos(a)), float(std::sin(a))};
+}
+}  // namespace
+
+void TimeSegmentedCpu::forward(const cfloat* x, cfloat* y) {
+  const std::size_t V = tx_.size(), M = ty_.size();
+  std::fill(y, y + M, cfloat{});
+  for (std::size_t l = 0; l < seg_.times.size(); ++l) {
+    const float tl = seg_.times[l];
+    for (std::size_t v = 0; v < V; ++v) tx_[v] = x[v] * phasor(fm_[v], tl, -1.0);
+    f_->forward(tx_.data(), ty_.data());
+    const float* b = seg_.weights.data() + l * M;
+    for (std::size_t m = 0; m < M; ++m) y[m] += b[m] * ty_[m];
+  }
+}
+
+void TimeSegmentedCpu::adjoint(const cfloat* y, cfloat* x) {
+  const std::size_t V = tx_.size(), M = ty_.size();
+  std::fill(x, x + V, cfloat{});
+  for (std::size_t l = 0; l < seg_.times.size(); ++l) {
+    const float* b = seg_.weights.data() + l * M;
+    for (std::size_t m = 0; m < M; ++m) ty_[m] = b[m] * y[m];
+    f_->adjoint(ty_.data(), tx_.data());
+    const float tl = seg_.times[l];
+    for (std::size_t v = 0; v < V; ++v) x[v] += tx_[v] * phasor(fm_[v], tl, +1.0);
+  }
+}
+
+}  // namespace radstream
