@@ -25,7 +25,7 @@ namespace radstream::app {
 namespace {
 
 struct BenchExactArgs {
-  std::vector<std::string> cases{"S1", "S2", "S3"};
+  std::vector<std::string> cases{"S1", "S2", "S3", "P"};
   std::string impatient = "../shared/data/impatient/64x64x1", out, backend = "auto";
   int repeat = 5, n = 128, spokes = 2156, samples = 132, iterations = 60;
   double lambda = 1e-2, noise = 0.01;
@@ -192,6 +192,46 @@ nlohmann::ordered_json bench_s3(const BenchExactArgs& a, bool gpu) {
   return j;
 }
 
+// Precision (seed 000's Figure 6: double, single, fast trig): a reduced 3D case (24^3, 78 spokes x 24, the
+// 128^3 case's sampling ratio) reconstructed by 60 CG iterations in double on the host (direct F^H F) and in
+// single / fast trig (GPU, Toeplitz); the PSNR of each against the truth.
+nlohmann::ordered_json bench_precision(const BenchExactArgs& a, bool gpu) {
+  const Phantom3dCase c = phantom_3d_case(24, 78, 24, 0.0);
+  const ExactModel m = model_of(c);
+  std::vector<cfloat> d(c.data.begin(), c.data.end());
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto ref = exact_cg_reference(m, d.data(), a.iterations, a.lambda);
+  const double ref_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<cfloat> refc(ref.begin(), ref.end());
+  const ImageScore sd = score_image(refc, c.truth, false);
+  nlohmann::ordered_json j{{"what", "24^3, 78 x 24 radial samples, CG in double / single / fast trig"},
+                           {"iterations", a.iterations}, {"lambda", a.lambda},
+                           {"double", {{"percent_error", sd.percent_error}, {"psnr_db", sd.psnr_db}, {"ms", ref_ms}}}};
+  log::info("P double: error {:.2f} %, PSNR {:.3f} dB", sd.percent_error, sd.psnr_db);
+  for (bool fast : {false, true}) {
+    if (fast && !gpu) continue;
+    ExactReconOptions o;
+    o.method = ExactMethod::Cg;
+    o.gpu = gpu;
+    o.fast_math = fast;
+    o.iterations = a.iterations;
+    o.lambda = a.lambda;
+    const auto r = exact_reconstruct(m, c.data, 1, o);
+    const ImageScore s = score_image(r.image, c.truth, false);
+    double num = 0, den = 0;
+    for (std::size_t v = 0; v < ref.size(); ++v) {
+      num += std::norm(std::complex<double>(r.image[v]) - ref[v]);
+      den += std::norm(ref[v]);
+    }
+    j[fast ? "fast_trig" : "single"] = {{"percent_error", s.percent_error}, {"psnr_db", s.psnr_db},
+                                        {"psnr_minus_double_db", s.psnr_db - sd.psnr_db},
+                                        {"nrmse_vs_double", std::sqrt(num / den)}};
+    log::info("P {}: error {:.2f} %, PSNR {:.3f} dB ({:+.4f} dB against double)", fast ? "fast trig" : "single",
+              s.percent_error, s.psnr_db, s.psnr_db - sd.psnr_db);
+  }
+  return j;
+}
+
 int run_bench_exact(const BenchExactArgs& a) {
   if (a.repeat < 1) throw ConfigError("--repeat " + std::to_string(a.repeat) + " must be >= 1");
   const BackendDecision b = resolve_backend(parse_backend(a.backend));
@@ -209,7 +249,8 @@ int run_bench_exact(const BenchExactArgs& a) {
     if (c == "S1") j["S1"] = bench_s1(a, gpu);
     else if (c == "S2") j["S2"] = bench_s2(a, gpu);
     else if (c == "S3") j["S3"] = bench_s3(a, gpu);
-    else throw ConfigError("--case " + c + " is not one of S1 S2 S3");
+    else if (c == "P") j["P"] = bench_precision(a, gpu);
+    else throw ConfigError("--case " + c + " is not one of S1 S2 S3 P");
   }
   if (a.out.empty()) {
     std::cout << j.dump(2) << "\n";
@@ -226,7 +267,7 @@ int run_bench_exact(const BenchExactArgs& a) {
 
 Runner add_bench_exact(CLI::App& app) {
   auto a = std::make_shared<BenchExactArgs>();
-  app.add_option("--case", a->cases, "S1 S2 S3 (default all)");
+  app.add_option("--case", a->cases, "S1 S2 S3 P (default all; P: double / single / fast-trig PSNR)");
   app.add_option("--impatient", a->impatient, "the seed 001 case's folder (default ../shared/data/impatient/64x64x1)");
   app.add_option("--out", a->out, "JSON file (default: stdout)");
   app.add_option("--backend", a->backend, "auto | cpu | cuda (default auto)");

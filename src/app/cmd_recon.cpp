@@ -28,7 +28,7 @@ struct ReconArgs {
   std::string traj, kspace, input, out;
   std::string impatient, fieldmap, gradients, times, report;
   int dims = 2;
-  bool fast_math = false;
+  bool fast_math = false, ignore_gradients = false;
   int matrix = 0;
   long start = 0, count = -1;
   int repeat = 1;
@@ -77,8 +77,10 @@ int run_exact(const ReconArgs& a) {
     if (!a.fieldmap.empty() || !a.gradients.empty() || !a.times.empty())
       throw ConfigError("--fieldmap/--gradients/--times go with --traj/--kspace; --impatient reads its own");
     in = load_impatient(a.impatient);
+    if (a.ignore_gradients) in.model.g = {};
   } else {
     if (a.traj.empty() || a.kspace.empty()) throw ConfigError("--traj and --kspace go together");
+    if (a.ignore_gradients) throw ConfigError("--ignore-gradients goes with --impatient (leave out --gradients instead)");
     in = load_cfl_exact({a.traj, a.kspace, a.fieldmap, a.gradients, a.times, a.matrix, a.dims});
   }
   const ExactModel& m = in.model;
@@ -117,7 +119,7 @@ int run_recon(const ReconArgs& a) {
   for (const auto& [flag, given] : {std::pair<const char*, bool>{"--impatient", !a.impatient.empty()},
                                     {"--fieldmap", !a.fieldmap.empty()}, {"--gradients", !a.gradients.empty()},
                                     {"--times", !a.times.empty()}, {"--fast-math", a.fast_math},
-                                    {"--report", !a.report.empty()}})
+                                    {"--report", !a.report.empty()}, {"--ignore-gradients", a.ignore_gradients}})
     if (given) throw ConfigError(std::string(flag) + " goes with --method fhd or cg-exact");
   if (a.input.empty() == (a.traj.empty() && a.kspace.empty()))
     throw ConfigError("give either --input FILE.h5 or both --traj T.cfl and --kspace K.cfl");
@@ -202,6 +204,8 @@ Runner add_recon(CLI::App& app) {
   app.add_option("--times", a->times, "--method fhd|cg-exact: time of every sample in s (.cfl), with a field");
   app.add_flag("--fast-math", a->fast_math, "--method fhd|cg-exact on cuda: hardware sin/cos (faster, ~1e-6 less exact)");
   app.add_option("--report", a->report, "--method fhd|cg-exact: write timings and settings as JSON");
+  app.add_flag("--ignore-gradients", a->ignore_gradients,
+               "--method fhd|cg-exact with --impatient: leave the susceptibility gradients out of the model");
   app.footer(
       "Exact methods (the seeds' brute-force path, offline only): --method fhd writes F^H d (coils combined by "
       "RSS); --method cg-exact runs CG on (F^H F + lambda C^T C) x = F^H d with C first differences (--iterations, "
