@@ -99,6 +99,8 @@ nlohmann::ordered_json bench_s2(const BenchExactArgs& a, bool gpu) {
       den += std::norm(ref[v]);
     }
     auto s = stats(t);
+    s["fhd_ms_last"] = last.fhd_ms;
+    s["cg_ms_last"] = last.cg_ms;
     s["nrmse_vs_double_twin"] = std::sqrt(num / den);
     j[fast ? "fast_trig" : "accurate"] = s;
     log::info("S2 {}: median {:.3f} ms, NRMSE vs double {:.3g}", fast ? "fast trig" : "accurate", median(t),
