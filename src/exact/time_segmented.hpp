@@ -23,7 +23,8 @@ TimeSegments make_time_segments(const std::vector<float>& t, int segments);
 
 class TimeSegmentedCpu final : public LinearOperator {
  public:
-  // f: voxels -> samples (field-free); fm: per voxel (Hz); t: per sample (s).
+  // f: voxels -> samples (field-free; multi-coil: [coils][samples]); fm: per voxel (Hz); t: per sample of one
+  // coil (s), repeated for every coil.
   TimeSegmentedCpu(std::shared_ptr<LinearOperator> f, const std::vector<float>& fm, const std::vector<float>& t,
                    int segments);
   void forward(const cfloat* x, cfloat* y) override;
@@ -48,6 +49,7 @@ class TimeSegmentedCuda final : public LinearOperator {
   std::shared_ptr<LinearOperator> f_;
   gpu::StreamRef stream_;
   int L_ = 0;
+  long long Mt_ = 0;  // samples per coil (the times' count)
   std::vector<float> times_;
   DeviceBuffer<float> d_fm_, d_b_;
   DeviceBuffer<cfloat> d_tx_, d_ty_;

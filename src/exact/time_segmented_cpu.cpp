@@ -48,9 +48,9 @@ TimeSegmentedCpu::TimeSegmentedCpu(std::shared_ptr<LinearOperator> f, const std:
   if (fm_.size() != domain().size())
     throw InputError("time segments: " + std::to_string(fm_.size()) + " field-map values for " +
                      std::to_string(domain().size()) + " voxels");
-  if (t.size() != codomain().size())
+  if (t.empty() || codomain().size() % t.size() != 0)
     throw InputError("time segments: " + std::to_string(t.size()) + " times for " +
-                     std::to_string(codomain().size()) + " samples");
+                     std::to_string(codomain().size()) + " samples (one per sample, repeated for every coil)");
   tx_.resize(domain().size());
   ty_.resize(codomain().size());
 }
@@ -72,8 +72,9 @@ void TimeSegmentedCpu::forward(const cfloat* x, cfloat* y) {
     const float tl = seg_.times[l];
     for (std::size_t v = 0; v < V; ++v) tx_[v] = x[v] * phasor(fm_[v], tl, -1.0);
     f_->forward(tx_.data(), ty_.data());
-    const float* b = seg_.weights.data() + l * M;
-    for (std::size_t m = 0; m < M; ++m) y[m] += b[m] * ty_[m];
+    const std::size_t Mt = seg_.weights.size() / seg_.times.size();
+    const float* b = seg_.weights.data() + l * Mt;
+    for (std::size_t m = 0; m < M; ++m) y[m] += b[m % Mt] * ty_[m];
   }
 }
 
@@ -81,8 +82,9 @@ void TimeSegmentedCpu::adjoint(const cfloat* y, cfloat* x) {
   const std::size_t V = tx_.size(), M = ty_.size();
   std::fill(x, x + V, cfloat{});
   for (std::size_t l = 0; l < seg_.times.size(); ++l) {
-    const float* b = seg_.weights.data() + l * M;
-    for (std::size_t m = 0; m < M; ++m) ty_[m] = b[m] * y[m];
+    const std::size_t Mt = seg_.weights.size() / seg_.times.size();
+    const float* b = seg_.weights.data() + l * Mt;
+    for (std::size_t m = 0; m < M; ++m) ty_[m] = b[m % Mt] * y[m];
     f_->adjoint(ty_.data(), tx_.data());
     const float tl = seg_.times[l];
     for (std::size_t v = 0; v < V; ++v) x[v] += tx_[v] * phasor(fm_[v], tl, +1.0);

@@ -28,13 +28,14 @@ __global__ void phase_multiply(const float2* __restrict__ in, const float* __res
   out[v] = r;
 }
 
-// out_m (+)= b_m in_m.
+// out_m (+)= b_(m mod Mt) in_m (the weights of one coil's samples, repeated for every coil).
 template <bool ACCUMULATE>
-__global__ void weight_multiply(const float2* __restrict__ in, const float* __restrict__ b, long long M,
+__global__ void weight_multiply(const float2* __restrict__ in, const float* __restrict__ b, long long M, long long Mt,
                                 float2* __restrict__ out) {
   const long long m = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (m >= M) return;
-  float2 r = make_float2(b[m] * in[m].x, b[m] * in[m].y);
+  const float w = b[m % Mt];
+  float2 r = make_float2(w * in[m].x, w * in[m].y);
   if (ACCUMULATE) {
     r.x += out[m].x;
     r.y += out[m].y;
@@ -51,10 +52,11 @@ TimeSegmentedCuda::TimeSegmentedCuda(std::shared_ptr<LinearOperator> f, const st
     : LinearOperator(f->domain(), f->codomain(), Location::Device), f_(std::move(f)), stream_(stream) {
   const TimeSegments seg = make_time_segments(t, segments);
   const std::size_t V = domain().size(), M = codomain().size();
-  if (fm.size() != V || t.size() != M)
+  if (fm.size() != V || t.empty() || M % t.size() != 0)
     throw InputError("time segments: " + std::to_string(fm.size()) + " field-map values and " +
                      std::to_string(t.size()) + " times for " + std::to_string(V) + " voxels and " +
-                     std::to_string(M) + " samples");
+                     std::to_string(M) + " samples (times: one per sample, repeated for every coil)");
+  Mt_ = (long long)t.size();
   L_ = int(seg.times.size());
   times_ = seg.times;
   d_fm_ = DeviceBuffer<float>(Extents{V});
@@ -76,11 +78,11 @@ void TimeSegmentedCuda::forward(const cfloat* d_x, cfloat* d_y) {
                                                        times_[l], -1.0f, V, tx);
     CUDA_CHECK_LAUNCH("time segments phase_multiply");
     f_->forward(d_tx_.data(), d_ty_.data());
-    const float* b = d_b_.data() + std::size_t(l) * std::size_t(M);
+    const float* b = d_b_.data() + std::size_t(l) * std::size_t(Mt_);
     if (l == 0)
-      weight_multiply<false><<<blocks_of(M), 256, 0, s>>>(ty, b, M, reinterpret_cast<float2*>(d_y));
+      weight_multiply<false><<<blocks_of(M), 256, 0, s>>>(ty, b, M, Mt_, reinterpret_cast<float2*>(d_y));
     else
-      weight_multiply<true><<<blocks_of(M), 256, 0, s>>>(ty, b, M, reinterpret_cast<float2*>(d_y));
+      weight_multiply<true><<<blocks_of(M), 256, 0, s>>>(ty, b, M, Mt_, reinterpret_cast<float2*>(d_y));
     CUDA_CHECK_LAUNCH("time segments weight_multiply");
   }
 }
@@ -91,8 +93,8 @@ void TimeSegmentedCuda::adjoint(const cfloat* d_y, cfloat* d_x) {
   auto* tx = reinterpret_cast<float2*>(d_tx_.data());
   auto* ty = reinterpret_cast<float2*>(d_ty_.data());
   for (int l = 0; l < L_; ++l) {
-    const float* b = d_b_.data() + std::size_t(l) * std::size_t(M);
-    weight_multiply<false><<<blocks_of(M), 256, 0, s>>>(reinterpret_cast<const float2*>(d_y), b, M, ty);
+    const float* b = d_b_.data() + std::size_t(l) * std::size_t(Mt_);
+    weight_multiply<false><<<blocks_of(M), 256, 0, s>>>(reinterpret_cast<const float2*>(d_y), b, M, Mt_, ty);
     CUDA_CHECK_LAUNCH("time segments weight_multiply");
     f_->adjoint(d_ty_.data(), d_tx_.data());
     if (l == 0)
