@@ -8,39 +8,22 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <fmt/format.h>
 #include <fstream>
-#include <numbers>
 #include <nlohmann/json.hpp>
 
+#include "app/bench_exact.hpp"
 #include "app/commands.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "exact/exact_inputs.hpp"
 #include "exact/exact_recon.hpp"
-#include "exact/time_segmented.hpp"
 #include "fft/fftw_plan.hpp"
-#include "gpu/device_memory.hpp"
-#include "gpu/handles.hpp"
-#include "linalg/conjugate_gradient.hpp"
-#include "linalg/vector_ops.hpp"
-#include "sim/coil_maps.hpp"
-#include "sim/phantom.hpp"
-#if RADSTREAM_HAVE_CUDA
-#include "noncart/sense_operator_cuda.hpp"
-#endif
 #include "gpu/cuda_runtime.hpp"
 #include "recon/backend.hpp"
 #include "sim/phantom3d.hpp"
 
 namespace radstream::app {
-namespace {
-
-struct BenchExactArgs {
-  std::vector<std::string> cases{"S1", "S2", "S3", "S4", "P"};
-  std::string impatient = "../shared/data/impatient/64x64x1", out, backend = "auto";
-  int repeat = 5, n = 128, spokes = 2156, samples = 132, iterations = 60;
-  double lambda = 1e-2, noise = 0.01, s4_sigma = 2.0;
-};
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -51,6 +34,8 @@ nlohmann::ordered_json stats(const std::vector<double>& v) {
   return {{"median_ms", median(v)}, {"min_ms", *std::min_element(v.begin(), v.end())},
           {"max_ms", *std::max_element(v.begin(), v.end())}, {"runs", v.size()}};
 }
+
+namespace {
 
 ExactModel model_of(const Phantom3dCase& c) {
   ExactModel m;
@@ -245,83 +230,6 @@ nlohmann::ordered_json bench_precision(const BenchExactArgs& a, bool gpu) {
   return j;
 }
 
-// S4: field-corrected CG-SENSE through time segments on the NUFFT: 256^2, 256 golden-angle spokes x 512
-// samples x 32 coils (analytic maps), a smooth off-resonance map (up to 60 Hz), readout times 2..4 ms; data made
-// with 16 segments, reconstructed with 4: G^H d then 10 CG iterations on G^H G + lambda I (G = sum_l b_l E P_l,
-// E the SENSE operator without Toeplitz), per frame with the data on the device.
-nlohmann::ordered_json bench_s4(const BenchExactArgs& a, bool gpu) {
-#if RADSTREAM_HAVE_CUDA
-  if (!gpu) return {{"skipped", "GPU only"}};
-  const int N = 256, S = 512, P = 256, C = 32, L = 4;
-  const std::size_t M = std::size_t(S) * P, V = std::size_t(N) * N;
-  std::vector<float> traj(2 * M), t(M), fm(V);
-  const double golden = std::numbers::pi / 1.6180339887498948482;
-  for (int p = 0; p < P; ++p)
-    for (int i = 0; i < S; ++i) {
-      const double r = double(i - S / 2) / S, ang = p * golden;
-      traj[2 * (std::size_t(p) * S + i)] = float(r * std::cos(ang));
-      traj[2 * (std::size_t(p) * S + i) + 1] = float(r * std::sin(ang));
-      t[std::size_t(p) * S + i] = float(2e-3 + 4e-6 * i);
-    }
-  const CoilMaps cm(C);
-  std::vector<cfloat> maps(std::size_t(C) * V);
-  for (int y = 0; y < N; ++y)
-    for (int x = 0; x < N; ++x) {
-      const double u = (x - N / 2) * 2.0 / N, v = (y - N / 2) * 2.0 / N;
-      fm[std::size_t(y) * N + x] = float(60.0 * std::exp(-((u - 0.2) * (u - 0.2) + v * v) / 0.1) - 15.0 * v);
-      for (int c = 0; c < C; ++c) maps[std::size_t(c) * V + std::size_t(y) * N + x] = cfloat(cm.value(c, u, v));
-    }
-  const std::vector<float> truth = rasterize(modified_shepp_logan(), N);
-  std::vector<cfloat> x0(truth.begin(), truth.end());
-  gpu::Stream stream;
-  const auto s = stream.get();
-  auto up = [&](const auto& v) {
-    using T = typename std::decay_t<decltype(v)>::value_type;
-    DeviceBuffer<T> d(Extents{v.size()});
-    gpu::copy_to_device(d.data(), v.data(), v.size() * sizeof(T), s);
-    return d;
-  };
-  auto d_traj = up(traj);
-  auto d_maps = up(maps);
-  auto d_x0 = up(x0);
-  auto sense = std::make_shared<SenseOperatorCuda>(N, C, M, NufftKernel{4, a.s4_sigma, 1024}, false, s);
-  sense->set_maps(d_maps.data());
-  sense->set_points(d_traj.data());
-  DeviceBuffer<cfloat> d_data(Extents{M * C}), d_b(Extents{V}), d_x(Extents{V});
-  TimeSegmentedCuda truth_op(sense, fm, t, 16, s);
-  truth_op.forward(d_x0.data(), d_data.data());
-  TimeSegmentedCuda g(sense, fm, t, L, s);
-  auto ops = make_vector_ops_cuda(s);
-  ConjugateGradient cg(V, *ops);
-  CgOptions o;
-  o.max_iterations = 10;
-  o.lambda = 1e-3 * double(M);
-  std::vector<double> times;
-  for (int r = 0; r < a.repeat + 1; ++r) {
-    gpu::synchronize(s);
-    const auto t0 = std::chrono::steady_clock::now();
-    g.adjoint(d_data.data(), d_b.data());
-    cg.solve(g, d_b.data(), d_x.data(), o, false);
-    gpu::synchronize(s);
-    if (r > 0) times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::vector<cfloat> x(V);
-  gpu::copy_to_host(x.data(), d_x.data(), V * sizeof(cfloat), s);
-  gpu::synchronize(s);
-  const ImageScore sc = score_image(x, truth, true);
-  auto j = stats(times);
-  j["what"] = "time-segmented field-corrected CG-SENSE, 256^2, 256 x 512 x 32 coils, 4 segments, 10 iterations";
-  j["nufft"] = {{"width", 4}, {"oversampling", a.s4_sigma}};
-  j["nrmse_percent_vs_phantom_scale_fitted"] = sc.percent_error;
-  log::info("S4: median {:.2f} ms per frame, error {:.1f} % (scale fitted)", median(times), sc.percent_error);
-  return j;
-#else
-  (void)a;
-  (void)gpu;
-  return {{"skipped", "no CUDA in this build"}};
-#endif
-}
-
 int run_bench_exact(const BenchExactArgs& a) {
   if (a.repeat < 1) throw ConfigError("--repeat " + std::to_string(a.repeat) + " must be >= 1");
   const BackendDecision b = resolve_backend(parse_backend(a.backend));
@@ -341,7 +249,8 @@ int run_bench_exact(const BenchExactArgs& a) {
     else if (c == "S3") j["S3"] = bench_s3(a, gpu);
     else if (c == "P") j["P"] = bench_precision(a, gpu);
     else if (c == "S4") j["S4"] = bench_s4(a, gpu);
-    else throw ConfigError("--case " + c + " is not one of S1 S2 S3 S4 P");
+    else if (c == "SL") j["SL"] = bench_slices(a, gpu);
+    else throw ConfigError("--case " + c + " is not one of S1 S2 S3 S4 P SL");
   }
   if (a.out.empty()) {
     std::cout << j.dump(2) << "\n";
@@ -358,7 +267,8 @@ int run_bench_exact(const BenchExactArgs& a) {
 
 Runner add_bench_exact(CLI::App& app) {
   auto a = std::make_shared<BenchExactArgs>();
-  app.add_option("--case", a->cases, "S1 S2 S3 S4 P (default all; P: double / single / fast-trig PSNR)");
+  app.add_option("--case", a->cases, "S1 S2 S3 S4 P SL (default all but SL; P: double / single / fast-trig PSNR; "
+                 "SL: 16 slices over the GPUs)");
   app.add_option("--impatient", a->impatient, "the seed 001 case's folder (default ../shared/data/impatient/64x64x1)");
   app.add_option("--out", a->out, "JSON file (default: stdout)");
   app.add_option("--backend", a->backend, "auto | cpu | cuda (default auto)");

@@ -16,6 +16,7 @@
 #include "recon/backend.hpp"
 #include "recon/recon_chain.hpp"
 #include "exact/exact_recon.hpp"
+#include "exact/exact_slices.hpp"
 #include "gpu/cuda_runtime.hpp"
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -27,7 +28,7 @@ namespace {
 struct ReconArgs {
   std::string traj, kspace, input, out;
   std::string impatient, fieldmap, gradients, times, report;
-  int dims = 2;
+  int dims = 2, gpus = 0;
   bool fast_math = false, ignore_gradients = false;
   int matrix = 0;
   long start = 0, count = -1;
@@ -87,10 +88,38 @@ int run_exact(const ReconArgs& a) {
   log::info("{}: {} samples x {} coil(s), {} x {} x {} voxels, field map {}, gradients {}", in.source, m.samples(),
             in.coils, m.grid.n[0], m.grid.n[1], m.grid.n[2], m.fm.empty() ? "no" : "yes",
             m.has_gradients() ? "yes" : "no");
-  const ExactReconResult r = exact_reconstruct(m, in.kdata, in.coils, o);
+  ExactReconResult r;
+  if (in.slices > 1) {
+    // Independent 2D slices, spread over the GPUs (seed 001's multi-GPU), written as one [N N slices] stack.
+    const std::size_t block = std::size_t(in.coils) * m.samples();
+    std::vector<std::vector<cfloat>> data(std::size_t(in.slices));
+    std::vector<ExactSlice> slices;
+    for (int z = 0; z < in.slices; ++z) {
+      data[z].assign(in.kdata.begin() + std::ptrdiff_t(z * block), in.kdata.begin() + std::ptrdiff_t((z + 1) * block));
+      slices.push_back({&m, &data[z]});
+    }
+    const ExactSlicesResult sr = exact_reconstruct_slices(slices, in.coils, o, a.gpus);
+    std::vector<cfloat> stack;
+    int devices = 0;
+    for (std::size_t z = 0; z < sr.slices.size(); ++z) {
+      stack.insert(stack.end(), sr.slices[z].image.begin(), sr.slices[z].image.end());
+      devices = std::max(devices, sr.device_of[z] + 1);
+    }
+    log::info("{}: {} slices in {:.1f} ms on {}", method, in.slices, sr.wall_ms,
+              o.gpu ? std::to_string(devices) + " GPU(s)" : std::string("the CPU"));
+    r = sr.slices.back();
+    r.image = std::move(stack);
+    r.total_ms = sr.wall_ms;
+    ExactGrid stacked = m.grid;
+    stacked.n[0] = in.slices;
+    write_exact_image(a.out, r.image, stacked);
+  } else {
+    if (a.gpus > 1) log::warn("--gpus {}: one image, one GPU (slices are what spreads over GPUs)", a.gpus);
+    r = exact_reconstruct(m, in.kdata, in.coils, o);
+    write_exact_image(a.out, r.image, m.grid);
+  }
   log::info("{}: F^H d {:.2f} ms, Q {:.2f} ms, CG {:.2f} ms ({} iterations, residual {:.3g}), total {:.2f} ms", method,
             r.fhd_ms, r.q_ms, r.cg_ms, r.iterations, r.residual, r.total_ms);
-  write_exact_image(a.out, r.image, m.grid);
   log::info("wrote {}", a.out);
   if (!a.report.empty()) {
     nlohmann::ordered_json j;
@@ -98,6 +127,7 @@ int run_exact(const ReconArgs& a) {
     j["backend"] = to_string(decision.backend);
     j["fast_math"] = o.fast_math;
     j["samples"] = m.samples();
+    j["slices"] = in.slices;
     j["coils"] = in.coils;
     j["grid"] = {m.grid.n[0], m.grid.n[1], m.grid.n[2]};
     j["field_map"] = !m.fm.empty();
@@ -119,7 +149,8 @@ int run_recon(const ReconArgs& a) {
   for (const auto& [flag, given] : {std::pair<const char*, bool>{"--impatient", !a.impatient.empty()},
                                     {"--fieldmap", !a.fieldmap.empty()}, {"--gradients", !a.gradients.empty()},
                                     {"--times", !a.times.empty()}, {"--fast-math", a.fast_math},
-                                    {"--report", !a.report.empty()}, {"--ignore-gradients", a.ignore_gradients}})
+                                    {"--report", !a.report.empty()}, {"--ignore-gradients", a.ignore_gradients},
+                                    {"--gpus", a.gpus != 0}})
     if (given) throw ConfigError(std::string(flag) + " goes with --method fhd or cg-exact");
   if (a.input.empty() == (a.traj.empty() && a.kspace.empty()))
     throw ConfigError("give either --input FILE.h5 or both --traj T.cfl and --kspace K.cfl");
@@ -204,6 +235,7 @@ Runner add_recon(CLI::App& app) {
   app.add_option("--times", a->times, "--method fhd|cg-exact: time of every sample in s (.cfl), with a field");
   app.add_flag("--fast-math", a->fast_math, "--method fhd|cg-exact on cuda: hardware sin/cos (faster, ~1e-6 less exact)");
   app.add_option("--report", a->report, "--method fhd|cg-exact: write timings and settings as JSON");
+  app.add_option("--gpus", a->gpus, "--method fhd|cg-exact on cuda, k-space with slices: GPUs to spread them over (0: all)");
   app.add_flag("--ignore-gradients", a->ignore_gradients,
                "--method fhd|cg-exact with --impatient: leave the susceptibility gradients out of the model");
   app.footer(

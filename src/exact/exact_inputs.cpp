@@ -122,7 +122,13 @@ ExactInputs load_cfl_exact(const CflExactArgs& a) {
     throw InputError(fmt::format("{}: {} x {} samples per coil, the trajectory has {}", a.kspace, k.dim(1), k.dim(2), M));
   ExactInputs in;
   in.source = a.traj + " + " + a.kspace;
-  in.coils = int(k.data.size() / M);
+  in.coils = int(k.dim(3));
+  in.slices = int(k.dim(4));
+  if (std::size_t(in.coils) * std::size_t(in.slices) * M != k.data.size())
+    throw InputError(fmt::format("{}: only dims 0-4 may be larger than 1 ([1 readout spokes coils slices])", a.kspace));
+  if (in.slices > 1 && a.dims == 3) throw ConfigError("--dims 3 takes one volume, not slices");
+  if (in.slices > 1 && (!a.fieldmap.empty() || !a.gradients.empty()))
+    throw ConfigError("a field map or gradients apply to one slice; give the slices one run each");
   in.kdata = k.data;
   ExactModel& m = in.model;
   m.grid = ExactGrid::image(a.matrix, a.dims);

@@ -13,8 +13,9 @@ namespace radstream {
 
 struct ExactInputs {
   ExactModel model;
-  std::vector<cfloat> kdata;  // coils blocks of model.samples()
+  std::vector<cfloat> kdata;  // [slices][coils][model.samples()]
   int coils = 1;
+  int slices = 1;             // 2D slices sharing the trajectory (BART k-space dim 4), each its own problem
   std::vector<float> mask;    // per voxel (IMPATIENT), empty when none
   std::string source;         // for the log
 };
@@ -27,7 +28,7 @@ struct CflExactArgs {
   std::string traj, kspace, fieldmap, gradients, times;
   int matrix = 0, dims = 2;
 };
-// BART: traj [3 readout spokes] in +-N/2 units, kspace [1 readout spokes coils]; fieldmap [N N (N)] (Hz, real
+// BART: traj [3 readout spokes] in +-N/2 units, kspace [1 readout spokes coils (slices)]; fieldmap [N N (N)] (Hz, real
 // part), gradients [N N (N) 3] (Hz across a voxel along x, y, z), times [1 readout spokes] or [M] (s).
 ExactInputs load_cfl_exact(const CflExactArgs& a);
 

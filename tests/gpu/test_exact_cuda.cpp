@@ -8,6 +8,7 @@
 #include "exact/exact_cuda.hpp"
 #include "exact/exact_inputs.hpp"
 #include "exact/exact_recon.hpp"
+#include "exact/exact_slices.hpp"
 #include "exact/time_segmented.hpp"
 #include "exact/toeplitz_normal.hpp"
 #include "gpu/gpu_test_util.hpp"
@@ -207,4 +208,26 @@ TEST(ExactCuda, TimeSegmentedMatchesTheCpuTwin) {
   EXPECT_LE(rel_err(download(d_gy, stream.get()), hy), 1e-5);
   EXPECT_LE(rel_err(download(d_gx, stream.get()), hx), 1e-5);
   EXPECT_LE(check_adjoint(g).relative_error, 1e-5);
+}
+
+// A stack of slices over every GPU there is: each slice as on its own, each on a real device.
+TEST(ExactCuda, SlicesSpreadOverTheGpus) {
+  RADSTREAM_REQUIRE_GPU();
+  const ExactModel m = random_model(ExactGrid::image(32, 2), 1500, 81);
+  std::vector<std::vector<cfloat>> data;
+  std::vector<ExactSlice> slices;
+  for (unsigned z = 0; z < 6; ++z) data.push_back(random_vector<float>(m.samples(), 90 + z));
+  for (auto& d : data) slices.push_back({&m, &d});
+  ExactReconOptions o;
+  o.method = ExactMethod::Cg;
+  o.gpu = true;
+  o.iterations = 5;
+  const auto r = exact_reconstruct_slices(slices, 1, o);
+  const int devices = gpu::query().device_count;
+  for (std::size_t z = 0; z < slices.size(); ++z) {
+    EXPECT_GE(r.device_of[z], 0);
+    EXPECT_LT(r.device_of[z], devices);
+    EXPECT_LE(rel_err(r.slices[z].image, exact_reconstruct(m, data[z], 1, o).image), 1e-6) << z;
+  }
+  EXPECT_THROW(exact_reconstruct_slices(slices, 1, o, devices + 1), ConfigError);
 }

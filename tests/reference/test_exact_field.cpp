@@ -146,6 +146,20 @@ TEST(ExactField, CliFhdAndCgExactOnCflInputs) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto cg_ref = exact_cg_reference(m, ksp.data(), 6, 0.5);
   EXPECT_LE(rel_err(read_cfl(p("cg")).data, cg_ref), 1e-4);
+  // A stack of slices (k-space dim 4) gives one [N N slices] image, slice by slice the same as alone.
+  std::vector<cfloat> stack(ksp);
+  for (const auto& v : ksp) stack.push_back(2.0f * v);
+  write_cfl(p("k3"), {1, S, P, 1, 2}, stack);
+  r = test::run_command(bin + " recon --method fhd --backend cpu --traj " + p("t") + " --kspace " + p("k3") +
+                        " --matrix 16 --out " + p("stack.cfl") + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const CflArray st = read_cfl(p("stack"));
+  ASSERT_EQ(st.squeezed(), (std::vector<long>{16, 16, 2}));
+  const std::vector<cfloat> first(st.data.begin(), st.data.begin() + 256), second(st.data.begin() + 256, st.data.end());
+  EXPECT_LE(rel_err(first, ref), 2e-5);
+  std::vector<cd> ref2(ref);
+  for (auto& v : ref2) v *= 2.0;
+  EXPECT_LE(rel_err(second, ref2), 2e-5);
   // Mistakes are named.
   r = test::run_command(bin + " recon --method fhd --backend cpu --fast-math --traj " + p("t") + " --kspace " +
                         p("k") + " --matrix 16 --out " + p("x.cfl") + " 2>&1");

@@ -1,0 +1,69 @@
+// The exact sums' device helpers: tiles, exact-product phases, trig, sinc factors, split sums.
+// Included by exact_cuda.cu only (one translation unit); everything here is internal to it.
+#pragma once
+#include <cuda_runtime.h>
+
+namespace radstream {
+namespace {
+
+constexpr int kThreads = 256;  // threads per block, and the length of a shared-memory tile
+constexpr int kRun = 16;       // voxels per thread along the fastest axis (the phasor recurrence's run)
+constexpr long long kTargetThreads = 1 << 18;  // split the sum across blocks until about this many threads run
+
+struct GridArgs {
+  int n0, n1, n2;
+  float o0, o1, o2;
+};
+
+GridArgs grid_args(const ExactGrid& g) {
+  return {g.n[0], g.n[1], g.n[2], float(g.origin[0]), float(g.origin[1]), float(g.origin[2])};
+}
+
+// The fractional part (cycles) of a*b, its rounding error added to err exactly (fma): sums of these keep the
+// phase accurate to float's epsilon in cycles whatever the size of k . r.
+__device__ __forceinline__ float frac_prod(float a, float b, float& err) {
+  const float p = a * b;
+  err += fmaf(a, b, -p);
+  return p - rintf(p);
+}
+
+// cos and sin of 2 pi f, f in [-0.5, 0.5].
+template <bool FAST>
+__device__ __forceinline__ void cis(float f, float& c, float& s) {
+  if constexpr (FAST) {
+    __sincosf(6.28318530717958647692f * f, &s, &c);
+  } else {
+    sincospif(2.0f * f, &s, &c);
+  }
+}
+
+// sin(pi u) and pi u of one sinc factor, (1, 1) at u = 0: the caller divides the products once.
+__device__ __forceinline__ void sinc_parts(float u, float& num, float& den) {
+  if (u == 0.0f) return;
+  num *= sinpif(u);
+  den *= 3.14159265358979323846f * u;
+}
+
+constexpr int kSegment = 32;  // a split sum's parts are whole multiples of this many terms
+
+// The range of samples (adjoint) or voxels (forward) of block row blockIdx.y when the sum is split.
+__device__ __forceinline__ void segment(long long count, long long& begin, long long& end) {
+  const long long units = (count + kSegment - 1) / kSegment;
+  const long long per = (units + gridDim.y - 1) / gridDim.y;
+  begin = min(count, blockIdx.y * per * kSegment);
+  end = min(count, (blockIdx.y + 1) * per * kSegment);
+}
+
+// w0: the sample's sinc product without gradients, used for the voxels that have none (most of an image:
+// the gradients live near air-tissue boundaries), which then skip the three sinpif and the division.
+template <bool FAST>
+__device__ __forceinline__ float sinc_product(float u0, float u1, float u2) {
+  float num = 1.0f, den = 1.0f;
+  sinc_parts(u0, num, den);
+  sinc_parts(u1, num, den);
+  sinc_parts(u2, num, den);
+  return FAST ? __fdividef(num, den) : num / den;
+}
+
+}  // namespace
+}  // namespace radstream
