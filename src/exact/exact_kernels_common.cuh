@@ -27,6 +27,14 @@ __device__ __forceinline__ float frac_prod(float a, float b, float& err) {
   return p - rintf(p);
 }
 
+// The phase k . r in cycles, reduced to [-0.5, 0.5] (k.x, k.y, k.z with the position's three coordinates).
+__device__ __forceinline__ float reduced_phase(const float4& k, float r0, float r1, float r2) {
+  float e = 0.0f;
+  float f = frac_prod(k.x, r0, e) + frac_prod(k.y, r1, e) + frac_prod(k.z, r2, e);
+  f += e;
+  return f - rintf(f);
+}
+
 // cos and sin of 2 pi f, f in [-0.5, 0.5].
 template <bool FAST>
 __device__ __forceinline__ void cis(float f, float& c, float& s) {
@@ -42,6 +50,19 @@ __device__ __forceinline__ void sinc_parts(float u, float& num, float& den) {
   if (u == 0.0f) return;
   num *= sinpif(u);
   den *= 3.14159265358979323846f * u;
+}
+
+// Steps a voxel position (i0, i1, i2) on by `run` voxels along axis 2, wrapping into the next row / slice (the
+// forward kernels walk a tile of voxels in runs that never cross a row).
+__device__ __forceinline__ void advance_row(int& i0, int& i1, int& i2, int run, int n1, int n2) {
+  i2 += run;
+  if (i2 == n2) {
+    i2 = 0;
+    if (++i1 == n1) {
+      i1 = 0;
+      ++i0;
+    }
+  }
 }
 
 constexpr int kSegment = 32;  // a split sum's parts are whole multiples of this many terms

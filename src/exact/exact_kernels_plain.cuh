@@ -57,10 +57,7 @@ __global__ void __launch_bounds__(kThreads) adjoint_plain(const float4* __restri
       const float4 k = s_k[j];
       const float4 dd = s_d[j];
       const float2 st = s_step[j];
-      float e = 0.0f;
-      float f = frac_prod(k.x, r0, e) + frac_prod(k.y, r1, e) + frac_prod(k.z, r2, e);
-      f += e;
-      f -= rintf(f);
+      const float f = reduced_phase(k, r0, r1, r2);
       float c0, s0;
       cis<FAST>(f, c0, s0);
       if constexpr (REAL) {
@@ -145,11 +142,7 @@ __global__ void __launch_bounds__(kThreads) forward_plain(const float4* __restri
     float pr = 0.0f, pi = 0.0f;
     for (int j = 0; j < len;) {
       const int run = min(kRun, min(len - j, g.n2 - i2));
-      float e = 0.0f;
-      float f = frac_prod(k.x, g.o0 + float(i0), e) + frac_prod(k.y, g.o1 + float(i1), e) +
-                frac_prod(k.z, g.o2 + float(i2), e);
-      f += e;
-      f -= rintf(f);
+      const float f = reduced_phase(k, g.o0 + float(i0), g.o1 + float(i1), g.o2 + float(i2));
       float er, ei;
       cis<FAST>(f, er, ei);
       ei = -ei;
@@ -165,14 +158,7 @@ __global__ void __launch_bounds__(kThreads) forward_plain(const float4* __restri
         }
       }
       j += run;
-      i2 += run;
-      if (i2 == g.n2) {
-        i2 = 0;
-        if (++i1 == g.n1) {
-          i1 = 0;
-          ++i0;
-        }
-      }
+      advance_row(i0, i1, i2, run, g.n1, g.n2);
     }
     tr += pr;
     ti += pi;

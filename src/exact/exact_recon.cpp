@@ -58,8 +58,20 @@ void accumulate_rss(std::vector<double>& rss, const cfloat* x, std::size_t V) {
   for (std::size_t v = 0; v < V; ++v) rss[v] += double(std::norm(x[v]));
 }
 
-ExactReconResult finish(std::vector<double>& rss, std::vector<cfloat>& single, int coils) {
+// The result: one coil's complex image or the coils' RSS, with the iteration report and the phase times.
+struct PhaseTimes {
+  double fhd = 0, q = 0, cg = 0;
+};
+
+ExactReconResult finish(std::vector<double>& rss, std::vector<cfloat>& single, int coils, bool cg, const CgReport& rep,
+                        const PhaseTimes& ms, Clock::time_point t_all) {
   ExactReconResult r;
+  r.iterations = cg ? rep.iterations : 0;
+  r.residual = rep.residual;
+  r.fhd_ms = ms.fhd;
+  r.q_ms = ms.q;
+  r.cg_ms = ms.cg;
+  r.total_ms = ms_since(t_all);
   r.coils = coils;
   if (coils == 1) {
     r.image = std::move(single);
@@ -110,14 +122,7 @@ ExactReconResult reconstruct_cpu(const ExactModel& model, const std::vector<cflo
     }
     accumulate_rss(rss, x.data(), V);
   }
-  auto r = finish(rss, x, coils);
-  r.iterations = cg ? rep.iterations : 0;
-  r.residual = rep.residual;
-  r.fhd_ms = fhd_ms;
-  r.q_ms = q_ms;
-  r.cg_ms = cg_ms;
-  r.total_ms = ms_since(t_all);
-  return r;
+  return finish(rss, x, coils, cg, rep, {fhd_ms, q_ms, cg_ms}, t_all);
 }
 
 #if RADSTREAM_HAVE_CUDA
@@ -174,14 +179,7 @@ ExactReconResult reconstruct_gpu(const ExactModel& model, const std::vector<cflo
     gpu::synchronize(s);
     accumulate_rss(rss, x.data(), V);
   }
-  auto r = finish(rss, x, coils);
-  r.iterations = cg ? rep.iterations : 0;
-  r.residual = rep.residual;
-  r.fhd_ms = fhd_ms;
-  r.q_ms = q_ms;
-  r.cg_ms = cg_ms;
-  r.total_ms = ms_since(t_all);
-  return r;
+  return finish(rss, x, coils, cg, rep, {fhd_ms, q_ms, cg_ms}, t_all);
 }
 #endif
 
