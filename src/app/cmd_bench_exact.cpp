@@ -37,6 +37,26 @@ nlohmann::ordered_json stats(const std::vector<double>& v) {
 
 namespace {
 
+ExactReconOptions cg_options(bool gpu, bool fast, int iterations, double lambda) {
+  ExactReconOptions o;
+  o.method = ExactMethod::Cg;
+  o.gpu = gpu;
+  o.fast_math = fast;
+  o.iterations = iterations;
+  o.lambda = lambda;
+  return o;
+}
+
+// |image - ref| / |ref| with the sums in double.
+double nrmse_against(const std::vector<cfloat>& image, const std::vector<std::complex<double>>& ref) {
+  double num = 0, den = 0;
+  for (std::size_t v = 0; v < ref.size(); ++v) {
+    num += std::norm(std::complex<double>(image[v]) - ref[v]);
+    den += std::norm(ref[v]);
+  }
+  return std::sqrt(num / den);
+}
+
 ExactModel model_of(const Phantom3dCase& c) {
   ExactModel m;
   m.grid = ExactGrid::image(c.n, 3);
@@ -77,30 +97,21 @@ nlohmann::ordered_json bench_s2(const BenchExactArgs& a, bool gpu) {
   const auto ref = exact_cg_reference(in.model, in.kdata.data(), 8, 1e-2);
   for (bool fast : {false, true}) {
     if (fast && !gpu) continue;
-    ExactReconOptions o;
-    o.method = ExactMethod::Cg;
-    o.gpu = gpu;
-    o.fast_math = fast;
-    o.iterations = 8;
-    o.lambda = 1e-2;
+    const ExactReconOptions o = cg_options(gpu, fast, 8, 1e-2);
     std::vector<double> t;
     ExactReconResult last;
     for (int r = 0; r < a.repeat + 1; ++r) {
       last = exact_reconstruct(in.model, in.kdata, 1, o);
       if (r > 0) t.push_back(last.fhd_ms + last.cg_ms);
     }
-    double num = 0, den = 0;
-    for (std::size_t v = 0; v < ref.size(); ++v) {
-      num += std::norm(std::complex<double>(last.image[v]) - ref[v]);
-      den += std::norm(ref[v]);
-    }
+    const double nrmse = nrmse_against(last.image, ref);
     auto s = stats(t);
     s["fhd_ms_last"] = last.fhd_ms;
     s["cg_ms_last"] = last.cg_ms;
-    s["nrmse_vs_double_twin"] = std::sqrt(num / den);
+    s["nrmse_vs_double_twin"] = nrmse;
     j[fast ? "fast_trig" : "accurate"] = s;
     log::info("S2 {}: median {:.3f} ms, NRMSE vs double {:.3g}", fast ? "fast trig" : "accurate", median(t),
-              std::sqrt(num / den));
+              nrmse);
   }
   return j;
 }
@@ -208,22 +219,13 @@ nlohmann::ordered_json bench_precision(const BenchExactArgs& a, bool gpu) {
   log::info("P double: error {:.2f} %, PSNR {:.3f} dB", sd.percent_error, sd.psnr_db);
   for (bool fast : {false, true}) {
     if (fast && !gpu) continue;
-    ExactReconOptions o;
-    o.method = ExactMethod::Cg;
-    o.gpu = gpu;
-    o.fast_math = fast;
-    o.iterations = a.iterations;
-    o.lambda = a.lambda;
+    const ExactReconOptions o = cg_options(gpu, fast, a.iterations, a.lambda);
     const auto r = exact_reconstruct(m, c.data, 1, o);
     const ImageScore s = score_image(r.image, c.truth, false);
-    double num = 0, den = 0;
-    for (std::size_t v = 0; v < ref.size(); ++v) {
-      num += std::norm(std::complex<double>(r.image[v]) - ref[v]);
-      den += std::norm(ref[v]);
-    }
+    const double nrmse = nrmse_against(r.image, ref);
     j[fast ? "fast_trig" : "single"] = {{"percent_error", s.percent_error}, {"psnr_db", s.psnr_db},
                                         {"psnr_minus_double_db", s.psnr_db - sd.psnr_db},
-                                        {"nrmse_vs_double", std::sqrt(num / den)}};
+                                        {"nrmse_vs_double", nrmse}};
     log::info("P {}: error {:.2f} %, PSNR {:.3f} dB ({:+.4f} dB against double)", fast ? "fast trig" : "single",
               s.percent_error, s.psnr_db, s.psnr_db - sd.psnr_db);
   }
