@@ -32,8 +32,8 @@ class TimeSegmentedCpu final : public LinearOperator {
 
  private:
   std::shared_ptr<LinearOperator> f_;
-  std::vector<float> fm_;
   TimeSegments seg_;
+  std::vector<cfloat> e_;  // [L][voxels] exp(-2 pi i fm t_l), made once
   std::vector<cfloat> tx_, ty_;
 };
 

@@ -43,34 +43,34 @@ TimeSegments make_time_segments(const std::vector<float>& t, int segments) {
 
 TimeSegmentedCpu::TimeSegmentedCpu(std::shared_ptr<LinearOperator> f, const std::vector<float>& fm,
                                    const std::vector<float>& t, int segments)
-    : LinearOperator(f->domain(), f->codomain(), Location::Host), f_(std::move(f)), fm_(fm),
+    : LinearOperator(f->domain(), f->codomain(), Location::Host), f_(std::move(f)),
       seg_(make_time_segments(t, segments)) {
-  if (fm_.size() != domain().size())
-    throw InputError("time segments: " + std::to_string(fm_.size()) + " field-map values for " +
+  if (fm.size() != domain().size())
+    throw InputError("time segments: " + std::to_string(fm.size()) + " field-map values for " +
                      std::to_string(domain().size()) + " voxels");
   if (t.empty() || codomain().size() % t.size() != 0)
     throw InputError("time segments: " + std::to_string(t.size()) + " times for " +
                      std::to_string(codomain().size()) + " samples (one per sample, repeated for every coil)");
   tx_.resize(domain().size());
   ty_.resize(codomain().size());
+  // exp(-2 pi i fm_v t_l) for every segment, the phase reduced to [-0.5, 0.5] cycles in double.
+  const std::size_t V = fm.size();
+  e_.resize(seg_.times.size() * V);
+  for (std::size_t l = 0; l < seg_.times.size(); ++l)
+    for (std::size_t v = 0; v < V; ++v) {
+      double p = double(fm[v]) * double(seg_.times[l]);
+      p -= std::nearbyint(p);
+      const double a = -2.0 * std::numbers::pi * p;
+      e_[l * V + v] = {float(std::cos(a)), float(std::sin(a))};
+    }
 }
-
-namespace {
-// exp(sign 2 pi i fm t) with the phase reduced to [-0.5, 0.5] cycles in double.
-cfloat phasor(float fm, float t, double sign) {
-  double p = double(fm) * double(t);
-  p -= std::nearbyint(p);
-  const double a = sign * 2.0 * std::numbers::pi * p;
-  return {float(std::cos(a)), float(std::sin(a))};
-}
-}  // namespace
 
 void TimeSegmentedCpu::forward(const cfloat* x, cfloat* y) {
   const std::size_t V = tx_.size(), M = ty_.size();
   std::fill(y, y + M, cfloat{});
   for (std::size_t l = 0; l < seg_.times.size(); ++l) {
-    const float tl = seg_.times[l];
-    for (std::size_t v = 0; v < V; ++v) tx_[v] = x[v] * phasor(fm_[v], tl, -1.0);
+    const cfloat* e = e_.data() + l * V;
+    for (std::size_t v = 0; v < V; ++v) tx_[v] = x[v] * e[v];
     f_->forward(tx_.data(), ty_.data());
     const std::size_t Mt = seg_.weights.size() / seg_.times.size();
     const float* b = seg_.weights.data() + l * Mt;
@@ -86,8 +86,8 @@ void TimeSegmentedCpu::adjoint(const cfloat* y, cfloat* x) {
     const float* b = seg_.weights.data() + l * Mt;
     for (std::size_t m = 0; m < M; ++m) ty_[m] = b[m % Mt] * y[m];
     f_->adjoint(ty_.data(), tx_.data());
-    const float tl = seg_.times[l];
-    for (std::size_t v = 0; v < V; ++v) x[v] += tx_[v] * phasor(fm_[v], tl, +1.0);
+    const cfloat* e = e_.data() + l * V;
+    for (std::size_t v = 0; v < V; ++v) x[v] += tx_[v] * std::conj(e[v]);
   }
 }
 

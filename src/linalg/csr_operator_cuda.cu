@@ -43,7 +43,8 @@ struct CusparseCsr {
     }
     CUSPARSE_CHECK(cusparseCreateCsr(&mat, m.rows, m.cols, std::int64_t(nnz), row_ptr.data(), col.data(), val.data(),
                                      CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_C_32F));
-    // Placeholders until the first call rebinds the vectors (cusparseDnVecSetValues).
+    // The vector descriptors are made once here; apply() points them at each call's vectors
+    // (cusparseDnVecSetValues), so nothing is created per call.
     CUSPARSE_CHECK(cusparseCreateDnVec(&x, m.cols, val.data(), CUDA_C_32F));
     CUSPARSE_CHECK(cusparseCreateDnVec(&y, m.rows, val.data(), CUDA_C_32F));
     const cuComplex one{1, 0}, zero{0, 0};
