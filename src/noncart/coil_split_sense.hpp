@@ -1,0 +1,54 @@
+// CG-SENSE with the coils of one frame split across partitions (issue 14.4; real-time NLINV's channel split,
+// Gadgetron's per-GPU SENSE): partition p holds coils [C p / P, C (p+1) / P), their maps and data, and its own
+// SENSE operator. Each partition forms its coils' E_p^H y and E_p^H E_p x; one allreduce_sum per application
+// (reducer.hpp) turns them into the whole frame's, so every partition runs the same CG iterates
+// (linalg/conjugate_gradient.hpp) on the same sums and partition 0's image is the answer:
+//   b = sum_p E_p^H y_p  (one reduction),  then per iteration  q = sum_p E_p^H E_p p + lambda_abs p  (one).
+// lambda is relative, as in the cg_sense stage: lambda_abs = lambda * sum_j w_j * max_x sum_c |S_c(x)|^2.
+// Backends: the host (partitions are threads, the host reduce group: CI's twin of the algorithm) and CUDA
+// (one GPU per partition, NCCL). Everything is allocated at construction; solve() starts one thread per
+// partition but the iterations allocate nothing.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "core/buffer.hpp"
+#include "linalg/conjugate_gradient.hpp"
+#include "noncart/nufft_kernel.hpp"
+
+namespace radstream {
+
+struct CoilSplitOptions {
+  int iterations = 10;
+  double lambda = 1e-2;      // relative (see above)
+  bool toeplitz = true;      // each partition's E_p^H E_p through its PSF kernel
+  bool warm_start = false;   // start from the previous solve's image (zeros the first time)
+  double timeout_s = 30.0;   // a reduction (host) or a whole solve (GPU) that takes longer aborts the group
+};
+
+class CoilSplitSense {
+ public:
+  virtual ~CoilSplitSense() = default;
+  // Host arrays: traj [points][2] (cycles/pixel), data [coils][points], maps [coils][N][N]. Each partition
+  // takes (uploads) its share.
+  virtual void set_frame(const float* traj, const cfloat* data, const cfloat* maps) = 0;
+  // Runs the CG on every partition; throws the first partition's failure (the others are aborted, not left
+  // waiting).
+  virtual CgReport solve() = 0;
+  // Partition 0's image [N][N], to the host.
+  virtual void image(cfloat* out) = 0;
+  virtual int parts() const = 0;
+  // The coils of partition p: [first, last).
+  virtual std::pair<int, int> coils_of(int p) const = 0;
+};
+
+// parts host threads (1 <= parts <= coils), each operator with `threads` OpenMP threads (0: cores / parts).
+std::unique_ptr<CoilSplitSense> make_coil_split_sense_cpu(int matrix, int coils, std::size_t points,
+                                                          const NufftKernel& kernel, const CoilSplitOptions& o,
+                                                          int parts, int threads = 0);
+// One partition per listed GPU, reduced over NCCL. CUDA builds with NCCL loadable; else throws ConfigError.
+std::unique_ptr<CoilSplitSense> make_coil_split_sense_cuda(int matrix, int coils, std::size_t points,
+                                                           const NufftKernel& kernel, const CoilSplitOptions& o,
+                                                           const std::vector<int>& devices);
+
+}  // namespace radstream

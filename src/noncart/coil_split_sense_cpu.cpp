@@ -1,0 +1,95 @@
+// The coil split on the host: partitions are threads, reduced by the host reduce group (CI's twin of the
+// NCCL split).
+#include <cstring>
+#include <thread>
+
+#include "linalg/vector_ops.hpp"
+#include "noncart/coil_split_parts.hpp"
+#include "noncart/sense_operator_cpu.hpp"
+
+namespace radstream {
+namespace {
+
+struct CpuPart {
+  std::unique_ptr<SenseOperatorCpu> op;
+  std::unique_ptr<VectorOps> ops;
+  std::unique_ptr<ConjugateGradient> cg;
+  Reducer* reducer = nullptr;
+  Vector b, x;
+  HostBuffer<cfloat> maps, data;
+  bool solved = false;
+  const cfloat* data_ptr() const { return data.data(); }
+};
+
+class CoilSplitSenseCpu final : public CoilSplitSense {
+ public:
+  CoilSplitSenseCpu(int N, int coils, std::size_t points, const NufftKernel& kernel, const CoilSplitOptions& o,
+                    int parts, int threads)
+      : N_(N), coils_(coils), points_(points), pixels_(std::size_t(N) * N), o_(o), traj_(Extents{points, 2}) {
+    check_split(N, coils, points, parts);
+    if (threads <= 0) threads = std::max(1, int(std::thread::hardware_concurrency()) / parts);
+    group_ = make_host_reduce_group(parts, pixels_, o.timeout_s);
+    for (int p = 0; p < parts; ++p) {
+      const auto [c0, c1] = split_coils(coils, parts, p);
+      auto part = std::make_unique<CpuPart>();
+      part->op = std::make_unique<SenseOperatorCpu>(N, c1 - c0, points, kernel, o.toeplitz, threads);
+      part->ops = make_vector_ops_cpu();
+      part->cg = std::make_unique<ConjugateGradient>(pixels_, *part->ops);
+      part->reducer = &group_->part(p);
+      part->b = Vector(pixels_, Location::Host);
+      part->x = Vector(pixels_, Location::Host);
+      part->maps = HostBuffer<cfloat>(Extents{std::size_t(c1 - c0), pixels_});
+      part->data = HostBuffer<cfloat>(Extents{std::size_t(c1 - c0), points});
+      parts_.push_back(std::move(part));
+    }
+  }
+
+  void set_frame(const float* traj, const cfloat* data, const cfloat* maps) override {
+    std::memcpy(traj_.data(), traj, points_ * 2 * sizeof(float));
+    peak_ = peak_map_power(maps, coils_, pixels_);
+    for (int p = 0; p < parts(); ++p) {
+      const auto [c0, c1] = coils_of(p);
+      CpuPart& part = *parts_[std::size_t(p)];
+      std::memcpy(static_cast<void*>(part.maps.data()), maps + std::size_t(c0) * pixels_,
+                  std::size_t(c1 - c0) * pixels_ * sizeof(cfloat));
+      std::memcpy(static_cast<void*>(part.data.data()), data + std::size_t(c0) * points_,
+                  std::size_t(c1 - c0) * points_ * sizeof(cfloat));
+      part.op->set_maps(part.maps.data());
+      part.op->set_points(traj_.data(), nullptr);
+    }
+    ready_ = true;
+  }
+
+  CgReport solve() override {
+    if (!ready_) throw ConfigError("coil split: solve() before set_frame()");
+    std::vector<CgReport> reports(parts_.size());
+    run_parts(parts(), *group_, [&](int p) { reports[std::size_t(p)] = solve_part(*parts_[std::size_t(p)], o_, peak_, pixels_); });
+    return reports[0];
+  }
+
+  void image(cfloat* out) override {
+    std::memcpy(static_cast<void*>(out), parts_[0]->x.data(), pixels_ * sizeof(cfloat));
+  }
+  int parts() const override { return int(parts_.size()); }
+  std::pair<int, int> coils_of(int p) const override { return split_coils(coils_, parts(), p); }
+
+ private:
+  int N_, coils_;
+  std::size_t points_, pixels_;
+  CoilSplitOptions o_;
+  HostBuffer<float> traj_;
+  double peak_ = 0;
+  bool ready_ = false;
+  std::unique_ptr<ReduceGroup> group_;
+  std::vector<std::unique_ptr<CpuPart>> parts_;
+};
+
+}  // namespace
+
+std::unique_ptr<CoilSplitSense> make_coil_split_sense_cpu(int matrix, int coils, std::size_t points,
+                                                          const NufftKernel& kernel, const CoilSplitOptions& o,
+                                                          int parts, int threads) {
+  return std::make_unique<CoilSplitSenseCpu>(matrix, coils, points, kernel, o, parts, threads);
+}
+
+}  // namespace radstream

@@ -1,0 +1,118 @@
+// The coil split on GPUs: one partition per device, each with its own stream, SENSE operator, CG and share
+// of the maps and data; the sums go over NCCL (linalg/reducer.hpp), enqueued on the partitions' streams.
+#include "gpu/cuda_check.cuh"
+#include "gpu/device_memory.hpp"
+#include "linalg/vector_ops.hpp"
+#include "noncart/coil_split_parts.hpp"
+#include "noncart/sense_operator_cuda.hpp"
+
+namespace radstream {
+namespace {
+
+struct CudaPart {
+  int device = 0;
+  gpu::Stream stream;
+  std::unique_ptr<SenseOperatorCuda> op;
+  std::unique_ptr<VectorOps> ops;
+  std::unique_ptr<ConjugateGradient> cg;
+  Reducer* reducer = nullptr;
+  Vector b, x;
+  DeviceBuffer<cfloat> maps, data;
+  DeviceBuffer<float> traj;
+  bool solved = false;
+  const cfloat* data_ptr() const { return data.data(); }
+};
+
+class CoilSplitSenseCuda final : public CoilSplitSense {
+ public:
+  CoilSplitSenseCuda(int N, int coils, std::size_t points, const NufftKernel& kernel, const CoilSplitOptions& o,
+                     const std::vector<int>& devices)
+      : coils_(coils), points_(points), pixels_(std::size_t(N) * N), o_(o) {
+    check_split(N, coils, points, int(devices.size()));
+    const int parts = int(devices.size());
+    std::vector<gpu::StreamRef> streams;
+    for (int p = 0; p < parts; ++p) {
+      const auto [c0, c1] = split_coils(coils, parts, p);
+      gpu::DeviceGuard guard(devices[std::size_t(p)]);
+      auto part = std::make_unique<CudaPart>();
+      part->device = devices[std::size_t(p)];
+      part->op = std::make_unique<SenseOperatorCuda>(N, c1 - c0, points, kernel, o.toeplitz, part->stream.get());
+      part->ops = make_vector_ops_cuda(part->stream.get());
+      part->cg = std::make_unique<ConjugateGradient>(pixels_, *part->ops);
+      part->b = Vector(pixels_, Location::Device);
+      part->x = Vector(pixels_, Location::Device);
+      part->maps = DeviceBuffer<cfloat>(Extents{std::size_t(c1 - c0), pixels_});
+      part->data = DeviceBuffer<cfloat>(Extents{std::size_t(c1 - c0), points});
+      part->traj = DeviceBuffer<float>(Extents{points, 2});
+      streams.push_back(part->stream.get());
+      parts_.push_back(std::move(part));
+    }
+    group_ = make_nccl_reduce_group(devices, streams);
+    for (int p = 0; p < parts; ++p) parts_[std::size_t(p)]->reducer = &group_->part(p);
+  }
+
+  ~CoilSplitSenseCuda() override {
+    for (auto& part : parts_) {  // each partition's memory and stream freed with its own device current
+      gpu::DeviceGuard guard(part->device);
+      part.reset();
+    }
+  }
+
+  void set_frame(const float* traj, const cfloat* data, const cfloat* maps) override {
+    peak_ = peak_map_power(maps, coils_, pixels_);
+    for (int p = 0; p < parts(); ++p) {
+      const auto [c0, c1] = coils_of(p);
+      CudaPart& part = *parts_[std::size_t(p)];
+      gpu::DeviceGuard guard(part.device);
+      const gpu::StreamRef s = part.stream.get();
+      gpu::copy_to_device(part.traj.data(), traj, points_ * 2 * sizeof(float), s);
+      gpu::copy_to_device(part.maps.data(), maps + std::size_t(c0) * pixels_,
+                          std::size_t(c1 - c0) * pixels_ * sizeof(cfloat), s);
+      gpu::copy_to_device(part.data.data(), data + std::size_t(c0) * points_,
+                          std::size_t(c1 - c0) * points_ * sizeof(cfloat), s);
+      part.op->set_maps(part.maps.data());
+      part.op->set_points(part.traj.data(), nullptr);
+      part.stream.synchronize();
+    }
+    ready_ = true;
+  }
+
+  CgReport solve() override {
+    if (!ready_) throw ConfigError("coil split: solve() before set_frame()");
+    std::vector<CgReport> reports(parts_.size());
+    run_parts(parts(), *group_, [&](int p) {
+      CudaPart& part = *parts_[std::size_t(p)];
+      gpu::DeviceGuard guard(part.device);
+      reports[std::size_t(p)] = solve_part(part, o_, peak_, pixels_);
+    });
+    return reports[0];
+  }
+
+  void image(cfloat* out) override {
+    CudaPart& part = *parts_[0];
+    gpu::DeviceGuard guard(part.device);
+    gpu::copy_to_host(out, part.x.data(), pixels_ * sizeof(cfloat), part.stream.get());
+    part.stream.synchronize();
+  }
+  int parts() const override { return int(parts_.size()); }
+  std::pair<int, int> coils_of(int p) const override { return split_coils(coils_, parts(), p); }
+
+ private:
+  int coils_;
+  std::size_t points_, pixels_;
+  CoilSplitOptions o_;
+  double peak_ = 0;
+  bool ready_ = false;
+  std::vector<std::unique_ptr<CudaPart>> parts_;
+  std::unique_ptr<ReduceGroup> group_;
+};
+
+}  // namespace
+
+std::unique_ptr<CoilSplitSense> make_coil_split_sense_cuda(int matrix, int coils, std::size_t points,
+                                                           const NufftKernel& kernel, const CoilSplitOptions& o,
+                                                           const std::vector<int>& devices) {
+  return std::make_unique<CoilSplitSenseCuda>(matrix, coils, points, kernel, o, devices);
+}
+
+}  // namespace radstream
