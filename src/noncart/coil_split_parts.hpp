@@ -59,6 +59,7 @@ inline double peak_map_power(const cfloat* maps, int coils, std::size_t pixels) 
 // One CG solve on partition `part` (its thread): b = sum E_p^H y_p, then the iterations.
 template <class Part>
 CgReport solve_part(Part& part, const CoilSplitOptions& o, double peak_power, std::size_t pixels) {
+  if (o.psf_per_solve) part.op->set_points(part.traj_ptr(), nullptr);
   part.op->adjoint(part.data_ptr(), part.b.data());
   part.reducer->allreduce_sum(part.b.data(), pixels);
   CgOptions cg;

@@ -24,6 +24,8 @@ struct CoilSplitOptions {
   bool toeplitz = true;      // each partition's E_p^H E_p through its PSF kernel
   bool warm_start = false;   // start from the previous solve's image (zeros the first time)
   double timeout_s = 30.0;   // a reduction (host) or a whole solve (GPU) that takes longer aborts the group
+  bool psf_per_solve = true; // each solve remakes its partition's PSF kernel from the trajectory, as the live
+                             // stage does per frame (false: made once in set_frame)
 };
 
 class CoilSplitSense {

@@ -18,7 +18,9 @@ struct CpuPart {
   Vector b, x;
   HostBuffer<cfloat> maps, data;
   bool solved = false;
+  const float* traj = nullptr;
   const cfloat* data_ptr() const { return data.data(); }
+  const float* traj_ptr() const { return traj; }
 };
 
 class CoilSplitSenseCpu final : public CoilSplitSense {
@@ -36,6 +38,7 @@ class CoilSplitSenseCpu final : public CoilSplitSense {
       part->ops = make_vector_ops_cpu();
       part->cg = std::make_unique<ConjugateGradient>(pixels_, *part->ops);
       part->reducer = &group_->part(p);
+      part->traj = traj_.data();
       part->b = Vector(pixels_, Location::Host);
       part->x = Vector(pixels_, Location::Host);
       part->maps = HostBuffer<cfloat>(Extents{std::size_t(c1 - c0), pixels_});

@@ -21,6 +21,7 @@ struct CudaPart {
   DeviceBuffer<float> traj;
   bool solved = false;
   const cfloat* data_ptr() const { return data.data(); }
+  const float* traj_ptr() const { return traj.data(); }
 };
 
 class CoilSplitSenseCuda final : public CoilSplitSense {

@@ -1,0 +1,167 @@
+// radstream bench-split: issue 14's M3, the coil split of one CG-SENSE frame (noncart/coil_split_sense.hpp)
+// over 1, 2, 4 ... GPUs of this host (NCCL) or host partitions. The frame is a bench case's (default R8:
+// 256 spokes x 512 x 32 coils -> 256^2, 10 iterations), its data already resident (uploaded once, untimed,
+// as the live path's device ring has them); each timed solve is what the live stage does per frame: the PSF
+// kernel from the trajectory, b = E^H y and the iterations, with the final wait. Reports the median and p99
+// per configuration, the speed-up over the first, and each image's error against the first's.
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "app/bench_case.hpp"
+#include "app/bench_cg.hpp"
+#include "app/bench_stages.hpp"
+#include "app/commands.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "core/param_reader.hpp"
+#include "gpu/cuda_runtime.hpp"
+#include "io/frame_io.hpp"
+#include "io/output_path.hpp"
+#include "linalg/reducer.hpp"
+#include "noncart/coil_split_sense.hpp"
+#include "sim/simulator.hpp"
+#include "version.hpp"
+
+namespace radstream::app {
+namespace {
+
+struct SplitArgs {
+  std::string case_file = "config/bench/R8.yaml";
+  std::string backend = "cuda";
+  std::vector<int> parts{1, 2};
+  std::vector<int> gpus;  // empty: 0..max(parts)-1
+  int frames = 30, warmup = 3;
+  std::string out;
+};
+
+double rel_error(const std::vector<cfloat>& a, const std::vector<cfloat>& b) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    num += std::norm(std::complex<double>(a[i]) - std::complex<double>(b[i]));
+    den += std::norm(std::complex<double>(b[i]));
+  }
+  return den > 0 ? std::sqrt(num / den) : 0.0;
+}
+
+int run_bench_split(const SplitArgs& a) {
+  if (!a.out.empty()) check_output_file(a.out, "--out", true);
+  if (a.backend != "cuda" && a.backend != "cpu") throw ConfigError("--backend " + a.backend + ": cuda or cpu");
+  if (a.frames < 1 || a.warmup < 0) throw ConfigError("--frames must be >= 1 and --warmup >= 0");
+  const YAML::Node root = YAML::LoadFile(a.case_file);
+  BenchCase c;
+  ParamReader reader(root["bench"], "bench");
+  c.visit(reader);
+  reader.finish();
+  const ReconParams rp = ReconParams::from_config(root["recon"]);
+  const bool cuda = a.backend == "cuda";
+  const auto info = gpu::query();
+  const int need = *std::max_element(a.parts.begin(), a.parts.end());
+  std::vector<int> gpus = a.gpus;
+  if (gpus.empty())
+    for (int i = 0; i < need; ++i) gpus.push_back(i);
+  if (cuda) {
+    if (!info.available) throw ConfigError("bench-split --backend cuda: no GPU (" + info.reason + ")");
+    if (int(gpus.size()) < need || info.device_count < need)
+      throw ConfigError(fmt::format("bench-split: --parts up to {} needs {} GPUs; this host has {}", need, need,
+                                    info.device_count));
+    std::string why;
+    if (!nccl_available(&why)) throw ConfigError("bench-split: " + why);
+  }
+  SimParams sp;
+  sp.matrix = c.matrix;
+  sp.readout_os = double(c.samples) / c.matrix;
+  sp.coils = c.coils;
+  sp.snr = 50;
+  const Simulator sim(sp);
+  const Frame f = frame_from_spokes(sim.header(), sim.spokes(0, c.spokes));
+  const HostBuffer<cfloat> maps = bench_maps(f);
+  const int N = c.matrix;
+  const std::size_t points = std::size_t(c.spokes) * c.samples, pixels = std::size_t(N) * N;
+  CoilSplitOptions o;
+  o.iterations = rp.cg.iterations;
+  o.lambda = rp.cg.lambda;
+  o.toeplitz = rp.cg.toeplitz;
+  log::info("bench-split {}: {} spokes x {} x {} coils -> {}^2, {} iterations, {} partitions {} on {}", c.name,
+            c.spokes, c.samples, c.coils, N, o.iterations, a.parts.size(), fmt::join(a.parts, "/"), a.backend);
+
+  nlohmann::ordered_json js;
+  js["radstream_version"] = RADSTREAM_VERSION;
+  js["commit"] = RADSTREAM_COMMIT;
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  js["date"] = date;
+  js["gpu"] = info.available ? info.device_name : "none";
+  js["gpu_count"] = info.device_count;
+  js["case"] = c.name;
+  js["what"] = "coil-split CG-SENSE frame: PSF + E^H y + " + std::to_string(o.iterations) +
+               " Toeplitz CG iterations, data resident, one allreduce per application";
+  js["backend"] = a.backend;
+  js["frames"] = a.frames;
+  js["warmup"] = a.warmup;
+  js["runs"] = nlohmann::ordered_json::array();
+  std::vector<cfloat> reference;
+  double base_ms = 0;
+  for (int parts : a.parts) {
+    std::unique_ptr<CoilSplitSense> s =
+        cuda ? make_coil_split_sense_cuda(N, c.coils, points, rp.gridding.kernel(), o,
+                                          std::vector<int>(gpus.begin(), gpus.begin() + parts))
+             : make_coil_split_sense_cpu(N, c.coils, points, rp.gridding.kernel(), o, parts);
+    s->set_frame(f.traj.data(), f.data.data(), maps.data());
+    std::vector<double> ms;
+    CgReport r;
+    for (int i = 0; i < a.warmup + a.frames; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      r = s->solve();
+      const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (i >= a.warmup) ms.push_back(t);
+    }
+    std::vector<cfloat> img(pixels);
+    s->image(img.data());
+    const Stats st = stats(ms);
+    if (reference.empty()) {
+      reference = img;
+      base_ms = st.median;
+    }
+    const double err = rel_error(img, reference), speedup = st.median > 0 ? base_ms / st.median : 0.0;
+    log::info("  {} partition(s): median {:.3f} ms, p99 {:.3f} ms, speed-up {:.2f}x, error vs the first {:.3g}, "
+              "residual {:.3g}", parts, st.median, st.p99, speedup, err, r.residual);
+    js["runs"].push_back({{"parts", parts},
+                          {"devices", cuda ? nlohmann::ordered_json(std::vector<int>(gpus.begin(), gpus.begin() + parts))
+                                           : nlohmann::ordered_json(nullptr)},
+                          {"frame_ms", json_stats(st)},
+                          {"speedup", speedup},
+                          {"error_vs_first", err},
+                          {"residual", r.residual}});
+  }
+  const std::string text = js.dump(2);
+  if (a.out.empty()) {
+    std::printf("%s\n", text.c_str());
+  } else {
+    std::ofstream o2(a.out);
+    o2 << text << "\n";
+    if (!o2) throw IoError("cannot write " + a.out);
+    log::info("wrote {}", a.out);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner add_bench_split(CLI::App& app) {
+  auto a = std::make_shared<SplitArgs>();
+  app.add_option("--case", a->case_file, "bench case file (default config/bench/R8.yaml)");
+  app.add_option("--backend", a->backend, "cuda (one GPU per partition, NCCL) or cpu (host threads)");
+  app.add_option("--parts", a->parts, "partition counts to time, the first is the reference (default 1 2)");
+  app.add_option("--gpus", a->gpus, "GPUs to use, in order (default 0 1 ...)");
+  app.add_option("--frames", a->frames, "timed solves per configuration (default 30)");
+  app.add_option("--warmup", a->warmup, "untimed solves first (default 3)");
+  app.add_option("--out", a->out, "write the JSON here (default: print it)");
+  return [a] { return run_bench_split(*a); };
+}
+
+}  // namespace radstream::app
