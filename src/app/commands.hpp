@@ -15,6 +15,7 @@ Runner add_demo(CLI::App& app);
 Runner add_bench(CLI::App& app);
 Runner add_bench_exact(CLI::App& app);
 Runner add_bench_split(CLI::App& app);
+Runner add_batch(CLI::App& app);
 Runner add_run(CLI::App& app);
 Runner add_replay(CLI::App& app);
 Runner add_nufft(CLI::App& app);

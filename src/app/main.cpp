@@ -51,6 +51,8 @@ int main(int argc, char** argv) {
   add("bench", "time the reconstruction cases (R1, R2, R4, R7...) and write JSON", radstream::app::add_bench);
   add("bench-exact", "time and score the seeds' exact path (S1 F^H d 128^3, S2 seed 001 CG, S3 3D CG) and write JSON",
       radstream::app::add_bench_exact);
+  add("batch", "replay many recordings under many parameter sets, spread over MPI ranks (mpirun -np N)",
+      radstream::app::add_batch);
   add("bench-split", "time the coil split of a CG-SENSE frame over 1, 2, 4 GPUs (NCCL) or host partitions (M3)",
       radstream::app::add_bench_split);
   add("keygen", "make a CURVE key pair (NAME.key, NAME.pub) for authenticated streams (docs/security.md)",

@@ -1,0 +1,201 @@
+// radstream batch (issue 14.3): offline replay of many recordings under many parameter sets
+// (app/batch_items.hpp), spread over MPI ranks. Under `mpirun -np N` (N >= 2) rank 0 only hands out work:
+// a worker asks, rank 0 answers with the next missing item or "stop"; workers take GPUs node-locally
+// (worker k of a node: GPU k mod the node's GPUs). With one rank (or a build without MPI) the process does
+// every item itself. Items already done are skipped, so a rerun after a rank died makes only the missing
+// ones. At the end rank 0 gathers every rank's metrics into OUT/batch-metrics.json (or --metrics).
+// Exit: 0 when every item is done, 1 when some failed (each named in the log and the metrics), 2 bad options.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "app/batch_items.hpp"
+#include "app/commands.hpp"
+#include "app/batch_comm.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "gpu/cuda_runtime.hpp"
+#include "gpu/handles.hpp"
+
+namespace radstream::app {
+namespace fs = std::filesystem;
+namespace {
+
+struct BatchArgs {
+  std::vector<std::string> files;
+  std::string sweep, out, metrics;
+};
+
+struct Setup {
+  std::vector<SweepSet> sets;
+  std::vector<BatchItem> items;
+};
+
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Rank 0's exclusive hold on OUT (two batches writing one folder would race): flock on OUT/.batch.lock.
+int lock_out_dir(const std::string& out) {
+  const std::string p = (fs::path(out) / ".batch.lock").string();
+  const int fd = ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw IoError("batch: cannot create " + p);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    throw ConfigError("batch: another radstream batch is writing " + out + " (" + p + " is locked)");
+  }
+  return fd;
+}
+
+// A worker's loop: ask, run, report; its metrics as JSON at the end.
+nlohmann::ordered_json work(BatchComm& comm, const Setup& s, const std::string& out, int device) {
+  const auto t0 = std::chrono::steady_clock::now();
+  nlohmann::ordered_json done = nlohmann::ordered_json::array(), failed = nlohmann::ordered_json::array();
+  int frames = 0, count = 0;
+  double busy = 0;
+  std::string report;  // the last item's result, sent with the next request
+  for (;;) {
+    const long index = comm.next_item(report);
+    if (index < 0) break;
+    const BatchItem& item = s.items.at(std::size_t(index));
+    const ItemResult r = run_item(item, s.sets[item.set], out, comm.rank(), count);
+    busy += r.seconds;
+    nlohmann::ordered_json rec = {{"index", index}, {"id", item.id}, {"file", item.file}, {"set", s.sets[item.set].name}};
+    if (r.ok) {
+      ++count;
+      frames += r.frames;
+      rec["frames"] = r.frames;
+      rec["seconds"] = r.seconds;
+      done.push_back(rec);
+      log::info("batch: rank {}: {} x {} -> {} ({} frames, {:.2f} s)", comm.rank(), item.file, s.sets[item.set].name,
+                item.id, r.frames, r.seconds);
+    } else {
+      rec["error"] = r.error;
+      failed.push_back(rec);
+      log::error("batch: rank {}: {} x {} failed: {}", comm.rank(), item.file, s.sets[item.set].name, r.error);
+    }
+    report = rec.dump();
+  }
+  const double wall = since(t0);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return {{"rank", comm.rank()}, {"host", host}, {"device", device}, {"items_done", done.size()},
+          {"items_failed", failed.size()}, {"frames", frames}, {"busy_s", busy}, {"wall_s", wall},
+          {"frames_per_s", wall > 0 ? frames / wall : 0.0}, {"done", done}, {"failed", failed}};
+}
+
+int run_batch(const BatchArgs& a, BatchComm& comm) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Setup s;
+  std::string error;
+  int lock_fd = -1;
+  std::vector<long> pending;
+  std::size_t already = 0;
+  if (comm.rank() == 0) {  // options, the plan and the lock: checked once, before any rank works
+    try {
+      if (a.out.empty()) throw ConfigError("batch: --out DIR is required");
+      fs::create_directories(a.out);
+      lock_fd = lock_out_dir(a.out);
+      for (const auto& e : fs::directory_iterator(a.out))  // leftovers of a rank killed mid-item
+        if (e.path().filename().string().find(".tmp.") != std::string::npos) fs::remove(e.path());
+      s.sets = read_param_sweep(a.sweep);
+      s.items = plan_items(expand_file_list(a.files), s.sets);
+      for (const auto& it : s.items) {
+        if (item_done(a.out, it)) ++already;
+        else pending.push_back(long(it.index));
+      }
+      log::info("batch: {} items ({} recordings x {} sets), {} already done, {} to make, {} rank(s)",
+                s.items.size(), s.items.size() / s.sets.size(), s.sets.size(), already, pending.size(), comm.size());
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  error = comm.broadcast(error);
+  if (!error.empty()) {
+    if (comm.rank() == 0) log::error("{}", error);
+    return 2;
+  }
+  // The workers need the sets and the plan: rank 0 sends the sweep's path, each parses it; items go as text.
+  nlohmann::ordered_json plan = nlohmann::ordered_json::array();
+  if (comm.rank() == 0)
+    for (const auto& it : s.items) plan.push_back({it.file, it.set, it.id});
+  plan = nlohmann::ordered_json::parse(comm.broadcast(plan.dump()));
+  if (comm.rank() != 0) {
+    s.sets = read_param_sweep(a.sweep);
+    for (std::size_t i = 0; i < plan.size(); ++i)
+      s.items.push_back({i, plan[i][0].get<std::string>(), plan[i][1].get<std::size_t>(), plan[i][2].get<std::string>()});
+  }
+
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  if (comm.size() == 1) {
+    comm.set_pending(pending);
+    ranks.push_back(work(comm, s, a.out, -1));
+  } else if (comm.rank() == 0) {
+    ranks = comm.dispatch(pending);  // until every worker has been told to stop; their metrics come back
+  } else {
+    int device = -1;
+    const gpu::Availability g = gpu::query();
+    if (g.available && g.device_count > 0) device = comm.node_worker_index() % g.device_count;
+    std::unique_ptr<gpu::DeviceGuard> guard;
+    if (device >= 0) guard = std::make_unique<gpu::DeviceGuard>(device);
+    comm.send_metrics(work(comm, s, a.out, device).dump());
+    return 0;
+  }
+
+  // Rank 0: the summary.
+  std::size_t done = 0, failed = 0;
+  long frames = 0;
+  nlohmann::ordered_json failures = nlohmann::ordered_json::array();
+  for (const auto& r : ranks) {
+    done += r["items_done"].get<std::size_t>();
+    failed += r["items_failed"].get<std::size_t>();
+    frames += r["frames"].get<long>();
+    for (const auto& f : r["failed"]) failures.push_back(f);
+  }
+  const double wall = since(t0);
+  nlohmann::ordered_json js;
+  js["items"] = s.items.size();
+  js["already_done"] = already;
+  js["done"] = done;
+  js["failed"] = failed;
+  js["missing_after"] = s.items.size() - already - done;
+  js["ranks_total"] = comm.size();
+  js["workers"] = comm.size() == 1 ? 1 : comm.size() - 1;
+  js["frames"] = frames;
+  js["wall_s"] = wall;
+  js["frames_per_s"] = wall > 0 ? frames / wall : 0.0;
+  js["failures"] = failures;
+  js["ranks"] = ranks;
+  const std::string mpath = a.metrics.empty() ? (fs::path(a.out) / "batch-metrics.json").string() : a.metrics;
+  std::ofstream o(mpath);
+  o << js.dump(2) << "\n";
+  if (!o) log::error("batch: cannot write the metrics {}", mpath);
+  log::info("batch: {} done, {} failed, {} were done before; {} frames in {:.1f} s ({:.1f} frames/s); metrics in {}",
+            done, failed, already, frames, wall, js["frames_per_s"].get<double>(), mpath);
+  if (lock_fd >= 0) ::close(lock_fd);
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+
+Runner add_batch(CLI::App& app) {
+  auto a = std::make_shared<BatchArgs>();
+  app.add_option("--files", a->files, "recordings (.h5), or a .txt/.list file of them (one a line)")->required();
+  app.add_option("--param-sweep", a->sweep, "YAML of parameter sets (sets: [{name, frames, recon}])")->required();
+  app.add_option("--out", a->out, "output folder: <hash>.cfl/.hdr/.json per item, batch-metrics.json")->required();
+  app.add_option("--metrics", a->metrics, "write the gathered metrics here instead of OUT/batch-metrics.json");
+  app.footer(
+      "Under MPI: mpirun -np N radstream batch ... (rank 0 hands out items, ranks 1..N-1 work, one per GPU); "
+      "Slurm: srun -n N radstream batch ..., or sbatch --array with one --out per task. A rerun skips done items.");
+  return [a] {
+    BatchComm comm;
+    return run_batch(*a, comm);
+  };
+}
+
+}  // namespace radstream::app
