@@ -28,7 +28,8 @@ struct RunArgs {
   bool insecure = false;
   ReconOptions recon;
   bool connect = false, until_close = false, no_skip = false, headless = false, overwrite = false;
-  int window = 0, stride = 0;
+  int window = 0, stride = 0, slices = 0;
+  std::string gpus, gpu_assign;
   double duration_s = 0, stale_after_s = 0;
   long frames = 0;
   DisplayChoice display;
@@ -52,6 +53,9 @@ RunConfig load(const RunArgs& a) {
   if (!a.curve_key.empty()) c.stream.curve_key = a.curve_key;
   if (!a.curve_clients.empty()) c.stream.curve_clients = a.curve_clients;
   if (a.insecure) c.stream.insecure = true;
+  if (a.slices) c.stream.slices = a.slices;
+  if (!a.gpus.empty()) c.placement.gpus = a.gpus;
+  if (!a.gpu_assign.empty()) c.placement.assign = kGpuAssigns.parse(a.gpu_assign);
   if (a.window) c.frames.window = a.window;
   if (a.stride) c.frames.stride = a.stride;
   if (a.no_skip) c.frames.skip_when_behind = false;
@@ -136,6 +140,10 @@ Runner add_run(CLI::App& app) {
   app.add_flag("--insecure", a->insecure,
                "allow a non-local or wildcard endpoint without CURVE (any host could inject spokes; stream.insecure)");
   app.add_option("--window", a->window, "spokes per frame (frames.window)")->check(CLI::PositiveNumber);
+  app.add_option("--slices", a->slices, "slices of the stream (idx.slice 0..N-1), one worker each (stream.slices)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--gpus", a->gpus, "GPUs for the slices' workers, e.g. 0,1,2,3 (placement.gpus)");
+  app.add_option("--gpu-assign", a->gpu_assign, "static | least-loaded (placement.assign)");
   app.add_option("--stride", a->stride, "a new frame every S spokes (frames.stride)")->check(CLI::PositiveNumber);
   app.add_flag("--no-skip", a->no_skip, "reconstruct every frame even when behind (frames.skip_when_behind)");
   a->recon.add_to(app, false);  // the same reconstruction options as recon (over the config's recon:)

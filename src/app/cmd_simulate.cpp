@@ -96,6 +96,8 @@ Runner add_simulate(CLI::App& app) {
   app.add_option("--readout-os", p.readout_os,
                  "readout oversampling: samples per spoke = os x N (default 2)");
   app.add_option("--coils", p.coils, "coils, 1..64 (default 8)");
+  app.add_option("--slices", p.slices,
+                 "slices interleaved spoke by spoke (idx.slice), each its own plane of the phantom (default 1)");
   app.add_option("--angles", p.angles, "linear180|linear360|golden|tiny-golden (default golden)");
   app.add_option("--tiny-n", p.tiny_n, "tiny golden angle order 2..10 (default 5)");
   app.add_option("--spokes-per-rotation", p.spokes_per_rotation,

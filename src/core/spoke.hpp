@@ -7,6 +7,8 @@
 
 namespace radstream {
 
+inline constexpr int kMaxSlices = 16;  // slices (idx.slice 0..15) one pipeline reconstructs at most
+
 struct SpokeHeader {
   std::uint32_t scan_counter = 0;
   std::uint64_t spoke_index = 0;             // idx.kspace_encode_step_1 (and the envelope's spoke index)
@@ -15,6 +17,7 @@ struct SpokeHeader {
   std::int64_t acquired_ns = 0;              // CLOCK_MONOTONIC ns at acquisition
   std::int64_t sent_ns = 0;                  // CLOCK_MONOTONIC ns when sent
   double angle = 0.0;                        // radians; NaN when unknown
+  std::uint16_t slice = 0;                   // idx.slice: which slice (plane) of a multi-slice stream
 };
 
 struct Spoke {

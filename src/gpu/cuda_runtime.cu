@@ -35,6 +35,21 @@ Availability query() {
   return a;
 }
 
+std::size_t free_memory(int device) {
+  int previous = -1;
+  if (cudaGetDevice(&previous) != cudaSuccess || cudaSetDevice(device) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  std::size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+    cudaGetLastError();
+    free = 0;
+  }
+  cudaSetDevice(previous);
+  return free;
+}
+
 bool cuda_stages_built() { return true; }
 
 }  // namespace radstream::gpu

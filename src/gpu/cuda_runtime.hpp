@@ -1,5 +1,6 @@
 // What the program needs to know about CUDA, in plain C++ (no CUDA types): is a GPU usable, and which.
 #pragma once
+#include <cstddef>
 #include <string>
 
 namespace radstream::gpu {
@@ -15,6 +16,9 @@ struct Availability {
 
 // Queries the CUDA runtime; any error (no driver, no device) means "no GPU". Never throws.
 Availability query();
+
+// Free memory of a device in bytes (cudaMemGetInfo on it); 0 when it cannot be asked. Never throws.
+std::size_t free_memory(int device);
 
 // True when the CUDA reconstruction stages are compiled into this build.
 bool cuda_stages_built();

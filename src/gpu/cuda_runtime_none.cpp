@@ -13,6 +13,10 @@ Availability query() {
   return a;
 }
 
+std::size_t free_memory(int) {
+  return 0;
+}
+
 bool cuda_stages_built() {
   return false;
 }

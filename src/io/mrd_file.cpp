@@ -139,6 +139,7 @@ std::array<std::byte, 340> acquisition_header_bytes(const SpokeHeader& h, int sa
   a.center_sample = std::uint16_t(samples / 2);
   a.trajectory_dimensions = std::uint16_t(traj_dims);
   a.idx.kspace_encode_step_1 = std::uint16_t(h.spoke_index & 0xffffu);
+  a.idx.slice = h.slice;
   a.user_float[0] = float(h.angle);
   split64(h.acquired_ns, a.user_int[0], a.user_int[1]);
   split64(h.sent_ns, a.user_int[2], a.user_int[3]);
@@ -198,6 +199,7 @@ MrdRecording read_mrd(const std::string& path, long start, long count) {
     s.header.scan_counter = h.scan_counter;
     s.header.acquisition_time_stamp = h.acquisition_time_stamp;
     s.header.flags = h.flags;
+    s.header.slice = h.idx.slice;
     s.header.acquired_ns = join64(h.user_int[0], h.user_int[1]);
     s.header.sent_ns = join64(h.user_int[2], h.user_int[3]);
     const std::int64_t full = join64(h.user_int[4], h.user_int[5]);

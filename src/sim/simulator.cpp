@@ -50,11 +50,22 @@ Simulator::Simulator(const SimParams& p) : p_(p), coils_(p.coils) {
   }
 }
 
-std::vector<Ellipse> Simulator::ellipses_at(double t) const {
+std::vector<Ellipse> Simulator::ellipses_at(double t, int slice) const {
   auto e = modified_shepp_logan();
   if (p_.motion) {
     const double w = 2.0 * kPi * t / p_.motion_period_s;
     e.push_back(catheter_tip(0.3 * std::sin(w), 0.15 + 0.2 * std::sin(2.0 * w)));
+  }
+  if (slice > 0) {  // another plane: turned by slice x 90 degrees, 8 % smaller per slice
+    const double th = 0.5 * kPi * slice, c = std::cos(th), sn = std::sin(th), k = 1.0 - 0.08 * slice;
+    for (auto& el : e) {
+      const double x = el.x0, y = el.y0;
+      el.x0 = k * (c * x - sn * y);
+      el.y0 = k * (sn * x + c * y);
+      el.a *= k;
+      el.b *= k;
+      el.phi_deg += 90.0 * slice;
+    }
   }
   return e;
 }
@@ -71,12 +82,15 @@ std::complex<double> Simulator::kspace(const std::vector<Ellipse>& e, int coil, 
   return v * half * half;
 }
 
-Spoke Simulator::spoke(std::uint64_t index) const {
+Spoke Simulator::spoke(std::uint64_t global) const {
   const int S = header_.samples, C = p_.coils;
   Spoke s;
   s.samples = S;
   s.coils = C;
-  const double t = double(index) / p_.rate_hz;
+  const double t = double(global) / p_.rate_hz;
+  const int slice = int(global % std::uint64_t(p_.slices));
+  const std::uint64_t index = global / std::uint64_t(p_.slices);  // the slice's own spoke number
+  s.header.slice = std::uint16_t(slice);
   s.header.spoke_index = index;
   s.header.scan_counter = std::uint32_t(index);
   s.header.angle = header_.angles.angle(std::int64_t(index));
@@ -85,7 +99,7 @@ Spoke Simulator::spoke(std::uint64_t index) const {
   s.traj.resize(2 * std::size_t(S));
   spoke_coordinates(s.header.angle, S, s.traj);
   s.data.resize(std::size_t(S) * C);
-  const auto e = ellipses_at(t);
+  const auto e = ellipses_at(t, slice);
   const auto& f = coils_.frequencies();
   const double half = 0.5 * p_.matrix;
   std::vector<std::complex<double>> F(f.size());
@@ -99,7 +113,7 @@ Spoke Simulator::spoke(std::uint64_t index) const {
     }
   }
   if (noise_sigma_ > 0) {
-    std::mt19937_64 rng(p_.seed * 0x9E3779B97F4A7C15ull + index);
+    std::mt19937_64 rng(p_.seed * 0x9E3779B97F4A7C15ull + index + 0x51ull * std::uint64_t(slice) * (1ull << 40));
     std::normal_distribution<float> g(0.f, float(noise_sigma_ / std::sqrt(2.0)));
     for (auto& v : s.data) v += cfloat(g(rng), g(rng));
   }

@@ -1,7 +1,8 @@
 // The analytic radial phantom scanner: multi-coil k-space of the modified Shepp-Logan phantom computed
 // exactly from its ellipses, smooth analytic coil sensitivities, complex Gaussian noise at a given SNR, an
 // optional moving bright ellipse (a catheter tip), any angle scheme. Spoke i is a pure function of
-// (parameters, i).
+// (parameters, i). With several slices, spoke i is slice i mod N's spoke i / N (its own angle sequence
+// and noise), acquired at time i / rate.
 #pragma once
 #include <yaml-cpp/yaml.h>
 
@@ -29,6 +30,7 @@ struct SimParams {
   double rate_hz = 400.0;  // spokes per second (sets the acquisition timestamps and the motion)
   double fov_mm = 256.0;
   std::uint64_t seed = 1;
+  int slices = 1;  // slices interleaved in the stream (idx.slice = spoke mod slices), each its own plane
 
   // Reads the `simulate:` section of a config over the defaults. Throws ConfigError naming a bad key.
   static SimParams from_config(const YAML::Node& node);
@@ -48,6 +50,9 @@ struct SimParams {
     v.field("rate_hz", rate_hz, 1.0, 1e6, "spokes per second");
     v.field("fov_mm", fov_mm, 1.0, 10000.0, "field of view in mm");
     v.field("seed", seed, std::uint64_t(0), ~std::uint64_t(0), "noise seed");
+    v.field("slices", slices, 1, 16,
+            "slices interleaved spoke by spoke (idx.slice 0..N-1); slice k shows the phantom turned by k x 90 "
+            "degrees and shrunk by 8 % per slice, each slice with its own angle sequence");
   }
 };
 
@@ -59,8 +64,8 @@ class Simulator {
   const SimParams& params() const { return p_; }
   int samples() const { return header_.samples; }
 
-  // The phantom's ellipses at time t seconds (with the tip when motion is on).
-  std::vector<Ellipse> ellipses_at(double t) const;
+  // The phantom's ellipses at time t seconds (with the tip when motion is on), as slice `slice` sees them.
+  std::vector<Ellipse> ellipses_at(double t, int slice = 0) const;
   // Noiseless k-space of coil c at k (cycles/pixel) for the phantom `e`.
   std::complex<double> kspace(const std::vector<Ellipse>& e, int coil, double kx, double ky) const;
 

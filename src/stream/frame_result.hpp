@@ -8,7 +8,8 @@
 namespace radstream {
 
 struct FrameResult {
-  std::uint64_t number = 0;
+  std::uint64_t number = 0;  // per slice, from 1
+  int slice = 0;             // the stream's slice (MRD idx.slice)
   int matrix = 0;
   std::vector<cfloat> image;  // [N][N], magnitude in the real part (coil k's magnitude in coil view)
   int coil = -1;              // -1: combined; else the coil shown

@@ -81,22 +81,30 @@ void Ingest::start() {
 
 void Ingest::stop() {
   if (running_.exchange(false) && thread_.joinable()) {
-    if (const auto ring = state().ring) ring->abort_waits();  // a writer waiting for the reconstruction
+    std::vector<std::shared_ptr<SpokeRing>> rings;
+    {
+      std::lock_guard lock(m_);
+      rings = rings_;
+    }
+    for (const auto& ring : rings) ring->abort_waits();  // a writer waiting for the reconstruction
     thread_.join();
   }
   cv_.notify_all();
 }
 
-Ingest::State Ingest::state() const {
+Ingest::State Ingest::state(int slice) const {
   std::lock_guard lock(m_);
-  return state_;
+  State s = state_;
+  s.ring = std::size_t(slice) < rings_.size() ? rings_[std::size_t(slice)] : nullptr;
+  return s;
 }
 
-void Ingest::wait_for(std::uint64_t generation, std::uint64_t count,
-                      std::chrono::milliseconds timeout) const {
+void Ingest::wait_for(std::uint64_t generation, std::uint64_t count, std::chrono::milliseconds timeout,
+                      int slice) const {
   std::unique_lock lock(m_);
   cv_.wait_for(lock, timeout, [&] {
-    return !running_ || state_.generation != generation || (state_.ring && state_.ring->count() >= count);
+    const SpokeRing* ring = std::size_t(slice) < rings_.size() ? rings_[std::size_t(slice)].get() : nullptr;
+    return !running_ || state_.generation != generation || (ring && ring->count() >= count);
   });
 }
 
@@ -280,38 +288,46 @@ void Ingest::on_header(const wire::Message& m, bool continues) {
     return;
   }
   std::unique_lock lock(m_);
-  const bool same_geometry = state_.ring && h.samples == state_.header.samples &&
+  const bool same_geometry = !rings_.empty() && h.samples == state_.header.samples &&
                              h.coils == state_.header.coils && h.matrix == state_.header.matrix;
   if (continues && same_geometry) {
     state_.header = h;
     return;
   }
-  const bool first = !state_.ring;
-  const std::shared_ptr<SpokeRing> old_ring = state_.ring;
+  const bool first = rings_.empty();
+  const std::vector<std::shared_ptr<SpokeRing>> old_rings = rings_;
   lock.unlock();
-  // Every frame wanted: the stream in hand's last frames are made before its ring is dropped.
-  if (keep_all_ && old_ring && !old_ring->wait_drained(std::chrono::seconds(10)))
-    log::warn("ingest: the reconstruction did not finish the previous stream's frames within 10 s; moving on");
+  // Every frame wanted: the stream in hand's last frames are made before its rings are dropped.
+  for (const auto& old_ring : old_rings)
+    if (keep_all_ && !old_ring->wait_drained(std::chrono::seconds(10))) {
+      log::warn("ingest: the reconstruction did not finish the previous stream's frames within 10 s; moving on");
+      break;
+    }
+  const int slices = p_.slices;
   const double slots = double(max_window_ + p_.ring_margin);
-  const double ring_mib = slots * h.samples * (double(h.coils) * sizeof(cfloat) + 2 * sizeof(float)) / 1048576.0;
+  const double ring_mib =
+      slices * slots * h.samples * (double(h.coils) * sizeof(cfloat) + 2 * sizeof(float)) / 1048576.0;
   if (ring_mib > p_.max_ring_mib) {  // checked before anything is allocated (the GPU mirror doubles it)
     reject(wire::Reject::Limits,
-           fmt::format("stream header of {} samples x {} coils needs a {:.0f} MiB spoke ring ({} slots); "
-                       "stream.max_ring_mib is {}",
-                       h.samples, h.coils, ring_mib, slots, p_.max_ring_mib));
+           fmt::format("stream header of {} samples x {} coils needs {:.0f} MiB of spoke rings ({} slots x {} "
+                       "slice(s)); stream.max_ring_mib is {}",
+                       h.samples, h.coils, ring_mib, slots, slices, p_.max_ring_mib));
     return;
   }
-  std::shared_ptr<SpokeRing> ring;
-  try {  // a header whose ring cannot be had is rejected; the stream in hand (if any) goes on
-    ring = std::make_shared<SpokeRing>(max_window_ + p_.ring_margin, h.samples, h.coils, device_ring_);
-    if (keep_all_) ring->keep_from(0);
+  std::vector<std::shared_ptr<SpokeRing>> rings;
+  try {  // a header whose rings cannot be had is rejected; the stream in hand (if any) goes on
+    for (int s = 0; s < slices; ++s) {
+      const int gpu = std::size_t(s) < ring_gpus_.size() ? ring_gpus_[std::size_t(s)] : -1;
+      rings.push_back(std::make_shared<SpokeRing>(max_window_ + p_.ring_margin, h.samples, h.coils, device_ring_, gpu));
+      if (keep_all_) rings.back()->keep_from(0);
+    }
   } catch (const std::exception& e) {
-    reject(wire::Reject::Limits, fmt::format("no memory for a spoke ring of {} x {} samples x {} coils: {}",
-                                             max_window_ + p_.ring_margin, h.samples, h.coils, e.what()));
+    reject(wire::Reject::Limits, fmt::format("no memory for {} spoke ring(s) of {} x {} samples x {} coils: {}",
+                                             slices, max_window_ + p_.ring_margin, h.samples, h.coils, e.what()));
     return;
   }
   lock.lock();
-  state_.ring = std::move(ring);
+  rings_ = std::move(rings);
   state_.header = h;
   ++state_.generation;
   xml_ = m.text;
@@ -328,13 +344,21 @@ void Ingest::on_header(const wire::Message& m, bool continues) {
 void Ingest::on_spoke(const wire::Message& m, std::span<const std::byte> acq_header) {
   std::shared_ptr<SpokeRing> ring;
   StreamHeader h;
+  bool any = false;
   {
     std::lock_guard lock(m_);
-    ring = state_.ring;
+    any = !rings_.empty();
+    if (m.head.slice < rings_.size()) ring = rings_[m.head.slice];
     h = state_.header;
   }
-  if (!ring) {
+  if (!any) {
     reject(wire::Reject::NoHeader, "a spoke arrived before any stream header");
+    return;
+  }
+  if (!ring) {
+    reject(wire::Reject::SliceRange, fmt::format("spoke {} of slice {}; this run reconstructs slices 0..{} "
+                                                 "(stream.slices {})",
+                                                 m.head.spoke_index, m.head.slice, p_.slices - 1, p_.slices));
     return;
   }
   if (m.samples != h.samples || m.coils != h.coils) {

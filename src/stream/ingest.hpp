@@ -42,6 +42,7 @@ struct IngestParams {
   std::string curve_key;          // CURVE: this receiver's key pair file (radstream keygen); empty: no CURVE
   std::string curve_clients;      // CURVE: allow-list of client public keys (with curve_key)
   bool insecure = false;          // allow binding a non-local endpoint without CURVE (warned)
+  int slices = 1;                 // slices (MRD idx.slice 0..slices-1) reconstructed, each on its own
 
   template <class V>
   void visit(V& v) {
@@ -62,6 +63,9 @@ struct IngestParams {
     v.field("curve_clients", curve_clients, "CURVE allow-list: the public keys of the senders and subscribers admitted");
     v.field("insecure", insecure,
             "allow binding a non-local (or wildcard) endpoint without CURVE: any host could inject spokes");
+    v.field("slices", slices, 1, kMaxSlices,
+            "slices (MRD idx.slice 0..N-1) of the stream, each with its own window, frames and worker; a spoke "
+            "of another slice is rejected (slice_range)");
   }
   void validate() const;
 };
@@ -78,19 +82,25 @@ class Ingest {
   // Every frame will be made (frames.skip_when_behind false): each new ring keeps all its spokes until the
   // reconstruction says which it still needs, so none is overwritten before its frame (call before start()).
   void keep_spokes_for_every_frame() { keep_all_ = true; }
+  // Several GPUs: slice s's spoke ring (and its device mirror) lives on GPU gpus[s] (call before start();
+  // default: the current GPU for every slice).
+  void set_ring_gpus(std::vector<int> gpus) { ring_gpus_ = std::move(gpus); }
+  int slices() const { return p_.slices; }
 
   void start();
   void stop();  // joins the thread
 
+  // One slice's view (every slice shares the header and the generation; each has its own ring).
   struct State {
     std::shared_ptr<SpokeRing> ring;  // null until the first header
     StreamHeader header;
     std::uint64_t generation = 0;  // +1 per geometry change
   };
-  State state() const;
-  // Waits until the ring of `generation` holds at least `count` spokes, the generation changes, the ingest
-  // stops, or the timeout passes.
-  void wait_for(std::uint64_t generation, std::uint64_t count, std::chrono::milliseconds timeout) const;
+  State state(int slice = 0) const;
+  // Waits until slice `slice`'s ring of `generation` holds at least `count` spokes, the generation changes,
+  // the ingest stops, or the timeout passes.
+  void wait_for(std::uint64_t generation, std::uint64_t count, std::chrono::milliseconds timeout,
+                int slice = 0) const;
 
   // Replaces the recorder (null: recording off) between messages; a new one starts its file with the current
   // stream header. The caller keeps the old one alive until this returns.
@@ -126,7 +136,9 @@ class Ingest {
 
   mutable std::mutex m_;
   mutable std::condition_variable cv_;
-  State state_;
+  State state_;                                   // the header and generation (ring: unused)
+  std::vector<std::shared_ptr<SpokeRing>> rings_;  // one per slice, made with each new stream header
+  std::vector<int> ring_gpus_;
   std::string xml_;
   SequenceTracker seq_;
   std::optional<std::uint32_t> followed_;  // the stream this pipeline follows (set by its header)

@@ -113,10 +113,13 @@ double RecentSeries::sum(std::int64_t now) const {
   return total;
 }
 
-void Metrics::add_frame_latency(std::int64_t acquired, std::int64_t arrived, std::int64_t ready) {
+void Metrics::add_frame_latency(std::int64_t acquired, std::int64_t arrived, std::int64_t ready, int s) {
   const std::int64_t now = monotonic_ns();
+  SliceMetrics& sm = slice(s);
+  ++sm.frames;
   if (arrived <= 0 || ready < arrived) return;  // no arrival time for the window: nothing honest to add
   arrival.add(double(ready - arrived) * 1e-6);
+  sm.arrival.add(double(ready - arrived) * 1e-6);
   pipeline_recent.add(double(ready - arrived) * 1e-6, now);
   if (acquired <= 0) return;  // the sender gave no acquisition time
   if (!sender_clock_plausible(acquired, arrived)) {
@@ -124,6 +127,7 @@ void Metrics::add_frame_latency(std::int64_t acquired, std::int64_t arrived, std
     return;
   }
   end_to_end.add(double(ready - acquired) * 1e-6);
+  sm.end_to_end.add(double(ready - acquired) * 1e-6);
   const double lag = double(arrived - acquired) * 1e-6;
   sender_lag.add(lag);
   lag_recent.add(lag, now);
@@ -206,6 +210,13 @@ std::string Metrics::line(double t) {
   if (record_failures) line += fmt::format(" RECORD_FAILED={}", record_failures.load());
   if (clock_invalid) line += fmt::format(" CLOCK_INVALID={}", clock_invalid.load());
   if (auth_denied) line += fmt::format(" AUTH_DENIED={}", auth_denied.load());
+  if (slice_count > 1) {  // frames per slice (a failing slice shows FAILED with its count)
+    line += " slices=";
+    for (int k = 0; k < slice_count; ++k) {
+      line += fmt::format("{}{}", k ? "/" : "", slice(k).frames.load());
+      if (slice(k).frames_failed) line += fmt::format("(FAILED {})", slice(k).frames_failed.load());
+    }
+  }
   if (sender_lost) line += " SENDER_LOST";
   if (stream_ended) line += " ENDED";
   if (age > 2.0) line += fmt::format(" last_msg={:.0f}s_ago", age);
@@ -256,6 +267,16 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
                      {"sender_lag", radstream::to_json(sender_lag.summary())},
                      {"acquired_to_glass", radstream::to_json(glass.summary())},
                      {"stages", st}};
+  if (slice_count > 1) {
+    nlohmann::ordered_json sl = nlohmann::ordered_json::array();
+    for (int s = 0; s < slice_count; ++s)
+      sl.push_back({{"slice", s},
+                    {"frames", slice(s).frames.load()},
+                    {"frames_failed", slice(s).frames_failed.load()},
+                    {"latency_ms", {{"end_to_end", radstream::to_json(slice(s).end_to_end.summary())},
+                                    {"arrival_to_ready", radstream::to_json(slice(s).arrival.summary())}}}});
+    j["slices"] = sl;
+  }
   if (last_iterations >= 0)
     j["solver"] = {{"iterations", radstream::to_json(solver_iterations.summary())},
                    {"residual", radstream::to_json(solver_residual.summary())},

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/spoke.hpp"
 #include "stream/frame_gaps.hpp"
 #include "stream/wire.hpp"
 
@@ -65,9 +66,19 @@ class RecentSeries {
   void prune(std::int64_t now_ns) const;
 };
 
+// One slice's own figures (a multi-slice stream: each slice has its worker, frames and latency).
+struct SliceMetrics {
+  std::atomic<std::uint64_t> frames{0}, frames_failed{0};
+  LatencySeries arrival, end_to_end;
+};
+
 class Metrics {
  public:
   Metrics();
+  // Slices of the stream (stream.slices; set once before the run starts) and each one's figures.
+  int slice_count = 1;
+  SliceMetrics& slice(int s) { return slices_[std::size_t(s < 0 ? 0 : s >= kMaxSlices ? kMaxSlices - 1 : s)]; }
+  const SliceMetrics& slice(int s) const { return slices_[std::size_t(s < 0 ? 0 : s >= kMaxSlices ? kMaxSlices - 1 : s)]; }
 
   // Ingest.
   std::atomic<std::uint64_t> messages{0}, spokes{0}, bytes{0}, headers{0}, heartbeats{0}, texts{0}, closes{0};
@@ -101,7 +112,8 @@ class Metrics {
   FrameGaps frame_gaps;
   const std::int64_t start_ns = monotonic_ns();
   void add_glass(double ms);
-  void add_frame_latency(std::int64_t acquired_ns, std::int64_t arrival_ns, std::int64_t ready_ns);
+  // The session's latency series, and slice `slice`'s own.
+  void add_frame_latency(std::int64_t acquired_ns, std::int64_t arrival_ns, std::int64_t ready_ns, int slice = 0);
   void add_skipped(std::uint64_t n);
   void add_stage(const std::string& stage, double ms);
   // An iterative reconstruction's report per frame (cg-sense): iterations and final relative residual.
@@ -122,6 +134,7 @@ class Metrics {
  private:
   mutable std::mutex m_;
   std::map<std::string, LatencySeries> stages_;
+  std::array<SliceMetrics, kMaxSlices> slices_;
   std::uint64_t prev_frames_ = 0, prev_spokes_ = 0;
   double prev_t_ = 0;
 };

@@ -3,14 +3,17 @@
 #include <chrono>
 
 #include "core/log.hpp"
+#include "gpu/handles.hpp"
 #include "stream/frame_scheduler.hpp"
 #include "stream/run_config.hpp"
 
 namespace radstream {
 
 ReconWorker::ReconWorker(const FrameParams& frames, const ReconParams& recon, Backend backend,
-                         const Registry& registry, Ingest& ingest, Metrics& metrics, Emit emit)
+                         const Registry& registry, Ingest& ingest, Metrics& metrics, Emit emit, int slice, int gpu)
     : fp_(frames),
+      slice_(slice),
+      gpu_(gpu),
       registry_(registry),
       ingest_(ingest),
       metrics_(metrics),
@@ -49,18 +52,25 @@ std::string ReconWorker::last_error() const {
   return last_error_;
 }
 
+std::string ReconWorker::slice_prefix() const {
+  return ingest_.slices() > 1 ? "slice " + std::to_string(slice_) + ": " : std::string();
+}
+
 void ReconWorker::set_error(const std::string& e) {
   std::lock_guard lock(error_m_);
   last_error_ = e;
 }
 
 void ReconWorker::loop() {
+  std::unique_ptr<gpu::DeviceGuard> on_gpu;
   while (running_) {
     try {
+      if (gpu_ >= 0 && !on_gpu) on_gpu = std::make_unique<gpu::DeviceGuard>(gpu_);
       frames();
       return;
     } catch (const std::exception& e) {
       ++metrics_.frames_failed;
+      ++metrics_.slice(slice_).frames_failed;
       set_error(e.what());
       once_.error(4, std::string("the reconstruction thread hit an unexpected error: ") + e.what());
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -141,10 +151,10 @@ void ReconWorker::frames() {
   std::shared_ptr<SpokeRing> kept_ring;  // the ring and frame end last told to keep spokes (every-frame mode)
   std::uint64_t kept_end = 0, kept_from = 0;
   while (running_) {
-    const Ingest::State st = ingest_.state();
+    const Ingest::State st = ingest_.state(slice_);
     if (!st.ring) {
       drained_ = true;
-      ingest_.wait_for(generation, 1, std::chrono::milliseconds(100));
+      ingest_.wait_for(generation, 1, std::chrono::milliseconds(100), slice_);
       continue;
     }
     {
@@ -179,13 +189,14 @@ void ReconWorker::frames() {
                   to_string(backend_.load()), stride);
       } catch (const std::exception& e) {
         set_error(e.what());
-        once_.error(0, std::string("cannot configure the reconstruction: ") + e.what());
+        once_.error(0, slice_prefix() + "cannot configure the reconstruction: " + e.what());
         ++metrics_.frames_failed;
+        ++metrics_.slice(slice_).frames_failed;
         chain.reset();
         st.ring->keep_from(SpokeRing::kNone);  // nothing is made from this ring: never stall the ingest on it
         kept_ring.reset();
         drained_ = true;  // nothing can be made until the next stream header
-        ingest_.wait_for(generation, ~std::uint64_t(0), std::chrono::milliseconds(200));
+        ingest_.wait_for(generation, ~std::uint64_t(0), std::chrono::milliseconds(200), slice_);
         continue;
       }
       if (new_stream)
@@ -205,7 +216,7 @@ void ReconWorker::frames() {
     const auto due = sched.next(st.ring->count());
     drained_ = !due.has_value();
     if (!due) {
-      ingest_.wait_for(generation, sched.next_end(), std::chrono::milliseconds(100));
+      ingest_.wait_for(generation, sched.next_end(), std::chrono::milliseconds(100), slice_);
       continue;
     }
     metrics_.add_skipped(due->skipped);
@@ -220,13 +231,16 @@ void ReconWorker::frames() {
         continue;
       }
     } catch (const std::exception& e) {
-      once_.error(2, std::string("a frame failed: ") + e.what());
+      once_.error(2, slice_prefix() + "a frame failed: " + e.what());
+      set_error(e.what());
       ++metrics_.frames_failed;
+      ++metrics_.slice(slice_).frames_failed;
       sched.advance();
       continue;
     }
     sched.advance();
     result->number = ++number;
+    result->slice = slice_;
     emit_(std::move(result));
   }
 }

@@ -26,9 +26,11 @@ struct FrameParams;
 class ReconWorker {
  public:
   using Emit = std::function<void(std::shared_ptr<const FrameResult>)>;
-  // backend: resolved by the caller. frames: window, stride, framing and skip policy.
+  // backend: resolved by the caller. frames: window, stride, framing and skip policy. slice: the stream's
+  // slice this worker reconstructs (its own ring, window and warm-start state); gpu: the GPU its thread makes
+  // current for its whole life (-1: the current one).
   ReconWorker(const FrameParams& frames, const ReconParams& recon, Backend backend, const Registry& registry,
-              Ingest& ingest, Metrics& metrics, Emit emit);
+              Ingest& ingest, Metrics& metrics, Emit emit, int slice = 0, int gpu = -1);
   ~ReconWorker();
   ReconWorker(const ReconWorker&) = delete;
   ReconWorker& operator=(const ReconWorker&) = delete;
@@ -48,6 +50,8 @@ class ReconWorker {
   Backend backend() const { return backend_; }
   std::string last_error() const;
   bool drained() const { return drained_; }
+  int slice() const { return slice_; }
+  int gpu() const { return gpu_; }
 
  private:
   void loop();
@@ -55,9 +59,11 @@ class ReconWorker {
   bool make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t end, int W, Frame& host_frame,
                   FrameResult& out);
   void set_error(const std::string& e);
+  std::string slice_prefix() const;  // "slice k: " when the stream has several
   std::unique_ptr<CoilMapSource> maps_;  // when the chain reads coil maps (worker thread only)
 
   const FrameParams& fp_;
+  int slice_, gpu_;
   const Registry& registry_;
   Ingest& ingest_;
   Metrics& metrics_;

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/param_reader.hpp"
+#include "gpu/cuda_runtime.hpp"
 #include "stream/curve.hpp"
 
 namespace radstream {
@@ -36,6 +37,52 @@ void SinkParams::validate() const {
     throw ConfigError("sinks.record '" + record + "' must name an .h5 file");
 }
 
+std::vector<int> PlacementParams::gpu_list(int device_count) const {
+  std::vector<int> out;
+  std::size_t pos = 0;
+  while (pos <= gpus.size() && !gpus.empty()) {
+    const std::size_t comma = std::min(gpus.find(',', pos), gpus.size());
+    const std::string item = gpus.substr(pos, comma - pos);
+    int g = -1;
+    std::size_t used = 0;
+    try {
+      g = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || g < 0)
+      throw ConfigError(fmt::format("placement.gpus: '{}' in '{}' is not a GPU number", item, gpus));
+    if (g >= device_count)
+      throw ConfigError(fmt::format("placement.gpus: GPU {} does not exist (this machine has {})", g, device_count));
+    for (int o : out)
+      if (o == g) throw ConfigError(fmt::format("placement.gpus: GPU {} is listed twice in '{}'", g, gpus));
+    out.push_back(g);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::vector<int> PlacementParams::assign_slices(int slices, int device_count) const {
+  const std::vector<int> list = gpu_list(device_count);
+  std::vector<int> of;
+  if (list.empty()) return of;
+  std::vector<int> load(list.size(), 0);
+  std::vector<std::size_t> free(list.size(), 0);
+  if (assign == GpuAssign::LeastLoaded)
+    for (std::size_t i = 0; i < list.size(); ++i) free[i] = gpu::free_memory(list[i]);
+  for (int s = 0; s < slices; ++s) {
+    std::size_t pick = std::size_t(s) % list.size();
+    if (assign == GpuAssign::LeastLoaded) {
+      pick = 0;
+      for (std::size_t i = 1; i < list.size(); ++i)
+        if (load[i] < load[pick] || (load[i] == load[pick] && free[i] > free[pick])) pick = i;
+    }
+    ++load[pick];
+    of.push_back(list[pick]);
+  }
+  return of;
+}
+
 RunConfig RunConfig::from_yaml(const YAML::Node& root, const std::string& context) {
   RunConfig c;
   try {
@@ -44,13 +91,15 @@ RunConfig RunConfig::from_yaml(const YAML::Node& root, const std::string& contex
     if (any)
       for (const auto& kv : root) {
         const auto key = kv.first.as<std::string>();
-        if (key != "stream" && key != "frames" && key != "sinks" && key != "recon" && key != "simulate")
+        if (key != "stream" && key != "frames" && key != "sinks" && key != "recon" && key != "simulate" &&
+            key != "placement")
           throw ConfigError("unknown section '" + key +
-                            "' (expected stream, frames, sinks, recon, simulate)");
+                            "' (expected stream, frames, sinks, recon, placement, simulate)");
       }
     read_section(root, "stream", c.stream);
     read_section(root, "frames", c.frames);
     read_section(root, "sinks", c.sinks);
+    read_section(root, "placement", c.placement);
     c.recon = ReconParams::from_config(root["recon"]);
     c.validate();
   } catch (const ConfigError& e) {

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <string>
+#include <vector>
 
 #include "core/enum_table.hpp"
 #include "recon/recon_params.hpp"
@@ -66,12 +67,37 @@ struct SinkParams {
   void validate() const;
 };
 
+// Which GPU reconstructs which slice (several GPUs in one process): one worker per slice, each on its GPU,
+// with that slice's spoke ring mirrored there.
+enum class GpuAssign { Static, LeastLoaded };
+inline constexpr EnumTable<GpuAssign, 2> kGpuAssigns{
+    "gpu assignment", {{{GpuAssign::Static, "static"}, {GpuAssign::LeastLoaded, "least-loaded"}}}};
+
+struct PlacementParams {
+  std::string gpus;                    // "0,1,2,3"; empty: the current GPU for every slice
+  GpuAssign assign = GpuAssign::Static;  // static: slice s on gpus[s mod n]; least-loaded: see below
+
+  template <class V>
+  void visit(V& v) {
+    v.field("gpus", gpus, "GPUs for the slices' workers, e.g. 0,1,2,3 (empty: the current GPU)");
+    v.choice("assign", assign, kGpuAssigns,
+             "static: slice s on the (s mod n)-th GPU; least-loaded: each slice on the GPU with the fewest slices "
+             "so far, ties to the one with the most free memory");
+  }
+  // The GPU list, each checked against `device_count` (ConfigError naming a bad entry).
+  std::vector<int> gpu_list(int device_count) const;
+  // slice -> GPU for `slices` slices (empty when no GPUs are listed).
+  std::vector<int> assign_slices(int slices, int device_count) const;
+};
+
 struct RunConfig {
   IngestParams stream;
   FrameParams frames;
   SinkParams sinks;
   ReconParams recon;
-  // Reads the `stream:`, `frames:`, `sinks:` and `recon:` sections; unknown sections or keys are errors.
+  PlacementParams placement;
+  // Reads the `stream:`, `frames:`, `sinks:`, `recon:` and `placement:` sections; unknown sections or keys are
+  // errors.
   static RunConfig from_yaml(const YAML::Node& root, const std::string& context);
   void validate() const;
 };

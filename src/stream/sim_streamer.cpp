@@ -15,6 +15,9 @@ SimStreamer::SimStreamer(const SimParams& sim, const StreamerParams& p) : sim_(s
   if (p.pool < 0) throw ConfigError("pool " + std::to_string(p.pool) + " must be >= 0");
   if (p.header_every_s <= 0) throw ConfigError("header interval must be > 0 s");
   p.sender.validate();
+  if (p.pool > 0 && p.pool % sim.slices != 0)
+    throw ConfigError(fmt::format("pool {} must be a multiple of the slices {} (each slice's spokes cycle together)",
+                                  p.pool, sim.slices));
   if (p.pool > 0) {
     log::info("simulate: precomputing {} spokes ({} samples x {} coils)", p.pool, sim_.samples(), sim.coils);
     pool_ = sim_.spokes(0, p.pool);
@@ -61,6 +64,7 @@ std::uint64_t SimStreamer::run(const std::function<bool()>& interrupted) {
     std::uint64_t live_first = 0;
     bool warned = false;
     sender.send_header(xml);
+    const int slices = sim_.params().slices;
     std::uint64_t i = 0;
     for (; p_.spokes < 0 || std::int64_t(i) < p_.spokes; ++i) {
       if (stop_ || (interrupted && interrupted())) break;
@@ -71,7 +75,8 @@ std::uint64_t SimStreamer::run(const std::function<bool()>& interrupted) {
       }
       const Spoke& s = pool_.empty() ? live[i - live_first] : pool_[i % pool_.size()];
       SpokeHeader h = s.header;
-      h.spoke_index = i;
+      h.spoke_index = i / std::uint64_t(slices);  // each slice numbers its own spokes
+      h.slice = std::uint16_t(i % std::uint64_t(slices));
       const std::int64_t now = monotonic_ns();
       if (p_.unpaced) {
         h.acquired_ns = now;

@@ -32,7 +32,8 @@ class ImagePublisher final : public Sink {
                                               .first_spoke = f.first_spoke,
                                               .last_spoke = f.last_spoke,
                                               .last_acquired_ns = f.last_acquired_ns,
-                                              .ready_ns = f.ready_ns});
+                                              .ready_ns = f.ready_ns,
+                                              .slice = std::uint16_t(f.slice)});
     mag_.resize(f.image.size());  // reused frame after frame
     for (std::size_t i = 0; i < mag_.size(); ++i) mag_[i] = f.image[i].real();
     zmq::message_t m0(h.data(), h.size()), m1(mag_.data(), mag_.size() * sizeof(float));
@@ -49,13 +50,15 @@ class ImagePublisher final : public Sink {
 
 class ImageFiles final : public Sink {
  public:
-  ImageFiles(const SinkParams& p, Metrics& metrics) : p_(p), metrics_(metrics) {
+  ImageFiles(const SinkParams& p, Metrics& metrics) : p_(p), metrics_(metrics), slices_(metrics.slice_count) {
     std::filesystem::create_directories(p.images);
   }
   std::string name() const override { return "image files"; }
   void consume(const FrameResult& f) override {
     if (f.number % std::uint64_t(p_.image_every) != 0) return;
-    write_image(fmt::format("{}/frame_{:06d}.{}", p_.images, f.number, kImageFormats.name(p_.image_format)),
+    // A multi-slice stream: each slice's frames under their own names (frame numbers count per slice).
+    const std::string slice = slices_ > 1 ? fmt::format("slice{}_", f.slice) : std::string();
+    write_image(fmt::format("{}/{}frame_{:06d}.{}", p_.images, slice, f.number, kImageFormats.name(p_.image_format)),
                 f.image, f.matrix);
     ++metrics_.images_written;
   }
@@ -63,6 +66,7 @@ class ImageFiles final : public Sink {
  private:
   SinkParams p_;
   Metrics& metrics_;
+  int slices_;
 };
 
 }  // namespace

@@ -9,9 +9,20 @@
 #include "gpu/device_memory.hpp"
 
 namespace radstream {
+namespace {
 
-SpokeRing::SpokeRing(int capacity, int samples, int coils, bool device)
-    : capacity_(capacity), samples_(samples), coils_(coils), device_(device) {
+// The ring's GPU made current for a call (nothing when the ring follows the current device).
+struct OnGpu {
+  std::unique_ptr<gpu::DeviceGuard> guard;
+  explicit OnGpu(int gpu) {
+    if (gpu >= 0) guard = std::make_unique<gpu::DeviceGuard>(gpu);
+  }
+};
+
+}  // namespace
+
+SpokeRing::SpokeRing(int capacity, int samples, int coils, bool device, int gpu)
+    : capacity_(capacity), samples_(samples), coils_(coils), device_(device), gpu_(device ? gpu : -1) {
   if (capacity < 2 || samples < 1 || coils < 1)
     throw ConfigError(fmt::format("spoke ring: capacity {}, samples {}, coils {} must all be positive",
                                   capacity, samples, coils));
@@ -20,6 +31,7 @@ SpokeRing::SpokeRing(int capacity, int samples, int coils, bool device)
   traj_ = PinnedHostBuffer<float>(Extents{cap, S, 2});
   info_.resize(cap);
   if (device_) {
+    OnGpu on(gpu_);
     try {
       d_data_ = DeviceBuffer<cfloat>(Extents{C, cap, S});
       d_traj_ = DeviceBuffer<float>(Extents{cap, S, 2});
@@ -37,6 +49,11 @@ SpokeRing::~SpokeRing() {
 }
 
 void SpokeRing::free_device() noexcept {
+  std::unique_ptr<OnGpu> on;
+  try {
+    on = std::make_unique<OnGpu>(gpu_);
+  } catch (const std::exception&) {  // the GPU is gone: free what can be freed where we are
+  }
   if (upload_stream_) {
     try {
       upload_stream_->synchronize();
@@ -91,6 +108,7 @@ void SpokeRing::commit(const RingSlotInfo& info) {
   const std::size_t slot = count_ % std::uint64_t(capacity_);
   info_[slot] = info;
   if (device_) {
+    OnGpu on(gpu_);
     const std::size_t S = samples_, cap = capacity_;
     gpu::copy_2d_to_device(d_data_.data() + slot * S, cap * S * sizeof(cfloat),
                            data_.data() + slot * coils_ * S, S * sizeof(cfloat), S * sizeof(cfloat),

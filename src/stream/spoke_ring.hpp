@@ -34,8 +34,9 @@ struct RingSlotInfo {
 class SpokeRing {
  public:
   // Allocates capacity slots of samples x coils (pinned) and, with `device`, the GPU mirror and its upload
-  // stream. Throws ConfigError for absurd sizes, CudaError when the GPU memory is short.
-  SpokeRing(int capacity, int samples, int coils, bool device);
+  // stream, on GPU `gpu` (-1: the current one; several GPUs: each slice's ring on its worker's GPU). Throws
+  // ConfigError for absurd sizes, CudaError when the GPU memory is short.
+  SpokeRing(int capacity, int samples, int coils, bool device, int gpu = -1);
   ~SpokeRing();
   SpokeRing(const SpokeRing&) = delete;
   SpokeRing& operator=(const SpokeRing&) = delete;
@@ -44,6 +45,7 @@ class SpokeRing {
   int samples() const { return samples_; }
   int coils() const { return coils_; }
   bool on_device() const { return device_; }
+  int gpu() const { return gpu_; }
 
   // Writer: the slot of the next spoke (waits while a reader holds or keeps the spoke it would overwrite).
   struct WriteSlot {
@@ -91,6 +93,7 @@ class SpokeRing {
 
   int capacity_, samples_, coils_;
   bool device_;
+  int gpu_;
   PinnedHostBuffer<cfloat> data_;  // [capacity][coils][samples]
   PinnedHostBuffer<float> traj_;   // [capacity][samples][2]
   std::vector<RingSlotInfo> info_;

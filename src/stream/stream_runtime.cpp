@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "gpu/cuda_runtime.hpp"
 
 namespace radstream {
 namespace {
@@ -33,12 +34,29 @@ StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry) : c
     log::info("security: CURVE on (key {}, {} admitted by {})", cfg_.stream.curve_key,
               "the public keys", cfg_.stream.curve_clients);
   }
+  const int slices = cfg_.stream.slices;
+  metrics_.slice_count = slices;
+  // Several GPUs: each slice's worker and spoke ring on its GPU (placement.gpus); else the current GPU.
+  std::vector<int> gpu_of;
+  if (!cfg_.placement.gpus.empty()) {
+    if (b.backend != Backend::Cuda)
+      throw ConfigError("placement.gpus " + cfg_.placement.gpus + " needs the cuda backend (it resolved to " +
+                        to_string(b.backend) + ": " + b.reason + ")");
+    gpu_of = cfg_.placement.assign_slices(slices, gpu::query().device_count);
+    for (int s = 0; s < slices; ++s) log::info("run: slice {} on GPU {}", s, gpu_of[std::size_t(s)]);
+  }
   ingest_ = std::make_unique<Ingest>(zctx_, cfg_.stream, metrics_, b.backend == Backend::Cuda,
                                      cfg_.frames.max_window, recorder_.get());
+  if (!gpu_of.empty()) ingest_->set_ring_gpus(gpu_of);
   if (!cfg_.frames.skip_when_behind) ingest_->keep_spokes_for_every_frame();
   sinks_ = make_sinks(cfg_.sinks, zctx_, metrics_, cfg_.stream.curve_key);
-  worker_ = std::make_unique<ReconWorker>(cfg_.frames, cfg_.recon, b.backend, registry, *ingest_, metrics_,
-                                          [this](std::shared_ptr<const FrameResult> f) { emit(std::move(f)); });
+  for (int s = 0; s < slices; ++s) {
+    latest_.push_back(std::make_unique<LatestFrame>());
+    workers_.push_back(std::make_unique<ReconWorker>(
+        cfg_.frames, cfg_.recon, b.backend, registry, *ingest_, metrics_,
+        [this](std::shared_ptr<const FrameResult> f) { emit(std::move(f)); }, s,
+        gpu_of.empty() ? -1 : gpu_of[std::size_t(s)]));
+  }
 }
 
 StreamRuntime::~StreamRuntime() {
@@ -53,7 +71,7 @@ void StreamRuntime::start() {
   if (running_.exchange(true)) return;
   t0_ns_ = monotonic_ns();
   ingest_->start();
-  worker_->start();
+  for (auto& w : workers_) w->start();
   sink_thread_ = std::thread([this] { sink_loop(); });
   if (cfg_.sinks.report_interval_s > 0) reporter_ = std::thread([this] { report_loop(); });
 }
@@ -61,7 +79,7 @@ void StreamRuntime::start() {
 void StreamRuntime::stop() {
   if (!running_.exchange(false)) return;
   ingest_->stop();
-  worker_->stop();
+  for (auto& w : workers_) w->stop();
   {
     std::lock_guard lock(sink_m_);
     sinks_stop_ = true;
@@ -86,18 +104,23 @@ void StreamRuntime::set_window(int w) {
   if (w < 1 || w > cfg_.frames.max_window)
     throw ConfigError(
         fmt::format("window {} is outside 1..{} (frames.max_window)", w, cfg_.frames.max_window));
-  worker_->set_window(w);
+  for (auto& wk : workers_) wk->set_window(w);
 }
 
 void StreamRuntime::set_stride(int s) {
   if (s < 1 || s > 1 << 16) throw ConfigError(fmt::format("stride {} is outside 1..65536", s));
-  worker_->set_stride(s);
+  for (auto& w : workers_) w->set_stride(s);
 }
 
-void StreamRuntime::set_recon(const ReconParams& p) {
+void StreamRuntime::set_recon(const ReconParams& p, int slice) {
+  if (slice < -1 || slice >= slices())
+    throw ConfigError(fmt::format("slice {} is outside 0..{}", slice, slices() - 1));
   p.validate();
   const BackendDecision b = resolve_backend(p.backend);  // an unusable backend is refused here, with the reason
-  worker_->set_recon(p, b.backend);
+  if (!cfg_.placement.gpus.empty() && b.backend != Backend::Cuda)
+    throw ConfigError("placement.gpus is set: the slices stay on their GPUs (backend cuda)");
+  for (int s = 0; s < slices(); ++s)
+    if (slice < 0 || s == slice) workers_[std::size_t(s)]->set_recon(p, b.backend);
 }
 
 void StreamRuntime::set_recording(const std::string& path) {
@@ -146,7 +169,7 @@ void StreamRuntime::write_metrics_json() const {
 }
 
 void StreamRuntime::emit(std::shared_ptr<const FrameResult> f) {
-  metrics_.add_frame_latency(f->last_acquired_ns, f->last_arrival_ns, f->ready_ns);
+  metrics_.add_frame_latency(f->last_acquired_ns, f->last_arrival_ns, f->ready_ns, f->slice);
   metrics_.frame_gaps.frame(f->ready_ns, f->last_arrival_ns, f->make_ms, metrics_.start_ns);
   if (on_frame_) on_frame_(*f);
   {
@@ -159,7 +182,7 @@ void StreamRuntime::emit(std::shared_ptr<const FrameResult> f) {
   }
   sink_cv_.notify_one();
   ++metrics_.frames;
-  latest_.put(std::move(f));
+  latest_.at(std::size_t(f->slice))->put(std::move(f));
 }
 
 void StreamRuntime::sink_loop() {

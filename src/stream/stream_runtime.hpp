@@ -1,7 +1,8 @@
 // The streaming runtime (DESIGN.md section 6), wired from its parts: the ingest thread (stream/ingest) feeds
-// the spoke ring; a ReconWorker (stream/recon_worker: FrameScheduler + chain) makes the frames; the sink
+// the spoke rings (one per slice); one ReconWorker per slice (stream/recon_worker: FrameScheduler + chain, on
+// its GPU with placement.gpus) makes that slice's frames, so a slice that fails stops only itself; the sink
 // thread hands them to the Sinks (stream/sink: image publisher, image files); the LatestFrame mailbox holds the
-// newest for a viewer; the Recorder (ingest's tap, its own thread) writes every spoke; a reporter prints one
+// newest for a viewer (one per slice); the Recorder (ingest's tap, its own thread) writes every spoke; a reporter prints one
 // status line a second. Queue policies:
 //  - ingest -> ring: never drops; the ingest waits only while the worker copies a window it would overwrite;
 //  - ring -> reconstruction: the newest due frame wins when behind (frames, not spokes, are skipped and
@@ -55,11 +56,16 @@ class StreamRuntime {
   // New reconstruction settings (method, DCF, kernel, FFT engine, backend...), validated and resolved here, in
   // the caller (an unusable backend is refused with the reason), applied between frames by rebuilding the
   // chain. The running chain stays when they are refused.
-  void set_recon(const ReconParams& p);
-  ReconParams recon() const { return worker_->recon(); }
+  // slice -1: every slice; k: slice k only (the others keep theirs).
+  void set_recon(const ReconParams& p, int slice = -1);
+  ReconParams recon(int slice = 0) const { return worker(slice).recon(); }
   // -1: the combined image; k >= 0: coil k's magnitude (needs per-coil images: not with the fused tail).
-  void set_coil_view(int coil) { worker_->set_coil_view(coil); }
-  int coil_view() const { return worker_->coil_view(); }
+  void set_coil_view(int coil) {
+    for (auto& w : workers_) w->set_coil_view(coil);
+  }
+  int coil_view() const { return workers_[0]->coil_view(); }
+  int slices() const { return int(workers_.size()); }
+  int slice_gpu(int slice) const { return worker(slice).gpu(); }  // -1: the current GPU (or the CPU)
   // Starts recording every received spoke into `path` (.h5), or stops (empty). Throws ConfigError/IoError.
   void set_recording(const std::string& path);
   std::string recording() const;
@@ -67,35 +73,44 @@ class StreamRuntime {
   std::string recording_status() const;
   std::string endpoint() const { return ingest_->bound_endpoint(); }
   StreamHeader stream_header() const { return ingest_->state().header; }
-  std::string last_error() const { return worker_->last_error(); }
-  int window() const { return worker_->window(); }
-  int stride() const { return worker_->stride(); }
-  Backend backend() const { return worker_->backend(); }
+  std::string last_error(int slice = 0) const { return worker(slice).last_error(); }
+  int window() const { return workers_[0]->window(); }
+  int stride() const { return workers_[0]->stride(); }
+  Backend backend() const { return workers_[0]->backend(); }
 
   Metrics& metrics() { return metrics_; }
   double elapsed_s() const;
-  std::shared_ptr<const FrameResult> latest() const { return latest_.get(); }
-  bool wait_frames(std::uint64_t n, std::chrono::milliseconds timeout) const { return latest_.wait_count(n, timeout); }
+  std::shared_ptr<const FrameResult> latest(int slice = 0) const { return latest_.at(std::size_t(slice))->get(); }
+  // Until slice `slice` has made n frames.
+  bool wait_frames(std::uint64_t n, std::chrono::milliseconds timeout, int slice = 0) const {
+    return latest_.at(std::size_t(slice))->wait_count(n, timeout);
+  }
   // Called on the reconstruction thread for every frame (tests; keep it short). Set before start().
   void on_frame(std::function<void(const FrameResult&)> f) { on_frame_ = std::move(f); }
   std::string report();  // the status line
-  // True while every frame due with the spokes received so far has been reconstructed (or dropped).
-  bool drained() const { return worker_->drained(); }
+  // True while every frame due with the spokes received so far has been reconstructed (or dropped), in
+  // every slice.
+  bool drained() const {
+    for (const auto& w : workers_)
+      if (!w->drained()) return false;
+    return true;
+  }
   void write_metrics_json() const;
 
  private:
   void emit(std::shared_ptr<const FrameResult> f);  // on the reconstruction thread
   void sink_loop();
   void report_loop();
+  const ReconWorker& worker(int slice) const { return *workers_.at(std::size_t(slice)); }
 
   RunConfig cfg_;
   Metrics metrics_;
   zmq::context_t zctx_;
   std::unique_ptr<ZapHandler> zap_;  // CURVE's allow-list for this context's sockets (before them, after zctx_)
   std::unique_ptr<Ingest> ingest_;
-  std::unique_ptr<ReconWorker> worker_;
+  std::vector<std::unique_ptr<ReconWorker>> workers_;  // one per slice
   std::vector<std::unique_ptr<Sink>> sinks_;
-  LatestFrame latest_;
+  std::vector<std::unique_ptr<LatestFrame>> latest_;  // one per slice
   std::function<void(const FrameResult&)> on_frame_;
   std::atomic<bool> running_{false};
   std::int64_t t0_ns_ = 0;

@@ -117,6 +117,8 @@ const char* to_string(Reject r) {
       return "late";
     case Reject::ForeignStream:
       return "foreign_stream";
+    case Reject::SliceRange:
+      return "slice_range";
     case Reject::Count:
       break;
   }
@@ -224,6 +226,7 @@ DecodeResult decode(std::span<const std::span<const std::byte>> parts, const Lim
   m.head.scan_counter = a.scan_counter;
   m.head.flags = a.flags;
   m.head.acquisition_time_stamp = a.acquisition_time_stamp;
+  m.head.slice = a.idx.slice;
   m.head.spoke_index = e.spoke_index;
   m.head.acquired_ns = e.acquired_ns;
   m.head.sent_ns = e.sent_ns;
@@ -268,6 +271,7 @@ std::array<std::byte, 64> encode_image_header(const ImageHeader& h) {
   auto put = [&](std::size_t off, auto v) { std::memcpy(b.data() + off, &v, sizeof(v)); };
   put(0, kImageMagic);
   put(4, std::uint16_t(1));
+  put(6, h.slice);
   put(8, h.number);
   put(16, h.matrix);
   put(20, h.window);

@@ -63,6 +63,7 @@ enum class Reject {
   Duplicate,         // a sequence number already seen
   Late,              // an older sequence number not seen before (reordered)
   ForeignStream,     // a message of another stream than the one the pipeline follows
+  SliceRange,        // a spoke of a slice (idx.slice) beyond those the pipeline reconstructs (stream.slices)
   Count
 };
 constexpr int kRejectCount = int(Reject::Count);
@@ -112,7 +113,8 @@ Parts encode_text(const Envelope& env, const std::string& text);  // Header, Tex
 Parts encode_bare(const Envelope& env);                           // Close, Heartbeat
 
 // The published image message (docs/protocol.md): frame 0 is this 64-byte header, frame 1 float32 [N][N]
-// magnitudes. Layout: magic "RSIM" (u32), version u16 = 1, pad u16, frame number u64 (8), matrix u32 (16),
+// magnitudes. Layout: magic "RSIM" (u32), version u16 = 1, slice u16 (6; 0 for a one-slice stream), frame
+// number u64 (8, per slice), matrix u32 (16),
 // window u32 (20), first/last spoke index u64 x 2 (24, 32), last acquired ns i64 (40), ready ns i64 (48),
 // reserved to 64 bytes.
 constexpr std::uint32_t kImageMagic = 0x4D495352u;
@@ -121,6 +123,7 @@ struct ImageHeader {
   std::uint32_t matrix = 0, window = 0;
   std::uint64_t first_spoke = 0, last_spoke = 0;
   std::int64_t last_acquired_ns = 0, ready_ns = 0;
+  std::uint16_t slice = 0;
 };
 std::array<std::byte, 64> encode_image_header(const ImageHeader& h);
 
