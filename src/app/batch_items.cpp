@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -148,12 +149,20 @@ std::vector<std::string> expand_file_list(const std::vector<std::string>& args) 
 
 std::vector<BatchItem> plan_items(const std::vector<std::string>& files, const std::vector<SweepSet>& sets) {
   std::vector<BatchItem> items;
+  std::map<std::string, std::string> seen;  // id -> the item that has it
   for (const auto& file : files) {
     const Fnv base = hash_file(file);
     for (std::size_t s = 0; s < sets.size(); ++s) {
       Fnv h = base;
       h.add(sets[s].canonical.data(), sets[s].canonical.size());
-      items.push_back({items.size(), file, s, hex16(h.h)});
+      const std::string id = hex16(h.h);
+      const std::string what = file + " x " + sets[s].name;
+      if (const auto it = seen.find(id); it != seen.end()) {  // same bytes, same parameters: one output
+        log::warn("batch: {} is the same item as {} (same content and parameters): made once", what, it->second);
+        continue;
+      }
+      seen.emplace(id, what);
+      items.push_back({items.size(), file, s, id});
     }
   }
   return items;

@@ -24,6 +24,8 @@ struct BenchCase {
   int stride = 16;               // live: a new frame every S spokes (the window is `spokes`)
   long total_spokes = 50000;     // ingest: spokes sent as fast as possible
   int port = 56300;              // tcp loopback port of the streaming cases
+  int slices = 1;                // live: slices interleaved in the stream, each at rate_hz
+  std::string gpus;              // live: placement.gpus for the slices' workers (empty: the current GPU)
   std::string target;            // pass/fail clauses (bench_target.hpp); empty: none (R7: see the plots)
   ReconParams recon;
 
@@ -44,6 +46,8 @@ struct BenchCase {
     v.field("stride", stride, 1, 1 << 16, "live: a new frame every S spokes");
     v.field("total_spokes", total_spokes, 1L, 100000000L, "ingest: spokes sent");
     v.field("port", port, 1024, 65535, "tcp loopback port");
+    v.field("slices", slices, 1, 16, "live: slices interleaved in the stream, each at rate_hz (M2)");
+    v.field("gpus", gpus, "live: GPUs for the slices' workers, e.g. 0,1 (empty: the current GPU)");
     v.field("target", target, "pass/fail: 'JSON-pointer <= number' clauses joined by ';', e.g. '/frame_ms/median <= 3'");
   }
 };

@@ -20,7 +20,8 @@ std::unique_ptr<SimStreamer> streamer(const BenchCase& c, int pool, long spokes,
   sp.coils = c.coils;
   sp.snr = 50;
   sp.motion = true;
-  sp.rate_hz = c.rate_hz;
+  sp.slices = c.slices;
+  sp.rate_hz = c.rate_hz * c.slices;  // every slice at rate_hz
   StreamerParams p;
   p.sender.endpoint = "tcp://127.0.0.1:" + std::to_string(c.port);
   p.pool = pool;
@@ -79,7 +80,8 @@ nlohmann::ordered_json ingest_case(const BenchCase& c) {
 }
 
 nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry) {
-  const auto sim = streamer(c, std::max(512, c.spokes + 2 * c.stride), long(c.rate_hz * c.duration_s), false);
+  const int pool = std::max(512, c.spokes + 2 * c.stride) * c.slices;
+  const auto sim = streamer(c, pool, long(c.rate_hz * c.duration_s) * c.slices, false);
   RunConfig cfg;
   cfg.stream.endpoint = "tcp://127.0.0.1:" + std::to_string(c.port);
   cfg.frames.window = c.spokes;
@@ -88,9 +90,11 @@ nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry) {
   cfg.sinks.report_interval_s = 0;
   cfg.recon = c.recon;
   cfg.recon.backend = c.backend == Backend::Cuda ? BackendChoice::Cuda : BackendChoice::Cpu;
+  cfg.stream.slices = c.slices;
+  cfg.placement.gpus = c.gpus;
   StreamRuntime p(cfg, registry);
   p.start();
-  const long total = long(c.rate_hz * c.duration_s);
+  const long total = long(c.rate_hz * c.duration_s) * c.slices;
   sim->run();
   const std::int64_t behind_ns = sim->max_late_ns();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -103,6 +107,14 @@ nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry) {
       "ms",
       c.name, m.spokes.load(), c.rate_hz, m.frames.load(), m.frames_skipped.load(), m.frames_failed.load(),
       arr.p50, arr.p99, arr.max, e2e.p99, double(behind_ns) * 1e-6);
+  nlohmann::ordered_json per_slice = nlohmann::ordered_json::array();
+  for (int s = 0; s < c.slices; ++s) {
+    const auto sa = m.slice(s).arrival.summary();
+    log::info("bench {}: slice {} on GPU {}: {} frames, arrived -> ready p50 {:.3f} p99 {:.3f} ms", c.name, s,
+              p.slice_gpu(s), m.slice(s).frames.load(), sa.p50, sa.p99);
+    per_slice.push_back({{"slice", s}, {"gpu", p.slice_gpu(s)}, {"frames", m.slice(s).frames.load()},
+                         {"latency_arrival_to_ready_ms", to_json(sa)}});
+  }
   return {{"case", c.name},
           {"what", c.what},
           {"kind", "live"},
@@ -120,6 +132,9 @@ nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry) {
           {"latency_acquired_to_ready_ms", to_json(e2e)},
           {"solver_deadline_misses", m.deadline_misses.load()},
           {"sender_max_late_ms", double(behind_ns) * 1e-6},
+          {"slices", c.slices},
+          {"gpus", c.gpus},
+          {"per_slice", per_slice},
           {"metrics", m.to_json(p.elapsed_s())}};
 }
 

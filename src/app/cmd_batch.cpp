@@ -12,6 +12,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "app/batch_items.hpp"
@@ -28,8 +31,19 @@ namespace {
 
 struct BatchArgs {
   std::vector<std::string> files;
-  std::string sweep, out, metrics;
+  std::string sweep, out, metrics, shard;
 };
+
+// --shard I/N (a Slurm array task: I = $SLURM_ARRAY_TASK_ID, N = the array's size): this run takes the
+// recordings whose position in the list mod N is I, each under every set. Empty: every item.
+std::pair<int, int> parse_shard(const std::string& s) {
+  if (s.empty()) return {0, 1};
+  int i = -1, n = -1;
+  char slash = 0, extra = 0;
+  if (std::sscanf(s.c_str(), "%d%c%d%c", &i, &slash, &n, &extra) != 3 || slash != '/' || n < 1 || i < 0 || i >= n)
+    throw ConfigError("batch: --shard " + s + " must be I/N with 0 <= I < N (e.g. $SLURM_ARRAY_TASK_ID/8)");
+  return {i, n};
+}
 
 struct Setup {
   std::vector<SweepSet> sets;
@@ -40,9 +54,12 @@ double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Rank 0's exclusive hold on OUT (two batches writing one folder would race): flock on OUT/.batch.lock.
-int lock_out_dir(const std::string& out) {
-  const std::string p = (fs::path(out) / ".batch.lock").string();
+// Rank 0's exclusive hold on its part of OUT (two batches making the same items would race): flock on
+// OUT/.batch.lock (or .batch-I-of-N.lock for a shard: shards make disjoint items).
+int lock_out_dir(const std::string& out, std::pair<int, int> shard) {
+  const std::string name = shard.second == 1 ? std::string(".batch.lock")
+                                             : fmt::format(".batch-{}-of-{}.lock", shard.first, shard.second);
+  const std::string p = (fs::path(out) / name).string();
   const int fd = ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) throw IoError("batch: cannot create " + p);
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -95,22 +112,34 @@ int run_batch(const BatchArgs& a, BatchComm& comm) {
   std::string error;
   int lock_fd = -1;
   std::vector<long> pending;
-  std::size_t already = 0;
+  std::size_t already = 0, shard_items = 0;
   if (comm.rank() == 0) {  // options, the plan and the lock: checked once, before any rank works
     try {
       if (a.out.empty()) throw ConfigError("batch: --out DIR is required");
+      const auto shard = parse_shard(a.shard);
       fs::create_directories(a.out);
-      lock_fd = lock_out_dir(a.out);
-      for (const auto& e : fs::directory_iterator(a.out))  // leftovers of a rank killed mid-item
-        if (e.path().filename().string().find(".tmp.") != std::string::npos) fs::remove(e.path());
+      lock_fd = lock_out_dir(a.out, shard);
       s.sets = read_param_sweep(a.sweep);
       s.items = plan_items(expand_file_list(a.files), s.sets);
-      for (const auto& it : s.items) {
+      std::set<std::string> mine;
+      std::map<std::string, std::size_t> file_no;  // a shard takes whole recordings (every set of each):
+      for (const auto& it : s.items) {              // the shards' work stays alike whatever the sets cost
+        const std::size_t f = file_no.emplace(it.file, file_no.size()).first->second;
+        if (f % std::size_t(shard.second) != std::size_t(shard.first)) continue;
+        mine.insert(it.id);
         if (item_done(a.out, it)) ++already;
         else pending.push_back(long(it.index));
       }
-      log::info("batch: {} items ({} recordings x {} sets), {} already done, {} to make, {} rank(s)",
-                s.items.size(), s.items.size() / s.sets.size(), s.sets.size(), already, pending.size(), comm.size());
+      for (const auto& e : fs::directory_iterator(a.out)) {  // this run's leftovers of a rank killed mid-item
+        const std::string f = e.path().filename().string();
+        if (f.size() > 17 && f[0] == '.' && f.find(".tmp.") != std::string::npos && mine.count(f.substr(1, 16)))
+          fs::remove(e.path());
+      }
+      log::info("batch: {} items ({} recordings x {} sets){}, {} already done, {} to make, {} rank(s)",
+                s.items.size(), s.items.size() / s.sets.size(), s.sets.size(),
+                shard.second > 1 ? fmt::format(", shard {}/{}: {} of them", shard.first, shard.second, mine.size()) : "",
+                already, pending.size(), comm.size());
+      shard_items = mine.size();
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -159,11 +188,12 @@ int run_batch(const BatchArgs& a, BatchComm& comm) {
   }
   const double wall = since(t0);
   nlohmann::ordered_json js;
-  js["items"] = s.items.size();
+  js["items"] = shard_items;
+  js["shard"] = a.shard.empty() ? "0/1" : a.shard;
   js["already_done"] = already;
   js["done"] = done;
   js["failed"] = failed;
-  js["missing_after"] = s.items.size() - already - done;
+  js["missing_after"] = shard_items - already - done;
   js["ranks_total"] = comm.size();
   js["workers"] = comm.size() == 1 ? 1 : comm.size() - 1;
   js["frames"] = frames;
@@ -171,7 +201,10 @@ int run_batch(const BatchArgs& a, BatchComm& comm) {
   js["frames_per_s"] = wall > 0 ? frames / wall : 0.0;
   js["failures"] = failures;
   js["ranks"] = ranks;
-  const std::string mpath = a.metrics.empty() ? (fs::path(a.out) / "batch-metrics.json").string() : a.metrics;
+  const auto shard = parse_shard(a.shard);
+  const std::string mname = shard.second == 1 ? std::string("batch-metrics.json")
+                                              : fmt::format("batch-metrics-{}-of-{}.json", shard.first, shard.second);
+  const std::string mpath = a.metrics.empty() ? (fs::path(a.out) / mname).string() : a.metrics;
   std::ofstream o(mpath);
   o << js.dump(2) << "\n";
   if (!o) log::error("batch: cannot write the metrics {}", mpath);
@@ -189,9 +222,13 @@ Runner add_batch(CLI::App& app) {
   app.add_option("--param-sweep", a->sweep, "YAML of parameter sets (sets: [{name, frames, recon}])")->required();
   app.add_option("--out", a->out, "output folder: <hash>.cfl/.hdr/.json per item, batch-metrics.json")->required();
   app.add_option("--metrics", a->metrics, "write the gathered metrics here instead of OUT/batch-metrics.json");
+  app.add_option("--shard", a->shard,
+                 "I/N: take only the recordings whose position mod N is I, under every set (a Slurm array task: "
+                 "$SLURM_ARRAY_TASK_ID/N)");
   app.footer(
       "Under MPI: mpirun -np N radstream batch ... (rank 0 hands out items, ranks 1..N-1 work, one per GPU); "
-      "Slurm: srun -n N radstream batch ..., or sbatch --array with one --out per task. A rerun skips done items.");
+      "Slurm: srun -n N radstream batch ..., or sbatch --array=0-N-1 with --shard $SLURM_ARRAY_TASK_ID/N (one "
+      "process per task, the same --out). A rerun skips done items.");
   return [a] {
     BatchComm comm;
     return run_batch(*a, comm);

@@ -3,6 +3,8 @@
 // Included by coil_split_sense_cpu.cpp and coil_split_sense_cuda.cu only.
 #pragma once
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <exception>
 #include <functional>
 #include <mutex>
@@ -77,32 +79,97 @@ CgReport solve_part(Part& part, const CoilSplitOptions& o, double peak_power, st
   return r;
 }
 
-// Runs fn(p) on one thread per partition; the first failure aborts the group and is rethrown here.
-inline void run_parts(int parts, ReduceGroup& group, const std::function<void(int)>& fn) {
-  std::mutex m;
-  std::exception_ptr first;
-  auto body = [&](int p) {
-    try {
-      fn(p);
-    } catch (const std::exception& e) {
-      {
-        std::lock_guard lock(m);
-        if (!first) first = std::current_exception();
-      }
-      group.abort("partition " + std::to_string(p) + " failed: " + e.what());
-    } catch (...) {
-      {
-        std::lock_guard lock(m);
-        if (!first) first = std::current_exception();
-      }
-      group.abort("partition " + std::to_string(p) + " failed");
+// One thread per partition, made once (a solve costs no thread creation), and the split's watchdog: run()
+// hands fn(p) to every partition's thread and waits at most timeout_s for all of them; past that it aborts
+// the reduce group (an NCCL communicator stuck waiting for a partner is aborted, which releases the
+// partitions blocked in it), waits for the threads to come back, and throws. The first partition failure is
+// rethrown (the others, aborted because of it, are not).
+class PartThreads {
+ public:
+  PartThreads(int parts, ReduceGroup& group) : group_(group) {
+    for (int p = 0; p < parts; ++p) threads_.emplace_back([this, p] { loop(p); });
+  }
+  ~PartThreads() {
+    {
+      std::lock_guard lock(m_);
+      quit_ = true;
     }
-  };
-  std::vector<std::thread> threads;
-  for (int p = 1; p < parts; ++p) threads.emplace_back(body, p);
-  body(0);
-  for (auto& t : threads) t.join();
-  if (first) std::rethrow_exception(first);
-}
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  PartThreads(const PartThreads&) = delete;
+  PartThreads& operator=(const PartThreads&) = delete;
+
+  void run(const std::function<void(int)>& fn, double timeout_s) {
+    std::unique_lock lock(m_);
+    fn_ = &fn;
+    first_ = nullptr;
+    done_ = 0;
+    ++generation_;
+    cv_.notify_all();
+    const auto all_done = [&] { return done_ == int(threads_.size()); };
+    if (!done_cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), all_done)) {
+      lock.unlock();
+      group_.abort("the partitions did not finish within " + std::to_string(timeout_s) +
+                   " s (a stalled reduction; the group was aborted)");
+      lock.lock();
+      done_cv_.wait(lock, all_done);
+      if (!first_)
+        first_ = std::make_exception_ptr(Error("coil split: stalled for more than " + std::to_string(timeout_s) +
+                                               " s; the reduce group was aborted"));
+    }
+    fn_ = nullptr;
+    if (first_) std::rethrow_exception(first_);
+  }
+
+ private:
+  void loop(int p) {
+    std::uint64_t seen = 0;
+    for (;;) {
+      const std::function<void(int)>* fn = nullptr;
+      {
+        std::unique_lock lock(m_);
+        cv_.wait(lock, [&] { return quit_ || generation_ != seen; });
+        if (quit_) return;
+        seen = generation_;
+        fn = fn_;
+      }
+      std::exception_ptr error;
+      std::string what;
+      try {
+        (*fn)(p);
+      } catch (const std::exception& e) {
+        error = std::current_exception();
+        what = e.what();
+      } catch (...) {
+        error = std::current_exception();
+        what = "unknown error";
+      }
+      if (error) {
+        bool mine = false;
+        {
+          std::lock_guard lock(m_);
+          if (!first_) first_ = error, mine = true;
+        }
+        if (mine) group_.abort("partition " + std::to_string(p) + " failed: " + what);
+      }
+      {
+        std::lock_guard lock(m_);
+        ++done_;
+      }
+      done_cv_.notify_all();
+    }
+  }
+
+  ReduceGroup& group_;
+  std::vector<std::thread> threads_;
+  std::mutex m_;  // guards everything below
+  std::condition_variable cv_, done_cv_;
+  const std::function<void(int)>* fn_ = nullptr;
+  std::uint64_t generation_ = 0;
+  int done_ = 0;
+  bool quit_ = false;
+  std::exception_ptr first_;
+};
 
 }  // namespace radstream

@@ -31,6 +31,7 @@ class CoilSplitSenseCpu final : public CoilSplitSense {
     check_split(N, coils, points, parts);
     if (threads <= 0) threads = std::max(1, int(std::thread::hardware_concurrency()) / parts);
     group_ = make_host_reduce_group(parts, pixels_, o.timeout_s);
+    threads_ = std::make_unique<PartThreads>(parts, *group_);
     for (int p = 0; p < parts; ++p) {
       const auto [c0, c1] = split_coils(coils, parts, p);
       auto part = std::make_unique<CpuPart>();
@@ -66,7 +67,8 @@ class CoilSplitSenseCpu final : public CoilSplitSense {
   CgReport solve() override {
     if (!ready_) throw ConfigError("coil split: solve() before set_frame()");
     std::vector<CgReport> reports(parts_.size());
-    run_parts(parts(), *group_, [&](int p) { reports[std::size_t(p)] = solve_part(*parts_[std::size_t(p)], o_, peak_, pixels_); });
+    threads_->run([&](int p) { reports[std::size_t(p)] = solve_part(*parts_[std::size_t(p)], o_, peak_, pixels_); },
+                  o_.timeout_s);
     return reports[0];
   }
 
@@ -85,6 +87,7 @@ class CoilSplitSenseCpu final : public CoilSplitSense {
   bool ready_ = false;
   std::unique_ptr<ReduceGroup> group_;
   std::vector<std::unique_ptr<CpuPart>> parts_;
+  std::unique_ptr<PartThreads> threads_;  // last: stopped first
 };
 
 }  // namespace

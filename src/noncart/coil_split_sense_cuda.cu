@@ -50,9 +50,11 @@ class CoilSplitSenseCuda final : public CoilSplitSense {
     }
     group_ = make_nccl_reduce_group(devices, streams);
     for (int p = 0; p < parts; ++p) parts_[std::size_t(p)]->reducer = &group_->part(p);
+    threads_ = std::make_unique<PartThreads>(parts, *group_);
   }
 
   ~CoilSplitSenseCuda() override {
+    threads_.reset();
     for (auto& part : parts_) {  // each partition's memory and stream freed with its own device current
       gpu::DeviceGuard guard(part->device);
       part.reset();
@@ -81,11 +83,11 @@ class CoilSplitSenseCuda final : public CoilSplitSense {
   CgReport solve() override {
     if (!ready_) throw ConfigError("coil split: solve() before set_frame()");
     std::vector<CgReport> reports(parts_.size());
-    run_parts(parts(), *group_, [&](int p) {
+    threads_->run([&](int p) {
       CudaPart& part = *parts_[std::size_t(p)];
       gpu::DeviceGuard guard(part.device);
       reports[std::size_t(p)] = solve_part(part, o_, peak_, pixels_);
-    });
+    }, o_.timeout_s);
     return reports[0];
   }
 
@@ -106,6 +108,7 @@ class CoilSplitSenseCuda final : public CoilSplitSense {
   bool ready_ = false;
   std::vector<std::unique_ptr<CudaPart>> parts_;
   std::unique_ptr<ReduceGroup> group_;
+  std::unique_ptr<PartThreads> threads_;  // after group_: stopped before it goes
 };
 
 }  // namespace
