@@ -50,7 +50,7 @@ YAML
   tail -1 "$M1LOG"
   # MPI: rank 0 hands out, one worker rank per GPU (the carried binary gets its libraries through -x).
   if command -v mpirun > /dev/null; then
-    mpirun --allow-run-as-root --oversubscribe -np $((ngpu + 1)) -x LD_LIBRARY_PATH="$lp" \
+    mpirun --allow-run-as-root --oversubscribe --bind-to none -np $((ngpu + 1)) -x LD_LIBRARY_PATH="$lp" \
       .devcarry/radstream batch --files "$rec/list.txt" --param-sweep "$rec/sweep.yaml" --out "$OUT/../m1-mpi" \
       --metrics "$OUT/m1-mpi-metrics.json" >> "$M1LOG" 2>&1
     echo "mpirun rc=$?" >> "$M1LOG"; tail -2 "$M1LOG"
@@ -58,7 +58,7 @@ YAML
   # Slurm-array style: N processes, one GPU each, whole recordings per shard.
   t1=$(date +%s%N)
   for k in $(seq 0 $((ngpu - 1))); do
-    CUDA_VISIBLE_DEVICES=$k run .devcarry/radstream batch --files "$rec/list.txt" --param-sweep "$rec/sweep.yaml" \
+    OMP_NUM_THREADS=$(( $(nproc) / ngpu )) CUDA_VISIBLE_DEVICES=$k run .devcarry/radstream batch --files "$rec/list.txt" --param-sweep "$rec/sweep.yaml" \
       --out "$OUT/../m1-shards" --shard $k/$ngpu --metrics "$OUT/../m1-shard-$k-metrics.json" > "$OUT/../m1-shard-$k.log" 2>&1 &
   done
   wait

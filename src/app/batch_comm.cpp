@@ -1,5 +1,6 @@
 #include "app/batch_comm.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -50,11 +51,13 @@ BatchComm::BatchComm() {
   MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
   MPI_Comm node;
   MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
-  int node_rank = 0, is_root = rank_ == 0 ? 1 : 0, root_here = 0;
+  int node_rank = 0, node_size = 1, is_root = rank_ == 0 ? 1 : 0, root_here = 0;
   MPI_CHECK(MPI_Comm_rank(node, &node_rank));
+  MPI_CHECK(MPI_Comm_size(node, &node_size));
   MPI_CHECK(MPI_Allreduce(&is_root, &root_here, 1, MPI_INT, MPI_MAX, node));
   MPI_Comm_free(&node);
   node_worker_ = size_ == 1 ? 0 : node_rank - root_here;
+  node_workers_ = size_ == 1 ? 1 : std::max(1, node_size - root_here);
 }
 
 BatchComm::~BatchComm() { MPI_Finalize(); }

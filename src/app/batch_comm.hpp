@@ -30,9 +30,11 @@ class BatchComm {
   void send_metrics(const std::string& json);
   // This worker's index among the workers of its node (rank 0 does not count): picks the GPU.
   int node_worker_index() const { return node_worker_; }
+  // The workers on this node (rank 0 does not count): the CPU threads are shared out among them.
+  int node_workers() const { return node_workers_; }
 
  private:
-  int rank_ = 0, size_ = 1, node_worker_ = 0;
+  int rank_ = 0, size_ = 1, node_worker_ = 0, node_workers_ = 1;
   std::vector<long> pending_;
   std::size_t next_ = 0;
 };

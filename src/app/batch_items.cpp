@@ -181,8 +181,10 @@ void maybe_die_mid_item(int rank, int items_done_by_rank) {
   }
 }
 
-ItemResult run_item(const BatchItem& item, const SweepSet& set, const std::string& out_dir, int rank,
-                    int done_before) {
+ItemResult run_item(const BatchItem& item, const SweepSet& set_in, const std::string& out_dir, int rank,
+                    int done_before, int threads) {
+  SweepSet set = set_in;
+  if (threads > 0 && (set.recon.threads == 0 || set.recon.threads > threads)) set.recon.threads = threads;
   ItemResult res;
   const auto t0 = std::chrono::steady_clock::now();
   const std::string tmp = (fs::path(out_dir) / fmt::format(".{}.rank{}.tmp", item.id, rank)).string();

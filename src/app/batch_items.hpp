@@ -59,8 +59,11 @@ struct ItemResult {
 // Reconstructs the item's frames and writes its outputs (temporary names, renamed when complete). Never
 // throws: a failure is returned with its reason (the item stays missing). `rank` goes into the record;
 // done_before (items this rank finished before) is for the fault injection below.
+// threads: the CPU threads this worker may use (0: all; several workers on one node share the cores, and
+// oversubscribed OpenMP teams spin each other to a crawl). Not part of the item's hash: it does not change
+// the result.
 ItemResult run_item(const BatchItem& item, const SweepSet& set, const std::string& out_dir, int rank,
-                    int done_before);
+                    int done_before, int threads = 0);
 
 // Fault injection for the tests (RADSTREAM_BATCH_DIE="RANK:ITEMS"): rank RANK kills itself with SIGKILL in
 // the middle of its (ITEMS+1)-th item, after its image file is written and before the record that marks it

@@ -9,7 +9,10 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <omp.h>
+
 #include <chrono>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -72,6 +75,13 @@ int lock_out_dir(const std::string& out, std::pair<int, int> shard) {
 // A worker's loop: ask, run, report; its metrics as JSON at the end.
 nlohmann::ordered_json work(BatchComm& comm, const Setup& s, const std::string& out, int device) {
   const auto t0 = std::chrono::steady_clock::now();
+  // The node's cores shared out among its workers (OMP_NUM_THREADS, when set, decides instead).
+  int threads = 0;
+  if (!std::getenv("OMP_NUM_THREADS") && comm.node_workers() > 1) {
+    threads = std::max(1, int(std::thread::hardware_concurrency()) / comm.node_workers());
+    omp_set_num_threads(threads);
+    log::info("batch: rank {}: {} CPU threads ({} workers on this node)", comm.rank(), threads, comm.node_workers());
+  }
   nlohmann::ordered_json done = nlohmann::ordered_json::array(), failed = nlohmann::ordered_json::array();
   int frames = 0, count = 0;
   double busy = 0;
@@ -80,7 +90,7 @@ nlohmann::ordered_json work(BatchComm& comm, const Setup& s, const std::string& 
     const long index = comm.next_item(report);
     if (index < 0) break;
     const BatchItem& item = s.items.at(std::size_t(index));
-    const ItemResult r = run_item(item, s.sets[item.set], out, comm.rank(), count);
+    const ItemResult r = run_item(item, s.sets[item.set], out, comm.rank(), count, threads);
     busy += r.seconds;
     nlohmann::ordered_json rec = {{"index", index}, {"id", item.id}, {"file", item.file}, {"set", s.sets[item.set].name}};
     if (r.ok) {

@@ -9,8 +9,11 @@
 //    stream per call, nothing waited for on the host. NCCL is loaded at run time (libnccl.so.2), so a build
 //    and a machine without it run everything else.
 // Stalls: a partition that fails calls abort(); the others' pending or next allreduce then throws instead of
-// waiting forever. Host waits time out (timeout_s) and abort the group; on the GPU, wait() is the watchdog:
-// it polls the stream and NCCL's error state and aborts the communicators when the deadline passes.
+// waiting forever. Host waits time out (timeout_s) and abort the group. On the GPU, NCCL's launch in a
+// single-process clique does not return until every partition has launched (measured on 2 x H200), so the
+// watchdog is the solver's (coil_split_parts.hpp, PartThreads::run): past its timeout it aborts the group
+// (ncclCommAbort) from the waiting thread; wait() polls the stream and NCCL's error state for what fails
+// after the launch.
 #pragma once
 #include <cstddef>
 #include <memory>
