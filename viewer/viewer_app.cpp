@@ -60,6 +60,7 @@ Viewer::Viewer(StreamRuntime& pipeline, const ViewerOptions& opt) : impl_(new Im
   ImGui_ImplOpenGL3_Init("#version 330 core");
   try {
     s.view = std::make_unique<ImageView>();
+    s.make_slice_views();
   } catch (const std::exception& e) {
     shutdown();
     throw Unavailable(e.what());
@@ -88,6 +89,7 @@ Viewer::~Viewer() {
 }
 
 void Viewer::shutdown() noexcept {
+  impl_->others.clear();
   impl_->view.reset();  // reverse order: our GL objects, the ImGui backends, ImGui, the window, GLFW
   ImGui_ImplOpenGL3_Shutdown();
   ImGui_ImplGlfw_Shutdown();
@@ -273,17 +275,21 @@ long Viewer::run() {
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
     ImGui::NewFrame();
-    const Rect area{0.f, 0.f, s.clinical ? float(w_w) : std::max(50.f, float(w_w) - kPanelWidth), float(w_h)};
+    const Rect full{0.f, 0.f, s.clinical ? float(w_w) : std::max(50.f, float(w_w) - kPanelWidth), float(w_h)};
+    const Rect area = s.slice_column(full, 0);  // slice 0 (the whole area for a one-slice stream)
+    s.update_slices();
     s.handle_mouse(area);
     s.handle_keys();
-    if (!s.clinical) s.panels(area);
+    if (!s.clinical) s.panels(full);
     s.overlay(area);
+    s.overlay_slices(full);
     ImGui::Render();
     glViewport(0, 0, fb_w, fb_h);
     glClearColor(0.06f, 0.06f, 0.07f, 1.f);
     glClear(GL_COLOR_BUFFER_BIT);
     const float sx = w_w ? float(fb_w) / float(w_w) : 1.f, sy = w_h ? float(fb_h) / float(w_h) : 1.f;
     s.view->draw(s.disp, Rect{area.x * sx, area.y * sy, area.w * sx, area.h * sy}, fb_w, fb_h);
+    s.draw_slices(full, sx, sy, fb_w, fb_h);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
     if (!s.opt.screenshot.empty() && !s.screenshot_done && t >= s.opt.screenshot_after_s && s.shown) {
       screenshot_pending = true;

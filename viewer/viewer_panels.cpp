@@ -83,6 +83,10 @@ void Viewer::Impl::panels(const Rect& area) {
     if (ImGui::InputFloat("black", &disp.low, 0, 0, "%.4g")) disp.auto_window = false;
     if (ImGui::InputFloat("white", &disp.high, 0, 0, "%.4g")) disp.auto_window = false;
     ImGui::Checkbox("follow preset (a: once)", &disp.auto_window);
+    if (p.slices() > 1) {
+      ImGui::SameLine();
+      ImGui::Checkbox("same W/L on all slices", &sync_slices);
+    }
     ImGui::SameLine();
     ImGui::Checkbox("freeze (space)", &frozen);
     redo |= ImGui::Checkbox("transpose (x)", &orient.transpose);

@@ -29,6 +29,16 @@ struct History {
   std::vector<float> vec() const { return {v.begin(), v.end()}; }
 };
 
+// Another slice's image beside slice 0's (viewer_slices.cpp).
+struct SliceView {
+  int slice = 0;
+  std::unique_ptr<ImageView> view;
+  std::shared_ptr<const FrameResult> shown;
+  std::vector<float> raw, pixels;
+  Display disp;  // its own preset window (used when the slices are not synchronized)
+  bool dirty = false;
+};
+
 struct Viewer::Impl {
   StreamRuntime& p;
   ViewerOptions opt;
@@ -62,6 +72,15 @@ struct Viewer::Impl {
     bool stale = false;
   };
   Freshness freshness() const;
+
+  // A multi-slice stream: slices 1.. beside slice 0, in columns.
+  std::vector<SliceView> others;
+  bool sync_slices = true;  // slice 0's window/level on every slice
+  Rect slice_column(const Rect& area, int k) const;
+  void make_slice_views();
+  void update_slices();
+  void draw_slices(const Rect& area, float sx, float sy, int fb_w, int fb_h);
+  void overlay_slices(const Rect& area);
 
   Impl(StreamRuntime& pl, const ViewerOptions& o) : p(pl), opt(o) {}
   void upload_latest();

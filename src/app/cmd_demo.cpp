@@ -38,6 +38,7 @@ struct DemoArgs {
   int set_window = 0;
   std::string apply_backend;
   double stale_after_s = 0, stop_sending_after_s = 0;
+  std::string gpus;
   DisplayChoice display;
 };
 
@@ -47,6 +48,8 @@ int run_demo(DemoArgs a) {
     throw ConfigError("--frames, --window, --stride and --snapshot-every must be >= 1");
   check_output_folder(a.out_dir, "--out-dir");
   a.sim.motion = true;
+  if (a.sim.slices >= 1 && a.pool % a.sim.slices)  // each slice's spokes cycle together
+    a.pool += a.sim.slices - a.pool % a.sim.slices;
   if (a.pool > 0) a.sim.motion_period_s = double(a.pool) / a.sim.rate_hz;  // the pool loops seamlessly
   RunConfig cfg;
   cfg.recon = a.recon.resolve();
@@ -54,6 +57,10 @@ int run_demo(DemoArgs a) {
   cfg.frames.window = a.window;
   cfg.frames.stride = a.stride;
   cfg.frames.max_window = std::max(1024, a.window);
+  if (a.sim.slices < 1 || a.sim.slices > kMaxSlices)
+    throw ConfigError(fmt::format("--slices {} is outside 1..{}", a.sim.slices, kMaxSlices));
+  cfg.stream.slices = a.sim.slices;
+  cfg.placement.gpus = a.gpus;
   cfg.sinks.metrics_json = (std::filesystem::path(a.out_dir) / "metrics.json").string();
   cfg.sinks.report_interval_s = 1.0;
   bool headless = a.headless;
@@ -155,7 +162,9 @@ Runner add_demo(CLI::App& app) {
   app.add_option("--matrix", a->sim.matrix, "image matrix N (default 192)");
   app.add_option("--coils", a->sim.coils, "coils (default 8)");
   app.add_option("--snr", a->sim.snr, "k-space SNR (default 40)");
-  app.add_option("--rate", a->sim.rate_hz, "spokes per second (default 400)");
+  app.add_option("--rate", a->sim.rate_hz, "spokes per second, all slices together (default 400)");
+  app.add_option("--slices", a->sim.slices, "slices interleaved in the stream, shown side by side (default 1)");
+  app.add_option("--gpus", a->gpus, "GPUs for the slices' workers, e.g. 0,1 (default: the current GPU)");
   app.add_option("--angles", a->sim.angles, "angle scheme (default golden)");
   app.add_option("--pool", a->pool, "precomputed spokes sent cyclically, 0 = compute live (default 1024)");
   app.add_option("--screenshot", a->screenshot,
