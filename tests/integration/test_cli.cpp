@@ -149,6 +149,27 @@ TEST(Cli, DemoWritesFramesAndMetrics) {
   EXPECT_NE(s.find("\"missing\": 0"), std::string::npos) << s;
 }
 
+// A multi-slice stream headless: each slice's frames under its own names, per-slice metrics; GPUs named for
+// the slices without the cuda backend are refused with the reason.
+TEST(Cli, DemoWithThreeSlicesWritesEachSlicesFrames) {
+  test::TempDir dir;
+  const auto r = radstream_cmd("demo --headless --out-dir " + dir / "demo" +
+                               " --frames 12 --snapshot-every 1 --matrix 64 --coils 2 --window 34 "
+                               "--stride 8 --backend cpu --rate 600 --pool 128 --slices 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (int k = 0; k < 3; ++k)
+    EXPECT_TRUE(std::filesystem::exists(dir / ("demo/slice" + std::to_string(k) + "_frame_000002.png"))) << k;
+  std::ifstream m(dir / "demo/metrics.json");
+  const auto j = nlohmann::json::parse(m);
+  ASSERT_EQ(j["slices"].size(), 3u);
+  for (int k = 0; k < 3; ++k) EXPECT_GE(j["slices"][k]["frames"].get<int>(), 2) << k;
+  EXPECT_EQ(j["missing"], 0);
+  const auto bad = radstream_cmd("demo --headless --out-dir " + dir / "demo2" +
+                                 " --frames 3 --matrix 64 --coils 2 --backend cpu --slices 2 --gpus 0");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("placement.gpus"), std::string::npos) << bad.output;
+}
+
 // The benchmark reports itself: version and commit, every case run or skipped with its reason (never an empty
 // list without a word), an unknown case is an error, and --backend cpu runs a GPU chain case on the CPU.
 TEST(Cli, BenchJsonNamesVersionSkippedCasesAndRefusesUnknownCases) {
