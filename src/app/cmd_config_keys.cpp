@@ -25,6 +25,7 @@ void print_all(Printer make, auto&& out) {
   section("stream", rc.stream);
   section("frames", rc.frames);
   section("sinks", rc.sinks);
+  section("placement", rc.placement);
   section("simulate", sp);
 }
 
