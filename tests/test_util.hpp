@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "core/trajectory.hpp"
+
 namespace radstream::test {
 
 // Relative l2 error of complex images, in double: ||a - b|| / ||b||.
@@ -34,6 +36,15 @@ inline std::vector<std::complex<float>> random_complex(std::size_t n, unsigned s
   std::vector<std::complex<float>> v(n);
   for (auto& c : v) c = std::complex<float>(d(rng), d(rng));
   return v;
+}
+
+// Golden-angle spokes [spokes][samples][2] in cycles per pixel (the stream's default scheme).
+inline std::vector<float> golden_trajectory(int spokes, int samples) {
+  AngleSpec a;
+  std::vector<float> t(std::size_t(spokes) * samples * 2);
+  for (int s = 0; s < spokes; ++s)
+    spoke_coordinates(a.angle(s), samples, std::span<float>(t.data() + std::size_t(s) * samples * 2, samples * 2));
+  return t;
 }
 
 // Smooth synthetic coil maps [coils][N][N]: coil c a Gaussian bump near the edge at angle 2 pi c / coils,

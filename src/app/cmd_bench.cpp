@@ -27,6 +27,7 @@
 #include "gpu/cuda_runtime.hpp"
 #include "noncart/kaiser_bessel.hpp"
 #include "io/cfl.hpp"
+#include "app/bench_report.hpp"
 #include "io/frame_io.hpp"
 #include "recon/recon_chain.hpp"
 #include "sim/simulator.hpp"
@@ -345,14 +346,7 @@ int run_bench(const BenchArgs& a) {
   }
   js["load_average_1min_after"] = load_average();
   print_summary(js);
-  const std::string text = js.dump(1) + "\n";
-  if (!a.out.empty()) {
-    std::ofstream o(a.out);
-    if (!(o << text)) throw IoError(a.out + ": cannot write");
-    log::info("wrote {}", a.out);
-  } else {
-    std::printf("%s", text.c_str());
-  }
+  write_report(js.dump(1) + "\n", a.out);
   return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/bench_exact.hpp"
+#include "app/bench_report.hpp"
 #include "app/commands.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -254,14 +255,7 @@ int run_bench_exact(const BenchExactArgs& a) {
     else if (c == "SL") j["SL"] = bench_slices(a, gpu);
     else throw ConfigError("--case " + c + " is not one of S1 S2 S3 S4 P SL");
   }
-  if (a.out.empty()) {
-    std::cout << j.dump(2) << "\n";
-  } else {
-    std::ofstream f(a.out);
-    f << j.dump(2) << "\n";
-    if (!f) throw IoError("cannot write " + a.out);
-    log::info("wrote {}", a.out);
-  }
+  write_report(j.dump(2) + "\n", a.out);
   return 0;
 }
 

@@ -13,6 +13,7 @@
 
 #include "app/bench_case.hpp"
 #include "app/bench_cg.hpp"
+#include "app/bench_report.hpp"
 #include "app/bench_stages.hpp"
 #include "app/commands.hpp"
 #include "core/error.hpp"
@@ -144,15 +145,7 @@ int run_bench_split(const SplitArgs& a) {
                           {"error_run_to_run", self},
                           {"residual", r.residual}});
   }
-  const std::string text = js.dump(2);
-  if (a.out.empty()) {
-    std::printf("%s\n", text.c_str());
-  } else {
-    std::ofstream o2(a.out);
-    o2 << text << "\n";
-    if (!o2) throw IoError("cannot write " + a.out);
-    log::info("wrote {}", a.out);
-  }
+  write_report(js.dump(2) + "\n", a.out);
   return 0;
 }
 

@@ -22,11 +22,7 @@ namespace {
 const NufftKernel kAccurate{6, 2.0, 4096};
 
 std::vector<float> golden_traj(int spokes, int samples) {
-  AngleSpec a;
-  std::vector<float> t(std::size_t(spokes) * samples * 2);
-  for (int s = 0; s < spokes; ++s)
-    spoke_coordinates(a.angle(s), samples, std::span<float>(t.data() + std::size_t(s) * samples * 2, samples * 2));
-  return t;
+  return test::golden_trajectory(spokes, samples);
 }
 
 std::vector<cfloat> smooth_maps(int N, int coils) {
