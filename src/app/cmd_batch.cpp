@@ -178,12 +178,20 @@ int run_batch(const BatchArgs& a, BatchComm& comm) {
     ranks = comm.dispatch(pending);  // until every worker has been told to stop; their metrics come back
   } else {
     int device = -1;
-    const gpu::Availability g = gpu::query();
-    if (g.available && g.device_count > 0) device = comm.node_worker_index() % g.device_count;
-    std::unique_ptr<gpu::DeviceGuard> guard;
-    if (device >= 0) guard = std::make_unique<gpu::DeviceGuard>(device);
-    comm.send_metrics(work(comm, s, a.out, device).dump());
-    return 0;
+    nlohmann::ordered_json m;
+    try {  // whatever happens here, rank 0 hears from this worker (it waits for every worker's metrics)
+      const gpu::Availability g = gpu::query();
+      if (g.available && g.device_count > 0) device = comm.node_worker_index() % g.device_count;
+      std::unique_ptr<gpu::DeviceGuard> guard;
+      if (device >= 0) guard = std::make_unique<gpu::DeviceGuard>(device);
+      m = work(comm, s, a.out, device);
+    } catch (const std::exception& e) {
+      log::error("batch: rank {} stopped: {}", comm.rank(), e.what());
+      m = {{"rank", comm.rank()}, {"device", device}, {"error", e.what()}, {"items_done", 0}, {"items_failed", 0},
+           {"frames", 0}, {"done", nlohmann::ordered_json::array()}, {"failed", nlohmann::ordered_json::array()}};
+    }
+    comm.send_metrics(m.dump());
+    return m.contains("error") ? 1 : 0;
   }
 
   // Rank 0: the summary.

@@ -141,4 +141,15 @@ TEST(Batch, BadSweepsAndFilesAreNamed) {
                         " --out " + (dir / "out"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("missing.h5"), std::string::npos) << r.output;
+  // A recording that is not one: its item fails, named, the run goes on and exits 1; nothing is marked done.
+  std::ofstream(dir / "garbage.h5") << "this is not an HDF5 file\n";
+  std::ofstream(dir / "list2.txt") << "garbage.h5\n";
+  r = test::run_command(bin + " batch --files " + (dir / "list2.txt") + " --param-sweep " + (dir / "good.yaml") +
+                        " --out " + (dir / "out2"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("garbage.h5 x a failed"), std::string::npos) << r.output;
+  const auto m = metrics(dir, "out2");
+  EXPECT_EQ(m["failed"], 1);
+  EXPECT_EQ(m["missing_after"], 1);
+  EXPECT_NE(m["failures"][0]["file"].get<std::string>().find("garbage.h5"), std::string::npos);
 }
