@@ -356,3 +356,48 @@ TEST(Viewer, ASmallScreenShowsEverythingAndThePanelScrolls) {
   stbi_image_free(px);
   EXPECT_GT(drawn, 0.3);
 }
+
+// Three slices side by side (issue 14.2): each column shows its own plane of the phantom, routed by slice:
+// slice 0's head outline stands upright, slice 1's (turned by 90 degrees) lies on its side, slice 2's stands
+// again, smaller; each other slice's column is labelled with its frame.
+TEST(Viewer, ThreeSlicesSideBySideEachShowsItsOwnPlane) {
+  SKIP_WITHOUT_XVFB();
+  test::TempDir dir;
+  const std::string shot = (std::filesystem::path(RADSTREAM_ARTIFACT_DIR) / "viewer_slices.png").string();
+  const auto r = test::run_command("xvfb-run -a -s '-screen 0 1280x800x24' " + test::radstream_binary() +
+                                   " demo --backend cpu --slices 3 --matrix 128 --coils 4 --rate 600 --pool 384"
+                                   " --window 96 --stride 16 --stale-after 30 --screenshot " +
+                                   shot + " --screenshot-after 3 --close-after 4 --out-dir " + dir / "demo");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  int w = 0, h = 0, ch = 0;
+  unsigned char* px = stbi_load(shot.c_str(), &w, &h, &ch, 3);
+  ASSERT_NE(px, nullptr);
+  std::ifstream jf(shot + ".json");
+  const std::string json((std::istreambuf_iterator<char>(jf)), std::istreambuf_iterator<char>());
+  // Slice 0's image rectangle; the others have the same rows in their own columns. 30 px margins keep the
+  // edge labels and the LIVE marker out.
+  const int ry = int(json_number(json, "image_rect", 1)), rh = int(json_number(json, "image_rect", 3));
+  ASSERT_GT(rh, 100) << json;
+  const int area_w = w - 390;  // the side panel's width (viewer_state.hpp kPanelWidth)
+  for (int k = 0; k < 3; ++k) {
+    // The bright rim's bounding box in column k.
+    const int x0 = area_w * k / 3 + 30, x1 = area_w * (k + 1) / 3 - 30;
+    int bx0 = w, bx1 = -1, by0 = h, by1 = -1;
+    for (int y = std::max(0, ry + 30); y < std::min(h, ry + rh - 30); ++y)
+      for (int x = x0; x < x1; ++x)
+        if (px[(std::size_t(y) * w + x) * 3] > 170 && px[(std::size_t(y) * w + x) * 3 + 2] > 170) {
+          bx0 = std::min(bx0, x), bx1 = std::max(bx1, x), by0 = std::min(by0, y), by1 = std::max(by1, y);
+        }
+    const int bw = bx1 - bx0, bh = by1 - by0;
+    std::printf("slice %d: outline %d x %d px\n", k, bw, bh);
+    ASSERT_GT(bw, 40) << "slice " << k << " shows no image";
+    ASSERT_GT(bh, 40) << "slice " << k << " shows no image";
+    if (k == 1) EXPECT_GT(bw, bh) << "slice 1 (turned by 90 degrees) should lie on its side";
+    else EXPECT_GT(bh, bw) << "slice " << k << " should stand upright";
+  }
+  stbi_image_free(px);
+  std::ifstream mf(dir / "demo/metrics.json");
+  const auto m = nlohmann::json::parse(mf);
+  ASSERT_EQ(m["slices"].size(), 3u);
+  for (int k = 0; k < 3; ++k) EXPECT_GT(m["slices"][k]["frames"].get<int>(), 3) << k;
+}
