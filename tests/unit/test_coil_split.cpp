@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "core/trajectory.hpp"
 #include "linalg/conjugate_gradient.hpp"
 #include "linalg/reducer.hpp"
 #include "linalg/vector_ops.hpp"
+#include "noncart/coil_split_parts.hpp"
 #include "noncart/coil_split_sense.hpp"
 #include "noncart/sense_operator_cpu.hpp"
 #include "test_util.hpp"
@@ -201,4 +204,57 @@ TEST(CoilSplit, SplitCgSenseAt10IterationsStaysWithinTheFloatSolversOwnFloor) {
   EXPECT_EQ(c.err[0], 0.0);
   EXPECT_GT(c.floor, 0.0);
   for (double e : c.err) EXPECT_LT(e, 4 * c.floor + 1e-6);
+}
+
+namespace {
+
+// A reduce group whose partition 1 blocks until the group is aborted (as NCCL's one-process launch blocks
+// until its partner launches): what the solver's watchdog must get out of.
+class BlockingGroup final : public ReduceGroup {
+ public:
+  int size() const override { return 2; }
+  Reducer& part(int) override { throw Error("not used"); }
+  std::string kind() const override { return "blocking"; }
+  void abort(const std::string& why) override {
+    {
+      std::lock_guard lock(m);
+      if (reason.empty()) reason = why;
+    }
+    cv.notify_all();
+  }
+  void block() {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return !reason.empty(); });
+    throw Error("coil split: " + reason);
+  }
+  std::mutex m;
+  std::condition_variable cv;
+  std::string reason;
+};
+
+}  // namespace
+
+TEST(CoilSplit, TheWatchdogAbortsAPartitionStuckInItsReduction) {
+  BlockingGroup g;
+  PartThreads threads(2, g);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string what;
+  try {
+    threads.run([&](int p) {
+      if (p == 1) g.block();
+    }, 0.3);
+  } catch (const std::exception& e) {
+    what = e.what();
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_NE(what.find("did not finish within 0.3"), std::string::npos) << what;
+  EXPECT_LT(s, 3.0);
+  // The partition threads came back and serve the next call (a healthy one returns normally).
+  int ran = 0;
+  std::mutex m;
+  threads.run([&](int) {
+    std::lock_guard lock(m);
+    ++ran;
+  }, 5.0);
+  EXPECT_EQ(ran, 2);
 }
