@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "core/coil_map_power.hpp"
 #include "core/error.hpp"
 #include "linalg/reducer.hpp"
 #include "noncart/coil_split_sense.hpp"
@@ -45,17 +46,6 @@ inline void check_split(int matrix, int coils, std::size_t points, int parts) {
   if (parts < 1 || parts > coils)
     throw ConfigError("coil split: " + std::to_string(parts) + " partitions for " + std::to_string(coils) +
                       " coils (need 1..coils)");
-}
-
-// max over pixels of sum_c |S_c|^2 over all coils (the lambda scale).
-inline double peak_map_power(const cfloat* maps, int coils, std::size_t pixels) {
-  double peak = 0;
-  for (std::size_t i = 0; i < pixels; ++i) {
-    double s = 0;
-    for (int c = 0; c < coils; ++c) s += std::norm(std::complex<double>(maps[std::size_t(c) * pixels + i]));
-    peak = std::max(peak, s);
-  }
-  return peak;
 }
 
 // One CG solve on partition `part` (its thread): b = sum E_p^H y_p, then the iterations.

@@ -50,7 +50,7 @@ class CoilSplitSenseCpu final : public CoilSplitSense {
 
   void set_frame(const float* traj, const cfloat* data, const cfloat* maps) override {
     std::memcpy(traj_.data(), traj, points_ * 2 * sizeof(float));
-    peak_ = peak_map_power(maps, coils_, pixels_);
+    peak_ = coil_map_peak_power(maps, std::size_t(coils_), pixels_);
     for (int p = 0; p < parts(); ++p) {
       const auto [c0, c1] = coils_of(p);
       CpuPart& part = *parts_[std::size_t(p)];
@@ -59,7 +59,7 @@ class CoilSplitSenseCpu final : public CoilSplitSense {
       std::memcpy(static_cast<void*>(part.data.data()), data + std::size_t(c0) * points_,
                   std::size_t(c1 - c0) * points_ * sizeof(cfloat));
       part.op->set_maps(part.maps.data());
-      part.op->set_points(traj_.data(), nullptr);
+      if (!o_.psf_per_solve) part.op->set_points(traj_.data(), nullptr);  // else solve() makes the PSF
     }
     ready_ = true;
   }

@@ -62,7 +62,7 @@ class CoilSplitSenseCuda final : public CoilSplitSense {
   }
 
   void set_frame(const float* traj, const cfloat* data, const cfloat* maps) override {
-    peak_ = peak_map_power(maps, coils_, pixels_);
+    peak_ = coil_map_peak_power(maps, std::size_t(coils_), pixels_);
     for (int p = 0; p < parts(); ++p) {
       const auto [c0, c1] = coils_of(p);
       CudaPart& part = *parts_[std::size_t(p)];
@@ -74,7 +74,7 @@ class CoilSplitSenseCuda final : public CoilSplitSense {
       gpu::copy_to_device(part.data.data(), data + std::size_t(c0) * points_,
                           std::size_t(c1 - c0) * points_ * sizeof(cfloat), s);
       part.op->set_maps(part.maps.data());
-      part.op->set_points(part.traj.data(), nullptr);
+      if (!o_.psf_per_solve) part.op->set_points(part.traj.data(), nullptr);  // else solve() makes the PSF
       part.stream.synchronize();
     }
     ready_ = true;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "core/coil_map_power.hpp"
 #include "core/error.hpp"
 
 namespace radstream {
@@ -288,13 +289,7 @@ void ReconChain::set_coil_maps(View<const cfloat> maps) {
     }
   }
   std::copy(maps.data, maps.data + maps.size(), maps_host_.data());
-  const std::size_t coils = maps.ext[0], pixels = maps.ext[1] * maps.ext[2];
-  double peak = 0;
-  for (std::size_t p = 0; p < pixels; ++p) {
-    double s = 0;
-    for (std::size_t c = 0; c < coils; ++c) s += std::norm(maps.data[c * pixels + p]);
-    peak = std::max(peak, s);
-  }
+  const double peak = coil_map_peak_power(maps.data, maps.ext[0], maps.ext[1] * maps.ext[2]);
   if (!(peak > 0) || !std::isfinite(peak))
     throw InputError("coil maps: all zero or not finite (sum_c |S_c|^2 peaks at " + std::to_string(peak) + ")");
   if (peak != maps_peak_) graph_.reset();  // a solver's lambda scales with it and is part of a captured graph

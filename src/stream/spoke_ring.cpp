@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "core/error.hpp"
 #include "gpu/device_memory.hpp"
@@ -11,11 +12,12 @@
 namespace radstream {
 namespace {
 
-// The ring's GPU made current for a call (nothing when the ring follows the current device).
+// The ring's GPU made current for a call (nothing when the ring follows the current device); in place, no
+// allocation (commit() runs it for every spoke).
 struct OnGpu {
-  std::unique_ptr<gpu::DeviceGuard> guard;
+  std::optional<gpu::DeviceGuard> guard;
   explicit OnGpu(int gpu) {
-    if (gpu >= 0) guard = std::make_unique<gpu::DeviceGuard>(gpu);
+    if (gpu >= 0) guard.emplace(gpu);
   }
 };
 
@@ -49,9 +51,9 @@ SpokeRing::~SpokeRing() {
 }
 
 void SpokeRing::free_device() noexcept {
-  std::unique_ptr<OnGpu> on;
+  std::optional<OnGpu> on;
   try {
-    on = std::make_unique<OnGpu>(gpu_);
+    on.emplace(gpu_);
   } catch (const std::exception&) {  // the GPU is gone: free what can be freed where we are
   }
   if (upload_stream_) {
