@@ -15,25 +15,14 @@ namespace radstream {
 
 namespace {
 
-// out[o] = sum over the S partial sums.
-__global__ void sum_partials(const float2* __restrict__ part, int S, long long n, float2* __restrict__ out) {
+// out[o] = sum over the S partial sums, accumulated in the partials' own precision (float2 or double2).
+template <class T2>
+__global__ void sum_partials(const T2* __restrict__ part, int S, long long n, float2* __restrict__ out) {
   const long long o = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (o >= n) return;
-  float2 a = part[o];
+  T2 a = part[o];
   for (int s = 1; s < S; ++s) {
-    const float2 b = part[s * n + o];
-    a.x += b.x;
-    a.y += b.y;
-  }
-  out[o] = a;
-}
-
-__global__ void sum_partials_double(const double2* __restrict__ part, int S, long long n, float2* __restrict__ out) {
-  const long long o = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (o >= n) return;
-  double2 a = part[o];
-  for (int s = 1; s < S; ++s) {
-    const double2 b = part[s * n + o];
+    const T2 b = part[s * n + o];
     a.x += b.x;
     a.y += b.y;
   }
@@ -263,8 +252,8 @@ void launch_adjoint(ExactDeviceModel& dm, const ExactGrid& grid, int split, cons
       adjoint_grad_runs<FAST><<<dim3(blocks(threads), unsigned(dm.split_grad_adjoint)), kThreads, 0, s>>>(
           dm.samples.data(), d, dm.M, g, dm.vfield.data(), part);
       CUDA_CHECK_LAUNCH("exact adjoint (gradient runs)");
-      sum_partials_double<<<blocks(V), kThreads, 0, s>>>(part, dm.split_grad_adjoint, V, x);
-      CUDA_CHECK_LAUNCH("exact sum_partials_double");
+      sum_partials<<<blocks(V), kThreads, 0, s>>>(part, dm.split_grad_adjoint, V, x);
+      CUDA_CHECK_LAUNCH("exact sum_partials");
       return;
     }
     if (dm.grads)
@@ -274,8 +263,8 @@ void launch_adjoint(ExactDeviceModel& dm, const ExactGrid& grid, int split, cons
       adjoint_field<FAST, false><<<dim3(blocks(V), unsigned(split)), kThreads, 0, s>>>(dm.samples.data(), d, dm.M, g,
                                                                                         dm.vfield.data(), part);
     CUDA_CHECK_LAUNCH("exact adjoint (field)");
-    sum_partials_double<<<blocks(V), kThreads, 0, s>>>(part, split, V, x);
-    CUDA_CHECK_LAUNCH("exact sum_partials_double");
+    sum_partials<<<blocks(V), kThreads, 0, s>>>(part, split, V, x);
+    CUDA_CHECK_LAUNCH("exact sum_partials");
     return;
   }
   CUDA_CHECK_LAUNCH("exact adjoint");
@@ -297,8 +286,8 @@ void launch_forward(ExactDeviceModel& dm, const float2* x, float2* d, cudaStream
     else
       forward_field<FAST, false><<<grid, kThreads, 0, s>>>(dm.samples.data(), x, dm.M, g, dm.vfield.data(), part);
     CUDA_CHECK_LAUNCH("exact forward (field)");
-    sum_partials_double<<<blocks(dm.M), kThreads, 0, s>>>(part, split, dm.M, d);
-    CUDA_CHECK_LAUNCH("exact sum_partials_double");
+    sum_partials<<<blocks(dm.M), kThreads, 0, s>>>(part, split, dm.M, d);
+    CUDA_CHECK_LAUNCH("exact sum_partials");
     return;
   }
   forward_plain<FAST><<<grid, kThreads, 0, s>>>(dm.samples.data(), x, dm.M, g, out);
