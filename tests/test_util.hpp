@@ -63,6 +63,23 @@ inline std::vector<std::complex<float>> smooth_coil_maps(int N, int coils) {
   return m;
 }
 
+// A smooth off-resonance map [N][N] in Hz (a bump of up to peak_hz and a linear ramp) and readout times [spokes]
+// [samples] from t0 in steps of dt (s): the field-corrected operators' test case.
+inline std::vector<float> smooth_field_map(int N, double peak_hz) {
+  std::vector<float> fm(std::size_t(N) * N);
+  for (int y = 0; y < N; ++y)
+    for (int x = 0; x < N; ++x) {
+      const double u = (x - N / 2) * 2.0 / N, v = (y - N / 2) * 2.0 / N;
+      fm[std::size_t(y) * N + x] = float(peak_hz * std::exp(-((u - 0.2) * (u - 0.2) + v * v) / 0.1) - 0.25 * peak_hz * v);
+    }
+  return fm;
+}
+inline std::vector<float> readout_times(int spokes, int samples, double t0, double dt) {
+  std::vector<float> t(std::size_t(spokes) * samples);
+  for (std::size_t j = 0; j < t.size(); ++j) t[j] = float(t0 + dt * double(j % std::size_t(samples)));
+  return t;
+}
+
 struct CommandResult {
   int exit_code = -1;
   std::string output;  // stdout and stderr together

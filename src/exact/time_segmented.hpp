@@ -20,6 +20,8 @@ struct TimeSegments {
 };
 // Throws ConfigError for segments < 1 or > 64, InputError for a non-finite time.
 TimeSegments make_time_segments(const std::vector<float>& t, int segments);
+// [L][voxels] exp(-2 pi i fm_v t_l), the phase reduced to [-0.5, 0.5] cycles in double.
+std::vector<cfloat> segment_phasors(const std::vector<float>& fm, const std::vector<float>& times);
 
 class TimeSegmentedCpu final : public LinearOperator {
  public:

@@ -41,6 +41,19 @@ TimeSegments make_time_segments(const std::vector<float>& t, int segments) {
   return s;
 }
 
+std::vector<cfloat> segment_phasors(const std::vector<float>& fm, const std::vector<float>& times) {
+  const std::size_t V = fm.size();
+  std::vector<cfloat> e(times.size() * V);
+  for (std::size_t l = 0; l < times.size(); ++l)
+    for (std::size_t v = 0; v < V; ++v) {
+      double p = double(fm[v]) * double(times[l]);
+      p -= std::nearbyint(p);
+      const double a = -2.0 * std::numbers::pi * p;
+      e[l * V + v] = {float(std::cos(a)), float(std::sin(a))};
+    }
+  return e;
+}
+
 TimeSegmentedCpu::TimeSegmentedCpu(std::shared_ptr<LinearOperator> f, const std::vector<float>& fm,
                                    const std::vector<float>& t, int segments)
     : LinearOperator(f->domain(), f->codomain(), Location::Host), f_(std::move(f)),
@@ -53,16 +66,7 @@ TimeSegmentedCpu::TimeSegmentedCpu(std::shared_ptr<LinearOperator> f, const std:
                      std::to_string(codomain().size()) + " samples (one per sample, repeated for every coil)");
   tx_.resize(domain().size());
   ty_.resize(codomain().size());
-  // exp(-2 pi i fm_v t_l) for every segment, the phase reduced to [-0.5, 0.5] cycles in double.
-  const std::size_t V = fm.size();
-  e_.resize(seg_.times.size() * V);
-  for (std::size_t l = 0; l < seg_.times.size(); ++l)
-    for (std::size_t v = 0; v < V; ++v) {
-      double p = double(fm[v]) * double(seg_.times[l]);
-      p -= std::nearbyint(p);
-      const double a = -2.0 * std::numbers::pi * p;
-      e_[l * V + v] = {float(std::cos(a)), float(std::sin(a))};
-    }
+  e_ = segment_phasors(fm, seg_.times);
 }
 
 void TimeSegmentedCpu::forward(const cfloat* x, cfloat* y) {

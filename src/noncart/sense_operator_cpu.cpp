@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "fft/toeplitz_kernel.hpp"
 
 namespace radstream {
 
@@ -60,18 +61,8 @@ void SenseOperatorCpu::set_points(const float* traj, const float* weights) {
   if (!toeplitz_) return;
   // T(d) = sum_j w_j exp(+2 pi i k_j d) on d = m - N, m in [0, 2N): the adjoint NUFFT of the weights.
   psf_nufft_->set_points(traj);
-  const int M = 2 * N_;
   psf_nufft_->adjoint(psf_w_.data(), psf_t_.data());
-  // Circular layout: K[j] = T(j) for j < N, T(j - 2N) for j >= N, i.e. t shifted by N on both axes. The row
-  // and column of d = -N never enter the convolution (|p - q| < N) and are set to 0: the kernel is then
-  // Hermitian and its DFT real (the GPU twin multiplies by the real part only).
-  const float scale = 1.f / (float(M) * float(M));
-  for (int y = 0; y < M; ++y)
-    for (int x = 0; x < M; ++x)
-      kernel_[std::size_t(y) * M + x] = (x == N_ || y == N_)
-                                            ? cfloat(0.f)
-                                            : psf_t_[std::size_t((y + N_) % M) * M + (x + N_) % M] * scale;
-  psf_fft_.execute(kernel_.data());
+  toeplitz_kernel_cpu(psf_t_.data(), N_, kernel_.data(), psf_fft_);
 }
 
 void SenseOperatorCpu::forward(const cfloat* x, cfloat* y) {

@@ -1,3 +1,4 @@
+#include "fft/toeplitz_kernel.hpp"
 #include "gpu/cuda_check.cuh"
 #include "noncart/sense_operator_cuda.hpp"
 
@@ -70,18 +71,6 @@ __global__ void sum_weights(const float2* __restrict__ w, std::size_t n, double*
   if (threadIdx.x == 0) *out = part[0];
 }
 
-// kernel[y][x] = t[(y + N) % M][(x + N) % M] / M^2 (the PSF in circular layout). The row and column of
-// d = -N are never used by the convolution (|p - q| < N) and are set to 0, so that the kernel is Hermitian
-// and its DFT real.
-__global__ void shift_psf(const float2* __restrict__ t, int N, float2* __restrict__ kernel) {
-  const int M = 2 * N;
-  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
-  if (x >= M) return;
-  const float s = (x == N || y == N) ? 0.f : 1.f / (float(M) * float(M));
-  const float2 v = t[std::size_t((y + N) % M) * M + (x + N) % M];
-  kernel[std::size_t(y) * M + x] = make_float2(v.x * s, v.y * s);
-}
-
 // grids[c][y][x] = maps[c][y][x] x[y][x] on [0, N)^2 of each 2N grid (the rest of the grid stays 0: it is
 // cleared once and the FFT that reads it writes elsewhere).
 __global__ void pad_expand(const float2* __restrict__ maps, const float2* __restrict__ img, int N,
@@ -102,12 +91,6 @@ __global__ void multiply_kernel(float2* __restrict__ grids, const float* __restr
   const float k = kernel[i];
   const float2 v = grids[c * cells + i];
   grids[c * cells + i] = make_float2(v.x * k, v.y * k);
-}
-
-// kernel_re[i] = Re kernel[i] (the imaginary part is rounding noise).
-__global__ void real_part(const float2* __restrict__ in, std::size_t n, float* __restrict__ out) {
-  const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
-  if (i < n) out[i] = in[i].x;
 }
 
 // z[y][x] = sum_c conj(maps[c][y][x]) grids[c][y][x] over the top-left N x N of each 2N grid.
@@ -188,16 +171,9 @@ void SenseOperatorCuda::set_points(const float* d_traj, const float* d_weights) 
   }
   points_set_ = true;
   if (!toeplitz_) return;
-  const int M = 2 * N_;
   psf_nufft_->set_points(d_traj);
   psf_nufft_->adjoint(psf_w_.data(), psf_t_.data());
-  shift_psf<<<dim3(blocks(M), unsigned(M)), kThreads, 0, s>>>(reinterpret_cast<const float2*>(psf_t_.data()), N_,
-                                                               reinterpret_cast<float2*>(kernel_.data()));
-  CUDA_CHECK_LAUNCH("shift_psf");
-  psf_fft_.execute(kernel_.data(), FftDirection::Forward);
-  real_part<<<blocks(kernel_.size()), kThreads, 0, s>>>(reinterpret_cast<const float2*>(kernel_.data()),
-                                                        kernel_.size(), kernel_re_.data());
-  CUDA_CHECK_LAUNCH("real_part");
+  toeplitz_kernel_cuda(psf_t_.data(), N_, kernel_.data(), psf_fft_, kernel_re_.data(), stream_);
 }
 
 double SenseOperatorCuda::weight_sum() {
