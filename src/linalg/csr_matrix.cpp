@@ -1,5 +1,6 @@
 #include "linalg/csr_matrix.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "core/error.hpp"
@@ -23,6 +24,37 @@ CsrMatrix CsrMatrix::transposed() const {
       t.val[at] = val[j];
     }
   return t;
+}
+
+CsrMatrix CsrMatrix::gram() const {
+  const CsrMatrix t = transposed();
+  CsrMatrix g;
+  g.rows = g.cols = cols;
+  g.row_ptr.assign(1, 0);
+  std::vector<double> acc(std::size_t(cols), 0.0);
+  std::vector<int> mark(std::size_t(cols), -1), touched;
+  for (int a = 0; a < cols; ++a) {
+    touched.clear();
+    for (int j = t.row_ptr[a]; j < t.row_ptr[a + 1]; ++j) {  // rows r of C with C[r][a] != 0
+      const int r = t.col[j];
+      for (int k = row_ptr[r]; k < row_ptr[r + 1]; ++k) {
+        const int b = col[k];
+        if (mark[b] != a) {
+          mark[b] = a;
+          acc[b] = 0.0;
+          touched.push_back(b);
+        }
+        acc[b] += double(t.val[j]) * double(val[k]);
+      }
+    }
+    std::sort(touched.begin(), touched.end());
+    for (int b : touched) {
+      g.col.push_back(b);
+      g.val.push_back(float(acc[b]));
+    }
+    g.row_ptr.push_back(int(g.col.size()));
+  }
+  return g;
 }
 
 void CsrMatrix::validate() const {
@@ -68,6 +100,7 @@ CsrOperatorCpu::CsrOperatorCpu(CsrMatrix c, Extents domain)
   if (domain.size() != std::size_t(c_.cols))
     throw ConfigError("CSR operator: " + std::to_string(c_.cols) + " columns for a domain of " + domain.str());
   ct_ = c_.transposed();
+  ctc_ = c_.gram();
 }
 
 namespace {
@@ -83,5 +116,6 @@ void spmv(const CsrMatrix& m, const cfloat* x, cfloat* y) {
 
 void CsrOperatorCpu::forward(const cfloat* x, cfloat* y) { spmv(c_, x, y); }
 void CsrOperatorCpu::adjoint(const cfloat* y, cfloat* x) { spmv(ct_, y, x); }
+void CsrOperatorCpu::normal(const cfloat* x, cfloat* z) { spmv(ctc_, x, z); }
 
 }  // namespace radstream

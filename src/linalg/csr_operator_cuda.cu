@@ -52,6 +52,9 @@ struct CusparseCsr {
     CUSPARSE_CHECK(cusparseSpMV_bufferSize(handle, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, mat, x, &zero, y,
                                            CUDA_C_32F, CUSPARSE_SPMV_ALG_DEFAULT, &bytes));
     buffer = DeviceBuffer<char>(Extents{std::max<std::size_t>(bytes, 1)});
+    // The matrix's analysis once here, not in every SpMV (the vectors' values are not read).
+    CUSPARSE_CHECK(cusparseSpMV_preprocess(handle, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, mat, x, &zero, y,
+                                           CUDA_C_32F, CUSPARSE_SPMV_ALG_DEFAULT, buffer.data()));
     gpu::synchronize(stream);
   }
   ~CusparseCsr() {
@@ -76,16 +79,20 @@ CsrOperatorCuda::CsrOperatorCuda(const CsrMatrix& c, Extents domain, gpu::Stream
     throw ConfigError("CSR operator: " + std::to_string(c.cols) + " columns for a domain of " + domain.str());
   auto a = std::make_unique<CusparseCsr>(c, stream);
   auto t = std::make_unique<CusparseCsr>(c.transposed(), stream);
+  auto g = std::make_unique<CusparseCsr>(c.gram(), stream);
   c_ = a.release();
   ct_ = t.release();
+  ctc_ = g.release();
 }
 
 CsrOperatorCuda::~CsrOperatorCuda() {
   delete c_;
   delete ct_;
+  delete ctc_;
 }
 
 void CsrOperatorCuda::forward(const cfloat* d_x, cfloat* d_y) { c_->apply(d_x, d_y); }
 void CsrOperatorCuda::adjoint(const cfloat* d_y, cfloat* d_x) { ct_->apply(d_y, d_x); }
+void CsrOperatorCuda::normal(const cfloat* d_x, cfloat* d_z) { ctc_->apply(d_x, d_z); }
 
 }  // namespace radstream

@@ -1,5 +1,6 @@
 // Vector operations on the device. The scalar slots are device doubles; dot products reduce in two passes
-// (per-block partial sums, then one block), deterministic and without atomics; the CG updates read their
+// (per-block partial sums, then the last block to finish adds them, in block order: deterministic, one
+// launch; a counter's one atomic per block only decides which block is last); the CG updates read their
 // coefficients from the slots inside the kernels.
 #include <algorithm>
 
@@ -43,19 +44,30 @@ __device__ double block_sum(double v) {
   return v;
 }
 
-__global__ void __launch_bounds__(kThreads) dot_partial(const float2* x, const float2* y, std::size_t n, double* partial) {
+// partial[b] = block b's sum; the last block to finish (counted in *done, reset by it for the next call)
+// writes the sum of partial[0..gridDim.x) to *slot.
+__global__ void __launch_bounds__(kThreads) dot_kernel(const float2* x, const float2* y, std::size_t n,
+                                                       double* partial, unsigned* done, double* slot) {
   double s = 0;
   for (std::size_t i = blockIdx.x * std::size_t(kThreads) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * kThreads)
     s += double(x[i].x) * y[i].x + double(x[i].y) * y[i].y;
   s = block_sum(s);
-  if (threadIdx.x == 0) partial[blockIdx.x] = s;
-}
-
-__global__ void __launch_bounds__(kThreads) dot_final(const double* partial, int count, double* slot) {
-  double s = 0;
-  for (int i = threadIdx.x; i < count; i += kThreads) s += partial[i];
-  s = block_sum(s);
-  if (threadIdx.x == 0) *slot = s;
+  __shared__ bool last;
+  if (threadIdx.x == 0) {
+    partial[blockIdx.x] = s;
+    __threadfence();
+    last = atomicAdd(done, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  double t = 0;
+  for (unsigned i = threadIdx.x; i < gridDim.x; i += kThreads) t += static_cast<volatile double*>(partial)[i];
+  t = block_sum(t);
+  if (threadIdx.x == 0) {
+    *slot = t;
+    *done = 0;
+  }
 }
 
 __global__ void cg_step_kernel(float2* x, float2* r, const float2* p, const float2* q, std::size_t n,
@@ -81,8 +93,9 @@ __global__ void cg_direction_kernel(float2* p, const float2* r, std::size_t n, c
 class VectorOpsCuda final : public VectorOps {
  public:
   explicit VectorOpsCuda(gpu::StreamRef stream)
-      : stream_(static_cast<cudaStream_t>(stream)), slots_(Extents{kSlots}), partial_(Extents{kPartials}) {
+      : stream_(static_cast<cudaStream_t>(stream)), slots_(Extents{kSlots}), partial_(Extents{kPartials}), done_(Extents{1}) {
     gpu::memset_device(slots_.data(), 0, kSlots * sizeof(double), stream);
+    gpu::memset_device(done_.data(), 0, sizeof(unsigned), stream);
   }
   Location location() const override { return Location::Device; }
 
@@ -101,10 +114,8 @@ class VectorOpsCuda final : public VectorOps {
   }
   void dot_re(const cfloat* x, const cfloat* y, std::size_t n, int slot) override {
     const unsigned b = std::min<unsigned>(kPartials, blocks_for(n));
-    dot_partial<<<b, kThreads, 0, stream_>>>(f2(x), f2(y), n, partial_.data());
-    CUDA_CHECK_LAUNCH("dot_partial");
-    dot_final<<<1, kThreads, 0, stream_>>>(partial_.data(), int(b), at(slot));
-    CUDA_CHECK_LAUNCH("dot_final");
+    dot_kernel<<<b, kThreads, 0, stream_>>>(f2(x), f2(y), n, partial_.data(), done_.data(), at(slot));
+    CUDA_CHECK_LAUNCH("dot_kernel");
   }
   void cg_step(cfloat* x, cfloat* r, const cfloat* p, const cfloat* q, std::size_t n, int rr, int pq) override {
     cg_step_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(f2(x), f2(r), f2(p), f2(q), n, at(rr), at(pq));
@@ -130,6 +141,7 @@ class VectorOpsCuda final : public VectorOps {
  private:
   cudaStream_t stream_;
   DeviceBuffer<double> slots_, partial_;
+  DeviceBuffer<unsigned> done_;  // dot_kernel's count of finished blocks (0 between calls)
 
   double* at(int slot) {
     if (slot < 0 || slot >= kSlots) throw InputError("vector ops: scalar slot out of range");

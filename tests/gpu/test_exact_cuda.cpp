@@ -136,6 +136,11 @@ TEST(ExactCuda, OperatorsPassTheAdjointTestAndToeplitzMatchesTheCpu) {
   DeviceBuffer<cfloat> d_y(Extents{hy.size()});
   c.forward(d_v.data(), d_y.data());
   EXPECT_LE(rel_err(download(d_y, stream.get()), hy), 1e-7);
+  std::vector<cfloat> hn(v.size());
+  hc.normal(v.data(), hn.data());
+  DeviceBuffer<cfloat> d_n(Extents{v.size()});
+  c.normal(d_v.data(), d_n.data());
+  EXPECT_LE(rel_err(download(d_n, stream.get()), hn), 1e-7);
 }
 
 // Seed 001's case: 8 CG iterations with the gradient model, GPU against the double-precision CPU twin.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 
 #include "exact/exact_cpu.hpp"
 #include "exact/exact_recon.hpp"
@@ -112,6 +113,38 @@ TEST(Exact, FiniteDifferenceCsrIsTheNeumannGradient) {
   op.adjoint(cx.data(), ctcx.data());
   EXPECT_FLOAT_EQ(ctcx[5].real(), 4.0f);
   for (int n : {1, 4, 6, 9}) EXPECT_FLOAT_EQ(ctcx[n].real(), -1.0f) << n;
+  // normal() is one SpMV with the product C^T C: the same Laplacian, 12 diagonal + 2 x 17 neighbour entries.
+  std::vector<cfloat> nz(12);
+  op.normal(x.data(), nz.data());
+  for (int n = 0; n < 12; ++n) EXPECT_EQ(nz[n], ctcx[n]) << n;
+  EXPECT_EQ(c.gram().nonzeros(), std::size_t(12 + 2 * (3 * 3 + 2 * 4)));
+  // The product of a random sparse matrix against the dense C^T C in double.
+  CsrMatrix r;
+  r.rows = 9;
+  r.cols = 7;
+  std::mt19937 rng(5);
+  std::vector<double> dense(9 * 7, 0.0);
+  for (int i = 0; i < 9; ++i) {
+    for (int j = 0; j < 7; ++j)
+      if (rng() % 3 == 0) {
+        const float v = float(int(rng() % 17) - 8) / 4.0f;
+        r.col.push_back(j);
+        r.val.push_back(v);
+        dense[std::size_t(i) * 7 + j] = v;
+      }
+    r.row_ptr.push_back(int(r.col.size()));
+  }
+  const CsrMatrix g = r.gram();
+  g.validate();
+  for (int a = 0; a < 7; ++a) {
+    std::vector<double> row(7, 0.0);
+    for (int j = g.row_ptr[a]; j < g.row_ptr[a + 1]; ++j) row[std::size_t(g.col[j])] = g.val[j];
+    for (int b = 0; b < 7; ++b) {
+      double ref = 0;
+      for (int i = 0; i < 9; ++i) ref += dense[std::size_t(i) * 7 + a] * dense[std::size_t(i) * 7 + b];
+      EXPECT_DOUBLE_EQ(row[std::size_t(b)], ref) << a << ", " << b;
+    }
+  }
   CsrMatrix bad = c;
   bad.col[3] = 99;
   EXPECT_THROW(bad.validate(), InputError);
