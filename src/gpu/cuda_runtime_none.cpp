@@ -47,6 +47,7 @@ void device_free(void*) noexcept {}
 void copy_to_device(void*, const void*, std::size_t, StreamRef) { no_cuda("copy_to_device"); }
 void copy_to_host(void*, const void*, std::size_t, StreamRef) { no_cuda("copy_to_host"); }
 void copy_device(void*, const void*, std::size_t, StreamRef) { no_cuda("copy_device"); }
+void copy_between_devices(void*, const void*, std::size_t, StreamRef) { no_cuda("copy_between_devices"); }
 void memset_device(void*, int, std::size_t, StreamRef) { no_cuda("memset_device"); }
 void synchronize(StreamRef) { no_cuda("synchronize"); }
 void copy_2d_to_device(void*, std::size_t, const void*, std::size_t, std::size_t, std::size_t, StreamRef) {

@@ -38,6 +38,11 @@ void copy_device(void* d_dst, const void* d_src, std::size_t bytes, StreamRef st
       cudaMemcpyAsync(d_dst, d_src, bytes, cudaMemcpyDeviceToDevice, stream));
 }
 
+void copy_between_devices(void* d_dst, const void* d_src, std::size_t bytes, StreamRef stream) {
+  if (bytes == 0) return;
+  CUDA_CHECK(cudaMemcpyAsync(d_dst, d_src, bytes, cudaMemcpyDefault, stream));
+}
+
 void memset_device(void* d_dst, int value, std::size_t bytes, StreamRef stream) {
   CUDA_CHECK(cudaMemsetAsync(d_dst, value, bytes, stream));
 }

@@ -15,6 +15,8 @@ void device_free(void* d_ptr) noexcept;
 void copy_to_device(void* d_dst, const void* src, std::size_t bytes, StreamRef stream);  // async on stream
 void copy_to_host(void* dst, const void* d_src, std::size_t bytes, StreamRef stream);    // async on stream
 void copy_device(void* d_dst, const void* d_src, std::size_t bytes, StreamRef stream);   // async on stream
+// Device memory of any two GPUs (unified addressing: a peer copy where the GPUs differ); async on stream.
+void copy_between_devices(void* d_dst, const void* d_src, std::size_t bytes, StreamRef stream);
 void memset_device(void* d_dst, int value, std::size_t bytes, StreamRef stream);         // async on stream
 void synchronize(StreamRef stream);
 

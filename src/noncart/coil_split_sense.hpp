@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "core/buffer.hpp"
+#include "core/error.hpp"
+#include "gpu/handles.hpp"
 #include "linalg/conjugate_gradient.hpp"
 #include "noncart/nufft_kernel.hpp"
 
@@ -39,6 +41,15 @@ class CoilSplitSense {
   virtual CgReport solve() = 0;
   // Partition 0's image [N][N], to the host.
   virtual void image(cfloat* out) = 0;
+  // The CUDA split only (else ConfigError): the frame from device arrays on the calling thread's current GPU
+  // (traj [points][2], data [coils][points], maps [coils][N][N]), ready once the work already enqueued on
+  // `stream` is done; peak_power: the maps' max over pixels of sum_c |S_c|^2. Each partition copies its share
+  // GPU to GPU (no trip through the host: the live cg_sense stage's path).
+  virtual void set_frame_device(const float*, const cfloat*, const cfloat*, double, gpu::StreamRef) {
+    throw ConfigError("coil split: device frames need the CUDA split");
+  }
+  // Partition 0's image to d_out (device memory of any GPU), complete on return.
+  virtual void image_device(cfloat*) { throw ConfigError("coil split: device images need the CUDA split"); }
   virtual int parts() const = 0;
   // The coils of partition p: [first, last).
   virtual std::pair<int, int> coils_of(int p) const = 0;

@@ -80,6 +80,35 @@ class CoilSplitSenseCuda final : public CoilSplitSense {
     ready_ = true;
   }
 
+  void set_frame_device(const float* d_traj, const cfloat* d_data, const cfloat* d_maps, double peak_power,
+                        gpu::StreamRef stream) override {
+    peak_ = peak_power;
+    if (!ready_event_) ready_event_ = std::make_unique<gpu::Event>();  // on the caller's GPU, made once
+    ready_event_->record(stream);
+    for (int p = 0; p < parts(); ++p) {
+      const auto [c0, c1] = coils_of(p);
+      CudaPart& part = *parts_[std::size_t(p)];
+      gpu::DeviceGuard guard(part.device);
+      const gpu::StreamRef s = part.stream.get();
+      ready_event_->wait_on(s);
+      gpu::copy_between_devices(part.traj.data(), d_traj, points_ * 2 * sizeof(float), s);
+      gpu::copy_between_devices(part.maps.data(), d_maps + std::size_t(c0) * pixels_,
+                                std::size_t(c1 - c0) * pixels_ * sizeof(cfloat), s);
+      gpu::copy_between_devices(part.data.data(), d_data + std::size_t(c0) * points_,
+                                std::size_t(c1 - c0) * points_ * sizeof(cfloat), s);
+      part.op->set_maps(part.maps.data());
+      if (!o_.psf_per_solve) part.op->set_points(part.traj.data(), nullptr);
+    }
+    ready_ = true;  // the partitions' streams hold the copies; solve() enqueues behind them
+  }
+
+  void image_device(cfloat* d_out) override {
+    CudaPart& part = *parts_[0];
+    gpu::DeviceGuard guard(part.device);
+    gpu::copy_between_devices(d_out, part.x.data(), pixels_ * sizeof(cfloat), part.stream.get());
+    part.stream.synchronize();
+  }
+
   CgReport solve() override {
     if (!ready_) throw ConfigError("coil split: solve() before set_frame()");
     std::vector<CgReport> reports(parts_.size());
@@ -109,6 +138,7 @@ class CoilSplitSenseCuda final : public CoilSplitSense {
   std::vector<std::unique_ptr<CudaPart>> parts_;
   std::unique_ptr<ReduceGroup> group_;
   std::unique_ptr<PartThreads> threads_;  // after group_: stopped before it goes
+  std::unique_ptr<gpu::Event> ready_event_;  // set_frame_device(): the caller's stream has the frame
 };
 
 }  // namespace

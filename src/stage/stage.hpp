@@ -64,6 +64,7 @@ struct SolverStats {
   int iterations = 0;
   double residual = 0;   // |r| / |b| at the end
   double ms = 0;         // wall time of the solve (deadline mode) or 0 (then the chain's stage time counts)
+  int parts = 1;         // partitions the frame's coils were split over (1: not split)
 };
 
 class Stage {

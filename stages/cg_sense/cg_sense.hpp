@@ -9,10 +9,16 @@
 // Warm start: x0 is this stage's previous frame (zeros on the first). A fixed count runs without any host
 // wait (a CUDA graph holds the whole solve); deadline mode (deadline_ms > 0) runs iterations while the next
 // one fits the budget, at least one, at most `iterations`, and reports the count.
+// Coil split (issue 14.4): with split_parts > 1 the frame's coils are split over that many partitions (host
+// threads on the cpu backend; GPUs on cuda: split_gpus, else GPUs 0..split_parts-1), one allreduce of the image per
+// CG iteration (noncart/coil_split_sense.hpp), but only once the unsplit solve is slow: the first 5 frames are
+// solved on one device and timed, and the split starts when their median exceeds split_above_ms (0: from the
+// first frame). Not with smoothness or a deadline; the split solve is not captured in the chain's CUDA graph.
 // Input [coils][spokes][samples]; output the complex image [N][N] (a "magnitude" stage follows for display).
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "fft/fftw_plan.hpp"
 #include "noncart/nufft_kernel.hpp"
@@ -30,6 +36,9 @@ struct CgSenseParams {
   std::string sens;           // coil maps file (BART [N N 1 coils]); empty: estimated from the data
   int maps_matrix = 48;       // estimated maps: the low-resolution matrix they are computed on
   int maps_every = 64;        // estimated maps in a stream: refreshed every this many frames
+  int split_parts = 0;        // coil split partitions (0 or 1: off)
+  std::string split_gpus;     // cuda: the partitions' GPUs, "0,1" (empty: 0..split_parts-1)
+  double split_above_ms = 2.0;  // split only when the unsplit solve's median exceeds this (0: always)
 
   template <class V>
   void visit(V& v) {
@@ -45,8 +54,19 @@ struct CgSenseParams {
     v.field("sens", sens, "cg-sense / sense combination: coil maps file, BART [N N 1 coils] (empty = estimate)");
     v.field("maps_matrix", maps_matrix, 8, 512, "estimated coil maps: low-resolution matrix they are computed on");
     v.field("maps_every", maps_every, 1, 100000, "estimated coil maps: refresh every this many frames in a stream");
+    v.field("split_parts", split_parts, 0, 64,
+            "cg-sense: split each frame's coils over this many partitions (cpu: threads; cuda: GPUs) (0 = off)");
+    v.field("split_gpus", split_gpus, "cg-sense: the coil split's GPUs, e.g. \"0,1\" (empty = 0..split_parts-1)");
+    v.field("split_above_ms", split_above_ms, 0.0, 1e4,
+            "cg-sense: split only when the one-device solve's median (first 5 frames) is above this many ms (0 = always)");
   }
 };
+
+// The coil split's partitions on the cuda backend: split_gpus parsed, or 0..split_parts-1 (ConfigError naming a
+// bad entry or a count that disagrees with split_parts).
+std::vector<int> cg_sense_split_gpus(const CgSenseParams& p);
+// The one line the stage logs when it decides (split: over `parts`; else why not), outside CUDA code.
+void log_cg_sense_split(std::size_t coils, int parts, double median_ms, double above_ms, bool split);
 
 std::unique_ptr<Stage> make_cg_sense_cpu(const CgSenseParams& p, const NufftKernel& kernel, FftPlanner planner);
 std::unique_ptr<Stage> make_cg_sense_cuda(const CgSenseParams& p, const NufftKernel& kernel);  // CUDA builds

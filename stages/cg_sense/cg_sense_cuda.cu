@@ -13,6 +13,9 @@ std::unique_ptr<Stage> make_cg_sense_cuda(const CgSenseParams& p, const NufftKer
       [](Context& ctx) { return make_vector_ops_cuda(ctx.stream); },
       [](int N, Context& ctx) -> std::unique_ptr<LinearOperator> {
         return std::make_unique<FiniteDifferenceCuda>(N, ctx.stream);
+      },
+      [p, kernel](int N, int coils, std::size_t points, const CoilSplitOptions& o) {
+        return make_coil_split_sense_cuda(N, coils, points, kernel, o, cg_sense_split_gpus(p));
       });
 }
 

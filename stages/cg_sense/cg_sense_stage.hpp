@@ -4,10 +4,16 @@
 #include <chrono>
 #include <functional>
 
+#include <algorithm>
+#include <optional>
+#include <vector>
+
 #include "cg_sense/cg_sense.hpp"
 #include "core/error.hpp"
 #include "gpu/device_memory.hpp"
+#include "gpu/handles.hpp"
 #include "linalg/conjugate_gradient.hpp"
+#include "noncart/coil_split_sense.hpp"
 
 namespace radstream {
 
@@ -17,14 +23,22 @@ class CgSenseStage final : public Stage {
   using OpFactory = std::function<std::unique_ptr<Op>(int N, int coils, std::size_t points, Context&)>;
   using OpsFactory = std::function<std::unique_ptr<VectorOps>(Context&)>;
   using RegFactory = std::function<std::unique_ptr<LinearOperator>(int N, Context&)>;
+  using SplitFactory =
+      std::function<std::unique_ptr<CoilSplitSense>(int N, int coils, std::size_t points, const CoilSplitOptions&)>;
 
-  CgSenseStage(const CgSenseParams& p, Location loc, OpFactory make_op, OpsFactory make_ops, RegFactory make_reg)
-      : p_(p), loc_(loc), make_op_(std::move(make_op)), make_ops_(std::move(make_ops)), make_reg_(std::move(make_reg)) {}
+  CgSenseStage(const CgSenseParams& p, Location loc, OpFactory make_op, OpsFactory make_ops, RegFactory make_reg,
+               SplitFactory make_split)
+      : p_(p),
+        loc_(loc),
+        make_op_(std::move(make_op)),
+        make_ops_(std::move(make_ops)),
+        make_reg_(std::move(make_reg)),
+        make_split_(std::move(make_split)) {}
 
   std::string name() const override { return "cg_sense"; }
   bool needs_previous() const override { return p_.warm_start; }
   bool needs_coil_maps() const override { return true; }
-  bool capturable() const override { return p_.deadline_ms <= 0; }
+  bool capturable() const override { return p_.deadline_ms <= 0 && p_.split_parts <= 1; }
 
   Extents configure(const Geometry& g, const Extents& input, Context& ctx) override {
     if (input.rank != 3) throw ConfigError("cg_sense: expects [coils][spokes][samples], got " + input.str());
@@ -41,6 +55,7 @@ class CgSenseStage final : public Stage {
     cg_ = std::make_unique<ConjugateGradient>(pixels_, *ops_);
     warm_up(input, ctx);
     maps_ = nullptr;
+    configure_split(input);
     return out_ext_;
   }
 
@@ -55,6 +70,8 @@ class CgSenseStage final : public Stage {
       maps_ = frame.coil_maps.data.data;
       op_->set_maps(maps_);
     }
+    if (split_) return process_split(frame, in, out, ctx);
+    probe_begin(ctx, t0);
     op_->set_points(frame.traj.data, nullptr);
     op_->adjoint(in.data, b_.data());
     const bool warm = p_.warm_start && frame.previous.data;
@@ -67,6 +84,7 @@ class CgSenseStage final : public Stage {
     stats_ = SolverStats{true, p_.iterations, 0, 0};
     if (p_.deadline_ms <= 0) {
       cg_->enqueue(*op_, b_.data(), out.data, o, warm, reg_.get());
+      probe_end(ctx, t0);
       return;
     }
     // Deadline: iterate while the next iteration (timed as the slowest so far) still fits.
@@ -87,11 +105,88 @@ class CgSenseStage final : public Stage {
   }
 
   SolverStats solver_stats() override {
-    if (stats_.present && cg_) stats_.residual = cg_->residual();
+    if (stats_.present && cg_ && !split_) stats_.residual = cg_->residual();
     return stats_;
   }
 
  private:
+  static constexpr int kProbeFrames = 5;
+
+  void configure_split(const Extents& input) {
+    split_.reset();
+    probe_ms_.clear();
+    pending_probe_ = false;
+    if (p_.split_parts <= 1) return;
+    if (p_.smoothness > 0 || p_.deadline_ms > 0)
+      throw ConfigError("cg_sense: split_parts = " + std::to_string(p_.split_parts) +
+                        " needs smoothness = 0 and deadline_ms = 0 (the coil split has neither)");
+    if (p_.split_parts > int(input[0]))
+      throw ConfigError("cg_sense: split_parts = " + std::to_string(p_.split_parts) + " is more than the " +
+                        std::to_string(input[0]) + " coils");
+    split_points_ = input[1] * input[2];
+    if (loc_ == Location::Device && !begin_) {
+      begin_.emplace();
+      end_.emplace();
+    }
+    if (p_.split_above_ms <= 0) start_split(0.0);
+  }
+
+  void start_split(double median_ms) {
+    CoilSplitOptions o;
+    o.iterations = p_.iterations;
+    o.lambda = p_.lambda;
+    o.toeplitz = p_.toeplitz;
+    o.warm_start = p_.warm_start;
+    split_ = make_split_(N_, int(in_ext_[0]), split_points_, o);
+    log_cg_sense_split(in_ext_[0], split_->parts(), median_ms, p_.split_above_ms, true);
+  }
+
+  // Times the first frames' unsplit solves (host clock on the cpu; events on the GPU, read a frame later when
+  // the chain has synchronized) and starts the split when their median is above the threshold.
+  void probe_begin(Context& ctx, std::chrono::steady_clock::time_point) {
+    if (p_.split_parts <= 1 || split_) return;
+    if (loc_ == Location::Device) {
+      if (pending_probe_) probe_ms_.push_back(end_->ms_since(*begin_));
+      pending_probe_ = false;
+      decide();
+      if (!split_) begin_->record(ctx.stream);
+    }
+  }
+  void probe_end(Context& ctx, std::chrono::steady_clock::time_point t0) {
+    if (p_.split_parts <= 1 || split_) return;
+    if (loc_ == Location::Device) {
+      end_->record(ctx.stream);
+      pending_probe_ = true;
+    } else {
+      probe_ms_.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      decide();
+    }
+  }
+  void decide() {
+    if (split_ || int(probe_ms_.size()) < kProbeFrames) return;
+    std::vector<double> v = probe_ms_;
+    std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(v.size() / 2), v.end());
+    const double median = v[v.size() / 2];
+    if (median > p_.split_above_ms) start_split(median);
+    else if (int(probe_ms_.size()) == kProbeFrames)
+      log_cg_sense_split(in_ext_[0], 1, median, p_.split_above_ms, false);
+  }
+
+  void process_split(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context& ctx) {
+    if (loc_ == Location::Device) {
+      split_->set_frame_device(frame.traj.data, in.data, frame.coil_maps.data.data, frame.coil_maps.peak_power,
+                               ctx.stream);
+    } else {
+      split_->set_frame(frame.traj.data, in.data, frame.coil_maps.data.data);
+    }
+    const CgReport r = split_->solve();
+    if (loc_ == Location::Device)
+      split_->image_device(out.data);
+    else
+      split_->image(out.data);
+    stats_ = SolverStats{true, r.iterations, r.residual, 0, split_->parts()};
+  }
+
   // One solve on zeros: every kernel and FFT plan runs once here, in configure(), so that the first frame
   // does not pay the GPU's lazy module loading (a deadline frame would overrun by it).
   void warm_up(const Extents& input, Context& ctx) {
@@ -112,6 +207,7 @@ class CgSenseStage final : public Stage {
   OpFactory make_op_;
   OpsFactory make_ops_;
   RegFactory make_reg_;
+  SplitFactory make_split_;
   std::unique_ptr<LinearOperator> reg_;  // the smoothness penalty's D, when smoothness > 0
   Extents in_ext_, out_ext_, maps_ext_;
   int N_ = 0;
@@ -122,6 +218,11 @@ class CgSenseStage final : public Stage {
   std::unique_ptr<ConjugateGradient> cg_;
   const cfloat* maps_ = nullptr;
   SolverStats stats_;
+  std::unique_ptr<CoilSplitSense> split_;
+  std::size_t split_points_ = 0;
+  std::vector<double> probe_ms_;
+  bool pending_probe_ = false;
+  std::optional<gpu::Event> begin_, end_;
 };
 
 }  // namespace radstream

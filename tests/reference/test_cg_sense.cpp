@@ -198,3 +198,70 @@ TEST(CgSense, AStreamGetsQuickMapsFirstAndTheRefinedOnesNext) {
   EXPECT_LT(e, 0.5 * from_quick);
   EXPECT_EQ(source.estimates(), 2u);
 }
+
+// The live stage's coil split (issue 14.4) on the cpu backend (host partitions): with split_above_ms = 0 every
+// frame is split and equals the one-device frame; with a threshold the first 5 frames are solved on one device
+// and timed, and the split starts on the 6th only when their median is above it; bad settings are named.
+TEST(CgSense, CoilSplitInTheStageEqualsOneDeviceAndStartsOnlyAboveItsThreshold) {
+  SimParams s;
+  s.matrix = 64;
+  s.coils = 8;
+  s.snr = 0;
+  s.motion = true;
+  const Simulator sim(s);
+  const int window = 64, stride = 16, frames = 7;
+  const auto spokes = sim.spokes(0, window + stride * (frames - 1));
+  const HostBuffer<cfloat> maps = analytic_maps(s.coils, s.matrix);
+  const Registry reg = default_registry();
+  struct Run {
+    std::vector<std::vector<cfloat>> images;
+    std::vector<int> parts;
+  };
+  auto run = [&](int parts, double above) {
+    ReconParams p = cg_params(4, false);
+    p.cg.split_parts = parts;
+    p.cg.split_above_ms = above;
+    ReconChain chain(p, Backend::Cpu, reg);
+    Run r;
+    for (int f = 0; f < frames; ++f) {
+      const Frame frame = frame_from_spokes(sim.header(), std::span(spokes).subspan(std::size_t(f * stride), window));
+      if (f == 0) {
+        chain.configure(frame.geometry);
+        chain.set_coil_maps(maps.view());
+      }
+      const auto img = chain.reconstruct(frame);
+      r.images.emplace_back(img.data, img.data + img.size());
+      r.parts.push_back(chain.solver_stats().parts);
+    }
+    return r;
+  };
+  const Run one = run(0, 2.0), always = run(2, 0.0), never = run(2, 1e4), soon = run(4, 1e-6);
+  for (int f = 0; f < frames; ++f) {
+    EXPECT_EQ(one.parts[f], 1);
+    EXPECT_EQ(always.parts[f], 2) << f;
+    EXPECT_EQ(never.parts[f], 1) << f;
+    EXPECT_EQ(soon.parts[f], f < 5 ? 1 : 4) << f;
+    EXPECT_EQ(never.images[f], one.images[f]) << f;
+    const double e2 = test::rel_error(always.images[f], one.images[f]), e4 = test::rel_error(soon.images[f], one.images[f]);
+    if (f == frames - 1) std::printf("stage coil split vs one device, 4 iterations: 2 parts %.3g, 4 parts %.3g\n", e2, e4);
+    EXPECT_LT(e2, 1e-5) << f;
+    EXPECT_LT(e4, 1e-5) << f;
+  }
+  const Frame frame = frame_from_spokes(sim.header(), std::span(spokes).subspan(0, window));
+  ReconParams bad = cg_params(4, false);
+  bad.cg.split_parts = 2;
+  bad.cg.smoothness = 0.1;
+  EXPECT_THROW(ReconChain(bad, Backend::Cpu, reg).configure(frame.geometry), ConfigError);
+  bad.cg.smoothness = 0;
+  bad.cg.split_parts = 9;  // more than the 8 coils
+  EXPECT_THROW(ReconChain(bad, Backend::Cpu, reg).configure(frame.geometry), ConfigError);
+  bad.cg.split_parts = 2;
+  bad.cg.split_gpus = "0,x";
+  EXPECT_THROW(cg_sense_split_gpus(bad.cg), ConfigError);
+  bad.cg.split_gpus = "1,1";
+  EXPECT_THROW(cg_sense_split_gpus(bad.cg), ConfigError);
+  bad.cg.split_gpus = "0,1,2";
+  EXPECT_THROW(cg_sense_split_gpus(bad.cg), ConfigError);
+  bad.cg.split_gpus = "1,0";
+  EXPECT_EQ(cg_sense_split_gpus(bad.cg), (std::vector<int>{1, 0}));
+}
