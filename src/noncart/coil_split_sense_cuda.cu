@@ -63,21 +63,8 @@ class CoilSplitSenseCuda final : public CoilSplitSense {
 
   void set_frame(const float* traj, const cfloat* data, const cfloat* maps) override {
     peak_ = coil_map_peak_power(maps, std::size_t(coils_), pixels_);
-    for (int p = 0; p < parts(); ++p) {
-      const auto [c0, c1] = coils_of(p);
-      CudaPart& part = *parts_[std::size_t(p)];
-      gpu::DeviceGuard guard(part.device);
-      const gpu::StreamRef s = part.stream.get();
-      gpu::copy_to_device(part.traj.data(), traj, points_ * 2 * sizeof(float), s);
-      gpu::copy_to_device(part.maps.data(), maps + std::size_t(c0) * pixels_,
-                          std::size_t(c1 - c0) * pixels_ * sizeof(cfloat), s);
-      gpu::copy_to_device(part.data.data(), data + std::size_t(c0) * points_,
-                          std::size_t(c1 - c0) * points_ * sizeof(cfloat), s);
-      part.op->set_maps(part.maps.data());
-      if (!o_.psf_per_solve) part.op->set_points(part.traj.data(), nullptr);  // else solve() makes the PSF
-      part.stream.synchronize();
-    }
-    ready_ = true;
+    load(traj, data, maps, gpu::copy_to_device, nullptr);
+    for (auto& part : parts_) part->stream.synchronize();  // the host arrays may change after this call
   }
 
   void set_frame_device(const float* d_traj, const cfloat* d_data, const cfloat* d_maps, double peak_power,
@@ -85,21 +72,7 @@ class CoilSplitSenseCuda final : public CoilSplitSense {
     peak_ = peak_power;
     if (!ready_event_) ready_event_ = std::make_unique<gpu::Event>();  // on the caller's GPU, made once
     ready_event_->record(stream);
-    for (int p = 0; p < parts(); ++p) {
-      const auto [c0, c1] = coils_of(p);
-      CudaPart& part = *parts_[std::size_t(p)];
-      gpu::DeviceGuard guard(part.device);
-      const gpu::StreamRef s = part.stream.get();
-      ready_event_->wait_on(s);
-      gpu::copy_between_devices(part.traj.data(), d_traj, points_ * 2 * sizeof(float), s);
-      gpu::copy_between_devices(part.maps.data(), d_maps + std::size_t(c0) * pixels_,
-                                std::size_t(c1 - c0) * pixels_ * sizeof(cfloat), s);
-      gpu::copy_between_devices(part.data.data(), d_data + std::size_t(c0) * points_,
-                                std::size_t(c1 - c0) * points_ * sizeof(cfloat), s);
-      part.op->set_maps(part.maps.data());
-      if (!o_.psf_per_solve) part.op->set_points(part.traj.data(), nullptr);
-    }
-    ready_ = true;  // the partitions' streams hold the copies; solve() enqueues behind them
+    load(d_traj, d_data, d_maps, gpu::copy_between_devices, ready_event_.get());
   }
 
   void image_device(cfloat* d_out) override {
@@ -130,6 +103,25 @@ class CoilSplitSenseCuda final : public CoilSplitSense {
   std::pair<int, int> coils_of(int p) const override { return split_coils(coils_, parts(), p); }
 
  private:
+  // Each partition's share of the frame onto its GPU, on its stream (after `after`, when given); solve()
+  // enqueues behind the copies.
+  using Copy = void (*)(void*, const void*, std::size_t, gpu::StreamRef);
+  void load(const float* traj, const cfloat* data, const cfloat* maps, Copy copy, const gpu::Event* after) {
+    for (int p = 0; p < parts(); ++p) {
+      const auto [c0, c1] = coils_of(p);
+      CudaPart& part = *parts_[std::size_t(p)];
+      gpu::DeviceGuard guard(part.device);
+      const gpu::StreamRef s = part.stream.get();
+      if (after) after->wait_on(s);
+      copy(part.traj.data(), traj, points_ * 2 * sizeof(float), s);
+      copy(part.maps.data(), maps + std::size_t(c0) * pixels_, std::size_t(c1 - c0) * pixels_ * sizeof(cfloat), s);
+      copy(part.data.data(), data + std::size_t(c0) * points_, std::size_t(c1 - c0) * points_ * sizeof(cfloat), s);
+      part.op->set_maps(part.maps.data());
+      if (!o_.psf_per_solve) part.op->set_points(part.traj.data(), nullptr);  // else solve() makes the PSF
+    }
+    ready_ = true;
+  }
+
   int coils_;
   std::size_t points_, pixels_;
   CoilSplitOptions o_;

@@ -51,6 +51,16 @@ HostBuffer<cfloat> analytic_maps(int coils, int N, bool unit_rss = false) {
   return m;
 }
 
+// A noiseless simulated stream of a moving phantom.
+SimParams moving_noiseless(int matrix, int coils) {
+  SimParams s;
+  s.matrix = matrix;
+  s.coils = coils;
+  s.snr = 0;
+  s.motion = true;
+  return s;
+}
+
 ReconParams cg_params(int iterations, bool warm) {
   ReconParams p;
   p.method = ReconMethod::CgSense;
@@ -119,11 +129,7 @@ TEST(CgSense, EstimatedMapsDoAlmostAsWellAsTheTrueAnalyticMaps) {
 }
 
 TEST(CgSense, WarmStartReachesTheColdResidualInAtMostFourIterations) {
-  SimParams s;
-  s.matrix = 96;
-  s.coils = 6;
-  s.snr = 0;
-  s.motion = true;
+  SimParams s = moving_noiseless(96, 6);
   s.rate_hz = 1000;
   const Simulator sim(s);
   const int window = 256, stride = 16;
@@ -203,11 +209,7 @@ TEST(CgSense, AStreamGetsQuickMapsFirstAndTheRefinedOnesNext) {
 // frame is split and equals the one-device frame; with a threshold the first 5 frames are solved on one device
 // and timed, and the split starts on the 6th only when their median is above it; bad settings are named.
 TEST(CgSense, CoilSplitInTheStageEqualsOneDeviceAndStartsOnlyAboveItsThreshold) {
-  SimParams s;
-  s.matrix = 64;
-  s.coils = 8;
-  s.snr = 0;
-  s.motion = true;
+  const SimParams s = moving_noiseless(64, 8);
   const Simulator sim(s);
   const int window = 64, stride = 16, frames = 7;
   const auto spokes = sim.spokes(0, window + stride * (frames - 1));
