@@ -65,6 +65,51 @@ __device__ __forceinline__ void advance_row(int& i0, int& i1, int& i2, int run, 
   }
 }
 
+// Thread i's sample (zeros past M) and its phasor step (sc, ss) = exp(-2 pi i k2) along axis 2 (the forward
+// kernels' row recurrence).
+template <bool FAST>
+__device__ __forceinline__ float4 forward_sample(const float4* __restrict__ smp, int i, int M, float& sc, float& ss) {
+  const float4 k = i < M ? smp[i] : make_float4(0, 0, 0, 0);
+  cis<FAST>(k.z - rintf(k.z), sc, ss);
+  ss = -ss;
+  return k;
+}
+
+// The forward kernels' walk over one staged tile of voxels [base, base + len) (values in s_x): runs of at most
+// RUN voxels along axis 2 that never cross a row, each started by one sincos of the phase k . r and stepped by
+// the phasor (sc, ss) = exp(-2 pi i k2) (the row recurrence). weight(j) is tile voxel j's factor (1 in the
+// plain model); each run's float sum goes to add(fr, fi), which keeps it in the kernel's accumulator.
+template <bool FAST, int RUN, class Weight, class Add>
+__device__ __forceinline__ void forward_tile(const float4& k, float sc, float ss, const float2* s_x, int len,
+                                             long long base, const GridArgs& g, Weight weight, Add add) {
+  int i2 = int(base % g.n2);
+  const long long row = base / g.n2;
+  int i1 = int(row % g.n1), i0 = int(row / g.n1);
+  for (int j = 0; j < len;) {
+    const int run = min(RUN, min(len - j, g.n2 - i2));
+    const float f = reduced_phase(k, g.o0 + float(i0), g.o1 + float(i1), g.o2 + float(i2));
+    float er, ei;
+    cis<FAST>(f, er, ei);
+    ei = -ei;
+    float fr = 0.0f, fi = 0.0f;
+#pragma unroll
+    for (int q = 0; q < RUN; ++q) {
+      if (q < run) {
+        const float2 xv = s_x[j + q];
+        const float w = weight(j + q);
+        fr += w * (xv.x * er - xv.y * ei);
+        fi += w * (xv.x * ei + xv.y * er);
+        const float nr = er * sc - ei * ss;
+        ei = fmaf(er, ss, ei * sc);
+        er = nr;
+      }
+    }
+    add(fr, fi);
+    j += run;
+    advance_row(i0, i1, i2, run, g.n1, g.n2);
+  }
+}
+
 constexpr int kSegment = 32;  // a split sum's parts are whole multiples of this many terms
 
 // The range of samples (adjoint) or voxels (forward) of block row blockIdx.y when the sum is split.

@@ -207,11 +207,9 @@ __global__ void __launch_bounds__(kThreads) forward_grad_runs(const float4* __re
   __shared__ float2 s_x[kThreads];
   __shared__ float4 s_f[kThreads];
   const int i = blockIdx.x * kThreads + threadIdx.x;
-  const float4 k = i < M ? smp[i] : make_float4(0, 0, 0, 0);
-  const float w0 = sinc_product<FAST>(k.x, k.y, k.z);
   float sc, ss;
-  cis<FAST>(k.z - rintf(k.z), sc, ss);
-  ss = -ss;  // exp(-2 pi i k2)
+  const float4 k = forward_sample<FAST>(smp, i, M, sc, ss);
+  const float w0 = sinc_product<FAST>(k.x, k.y, k.z);
   const long long V = (long long)g.n0 * g.n1 * g.n2;
   double tr = 0.0, ti = 0.0;
   long long begin, end;
@@ -224,36 +222,18 @@ __global__ void __launch_bounds__(kThreads) forward_grad_runs(const float4* __re
     }
     __syncthreads();
     const int len = int(min((long long)kThreads, end - base));
-    int i2 = int(base % g.n2);
-    const long long row = base / g.n2;
-    int i1 = int(row % g.n1), i0 = int(row / g.n1);
-    for (int j = 0; j < len;) {
-      const int run = min(kGradRun, min(len - j, g.n2 - i2));
-      const float f = reduced_phase(k, g.o0 + float(i0), g.o1 + float(i1), g.o2 + float(i2));
-      float er, ei;
-      cis<FAST>(f, er, ei);
-      ei = -ei;
-      float fr = 0.0f, fi = 0.0f;  // the run's (at most kGradRun voxels) sum
-#pragma unroll
-      for (int q = 0; q < kGradRun; ++q) {
-        if (q < run) {
-          const float2 xv = s_x[j + q];
-          const float4 vf = s_f[j + q];
-          const float w = (vf.y == 0.0f && vf.z == 0.0f && vf.w == 0.0f)
-                              ? w0
-                              : sinc_product<FAST>(fmaf(k.w, vf.y, k.x), fmaf(k.w, vf.z, k.y), fmaf(k.w, vf.w, k.z));
-          fr += w * (xv.x * er - xv.y * ei);
-          fi += w * (xv.x * ei + xv.y * er);
-          const float nr = er * sc - ei * ss;
-          ei = fmaf(er, ss, ei * sc);
-          er = nr;
-        }
-      }
-      tr += double(fr);
-      ti += double(fi);
-      j += run;
-      advance_row(i0, i1, i2, run, g.n1, g.n2);
-    }
+    forward_tile<FAST, kGradRun>(
+        k, sc, ss, s_x, len, base, g,
+        [&](int j) {
+          const float4 vf = s_f[j];
+          return (vf.y == 0.0f && vf.z == 0.0f && vf.w == 0.0f)
+                     ? w0
+                     : sinc_product<FAST>(fmaf(k.w, vf.y, k.x), fmaf(k.w, vf.z, k.y), fmaf(k.w, vf.w, k.z));
+        },
+        [&](float fr, float fi) {  // each run's float sum added in double
+          tr += double(fr);
+          ti += double(fi);
+        });
   }
   if (i < M) out[blockIdx.y * (long long)M + i] = make_double2(tr, ti);
 }

@@ -128,10 +128,8 @@ __global__ void __launch_bounds__(kThreads) forward_plain(const float4* __restri
                                                           int M, GridArgs g, float2* __restrict__ out) {
   __shared__ float2 s_x[kThreads];
   const int i = blockIdx.x * kThreads + threadIdx.x;
-  const float4 k = i < M ? smp[i] : make_float4(0, 0, 0, 0);
   float sc, ss;
-  cis<FAST>(k.z - rintf(k.z), sc, ss);
-  ss = -ss;  // exp(-2 pi i k2)
+  const float4 k = forward_sample<FAST>(smp, i, M, sc, ss);
   const long long V = (long long)g.n0 * g.n1 * g.n2;
   float tr = 0.0f, ti = 0.0f;
   long long begin, end;
@@ -141,32 +139,11 @@ __global__ void __launch_bounds__(kThreads) forward_plain(const float4* __restri
     if (base + threadIdx.x < end) s_x[threadIdx.x] = x[base + threadIdx.x];
     __syncthreads();
     const int len = int(min((long long)kThreads, end - base));
-    int i2 = int(base % g.n2);
-    const long long row = base / g.n2;
-    int i1 = int(row % g.n1), i0 = int(row / g.n1);
-    float pr = 0.0f, pi = 0.0f;
-    for (int j = 0; j < len;) {
-      const int run = min(kRun, min(len - j, g.n2 - i2));
-      const float f = reduced_phase(k, g.o0 + float(i0), g.o1 + float(i1), g.o2 + float(i2));
-      float er, ei;
-      cis<FAST>(f, er, ei);
-      ei = -ei;
-#pragma unroll
-      for (int q = 0; q < kRun; ++q) {
-        if (q < run) {
-          const float2 xv = s_x[j + q];
-          pr = fmaf(xv.x, er, fmaf(-xv.y, ei, pr));
-          pi = fmaf(xv.x, ei, fmaf(xv.y, er, pi));
-          const float nr = er * sc - ei * ss;
-          ei = fmaf(er, ss, ei * sc);
-          er = nr;
-        }
-      }
-      j += run;
-      advance_row(i0, i1, i2, run, g.n1, g.n2);
-    }
-    tr += pr;
-    ti += pi;
+    forward_tile<FAST, kRun>(k, sc, ss, s_x, len, base, g, [](int) { return 1.0f; },
+                             [&](float fr, float fi) {
+                               tr += fr;
+                               ti += fi;
+                             });
   }
   if (i < M) out[blockIdx.y * (long long)M + i] = make_float2(tr, ti);
 }
