@@ -52,9 +52,9 @@ class TimeSegmentedCuda final : public LinearOperator {
   gpu::StreamRef stream_;
   int L_ = 0;
   long long Mt_ = 0;  // samples per coil (the times' count)
-  std::vector<float> times_;
-  DeviceBuffer<float> d_fm_, d_b_;
-  DeviceBuffer<cfloat> d_tx_, d_ty_;
+  DeviceBuffer<float> d_b_;
+  DeviceBuffer<cfloat> d_e_, d_tx_, d_ty_;  // d_e_: [L][voxels] the segments' phasors, made once
+  const cfloat* e(int l) const { return d_e_.data() + std::size_t(l) * domain().size(); }
 };
 
 }  // namespace radstream

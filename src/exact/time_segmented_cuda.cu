@@ -6,20 +6,14 @@ namespace radstream {
 
 namespace {
 
-// out_v = in_v exp(sign 2 pi i fm_v t) (accumulate: out_v += ...).
-template <bool ACCUMULATE>
-__global__ void phase_multiply(const float2* __restrict__ in, const float* __restrict__ fm, float t, float sign,
-                               long long V, float2* __restrict__ out) {
+// out_v (+)= in_v e_v, or in_v conj(e_v) (e: one segment's phasors exp(-2 pi i fm_v t_l), made once).
+template <bool CONJ, bool ACCUMULATE>
+__global__ void phase_multiply(const float2* __restrict__ in, const float2* __restrict__ e, long long V,
+                               float2* __restrict__ out) {
   const long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (v >= V) return;
-  float e = 0.0f;
-  const float p = fm[v] * t;
-  e = fmaf(fm[v], t, -p);
-  float f = (p - rintf(p)) + e;
-  f -= rintf(f);
-  float s, c;
-  sincospif(2.0f * sign * f, &s, &c);
   const float2 a = in[v];
+  const float c = e[v].x, s = CONJ ? -e[v].y : e[v].y;
   float2 r = make_float2(a.x * c - a.y * s, a.x * s + a.y * c);
   if (ACCUMULATE) {
     r.x += out[v].x;
@@ -58,12 +52,12 @@ TimeSegmentedCuda::TimeSegmentedCuda(std::shared_ptr<LinearOperator> f, const st
                      std::to_string(M) + " samples (times: one per sample, repeated for every coil)");
   Mt_ = (long long)t.size();
   L_ = int(seg.times.size());
-  times_ = seg.times;
-  d_fm_ = DeviceBuffer<float>(Extents{V});
+  const std::vector<cfloat> e = segment_phasors(fm, seg.times);  // the CPU twin's, so both use the same
+  d_e_ = DeviceBuffer<cfloat>(Extents{e.size()});
   d_b_ = DeviceBuffer<float>(Extents{seg.weights.size()});
   d_tx_ = DeviceBuffer<cfloat>(Extents{V});
   d_ty_ = DeviceBuffer<cfloat>(Extents{M});
-  gpu::copy_to_device(d_fm_.data(), fm.data(), V * sizeof(float), stream);
+  gpu::copy_to_device(d_e_.data(), e.data(), e.size() * sizeof(cfloat), stream);
   gpu::copy_to_device(d_b_.data(), seg.weights.data(), seg.weights.size() * sizeof(float), stream);
   gpu::synchronize(stream);
 }
@@ -74,8 +68,8 @@ void TimeSegmentedCuda::forward(const cfloat* d_x, cfloat* d_y) {
   auto* tx = reinterpret_cast<float2*>(d_tx_.data());
   auto* ty = reinterpret_cast<float2*>(d_ty_.data());
   for (int l = 0; l < L_; ++l) {
-    phase_multiply<false><<<blocks_of(V), 256, 0, s>>>(reinterpret_cast<const float2*>(d_x), d_fm_.data(),
-                                                       times_[l], -1.0f, V, tx);
+    const auto* el = reinterpret_cast<const float2*>(e(l));
+    phase_multiply<false, false><<<blocks_of(V), 256, 0, s>>>(reinterpret_cast<const float2*>(d_x), el, V, tx);
     CUDA_CHECK_LAUNCH("time segments phase_multiply");
     f_->forward(d_tx_.data(), d_ty_.data());
     const float* b = d_b_.data() + std::size_t(l) * std::size_t(Mt_);
@@ -97,12 +91,12 @@ void TimeSegmentedCuda::adjoint(const cfloat* d_y, cfloat* d_x) {
     weight_multiply<false><<<blocks_of(M), 256, 0, s>>>(reinterpret_cast<const float2*>(d_y), b, M, Mt_, ty);
     CUDA_CHECK_LAUNCH("time segments weight_multiply");
     f_->adjoint(d_ty_.data(), d_tx_.data());
+    const auto* el = reinterpret_cast<const float2*>(e(l));
+    auto* x = reinterpret_cast<float2*>(d_x);
     if (l == 0)
-      phase_multiply<false><<<blocks_of(V), 256, 0, s>>>(tx, d_fm_.data(), times_[l], 1.0f, V,
-                                                         reinterpret_cast<float2*>(d_x));
+      phase_multiply<true, false><<<blocks_of(V), 256, 0, s>>>(tx, el, V, x);
     else
-      phase_multiply<true><<<blocks_of(V), 256, 0, s>>>(tx, d_fm_.data(), times_[l], 1.0f, V,
-                                                        reinterpret_cast<float2*>(d_x));
+      phase_multiply<true, true><<<blocks_of(V), 256, 0, s>>>(tx, el, V, x);
     CUDA_CHECK_LAUNCH("time segments phase_multiply");
   }
 }

@@ -70,8 +70,8 @@ class CgSenseStage final : public Stage {
       maps_ = frame.coil_maps.data.data;
       op_->set_maps(maps_);
     }
+    probe_begin(ctx, t0);  // on the GPU this may decide the split, from the earlier frames' times
     if (split_) return process_split(frame, in, out, ctx);
-    probe_begin(ctx, t0);
     op_->set_points(frame.traj.data, nullptr);
     op_->adjoint(in.data, b_.data());
     const bool warm = p_.warm_start && frame.previous.data;
@@ -143,17 +143,18 @@ class CgSenseStage final : public Stage {
 
   // Times the first frames' unsplit solves (host clock on the cpu; events on the GPU, read a frame later when
   // the chain has synchronized) and starts the split when their median is above the threshold.
+  bool probing() const { return p_.split_parts > 1 && !split_ && int(probe_ms_.size()) < kProbeFrames; }
   void probe_begin(Context& ctx, std::chrono::steady_clock::time_point) {
-    if (p_.split_parts <= 1 || split_) return;
+    if (!probing()) return;
     if (loc_ == Location::Device) {
       if (pending_probe_) probe_ms_.push_back(end_->ms_since(*begin_));
       pending_probe_ = false;
       decide();
-      if (!split_) begin_->record(ctx.stream);
+      if (probing()) begin_->record(ctx.stream);
     }
   }
   void probe_end(Context& ctx, std::chrono::steady_clock::time_point t0) {
-    if (p_.split_parts <= 1 || split_) return;
+    if (!probing()) return;
     if (loc_ == Location::Device) {
       end_->record(ctx.stream);
       pending_probe_ = true;
@@ -162,14 +163,14 @@ class CgSenseStage final : public Stage {
       decide();
     }
   }
+  // Once, at the kProbeFrames-th timing: split or not for the rest of the stream (nothing is timed after).
   void decide() {
-    if (split_ || int(probe_ms_.size()) < kProbeFrames) return;
+    if (split_ || int(probe_ms_.size()) != kProbeFrames) return;
     std::vector<double> v = probe_ms_;
     std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(v.size() / 2), v.end());
     const double median = v[v.size() / 2];
     if (median > p_.split_above_ms) start_split(median);
-    else if (int(probe_ms_.size()) == kProbeFrames)
-      log_cg_sense_split(in_ext_[0], 1, median, p_.split_above_ms, false);
+    else log_cg_sense_split(in_ext_[0], 1, median, p_.split_above_ms, false);
   }
 
   void process_split(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context& ctx) {

@@ -9,6 +9,7 @@
 #include "sim/simulator.hpp"
 #include "stream/sender.hpp"
 #include "stream/stream_runtime.hpp"
+#include "stream/stream_test_util.hpp"
 
 using namespace radstream;
 using namespace std::chrono_literals;
@@ -16,16 +17,11 @@ using namespace std::chrono_literals;
 namespace {
 
 std::vector<std::vector<FrameResult>> run_two_slices(const std::string& gpus, int port, std::vector<int>& placed) {
-  RunConfig cfg;
-  cfg.stream.endpoint = "tcp://127.0.0.1:" + std::to_string(port);
+  RunConfig cfg = streamtest::small_config(port, false);
   cfg.stream.slices = 2;
   cfg.frames.window = 64;
   cfg.frames.stride = 32;
-  cfg.frames.max_window = 64;
-  cfg.frames.skip_when_behind = false;
-  cfg.sinks.report_interval_s = 0;
   cfg.recon.backend = BackendChoice::Cuda;
-  cfg.recon.fft.planner = FftPlanner::Estimate;
   cfg.placement.gpus = gpus;
   const Registry reg = default_registry();
   std::vector<std::vector<FrameResult>> out(2);
