@@ -19,7 +19,7 @@ TEST(GpuStream, DeviceRingFramesMatchTheOfflineCpuRecon) {
   RADSTREAM_REQUIRE_GPU();
   for (const char* engine : {"cufft", "custom"}) {
     RunConfig cfg;
-    cfg.stream.endpoint = "tcp://127.0.0.1:56120";
+    cfg.stream.endpoint = "tcp://127.0.0.1:26520";
     cfg.frames.window = 64;
     cfg.frames.stride = 16;
     cfg.frames.max_window = 64;

@@ -63,8 +63,8 @@ TEST(MultiGpuStream, TwoSlicesOnTwoGpusEqualOneGpu) {
     GTEST_SKIP() << "fewer than 2 GPUs; set RADSTREAM_REQUIRE_MULTI_GPU=1 to fail instead";
   }
   std::vector<int> on_two, on_one;
-  const auto two = run_two_slices("0,1", 56131, on_two);
-  const auto one = run_two_slices("", 56132, on_one);
+  const auto two = run_two_slices("0,1", 26521, on_two);
+  const auto one = run_two_slices("", 26522, on_one);
   EXPECT_EQ(on_two, (std::vector<int>{0, 1}));
   EXPECT_EQ(on_one, (std::vector<int>{-1, -1}));
   for (int s = 0; s < 2; ++s) {

@@ -320,7 +320,7 @@ TEST(Cli, ConvertTurnsABartPairIntoAStreamFileThatReconstructsTheSame) {
   EXPECT_LE(e, 1e-6);
   // Replayed at its own pace: 123 spokes at 200/s take ~0.6 s.
   const auto t0 = std::chrono::steady_clock::now();
-  r = radstream_cmd("replay " + dir / "s.h5" + " --no-wait --endpoint tcp://127.0.0.1:56411");
+  r = radstream_cmd("replay " + dir / "s.h5" + " --no-wait --endpoint tcp://127.0.0.1:26411");
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("foreign"), std::string::npos) << r.output;
@@ -369,10 +369,10 @@ TEST(Cli, EveryCommandChecksItsOutputsBeforeAnyWork) {
   const auto t0 = std::chrono::steady_clock::now();
   expect_failure(radstream_cmd("bench --case R1 --backend cpu --out /proc/radstream-test/b.json"), 3,
                  "--out /proc/radstream-test/b.json");
-  expect_failure(radstream_cmd("run --headless --duration 30 --endpoint tcp://127.0.0.1:56131 --metrics-json "
+  expect_failure(radstream_cmd("run --headless --duration 30 --endpoint tcp://127.0.0.1:26421 --metrics-json "
                                "/proc/radstream-test/m.json"),
                  3, "--metrics-json /proc/radstream-test/m.json");
-  expect_failure(radstream_cmd("run --headless --duration 30 --endpoint tcp://127.0.0.1:56132 --images "
+  expect_failure(radstream_cmd("run --headless --duration 30 --endpoint tcp://127.0.0.1:26422 --images "
                                "/proc/radstream-test/img"),
                  3, "--images /proc/radstream-test/img");
   expect_failure(radstream_cmd("demo --headless --out-dir /proc/radstream-test/demo"), 3, "--out-dir");

@@ -81,7 +81,7 @@ TEST(MrdHostile, HeadersThatLieAboutTheStoredArraysAreRefusedWithExit3) {
     auto r = radstream_cmd("recon --backend cpu --input " + path + " --out " + (dir / "x.png"));
     EXPECT_EQ(r.exit_code, 3) << c.field << " = " << c.value << "\n" << r.output;
     EXPECT_NE(r.output.find("acquisition 5"), std::string::npos) << r.output;
-    r = radstream_cmd("replay " + path + " --endpoint tcp://127.0.0.1:56171 --rate 100000");
+    r = radstream_cmd("replay " + path + " --endpoint tcp://127.0.0.1:26171 --rate 100000");
     EXPECT_EQ(r.exit_code, 3) << c.field << " = " << c.value << "\n" << r.output;
   }
 }

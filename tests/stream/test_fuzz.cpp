@@ -145,7 +145,7 @@ TEST(Fuzz, ThroughASocketIntoARunningPipeline) {
   sp.coils = 2;
   const Simulator sim(sp);
   const auto spokes = sim.spokes(0, 64);
-  RunConfig cfg = streamtest::small_config(56151, false);
+  RunConfig cfg = streamtest::small_config(26151, false);
   cfg.frames.window = 16;
   cfg.frames.stride = 8;
   cfg.stream.rcvhwm = 100000;

@@ -46,7 +46,7 @@ TEST(MultiSlice, ThreeSlicesMakeTheFramesOfThreeSingleSliceRuns) {
 
   std::vector<std::vector<FrameResult>> multi;
   {
-    RunConfig cfg = small_config(57410, false);  // every frame, in order: comparable frame for frame
+    RunConfig cfg = small_config(27410, false);  // every frame, in order: comparable frame for frame
     cfg.stream.slices = kSlices;
     cfg.sinks.record = dir / "three.h5";
     Rig rig(cfg, 41);
@@ -74,7 +74,7 @@ TEST(MultiSlice, ThreeSlicesMakeTheFramesOfThreeSingleSliceRuns) {
   }
 
   for (int k = 0; k < kSlices; ++k) {
-    Rig rig(small_config(57411 + k, false), 50 + k);
+    Rig rig(small_config(27411 + k, false), 50 + k);
     rig.s.send_header(xml);
     for (const auto& s : spokes) {
       if (s.header.slice != k) continue;
@@ -98,7 +98,7 @@ TEST(MultiSlice, ThreeSlicesMakeTheFramesOfThreeSingleSliceRuns) {
 
 TEST(MultiSlice, AFailingSliceStopsOnlyItselfVisibly) {
   const Simulator sim(three_slices());
-  RunConfig cfg = small_config(57420, false);
+  RunConfig cfg = small_config(27420, false);
   cfg.stream.slices = kSlices;
   Rig rig(cfg, 61);
   ReconParams broken = cfg.recon;

@@ -36,7 +36,7 @@ TEST(Security, CurveAdmitsOnlyTheSendersOnTheAllowList) {
   EXPECT_EQ(std::filesystem::status(dir / "client.key").permissions() & std::filesystem::perms::others_read,
             std::filesystem::perms::none);
   EXPECT_EQ(read_curve_allow_list(dir / "allowed").size(), 1u);
-  const std::string bin = test::radstream_binary(), ep = "tcp://127.0.0.1:56211";
+  const std::string bin = test::radstream_binary(), ep = "tcp://127.0.0.1:26211";
   const std::string sim = bin + " simulate --endpoint " + ep + " --matrix 32 --coils 2 --spokes 200 --rate 2000 ";
   const std::string script =
       bin + " run --headless --backend cpu --endpoint " + ep + " --duration 7 --curve-key " + (dir / "server.key") +
@@ -62,22 +62,22 @@ TEST(Security, CurveAdmitsOnlyTheSendersOnTheAllowList) {
 
 TEST(Security, ANonLocalBindNeedsCurveOrInsecureAndIpcWorksLocally) {
   test::TempDir dir;
-  auto r = radstream_cmd("run --headless --backend cpu --endpoint tcp://*:56212 --duration 0.3");
+  auto r = radstream_cmd("run --headless --backend cpu --endpoint tcp://*:26212 --duration 0.3");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("reachable from other hosts and CURVE is off"), std::string::npos) << r.output;
-  r = radstream_cmd("run --headless --backend cpu --endpoint tcp://0.0.0.0:56212 --publish tcp://127.0.0.1:56213 "
+  r = radstream_cmd("run --headless --backend cpu --endpoint tcp://0.0.0.0:26212 --publish tcp://127.0.0.1:26213 "
                     "--duration 0.3");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  r = radstream_cmd("run --headless --backend cpu --endpoint tcp://127.0.0.1:56212 --publish tcp://*:56213 "
+  r = radstream_cmd("run --headless --backend cpu --endpoint tcp://127.0.0.1:26212 --publish tcp://*:26213 "
                     "--duration 0.3");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("could read the images"), std::string::npos) << r.output;
-  r = radstream_cmd("run --headless --backend cpu --endpoint tcp://*:56212 --insecure --duration 0.3");
+  r = radstream_cmd("run --headless --backend cpu --endpoint tcp://*:26212 --insecure --duration 0.3");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("open to other hosts without authentication"), std::string::npos) << r.output;
   ASSERT_EQ(radstream_cmd("keygen --out " + (dir / "s")).exit_code, 0);
   { std::ofstream(dir / "allowed") << "# nobody yet\n"; }
-  r = radstream_cmd("run --headless --backend cpu --endpoint tcp://*:56212 --curve-key " + (dir / "s.key") +
+  r = radstream_cmd("run --headless --backend cpu --endpoint tcp://*:26212 --curve-key " + (dir / "s.key") +
                     " --curve-clients " + (dir / "allowed") + " --duration 0.3");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("lists no public key"), std::string::npos) << r.output;
@@ -101,10 +101,10 @@ TEST(Security, OnlyAllowListedSubscribersReceiveTheImages) {
   write_curve_key_files(server, dir / "server", false);
   write_curve_key_files(sender, dir / "sender", false);
   { std::ofstream(dir / "allowed") << viewer.public_key << "\n" << sender.public_key << "\n"; }
-  RunConfig cfg = streamtest::small_config(56216);
+  RunConfig cfg = streamtest::small_config(26216);
   cfg.stream.curve_key = dir / "server.key";
   cfg.stream.curve_clients = dir / "allowed";
-  cfg.sinks.publish = "tcp://127.0.0.1:56217";
+  cfg.sinks.publish = "tcp://127.0.0.1:26217";
   const Registry reg = default_registry();
   StreamRuntime p(cfg, reg);
   zmq::context_t ctx(1);

@@ -87,7 +87,7 @@ std::vector<std::span<const std::byte>> spans(const wire::Parts& p) {
 }  // namespace
 
 TEST(Stream, EndToEndOverTcpEqualsOfflineRecon) {
-  const RunConfig cfg = config(56101);
+  const RunConfig cfg = config(26101);
   const Registry reg = default_registry();
   StreamRuntime p(cfg, reg);
   std::mutex m;
@@ -130,9 +130,9 @@ TEST(Stream, RecordThenReplayIsByteIdentical) {
   {
     zmq::socket_t pull(ctx, zmq::socket_type::pull);
     pull.set(zmq::sockopt::rcvtimeo, 5000);
-    pull.bind(tcp(56102));
+    pull.bind(tcp(26102));
     SenderParams sp;
-    sp.endpoint = tcp(56102);
+    sp.endpoint = tcp(26102);
     Sender s(ctx, sp, 21);
     s.send_header(stream_header_to_xml(sim.header()));
     for (const Spoke& spoke : sim.spokes(0, 40)) {
@@ -168,9 +168,9 @@ TEST(Stream, RecordThenReplayIsByteIdentical) {
   {
     zmq::socket_t pull(ctx, zmq::socket_type::pull);
     pull.set(zmq::sockopt::rcvtimeo, 10000);
-    pull.bind(tcp(56103));
+    pull.bind(tcp(26103));
     auto replay = std::async(std::launch::async, [&] {
-      return test::run_command(test::radstream_binary() + " replay " + file + " --endpoint " + tcp(56103) +
+      return test::run_command(test::radstream_binary() + " replay " + file + " --endpoint " + tcp(26103) +
                                " --speed max");
     });
     for (;;) {
@@ -215,7 +215,7 @@ TEST(Stream, RecordThenReplayIsByteIdentical) {
 }
 
 TEST(Stream, EveryBadInputIsCountedAndThePipelineGoesOn) {
-  RunConfig cfg = config(56104);
+  RunConfig cfg = config(26104);
   const Registry reg = default_registry();
   StreamRuntime p(cfg, reg);
   p.start();
@@ -311,7 +311,7 @@ TEST(Stream, EveryBadInputIsCountedAndThePipelineGoesOn) {
 }
 
 TEST(Stream, PubSubGapsAreDetected) {
-  RunConfig cfg = config(56105);
+  RunConfig cfg = config(26105);
   cfg.stream.socket = ReceiveSocket::Sub;
   cfg.stream.bind = false;
   const Registry reg = default_registry();
@@ -352,7 +352,7 @@ TEST(Stream, PubSubGapsAreDetected) {
 }
 
 TEST(Stream, SenderKilledAndRestartedMidStream) {
-  RunConfig cfg = config(56106);
+  RunConfig cfg = config(26106);
   cfg.stream.sender_timeout_s = 0.2;
   const Registry reg = default_registry();
   StreamRuntime p(cfg, reg);
@@ -395,12 +395,12 @@ TEST(Stream, RunAndSimulateProgramsOverTcp) {
   const std::string bin = test::radstream_binary();
   auto run = std::async(std::launch::async, [&] {
     return test::run_command(
-        bin + " run --headless --endpoint " + tcp(56107) +
+        bin + " run --headless --endpoint " + tcp(26107) +
         " --backend cpu --window 64 --stride 16 --no-skip --until-close --duration 30 --metrics-json " +
         (dir / "m.json") + " --images " + (dir / "img") + " --record " + (dir / "rec.h5"));
   });
   std::this_thread::sleep_for(300ms);
-  const auto sim = test::run_command(bin + " simulate --endpoint " + tcp(56107) +
+  const auto sim = test::run_command(bin + " simulate --endpoint " + tcp(26107) +
                                      " --matrix 64 --coils 4 --rate 2000 --spokes 400 --motion --snr 30");
   EXPECT_EQ(sim.exit_code, 0) << sim.output;
   const auto r = run.get();
@@ -432,23 +432,23 @@ TEST(Stream, RecordingChecksItsPathAndNeverReplacesAFileSilently) {
     EXPECT_EQ(sim.exit_code, 0) << sim.output;
     return run.get();
   };
-  auto r = run_with("--record " + rec, 56111);
+  auto r = run_with("--record " + rec, 26111);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(read_mrd(rec).spokes.size(), 100u);
   EXPECT_NE(r.output.find("recording: 100 spokes in " + rec), std::string::npos) << r.output;
   const auto size = std::filesystem::file_size(rec);
   // The same name again: refused before anything is received, the first recording intact.
-  r = test::run_command(bin + " run --headless --backend cpu --endpoint " + tcp(56112) + " --duration 1 --record " +
+  r = test::run_command(bin + " run --headless --backend cpu --endpoint " + tcp(26112) + " --duration 1 --record " +
                         rec);
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find(rec + " exists"), std::string::npos) << r.output;
   EXPECT_EQ(std::filesystem::file_size(rec), size);
   // Allowed with --overwrite.
-  r = run_with("--overwrite --record " + rec, 56113);
+  r = run_with("--overwrite --record " + rec, 26113);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(read_mrd(rec).spokes.size(), 100u);
   // A place that cannot be written: refused at start with the reason.
-  r = test::run_command(bin + " run --headless --backend cpu --endpoint " + tcp(56114) +
+  r = test::run_command(bin + " run --headless --backend cpu --endpoint " + tcp(26114) +
                         " --duration 1 --record /proc/radstream/x.h5");
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("/proc/radstream"), std::string::npos) << r.output;
@@ -459,7 +459,7 @@ TEST(Stream, RecordingChecksItsPathAndNeverReplacesAFileSilently) {
 // what it wrote. (Also a file in /proc, and a run whose file cannot be made, exit 3: the test above.)
 TEST(Stream, ARecordingInterruptedBySigintOrSigtermIsCompleteAndReplayable) {
   const std::string bin = test::radstream_binary();
-  int port = 56121;
+  int port = 26121;
   for (const char* sig : {"INT", "TERM"}) {
     test::TempDir dir;
     const std::string rec = dir / "rec.h5", metrics = dir / "m.json";
@@ -500,9 +500,9 @@ TEST(Stream, ARecordingSurvivesSigkillUpToItsLastFlush) {
   test::TempDir dir;
   const std::string rec = dir / "rec.h5";
   const std::string script =
-      bin + " run --headless --backend cpu --endpoint " + tcp(56131) + " --window 32 --stride 16 --duration 60" +
+      bin + " run --headless --backend cpu --endpoint " + tcp(26131) + " --window 32 --stride 16 --duration 60" +
       " --record " + rec + " > " + (dir / "run.log") + " 2>&1 & pid=$!; " + bin + " simulate --endpoint " +
-      tcp(56131) + " --matrix 32 --coils 2 --rate 1000 --spokes 6000 > /dev/null 2>&1 & sim=$!; sleep 2.6; " +
+      tcp(26131) + " --matrix 32 --coils 2 --rate 1000 --spokes 6000 > /dev/null 2>&1 & sim=$!; sleep 2.6; " +
       "kill -KILL $pid; wait $pid; echo RUN_RC=$?; kill $sim 2>/dev/null; wait $sim 2>/dev/null";
   const auto r = test::run_command(script);
   ASSERT_NE(r.output.find("RUN_RC=137"), std::string::npos) << r.output;
@@ -525,9 +525,9 @@ TEST(Stream, ARecordingOnAFillingDiskStopsCleanlyAndTheRunFails) {
   test::TempDir dir;
   const std::string rec = dir / "rec.h5", metrics = dir / "m.json";
   const std::string script =
-      "(trap '' XFSZ; ulimit -f 8192; exec " + bin + " run --headless --backend cpu --endpoint " + tcp(56132) +
+      "(trap '' XFSZ; ulimit -f 8192; exec " + bin + " run --headless --backend cpu --endpoint " + tcp(26132) +
       " --window 32 --stride 16 --until-close --duration 30 --record " + rec + " --metrics-json " + metrics +
-      ") > " + (dir / "run.log") + " 2>&1 & pid=$!; sleep 0.3; " + bin + " simulate --endpoint " + tcp(56132) +
+      ") > " + (dir / "run.log") + " 2>&1 & pid=$!; sleep 0.3; " + bin + " simulate --endpoint " + tcp(26132) +
       " --matrix 32 --coils 2 --rate 2000 --spokes 8000 > /dev/null 2>&1; wait $pid; echo RUN_RC=$?; cat " +
       (dir / "run.log");
   const auto r = test::run_command(script);
@@ -554,11 +554,11 @@ TEST(Stream, RecordingFilesAreCappedPerRunAndNeverReplaceAFile) {
   test::TempDir dir;
   { std::ofstream(dir / "rec_2.h5") << "someone else's file"; }
   { std::ofstream(dir / "c.yaml") << "sinks:\n  record_max_files: 2\n"; }
-  std::string script = bin + " run -c " + (dir / "c.yaml") + " --headless --backend cpu --endpoint " + tcp(56133) +
+  std::string script = bin + " run -c " + (dir / "c.yaml") + " --headless --backend cpu --endpoint " + tcp(26133) +
                        " --window 32 --stride 16 --duration 8 --record " + (dir / "rec.h5") + " > " +
                        (dir / "run.log") + " 2>&1 & pid=$!; sleep 0.3; ";
   for (int k = 0; k < 3; ++k)  // three streams, one after the other (each closes)
-    script += bin + " simulate --endpoint " + tcp(56133) + " --matrix 16 --coils 1 --rate 2000 --spokes 100 " +
+    script += bin + " simulate --endpoint " + tcp(26133) + " --matrix 16 --coils 1 --rate 2000 --spokes 100 " +
               "> /dev/null 2>&1; ";
   script += "wait $pid; echo RUN_RC=$?; cat " + (dir / "run.log");
   const auto r = test::run_command(script);
@@ -582,12 +582,12 @@ TEST(Stream, ReplayOfASimulatedFileRunsInRealTime) {
                              " --matrix 32 --coils 2 --spokes 400 --rate 200 --snr 30");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto run = std::async(std::launch::async, [&] {
-    return test::run_command(bin + " run --headless --backend cpu --endpoint " + tcp(56115) +
+    return test::run_command(bin + " run --headless --backend cpu --endpoint " + tcp(26115) +
                              " --window 32 --stride 16 --until-close --duration 20");
   });
   std::this_thread::sleep_for(300ms);
   const auto t0 = std::chrono::steady_clock::now();
-  r = test::run_command(bin + " replay " + dir / "s.h5" + " --endpoint " + tcp(56115));
+  r = test::run_command(bin + " replay " + dir / "s.h5" + " --endpoint " + tcp(26115));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("verbatim"), std::string::npos) << r.output;  // not "a foreign file"
@@ -613,15 +613,15 @@ TEST(Stream, SendersRefuseBadEndpointsAndWaitForAReceiver) {
   auto r = test::run_command(bin + " simulate --endpoint tcp://127.0.0.1:99999 --spokes 10 --matrix 32 --coils 2");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("99999"), std::string::npos) << r.output;
-  r = test::run_command(bin + " simulate --endpoint " + tcp(56116) + " --wait 0.5 --spokes 10 --matrix 32 --coils 2");
+  r = test::run_command(bin + " simulate --endpoint " + tcp(26116) + " --wait 0.5 --spokes 10 --matrix 32 --coils 2");
   EXPECT_EQ(r.exit_code, 3) << r.output;
-  EXPECT_NE(r.output.find("no receiver at " + tcp(56116)), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("no receiver at " + tcp(26116)), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("sent 10"), std::string::npos) << r.output;
   ASSERT_EQ(test::run_command(bin + " simulate --out " + dir / "s.h5" + " --spokes 10 --matrix 32 --coils 2").exit_code, 0);
-  r = test::run_command(bin + " replay " + dir / "s.h5" + " --endpoint " + tcp(56117) + " --wait 0.5");
+  r = test::run_command(bin + " replay " + dir / "s.h5" + " --endpoint " + tcp(26117) + " --wait 0.5");
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("no receiver"), std::string::npos) << r.output;
-  r = test::run_command(bin + " simulate --endpoint " + tcp(56118) + " --no-wait --spokes 10 --rate 1000 --matrix 32 --coils 2");
+  r = test::run_command(bin + " simulate --endpoint " + tcp(26118) + " --no-wait --spokes 10 --rate 1000 --matrix 32 --coils 2");
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
@@ -629,7 +629,7 @@ TEST(Stream, SendersRefuseBadEndpointsAndWaitForAReceiver) {
 // more than stream.max_ring_mib is rejected (counted, named) before anything is allocated, and the stream in
 // hand goes on.
 TEST(Stream, AHeaderWhoseRingIsTooLargeIsRejectedAndTheStreamGoesOn) {
-  RunConfig cfg = config(56119);
+  RunConfig cfg = config(26119);
   const Registry reg = default_registry();
   StreamRuntime p(cfg, reg);
   p.start();
@@ -662,7 +662,7 @@ TEST(Stream, AHeaderWhoseRingIsTooLargeIsRejectedAndTheStreamGoesOn) {
 TEST(Stream, ForgedClocksAndSenderTextDoNotPoisonMetricsOrLogs) {
   test::TempDir dir;
   const std::string bin = test::radstream_binary();
-  const int port = 56125;
+  const int port = 26125;
   auto run = std::async(std::launch::async, [&] {
     return test::run_command(bin + " run --headless --backend cpu --endpoint " + tcp(port) +
                              " --window 32 --stride 16 --no-skip --until-close --duration 20 --metrics-json " + (dir / "m.json"));
@@ -713,7 +713,7 @@ TEST(Stream, ForgedClocksAndSenderTextDoNotPoisonMetricsOrLogs) {
 TEST(Stream, OneStreamPerPipelineASecondSenderWaitsForTheFirstToClose) {
   test::TempDir dir;
   const std::string bin = test::radstream_binary();
-  const int port = 56126;
+  const int port = 26126;
   auto run = std::async(std::launch::async, [&] {
     return test::run_command(bin + " run --headless --backend cpu --endpoint " + tcp(port) +
                              " --window 32 --stride 16 --no-skip --duration 4 --record " + (dir / "rec.h5") +
@@ -764,10 +764,10 @@ TEST(Stream, BlockedSendersStopWithinHalfASecondOfASignal) {
   const std::string bin = test::radstream_binary();
   ASSERT_EQ(test::run_command(bin + " simulate --out " + (dir / "s.h5") + " --spokes 64 --matrix 32 --coils 2").exit_code, 0);
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"simulate --no-wait --endpoint " + tcp(56141) + " --matrix 32 --coils 2 --rate 2000 --spokes 1000000", "INT"},
-      {"simulate --endpoint " + tcp(56142) + " --matrix 32 --coils 2 --spokes 100", "TERM"},
-      {"replay " + (dir / "s.h5") + " --endpoint " + tcp(56143), "INT"},
-      {"replay " + (dir / "s.h5") + " --no-wait --loop --endpoint " + tcp(56144), "TERM"}};
+      {"simulate --no-wait --endpoint " + tcp(26141) + " --matrix 32 --coils 2 --rate 2000 --spokes 1000000", "INT"},
+      {"simulate --endpoint " + tcp(26142) + " --matrix 32 --coils 2 --spokes 100", "TERM"},
+      {"replay " + (dir / "s.h5") + " --endpoint " + tcp(26143), "INT"},
+      {"replay " + (dir / "s.h5") + " --no-wait --loop --endpoint " + tcp(26144), "TERM"}};
   for (const auto& [args, sig] : cases) {
     const auto r = test::run_command(bin + " " + args + " > " + (dir / "log") + " 2>&1 & pid=$!; sleep 1.5; " +
                                      "t0=$(date +%s%N); kill -" + sig + " $pid; wait $pid; rc=$?; t1=$(date +%s%N); " +
@@ -792,7 +792,7 @@ TEST(Stream, ARecordingReplayedTwiceIsReceivedTwice) {
   const std::string bin = test::radstream_binary();
   ASSERT_EQ(test::run_command(bin + " simulate --out " + dir / "s.h5" + " --spokes 120 --matrix 32 --coils 2").exit_code,
             0);
-  RunConfig cfg = config(56120);
+  RunConfig cfg = config(26128);
   const Registry reg = default_registry();
   StreamRuntime p(cfg, reg);
   p.start();
@@ -811,7 +811,7 @@ TEST(Stream, ARecordingReplayedTwiceIsReceivedTwice) {
 // from the one before (no frame skipped), and each streamed frame equals the offline chain run over the same
 // windows in the same order; the solver's report reaches the frames and the metrics.
 TEST(Stream, CgSenseLiveEqualsOfflineReconOfTheSameWindows) {
-  RunConfig cfg = small_config(56111, false);
+  RunConfig cfg = small_config(26127, false);
   cfg.recon.method = ReconMethod::CgSense;
   cfg.recon.cg.iterations = 6;
   const Simulator maps_sim(small_sim());

@@ -49,7 +49,7 @@ SimParams sim_params(int matrix, int coils, const char* angles = "golden") {
 }  // namespace
 
 TEST(StreamControl, HeaderChangeMidStreamReconfigures) {
-  const RunConfig cfg = config(56201);
+  const RunConfig cfg = config(26201);
   Rig rig(cfg, 3);
   StreamRuntime& p = rig.p;
   Collector& c = rig.c;
@@ -70,7 +70,7 @@ TEST(StreamControl, HeaderChangeMidStreamReconfigures) {
 }
 
 TEST(StreamControl, WindowAndStrideChangeBetweenFrames) {
-  const RunConfig cfg = config(56202);
+  const RunConfig cfg = config(26202);
   Rig rig(cfg, 4);
   StreamRuntime& p = rig.p;
   Collector& c = rig.c;
@@ -97,7 +97,7 @@ TEST(StreamControl, WindowAndStrideChangeBetweenFrames) {
 }
 
 TEST(StreamControl, LinearStreamsFramePerRotation) {
-  RunConfig cfg = config(56203);
+  RunConfig cfg = config(26203);
   cfg.frames.framing = Framing::Rotation;
   const Registry reg = default_registry();
   StreamRuntime p(cfg, reg);
@@ -122,8 +122,8 @@ TEST(StreamControl, LinearStreamsFramePerRotation) {
 }
 
 TEST(StreamControl, PublisherSendsEveryImageWithItsHeader) {
-  RunConfig cfg = config(56204);
-  cfg.sinks.publish = "tcp://127.0.0.1:56205";
+  RunConfig cfg = config(26204);
+  cfg.sinks.publish = "tcp://127.0.0.1:26205";
   const Registry reg = default_registry();
   StreamRuntime p(cfg, reg);
   Collector c;
@@ -181,7 +181,7 @@ TEST(StreamControl, ReplayOfAFileWithoutEnvelopesPacedByRate) {
       out.append(sp.acq_header, sp.traj, sp.data);
     }
   }
-  RunConfig cfg = config(56206);
+  RunConfig cfg = config(26206);
   const Registry reg = default_registry();
   StreamRuntime p(cfg, reg);
   Collector c;
@@ -212,7 +212,7 @@ TEST(StreamControl, ReplayOfAFileWithoutEnvelopesPacedByRate) {
 // What the viewer's Apply button does: new reconstruction settings (here the method: FBP) take effect
 // between frames, without a restart; the frames after the switch are FBP frames.
 TEST(StreamControl, MethodSwitchToFbpBetweenFrames) {
-  const RunConfig cfg = config(56207);
+  const RunConfig cfg = config(26207);
   Rig rig(cfg, 8);
   StreamRuntime& p = rig.p;
   Collector& c = rig.c;
@@ -252,7 +252,7 @@ TEST(StreamControl, MethodSwitchToFbpBetweenFrames) {
 // caller with a message naming the reason (it used to abort the reconstruction thread), and the stream goes on.
 TEST(StreamControl, UnusableBackendIsRefusedWhenAppliedAndTheRunGoesOn) {
   if (gpu::query().available && gpu::cuda_stages_built()) GTEST_SKIP() << "a GPU is usable here";
-  const RunConfig cfg = config(56208);
+  const RunConfig cfg = config(26208);
   Rig rig(cfg, 4);
   StreamRuntime& p = rig.p;
   Sender& s = rig.s;
@@ -282,7 +282,7 @@ TEST(StreamControl, UnusableBackendIsRefusedWhenAppliedAndTheRunGoesOn) {
 TEST(StreamControl, UntilCloseDrainsEveryDueFrameUnderASlowBackend) {
   test::TempDir dir;
   const std::string bin = test::radstream_binary();
-  const std::string ep = "tcp://127.0.0.1:56209";
+  const std::string ep = "tcp://127.0.0.1:26209";
   auto run = std::async(std::launch::async, [&] {
     return test::run_command(bin + " run --headless --endpoint " + ep +
                              " --backend cpu --threads 1 --window 64 --stride 16 --no-skip --until-close "

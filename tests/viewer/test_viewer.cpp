@@ -153,13 +153,13 @@ TEST(Viewer, RunShowsTheStreamAndClosesWhenTheSenderDoes) {
   const std::string bin = test::radstream_binary();
   auto run = std::async(std::launch::async, [&] {
     return test::run_command("xvfb-run -a -s '-screen 0 1280x1024x24' " + bin +
-                             " run --endpoint tcp://127.0.0.1:56230 --backend cpu --window 64 --until-close"
+                             " run --endpoint tcp://127.0.0.1:26230 --backend cpu --window 64 --until-close"
                              " --duration 40 --metrics-json " +
                              dir / "m.json");
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the X server and the window start
   const auto sim = test::run_command(bin +
-                                     " simulate --endpoint tcp://127.0.0.1:56230 --matrix 64 --coils 2"
+                                     " simulate --endpoint tcp://127.0.0.1:26230 --matrix 64 --coils 2"
                                      " --rate 400 --spokes 300");
   EXPECT_EQ(sim.exit_code, 0) << sim.output;
   const auto r = run.get();
