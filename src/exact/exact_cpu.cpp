@@ -124,10 +124,22 @@ void exact_q_cpu(const ExactModel& m, const float* w, std::complex<Real>* q) {
   exact_adjoint_cpu<Real>(qm, weights.data(), q);
 }
 
+template <class Real>
+void exact_matrix_cpu(const ExactModel& m, std::complex<Real>* g) {
+  const std::size_t M = m.samples(), V = m.voxels();
+#pragma omp parallel for schedule(static)
+  for (std::size_t v = 0; v < V; ++v) {
+    const Pair<Real> p(m, v);
+    for (std::size_t i = 0; i < M; ++i) g[i * V + v] = p.weight(i) * std::conj(cis(p.phase(i)));
+  }
+}
+
 template void exact_adjoint_cpu<float>(const ExactModel&, const std::complex<float>*, std::complex<float>*);
 template void exact_adjoint_cpu<double>(const ExactModel&, const std::complex<double>*, std::complex<double>*);
 template void exact_forward_cpu<float>(const ExactModel&, const std::complex<float>*, std::complex<float>*);
 template void exact_forward_cpu<double>(const ExactModel&, const std::complex<double>*, std::complex<double>*);
+template void exact_matrix_cpu<float>(const ExactModel&, std::complex<float>*);
+template void exact_matrix_cpu<double>(const ExactModel&, std::complex<double>*);
 template void exact_q_cpu<float>(const ExactModel&, const float*, std::complex<float>*);
 template void exact_q_cpu<double>(const ExactModel&, const float*, std::complex<double>*);
 

@@ -18,6 +18,11 @@ void exact_forward_cpu(const ExactModel& m, const std::complex<Real>* x, std::co
 template <class Real>
 void exact_q_cpu(const ExactModel& m, const float* w, std::complex<Real>* q);
 
+// The model's matrix G (row-major [samples][voxels]: the forward is d = G x, the adjoint x = G^H d), each entry
+// the same pair term as the sums above.
+template <class Real>
+void exact_matrix_cpu(const ExactModel& m, std::complex<Real>* g);
+
 // F (forward) and F^H (adjoint) of the model as a host operator in float: domain the voxels
 // ([n0 n1 n2] of the grid), codomain the samples ([M]).
 class ExactOperatorCpu final : public LinearOperator {

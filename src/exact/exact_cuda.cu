@@ -85,6 +85,38 @@ __global__ void q_mirror(const float2* __restrict__ half, QMirror m, float2* __r
   out[j] = v;
 }
 
+// The model's matrix: a block's threads take consecutive voxels (coalesced rows), blockIdx.y kMatrixRows
+// samples, whose k and sinc product w0 are staged once. Entry = w exp(-2 pi i phase), the forward's term.
+constexpr int kMatrixRows = 16;
+
+template <bool FAST, bool GRADS>
+__global__ void __launch_bounds__(kThreads) field_matrix(const float4* __restrict__ smp, int M, GridArgs g,
+                                                          const float4* __restrict__ vfield, long long ld,
+                                                          float2* __restrict__ out) {
+  __shared__ float4 s_k[kMatrixRows];
+  __shared__ float s_w0[kMatrixRows];
+  const int row0 = blockIdx.y * kMatrixRows;
+  if (threadIdx.x < kMatrixRows && row0 + threadIdx.x < M) {
+    const float4 k = smp[row0 + threadIdx.x];
+    s_k[threadIdx.x] = k;
+    s_w0[threadIdx.x] = GRADS ? sinc_product<FAST>(k.x, k.y, k.z) : 1.0f;
+  }
+  __syncthreads();
+  const long long V = (long long)g.n0 * g.n1 * g.n2;
+  const long long v = blockIdx.x * (long long)kThreads + threadIdx.x;
+  if (v >= ld) return;
+  const bool active = v < V;
+  const float r2 = g.o2 + float(v % g.n2), r1 = g.o1 + float((v / g.n2) % g.n1),
+              r0 = g.o0 + float(v / ((long long)g.n2 * g.n1));
+  const float4 vf = active && vfield ? vfield[v] : make_float4(0, 0, 0, 0);
+  const int rows = min(kMatrixRows, M - row0);
+  for (int j = 0; j < rows; ++j) {
+    float c = 0.0f, sn = 0.0f, w = 0.0f;
+    if (active) field_term<FAST, GRADS>(s_k[j], r0, r1, r2, vf, s_w0[j], c, sn, w);
+    out[(row0 + j) * ld + v] = make_float2(w * c, -w * sn);
+  }
+}
+
 __global__ void real_to_complex(const float* __restrict__ w, int M, float2* __restrict__ out) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < M) out[i] = make_float2(w ? w[i] : 1.0f, 0.0f);
@@ -338,6 +370,25 @@ void ExactOperatorCuda::adjoint(const cfloat* d_y, cfloat* d_x) {
   auto* x = reinterpret_cast<float2*>(d_x);
   fast_ ? launch_adjoint<true>(*dm_, dm_->grid, dm_->split_adjoint, y, x, s)
         : launch_adjoint<false>(*dm_, dm_->grid, dm_->split_adjoint, y, x, s);
+}
+
+std::size_t ExactOperatorCuda::samples() const { return std::size_t(dm_->M); }
+
+void ExactOperatorCuda::matrix(cfloat* d_g, std::size_t ld) {
+  auto s = static_cast<cudaStream_t>(stream_);
+  if (ld < dm_->grid.voxels()) throw InputError("exact matrix: leading dimension " + std::to_string(ld) + " < voxels");
+  const GridArgs g = grid_args(dm_->grid);
+  const dim3 grid(blocks((long long)ld), unsigned((dm_->M + kMatrixRows - 1) / kMatrixRows));
+  auto* out = reinterpret_cast<float2*>(d_g);
+  const float4* vf = dm_->field ? dm_->vfield.data() : nullptr;
+  const long long l = (long long)ld;
+  if (dm_->grads)
+    fast_ ? field_matrix<true, true><<<grid, kThreads, 0, s>>>(dm_->samples.data(), dm_->M, g, vf, l, out)
+          : field_matrix<false, true><<<grid, kThreads, 0, s>>>(dm_->samples.data(), dm_->M, g, vf, l, out);
+  else
+    fast_ ? field_matrix<true, false><<<grid, kThreads, 0, s>>>(dm_->samples.data(), dm_->M, g, vf, l, out)
+          : field_matrix<false, false><<<grid, kThreads, 0, s>>>(dm_->samples.data(), dm_->M, g, vf, l, out);
+  CUDA_CHECK_LAUNCH("exact field_matrix");
 }
 
 void ExactOperatorCuda::q(const float* d_w, cfloat* d_q) {

@@ -25,6 +25,10 @@ class ExactOperatorCuda final : public LinearOperator {
   void adjoint(const cfloat* d_y, cfloat* d_x) override;
   // Q on the model's q_grid() into d_q (2N per axis), sample weights d_w (device, nullptr: all 1).
   void q(const float* d_w, cfloat* d_q);
+  // The model's matrix G into d_g: row i (sample i) at d_g + i * ld, voxels in order, columns V..ld-1 set to 0;
+  // each entry the same pair term as the field kernels (every term in full, no row recurrence).
+  void matrix(cfloat* d_g, std::size_t ld);
+  std::size_t samples() const;
 
  private:
   gpu::StreamRef stream_;

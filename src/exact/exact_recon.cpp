@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "core/error.hpp"
+#include "exact/dense_exact.hpp"
 #include "exact/exact_cpu.hpp"
 #include "exact/exact_cuda.hpp"
 #include "exact/toeplitz_normal.hpp"
@@ -60,8 +61,15 @@ void accumulate_rss(std::vector<double>& rss, const cfloat* x, std::size_t V) {
 
 // The result: one coil's complex image or the coils' RSS, with the iteration report and the phase times.
 struct PhaseTimes {
-  double fhd = 0, q = 0, cg = 0;
+  double fhd = 0, q = 0, cg = 0, matrix = 0;
 };
+
+// CG applies F then F^H (no Toeplitz form) and the stored matrix fits the limit.
+bool use_matrix(const ExactModel& model, const ExactReconOptions& o) {
+  const bool direct_normal = model.has_field() || !o.toeplitz;
+  return o.method == ExactMethod::Cg && direct_normal && o.matrix_limit_mb > 0 &&
+         exact_matrix_bytes(model) <= o.matrix_limit_mb * (std::size_t(1) << 20);
+}
 
 ExactReconResult finish(std::vector<double>& rss, std::vector<cfloat>& single, int coils, bool cg, const CgReport& rep,
                         const PhaseTimes& ms, Clock::time_point t_all) {
@@ -71,6 +79,8 @@ ExactReconResult finish(std::vector<double>& rss, std::vector<cfloat>& single, i
   r.fhd_ms = ms.fhd;
   r.q_ms = ms.q;
   r.cg_ms = ms.cg;
+  r.matrix_ms = ms.matrix;
+  r.matrix = ms.matrix > 0;
   r.total_ms = ms_since(t_all);
   r.coils = coils;
   if (coils == 1) {
@@ -86,14 +96,19 @@ ExactReconResult reconstruct_cpu(const ExactModel& model, const std::vector<cflo
                                  const ExactReconOptions& o) {
   const auto t_all = Clock::now();
   const std::size_t M = model.samples(), V = model.voxels();
-  auto op = std::make_shared<ExactOperatorCpu>(model);
+  std::shared_ptr<LinearOperator> op = std::make_shared<ExactOperatorCpu>(model);
   std::shared_ptr<LinearOperator> normal = op;
-  double q_ms = 0;
+  double q_ms = 0, matrix_ms = 0;
+  if (use_matrix(model, o)) {
+    const auto t = Clock::now();
+    op = normal = std::make_shared<DenseExactOperatorCpu>(model);
+    matrix_ms = std::max(1e-6, ms_since(t));
+  }
   const bool cg = o.method == ExactMethod::Cg;
   if (cg && o.toeplitz && !model.has_field()) {
     const auto t = Clock::now();
     std::vector<cfloat> q(model.grid.q_grid().voxels());
-    exact_q_cpu<float>(op->model(), o.weights.empty() ? nullptr : o.weights.data(), q.data());
+    exact_q_cpu<float>(model.filled(), o.weights.empty() ? nullptr : o.weights.data(), q.data());
     normal = std::make_shared<ToeplitzNormalCpu>(op, model.grid, q.data());
     q_ms = ms_since(t);
   }
@@ -122,7 +137,7 @@ ExactReconResult reconstruct_cpu(const ExactModel& model, const std::vector<cflo
     }
     accumulate_rss(rss, x.data(), V);
   }
-  return finish(rss, x, coils, cg, rep, {fhd_ms, q_ms, cg_ms}, t_all);
+  return finish(rss, x, coils, cg, rep, {fhd_ms, q_ms, cg_ms, matrix_ms}, t_all);
 }
 
 #if RADSTREAM_HAVE_CUDA
@@ -135,8 +150,14 @@ ExactReconResult reconstruct_gpu(const ExactModel& model, const std::vector<cflo
   auto op = std::make_shared<ExactOperatorCuda>(model, o.fast_math, s);
   const bool cg = o.method == ExactMethod::Cg;
   DeviceBuffer<cfloat> d_data(Extents{M}), d_b(Extents{V}), d_x(Extents{V});
-  std::shared_ptr<LinearOperator> normal = op;
-  double q_ms = 0;
+  std::shared_ptr<LinearOperator> normal = op, adj = op;
+  double q_ms = 0, matrix_ms = 0;
+  if (use_matrix(model, o)) {
+    const auto t = Clock::now();
+    adj = normal = std::make_shared<DenseExactOperatorCuda>(*op);
+    gpu::synchronize(s);
+    matrix_ms = std::max(1e-6, ms_since(t));
+  }
   if (cg && o.toeplitz && !model.has_field()) {
     const auto t = Clock::now();
     DeviceBuffer<cfloat> d_q(Extents{model.grid.q_grid().voxels()});
@@ -161,7 +182,7 @@ ExactReconResult reconstruct_gpu(const ExactModel& model, const std::vector<cflo
     gpu::copy_to_device(d_data.data(), data, M * sizeof(cfloat), s);
     gpu::synchronize(s);
     auto t = Clock::now();
-    op->adjoint(d_data.data(), d_b.data());
+    adj->adjoint(d_data.data(), d_b.data());
     gpu::synchronize(s);
     fhd_ms += ms_since(t);
     const cfloat* result = d_b.data();
@@ -179,7 +200,7 @@ ExactReconResult reconstruct_gpu(const ExactModel& model, const std::vector<cflo
     gpu::synchronize(s);
     accumulate_rss(rss, x.data(), V);
   }
-  return finish(rss, x, coils, cg, rep, {fhd_ms, q_ms, cg_ms}, t_all);
+  return finish(rss, x, coils, cg, rep, {fhd_ms, q_ms, cg_ms, matrix_ms}, t_all);
 }
 #endif
 

@@ -32,6 +32,10 @@ struct ExactReconOptions {
   // (F^H W F + lambda M C^T C) x = F^H W d, a weighted least-squares fit that CG reaches in fewer iterations
   // on strongly non-uniform trajectories. cg needs the Toeplitz path (no field) for them.
   std::vector<float> weights;
+  // When CG's normal operator is F then F^H (a field, or toeplitz = false): the stored matrix G of
+  // dense_exact.hpp, computed once, for F, F^H and the F^H d when it takes at most this many MiB (0: always on
+  // the fly, every term recomputed per application).
+  std::size_t matrix_limit_mb = 1024;
 };
 
 struct ExactReconResult {
@@ -41,6 +45,8 @@ struct ExactReconResult {
   double residual = 0;  // CG's final |r| / |b| (last coil)
   // Wall times (ms) with the device synchronized: F^H d, Q and its FFT, the CG iterations, all.
   double fhd_ms = 0, q_ms = 0, cg_ms = 0, total_ms = 0;
+  double matrix_ms = 0;  // computing the stored matrix (when one was used)
+  bool matrix = false;   // F and F^H came from the stored matrix
 };
 
 // kdata: coils blocks of model.samples() values. Throws InputError / ConfigError naming the bad value.
