@@ -8,6 +8,7 @@
 #pragma once
 #include <complex>
 #include <cstddef>
+#include <vector>
 
 #include "exact/exact_model.hpp"
 #include "gpu/handles.hpp"
@@ -25,26 +26,35 @@ class DenseExactOperatorCpu final : public LinearOperator {
   explicit DenseExactOperatorCpu(const ExactModel& model);
   void forward(const cfloat* x, cfloat* y) override;
   void adjoint(const cfloat* y, cfloat* x) override;
+  // G^H G x with G x kept in double (the CUDA twin's fused pass).
+  void normal(const cfloat* x, cfloat* z) override;
 
  private:
   std::size_t M_, V_;
   HostBuffer<cfloat> g_;
+  std::vector<std::complex<double>> y_;  // G x in double, for normal()
 };
 
-// Computes the matrix with `source`'s kernels (accurate or fast trig, as source was made) on source's stream.
-// Defined in CUDA builds only.
+// Computes the matrix with `source`'s kernels (accurate or fast trig, as source was made) on source's stream;
+// source must outlive it. normal() is one pass over G (G^H G x with G x kept in double) for up to 4,096 voxels,
+// else forward() then adjoint(). Defined in CUDA builds only.
 class DenseExactOperatorCuda final : public LinearOperator {
  public:
-  explicit DenseExactOperatorCuda(ExactOperatorCuda& source);
+  // compute_now = false: allocate only; compute() fills the matrix (so a caller can time the two apart).
+  explicit DenseExactOperatorCuda(ExactOperatorCuda& source, bool compute_now = true);
   ~DenseExactOperatorCuda() override;
   gpu::StreamRef stream() const override { return stream_; }
+  void compute();
   void forward(const cfloat* d_x, cfloat* d_y) override;
   void adjoint(const cfloat* d_y, cfloat* d_x) override;
+  void normal(const cfloat* d_x, cfloat* d_z) override;
 
  private:
+  ExactOperatorCuda& source_;
   gpu::StreamRef stream_;
   std::size_t M_, V_, ld_;
   int rows_ = 4, chunks_ = 1;  // the adjoint's row chunks (partial sums, added in a fixed order)
+  int normal_rows_ = 0, normal_blocks_ = 0;  // the fused normal's rows per block and blocks (0: not fused)
   DeviceBuffer<cfloat> g_;
   DeviceBuffer<std::complex<double>> partials_;
 };

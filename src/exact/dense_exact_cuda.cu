@@ -72,29 +72,144 @@ __global__ void __launch_bounds__(kThreads) dense_adjoint(const float4* __restri
   out[1] = make_double2(a1r, a1i);
 }
 
-// x[v] = sum over the chunks of part[chunk][v]: a warp per output, lanes over chunks, a fixed shuffle tree.
+// x[v] = sum over the chunks of part[chunk][v]: a block takes 32 outputs; its 8 warps each add every 8th chunk
+// (a warp reads 32 consecutive outputs: coalesced), then the 8 sums are added in warp order.
+constexpr int kSumOutputs = 32, kSumGroups = kThreads / kSumOutputs;
+
 __global__ void __launch_bounds__(kThreads) dense_sum_chunks(const double2* __restrict__ part, int chunks, long long V,
                                                              long long ld, float2* __restrict__ x) {
-  const long long v = (blockIdx.x * (long long)kThreads + threadIdx.x) >> 5;
-  const int lane = threadIdx.x & 31;
-  if (v >= V) return;
+  __shared__ double2 s_sum[kSumGroups][kSumOutputs];
+  const int o = threadIdx.x % kSumOutputs, grp = threadIdx.x / kSumOutputs;
+  const long long v = blockIdx.x * (long long)kSumOutputs + o;
   double sr = 0.0, si = 0.0;
-  for (int c = lane; c < chunks; c += 32) {
-    const double2 a = part[c * ld + v];
-    sr += a.x;
-    si += a.y;
+  if (v < V)
+    for (int c = grp; c < chunks; c += kSumGroups) {
+      const double2 a = part[c * ld + v];
+      sr += a.x;
+      si += a.y;
+    }
+  s_sum[grp][o] = make_double2(sr, si);
+  __syncthreads();
+  if (grp == 0 && v < V) {
+    for (int q = 1; q < kSumGroups; ++q) {
+      sr += s_sum[q][o].x;
+      si += s_sum[q][o].y;
+    }
+    x[v] = make_float2(float(sr), float(si));
   }
-  for (int dd = 16; dd > 0; dd >>= 1) {
-    sr += __shfl_down_sync(0xffffffffu, sr, dd);
-    si += __shfl_down_sync(0xffffffffu, si, dd);
+}
+
+// z = G^H G x in one pass over G (the normal operator CG applies): a block per SM takes a range of rows, a batch
+// of R rows at a time; each thread holds K float4s (2K entries) of those rows and computes their share of
+// y_row = G_row x; the block adds the shares (warp shuffles, then the warps in order through shared memory, the
+// buffer alternating between batches; the next batch's loads are in flight meanwhile), and every thread then
+// adds conj(G_row) y_row to its columns' double sums from the entries it still holds. y stays in double.
+// Needs K x 2 x kNormalThreads >= V (else normal() is forward() then adjoint()).
+constexpr int kNormalThreads = 512, kNormalWarps = kNormalThreads / 32;
+// Rows per batch: 2 while the batch and the next one (prefetched) fit the registers, 1 at K = 4.
+template <int K>
+constexpr int normal_rows() { return K == 4 ? 1 : 2; }
+
+template <int K, int R>
+__device__ __forceinline__ void load_rows(const float4* __restrict__ g, long long base, long long r1, long long ld2,
+                                          float4 (&e)[R][K]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const long long p = threadIdx.x + (long long)k * kNormalThreads;
+      e[r][k] = base + r < r1 && p < ld2 ? g[(base + r) * ld2 + p] : make_float4(0, 0, 0, 0);
+    }
+}
+
+template <int K, int R>
+__global__ void __launch_bounds__(kNormalThreads, 1) dense_normal(const float4* __restrict__ g,
+                                                                  const float2* __restrict__ x, long long M,
+                                                                  long long V, long long ld2, int rows,
+                                                                  double2* __restrict__ part) {
+  __shared__ double2 s_red[2][kNormalWarps][R];
+  __shared__ float4 s_x[K * kNormalThreads];  // x by pairs (in shared memory to keep the registers for G)
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const long long p = threadIdx.x + (long long)k * kNormalThreads;
+    const float2 x0 = 2 * p < V ? x[2 * p] : make_float2(0.0f, 0.0f);
+    const float2 x1 = 2 * p + 1 < V ? x[2 * p + 1] : make_float2(0.0f, 0.0f);
+    s_x[k * kNormalThreads + threadIdx.x] = make_float4(x0.x, x0.y, x1.x, x1.y);
   }
-  if (lane == 0) x[v] = make_float2(float(sr), float(si));
+  double acc[K][4];
+#pragma unroll
+  for (int k = 0; k < K; ++k) acc[k][0] = acc[k][1] = acc[k][2] = acc[k][3] = 0.0;
+  const long long r0 = (long long)blockIdx.x * rows, r1 = min(M, r0 + rows);
+  int parity = 0;
+  float4 e[R][K], next[R][K];
+  load_rows<K, R>(g, r0, r1, ld2, e);
+  for (long long base = r0; base < r1; base += R) {
+    load_rows<K, R>(g, base + R, r1, ld2, next);  // in flight while this batch is summed
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      double dr = 0.0, di = 0.0;
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const float4 a = e[r][k], b = s_x[k * kNormalThreads + threadIdx.x];
+        dr = fma(double(a.x), double(b.x), fma(-double(a.y), double(b.y), dr));
+        di = fma(double(a.x), double(b.y), fma(double(a.y), double(b.x), di));
+        dr = fma(double(a.z), double(b.z), fma(-double(a.w), double(b.w), dr));
+        di = fma(double(a.z), double(b.w), fma(double(a.w), double(b.z), di));
+      }
+      for (int d = 16; d > 0; d >>= 1) {
+        dr += __shfl_down_sync(0xffffffffu, dr, d);
+        di += __shfl_down_sync(0xffffffffu, di, d);
+      }
+      if (lane == 0) s_red[parity][warp][r] = make_double2(dr, di);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      double yr = 0.0, yi = 0.0;
+      for (int w = 0; w < kNormalWarps; ++w) {
+        const double2 t = s_red[parity][w][r];
+        yr += t.x;
+        yi += t.y;
+      }
+#pragma unroll
+      for (int k = 0; k < K; ++k) {  // conj(e) y
+        const float4 a = e[r][k];
+        acc[k][0] = fma(double(a.x), yr, fma(double(a.y), yi, acc[k][0]));
+        acc[k][1] = fma(double(a.x), yi, fma(-double(a.y), yr, acc[k][1]));
+        acc[k][2] = fma(double(a.z), yr, fma(double(a.w), yi, acc[k][2]));
+        acc[k][3] = fma(double(a.z), yi, fma(-double(a.w), yr, acc[k][3]));
+      }
+    }
+    parity ^= 1;
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int k = 0; k < K; ++k) e[r][k] = next[r][k];
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const long long p = threadIdx.x + (long long)k * kNormalThreads;
+    if (p < ld2) {
+      double2* out = part + 2 * (blockIdx.x * ld2 + p);
+      out[0] = make_double2(acc[k][0], acc[k][1]);
+      out[1] = make_double2(acc[k][2], acc[k][3]);
+    }
+  }
+}
+
+// The smallest K (1, 2, 4) whose K x kNormalThreads float4s cover a row; 0: too wide for the fused kernel.
+int normal_k(long long ld2) {
+  for (int k : {1, 2, 4})
+    if (ld2 <= (long long)k * kNormalThreads) return k;
+  return 0;
 }
 
 }  // namespace
 
-DenseExactOperatorCuda::DenseExactOperatorCuda(ExactOperatorCuda& source)
+DenseExactOperatorCuda::DenseExactOperatorCuda(ExactOperatorCuda& source, bool compute_now)
     : LinearOperator(source.domain(), source.codomain(), Location::Device),
+      source_(source),
       stream_(source.stream()),
       M_(source.codomain().size()),
       V_(source.domain().size()),
@@ -103,9 +218,43 @@ DenseExactOperatorCuda::DenseExactOperatorCuda(ExactOperatorCuda& source)
   int rows = int(std::clamp<long long>((long long)M_ * ld2 / kTargetThreads, kRowRun, kMaxChunkRows));
   rows_ = (rows + kRowRun - 1) / kRowRun * kRowRun;
   chunks_ = int((M_ + rows_ - 1) / rows_);
+  if (normal_k(ld2) > 0) {
+    int device = 0, sms = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    normal_rows_ = int((M_ + sms - 1) / sms);
+    normal_rows_ = (normal_rows_ + 1) / 2 * 2;  // whole batches of either size
+    normal_blocks_ = int((M_ + normal_rows_ - 1) / normal_rows_);
+  }
   g_ = DeviceBuffer<cfloat>(Extents{M_ * ld_});
-  partials_ = DeviceBuffer<std::complex<double>>(Extents{std::size_t(chunks_) * ld_});
-  source.matrix(g_.data(), ld_);
+  partials_ = DeviceBuffer<std::complex<double>>(Extents{std::size_t(std::max(chunks_, normal_blocks_)) * ld_});
+  if (compute_now) compute();
+}
+
+void DenseExactOperatorCuda::compute() { source_.matrix(g_.data(), ld_); }
+
+void DenseExactOperatorCuda::normal(const cfloat* d_x, cfloat* d_z) {
+  const long long ld2 = (long long)ld_ / 2;
+  const int k = normal_k(ld2);
+  if (k == 0) {
+    LinearOperator::normal(d_x, d_z);
+    return;
+  }
+  auto s = static_cast<cudaStream_t>(stream_);
+  const auto* g = reinterpret_cast<const float4*>(g_.data());
+  const auto* x = reinterpret_cast<const float2*>(d_x);
+  auto* part = reinterpret_cast<double2*>(partials_.data());
+  const long long M = (long long)M_, V = (long long)V_;
+  if (k == 1)
+    dense_normal<1, normal_rows<1>()><<<normal_blocks_, kNormalThreads, 0, s>>>(g, x, M, V, ld2, normal_rows_, part);
+  else if (k == 2)
+    dense_normal<2, normal_rows<2>()><<<normal_blocks_, kNormalThreads, 0, s>>>(g, x, M, V, ld2, normal_rows_, part);
+  else
+    dense_normal<4, normal_rows<4>()><<<normal_blocks_, kNormalThreads, 0, s>>>(g, x, M, V, ld2, normal_rows_, part);
+  CUDA_CHECK_LAUNCH("dense exact normal");
+  dense_sum_chunks<<<unsigned((V + kSumOutputs - 1) / kSumOutputs), kThreads, 0, s>>>(part, normal_blocks_, V, (long long)ld_,
+                                                         reinterpret_cast<float2*>(d_z));
+  CUDA_CHECK_LAUNCH("dense exact normal sum");
 }
 
 DenseExactOperatorCuda::~DenseExactOperatorCuda() = default;
@@ -126,7 +275,7 @@ void DenseExactOperatorCuda::adjoint(const cfloat* d_y, cfloat* d_x) {
       reinterpret_cast<const float4*>(g_.data()), reinterpret_cast<const float2*>(d_y), (long long)M_, ld2, rows_,
       part);
   CUDA_CHECK_LAUNCH("dense exact adjoint");
-  dense_sum_chunks<<<blocks(32LL * (long long)V_), kThreads, 0, s>>>(
+  dense_sum_chunks<<<unsigned((V_ + kSumOutputs - 1) / kSumOutputs), kThreads, 0, s>>>(
       reinterpret_cast<const double2*>(partials_.data()), chunks_, (long long)V_, (long long)ld_,
       reinterpret_cast<float2*>(d_x));
   CUDA_CHECK_LAUNCH("dense exact sum chunks");
