@@ -72,17 +72,18 @@ __global__ void __launch_bounds__(kThreads) dense_adjoint(const float4* __restri
   out[1] = make_double2(a1r, a1i);
 }
 
-// x[v] = sum over the chunks of part[chunk][v]: a block takes 32 outputs; its 8 warps each add every 8th chunk
-// (a warp reads 32 consecutive outputs: coalesced), then the 8 sums are added in warp order.
-constexpr int kSumOutputs = 32, kSumGroups = kThreads / kSumOutputs;
+// x[v] = sum over the chunks of part[chunk][v]: a block takes 32 outputs; its 32 warps each add every 32nd chunk
+// (a warp reads 32 consecutive outputs: coalesced), then the 32 sums are added in warp order.
+constexpr int kSumOutputs = 32, kSumGroups = 32, kSumThreads = kSumOutputs * kSumGroups;
 
-__global__ void __launch_bounds__(kThreads) dense_sum_chunks(const double2* __restrict__ part, int chunks, long long V,
+__global__ void __launch_bounds__(kSumThreads) dense_sum_chunks(const double2* __restrict__ part, int chunks, long long V,
                                                              long long ld, float2* __restrict__ x) {
   __shared__ double2 s_sum[kSumGroups][kSumOutputs];
   const int o = threadIdx.x % kSumOutputs, grp = threadIdx.x / kSumOutputs;
   const long long v = blockIdx.x * (long long)kSumOutputs + o;
   double sr = 0.0, si = 0.0;
   if (v < V)
+#pragma unroll 4
     for (int c = grp; c < chunks; c += kSumGroups) {
       const double2 a = part[c * ld + v];
       sr += a.x;
@@ -128,14 +129,16 @@ __global__ void __launch_bounds__(kNormalThreads, 1) dense_normal(const float4* 
                                                                   long long V, long long ld2, int rows,
                                                                   double2* __restrict__ part) {
   __shared__ double2 s_red[2][kNormalWarps][R];
-  __shared__ float4 s_x[K * kNormalThreads];  // x by pairs (in shared memory to keep the registers for G)
+  // x by pairs in double, in (dynamic) shared memory: converted once, not per row, and off the registers.
+  extern __shared__ double2 s_x[];  // [K * kNormalThreads][2]
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const long long p = threadIdx.x + (long long)k * kNormalThreads;
     const float2 x0 = 2 * p < V ? x[2 * p] : make_float2(0.0f, 0.0f);
     const float2 x1 = 2 * p + 1 < V ? x[2 * p + 1] : make_float2(0.0f, 0.0f);
-    s_x[k * kNormalThreads + threadIdx.x] = make_float4(x0.x, x0.y, x1.x, x1.y);
+    s_x[2 * (k * kNormalThreads + threadIdx.x)] = make_double2(x0.x, x0.y);
+    s_x[2 * (k * kNormalThreads + threadIdx.x) + 1] = make_double2(x1.x, x1.y);
   }
   double acc[K][4];
 #pragma unroll
@@ -151,11 +154,12 @@ __global__ void __launch_bounds__(kNormalThreads, 1) dense_normal(const float4* 
       double dr = 0.0, di = 0.0;
 #pragma unroll
       for (int k = 0; k < K; ++k) {
-        const float4 a = e[r][k], b = s_x[k * kNormalThreads + threadIdx.x];
-        dr = fma(double(a.x), double(b.x), fma(-double(a.y), double(b.y), dr));
-        di = fma(double(a.x), double(b.y), fma(double(a.y), double(b.x), di));
-        dr = fma(double(a.z), double(b.z), fma(-double(a.w), double(b.w), dr));
-        di = fma(double(a.z), double(b.w), fma(double(a.w), double(b.z), di));
+        const float4 a = e[r][k];
+        const double2 b0 = s_x[2 * (k * kNormalThreads + threadIdx.x)], b1 = s_x[2 * (k * kNormalThreads + threadIdx.x) + 1];
+        dr = fma(double(a.x), b0.x, fma(-double(a.y), b0.y, dr));
+        di = fma(double(a.x), b0.y, fma(double(a.y), b0.x, di));
+        dr = fma(double(a.z), b1.x, fma(-double(a.w), b1.y, dr));
+        di = fma(double(a.z), b1.y, fma(double(a.w), b1.x, di));
       }
       for (int d = 16; d > 0; d >>= 1) {
         dr += __shfl_down_sync(0xffffffffu, dr, d);
@@ -225,6 +229,8 @@ DenseExactOperatorCuda::DenseExactOperatorCuda(ExactOperatorCuda& source, bool c
     normal_rows_ = int((M_ + sms - 1) / sms);
     normal_rows_ = (normal_rows_ + 1) / 2 * 2;  // whole batches of either size
     normal_blocks_ = int((M_ + normal_rows_ - 1) / normal_rows_);
+    const int smem = 4 * kNormalThreads * 2 * int(sizeof(double2));  // K = 4's x: 64 KiB, above the default 48
+    CUDA_CHECK(cudaFuncSetAttribute(dense_normal<4, normal_rows<4>()>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   }
   g_ = DeviceBuffer<cfloat>(Extents{M_ * ld_});
   partials_ = DeviceBuffer<std::complex<double>>(Extents{std::size_t(std::max(chunks_, normal_blocks_)) * ld_});
@@ -245,14 +251,15 @@ void DenseExactOperatorCuda::normal(const cfloat* d_x, cfloat* d_z) {
   const auto* x = reinterpret_cast<const float2*>(d_x);
   auto* part = reinterpret_cast<double2*>(partials_.data());
   const long long M = (long long)M_, V = (long long)V_;
+  const std::size_t smem = std::size_t(k) * kNormalThreads * 2 * sizeof(double2);
   if (k == 1)
-    dense_normal<1, normal_rows<1>()><<<normal_blocks_, kNormalThreads, 0, s>>>(g, x, M, V, ld2, normal_rows_, part);
+    dense_normal<1, normal_rows<1>()><<<normal_blocks_, kNormalThreads, smem, s>>>(g, x, M, V, ld2, normal_rows_, part);
   else if (k == 2)
-    dense_normal<2, normal_rows<2>()><<<normal_blocks_, kNormalThreads, 0, s>>>(g, x, M, V, ld2, normal_rows_, part);
+    dense_normal<2, normal_rows<2>()><<<normal_blocks_, kNormalThreads, smem, s>>>(g, x, M, V, ld2, normal_rows_, part);
   else
-    dense_normal<4, normal_rows<4>()><<<normal_blocks_, kNormalThreads, 0, s>>>(g, x, M, V, ld2, normal_rows_, part);
+    dense_normal<4, normal_rows<4>()><<<normal_blocks_, kNormalThreads, smem, s>>>(g, x, M, V, ld2, normal_rows_, part);
   CUDA_CHECK_LAUNCH("dense exact normal");
-  dense_sum_chunks<<<unsigned((V + kSumOutputs - 1) / kSumOutputs), kThreads, 0, s>>>(part, normal_blocks_, V, (long long)ld_,
+  dense_sum_chunks<<<unsigned((V + kSumOutputs - 1) / kSumOutputs), kSumThreads, 0, s>>>(part, normal_blocks_, V, (long long)ld_,
                                                          reinterpret_cast<float2*>(d_z));
   CUDA_CHECK_LAUNCH("dense exact normal sum");
 }
@@ -275,7 +282,7 @@ void DenseExactOperatorCuda::adjoint(const cfloat* d_y, cfloat* d_x) {
       reinterpret_cast<const float4*>(g_.data()), reinterpret_cast<const float2*>(d_y), (long long)M_, ld2, rows_,
       part);
   CUDA_CHECK_LAUNCH("dense exact adjoint");
-  dense_sum_chunks<<<unsigned((V_ + kSumOutputs - 1) / kSumOutputs), kThreads, 0, s>>>(
+  dense_sum_chunks<<<unsigned((V_ + kSumOutputs - 1) / kSumOutputs), kSumThreads, 0, s>>>(
       reinterpret_cast<const double2*>(partials_.data()), chunks_, (long long)V_, (long long)ld_,
       reinterpret_cast<float2*>(d_x));
   CUDA_CHECK_LAUNCH("dense exact sum chunks");
