@@ -15,6 +15,7 @@
 #include "io/mrd_file.hpp"
 #include "recon/backend.hpp"
 #include "recon/recon_chain.hpp"
+#include "exact/dense_exact.hpp"
 #include "exact/exact_recon.hpp"
 #include "exact/exact_slices.hpp"
 #include "gpu/cuda_runtime.hpp"
@@ -30,6 +31,7 @@ struct ReconArgs {
   std::string impatient, fieldmap, gradients, times, report;
   int dims = 2, gpus = 0;
   bool fast_math = false, ignore_gradients = false;
+  long long matrix_limit_mb = -1;  // -1: not given (ExactReconOptions' default)
   int matrix = 0;
   long start = 0, count = -1;
   int repeat = 1;
@@ -69,6 +71,12 @@ int run_exact(const ReconArgs& a) {
   o.iterations = int(iterations);
   o.lambda = number_option(a, "lambda", 1e-2);
   o.fast_math = a.fast_math;
+  if (a.matrix_limit_mb >= 0) {
+    if (o.method != ExactMethod::Cg) throw ConfigError("--matrix-limit-mb goes with --method cg-exact");
+    o.matrix_limit_mb = std::size_t(a.matrix_limit_mb);
+  } else if (a.matrix_limit_mb != -1) {
+    throw ConfigError(fmt::format("--matrix-limit-mb {} must be >= 0", a.matrix_limit_mb));
+  }
   const auto backend = a.recon.given.count("backend") ? parse_backend(a.recon.given.at("backend")) : BackendChoice::Auto;
   const BackendDecision decision = resolve_backend(backend);
   o.gpu = decision.backend == Backend::Cuda;
@@ -118,6 +126,9 @@ int run_exact(const ReconArgs& a) {
     r = exact_reconstruct(m, in.kdata, in.coils, o);
     write_exact_image(a.out, r.image, m.grid);
   }
+  if (r.matrix)
+    log::info("{}: F and F^H from the stored matrix ({:.0f} MiB, computed in {:.2f} ms)", method,
+              double(exact_matrix_bytes(m)) / (1 << 20), r.matrix_ms);
   log::info("{}: F^H d {:.2f} ms, Q {:.2f} ms, CG {:.2f} ms ({} iterations, residual {:.3g}), total {:.2f} ms", method,
             r.fhd_ms, r.q_ms, r.cg_ms, r.iterations, r.residual, r.total_ms);
   log::info("wrote {}", a.out);
@@ -135,7 +146,8 @@ int run_exact(const ReconArgs& a) {
     j["iterations"] = r.iterations;
     j["lambda"] = o.lambda;
     j["residual"] = r.residual;
-    j["ms"] = {{"fhd", r.fhd_ms}, {"q", r.q_ms}, {"cg", r.cg_ms}, {"total", r.total_ms}};
+    j["stored_matrix"] = r.matrix;
+    j["ms"] = {{"matrix", r.matrix_ms}, {"fhd", r.fhd_ms}, {"q", r.q_ms}, {"cg", r.cg_ms}, {"total", r.total_ms}};
     std::ofstream f(a.report);
     f << j.dump(2) << "\n";
     if (!f) throw IoError("cannot write the report " + a.report);
@@ -150,6 +162,7 @@ int run_recon(const ReconArgs& a) {
                                     {"--fieldmap", !a.fieldmap.empty()}, {"--gradients", !a.gradients.empty()},
                                     {"--times", !a.times.empty()}, {"--fast-math", a.fast_math},
                                     {"--report", !a.report.empty()}, {"--ignore-gradients", a.ignore_gradients},
+                                    {"--matrix-limit-mb", a.matrix_limit_mb != -1},
                                     {"--gpus", a.gpus != 0}})
     if (given) throw ConfigError(std::string(flag) + " goes with --method fhd or cg-exact");
   if (a.input.empty() == (a.traj.empty() && a.kspace.empty()))
@@ -236,6 +249,9 @@ Runner add_recon(CLI::App& app) {
   app.add_flag("--fast-math", a->fast_math, "--method fhd|cg-exact on cuda: hardware sin/cos (faster, ~1e-6 less exact)");
   app.add_option("--report", a->report, "--method fhd|cg-exact: write timings and settings as JSON");
   app.add_option("--gpus", a->gpus, "--method fhd|cg-exact on cuda, k-space with slices: GPUs to spread them over (0: all)");
+  app.add_option("--matrix-limit-mb", a->matrix_limit_mb,
+                 "--method cg-exact with a field: keep F as a stored matrix (computed once, then each CG iteration is "
+                 "one pass over it) when it takes at most this many MiB (default 1024; 0: every term recomputed)");
   app.add_flag("--ignore-gradients", a->ignore_gradients,
                "--method fhd|cg-exact with --impatient: leave the susceptibility gradients out of the model");
   app.footer(

@@ -184,7 +184,17 @@ TEST(ExactField, CliCgExactOnTheSeed001Case) {
   EXPECT_NE(r.output.find("3770 samples x 1 coil(s), 1 x 64 x 64 voxels, field map no, gradients yes"),
             std::string::npos)
       << r.output;
+  EXPECT_NE(r.output.find("F and F^H from the stored matrix (118 MiB"), std::string::npos) << r.output;
   EXPECT_TRUE(std::filesystem::exists(out));
+  // --matrix-limit-mb: 0 recomputes every term (no stored-matrix line); a negative value names itself.
+  const std::string base = std::string(RADSTREAM_BIN) + " recon --method cg-exact --backend cpu --iterations 1 --impatient " +
+                           (test::impatient_data_dir() / "64x64x1").string() + " --out " + out;
+  const auto fly = test::run_command(base + " --matrix-limit-mb 0 2>&1");
+  ASSERT_EQ(fly.exit_code, 0) << fly.output;
+  EXPECT_EQ(fly.output.find("stored matrix"), std::string::npos) << fly.output;
+  const auto bad = test::run_command(base + " --matrix-limit-mb -5 2>&1");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("--matrix-limit-mb -5 must be >= 0"), std::string::npos) << bad.output;
 }
 
 // The time-segmented approximation of the off-resonance term (on the exact F and on the NUFFT) against the
