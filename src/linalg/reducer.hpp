@@ -15,6 +15,7 @@
 // (ncclCommAbort) from the waiting thread; wait() polls the stream and NCCL's error state for what fails
 // after the launch.
 #pragma once
+#include <complex>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -33,6 +34,8 @@ class Reducer {
   // data[0..n) += the other partitions' data, in every partition (n <= the group's capacity). On the GPU
   // this is enqueued on the partition's stream.
   virtual void allreduce_sum(cfloat* data, std::size_t n) = 0;
+  // The same in double (the coil split's sums: added in double, rounded to float once by the caller).
+  virtual void allreduce_sum(std::complex<double>* data, std::size_t n) = 0;
   // Waits until everything enqueued on this partition's stream is done, at most timeout_s; throws (and aborts
   // the group) on a stall or a communicator error. A no-op on the host.
   virtual void wait(double timeout_s) = 0;

@@ -21,6 +21,7 @@ class HostReducer final : public Reducer {
   int rank() const override { return rank_; }
   int size() const override;
   void allreduce_sum(cfloat* data, std::size_t n) override;
+  void allreduce_sum(std::complex<double>* data, std::size_t n) override;
   void wait(double) override {}
 
  private:
@@ -31,7 +32,8 @@ class HostReducer final : public Reducer {
 class HostGroup final : public ReduceGroup {
  public:
   HostGroup(int parts, std::size_t capacity, double timeout_s)
-      : parts_(parts), timeout_(timeout_s), sum_(Extents{capacity}), ptrs_(std::size_t(parts), nullptr) {
+      : parts_(parts), timeout_(timeout_s), sum_(Extents{capacity}), sumd_(Extents{capacity}),
+        ptrs_(std::size_t(parts), nullptr) {
     if (parts < 1) throw ConfigError("reduce group: " + std::to_string(parts) + " partitions (need >= 1)");
     if (!(timeout_s > 0)) throw ConfigError("reduce group: timeout " + std::to_string(timeout_s) + " s must be > 0");
     for (int r = 0; r < parts; ++r) reducers_.push_back(std::make_unique<HostReducer>(*this, r));
@@ -47,7 +49,12 @@ class HostGroup final : public ReduceGroup {
     cv_.notify_all();
   }
 
-  void allreduce(int rank, cfloat* data, std::size_t n) {
+  void allreduce(int rank, cfloat* data, std::size_t n) { reduce(rank, data, n, sum_.data()); }
+  void allreduce(int rank, std::complex<double>* data, std::size_t n) { reduce(rank, data, n, sumd_.data()); }
+
+ private:
+  template <class T>
+  void reduce(int rank, T* data, std::size_t n, T* s) {
     if (n > sum_.size())
       throw ConfigError("reduce group: " + std::to_string(n) + " values exceed its capacity " +
                         std::to_string(sum_.size()));
@@ -55,18 +62,16 @@ class HostGroup final : public ReduceGroup {
     meet();
     const std::size_t lo = n * std::size_t(rank) / std::size_t(parts_);
     const std::size_t hi = n * std::size_t(rank + 1) / std::size_t(parts_);
-    cfloat* s = sum_.data();
-    for (std::size_t i = lo; i < hi; ++i) s[i] = ptrs_[0][i];
+    for (std::size_t i = lo; i < hi; ++i) s[i] = static_cast<const T*>(ptrs_[0])[i];
     for (int p = 1; p < parts_; ++p) {
-      const cfloat* v = ptrs_[std::size_t(p)];
+      const T* v = static_cast<const T*>(ptrs_[std::size_t(p)]);
       for (std::size_t i = lo; i < hi; ++i) s[i] += v[i];
     }
     meet();
-    std::memcpy(static_cast<void*>(data), s, n * sizeof(cfloat));
+    std::memcpy(static_cast<void*>(data), s, n * sizeof(T));
     meet();  // nobody starts the next call (and overwrites the sum) before everyone has copied it
   }
 
- private:
   // All partitions meet here (a barrier with a generation count), or it throws.
   void meet() {
     std::unique_lock lock(m_);
@@ -90,7 +95,8 @@ class HostGroup final : public ReduceGroup {
   int parts_;
   double timeout_;
   HostBuffer<cfloat> sum_;
-  std::vector<cfloat*> ptrs_;
+  HostBuffer<std::complex<double>> sumd_;
+  std::vector<void*> ptrs_;
   std::vector<std::unique_ptr<HostReducer>> reducers_;
   std::mutex m_;  // guards arrived_, generation_, aborted_
   std::condition_variable cv_;
@@ -101,6 +107,7 @@ class HostGroup final : public ReduceGroup {
 
 int HostReducer::size() const { return g_.size(); }
 void HostReducer::allreduce_sum(cfloat* data, std::size_t n) { g_.allreduce(rank_, data, n); }
+void HostReducer::allreduce_sum(std::complex<double>* data, std::size_t n) { g_.allreduce(rank_, data, n); }
 
 }  // namespace
 

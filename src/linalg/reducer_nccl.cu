@@ -66,6 +66,7 @@ class NcclReducer final : public Reducer {
   int rank() const override { return rank_; }
   int size() const override;
   void allreduce_sum(cfloat* d_data, std::size_t n) override;
+  void allreduce_sum(std::complex<double>* d_data, std::size_t n) override;
   void wait(double timeout_s) override;
 
  private:
@@ -129,6 +130,11 @@ int NcclReducer::size() const { return g_.size(); }
 void NcclReducer::allreduce_sum(cfloat* d_data, std::size_t n) {
   if (g_.aborted()) throw Error("coil split: " + g_.why());
   NCCL_CHECK(nccl_api().all_reduce(d_data, d_data, 2 * n, ncclFloat, ncclSum, comm_, stream_));
+}
+
+void NcclReducer::allreduce_sum(std::complex<double>* d_data, std::size_t n) {
+  if (g_.aborted()) throw Error("coil split: " + g_.why());
+  NCCL_CHECK(nccl_api().all_reduce(d_data, d_data, 2 * n, ncclDouble, ncclSum, comm_, stream_));
 }
 
 void NcclReducer::wait(double timeout_s) {

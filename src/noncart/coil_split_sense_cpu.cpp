@@ -17,8 +17,10 @@ struct CpuPart {
   Reducer* reducer = nullptr;
   Vector b, x;
   HostBuffer<cfloat> maps, data;
+  HostBuffer<std::complex<double>> sum;  // [pixels]: the partitions' sums in double
   bool solved = false;
   const float* traj = nullptr;
+  std::complex<double>* sum_ptr() { return sum.data(); }
   const cfloat* data_ptr() const { return data.data(); }
   const float* traj_ptr() const { return traj; }
 };
@@ -43,6 +45,7 @@ class CoilSplitSenseCpu final : public CoilSplitSense {
       part->b = Vector(pixels_, Location::Host);
       part->x = Vector(pixels_, Location::Host);
       part->maps = HostBuffer<cfloat>(Extents{std::size_t(c1 - c0), pixels_});
+      part->sum = HostBuffer<std::complex<double>>(Extents{pixels_});
       part->data = HostBuffer<cfloat>(Extents{std::size_t(c1 - c0), points});
       parts_.push_back(std::move(part));
     }

@@ -18,8 +18,10 @@ struct CudaPart {
   Reducer* reducer = nullptr;
   Vector b, x;
   DeviceBuffer<cfloat> maps, data;
+  DeviceBuffer<std::complex<double>> sum;  // [pixels]: the partitions' sums in double
   DeviceBuffer<float> traj;
   bool solved = false;
+  std::complex<double>* sum_ptr() { return sum.data(); }
   const cfloat* data_ptr() const { return data.data(); }
   const float* traj_ptr() const { return traj.data(); }
 };
@@ -38,11 +40,13 @@ class CoilSplitSenseCuda final : public CoilSplitSense {
       auto part = std::make_unique<CudaPart>();
       part->device = devices[std::size_t(p)];
       part->op = std::make_unique<SenseOperatorCuda>(N, c1 - c0, points, kernel, o.toeplitz, part->stream.get());
+      part->op->set_deterministic(true);  // the same PSF and E^H y bits on every GPU and every run
       part->ops = make_vector_ops_cuda(part->stream.get());
       part->cg = std::make_unique<ConjugateGradient>(pixels_, *part->ops);
       part->b = Vector(pixels_, Location::Device);
       part->x = Vector(pixels_, Location::Device);
       part->maps = DeviceBuffer<cfloat>(Extents{std::size_t(c1 - c0), pixels_});
+      part->sum = DeviceBuffer<std::complex<double>>(Extents{pixels_});
       part->data = DeviceBuffer<cfloat>(Extents{std::size_t(c1 - c0), points});
       part->traj = DeviceBuffer<float>(Extents{points, 2});
       streams.push_back(part->stream.get());

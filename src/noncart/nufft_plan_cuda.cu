@@ -11,11 +11,14 @@
 //     footprint covers its cell into CG register accumulators. A tile with one chunk stores its cells (so the
 //     grid needs no clearing); the few tiles with several chunks (the k-space centre, where every spoke
 //     passes) are cleared first and their chunks add with one global atomic per cell and coil.
+// Deterministic mode (set_deterministic; the coil split's operators): each tile's list sorted by sample index,
+// one block per tile taking its chunks in order, no atomics: the same bits on every run and every GPU.
 // The previous version accumulated with shared-memory atomics per sample; every spoke crossing the centre
 // made the centre tile's block serialize on the same few addresses (R1: 1.17 ms gridding).
 // All buffers are allocated in configure().
 #include <cmath>
 #include <cub/block/block_scan.cuh>
+#include <cub/device/device_segmented_sort.cuh>
 #include <string>
 
 #include "gpu/cuda_check.cuh"
@@ -153,7 +156,7 @@ __global__ void __launch_bounds__(kThreads)
     gather_tiles(const float2* __restrict__ data, const float* __restrict__ traj, long n, int coils, int G,
                  int W, int NT, const float* __restrict__ lut, int res, int edge,
                  const int* __restrict__ count, const int* __restrict__ offset,
-                 const int* __restrict__ chunk_offset, const int* __restrict__ sorted,
+                 const int* __restrict__ chunk_offset, const int* __restrict__ sorted, bool det,
                  float2* __restrict__ grid) {
   extern __shared__ float2 smem[];  // s_v [CG][kChunk] | s_o [kChunk] | s_wx, s_wy [kChunk][W]
   __shared__ int s_count[32], s_start[33], s_perm[kChunk];
@@ -174,9 +177,12 @@ __global__ void __launch_bounds__(kThreads)
       hi = mid - 1;
   }
   const int t = lo;
-  const int first = offset[t] + (b - chunk_offset[t]) * kChunk;
-  const int last = min(offset[t] + count[t], first + kChunk);
-  const bool shared_tile = count[t] > kChunk;
+  // Deterministic mode: the tile's first block takes all its chunks in list order (sorted by sample index in
+  // set_points) and visits each chunk's entries in that order, so every cell adds the same terms in the same
+  // order on every run; the other blocks of the tile leave.
+  if (det && b != chunk_offset[t]) return;
+  const int chunks_here = det ? max(1, chunk_offset[t + 1] - chunk_offset[t]) : 1;
+  const bool shared_tile = !det && count[t] > kChunk;
   const int tx0 = (t % NT) * kT, ty0 = (t / NT) * kT;
   const int lx = int(threadIdx.x) % kT, ly = int(threadIdx.x) / kT;
   const int gx = tx0 + lx, gy = ty0 + ly;
@@ -184,64 +190,75 @@ __global__ void __launch_bounds__(kThreads)
 
   const int c0 = blockIdx.y * CG;
   const int cg = min(CG, coils - c0);
-  const int cnt = last - first;
-  if (threadIdx.x < 32) s_count[threadIdx.x] = 0;
-  __syncthreads();
-  int bucket = 0, rank = 0;
-  if (int(threadIdx.x) < cnt) {
-    const int i = threadIdx.x;
-    const long j = sorted[first + i];
-    const Footprint f = footprint(traj, j, G, W);
-    // Footprint origin relative to the tile origin, wrapped into (-G/2, G/2].
-    int sx = wrap(f.mx0 - tx0, G), sy = wrap(f.my0 - ty0, G);
-    if (sx > G / 2) sx -= G;
-    if (sy > G / 2) sy -= G;
-    s_o[i] = make_int2(sx, sy);
-    for (int a = 0; a < W; ++a) {
-      s_wx[i * W + a] = lut_lookup(lut, res, edge, float(f.mx0 + a) - f.ux);
-      s_wy[i * W + a] = lut_lookup(lut, res, edge, float(f.my0 + a) - f.uy);
-    }
-#pragma unroll
-    for (int c = 0; c < CG; ++c)
-      s_v[c * kChunk + i] = c < cg ? data[size_t(c0 + c) * n + j] : make_float2(0.f, 0.f);
-    bucket = min(max(sy + W - 1, 0), 31);  // the footprint's first row, offset: 0 .. kT + W - 2
-    rank = atomicAdd(&s_count[bucket], 1);
-  }
-  __syncthreads();
-  // Entries sorted by first row (a counting sort in shared memory), so that each warp, which owns two rows
-  // of cells, visits only the entries whose footprint reaches its rows.
-  if (threadIdx.x < 32) {
-    const int v = s_count[threadIdx.x];
-    int incl = v;
-#pragma unroll
-    for (int d = 1; d < 32; d *= 2) {
-      const int u = __shfl_up_sync(0xffffffffu, incl, d);
-      if (int(threadIdx.x) >= d) incl += u;
-    }
-    s_start[threadIdx.x] = incl - v;
-    if (threadIdx.x == 31) s_start[32] = incl;
-  }
-  __syncthreads();
-  if (int(threadIdx.x) < cnt) s_perm[s_start[bucket] + rank] = threadIdx.x;
-  __syncthreads();
   float2 acc[CG];
 #pragma unroll
   for (int c = 0; c < CG; ++c) acc[c] = make_float2(0.f, 0.f);
-  // This warp's rows are 2w and 2w + 1: entries with first row in [2w - W + 1, 2w + 1], buckets 2w .. 2w + W.
-  const int w2 = 2 * int(threadIdx.x / 32);
-  const int k_end = s_start[min(w2 + W + 1, 32)];
-#pragma unroll 4
-  for (int k = s_start[w2]; k < k_end; ++k) {
-    const int s = s_perm[k];
-    const int2 o = s_o[s];
-    const int ox = lx - o.x, oy = ly - o.y;
-    if (unsigned(ox) < unsigned(W) && unsigned(oy) < unsigned(W)) {
-      const float w = s_wx[s * W + ox] * s_wy[s * W + oy];
+  for (int ch = 0; ch < chunks_here; ++ch) {
+    const int first = offset[t] + (b - chunk_offset[t] + ch) * kChunk;
+    const int last = min(offset[t] + count[t], first + kChunk);
+    const int cnt = last - first;
+    __syncthreads();  // the previous chunk's entries are no longer read
+    if (threadIdx.x < 32) s_count[threadIdx.x] = 0;
+    __syncthreads();
+    int bucket = 0, rank = 0;
+    if (int(threadIdx.x) < cnt) {
+      const int i = threadIdx.x;
+      const long j = sorted[first + i];
+      const Footprint f = footprint(traj, j, G, W);
+      // Footprint origin relative to the tile origin, wrapped into (-G/2, G/2].
+      int sx = wrap(f.mx0 - tx0, G), sy = wrap(f.my0 - ty0, G);
+      if (sx > G / 2) sx -= G;
+      if (sy > G / 2) sy -= G;
+      s_o[i] = make_int2(sx, sy);
+      for (int a = 0; a < W; ++a) {
+        s_wx[i * W + a] = lut_lookup(lut, res, edge, float(f.mx0 + a) - f.ux);
+        s_wy[i * W + a] = lut_lookup(lut, res, edge, float(f.my0 + a) - f.uy);
+      }
 #pragma unroll
-      for (int c = 0; c < CG; ++c) {
-        const float2 v = s_v[c * kChunk + s];
-        acc[c].x += w * v.x;
-        acc[c].y += w * v.y;
+      for (int c = 0; c < CG; ++c)
+        s_v[c * kChunk + i] = c < cg ? data[size_t(c0 + c) * n + j] : make_float2(0.f, 0.f);
+      bucket = min(max(sy + W - 1, 0), 31);  // the footprint's first row, offset: 0 .. kT + W - 2
+      if (!det) rank = atomicAdd(&s_count[bucket], 1);
+    }
+    __syncthreads();
+    int k_begin = 0, k_end = cnt;
+    if (det) {
+      if (int(threadIdx.x) < cnt) s_perm[threadIdx.x] = threadIdx.x;  // list order
+    } else {
+      // Entries sorted by first row (a counting sort in shared memory), so that each warp, which owns two rows
+      // of cells, visits only the entries whose footprint reaches its rows.
+      if (threadIdx.x < 32) {
+        const int v = s_count[threadIdx.x];
+        int incl = v;
+#pragma unroll
+        for (int d = 1; d < 32; d *= 2) {
+          const int u = __shfl_up_sync(0xffffffffu, incl, d);
+          if (int(threadIdx.x) >= d) incl += u;
+        }
+        s_start[threadIdx.x] = incl - v;
+        if (threadIdx.x == 31) s_start[32] = incl;
+      }
+      __syncthreads();
+      if (int(threadIdx.x) < cnt) s_perm[s_start[bucket] + rank] = threadIdx.x;
+      // This warp's rows are 2w and 2w + 1: entries with first row in [2w - W + 1, 2w + 1], buckets 2w .. 2w + W.
+      const int w2 = 2 * int(threadIdx.x / 32);
+      k_begin = s_start[w2];
+      k_end = s_start[min(w2 + W + 1, 32)];
+    }
+    __syncthreads();
+#pragma unroll 4
+    for (int k = k_begin; k < k_end; ++k) {
+      const int s = s_perm[k];
+      const int2 o = s_o[s];
+      const int ox = lx - o.x, oy = ly - o.y;
+      if (unsigned(ox) < unsigned(W) && unsigned(oy) < unsigned(W)) {
+        const float w = s_wx[s * W + ox] * s_wy[s * W + oy];
+#pragma unroll
+        for (int c = 0; c < CG; ++c) {
+          const float2 v = s_v[c * kChunk + s];
+          acc[c].x += w * v.x;
+          acc[c].y += w * v.y;
+        }
       }
     }
   }
@@ -393,7 +410,25 @@ void NufftPlanCuda::set_points(const float* d_traj, std::size_t n) {
     scatter<<<unsigned((4 * n + 255) / 256), 256, 0, stream>>>(long(n), tile_of_.data(), rank_.data(),
                                                                offset_.data(), sorted_.data());
     CUDA_CHECK_LAUNCH("scatter");
+    if (det_) {  // each tile's list in sample order (the scatter's ranks came from atomics)
+      std::size_t bytes = sort_temp_.size();
+      CUDA_CHECK(cub::DeviceSegmentedSort::SortKeys(sort_temp_.data(), bytes, sorted_.data(), sorted_det_.data(),
+                                                    std::int64_t(4 * n), std::int64_t(tiles), offset_.data(),
+                                                    offset_.data() + 1, stream));
+    }
   }
+}
+
+void NufftPlanCuda::set_deterministic(bool on) {
+  det_ = on;
+  if (!on || sorted_det_.size()) return;
+  const std::size_t tiles = std::size_t(NT_) * NT_;
+  std::size_t bytes = 0;
+  CUDA_CHECK(cub::DeviceSegmentedSort::SortKeys(nullptr, bytes, sorted_.data(), sorted_.data(),
+                                                std::int64_t(4 * capacity_), std::int64_t(tiles), offset_.data(),
+                                                offset_.data() + 1, static_cast<cudaStream_t>(stream_)));
+  sort_temp_ = DeviceBuffer<unsigned char>(Extents{std::max<std::size_t>(bytes, 1)});
+  sorted_det_ = DeviceBuffer<int>(Extents{4 * capacity_});
 }
 
 void NufftPlanCuda::spread(const cfloat* d_samples, cfloat* d_grids, int batch) {
@@ -411,7 +446,8 @@ void NufftPlanCuda::spread(const cfloat* d_samples, cfloat* d_grids, int batch) 
   with_gather(cg, [&](auto kernel) {
     kernel<<<blocks, kThreads, smem, stream>>>(reinterpret_cast<const float2*>(d_samples), d_traj_, n, batch, G_,
                                                kernel_.width, NT_, d_lut_.data(), res_, edge_, count_.data(),
-                                               offset_.data(), chunk_offset_.data(), sorted_.data(), grid);
+                                               offset_.data(), chunk_offset_.data(),
+                                               det_ ? sorted_det_.data() : sorted_.data(), det_, grid);
   });
   CUDA_CHECK_LAUNCH("gather_tiles");
 }

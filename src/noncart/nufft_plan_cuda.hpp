@@ -32,6 +32,10 @@ class NufftPlanCuda {
   void spread(const cfloat* d_samples, cfloat* d_grids, int batch);
   // d_grids [batch][G][G] -> d_samples [batch][n].
   void interp(const cfloat* d_grids, cfloat* d_samples, int batch);
+  // Deterministic spread (off by default): every cell adds its samples in sample order, with no atomics, so
+  // repeated frames give the same bits (the coil split needs that); slower where many samples share a tile.
+  // Allocates its sort buffers on the first call: call it before the frames, not per frame.
+  void set_deterministic(bool on);
 
  private:
   NufftKernel kernel_;
@@ -42,6 +46,9 @@ class NufftPlanCuda {
   const float* d_traj_ = nullptr;
   DeviceBuffer<float> d_lut_;
   DeviceBuffer<int> count_, offset_, chunk_offset_, tile_of_, rank_, sorted_;
+  bool det_ = false;
+  DeviceBuffer<int> sorted_det_;
+  DeviceBuffer<unsigned char> sort_temp_;
 };
 
 }  // namespace radstream

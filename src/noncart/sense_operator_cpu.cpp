@@ -22,6 +22,7 @@ SenseOperatorCpu::SenseOperatorCpu(int matrix, int coils, std::size_t points, co
   coil_images_ = HostBuffer<cfloat>(Extents{std::size_t(coils), pixels_});
   samples_ = HostBuffer<cfloat>(Extents{std::size_t(coils), points});
   sqrt_w_ = HostBuffer<float>(Extents{points});
+  if (!toeplitz) direct_ = HostBuffer<cfloat>(Extents{std::size_t(coils), points});
   if (toeplitz) {
     const int M = 2 * matrix;
     psf_nufft_ = std::make_unique<NufftOperatorCpu>(2, std::array<int, 3>{M, M, 1}, 1, points, kernel, planner,
@@ -80,7 +81,19 @@ void SenseOperatorCpu::forward(const cfloat* x, cfloat* y) {
   }
 }
 
-void SenseOperatorCpu::adjoint(const cfloat* y, cfloat* x) {
+namespace {
+
+// s += conj(m) v: in float (the frame path), or in double with exact products (the coil split's sums).
+inline void add_conj_product(cfloat& s, cfloat m, cfloat v) { s += std::conj(m) * v; }
+inline void add_conj_product(std::complex<double>& s, cfloat m, cfloat v) {
+  const double mr = m.real(), mi = m.imag(), vr = v.real(), vi = v.imag();
+  s += std::complex<double>(mr * vr + mi * vi, mr * vi - mi * vr);
+}
+
+}  // namespace
+
+template <class T>
+void SenseOperatorCpu::adjoint_into(const cfloat* y, T* x) {
   check_ready();
   const cfloat* in = y;
   if (weighted_) {
@@ -94,14 +107,14 @@ void SenseOperatorCpu::adjoint(const cfloat* y, cfloat* x) {
   const long pixels = long(pixels_);
 #pragma omp parallel for schedule(static)
   for (long p = 0; p < pixels; ++p) {
-    cfloat s = 0;
-    for (long c = 0; c < long(coils_); ++c) s += std::conj(maps_[c * pixels + p]) * coil_images_[c * pixels + p];
+    T s = 0;
+    for (long c = 0; c < long(coils_); ++c) add_conj_product(s, maps_[c * pixels + p], coil_images_[c * pixels + p]);
     x[p] = s;
   }
 }
 
-void SenseOperatorCpu::normal(const cfloat* x, cfloat* z) {
-  if (!toeplitz_) return normal_direct(x, z);
+template <class T>
+void SenseOperatorCpu::toeplitz_into(const cfloat* x, T* z) {
   check_ready();
   const long N = N_, M = 2 * N_, cells = M * M, pixels = long(pixels_);
   std::memset(static_cast<void*>(grids2_.data()), 0, grids2_.size() * sizeof(cfloat));
@@ -118,11 +131,29 @@ void SenseOperatorCpu::normal(const cfloat* x, cfloat* z) {
 #pragma omp parallel for schedule(static)
   for (long p = 0; p < pixels; ++p) {
     const long y = p / N, xx = p % N;
-    cfloat s = 0;
-    for (long c = 0; c < long(coils_); ++c)
-      s += std::conj(maps_[c * pixels + p]) * grids2_[c * cells + y * M + xx];
+    T s = 0;
+    for (long c = 0; c < long(coils_); ++c) add_conj_product(s, maps_[c * pixels + p], grids2_[c * cells + y * M + xx]);
     z[p] = s;
   }
+}
+
+void SenseOperatorCpu::adjoint(const cfloat* y, cfloat* x) { adjoint_into(y, x); }
+
+void SenseOperatorCpu::normal(const cfloat* x, cfloat* z) {
+  if (!toeplitz_) return normal_direct(x, z);
+  toeplitz_into(x, z);
+}
+
+void SenseOperatorCpu::adjoint_sum(const cfloat* y, std::complex<double>* x) { adjoint_into(y, x); }
+
+void SenseOperatorCpu::normal_sum(const cfloat* x, std::complex<double>* z) {
+  if (toeplitz_) return toeplitz_into(x, z);
+  forward(x, direct_.data());
+  adjoint_into(direct_.data(), z);
+}
+
+void SenseOperatorCpu::round_sum(const std::complex<double>* sum, cfloat* out) {
+  for (std::size_t p = 0; p < pixels_; ++p) out[p] = cfloat(sum[p]);
 }
 
 }  // namespace radstream

@@ -38,6 +38,11 @@ class SenseOperatorCpu final : public LinearOperator {
   // sum_j w_j: the diagonal of E^H W E where sum_c |S_c|^2 = 1 (the scale a relative lambda refers to).
   double weight_sum() const { return weight_sum_; }
   bool toeplitz() const { return toeplitz_; }
+  // The coil split's sums (SenseOperatorCuda's twins): coil sums in double with exact products, added across
+  // partitions in double and rounded once, so that the split does not change the rounded result.
+  void adjoint_sum(const cfloat* y, std::complex<double>* x);
+  void normal_sum(const cfloat* x, std::complex<double>* z);
+  void round_sum(const std::complex<double>* sum, cfloat* out);
 
  private:
   int N_, coils_;
@@ -57,7 +62,12 @@ class SenseOperatorCpu final : public LinearOperator {
   HostBuffer<cfloat> kernel_;  // [2N][2N], the PSF's DFT over (2N)^2
   HostBuffer<cfloat> grids2_;  // [coils][2N][2N]
   HostBuffer<cfloat> psf_w_, psf_t_;  // [points] and [2N][2N]: the weights and T
+  HostBuffer<cfloat> direct_;  // [coils][points], normal_sum without Toeplitz (allocated only then)
   void check_ready() const;
+  template <class T>
+  void adjoint_into(const cfloat* y, T* x);
+  template <class T>
+  void toeplitz_into(const cfloat* x, T* z);
 };
 
 }  // namespace radstream

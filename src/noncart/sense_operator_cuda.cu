@@ -22,18 +22,32 @@ __global__ void expand(const float2* __restrict__ maps, const float2* __restrict
   if (p < pixels) img[c * pixels + p] = cmul(maps[c * pixels + p], x[p]);
 }
 
+// s += conj(m) v: in float (the frame path), or in double (products exact: the coil split's sums, added across
+// GPUs in double so that no split changes the rounded result).
+__device__ inline void add_conj_product(float2& s, float2 m, float2 v) {
+  const float2 p = cmul_conj(m, v);
+  s.x += p.x;
+  s.y += p.y;
+}
+__device__ inline void add_conj_product(double2& s, float2 m, float2 v) {
+  s.x = fma(double(m.x), double(v.x), fma(double(m.y), double(v.y), s.x));
+  s.y = fma(double(m.x), double(v.y), fma(-double(m.y), double(v.x), s.y));
+}
+
 // x[p] = sum_c conj(maps[c][p]) img[c][p]
+template <class T2>
 __global__ void combine(const float2* __restrict__ maps, const float2* __restrict__ img, std::size_t pixels,
-                        int coils, float2* __restrict__ x) {
+                        int coils, T2* __restrict__ x) {
   const std::size_t p = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
   if (p >= pixels) return;
-  float2 s = make_float2(0.f, 0.f);
-  for (int c = 0; c < coils; ++c) {
-    const float2 v = cmul_conj(maps[c * pixels + p], img[c * pixels + p]);
-    s.x += v.x;
-    s.y += v.y;
-  }
+  T2 s{};
+  for (int c = 0; c < coils; ++c) add_conj_product(s, maps[c * pixels + p], img[c * pixels + p]);
   x[p] = s;
+}
+
+__global__ void round_to_float(const double2* __restrict__ in, std::size_t n, float2* __restrict__ out) {
+  const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = make_float2(float(in[i].x), float(in[i].y));
 }
 
 // out[c][j] = in[c][j] w[j]
@@ -94,18 +108,16 @@ __global__ void multiply_kernel(float2* __restrict__ grids, const float* __restr
 }
 
 // z[y][x] = sum_c conj(maps[c][y][x]) grids[c][y][x] over the top-left N x N of each 2N grid.
+template <class T2>
 __global__ void crop_combine(const float2* __restrict__ maps, const float2* __restrict__ grids, int N, int coils,
-                             float2* __restrict__ z) {
+                             T2* __restrict__ z) {
   const int M = 2 * N;
   const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
   if (x >= N) return;
   const std::size_t p = std::size_t(y) * N + x, pixels = std::size_t(N) * N;
-  float2 s = make_float2(0.f, 0.f);
-  for (int c = 0; c < coils; ++c) {
-    const float2 v = cmul_conj(maps[c * pixels + p], grids[(std::size_t(c) * M + y) * M + x]);
-    s.x += v.x;
-    s.y += v.y;
-  }
+  T2 s{};
+  for (int c = 0; c < coils; ++c)
+    add_conj_product(s, maps[c * pixels + p], grids[(std::size_t(c) * M + y) * M + x]);
   z[p] = s;
 }
 
@@ -132,6 +144,7 @@ SenseOperatorCuda::SenseOperatorCuda(int matrix, int coils, std::size_t points, 
   coil_images_ = DeviceBuffer<cfloat>(Extents{std::size_t(coils), pixels_});
   samples_ = DeviceBuffer<cfloat>(Extents{std::size_t(coils), points});
   psf_w_ = DeviceBuffer<cfloat>(Extents{points});
+  if (!toeplitz) direct_ = DeviceBuffer<cfloat>(Extents{std::size_t(coils), points});
   if (toeplitz) {
     const int M = 2 * matrix;
     psf_nufft_ = std::make_unique<NufftOperatorCuda>(M, 1, points, kernel, stream);
@@ -199,7 +212,8 @@ void SenseOperatorCuda::forward(const cfloat* d_x, cfloat* d_y) {
   }
 }
 
-void SenseOperatorCuda::adjoint(const cfloat* d_y, cfloat* d_x) {
+template <class T2>
+void SenseOperatorCuda::adjoint_into(const cfloat* d_y, T2* d_x) {
   check_ready();
   auto s = static_cast<cudaStream_t>(stream_);
   const cfloat* in = d_y;
@@ -212,12 +226,12 @@ void SenseOperatorCuda::adjoint(const cfloat* d_y, cfloat* d_x) {
   nufft_.adjoint(in, coil_images_.data());
   combine<<<blocks(pixels_), kThreads, 0, s>>>(reinterpret_cast<const float2*>(maps_),
                                                reinterpret_cast<const float2*>(coil_images_.data()), pixels_, coils_,
-                                               reinterpret_cast<float2*>(d_x));
+                                               d_x);
   CUDA_CHECK_LAUNCH("sense combine");
 }
 
-void SenseOperatorCuda::normal(const cfloat* d_x, cfloat* d_z) {
-  if (!toeplitz_) return normal_direct(d_x, d_z);
+template <class T2>
+void SenseOperatorCuda::toeplitz_into(const cfloat* d_x, T2* d_z) {
   check_ready();
   auto s = static_cast<cudaStream_t>(stream_);
   const int M = 2 * N_;
@@ -232,9 +246,36 @@ void SenseOperatorCuda::normal(const cfloat* d_x, cfloat* d_z) {
   CUDA_CHECK_LAUNCH("toeplitz multiply");
   fft2_.execute(grids2_.data(), FftDirection::Inverse);
   crop_combine<<<dim3(blocks(N_), unsigned(N_)), kThreads, 0, s>>>(
-      reinterpret_cast<const float2*>(maps_), reinterpret_cast<const float2*>(grids2_.data()), N_, coils_,
-      reinterpret_cast<float2*>(d_z));
+      reinterpret_cast<const float2*>(maps_), reinterpret_cast<const float2*>(grids2_.data()), N_, coils_, d_z);
   CUDA_CHECK_LAUNCH("toeplitz crop_combine");
+}
+
+void SenseOperatorCuda::adjoint(const cfloat* d_y, cfloat* d_x) { adjoint_into(d_y, reinterpret_cast<float2*>(d_x)); }
+
+void SenseOperatorCuda::normal(const cfloat* d_x, cfloat* d_z) {
+  if (!toeplitz_) return normal_direct(d_x, d_z);
+  toeplitz_into(d_x, reinterpret_cast<float2*>(d_z));
+}
+
+void SenseOperatorCuda::adjoint_sum(const cfloat* d_y, std::complex<double>* d_x) {
+  adjoint_into(d_y, reinterpret_cast<double2*>(d_x));
+}
+
+void SenseOperatorCuda::normal_sum(const cfloat* d_x, std::complex<double>* d_z) {
+  if (toeplitz_) return toeplitz_into(d_x, reinterpret_cast<double2*>(d_z));
+  forward(d_x, direct_.data());
+  adjoint_into(direct_.data(), reinterpret_cast<double2*>(d_z));
+}
+
+void SenseOperatorCuda::round_sum(const std::complex<double>* d_sum, cfloat* d_out) {
+  round_to_float<<<blocks(pixels_), kThreads, 0, static_cast<cudaStream_t>(stream_)>>>(
+      reinterpret_cast<const double2*>(d_sum), pixels_, reinterpret_cast<float2*>(d_out));
+  CUDA_CHECK_LAUNCH("sense round_sum");
+}
+
+void SenseOperatorCuda::set_deterministic(bool on) {
+  nufft_.plan().set_deterministic(on);
+  if (psf_nufft_) psf_nufft_->plan().set_deterministic(on);
 }
 
 }  // namespace radstream

@@ -4,6 +4,7 @@
 // Everything is enqueued on the operator's stream; nothing is allocated or synchronized after construction
 // (except weight_sum() of a weighted frame, which reads one device value). CUDA builds only.
 #pragma once
+#include <complex>
 #include <memory>
 
 #include "fft/cufft_plan.hpp"
@@ -29,6 +30,14 @@ class SenseOperatorCuda final : public LinearOperator {
   void normal_direct(const cfloat* d_x, cfloat* d_z) { LinearOperator::normal(d_x, d_z); }
   double weight_sum();
   bool toeplitz() const { return toeplitz_; }
+  // The coil split's sums: the adjoint and the Toeplitz normal with their coil sums formed in double (exact
+  // products), to be added across partitions in double and rounded once (round_sum), so that a frame split
+  // over any number of GPUs gives the bits of the unsplit one.
+  void adjoint_sum(const cfloat* d_y, std::complex<double>* d_x);
+  void normal_sum(const cfloat* d_x, std::complex<double>* d_z);
+  void round_sum(const std::complex<double>* d_sum, cfloat* d_out);
+  // The NUFFTs' deterministic spread (NufftPlanCuda::set_deterministic). Before the frames.
+  void set_deterministic(bool on);
 
  private:
   int N_, coils_;
@@ -46,7 +55,12 @@ class SenseOperatorCuda final : public LinearOperator {
   DeviceBuffer<cfloat> kernel_, grids2_, psf_w_, psf_t_;
   DeviceBuffer<cfloat> padded_;  // [coils][2N][2N], zero outside the top-left N x N (written per application)
   DeviceBuffer<float> kernel_re_;  // the PSF kernel, real
+  DeviceBuffer<cfloat> direct_;  // [coils][points], normal_sum without Toeplitz (allocated only then)
   void check_ready() const;
+  template <class T2>
+  void adjoint_into(const cfloat* d_y, T2* d_x);
+  template <class T2>
+  void toeplitz_into(const cfloat* d_x, T2* d_z);
 };
 
 }  // namespace radstream

@@ -126,6 +126,7 @@ class RoundingNoise final : public LinearOperator {
 
 struct SplitCase {
   std::vector<double> err;  // split (1, 2, 4 partitions) vs the unsplit solver
+  std::vector<std::vector<cfloat>> images;  // the split's images (1, 2, 4 partitions)
   double floor = 0;         // the unsplit solver disturbed at rounding level vs itself
 };
 
@@ -177,6 +178,7 @@ SplitCase split_case(int iterations) {
     std::vector<cfloat> img(pixels);
     split->image(img.data());
     out.err.push_back(test::rel_error(img, reference));
+    out.images.push_back(img);
     std::printf("coil split, %d iterations, %d partition(s): vs unsplit %.3g (rounding floor %.3g), residual %.4g "
                 "(unsplit %.4g)\n", iterations, parts, out.err.back(), out.floor, r.residual, ref_report.residual);
     EXPECT_EQ(split->coils_of(parts - 1).second, coils);
@@ -188,20 +190,22 @@ SplitCase split_case(int iterations) {
 
 }  // namespace
 
-// Where the float CG reproduces itself to 1e-6 (up to 4-5 iterations here), the split equals the unsplit solver to
-// 1e-6 (4 iterations); one partition is the unsplit solver bit for bit.
+// The split's sums are formed in double per partition, added in double and rounded once: 1, 2 and 4 partitions
+// give the same bits. Against the unsplit float solver (float coil sums), where the float CG reproduces itself
+// to 1e-6 (up to 4-5 iterations here), the split agrees to 1e-6 (4 iterations).
 TEST(CoilSplit, SplitCgSenseEqualsTheUnsplitSolverWith1_2_4Partitions) {
   const SplitCase c = split_case(4);
-  EXPECT_EQ(c.err[0], 0.0);
+  for (std::size_t i = 1; i < c.images.size(); ++i) EXPECT_EQ(c.images[i], c.images[0]) << "partitions case " << i;
   for (double e : c.err) EXPECT_LT(e, 1e-6);
 }
 
 // Deeper in, float CG amplifies any change of summation order (measured: the unsplit solver with a
-// rounding-sized disturbance per application moves by the floor printed). The split, a change of summation
-// order, must stay within a few times that floor, not drift beyond it.
+// rounding-sized disturbance per application moves by the floor printed), so the split (double sums) and the
+// unsplit float solver part by a few times that floor; the split itself still gives the same bits for 1, 2
+// and 4 partitions (what M3's "error vs one GPU" asks of the GPUs).
 TEST(CoilSplit, SplitCgSenseAt10IterationsStaysWithinTheFloatSolversOwnFloor) {
   const SplitCase c = split_case(10);
-  EXPECT_EQ(c.err[0], 0.0);
+  for (std::size_t i = 1; i < c.images.size(); ++i) EXPECT_EQ(c.images[i], c.images[0]) << "partitions case " << i;
   EXPECT_GT(c.floor, 0.0);
   for (double e : c.err) EXPECT_LT(e, 4 * c.floor + 1e-6);
 }
