@@ -421,7 +421,7 @@ void NufftPlanCuda::set_points(const float* d_traj, std::size_t n) {
 
 void NufftPlanCuda::set_deterministic(bool on) {
   det_ = on;
-  if (!on || sorted_det_.size()) return;
+  if (!on || sorted_det_.data()) return;  // (a default DeviceBuffer's extents multiply to 1, not 0)
   const std::size_t tiles = std::size_t(NT_) * NT_;
   std::size_t bytes = 0;
   CUDA_CHECK(cub::DeviceSegmentedSort::SortKeys(nullptr, bytes, sorted_.data(), sorted_.data(),
