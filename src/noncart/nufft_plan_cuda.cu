@@ -11,14 +11,16 @@
 //     footprint covers its cell into CG register accumulators. A tile with one chunk stores its cells (so the
 //     grid needs no clearing); the few tiles with several chunks (the k-space centre, where every spoke
 //     passes) are cleared first and their chunks add with one global atomic per cell and coil.
-// Deterministic mode (set_deterministic; the coil split's operators): each tile's list sorted by sample index,
-// one block per tile taking its chunks in order, no atomics: the same bits on every run and every GPU.
+// Deterministic mode (set_deterministic; the coil split's operators): the entries ordered by one radix sort of
+// (tile, sample) keys instead of the scatter's atomic ranks, so each tile's list is in sample order,
+// the per-chunk counting sort stable and without atomics, and the chunks of a shared tile written to a scratch
+// buffer and added in chunk order by a second kernel (no atomics): the same bits on every run and every GPU.
 // The previous version accumulated with shared-memory atomics per sample; every spoke crossing the centre
 // made the centre tile's block serialize on the same few addresses (R1: 1.17 ms gridding).
 // All buffers are allocated in configure().
 #include <cmath>
 #include <cub/block/block_scan.cuh>
-#include <cub/device/device_segmented_sort.cuh>
+#include <cub/device/device_radix_sort.cuh>
 #include <string>
 
 #include "gpu/cuda_check.cuh"
@@ -141,6 +143,22 @@ __global__ void scatter(long n, const int* __restrict__ tile_of, const int* __re
   if (t >= 0) sorted[offset[t] + rank[i]] = int(i / 4);
 }
 
+// Deterministic mode: entry i's key is (tile << sample_bits) | sample, unused entries (tile = tiles) last, so
+// that one radix sort orders the entries by tile and, within a tile, by sample.
+__global__ void entry_keys(long n4, const int* __restrict__ tile_of, int tiles, int sample_bits,
+                           unsigned long long* __restrict__ keys) {
+  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n4) return;
+  const int t = tile_of[i];
+  keys[i] = (static_cast<unsigned long long>(t >= 0 ? t : tiles) << sample_bits) | static_cast<unsigned long long>(i / 4);
+}
+
+__global__ void key_samples(long n4, const unsigned long long* __restrict__ keys, int sample_bits,
+                            int* __restrict__ sorted) {
+  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n4) sorted[i] = int(keys[i] & ((1ULL << sample_bits) - 1ULL));
+}
+
 // Clears the cells of the tiles that several blocks will add into.
 __global__ void clear_shared_tiles(const int* __restrict__ count, int NT, int G, int coils,
                                    float2* __restrict__ grid) {
@@ -157,9 +175,10 @@ __global__ void __launch_bounds__(kThreads)
                  int W, int NT, const float* __restrict__ lut, int res, int edge,
                  const int* __restrict__ count, const int* __restrict__ offset,
                  const int* __restrict__ chunk_offset, const int* __restrict__ sorted, bool det,
-                 float2* __restrict__ grid) {
+                 float2* __restrict__ partial, float2* __restrict__ grid) {
   extern __shared__ float2 smem[];  // s_v [CG][kChunk] | s_o [kChunk] | s_wx, s_wy [kChunk][W]
   __shared__ int s_count[32], s_start[33], s_perm[kChunk];
+  __shared__ int s_wcount[kThreads / 32][32];  // deterministic mode: entries per (warp, bucket)
   float2* s_v = smem;
   int2* s_o = reinterpret_cast<int2*>(s_v + kChunk * CG);  // footprint origin relative to the tile
   float* s_wx = reinterpret_cast<float*>(s_o + kChunk);
@@ -177,12 +196,7 @@ __global__ void __launch_bounds__(kThreads)
       hi = mid - 1;
   }
   const int t = lo;
-  // Deterministic mode: the tile's first block takes all its chunks in list order (sorted by sample index in
-  // set_points) and visits each chunk's entries in that order, so every cell adds the same terms in the same
-  // order on every run; the other blocks of the tile leave.
-  if (det && b != chunk_offset[t]) return;
-  const int chunks_here = det ? max(1, chunk_offset[t + 1] - chunk_offset[t]) : 1;
-  const bool shared_tile = !det && count[t] > kChunk;
+  const bool shared_tile = count[t] > kChunk;
   const int tx0 = (t % NT) * kT, ty0 = (t / NT) * kT;
   const int lx = int(threadIdx.x) % kT, ly = int(threadIdx.x) / kT;
   const int gx = tx0 + lx, gy = ty0 + ly;
@@ -193,12 +207,12 @@ __global__ void __launch_bounds__(kThreads)
   float2 acc[CG];
 #pragma unroll
   for (int c = 0; c < CG; ++c) acc[c] = make_float2(0.f, 0.f);
-  for (int ch = 0; ch < chunks_here; ++ch) {
-    const int first = offset[t] + (b - chunk_offset[t] + ch) * kChunk;
+  {
+    const int first = offset[t] + (b - chunk_offset[t]) * kChunk;
     const int last = min(offset[t] + count[t], first + kChunk);
     const int cnt = last - first;
-    __syncthreads();  // the previous chunk's entries are no longer read
     if (threadIdx.x < 32) s_count[threadIdx.x] = 0;
+    if (det) s_wcount[threadIdx.x / 32][threadIdx.x % 32] = 0;  // kThreads = 8 warps x 32 buckets
     __syncthreads();
     int bucket = 0, rank = 0;
     if (int(threadIdx.x) < cnt) {
@@ -221,30 +235,42 @@ __global__ void __launch_bounds__(kThreads)
       if (!det) rank = atomicAdd(&s_count[bucket], 1);
     }
     __syncthreads();
-    int k_begin = 0, k_end = cnt;
     if (det) {
-      if (int(threadIdx.x) < cnt) s_perm[threadIdx.x] = threadIdx.x;  // list order
-    } else {
-      // Entries sorted by first row (a counting sort in shared memory), so that each warp, which owns two rows
-      // of cells, visits only the entries whose footprint reaches its rows.
-      if (threadIdx.x < 32) {
-        const int v = s_count[threadIdx.x];
-        int incl = v;
-#pragma unroll
-        for (int d = 1; d < 32; d *= 2) {
-          const int u = __shfl_up_sync(0xffffffffu, incl, d);
-          if (int(threadIdx.x) >= d) incl += u;
-        }
-        s_start[threadIdx.x] = incl - v;
-        if (threadIdx.x == 31) s_start[32] = incl;
-      }
+      // The same counting sort without atomics, stable (each bucket in list order): a lane's rank is the
+      // number of its bucket's entries in earlier warps and in its warp before it (__match_any_sync).
+      const bool valid = int(threadIdx.x) < cnt;
+      const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
+      const unsigned peers = __match_any_sync(0xffffffffu, valid ? bucket : 64);
+      const int before = __popc(peers & ((1u << lane) - 1u));
+      if (valid && before == 0) s_wcount[warp][bucket] = __popc(peers);
       __syncthreads();
-      if (int(threadIdx.x) < cnt) s_perm[s_start[bucket] + rank] = threadIdx.x;
-      // This warp's rows are 2w and 2w + 1: entries with first row in [2w - W + 1, 2w + 1], buckets 2w .. 2w + W.
-      const int w2 = 2 * int(threadIdx.x / 32);
-      k_begin = s_start[w2];
-      k_end = s_start[min(w2 + W + 1, 32)];
+      if (threadIdx.x < 32) {
+        int total = 0;
+        for (int w = 0; w < kThreads / 32; ++w) total += s_wcount[w][threadIdx.x];
+        s_count[threadIdx.x] = total;
+      }
+      rank = before;
+      for (int w = 0; w < warp; ++w) rank += valid ? s_wcount[w][bucket] : 0;
     }
+    // Entries sorted by first row (a counting sort in shared memory), so that each warp, which owns two rows
+    // of cells, visits only the entries whose footprint reaches its rows.
+    if (threadIdx.x < 32) {
+      const int v = s_count[threadIdx.x];
+      int incl = v;
+#pragma unroll
+      for (int d = 1; d < 32; d *= 2) {
+        const int u = __shfl_up_sync(0xffffffffu, incl, d);
+        if (int(threadIdx.x) >= d) incl += u;
+      }
+      s_start[threadIdx.x] = incl - v;
+      if (threadIdx.x == 31) s_start[32] = incl;
+    }
+    __syncthreads();
+    if (int(threadIdx.x) < cnt) s_perm[s_start[bucket] + rank] = threadIdx.x;
+    // This warp's rows are 2w and 2w + 1: entries with first row in [2w - W + 1, 2w + 1], buckets 2w .. 2w + W.
+    const int w2 = 2 * int(threadIdx.x / 32);
+    const int k_begin = s_start[w2];
+    const int k_end = s_start[min(w2 + W + 1, 32)];
     __syncthreads();
 #pragma unroll 4
     for (int k = k_begin; k < k_end; ++k) {
@@ -262,6 +288,12 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
   }
+  if (det && shared_tile) {  // this chunk's share of the tile, added in chunk order by sum_chunk_partials
+#pragma unroll
+    for (int c = 0; c < CG; ++c)
+      if (c < cg) partial[(size_t(b) * coils + c0 + c) * kThreads + threadIdx.x] = acc[c];
+    return;
+  }
   if (gx < G && gy < G) {
 #pragma unroll
     for (int c = 0; c < CG; ++c) {
@@ -275,6 +307,25 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
   }
+}
+
+// Deterministic mode: the cells of the tiles with several chunks, each the sum of its chunks' partials in chunk
+// order (a block per tile and coil, a thread per cell).
+__global__ void __launch_bounds__(kThreads)
+    sum_chunk_partials(const int* __restrict__ count, const int* __restrict__ chunk_offset, int NT, int G, int coils,
+                       const float2* __restrict__ partial, float2* __restrict__ grid) {
+  const int t = blockIdx.x;
+  if (count[t] <= kChunk) return;
+  const int x = (t % NT) * kT + int(threadIdx.x) % kT, y = (t / NT) * kT + int(threadIdx.x) / kT;
+  if (x >= G || y >= G) return;
+  const int b0 = chunk_offset[t], b1 = chunk_offset[t + 1], c = blockIdx.y;
+  float2 s = make_float2(0.f, 0.f);
+  for (int b = b0; b < b1; ++b) {
+    const float2 v = partial[(size_t(b) * coils + c) * kThreads + threadIdx.x];
+    s.x += v.x;
+    s.y += v.y;
+  }
+  grid[(size_t(c) * G + y) * G + x] = s;
 }
 
 // Interpolation (the forward NUFFT's last step, the exact adjoint of the spread): one thread per point, its
@@ -406,29 +457,50 @@ void NufftPlanCuda::set_points(const float* d_traj, std::size_t n) {
   }
   plan_tiles<<<1, kScanThreads, 0, stream>>>(count_.data(), tiles, offset_.data(), chunk_offset_.data());
   CUDA_CHECK_LAUNCH("plan_tiles");
-  if (nb) {
+  if (nb && det_) {  // the entries by tile, and by sample within a tile (the scatter's ranks come from atomics)
+    const long n4 = long(4 * n);
+    const unsigned b4 = unsigned((n4 + 255) / 256);
+    entry_keys<<<b4, 256, 0, stream>>>(n4, tile_of_.data(), tiles, sample_bits_, keys_.data());
+    CUDA_CHECK_LAUNCH("entry_keys");
+    std::size_t bytes = sort_temp_.size();
+    CUDA_CHECK(cub::DeviceRadixSort::SortKeys(sort_temp_.data(), bytes, keys_.data(), keys_sorted_.data(), n4, 0,
+                                              sample_bits_ + tile_bits_, stream));
+    key_samples<<<b4, 256, 0, stream>>>(n4, keys_sorted_.data(), sample_bits_, sorted_det_.data());
+    CUDA_CHECK_LAUNCH("key_samples");
+  } else if (nb) {
     scatter<<<unsigned((4 * n + 255) / 256), 256, 0, stream>>>(long(n), tile_of_.data(), rank_.data(),
                                                                offset_.data(), sorted_.data());
     CUDA_CHECK_LAUNCH("scatter");
-    if (det_) {  // each tile's list in sample order (the scatter's ranks came from atomics)
-      std::size_t bytes = sort_temp_.size();
-      CUDA_CHECK(cub::DeviceSegmentedSort::SortKeys(sort_temp_.data(), bytes, sorted_.data(), sorted_det_.data(),
-                                                    std::int64_t(4 * n), std::int64_t(tiles), offset_.data(),
-                                                    offset_.data() + 1, stream));
-    }
   }
 }
 
-void NufftPlanCuda::set_deterministic(bool on) {
+void NufftPlanCuda::set_deterministic(bool on, int max_batch) {
   det_ = on;
-  if (!on || sorted_det_.data()) return;  // (a default DeviceBuffer's extents multiply to 1, not 0)
+  if (!on) return;
+  if (max_batch < 1) throw ConfigError("nufft plan: deterministic spread for " + std::to_string(max_batch) + " coils");
   const std::size_t tiles = std::size_t(NT_) * NT_;
-  std::size_t bytes = 0;
-  CUDA_CHECK(cub::DeviceSegmentedSort::SortKeys(nullptr, bytes, sorted_.data(), sorted_.data(),
-                                                std::int64_t(4 * capacity_), std::int64_t(tiles), offset_.data(),
-                                                offset_.data() + 1, static_cast<cudaStream_t>(stream_)));
-  sort_temp_ = DeviceBuffer<unsigned char>(Extents{std::max<std::size_t>(bytes, 1)});
-  sorted_det_ = DeviceBuffer<int>(Extents{4 * capacity_});
+  if (!sorted_det_.data()) {  // (a default DeviceBuffer's extents multiply to 1, not 0: test the pointer)
+    auto bits = [](std::size_t v) {
+      int b = 1;
+      while ((std::size_t(1) << b) <= v) ++b;
+      return b;
+    };
+    sample_bits_ = bits(capacity_);
+    tile_bits_ = bits(tiles);  // the value `tiles` marks unused entries
+    std::size_t bytes = 0;
+    CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, bytes, keys_.data(), keys_sorted_.data(),
+                                              std::int64_t(4 * capacity_), 0, sample_bits_ + tile_bits_,
+                                              static_cast<cudaStream_t>(stream_)));
+    sort_temp_ = DeviceBuffer<unsigned char>(Extents{std::max<std::size_t>(bytes, 1)});
+    keys_ = DeviceBuffer<unsigned long long>(Extents{4 * capacity_});
+    keys_sorted_ = DeviceBuffer<unsigned long long>(Extents{4 * capacity_});
+    sorted_det_ = DeviceBuffer<int>(Extents{4 * capacity_});
+  }
+  if (max_batch > det_batch_) {
+    const std::size_t chunks = 4 * capacity_ / kChunk + tiles + 1;  // the launch's bound on chunks
+    partial_ = DeviceBuffer<cfloat>(Extents{chunks * std::size_t(max_batch) * kThreads});
+    det_batch_ = max_batch;
+  }
 }
 
 void NufftPlanCuda::spread(const cfloat* d_samples, cfloat* d_grids, int batch) {
@@ -437,8 +509,13 @@ void NufftPlanCuda::spread(const cfloat* d_samples, cfloat* d_grids, int batch) 
   const int tiles = NT_ * NT_;
   const long n = long(n_);
   auto* grid = reinterpret_cast<float2*>(d_grids);
-  clear_shared_tiles<<<tiles, kThreads, 0, stream>>>(count_.data(), NT_, G_, batch, grid);
-  CUDA_CHECK_LAUNCH("clear_shared_tiles");
+  if (det_ && batch > det_batch_)
+    throw ConfigError("nufft plan: deterministic spread of " + std::to_string(batch) + " coils, set up for " +
+                      std::to_string(det_batch_));
+  if (!det_) {
+    clear_shared_tiles<<<tiles, kThreads, 0, stream>>>(count_.data(), NT_, G_, batch, grid);
+    CUDA_CHECK_LAUNCH("clear_shared_tiles");
+  }
   const int cg = coil_group(batch);
   // At most 4 n / kChunk + tiles chunks (the surplus blocks exit at once), times the coil groups.
   const dim3 blocks(unsigned(4 * n / kChunk + tiles + 1), unsigned((batch + cg - 1) / cg));
@@ -447,9 +524,15 @@ void NufftPlanCuda::spread(const cfloat* d_samples, cfloat* d_grids, int batch) 
     kernel<<<blocks, kThreads, smem, stream>>>(reinterpret_cast<const float2*>(d_samples), d_traj_, n, batch, G_,
                                                kernel_.width, NT_, d_lut_.data(), res_, edge_, count_.data(),
                                                offset_.data(), chunk_offset_.data(),
-                                               det_ ? sorted_det_.data() : sorted_.data(), det_, grid);
+                                               det_ ? sorted_det_.data() : sorted_.data(), det_,
+                                               reinterpret_cast<float2*>(partial_.data()), grid);
   });
   CUDA_CHECK_LAUNCH("gather_tiles");
+  if (det_) {
+    sum_chunk_partials<<<dim3(unsigned(tiles), unsigned(batch)), kThreads, 0, stream>>>(count_.data(), chunk_offset_.data(), NT_, G_, batch,
+                                                       reinterpret_cast<const float2*>(partial_.data()), grid);
+    CUDA_CHECK_LAUNCH("sum_chunk_partials");
+  }
 }
 
 void NufftPlanCuda::interp(const cfloat* d_grids, cfloat* d_samples, int batch) {

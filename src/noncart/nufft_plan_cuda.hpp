@@ -33,9 +33,10 @@ class NufftPlanCuda {
   // d_grids [batch][G][G] -> d_samples [batch][n].
   void interp(const cfloat* d_grids, cfloat* d_samples, int batch);
   // Deterministic spread (off by default): every cell adds its samples in sample order, with no atomics, so
-  // repeated frames give the same bits (the coil split needs that); slower where many samples share a tile.
-  // Allocates its sort buffers on the first call: call it before the frames, not per frame.
-  void set_deterministic(bool on);
+  // repeated frames give the same bits (the coil split needs that), for spreads of up to max_batch coils.
+  // Allocates its sort and partial-sum buffers (4 capacity / 256 + tiles chunks x max_batch x 2 KiB): call it
+  // before the frames, not per frame.
+  void set_deterministic(bool on, int max_batch = 1);
 
  private:
   NufftKernel kernel_;
@@ -47,7 +48,10 @@ class NufftPlanCuda {
   DeviceBuffer<float> d_lut_;
   DeviceBuffer<int> count_, offset_, chunk_offset_, tile_of_, rank_, sorted_;
   bool det_ = false;
+  int det_batch_ = 0, sample_bits_ = 0, tile_bits_ = 0;
+  DeviceBuffer<unsigned long long> keys_, keys_sorted_;  // (tile, sample) keys, before and after the sort
   DeviceBuffer<int> sorted_det_;
+  DeviceBuffer<cfloat> partial_;  // deterministic mode: each shared tile's chunks' partial sums
   DeviceBuffer<unsigned char> sort_temp_;
 };
 

@@ -274,8 +274,8 @@ void SenseOperatorCuda::round_sum(const std::complex<double>* d_sum, cfloat* d_o
 }
 
 void SenseOperatorCuda::set_deterministic(bool on) {
-  nufft_.plan().set_deterministic(on);
-  if (psf_nufft_) psf_nufft_->plan().set_deterministic(on);
+  nufft_.plan().set_deterministic(on, coils_);
+  if (psf_nufft_) psf_nufft_->plan().set_deterministic(on, 1);
 }
 
 }  // namespace radstream

@@ -94,7 +94,7 @@ TEST(NufftCuda, DeterministicSpreadGivesTheSameBitsEveryRun) {
     std::vector<cfloat> g_cpu(4 * cpu.grid_size());
     cpu.spread(samples.data(), g_cpu.data(), 4);
     NufftPlanCuda gpu(512, k, n, st.s);
-    gpu.set_deterministic(true);
+    gpu.set_deterministic(true, 4);
     auto d_traj = upload(traj, st.s);
     auto d_samples = upload(samples, st.s);
     DeviceBuffer<cfloat> d_g(Extents{g_cpu.size()});
