@@ -17,147 +17,20 @@
 // buffer and added in chunk order by a second kernel (no atomics): the same bits on every run and every GPU.
 // The previous version accumulated with shared-memory atomics per sample; every spoke crossing the centre
 // made the centre tile's block serialize on the same few addresses (R1: 1.17 ms gridding).
-// All buffers are allocated in configure().
+// All buffers are allocated in the constructor and set_deterministic(). The tile sort is in
+// nufft_tile_sort.cuh, the shared helpers in nufft_plan_common.cuh.
 #include <cmath>
-#include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <string>
 
 #include "gpu/cuda_check.cuh"
 #include "gpu/device_memory.hpp"
+#include "noncart/nufft_plan_common.cuh"
 #include "noncart/nufft_plan_cuda.hpp"
+#include "noncart/nufft_tile_sort.cuh"
 
 namespace radstream {
 namespace {
-
-constexpr int kMaxWidth = 16;
-constexpr int kT = 16;  // tile edge in grid cells; one thread per cell
-constexpr int kThreads = kT * kT;
-constexpr int kChunk = kThreads;  // list entries per block (staged in shared memory at once); a short
-                                  // chunk keeps the centre tiles' serial loop (the critical path) short
-constexpr int kScanThreads = 1024;
-constexpr int kScanItems = 16;  // tiles per scan thread: up to 16384 tiles (G = 2048)
-
-__device__ __forceinline__ float lut_lookup(const float* __restrict__ lut, int res, int edge, float t) {
-  const float x = fabsf(t) * float(res);
-  const int i = int(x);
-  if (i >= edge) return 0.f;
-  const float f = x - float(i);
-  const float a = __ldg(lut + i), b = __ldg(lut + i + 1);
-  return a + f * (b - a);
-}
-
-__device__ __forceinline__ int wrap(int m, int G) {
-  return ((m % G) + G) % G;
-}
-
-struct Footprint {
-  int mx0, my0;  // first cell (unwrapped)
-  float ux, uy;  // grid coordinates of the sample
-  bool valid;
-};
-
-__device__ __forceinline__ Footprint footprint(const float* traj, long j, int G, int W) {
-  Footprint f;
-  f.ux = traj[2 * j] * float(G) + 0.5f * float(G);
-  f.uy = traj[2 * j + 1] * float(G) + 0.5f * float(G);
-  f.valid = isfinite(f.ux) && isfinite(f.uy) && fabsf(f.ux) < 1e6f && fabsf(f.uy) < 1e6f;
-  const float half = 0.5f * float(W);
-  f.mx0 = f.valid ? int(floorf(f.ux - half)) + 1 : 0;
-  f.my0 = f.valid ? int(floorf(f.uy - half)) + 1 : 0;
-  return f;
-}
-
-// Rank of this lane's entry in tile t, with one atomic per distinct tile in the warp.
-__device__ __forceinline__ int aggregated_rank(int* count, int t, bool active) {
-  const unsigned act = __ballot_sync(0xffffffffu, active);
-  if (!active) return 0;
-  const unsigned peers = __match_any_sync(act, t);
-  const int lane = int(threadIdx.x & 31);
-  const int leader = __ffs(peers) - 1;
-  int base = 0;
-  if (lane == leader) base = atomicAdd(count + t, __popc(peers));
-  base = __shfl_sync(peers, base, leader);
-  return base + __popc(peers & ((1u << lane) - 1u));
-}
-
-// Up to four entries per sample: entry q = (tile, rank) at tile_of[4 j + q], -1 when unused.
-__global__ void count_tiles(const float* __restrict__ traj, long n, int G, int W, int NT,
-                            int* __restrict__ count, int* __restrict__ tile_of, int* __restrict__ rank) {
-  const long j = long(blockIdx.x) * blockDim.x + threadIdx.x;
-  const bool in = j < n;
-  const Footprint f = in ? footprint(traj, j, G, W) : Footprint{0, 0, 0.f, 0.f, false};
-  const int tx[2] = {wrap(f.mx0, G) / kT, wrap(f.mx0 + W - 1, G) / kT};
-  const int ty[2] = {wrap(f.my0, G) / kT, wrap(f.my0 + W - 1, G) / kT};
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    const int qx = q & 1, qy = q >> 1;
-    const bool use = in && f.valid && (qx == 0 || tx[1] != tx[0]) && (qy == 0 || ty[1] != ty[0]);
-    const int t = ty[qy] * NT + tx[qx];
-    const int r = aggregated_rank(count, use ? t : -1, use);
-    if (in) {
-      tile_of[4 * j + q] = use ? t : -1;
-      rank[4 * j + q] = r;
-    }
-  }
-}
-
-// One block: offset = exclusive scan of count, chunk_offset = exclusive scan of the chunks per tile (at
-// least one per tile, so that its block writes its cells, zeros included); entry [tiles] holds the totals.
-__global__ void __launch_bounds__(kScanThreads)
-    plan_tiles(const int* __restrict__ count, int tiles, int* __restrict__ offset,
-               int* __restrict__ chunk_offset) {
-  using Scan = cub::BlockScan<int, kScanThreads>;
-  __shared__ typename Scan::TempStorage temp;
-  int c[kScanItems], k[kScanItems];
-  const int base = int(threadIdx.x) * kScanItems;
-#pragma unroll
-  for (int i = 0; i < kScanItems; ++i) {
-    const int t = base + i;
-    c[i] = t < tiles ? count[t] : 0;
-    k[i] = t < tiles ? max(1, (c[i] + kChunk - 1) / kChunk) : 0;
-  }
-  int total_c = 0, total_k = 0;
-  Scan(temp).ExclusiveSum(c, c, total_c);
-  __syncthreads();
-  Scan(temp).ExclusiveSum(k, k, total_k);
-#pragma unroll
-  for (int i = 0; i < kScanItems; ++i) {
-    const int t = base + i;
-    if (t < tiles) {
-      offset[t] = c[i];
-      chunk_offset[t] = k[i];
-    }
-  }
-  if (threadIdx.x == 0) {
-    offset[tiles] = total_c;
-    chunk_offset[tiles] = total_k;
-  }
-}
-
-__global__ void scatter(long n, const int* __restrict__ tile_of, const int* __restrict__ rank,
-                        const int* __restrict__ offset, int* __restrict__ sorted) {
-  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= 4 * n) return;
-  const int t = tile_of[i];
-  if (t >= 0) sorted[offset[t] + rank[i]] = int(i / 4);
-}
-
-// Deterministic mode: entry i's key is (tile << sample_bits) | sample, unused entries (tile = tiles) last, so
-// that one radix sort orders the entries by tile and, within a tile, by sample.
-__global__ void entry_keys(long n4, const int* __restrict__ tile_of, int tiles, int sample_bits,
-                           unsigned long long* __restrict__ keys) {
-  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n4) return;
-  const int t = tile_of[i];
-  keys[i] = (static_cast<unsigned long long>(t >= 0 ? t : tiles) << sample_bits) | static_cast<unsigned long long>(i / 4);
-}
-
-__global__ void key_samples(long n4, const unsigned long long* __restrict__ keys, int sample_bits,
-                            int* __restrict__ sorted) {
-  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n4) sorted[i] = int(keys[i] & ((1ULL << sample_bits) - 1ULL));
-}
 
 // Clears the cells of the tiles that several blocks will add into.
 __global__ void clear_shared_tiles(const int* __restrict__ count, int NT, int G, int coils,

@@ -1,0 +1,50 @@
+// The CUDA NUFFT plan's constants and device helpers (tiles, the LUT lookup, a sample's footprint), shared by
+// its tile sort (nufft_tile_sort.cuh) and its gather and interpolation kernels. Included by nufft_plan_cuda.cu
+// only (one translation unit); everything here is internal to it.
+#pragma once
+#include <cmath>
+#include <cuda_runtime.h>
+
+namespace radstream {
+namespace {
+
+constexpr int kMaxWidth = 16;
+constexpr int kT = 16;  // tile edge in grid cells; one thread per cell
+constexpr int kThreads = kT * kT;
+constexpr int kChunk = kThreads;  // list entries per block (staged in shared memory at once); a short
+                                  // chunk keeps the centre tiles' serial loop (the critical path) short
+constexpr int kScanThreads = 1024;
+constexpr int kScanItems = 16;  // tiles per scan thread: up to 16384 tiles (G = 2048)
+
+__device__ __forceinline__ float lut_lookup(const float* __restrict__ lut, int res, int edge, float t) {
+  const float x = fabsf(t) * float(res);
+  const int i = int(x);
+  if (i >= edge) return 0.f;
+  const float f = x - float(i);
+  const float a = __ldg(lut + i), b = __ldg(lut + i + 1);
+  return a + f * (b - a);
+}
+
+__device__ __forceinline__ int wrap(int m, int G) {
+  return ((m % G) + G) % G;
+}
+
+struct Footprint {
+  int mx0, my0;  // first cell (unwrapped)
+  float ux, uy;  // grid coordinates of the sample
+  bool valid;
+};
+
+__device__ __forceinline__ Footprint footprint(const float* traj, long j, int G, int W) {
+  Footprint f;
+  f.ux = traj[2 * j] * float(G) + 0.5f * float(G);
+  f.uy = traj[2 * j + 1] * float(G) + 0.5f * float(G);
+  f.valid = isfinite(f.ux) && isfinite(f.uy) && fabsf(f.ux) < 1e6f && fabsf(f.uy) < 1e6f;
+  const float half = 0.5f * float(W);
+  f.mx0 = f.valid ? int(floorf(f.ux - half)) + 1 : 0;
+  f.my0 = f.valid ? int(floorf(f.uy - half)) + 1 : 0;
+  return f;
+}
+
+}  // namespace
+}  // namespace radstream
