@@ -10,7 +10,7 @@ struct BenchExactArgs {
   std::vector<std::string> cases{"S1", "S2", "S3", "S4", "P"};
   std::string impatient = "../shared/data/impatient/64x64x1", out, backend = "auto";
   int repeat = 5, n = 128, spokes = 2156, samples = 132, iterations = 60;
-  double lambda = 1e-2, noise = 0.01, s4_sigma = 2.0;
+  double lambda = 1e-2, noise = 0.01, s4_sigma = 2.0, anatomical_lambda = 10.0;
 };
 
 double median(std::vector<double> v);

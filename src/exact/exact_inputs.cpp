@@ -193,4 +193,16 @@ void write_exact_image(const std::string& path, const std::vector<cfloat>& image
   }
 }
 
+ExactModel exact_model_3d(const std::vector<std::array<float, 3>>& k_xyz, int n) {
+  ExactModel m;
+  m.grid = ExactGrid::image(n, 3);
+  for (int a = 0; a < 3; ++a) m.k[a].resize(k_xyz.size());
+  for (std::size_t i = 0; i < k_xyz.size(); ++i) {
+    m.k[2][i] = k_xyz[i][0];
+    m.k[1][i] = k_xyz[i][1];
+    m.k[0][i] = k_xyz[i][2];
+  }
+  return m;
+}
+
 }  // namespace radstream

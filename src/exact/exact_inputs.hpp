@@ -3,6 +3,7 @@
 // cycles per pixel, voxel positions in pixels, grid axes slowest first), and the image writer (.cfl with the
 // grid's extents fastest first; .png, a 3D volume as a montage of its slices).
 #pragma once
+#include <array>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,10 @@ struct CflExactArgs {
 // BART: traj [3 readout spokes] in +-N/2 units, kspace [1 readout spokes coils (slices)]; fieldmap [N N (N)] (Hz, real
 // part), gradients [N N (N) 3] (Hz across a voxel along x, y, z), times [1 readout spokes] or [M] (s).
 ExactInputs load_cfl_exact(const CflExactArgs& a);
+
+// An n^3 model from points given as (x, y, z) in cycles per pixel (the 3D phantom's trajectory): grid axes are
+// slowest first, so z pairs with axis 0 and x with axis 2.
+ExactModel exact_model_3d(const std::vector<std::array<float, 3>>& k_xyz, int n);
 
 // image: model.voxels() values. Throws ConfigError for other extensions, IoError on failure.
 void write_exact_image(const std::string& path, const std::vector<cfloat>& image, const ExactGrid& grid);

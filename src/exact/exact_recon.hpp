@@ -36,6 +36,9 @@ struct ExactReconOptions {
   // dense_exact.hpp, computed once, for F, F^H and the F^H d when it takes at most this many MiB (0: always on
   // the fly, every term recomputed per application).
   std::size_t matrix_limit_mb = 1024;
+  // cg: an anatomical prior (seed 000's anatomically constrained reconstruction): one region label per voxel;
+  // first differences between voxels of different regions are left out of C (empty: C over the whole grid).
+  std::vector<int> regions;
 };
 
 struct ExactReconResult {

@@ -72,10 +72,15 @@ void CsrMatrix::validate() const {
     if (col[j] < 0 || col[j] >= cols) bad("column " + std::to_string(col[j]) + " out of range at " + std::to_string(j));
 }
 
-CsrMatrix finite_difference_csr(const std::array<int, 3>& n) {
+CsrMatrix finite_difference_csr(const std::array<int, 3>& n) { return finite_difference_csr(n, nullptr); }
+
+CsrMatrix finite_difference_csr(const std::array<int, 3>& n, const std::vector<int>* regions) {
   CsrMatrix c;
   const long long V = (long long)n[0] * n[1] * n[2];
   if (V > (1LL << 29)) throw ConfigError("finite differences: " + std::to_string(V) + " voxels is too many");
+  if (regions && regions->size() != std::size_t(V))
+    throw ConfigError("finite differences: " + std::to_string(regions->size()) + " region labels for " +
+                      std::to_string(V) + " voxels");
   c.cols = int(V);
   const long long stride[3] = {(long long)n[1] * n[2], n[2], 1};
   for (int a = 0; a < 3; ++a) {
@@ -83,6 +88,7 @@ CsrMatrix finite_difference_csr(const std::array<int, 3>& n) {
     for (long long v = 0; v < V; ++v) {
       const long long i = (v / stride[a]) % n[a];
       if (i + 1 >= n[a]) continue;
+      if (regions && (*regions)[std::size_t(v)] != (*regions)[std::size_t(v + stride[a])]) continue;
       c.col.push_back(int(v));
       c.val.push_back(-1.0f);
       c.col.push_back(int(v + stride[a]));

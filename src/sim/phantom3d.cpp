@@ -42,15 +42,21 @@ std::complex<double> ellipsoids_fourier(const std::vector<Ellipsoid>& e, double 
   return s;
 }
 
+namespace {
+
+bool inside(const Ellipsoid& el, double x, double y, double z) {
+  const double p = el.phi_deg * std::numbers::pi / 180.0, c = std::cos(p), sn = std::sin(p);
+  const double dx = x - el.x0, dy = y - el.y0, dz = z - el.z0;
+  const double u = (c * dx + sn * dy) / el.a, w = (-sn * dx + c * dy) / el.b, t = dz / el.c;
+  return u * u + w * w + t * t <= 1.0;
+}
+
+}  // namespace
+
 double ellipsoids_value(const std::vector<Ellipsoid>& e, double x, double y, double z) {
-  const double pi = std::numbers::pi;
   double v = 0;
-  for (const auto& el : e) {
-    const double p = el.phi_deg * pi / 180.0, c = std::cos(p), sn = std::sin(p);
-    const double dx = x - el.x0, dy = y - el.y0, dz = z - el.z0;
-    const double u = (c * dx + sn * dy) / el.a, w = (-sn * dx + c * dy) / el.b, t = dz / el.c;
-    if (u * u + w * w + t * t <= 1.0) v += el.intensity;
-  }
+  for (const auto& el : e)
+    if (inside(el, x, y, z)) v += el.intensity;
   return v;
 }
 
@@ -72,6 +78,34 @@ std::vector<float> rasterize_3d(const std::vector<Ellipsoid>& e, int n, int sub)
         img[(std::size_t(l) * n + j) * n + i] = float(s / (sub * sub * sub));
       }
   return img;
+}
+
+std::vector<int> region_labels_3d(const std::vector<Ellipsoid>& e, int n, int sub) {
+  if (n < 1 || sub < 1) throw ConfigError("region_labels_3d: n and sub must be >= 1");
+  if (e.size() > 30) throw ConfigError("region_labels_3d: at most 30 ellipsoids");
+  std::vector<int> labels(std::size_t(n) * n * n);
+  const double h = 2.0 / n;
+#pragma omp parallel for schedule(static)
+  for (int l = 0; l < n; ++l)
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) {
+        const std::size_t v = (std::size_t(l) * n + j) * n + i;
+        int first = -1;
+        bool mixed = false;
+        for (int a = 0; a < sub && !mixed; ++a)
+          for (int b = 0; b < sub && !mixed; ++b)
+            for (int c = 0; c < sub && !mixed; ++c) {
+              const auto off = [&](int q) { return ((q + 0.5) / sub - 0.5) * h; };
+              int mask = 0;
+              for (std::size_t q = 0; q < e.size(); ++q)
+                if (inside(e[q], (i - n / 2) * h + off(a), (j - n / 2) * h + off(b), (l - n / 2) * h + off(c)))
+                  mask |= 1 << q;
+              if (first < 0) first = mask;
+              mixed = mask != first;
+            }
+        labels[v] = mixed ? -1 - int(v) : first;  // a voxel across a boundary is a region of its own
+      }
+  return labels;
 }
 
 std::vector<std::array<float, 3>> radial_3d(int spokes, int samples) {

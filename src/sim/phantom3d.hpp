@@ -25,6 +25,11 @@ double ellipsoids_value(const std::vector<Ellipsoid>& e, double x, double y, dou
 // points inside it.
 std::vector<float> rasterize_3d(const std::vector<Ellipsoid>& e, int n, int sub = 2);
 
+// The anatomy a prior may know: per voxel of the n^3 grid (as rasterize_3d, sampled at sub^3 points), the set
+// of ellipsoids that contain its points as a bit mask; a voxel whose points disagree (a boundary runs through it,
+// its value a partial volume) gets a label of its own (negative). Voxels with equal labels share a region.
+std::vector<int> region_labels_3d(const std::vector<Ellipsoid>& e, int n, int sub = 2);
+
 // spokes x samples points (cycles per pixel, x y z), spoke-major; sample i of a spoke at radius
 // (i + 1/2 - samples/2) / samples, so the set is symmetric about k = 0 and never hits it.
 std::vector<std::array<float, 3>> radial_3d(int spokes, int samples);
