@@ -8,6 +8,7 @@
 #include "exact/exact_cpu.hpp"
 #include "exact/exact_cuda.hpp"
 #include "exact/exact_inputs.hpp"
+#include "sim/phantom3d.hpp"
 #include "exact/exact_recon.hpp"
 #include "exact/exact_slices.hpp"
 #include "exact/segmented_toeplitz.hpp"
@@ -371,4 +372,30 @@ TEST(ExactCuda, SlicesSpreadOverTheGpus) {
     EXPECT_LE(rel_err(r.slices[z].image, exact_reconstruct(m, data[z], 1, o).image), 1e-6) << z;
   }
   EXPECT_THROW(exact_reconstruct_slices(slices, 1, o, devices + 1), ConfigError);
+}
+
+// Seed 000's 3D case (128^3, M = 284,592, without and with 1 % noise): CG with the anatomical prior against the
+// density-compensated adjoint, scored like the seed (percent error against the true phantom): the iterative
+// error at most 0.35 times the gridding-like error (the seed: 12 % vs 42 %, 16 % vs 47 %).
+TEST(ExactCuda, ThreeDCaseWithTheAnatomicalPriorReachesTheSeedsRatio) {
+  RADSTREAM_REQUIRE_GPU();
+  const auto regions = region_labels_3d(shepp_logan_3d(), 128);
+  for (double noise : {0.0, 0.01}) {
+    const Phantom3dCase c = phantom_3d_case(128, 2156, 132, noise, 7);
+    const ExactModel m = exact_model_3d(c.k, 128);
+    std::vector<cfloat> dcf = c.data;
+    for (std::size_t i = 0; i < dcf.size(); ++i)
+      dcf[i] *= c.k[i][0] * c.k[i][0] + c.k[i][1] * c.k[i][1] + c.k[i][2] * c.k[i][2];
+    ExactReconOptions o;
+    o.gpu = true;
+    const double adjoint = score_image(exact_reconstruct(m, dcf, 1, o).image, c.truth, true).percent_error;
+    o.method = ExactMethod::Cg;
+    o.iterations = 60;
+    o.lambda = 10;
+    o.regions = regions;
+    const double cg = score_image(exact_reconstruct(m, c.data, 1, o).image, c.truth, false).percent_error;
+    std::printf("3D case, noise %.2f: CG with the anatomical prior %.1f %%, DCF adjoint %.1f %%, ratio %.2f\n", noise,
+                cg, adjoint, cg / adjoint);
+    EXPECT_LE(cg / adjoint, 0.35) << "noise " << noise;
+  }
 }
