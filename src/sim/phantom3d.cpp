@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <type_traits>
 #include <random>
 
 #include "core/error.hpp"
@@ -51,6 +52,23 @@ bool inside(const Ellipsoid& el, double x, double y, double z) {
   return u * u + w * w + t * t <= 1.0;
 }
 
+// Calls f(x, y, z) at the sub^3 points spread evenly over voxel (i, j, l) of the n^3 grid on [-1, 1]^3 (voxel n/2
+// centred at 0), all of them (f returns void) or until f returns false.
+template <class F>
+void for_each_sub_point(int i, int j, int l, int n, int sub, F&& f) {
+  const double h = 2.0 / n;
+  const auto at = [&](int idx, int q) { return (idx - n / 2) * h + ((q + 0.5) / sub - 0.5) * h; };
+  for (int a = 0; a < sub; ++a)
+    for (int b = 0; b < sub; ++b)
+      for (int c = 0; c < sub; ++c) {
+        if constexpr (std::is_void_v<decltype(f(0.0, 0.0, 0.0))>) {
+          f(at(i, a), at(j, b), at(l, c));
+        } else if (!f(at(i, a), at(j, b), at(l, c))) {
+          return;
+        }
+      }
+}
+
 }  // namespace
 
 double ellipsoids_value(const std::vector<Ellipsoid>& e, double x, double y, double z) {
@@ -63,18 +81,12 @@ double ellipsoids_value(const std::vector<Ellipsoid>& e, double x, double y, dou
 std::vector<float> rasterize_3d(const std::vector<Ellipsoid>& e, int n, int sub) {
   if (n < 1 || sub < 1) throw ConfigError("rasterize_3d: n and sub must be >= 1");
   std::vector<float> img(std::size_t(n) * n * n);
-  const double h = 2.0 / n;
 #pragma omp parallel for schedule(dynamic)
   for (int l = 0; l < n; ++l)
     for (int j = 0; j < n; ++j)
       for (int i = 0; i < n; ++i) {
         double s = 0;
-        for (int a = 0; a < sub; ++a)
-          for (int b = 0; b < sub; ++b)
-            for (int c = 0; c < sub; ++c) {
-              const auto off = [&](int q) { return ((q + 0.5) / sub - 0.5) * h; };
-              s += ellipsoids_value(e, (i - n / 2) * h + off(a), (j - n / 2) * h + off(b), (l - n / 2) * h + off(c));
-            }
+        for_each_sub_point(i, j, l, n, sub, [&](double x, double y, double z) { s += ellipsoids_value(e, x, y, z); });
         img[(std::size_t(l) * n + j) * n + i] = float(s / (sub * sub * sub));
       }
   return img;
@@ -84,7 +96,6 @@ std::vector<int> region_labels_3d(const std::vector<Ellipsoid>& e, int n, int su
   if (n < 1 || sub < 1) throw ConfigError("region_labels_3d: n and sub must be >= 1");
   if (e.size() > 30) throw ConfigError("region_labels_3d: at most 30 ellipsoids");
   std::vector<int> labels(std::size_t(n) * n * n);
-  const double h = 2.0 / n;
 #pragma omp parallel for schedule(static)
   for (int l = 0; l < n; ++l)
     for (int j = 0; j < n; ++j)
@@ -92,17 +103,14 @@ std::vector<int> region_labels_3d(const std::vector<Ellipsoid>& e, int n, int su
         const std::size_t v = (std::size_t(l) * n + j) * n + i;
         int first = -1;
         bool mixed = false;
-        for (int a = 0; a < sub && !mixed; ++a)
-          for (int b = 0; b < sub && !mixed; ++b)
-            for (int c = 0; c < sub && !mixed; ++c) {
-              const auto off = [&](int q) { return ((q + 0.5) / sub - 0.5) * h; };
-              int mask = 0;
-              for (std::size_t q = 0; q < e.size(); ++q)
-                if (inside(e[q], (i - n / 2) * h + off(a), (j - n / 2) * h + off(b), (l - n / 2) * h + off(c)))
-                  mask |= 1 << q;
-              if (first < 0) first = mask;
-              mixed = mask != first;
-            }
+        for_each_sub_point(i, j, l, n, sub, [&](double x, double y, double z) {
+          int mask = 0;
+          for (std::size_t q = 0; q < e.size(); ++q)
+            if (inside(e[q], x, y, z)) mask |= 1 << q;
+          if (first < 0) first = mask;
+          mixed = mask != first;
+          return !mixed;
+        });
         labels[v] = mixed ? -1 - int(v) : first;  // a voxel across a boundary is a region of its own
       }
   return labels;
