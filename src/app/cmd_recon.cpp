@@ -28,7 +28,7 @@ namespace {
 
 struct ReconArgs {
   std::string traj, kspace, input, out;
-  std::string impatient, fieldmap, gradients, times, report;
+  std::string impatient, fieldmap, gradients, times, report, regions;
   int dims = 2, gpus = 0;
   bool fast_math = false, ignore_gradients = false;
   long long matrix_limit_mb = -1;  // -1: not given (ExactReconOptions' default)
@@ -50,6 +50,21 @@ double number_option(const ReconArgs& a, const std::string& key, double fallback
   } catch (const std::exception&) {
   }
   throw ConfigError("--" + key + " " + it->second + " is not a number");
+}
+
+// --regions R.cfl: one label per voxel (the real part, a whole number), the anatomical prior's regions.
+std::vector<int> read_regions(const std::string& path, std::size_t voxels) {
+  const CflArray r = read_cfl(path);
+  if (r.data.size() != voxels)
+    throw InputError(fmt::format("--regions {}: {} labels, the image has {} voxels", path, r.data.size(), voxels));
+  std::vector<int> labels(voxels);
+  for (std::size_t v = 0; v < voxels; ++v) {
+    const float x = r.data[v].real();
+    if (!std::isfinite(x) || x != std::floor(x) || std::fabs(x) > 2e9f)
+      throw InputError(fmt::format("--regions {}: label {} of voxel {} is not a whole number", path, x, v));
+    labels[v] = int(x);
+  }
+  return labels;
 }
 
 // --method fhd | cg-exact: the seeds' exact path (exact/exact_recon.hpp).
@@ -93,6 +108,10 @@ int run_exact(const ReconArgs& a) {
     in = load_cfl_exact({a.traj, a.kspace, a.fieldmap, a.gradients, a.times, a.matrix, a.dims});
   }
   const ExactModel& m = in.model;
+  if (!a.regions.empty()) {
+    if (o.method != ExactMethod::Cg) throw ConfigError("--regions goes with --method cg-exact");
+    o.regions = read_regions(a.regions, m.voxels());
+  }
   log::info("{}: {} samples x {} coil(s), {} x {} x {} voxels, field map {}, gradients {}", in.source, m.samples(),
             in.coils, m.grid.n[0], m.grid.n[1], m.grid.n[2], m.fm.empty() ? "no" : "yes",
             m.has_gradients() ? "yes" : "no");
@@ -162,7 +181,7 @@ int run_recon(const ReconArgs& a) {
                                     {"--fieldmap", !a.fieldmap.empty()}, {"--gradients", !a.gradients.empty()},
                                     {"--times", !a.times.empty()}, {"--fast-math", a.fast_math},
                                     {"--report", !a.report.empty()}, {"--ignore-gradients", a.ignore_gradients},
-                                    {"--matrix-limit-mb", a.matrix_limit_mb != -1},
+                                    {"--matrix-limit-mb", a.matrix_limit_mb != -1}, {"--regions", !a.regions.empty()},
                                     {"--gpus", a.gpus != 0}})
     if (given) throw ConfigError(std::string(flag) + " goes with --method fhd or cg-exact");
   if (a.input.empty() == (a.traj.empty() && a.kspace.empty()))
@@ -252,6 +271,9 @@ Runner add_recon(CLI::App& app) {
   app.add_option("--matrix-limit-mb", a->matrix_limit_mb,
                  "--method cg-exact with a field: keep F as a stored matrix (computed once, then each CG iteration is "
                  "one pass over it) when it takes at most this many MiB (default 1024; 0: every term recomputed)");
+  app.add_option("--regions", a->regions,
+                 "--method cg-exact: an anatomical prior, one region label per voxel (.cfl, whole numbers, the image's "
+                 "layout): C leaves out the differences between voxels of different regions (seed 000)");
   app.add_flag("--ignore-gradients", a->ignore_gradients,
                "--method fhd|cg-exact with --impatient: leave the susceptibility gradients out of the model");
   app.footer(

@@ -195,6 +195,25 @@ TEST(ExactField, CliCgExactOnTheSeed001Case) {
   const auto bad = test::run_command(base + " --matrix-limit-mb -5 2>&1");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.output.find("--matrix-limit-mb -5 must be >= 0"), std::string::npos) << bad.output;
+  // --regions: one region everywhere is plain C (the same image bits); a label that is not a whole number, or a
+  // file of the wrong size, is named.
+  const std::string plain_cfl = (dir.path() / "plain.cfl").string(), one_cfl = (dir.path() / "one.cfl").string();
+  ASSERT_EQ(test::run_command(base.substr(0, base.find(" --out ")) + " --out " + plain_cfl + " 2>&1").exit_code, 0);
+  std::vector<cfloat> labels(64 * 64, cfloat(3.0f, 0.0f));
+  write_cfl((dir.path() / "regions").string(), {64, 64}, labels);
+  const auto one = test::run_command(base.substr(0, base.find(" --out ")) + " --out " + one_cfl + " --regions " +
+                                     (dir.path() / "regions.cfl").string() + " 2>&1");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_EQ(read_cfl(one_cfl).data, read_cfl(plain_cfl).data);
+  labels[100] = cfloat(0.5f, 0.0f);
+  write_cfl((dir.path() / "half").string(), {64, 64}, labels);
+  const auto half = test::run_command(base + " --regions " + (dir.path() / "half.cfl").string() + " 2>&1");
+  EXPECT_NE(half.exit_code, 0);
+  EXPECT_NE(half.output.find("label 0.5 of voxel 100 is not a whole number"), std::string::npos) << half.output;
+  write_cfl((dir.path() / "small").string(), {8, 8}, std::vector<cfloat>(64));
+  const auto small = test::run_command(base + " --regions " + (dir.path() / "small.cfl").string() + " 2>&1");
+  EXPECT_NE(small.exit_code, 0);
+  EXPECT_NE(small.output.find("64 labels, the image has 4096 voxels"), std::string::npos) << small.output;
 }
 
 // The time-segmented approximation of the off-resonance term (on the exact F and on the NUFFT) against the
