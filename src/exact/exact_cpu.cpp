@@ -139,7 +139,6 @@ template void exact_adjoint_cpu<double>(const ExactModel&, const std::complex<do
 template void exact_forward_cpu<float>(const ExactModel&, const std::complex<float>*, std::complex<float>*);
 template void exact_forward_cpu<double>(const ExactModel&, const std::complex<double>*, std::complex<double>*);
 template void exact_matrix_cpu<float>(const ExactModel&, std::complex<float>*);
-template void exact_matrix_cpu<double>(const ExactModel&, std::complex<double>*);
 template void exact_q_cpu<float>(const ExactModel&, const float*, std::complex<float>*);
 template void exact_q_cpu<double>(const ExactModel&, const float*, std::complex<double>*);
 

@@ -19,7 +19,7 @@ template <class Real>
 void exact_q_cpu(const ExactModel& m, const float* w, std::complex<Real>* q);
 
 // The model's matrix G (row-major [samples][voxels]: the forward is d = G x, the adjoint x = G^H d), each entry
-// the same pair term as the sums above.
+// the same pair term as the sums above (instantiated for float, the stored matrix's precision).
 template <class Real>
 void exact_matrix_cpu(const ExactModel& m, std::complex<Real>* g);
 

@@ -372,8 +372,6 @@ void ExactOperatorCuda::adjoint(const cfloat* d_y, cfloat* d_x) {
         : launch_adjoint<false>(*dm_, dm_->grid, dm_->split_adjoint, y, x, s);
 }
 
-std::size_t ExactOperatorCuda::samples() const { return std::size_t(dm_->M); }
-
 void ExactOperatorCuda::matrix(cfloat* d_g, std::size_t ld) {
   auto s = static_cast<cudaStream_t>(stream_);
   if (ld < dm_->grid.voxels()) throw InputError("exact matrix: leading dimension " + std::to_string(ld) + " < voxels");

@@ -28,7 +28,6 @@ class ExactOperatorCuda final : public LinearOperator {
   // The model's matrix G into d_g: row i (sample i) at d_g + i * ld, voxels in order, columns V..ld-1 set to 0;
   // each entry the same pair term as the field kernels (every term in full, no row recurrence).
   void matrix(cfloat* d_g, std::size_t ld);
-  std::size_t samples() const;
 
  private:
   gpu::StreamRef stream_;
