@@ -8,6 +8,9 @@
 //  - NCCL group (reducer_nccl.cu): partitions are GPUs of one host; one ncclAllReduce on the partition's
 //    stream per call, nothing waited for on the host. NCCL is loaded at run time (libnccl.so.2), so a build
 //    and a machine without it run everything else.
+//  - staged group (reducer_staged.cpp): partitions are GPU streams, several may share a GPU; each call copies
+//    the vector to page-locked host memory, sums it like the host group and copies it back. For a host
+//    without NCCL, and for testing the GPU split on one GPU.
 // Stalls: a partition that fails calls abort(); the others' pending or next allreduce then throws instead of
 // waiting forever. Host waits time out (timeout_s) and abort the group. On the GPU, NCCL's launch in a
 // single-process clique does not return until every partition has launched (measured on 2 x H200), so the
@@ -58,6 +61,16 @@ std::unique_ptr<ReduceGroup> make_host_reduce_group(int parts, std::size_t capac
 // cannot be loaded (with the reason) or a CUDA build is missing.
 std::unique_ptr<ReduceGroup> make_nccl_reduce_group(const std::vector<int>& devices,
                                                     const std::vector<gpu::StreamRef>& streams);
+// One partition per stream (streams[i] made on the GPU its partition's vectors live on; GPUs may repeat),
+// the sums formed in host memory in a fixed order. Calls must come from a thread whose current GPU is the
+// partition's. A wait longer than timeout_s for the other partitions aborts the group.
+std::unique_ptr<ReduceGroup> make_staged_reduce_group(const std::vector<gpu::StreamRef>& streams,
+                                                      std::size_t capacity, double timeout_s = 30.0);
+// The coil split's choice: NCCL when the devices are distinct and libnccl.so.2 loads, else the staged group
+// (logged, with the reason, when there are several partitions).
+std::unique_ptr<ReduceGroup> make_gpu_reduce_group(const std::vector<int>& devices,
+                                                   const std::vector<gpu::StreamRef>& streams,
+                                                   std::size_t capacity, double timeout_s = 30.0);
 // Whether libnccl.so.2 can be loaded here, and if not why (for logs and test skips).
 bool nccl_available(std::string* why = nullptr);
 

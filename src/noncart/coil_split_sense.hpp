@@ -10,6 +10,7 @@
 // partition but the iterations allocate nothing.
 #pragma once
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/buffer.hpp"
@@ -51,6 +52,8 @@ class CoilSplitSense {
   // Partition 0's image to d_out (device memory of any GPU), complete on return.
   virtual void image_device(cfloat*) { throw ConfigError("coil split: device images need the CUDA split"); }
   virtual int parts() const = 0;
+  // How the partitions' sums travel: "host" (threads), "nccl" (GPUs), "staged" (GPUs, through host memory).
+  virtual std::string reduce_kind() const = 0;
   // The coils of partition p: [first, last).
   virtual std::pair<int, int> coils_of(int p) const = 0;
 };
@@ -59,7 +62,9 @@ class CoilSplitSense {
 std::unique_ptr<CoilSplitSense> make_coil_split_sense_cpu(int matrix, int coils, std::size_t points,
                                                           const NufftKernel& kernel, const CoilSplitOptions& o,
                                                           int parts, int threads = 0);
-// One partition per listed GPU, reduced over NCCL. CUDA builds with NCCL loadable; else throws ConfigError.
+// One partition per listed GPU, reduced over NCCL; through host memory (logged) where NCCL cannot serve: no
+// libnccl.so.2, or a GPU listed twice (several partitions on one GPU: the split's test on a one-GPU machine).
+// CUDA builds only; else throws ConfigError.
 std::unique_ptr<CoilSplitSense> make_coil_split_sense_cuda(int matrix, int coils, std::size_t points,
                                                            const NufftKernel& kernel, const CoilSplitOptions& o,
                                                            const std::vector<int>& devices);

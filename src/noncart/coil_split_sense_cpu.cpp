@@ -79,6 +79,7 @@ class CoilSplitSenseCpu final : public CoilSplitSense {
     std::memcpy(static_cast<void*>(out), parts_[0]->x.data(), pixels_ * sizeof(cfloat));
   }
   int parts() const override { return int(parts_.size()); }
+  std::string reduce_kind() const override { return group_->kind(); }
   std::pair<int, int> coils_of(int p) const override { return split_coils(coils_, parts(), p); }
 
  private:

@@ -1,5 +1,6 @@
 // The coil split on GPUs: one partition per device, each with its own stream, SENSE operator, CG and share
-// of the maps and data; the sums go over NCCL (linalg/reducer.hpp), enqueued on the partitions' streams.
+// of the maps and data; the sums go over NCCL (linalg/reducer.hpp), enqueued on the partitions' streams, or
+// through host memory where NCCL cannot serve (no libnccl.so.2; partitions sharing a GPU).
 #include "gpu/cuda_check.cuh"
 #include "gpu/device_memory.hpp"
 #include "linalg/vector_ops.hpp"
@@ -52,7 +53,7 @@ class CoilSplitSenseCuda final : public CoilSplitSense {
       streams.push_back(part->stream.get());
       parts_.push_back(std::move(part));
     }
-    group_ = make_nccl_reduce_group(devices, streams);
+    group_ = make_gpu_reduce_group(devices, streams, pixels_, o.timeout_s);
     for (int p = 0; p < parts; ++p) parts_[std::size_t(p)]->reducer = &group_->part(p);
     threads_ = std::make_unique<PartThreads>(parts, *group_);
   }
@@ -104,6 +105,7 @@ class CoilSplitSenseCuda final : public CoilSplitSense {
     part.stream.synchronize();
   }
   int parts() const override { return int(parts_.size()); }
+  std::string reduce_kind() const override { return group_->kind(); }
   std::pair<int, int> coils_of(int p) const override { return split_coils(coils_, parts(), p); }
 
  private:
