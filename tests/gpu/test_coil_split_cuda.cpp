@@ -1,7 +1,8 @@
-// The coil split on several GPUs (issue 14.4): NCCL partitions against one GPU (4 iterations: where the float
-// CG reproduces itself to 1e-6, test_coil_split.cpp) and against the host twin with the same partitions; a
-// partition that fails aborts the others instead of leaving them waiting. Needs 2 GPUs and libnccl.so.2:
-// skipped with the reason otherwise, failed instead with RADSTREAM_REQUIRE_MULTI_GPU=1.
+// The coil split on GPUs (issue 14.4): two partitions (over NCCL on 2 GPUs, or through host memory on one)
+// against one partition and against the host twin with the same partitions, at 4 and 10 iterations; a
+// partition that fails aborts the others instead of leaving them waiting; the live stage's split. The 2-GPU
+// tests need 2 GPUs and libnccl.so.2: skipped with the reason otherwise, failed instead with
+// RADSTREAM_REQUIRE_MULTI_GPU=1.
 #include <atomic>
 #include <thread>
 
@@ -46,33 +47,46 @@ std::vector<cfloat> solve(CoilSplitSense& s, const Case& c) {
   return img;
 }
 
-}  // namespace
-
-TEST(CoilSplitCuda, TwoGpusEqualOneGpuAndTheHostTwin) {
-  REQUIRE_TWO_GPUS_AND_NCCL();
+// Two partitions on `devices` against one on GPU 0 and against the host twin's two: at 4 iterations, and at
+// 10 where float CG amplifies any change of summation order a thousandfold. The split's deterministic
+// gridding and double coil sums make two partitions give one partition's bits, and every solve its own.
+void expect_two_partitions_equal_one(const std::vector<int>& devices, const std::string& reduce) {
   const Case c = make_case();
   const NufftKernel kernel{6, 2.0, 4096};
   const std::size_t points = c.f.traj.size() / 2;
-  // 4 iterations, and 10 where float CG amplifies any change of summation order a thousandfold: the split's
-  // deterministic gridding and double coil sums make 2 GPUs give 1 GPU's bits, and every solve its own.
   for (int iterations : {4, 10}) {
     CoilSplitOptions o;
     o.iterations = iterations;
     auto one = make_coil_split_sense_cuda(64, 8, points, kernel, o, {0});
-    auto two = make_coil_split_sense_cuda(64, 8, points, kernel, o, {0, 1});
+    auto two = make_coil_split_sense_cuda(64, 8, points, kernel, o, devices);
+    EXPECT_EQ(two->reduce_kind(), reduce);
+    EXPECT_EQ(two->coils_of(1), std::make_pair(4, 8));
     auto host = make_coil_split_sense_cpu(64, 8, points, kernel, o, 2);
     const auto a = solve(*one, c), b = solve(*two, c), h = solve(*host, c);
     const double two_vs_one = test::rel_error(b, a), gpu_vs_host = test::rel_error(b, h);
-    std::printf("coil split on GPUs, %d iterations: 2 vs 1 GPU %.3g, 2 GPUs vs the host twin %.3g\n", iterations,
-                two_vs_one, gpu_vs_host);
+    std::printf("coil split, partitions on GPUs %d and %d (%s sums), %d iterations: vs 1 partition %.3g, vs the "
+                "host twin %.3g\n", devices[0], devices[1], reduce.c_str(), iterations, two_vs_one, gpu_vs_host);
     EXPECT_LT(two_vs_one, 1e-6) << iterations << " iterations";
     if (iterations == 4) {
       EXPECT_LT(gpu_vs_host, 1e-4);  // the CPU and GPU NUFFTs agree to ~1e-5 (test_sense_cuda)
     }
-    // Solving again (warm structures, PSF remade) gives the same bits.
-    EXPECT_EQ(solve(*two, c), b) << iterations << " iterations";
+    EXPECT_EQ(solve(*two, c), b) << iterations << " iterations";  // warm structures, PSF remade: same bits
     EXPECT_EQ(solve(*one, c), a) << iterations << " iterations";
   }
+}
+
+}  // namespace
+
+TEST(CoilSplitCuda, TwoGpusEqualOneGpuAndTheHostTwin) {
+  REQUIRE_TWO_GPUS_AND_NCCL();
+  expect_two_partitions_equal_one({0, 1}, "nccl");
+}
+
+// The same with both partitions on GPU 0 (their sums through host memory: NCCL takes one rank per GPU): the
+// GPU split's code checked end to end on a one-GPU machine.
+TEST(CoilSplitCuda, TwoPartitionsOnOneGpuEqualOnePartition) {
+  RADSTREAM_REQUIRE_GPU();
+  expect_two_partitions_equal_one({0, 0}, "staged");
 }
 
 // Partition 1 comes 3 s late. Measured on 2 x H200 (NCCL 2.x, one process): partition 0's ncclAllReduce
@@ -156,35 +170,5 @@ TEST(CoilSplitCuda, TheLiveStageSplitsOverTwoGpusAndEqualsOneGpu) {
     const double e = test::rel_error(two[k], one[k]);
     std::printf("live stage, frame %zu: 2 GPUs vs 1 GPU %.3g\n", k, e);
     EXPECT_LT(e, 1e-5);
-  }
-}
-
-// Two partitions on one GPU (the split's sums through host memory: NCCL takes one rank per GPU): the GPU
-// split's algorithm checked on a one-GPU machine. The deterministic gridding and the double coil sums make
-// the two partitions give the one partition's image to float rounding at 4 and 10 iterations, and the same
-// bits on every solve.
-TEST(CoilSplitCuda, TwoPartitionsOnOneGpuEqualOnePartition) {
-  RADSTREAM_REQUIRE_GPU();
-  const Case c = make_case();
-  const NufftKernel kernel{6, 2.0, 4096};
-  const std::size_t points = c.f.traj.size() / 2;
-  for (int iterations : {4, 10}) {
-    CoilSplitOptions o;
-    o.iterations = iterations;
-    auto one = make_coil_split_sense_cuda(64, 8, points, kernel, o, {0});
-    auto two = make_coil_split_sense_cuda(64, 8, points, kernel, o, {0, 0});
-    EXPECT_EQ(two->reduce_kind(), "staged");
-    EXPECT_EQ(two->coils_of(1), std::make_pair(4, 8));
-    auto host = make_coil_split_sense_cpu(64, 8, points, kernel, o, 2);
-    const auto a = solve(*one, c), b = solve(*two, c), h = solve(*host, c);
-    const double two_vs_one = test::rel_error(b, a), gpu_vs_host = test::rel_error(b, h);
-    std::printf("coil split on one GPU, %d iterations: 2 vs 1 partition %.3g, vs the host twin %.3g\n", iterations,
-                two_vs_one, gpu_vs_host);
-    EXPECT_LT(two_vs_one, 1e-6) << iterations << " iterations";
-    if (iterations == 4) {
-      EXPECT_LT(gpu_vs_host, 1e-4);
-    }
-    EXPECT_EQ(solve(*two, c), b) << iterations << " iterations";
-    EXPECT_EQ(solve(*one, c), a) << iterations << " iterations";
   }
 }
