@@ -9,6 +9,7 @@
 // (one GPU per partition, NCCL). Everything is allocated at construction; solve() starts one thread per
 // partition but the iterations allocate nothing.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,8 +36,10 @@ class CoilSplitSense {
  public:
   virtual ~CoilSplitSense() = default;
   // Host arrays: traj [points][2] (cycles/pixel), data [coils][points], maps [coils][N][N]. Each partition
-  // takes (uploads) its share.
-  virtual void set_frame(const float* traj, const cfloat* data, const cfloat* maps) = 0;
+  // takes (uploads) its share. maps_version (the frame's coil-map version, FrameContext::coil_maps): when it
+  // is nonzero and the same as the previous frame's, the maps are unchanged and not taken again; 0: always.
+  virtual void set_frame(const float* traj, const cfloat* data, const cfloat* maps,
+                         std::uint64_t maps_version = 0) = 0;
   // Runs the CG on every partition; throws the first partition's failure (the others are aborted, not left
   // waiting).
   virtual CgReport solve() = 0;
@@ -46,7 +49,9 @@ class CoilSplitSense {
   // (traj [points][2], data [coils][points], maps [coils][N][N]), ready once the work already enqueued on
   // `stream` is done; peak_power: the maps' max over pixels of sum_c |S_c|^2. Each partition copies its share
   // GPU to GPU (no trip through the host: the live cg_sense stage's path).
-  virtual void set_frame_device(const float*, const cfloat*, const cfloat*, double, gpu::StreamRef) {
+  // maps_version as in set_frame.
+  virtual void set_frame_device(const float*, const cfloat*, const cfloat*, double, gpu::StreamRef,
+                                std::uint64_t = 0) {
     throw ConfigError("coil split: device frames need the CUDA split");
   }
   // Partition 0's image to d_out (device memory of any GPU), complete on return.

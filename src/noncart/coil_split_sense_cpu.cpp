@@ -51,14 +51,17 @@ class CoilSplitSenseCpu final : public CoilSplitSense {
     }
   }
 
-  void set_frame(const float* traj, const cfloat* data, const cfloat* maps) override {
+  void set_frame(const float* traj, const cfloat* data, const cfloat* maps, std::uint64_t maps_version) override {
     std::memcpy(traj_.data(), traj, points_ * 2 * sizeof(float));
-    peak_ = coil_map_peak_power(maps, std::size_t(coils_), pixels_);
+    const bool new_maps = maps_version == 0 || maps_version != maps_version_;
+    maps_version_ = maps_version;
+    if (new_maps) peak_ = coil_map_peak_power(maps, std::size_t(coils_), pixels_);
     for (int p = 0; p < parts(); ++p) {
       const auto [c0, c1] = coils_of(p);
       CpuPart& part = *parts_[std::size_t(p)];
-      std::memcpy(static_cast<void*>(part.maps.data()), maps + std::size_t(c0) * pixels_,
-                  std::size_t(c1 - c0) * pixels_ * sizeof(cfloat));
+      if (new_maps)
+        std::memcpy(static_cast<void*>(part.maps.data()), maps + std::size_t(c0) * pixels_,
+                    std::size_t(c1 - c0) * pixels_ * sizeof(cfloat));
       std::memcpy(static_cast<void*>(part.data.data()), data + std::size_t(c0) * points_,
                   std::size_t(c1 - c0) * points_ * sizeof(cfloat));
       part.op->set_maps(part.maps.data());
@@ -88,6 +91,7 @@ class CoilSplitSenseCpu final : public CoilSplitSense {
   CoilSplitOptions o_;
   HostBuffer<float> traj_;
   double peak_ = 0;
+  std::uint64_t maps_version_ = 0;  // of the maps the partitions hold (0: none or unversioned)
   bool ready_ = false;
   std::unique_ptr<ReduceGroup> group_;
   std::vector<std::unique_ptr<CpuPart>> parts_;

@@ -66,18 +66,19 @@ class CoilSplitSenseCuda final : public CoilSplitSense {
     }
   }
 
-  void set_frame(const float* traj, const cfloat* data, const cfloat* maps) override {
-    peak_ = coil_map_peak_power(maps, std::size_t(coils_), pixels_);
-    load(traj, data, maps, gpu::copy_to_device, nullptr);
+  void set_frame(const float* traj, const cfloat* data, const cfloat* maps, std::uint64_t maps_version) override {
+    const bool new_maps = maps_version == 0 || maps_version != maps_version_;
+    if (new_maps) peak_ = coil_map_peak_power(maps, std::size_t(coils_), pixels_);
+    load(traj, data, maps, maps_version, gpu::copy_to_device, nullptr);
     for (auto& part : parts_) part->stream.synchronize();  // the host arrays may change after this call
   }
 
   void set_frame_device(const float* d_traj, const cfloat* d_data, const cfloat* d_maps, double peak_power,
-                        gpu::StreamRef stream) override {
+                        gpu::StreamRef stream, std::uint64_t maps_version) override {
     peak_ = peak_power;
     if (!ready_event_) ready_event_ = std::make_unique<gpu::Event>();  // on the caller's GPU, made once
     ready_event_->record(stream);
-    load(d_traj, d_data, d_maps, gpu::copy_between_devices, ready_event_.get());
+    load(d_traj, d_data, d_maps, maps_version, gpu::copy_between_devices, ready_event_.get());
   }
 
   void image_device(cfloat* d_out) override {
@@ -110,9 +111,12 @@ class CoilSplitSenseCuda final : public CoilSplitSense {
 
  private:
   // Each partition's share of the frame onto its GPU, on its stream (after `after`, when given); solve()
-  // enqueues behind the copies.
+  // enqueues behind the copies. The maps only when their version says they changed (set_frame).
   using Copy = void (*)(void*, const void*, std::size_t, gpu::StreamRef);
-  void load(const float* traj, const cfloat* data, const cfloat* maps, Copy copy, const gpu::Event* after) {
+  void load(const float* traj, const cfloat* data, const cfloat* maps, std::uint64_t maps_version, Copy copy,
+            const gpu::Event* after) {
+    const bool new_maps = maps_version == 0 || maps_version != maps_version_;
+    maps_version_ = maps_version;
     for (int p = 0; p < parts(); ++p) {
       const auto [c0, c1] = coils_of(p);
       CudaPart& part = *parts_[std::size_t(p)];
@@ -120,7 +124,8 @@ class CoilSplitSenseCuda final : public CoilSplitSense {
       const gpu::StreamRef s = part.stream.get();
       if (after) after->wait_on(s);
       copy(part.traj.data(), traj, points_ * 2 * sizeof(float), s);
-      copy(part.maps.data(), maps + std::size_t(c0) * pixels_, std::size_t(c1 - c0) * pixels_ * sizeof(cfloat), s);
+      if (new_maps)
+        copy(part.maps.data(), maps + std::size_t(c0) * pixels_, std::size_t(c1 - c0) * pixels_ * sizeof(cfloat), s);
       copy(part.data.data(), data + std::size_t(c0) * points_, std::size_t(c1 - c0) * points_ * sizeof(cfloat), s);
       part.op->set_maps(part.maps.data());
       if (!o_.psf_per_solve) part.op->set_points(part.traj.data(), nullptr);  // else solve() makes the PSF
@@ -132,6 +137,7 @@ class CoilSplitSenseCuda final : public CoilSplitSense {
   std::size_t points_, pixels_;
   CoilSplitOptions o_;
   double peak_ = 0;
+  std::uint64_t maps_version_ = 0;  // of the maps the partitions hold (0: none or unversioned)
   bool ready_ = false;
   std::vector<std::unique_ptr<CudaPart>> parts_;
   std::unique_ptr<ReduceGroup> group_;

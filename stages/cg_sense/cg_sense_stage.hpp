@@ -176,9 +176,9 @@ class CgSenseStage final : public Stage {
   void process_split(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context& ctx) {
     if (loc_ == Location::Device) {
       split_->set_frame_device(frame.traj.data, in.data, frame.coil_maps.data.data, frame.coil_maps.peak_power,
-                               ctx.stream);
+                               ctx.stream, frame.coil_maps.version);
     } else {
-      split_->set_frame(frame.traj.data, in.data, frame.coil_maps.data.data);
+      split_->set_frame(frame.traj.data, in.data, frame.coil_maps.data.data, frame.coil_maps.version);
     }
     const CgReport r = split_->solve();
     if (loc_ == Location::Device)

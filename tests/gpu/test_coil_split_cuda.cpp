@@ -6,6 +6,8 @@
 #include <atomic>
 #include <thread>
 
+#include "core/coil_map_power.hpp"
+#include "gpu/device_memory.hpp"
 #include "gpu_test_util.hpp"
 #include "linalg/reducer.hpp"
 #include "noncart/coil_split_sense.hpp"
@@ -87,6 +89,56 @@ TEST(CoilSplitCuda, TwoGpusEqualOneGpuAndTheHostTwin) {
 TEST(CoilSplitCuda, TwoPartitionsOnOneGpuEqualOnePartition) {
   RADSTREAM_REQUIRE_GPU();
   expect_two_partitions_equal_one({0, 0}, "staged");
+}
+
+// The live stage's path on one GPU (two partitions on GPU 0): the frame from device arrays after the work on
+// the caller's stream, the image to device memory; the same bits as the host arrays' path, and the maps taken
+// again only when their version changes.
+TEST(CoilSplitCuda, DeviceFramesEqualHostFramesAndKeepMapsOfAnUnchangedVersion) {
+  RADSTREAM_REQUIRE_GPU();
+  const Case c = make_case();
+  const NufftKernel kernel{6, 2.0, 4096};
+  const std::size_t points = c.f.traj.size() / 2, pixels = 64 * 64;
+  std::vector<cfloat> other(c.maps.size());  // each coil turned by its own phase, scaled by 0.7
+  for (std::size_t i = 0; i < other.size(); ++i)
+    other[i] = c.maps.data()[i] * std::polar(0.7f, 0.4f * float(i / pixels));
+  CoilSplitOptions o;
+  o.iterations = 4;
+  auto host_image = [&](const cfloat* maps) {
+    auto s = make_coil_split_sense_cuda(64, 8, points, kernel, o, {0, 0});
+    s->set_frame(c.f.traj.data(), c.f.data.data(), maps);
+    s->solve();
+    std::vector<cfloat> img(pixels);
+    s->image(img.data());
+    return img;
+  };
+  const auto ref_maps = host_image(c.maps.data()), ref_other = host_image(other.data());
+  ASSERT_GT(test::rel_error(ref_other, ref_maps), 1e-2);
+
+  gpu::Stream stream;
+  DeviceBuffer<float> traj(Extents{points, 2});
+  DeviceBuffer<cfloat> data(Extents{8, points}), maps(Extents{8, pixels}), out(Extents{pixels});
+  gpu::copy_to_device(traj.data(), c.f.traj.data(), points * 2 * sizeof(float), stream.get());
+  gpu::copy_to_device(data.data(), c.f.data.data(), 8 * points * sizeof(cfloat), stream.get());
+  auto split = make_coil_split_sense_cuda(64, 8, points, kernel, o, {0, 0});
+  const double peak = coil_map_peak_power(c.maps.data(), 8, pixels);
+  const double peak_other = coil_map_peak_power(other.data(), 8, pixels);
+  auto device_image = [&](const cfloat* host_maps, double peak_power, std::uint64_t version) {
+    gpu::copy_to_device(maps.data(), host_maps, 8 * pixels * sizeof(cfloat), stream.get());
+    split->set_frame_device(traj.data(), data.data(), maps.data(), peak_power, stream.get(), version);
+    split->solve();
+    split->image_device(out.data());
+    std::vector<cfloat> img(pixels);
+    gpu::copy_to_host(img.data(), out.data(), pixels * sizeof(cfloat), stream.get());
+    stream.synchronize();
+    return img;
+  };
+  EXPECT_EQ(device_image(c.maps.data(), peak, 3), ref_maps);
+  // Same version, other maps in the caller's buffer (the peak power, the caller's, kept): the partitions keep
+  // the maps they hold.
+  EXPECT_EQ(device_image(other.data(), peak, 3), ref_maps);
+  EXPECT_EQ(device_image(other.data(), peak_other, 4), ref_other);  // new version: taken
+  EXPECT_EQ(device_image(c.maps.data(), peak, 0), ref_maps);        // 0: always taken
 }
 
 // Partition 1 comes 3 s late. Measured on 2 x H200 (NCCL 2.x, one process): partition 0's ncclAllReduce

@@ -210,6 +210,42 @@ TEST(CoilSplit, SplitCgSenseAt10IterationsStaysWithinTheFloatSolversOwnFloor) {
   for (double e : c.err) EXPECT_LT(e, 4 * c.floor + 1e-6);
 }
 
+// The live stage passes the frame's coil-map version: an unchanged nonzero version means the maps are not
+// taken (copied, their peak power measured) again; a new version, or 0, takes them.
+TEST(CoilSplit, MapsAreTakenAgainOnlyWhenTheirVersionChanges) {
+  const int N = 32, coils = 8;
+  const std::size_t pixels = std::size_t(N) * N;
+  const auto traj = golden_traj(40, 64);
+  const std::size_t points = traj.size() / 2;
+  const auto maps = test::smooth_coil_maps(N, coils);
+  std::vector<cfloat> other(maps.size());  // different maps: each coil turned by its own phase, scaled by 0.7
+  for (std::size_t i = 0; i < maps.size(); ++i)
+    other[i] = maps[i] * std::polar(0.7f, 0.4f * float(i / pixels));
+  SenseOperatorCpu full(N, coils, points, kKernel, true, 1);
+  full.set_maps(maps.data());
+  full.set_points(traj.data(), nullptr);
+  std::vector<cfloat> data(std::size_t(coils) * points);
+  full.forward(object(N).data(), data.data());
+  CoilSplitOptions o;
+  o.iterations = 4;
+  auto image_of = [&](CoilSplitSense& s, const std::vector<cfloat>& m, std::uint64_t version) {
+    s.set_frame(traj.data(), data.data(), m.data(), version);
+    s.solve();
+    std::vector<cfloat> img(pixels);
+    s.image(img.data());
+    return img;
+  };
+  auto split = make_coil_split_sense_cpu(N, coils, points, kKernel, o, 2, 1);
+  auto fresh = make_coil_split_sense_cpu(N, coils, points, kKernel, o, 2, 1);
+  const auto with_maps = image_of(*split, maps, 7);
+  const auto with_other = image_of(*fresh, other, 0);
+  EXPECT_GT(test::rel_error(with_other, with_maps), 1e-2);            // the two maps give different images
+  EXPECT_EQ(image_of(*split, other, 7), with_maps);                   // same version: the held maps
+  EXPECT_EQ(image_of(*split, other, 8), with_other);                  // new version: taken
+  EXPECT_EQ(image_of(*split, maps, 0), with_maps);                    // 0: always taken
+  EXPECT_EQ(image_of(*split, other, 0), with_other);
+}
+
 namespace {
 
 // A reduce group whose partition 1 blocks until the group is aborted (as NCCL's one-process launch blocks
