@@ -9,6 +9,8 @@ namespace radstream {
 namespace {
 
 class VectorOpsCpu final : public VectorOps {
+  static constexpr int kDotBlocks = 64;
+
  public:
   Location location() const override { return Location::Host; }
 
@@ -27,11 +29,22 @@ class VectorOpsCpu final : public VectorOps {
     for (long i = 0; i < long(n); ++i) y[i] = x[i] - y[i];
   }
 
+  // Re <x, y> in double, the same bits whatever the thread count or timing: kDotBlocks fixed blocks summed in
+  // parallel, then added in block order (an OpenMP reduction adds the threads' partials in the order they
+  // finish, which moves a float CG's iterates run to run).
   void dot_re(const cfloat* x, const cfloat* y, std::size_t n, int slot) override {
+    std::array<double, kDotBlocks> part{};
+    const std::size_t len = (n + kDotBlocks - 1) / kDotBlocks;
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < kDotBlocks; ++b) {
+      double s = 0;
+      const std::size_t hi = std::min(n, (std::size_t(b) + 1) * len);
+      for (std::size_t i = std::size_t(b) * len; i < hi; ++i)
+        s += double(x[i].real()) * y[i].real() + double(x[i].imag()) * y[i].imag();
+      part[std::size_t(b)] = s;
+    }
     double s = 0;
-#pragma omp parallel for reduction(+ : s) schedule(static)
-    for (long i = 0; i < long(n); ++i)
-      s += double(x[i].real()) * y[i].real() + double(x[i].imag()) * y[i].imag();
+    for (double v : part) s += v;
     at(slot) = s;
   }
 

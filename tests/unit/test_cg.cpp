@@ -11,7 +11,10 @@
 #include <new>
 #include <random>
 
+#include <omp.h>
+
 #include "linalg/adjoint_check.hpp"
+#include "linalg/vector_ops.hpp"
 #include "linalg/conjugate_gradient.hpp"
 #include "noncart/nufft_operator_cpu.hpp"
 
@@ -259,4 +262,32 @@ TEST(LinearOperator, ChainAndMatricesPassTheAdjointCheck) {
   b->forward(mid.data(), y2.data());
   for (int i = 0; i < 7; ++i) EXPECT_EQ(y[i], y2[i]);
   EXPECT_THROW(ChainOperator(b, a), ConfigError);
+}
+
+// The CPU dot product (CG's step sizes) against an exact double sum, and the same bits for 1, 2 and 3
+// OpenMP threads and on every repeat: the host CG reproduces itself whatever the machine's load.
+TEST(Cg, HostDotIsTheSameBitsForAnyThreadCountAndMatchesTheDoubleSum) {
+  const std::size_t n = 100003;  // not a multiple of the block count
+  std::mt19937 rng(5);
+  std::normal_distribution<float> g;
+  std::vector<cfloat> x(n), y(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = {g(rng), g(rng)}, y[i] = {g(rng), g(rng)};
+  long double exact = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    exact += (long double)x[i].real() * y[i].real() + (long double)x[i].imag() * y[i].imag();
+  auto ops = make_vector_ops_cpu();
+  std::vector<double> got;
+  const int before = omp_get_max_threads();
+  for (int threads : {1, 2, 3, 2}) {
+    omp_set_num_threads(threads);
+    ops->dot_re(x.data(), y.data(), n, 0);
+    got.push_back(ops->read(0));
+  }
+  omp_set_num_threads(before);
+  EXPECT_NEAR(got[0], double(exact), 1e-12 * std::sqrt(double(n)) * 2);
+  for (double v : got) EXPECT_EQ(v, got[0]);
+  ops->dot_re(x.data(), y.data(), 5, 0);  // fewer values than blocks
+  double small = 0;
+  for (std::size_t i = 0; i < 5; ++i) small += double(x[i].real()) * y[i].real() + double(x[i].imag()) * y[i].imag();
+  EXPECT_NEAR(ops->read(0), small, 1e-12);
 }
