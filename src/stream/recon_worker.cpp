@@ -142,6 +142,10 @@ bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t e
   return true;
 }
 
+bool ReconWorker::drained() const {
+  return drained_ && seen_generation_ == ingest_.state(slice_).generation;
+}
+
 void ReconWorker::frames() {
   std::unique_ptr<ReconChain> chain;
   std::uint64_t generation = 0, number = 0;
@@ -173,8 +177,12 @@ void ReconWorker::frames() {
     int want = window_, stride = stride_;
     if (fp_.framing == Framing::Rotation) want = stride = std::max(1, st.header.angles.spokes_per_rotation);
     if (st.generation != generation || want != W || !chain) {
+      // Not drained while the chain is (re)made: a slow configure (FFT plans) after a quick stream would
+      // otherwise let `run --until-close` stop before the stream's first frame.
+      drained_ = false;
       const bool new_stream = st.generation != generation;
       generation = st.generation;
+      seen_generation_ = generation;
       W = std::min(want, st.ring->capacity() - 1);
       try {
         if (!chain) {

@@ -49,7 +49,10 @@ class ReconWorker {
   ReconParams recon() const;
   Backend backend() const { return backend_; }
   std::string last_error() const;
-  bool drained() const { return drained_; }
+  // True when every frame due with the spokes of the stream in hand (the ingest's current generation) has been
+  // made or dropped: false from a new stream header until the worker has configured for it and found nothing
+  // due.
+  bool drained() const;
   int slice() const { return slice_; }
   int gpu() const { return gpu_; }
 
@@ -71,6 +74,7 @@ class ReconWorker {
   std::atomic<int> window_, stride_, coil_view_{-1};
   std::atomic<Backend> backend_;
   std::atomic<bool> running_{false}, drained_{false};
+  std::atomic<std::uint64_t> seen_generation_{0};  // the ingest generation drained_ speaks of
   std::thread thread_;
   OnceLog once_;
 
