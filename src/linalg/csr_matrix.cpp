@@ -72,8 +72,6 @@ void CsrMatrix::validate() const {
     if (col[j] < 0 || col[j] >= cols) bad("column " + std::to_string(col[j]) + " out of range at " + std::to_string(j));
 }
 
-CsrMatrix finite_difference_csr(const std::array<int, 3>& n) { return finite_difference_csr(n, nullptr); }
-
 CsrMatrix finite_difference_csr(const std::array<int, 3>& n, const std::vector<int>* regions) {
   CsrMatrix c;
   const long long V = (long long)n[0] * n[1] * n[2];

@@ -28,11 +28,10 @@ struct CsrMatrix {
 
 // First differences of a grid of three axes (slowest first): one row per voxel and axis with n > 1 whose
 // neighbour along that axis exists, x(v + e_a) - x(v) (no wrap-around). C^T C is the Neumann Laplacian.
-CsrMatrix finite_difference_csr(const std::array<int, 3>& n);
-// The same with an anatomical prior (seed 000's anatomically constrained reconstruction): a difference between
-// two voxels of different regions (labels, one per voxel; nullptr: one region) has no row, so edges that the
+// With an anatomical prior (seed 000's anatomically constrained reconstruction): a difference between two
+// voxels of different regions (labels, one per voxel; nullptr: one region) has no row, so edges that the
 // anatomy knows about are not smoothed. Throws ConfigError when the labels do not cover the grid.
-CsrMatrix finite_difference_csr(const std::array<int, 3>& n, const std::vector<int>* regions);
+CsrMatrix finite_difference_csr(const std::array<int, 3>& n, const std::vector<int>* regions = nullptr);
 
 class CsrOperatorCpu final : public LinearOperator {
  public:

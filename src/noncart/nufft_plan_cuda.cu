@@ -402,8 +402,8 @@ void NufftPlanCuda::spread(const cfloat* d_samples, cfloat* d_grids, int batch) 
   });
   CUDA_CHECK_LAUNCH("gather_tiles");
   if (det_) {
-    sum_chunk_partials<<<dim3(unsigned(tiles), unsigned(batch)), kThreads, 0, stream>>>(count_.data(), chunk_offset_.data(), NT_, G_, batch,
-                                                       reinterpret_cast<const float2*>(partial_.data()), grid);
+    sum_chunk_partials<<<dim3(unsigned(tiles), unsigned(batch)), kThreads, 0, stream>>>(
+        count_.data(), chunk_offset_.data(), NT_, G_, batch, reinterpret_cast<const float2*>(partial_.data()), grid);
     CUDA_CHECK_LAUNCH("sum_chunk_partials");
   }
 }
