@@ -52,8 +52,11 @@ TEST(SenseCuda, AdjointTestAndParityWithTheCpuOperator) {
   const auto x = random_vec(P, 5), y = random_vec(coils * n, 6);
   auto d_x = upload(x, s);
   auto d_y = upload(y, s);
-  for (bool weighted : {false, true}) {
+  // The frame path's spread (atomics) and the coil split's deterministic one (NufftPlanCuda::set_deterministic).
+  for (int mode = 0; mode < 4; ++mode) {
+    const bool weighted = mode & 1, det = mode >= 2;
     SenseOperatorCuda gpu_op(N, coils, n, kAccurate, true, s);
+    gpu_op.set_deterministic(det);
     gpu_op.set_maps(d_maps.data());
     gpu_op.set_points(d_traj.data(), weighted ? d_w.data() : nullptr);
     const AdjointCheck a = check_adjoint(gpu_op, 9);
@@ -71,9 +74,9 @@ TEST(SenseCuda, AdjointTestAndParityWithTheCpuOperator) {
     gpu_op.normal_direct(d_x.data(), d_dx.data());
     const double ef = rel_error(download(d_fy, s), fy), ea = rel_error(download(d_ax, s), ax);
     const double en = rel_error(download(d_nx, s), nx), et = rel_error(download(d_nx, s), download(d_dx, s));
-    std::printf("sense cuda (weighted %d): adjoint test %.3g; vs cpu: forward %.3g adjoint %.3g toeplitz normal "
-                "%.3g; toeplitz vs forward-adjoint on the GPU %.3g; weight sum %.1f vs %.1f\n",
-                int(weighted), a.relative_error, ef, ea, en, et, gpu_op.weight_sum(), cpu_op.weight_sum());
+    std::printf("sense cuda (weighted %d, deterministic %d): adjoint test %.3g; vs cpu: forward %.3g adjoint %.3g "
+                "toeplitz normal %.3g; toeplitz vs forward-adjoint on the GPU %.3g; weight sum %.1f vs %.1f\n",
+                int(weighted), int(det), a.relative_error, ef, ea, en, et, gpu_op.weight_sum(), cpu_op.weight_sum());
     EXPECT_LT(a.relative_error, 1e-5);
     EXPECT_LT(ef, 1e-4);
     EXPECT_LT(ea, 1e-4);
