@@ -1,7 +1,9 @@
 # The layers' include arrows, checked at every build (cmake -DROOT=<repo> -P scripts/check_layers.cmake): an
 # #include "dir/file" that runs upward (or sideways between stages) fails the build with the file and line.
-#   core <- gpu <- fft, linalg <- noncart, exact <- stage (the stage API) <- stages/<x> <- recon <- stream <- app, viewer
-#   io and sim sit on core only; stream also uses io and sim.
+#   core <- gpu <- fft, linalg <- noncart, exact <- stage (the stage API) <- stages/<x> <- recon <- stream
+#   <- viewer, bench, batch <- app
+#   io and sim sit on core only; wire (both ends of the spoke protocol) on core, io and sim; recon also uses io
+#   (coil maps from a file), stream uses wire, io and sim.
 set(allowed_core core)
 set(allowed_gpu core gpu)
 set(allowed_fft core gpu fft)
@@ -19,18 +21,21 @@ foreach(s ${stage_dirs})
     list(APPEND stage_names "stages/${s}")
   endif()
 endforeach()
-set(allowed_recon core gpu fft linalg noncart exact stage recon ${stage_names})
-set(allowed_stream ${allowed_recon} io sim stream)
+set(allowed_recon core gpu fft linalg noncart exact io stage recon ${stage_names})
+set(allowed_wire core io sim wire)
+set(allowed_stream ${allowed_recon} io sim wire stream)
 set(allowed_viewer ${allowed_stream} display viewer)
-set(allowed_app ${allowed_viewer} app)
+set(allowed_bench ${allowed_stream} bench)
+set(allowed_batch ${allowed_stream} batch)
+set(allowed_app ${allowed_viewer} bench batch app)
 
-# The layer of an include path as written ("fft/fft.hpp" is the stage, "fft/fftw_plan.hpp" the library).
+# The layer of an include path as written ("stages/fft/fft.hpp" is the stage, "fft/fftw_plan.hpp" the library).
 function(layer_of_include path out)
   string(REGEX MATCH "^[a-z_]+" dir "${path}")
-  if(EXISTS "${ROOT}/src/${path}")
+  if(path MATCHES "^stages/([a-z_]+)/" AND EXISTS "${ROOT}/${path}")
+    set(${out} "stages/${CMAKE_MATCH_1}" PARENT_SCOPE)
+  elseif(EXISTS "${ROOT}/src/${path}")
     set(${out} "${dir}" PARENT_SCOPE)
-  elseif(EXISTS "${ROOT}/stages/${path}")
-    set(${out} "stages/${dir}" PARENT_SCOPE)
   elseif(EXISTS "${ROOT}/${path}")
     set(${out} "${dir}" PARENT_SCOPE)
   else()

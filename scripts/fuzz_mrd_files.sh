@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Crafted-file fuzz of radstream's MRD readers (issue 15.10): N byte-mutated copies of a simulated recording,
+# Crafted-file fuzz of radstream's MRD readers: N byte-mutated copies of a simulated recording,
 # each read by `radstream recon --input` and every tenth also by `radstream replay` (into a sink nobody reads,
 # --no-wait). A run must end with exit 0 (the bytes hit only data) or 3 (refused, with a reason); anything else
 # (a signal, 124 = a hang past 60 s) is a finding and its file is kept. Writes a JSON summary.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The socket fuzz at scale (issue 15.10): the CI test Fuzz.ThroughASocketIntoARunningPipeline (200,000 messages)
+# The socket fuzz at scale: the CI test Fuzz.ThroughASocketIntoARunningPipeline (200,000 messages)
 # run with N messages (default 1,000,000) into a live pipeline with its reconstruction thread: good spokes
 # interleaved with huge trajectory values, forged sequence numbers and times, foreign streams and byte
 # mutations. Writes the run's metrics and the share of good spokes kept as JSON.

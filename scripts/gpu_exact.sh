@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The exact path on a GPU machine (issue 13): its GPU tests (RADSTREAM_REQUIRE_GPU=1, the IMPATIENT data from
+# The exact path on a GPU machine: its GPU tests (RADSTREAM_REQUIRE_GPU=1, the IMPATIENT data from
 # $RADSTREAM_IMPATIENT_DIR) and bench-exact (S1, S2, S3). Writes logs and JSON under $OUT.
 set -uo pipefail
 OUT=${OUT:-out}

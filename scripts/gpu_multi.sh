@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14 on a host with 2 (or 4) GPUs, binaries carried in .devcarry/: the multi-GPU tests
+# The multi-GPU work on a host with 2 (or 4) GPUs, binaries carried in .devcarry/: the multi-GPU tests
 # (RADSTREAM_REQUIRE_GPU=1, RADSTREAM_REQUIRE_MULTI_GPU=1), M3 (bench-split: the coil split of the R8 CG-SENSE
 # frame over 1, 2 (, 4) GPUs), M2 (two slices on two GPUs against one slice on one) and M1 (batch replay of
 # recorded streams by 1 and by N processes, one GPU each: the Slurm-array path, --shard; and under mpirun

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Soak test (issue 15.10): one `radstream run` fed by `radstream simulate` for SECONDS, sampled every 10 s: the
+# Soak test: one `radstream run` fed by `radstream simulate` for SECONDS, sampled every 10 s: the
 # receiver's resident memory, open file descriptors and threads, and its status line (spokes, frames, frames
 # skipped, spokes missing, frame gaps > 100 ms). At the end the run's metrics JSON gives every frame gap with
 # its cause (input / reconstruction / scheduling). Writes OUT/soak-<backend>.json (samples, summary, the

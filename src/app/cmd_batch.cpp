@@ -1,4 +1,4 @@
-// radstream batch (issue 14.3): offline replay of many recordings under many parameter sets
+// radstream batch: offline replay of many recordings under many parameter sets
 // (app/batch_items.hpp), spread over MPI ranks. Under `mpirun -np N` (N >= 2) rank 0 only hands out work:
 // a worker asks, rank 0 answers with the next missing item or "stop"; workers take GPUs node-locally
 // (worker k of a node: GPU k mod the node's GPUs). With one rank (or a build without MPI) the process does
@@ -20,9 +20,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "app/batch_items.hpp"
+#include "batch/batch_items.hpp"
 #include "app/commands.hpp"
-#include "app/batch_comm.hpp"
+#include "batch/batch_comm.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "gpu/cuda_runtime.hpp"

@@ -13,11 +13,11 @@
 #include <thread>
 #include <vector>
 
-#include "app/bench_case.hpp"
-#include "app/bench_cg.hpp"
-#include "app/bench_plot.hpp"
-#include "app/bench_stages.hpp"
-#include "app/bench_target.hpp"
+#include "bench/bench_case.hpp"
+#include "bench/bench_cg.hpp"
+#include "bench/bench_plot.hpp"
+#include "bench/bench_stages.hpp"
+#include "bench/bench_target.hpp"
 #include "app/commands.hpp"
 #include "version.hpp"
 #include "core/error.hpp"
@@ -27,7 +27,7 @@
 #include "gpu/cuda_runtime.hpp"
 #include "noncart/kaiser_bessel.hpp"
 #include "io/cfl.hpp"
-#include "app/bench_report.hpp"
+#include "bench/bench_report.hpp"
 #include "io/frame_io.hpp"
 #include "recon/recon_chain.hpp"
 #include "sim/simulator.hpp"

@@ -1,4 +1,4 @@
-// radstream bench-exact: the seeds' figures for the exact path (issue 13's S1-S3 and the 3D accuracy table).
+// radstream bench-exact: the seeds' figures for the exact path (S1-S3 and the 3D accuracy table).
 //   S1  F^H d of the 3D case: 128^3 voxels, M = 284,592 (2,156 radial spokes x 132), accurate and fast trig;
 //   S2  seed 001's 64^2 spiral case (IMPATIENT data), 8 CG iterations with the gradient model, data resident;
 //       with the GPU's NRMSE against the double-precision host twin;
@@ -12,8 +12,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "app/bench_exact.hpp"
-#include "app/bench_report.hpp"
+#include "bench/bench_exact.hpp"
+#include "bench/bench_report.hpp"
 #include "app/commands.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"

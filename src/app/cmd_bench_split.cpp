@@ -1,4 +1,4 @@
-// radstream bench-split: issue 14's M3, the coil split of one CG-SENSE frame (noncart/coil_split_sense.hpp)
+// radstream bench-split: M3, the coil split of one CG-SENSE frame (noncart/coil_split_sense.hpp)
 // over 1, 2, 4 ... GPUs of this host (NCCL; through host memory where partitions share a GPU) or host
 // partitions. The frame is a bench case's (default R8:
 // 256 spokes x 512 x 32 coils -> 256^2, 10 iterations), its data already resident (uploaded once, untimed,
@@ -12,10 +12,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "app/bench_case.hpp"
-#include "app/bench_cg.hpp"
-#include "app/bench_report.hpp"
-#include "app/bench_stages.hpp"
+#include "bench/bench_case.hpp"
+#include "bench/bench_cg.hpp"
+#include "bench/bench_report.hpp"
+#include "bench/bench_stages.hpp"
 #include "app/commands.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"

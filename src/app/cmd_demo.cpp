@@ -15,7 +15,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "stream/stream_runtime.hpp"
-#include "stream/sim_streamer.hpp"
+#include "wire/sim_streamer.hpp"
 #ifdef RADSTREAM_HAVE_VIEWER
 #include "viewer/viewer_app.hpp"
 #endif

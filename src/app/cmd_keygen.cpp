@@ -3,7 +3,7 @@
 
 #include "app/commands.hpp"
 #include "core/log.hpp"
-#include "stream/curve.hpp"
+#include "wire/curve.hpp"
 
 namespace radstream::app {
 

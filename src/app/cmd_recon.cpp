@@ -21,7 +21,6 @@
 #include "gpu/cuda_runtime.hpp"
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include "stream/coil_map_source.hpp"
 
 namespace radstream::app {
 namespace {
@@ -221,8 +220,8 @@ int run_recon(const ReconArgs& a) {
   log::info("configured for {} (dcf {}, W {}, sigma {}, planning {:.1f} ms)", g.str(),
             to_string(params.density.method), params.gridding.width, params.gridding.oversampling, plan_ms);
 
-  CoilMapSource maps(params);
-  maps.update(chain, frame);  // the file, or an estimate from these data, when the recipe reads coil maps
+
+  chain.fix_coil_maps(frame);  // the file, or an estimate from these data, when the recipe reads coil maps
 
   std::vector<double> times;
   View<const cfloat> image;

@@ -19,7 +19,7 @@
 #include "io/mrd_raw.hpp"
 #include "io/mrd_reader.hpp"
 #include "stream/metrics.hpp"
-#include "stream/sender.hpp"
+#include "wire/sender.hpp"
 
 namespace radstream::app {
 namespace {

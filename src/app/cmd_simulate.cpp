@@ -11,9 +11,9 @@
 #include "io/mrd_file.hpp"
 #include "sim/simulator.hpp"
 #include "stream/metrics.hpp"
-#include "stream/sender.hpp"
+#include "wire/sender.hpp"
 #include "io/output_path.hpp"
-#include "stream/sim_streamer.hpp"
+#include "wire/sim_streamer.hpp"
 
 namespace radstream::app {
 namespace {

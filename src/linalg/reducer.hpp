@@ -1,4 +1,4 @@
-// Sums of one vector across the partitions of a split solve (issue 14.4, the coil split): every partition
+// Sums of one vector across the partitions of a split solve (the coil split): every partition
 // holds its share of a sum (its coils' part of E^H E x), and allreduce_sum() leaves the whole sum in every
 // partition's buffer, the same values everywhere, so that the partitions' CG iterates stay identical without
 // any other exchange. One ReduceGroup is made once at start-up (NCCL communicators are costly); each

@@ -1,4 +1,4 @@
-// CG-SENSE with the coils of one frame split across partitions (issue 14.4; real-time NLINV's channel split,
+// CG-SENSE with the coils of one frame split across partitions (real-time NLINV's channel split,
 // Gadgetron's per-GPU SENSE): partition p holds coils [C p / P, C (p+1) / P), their maps and data, and its own
 // SENSE operator. Each partition forms its coils' E_p^H y and E_p^H E_p x; one allreduce_sum per application
 // (reducer.hpp) turns them into the whole frame's, so every partition runs the same CG iterates

@@ -10,20 +10,26 @@ bool Recipe::has_buffer(const std::string& b) const {
   return b == "data" || std::any_of(steps.begin(), steps.end(), [&](const RecipeStep& s) { return s.output == b; });
 }
 
+namespace {
+// The tail from a gridded k-space [coils][G][G] to the image, shared by gridding and the grid recipes.
+std::vector<RecipeStep> image_tail() {
+  return {{"fft", "grid"}, {"deapodize", "coil_images"}, {"coil_combine", "image"}};
+}
+std::vector<RecipeStep> operator+(std::vector<RecipeStep> a, const std::vector<RecipeStep>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+const std::vector<RecipeStep> kGrid{{"density", "weighted"}, {"gridding", "grid"}};
+}  // namespace
+
 Recipe recipe_for(const ReconParams& p, Backend backend) {
   if (p.method == ReconMethod::CgSense) return {"cg-sense", {{"cg_sense", "solution"}, {"magnitude", "image"}}};
   if (p.method == ReconMethod::Fbp)
     return {"fbp", {{"fbp_project", "projections"}, {"backproject", "coil_images"}, {"coil_combine", "image"}}};
   const bool fused = backend == Backend::Cuda && p.fft.engine == FftEngine::Custom && p.fft.fused &&
                      p.combine.method == CoilCombineMethod::Rss;
-  if (fused)
-    return {"gridding-fused", {{"density", "weighted"}, {"gridding", "grid"}, {"fft_deapodize_combine", "image"}}};
-  return {"gridding",
-          {{"density", "weighted"},
-           {"gridding", "grid"},
-           {"fft", "grid"},
-           {"deapodize", "coil_images"},
-           {"coil_combine", "image"}}};
+  if (fused) return {"gridding-fused", kGrid + std::vector<RecipeStep>{{"fft_deapodize_combine", "image"}}};
+  return {"gridding", kGrid + image_tail()};
 }
 
 Recipe grid_recipe(GridRecipe which) {
@@ -33,7 +39,7 @@ Recipe grid_recipe(GridRecipe which) {
     case GridRecipe::ForwardFft:
       return {"forward-fft", {{"fft_forward", "grid"}}};
     case GridRecipe::Tail:
-      return {"tail", {{"fft", "grid"}, {"deapodize", "coil_images"}, {"coil_combine", "image"}}};
+      return {"tail", image_tail()};
     case GridRecipe::FusedTail:
       return {"fused-tail", {{"fft_deapodize_combine", "image"}}};
   }

@@ -7,6 +7,7 @@
 
 #include "core/coil_map_power.hpp"
 #include "core/error.hpp"
+#include "recon/coil_map_source.hpp"
 
 namespace radstream {
 
@@ -20,6 +21,8 @@ ReconChain::ReconChain(const ReconParams& params, Backend backend, const Registr
   ctx_.threads = params.threads;
   if (recipe_.steps.empty()) throw ConfigError("recipe '" + recipe_.name + "' has no steps");
   for (const auto& step : recipe_.steps) stages_.push_back(registry.create(step.stage, backend, params_));
+  for (const auto& st : stages_) reads_maps_ |= st->spec().coil_maps;
+  if (reads_maps_) maps_source_ = std::make_unique<CoilMapSource>(params_, false);
   if (backend == Backend::Cuda) {
     stream_ = std::make_unique<gpu::Stream>();
     ctx_.stream = stream_->get();
@@ -34,6 +37,8 @@ ReconChain::~ReconChain() {
     }
   }
   graph_.reset();
+  if (maps_source_) maps_source_->wait();
+  state_.clear();
   stages_.clear();  // stages release their device resources before the stream goes
 }
 
@@ -64,11 +69,13 @@ void ReconChain::configure(const Geometry& g) {
     d_traj_ = DeviceBuffer<float>(Extents{std::size_t(g.spokes), std::size_t(g.samples), 2});
   }
   std::string input = "data";
+  specs_.clear();
   for (std::size_t i = 0; i < stages_.size(); ++i) {
     const RecipeStep& step = recipe_.steps[i];
     const Extents out = stages_[i]->configure(g, ext, ctx_);
+    specs_.push_back(stages_[i]->spec());  // after configure(): the state's extents may depend on the geometry
     if (step.output == input) {  // in place: the stage must allow it, on a buffer the chain owns
-      if (i == 0 || !stages_[i]->in_place() || !(out == ext))
+      if (i == 0 || !specs_[i].in_place || !(out == ext))
         throw ConfigError("recipe '" + recipe_.name + "': stage " + step.stage + " cannot write '" + step.output +
                           "' in place");
       output_of_.push_back(output_of_.back());
@@ -92,9 +99,9 @@ void ReconChain::configure(const Geometry& g) {
   }
   need_lines_ = false;
   bool need_plan = false;
-  for (const auto& st : stages_) {
-    need_lines_ |= st->needs_spoke_lines();
-    need_plan |= st->needs_point_plan();
+  for (const StageSpec& sp : specs_) {
+    need_lines_ |= sp.spoke_lines;
+    need_plan |= sp.point_plan;
   }
   cpu_plan_.reset();
   cuda_plan_.reset();
@@ -114,23 +121,17 @@ void ReconChain::configure(const Geometry& g) {
                         "frame has " + std::to_string(g.spokes));
     d_lines_ = DeviceBuffer<SpokeLine>(Extents{std::size_t(g.spokes)});
   }
-  previous_stage_ = -1;
-  Extents prev_ext;
-  for (std::size_t i = 0; i < stages_.size() && previous_stage_ < 0; ++i)
-    if (stages_[i]->needs_previous()) {
-      previous_stage_ = int(i);
-      prev_ext = cuda ? d_buffers_[output_of_[i]].extents() : buffers_[output_of_[i]].extents();
-    }
-  previous_ = HostBuffer<cfloat>();
-  d_previous_ = DeviceBuffer<cfloat>();
-  if (previous_stage_ >= 0) {
-    const Extents ext = prev_ext;
-    if (cuda) {
-      d_previous_ = DeviceBuffer<cfloat>(ext);
-      gpu::memset_device(d_previous_.data(), 0, d_previous_.size() * sizeof(cfloat), ctx_.stream);
-    } else {
-      previous_ = HostBuffer<cfloat>(ext);  // zeros
-    }
+  allocate_state();
+  // Maps of another geometry cannot serve this one: the source gives new ones (a caller's maps must be given
+  // again).
+  if (maps_host_.size() && (maps_host_.extents()[0] != std::size_t(g.coils) ||
+                            maps_host_.extents()[1] != std::size_t(g.matrix))) {
+    maps_host_ = HostBuffer<cfloat>();
+    d_maps_ = DeviceBuffer<cfloat>();
+    maps_version_ = maps_uploaded_ = 0;
+    maps_peak_ = 0;
+    maps_given_ = false;
+    if (maps_source_) maps_source_ = std::make_unique<CoilMapSource>(params_, live_maps_);
   }
   points_off_ = need_plan ? 1 : 0;  // the point plan's set_points is timed as a step of its own, first
   timings_.assign(stages_.size() + points_off_, {});
@@ -152,6 +153,7 @@ View<const cfloat> ReconChain::reconstruct(const Frame& frame) {
     gpu::copy_to_device(d_traj_.data(), frame.traj.data(), frame.traj.size() * sizeof(float), ctx_.stream);
     return run_cuda();
   }
+  provide_maps(&frame);
   const FrameContext fc = context(frame.traj.view());
   View<const cfloat> in = frame.data.view();
   auto ms_since = [](auto t0) {
@@ -165,7 +167,7 @@ View<const cfloat> ReconChain::reconstruct(const Frame& frame) {
   for (std::size_t i = 0; i < stages_.size(); ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     View<cfloat> out = buffers_[output_of_[i]].view();
-    stages_[i]->process(fc, in, out, ctx_);
+    stages_[i]->process(stage_context(fc, i), in, out, ctx_);
     timings_[i + points_off_].ms = ms_since(t0);
     keep_output(i, out);
     in = out;
@@ -173,10 +175,12 @@ View<const cfloat> ReconChain::reconstruct(const Frame& frame) {
   return in;
 }
 
-View<const cfloat> ReconChain::reconstruct_device(const std::function<bool(cfloat*, float*, gpu::StreamRef)>& fill) {
+View<const cfloat> ReconChain::reconstruct_device(const std::function<bool(cfloat*, float*, gpu::StreamRef)>& fill,
+                                                  const Frame* host_frame) {
   if (!configured_) throw InputError("reconstruct: the chain is not configured");
   if (ctx_.backend != Backend::Cuda)
     throw InputError("reconstruct_device: the chain is not on the CUDA backend");
+  provide_maps(host_frame);
   if (!fill(d_input_.data(), d_traj_.data(), ctx_.stream)) return {};
   return run_cuda();
 }
@@ -197,17 +201,62 @@ FrameContext ReconChain::context(View<const float> traj) {
   if (need_lines_ && traj.loc == Location::Device) fc.d_lines = d_lines_.data();
   fc.cpu_plan = cpu_plan_.get();
   fc.cuda_plan = cuda_plan_.get();
-  if (previous_stage_ >= 0)
-    fc.previous = traj.loc == Location::Device ? View<const cfloat>(d_previous_.view()) : previous_.view();
   return fc;
 }
 
+FrameContext ReconChain::stage_context(const FrameContext& frame, std::size_t stage) const {
+  FrameContext fc = frame;
+  const StageState& st = state_[stage];
+  fc.previous = st.previous;
+  fc.state = std::span<const View<cfloat>>(st.views);
+  return fc;
+}
+
+void ReconChain::allocate_state() {
+  const bool cuda = ctx_.backend == Backend::Cuda;
+  state_.clear();
+  state_.resize(stages_.size());
+  for (std::size_t i = 0; i < stages_.size(); ++i) {
+    StageState& st = state_[i];
+    st.keeps_output = specs_[i].previous_output;
+    std::vector<Extents> exts;
+    if (st.keeps_output)
+      exts.push_back(cuda ? d_buffers_[output_of_[i]].extents() : buffers_[output_of_[i]].extents());
+    exts.insert(exts.end(), specs_[i].state.begin(), specs_[i].state.end());
+    for (const Extents& e : exts) {
+      if (cuda)
+        st.device.emplace_back(e);
+      else
+        st.host.emplace_back(e);
+    }
+    const std::size_t first = st.keeps_output ? 1 : 0;
+    for (std::size_t k = 0; k < exts.size(); ++k) {
+      const View<cfloat> v = cuda ? st.device[k].view() : st.host[k].view();
+      if (k < first)
+        st.previous = v;
+      else
+        st.views.push_back(v);
+    }
+  }
+  reset_state();
+}
+
+void ReconChain::reset_state() {
+  for (StageState& st : state_) {
+    for (auto& b : st.host) std::fill(b.begin(), b.end(), cfloat(0.f, 0.f));
+    for (auto& b : st.device) gpu::memset_device(b.data(), 0, b.size() * sizeof(cfloat), ctx_.stream);
+  }
+  if (ctx_.stream) gpu::synchronize(ctx_.stream);
+}
+
 void ReconChain::keep_output(std::size_t stage, View<const cfloat> out) {
-  if (int(stage) != previous_stage_) return;
+  const StageState& st = state_[stage];
+  if (!st.keeps_output) return;
+  cfloat* dst = const_cast<cfloat*>(st.previous.data);
   if (ctx_.backend == Backend::Cuda)
-    gpu::copy_device(d_previous_.data(), out.data, out.size() * sizeof(cfloat), ctx_.stream);
+    gpu::copy_device(dst, out.data, out.size() * sizeof(cfloat), ctx_.stream);
   else
-    std::copy(out.data, out.data + out.size(), previous_.data());
+    std::copy(out.data, out.data + out.size(), dst);
 }
 
 void ReconChain::set_points(const FrameContext& frame) {
@@ -254,7 +303,7 @@ void ReconChain::enqueue_stages(const FrameContext& frame, View<const cfloat> in
   if (points_off_) events_[1].record(ctx_.stream);
   for (std::size_t i = 0; i < stages_.size(); ++i) {
     View<cfloat> out = d_buffers_[output_of_[i]].view();
-    stages_[i]->process(frame, in, out, ctx_);
+    stages_[i]->process(stage_context(frame, i), in, out, ctx_);
     events_[i + 1 + points_off_].record(ctx_.stream);
     keep_output(i, out);
     in = out;
@@ -263,18 +312,39 @@ void ReconChain::enqueue_stages(const FrameContext& frame, View<const cfloat> in
 
 bool ReconChain::graph_allowed() const {
   if (!params_.cuda_graph) return false;
-  for (const auto& st : stages_)
-    if (!st->capturable()) return false;
+  for (const StageSpec& sp : specs_)
+    if (!sp.capturable) return false;
   return true;
 }
 
-bool ReconChain::needs_coil_maps() const {
-  for (const auto& st : stages_)
-    if (st->needs_coil_maps()) return true;
-  return false;
+void ReconChain::set_live_maps(bool live) {
+  live_maps_ = live;
+  if (maps_source_) maps_source_ = std::make_unique<CoilMapSource>(params_, live);
+}
+
+bool ReconChain::wants_host_frame() const {
+  return maps_source_ && !maps_given_ && maps_source_->wants_frame(*this);
+}
+
+void ReconChain::provide_maps(const Frame* frame) {
+  if (maps_source_ && !maps_given_) maps_source_->update(*this, frame);
+}
+
+void ReconChain::fix_coil_maps(const Frame& frame) {
+  provide_maps(&frame);
+  if (has_coil_maps()) maps_given_ = true;
 }
 
 void ReconChain::set_coil_maps(View<const cfloat> maps) {
+  install_maps(maps);
+  maps_given_ = true;
+}
+
+void ReconChain::take_coil_maps(View<const cfloat> maps) {
+  install_maps(maps);
+}
+
+void ReconChain::install_maps(View<const cfloat> maps) {
   if (!maps.data || maps.ext.rank != 3)
     throw InputError("coil maps: expected [coils][N][N], got " + maps.ext.str());
   if (configured_ && (maps.ext[0] != std::size_t(g_.coils) || maps.ext[1] != std::size_t(g_.matrix) ||

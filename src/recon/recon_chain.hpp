@@ -1,6 +1,8 @@
 // A reconstruction chain executes a recipe (recon/recipes.hpp): the stages of one method, configured once
-// for a geometry, with the recipe's named buffers allocated in configure(). reconstruct() runs one frame and
-// allocates nothing.
+// for a geometry, with the recipe's named buffers and each stage's declared state (StageSpec) allocated in
+// configure(). reconstruct() runs one frame and allocates nothing. The chain also owns the frames' coil maps
+// when a stage reads them: a coil-map source (recon/coil_map_source.hpp) gives them from the file or estimates
+// them from the frames, before each frame, so that no caller repeats that protocol.
 #pragma once
 #include <functional>
 #include <memory>
@@ -14,6 +16,8 @@
 #include "recon/registry.hpp"
 
 namespace radstream {
+
+class CoilMapSource;
 
 struct StageTiming {
   std::string stage;
@@ -37,13 +41,29 @@ class ReconChain {
   const Geometry& geometry() const { return g_; }
   bool configured() const { return configured_; }
 
-  // Reconstructs one frame; returns the combined image [N][N] (magnitude in the real part).
-  // Throws InputError when the frame does not match the configured geometry.
+  // Reconstructs one frame; returns the combined image [N][N] (magnitude in the real part). The coil maps,
+  // when a stage reads them and the caller gave none, come from the chain's source first (the file, or an
+  // estimate from this frame when one is due). Throws InputError when the frame does not match the
+  // configured geometry.
   View<const cfloat> reconstruct(const Frame& frame);
   // CUDA backend: the caller enqueues the frame's input itself, fill(d_data [coils][spokes][samples], d_traj
   // [spokes][samples][2], stream) (e.g. gathered from spokes already on the GPU), then the chain runs as in
-  // reconstruct(). Returns an empty view when fill returns false.
-  View<const cfloat> reconstruct_device(const std::function<bool(cfloat*, float*, gpu::StreamRef)>& fill);
+  // reconstruct(). host_frame: the same frame on the host, needed only when wants_host_frame() (a coil-map
+  // estimate is due); may be null otherwise. Returns an empty view when fill returns false.
+  View<const cfloat> reconstruct_device(const std::function<bool(cfloat*, float*, gpu::StreamRef)>& fill,
+                                        const Frame* host_frame = nullptr);
+  // True when the next frame's coil-map update needs the frame's data on the host (the first estimate or a
+  // due refresh): a GPU stream copies its window to the host only then.
+  bool wants_host_frame() const;
+  // Live streams: the first coil-map estimate is the fast local one (usable within the first window), the
+  // refined one follows on a helper thread. Offline (the default): refined from the start.
+  void set_live_maps(bool live);
+  // Offline timing of one frame: the maps from the file or this frame's estimate now (not timed), then kept
+  // for every later frame (no refresh).
+  void fix_coil_maps(const Frame& frame);
+  // Zeros every stage's state (previous outputs and declared state buffers): a new stream starts afresh.
+  // configure() does it too.
+  void reset_state();
   // The per-coil images [coils][N][N] of the last frame (copied back from the GPU on the CUDA backend).
   // Throws InputError when the chain does not keep them (the fused custom-FFT tail).
   View<const cfloat> coil_images();
@@ -52,11 +72,15 @@ class ReconChain {
   // True when the CUDA frames replay a captured CUDA graph.
   bool uses_graph() const { return !graph_.empty(); }
   Backend backend() const { return ctx_.backend; }
-  // Coil maps [coils][N][N] from the host (copied; moved to the GPU on the CUDA backend), handed to every
-  // stage in the frame context from the next frame on, with a new version. Throws InputError when they do
-  // not match the configured geometry.
+  // Coil maps [coils][N][N] given by the caller (copied; moved to the GPU on the CUDA backend), handed to
+  // every stage in the frame context from the next frame on, with a new version; the chain's own source then
+  // stops. Throws InputError when they do not match the configured geometry.
   void set_coil_maps(View<const cfloat> host_maps);
-  bool needs_coil_maps() const;  // some stage of the recipe reads them
+  // The same from the chain's coil-map source (its source goes on).
+  void take_coil_maps(View<const cfloat> host_maps);
+  bool needs_coil_maps() const { return reads_maps_; }  // some stage of the recipe reads them
+  // The chain's coil-map source (null when no stage reads maps): how many estimates it made, waits.
+  CoilMapSource* coil_map_source() { return maps_source_.get(); }
   bool has_coil_maps() const { return maps_version_ != 0; }
   std::uint64_t coil_maps_version() const { return maps_version_; }
   View<const cfloat> coil_maps() const { return maps_host_.view(); }  // the host copy
@@ -90,10 +114,23 @@ class ReconChain {
   void set_points(const FrameContext& frame);  // once per frame, before the stages (inside a capture on the GPU)
   bool need_lines_ = false;
   std::size_t points_off_ = 0;
-  int previous_stage_ = -1;  // the stage whose output is kept for the next frame (warm starts)
-  HostBuffer<cfloat> previous_;
-  DeviceBuffer<cfloat> d_previous_;
+  // Each stage's own state (StageSpec): its previous output and its declared buffers, on the backend.
+  struct StageState {
+    bool keeps_output = false;
+    std::vector<HostBuffer<cfloat>> host;      // [0] the previous output when keeps_output, then spec.state
+    std::vector<DeviceBuffer<cfloat>> device;  // the same on the CUDA backend
+    std::vector<View<cfloat>> views;           // of the declared state buffers (after the previous output)
+    View<const cfloat> previous;
+  };
+  std::vector<StageState> state_;
+  std::vector<StageSpec> specs_;
+  FrameContext stage_context(const FrameContext& frame, std::size_t stage) const;
   void keep_output(std::size_t stage, View<const cfloat> out);
+  void allocate_state();
+  std::unique_ptr<CoilMapSource> maps_source_;
+  bool reads_maps_ = false, maps_given_ = false, live_maps_ = false;
+  void provide_maps(const Frame* frame);
+  void install_maps(View<const cfloat> maps);
   std::uint64_t number_ = 0;
   HostBuffer<cfloat> maps_host_;
   DeviceBuffer<cfloat> d_maps_;

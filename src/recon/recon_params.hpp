@@ -7,12 +7,12 @@
 #include <vector>
 
 #include "core/enum_table.hpp"
-#include "cg_sense/cg_sense.hpp"
-#include "coil_combine/coil_combine.hpp"
-#include "density/density.hpp"
-#include "fbp/fbp.hpp"
-#include "fft/fft.hpp"
-#include "gridding/gridding.hpp"
+#include "stages/cg_sense/cg_sense.hpp"
+#include "stages/coil_combine/coil_combine.hpp"
+#include "stages/density/density.hpp"
+#include "stages/fbp/fbp.hpp"
+#include "stages/fft/fft.hpp"
+#include "stages/gridding/gridding.hpp"
 #include "recon/backend.hpp"
 
 namespace radstream {

@@ -6,7 +6,9 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "core/buffer.hpp"
 #include "core/enum_table.hpp"
@@ -39,23 +41,24 @@ struct SideInput {
 
 // What a stage sees of the frame besides its input buffer: the trajectory ([spokes][samples][2], cycles per
 // pixel, at the backend's location), the products the chain derives once per frame for every stage that
-// asks (the spoke lines and their angular shares, on the host), versioned side inputs, and the previous
-// frame's result (for warm starts; empty on the first frame or when no stage asks for it).
+// asks (the spoke lines and their angular shares, on the host), versioned side inputs, and the stage's
+// own state (for warm starts and temporal regularization; empty when the stage declares none).
 struct FrameContext {
   View<const float> traj;
   std::uint64_t number = 0;                // frame number within the chain (1, 2, ...)
-  const SpokeLineSet* lines = nullptr;     // CPU backend, when a stage needs_spoke_lines()
+  const SpokeLineSet* lines = nullptr;     // CPU backend, when a stage's spec reads spoke_lines
   const SpokeLine* d_lines = nullptr;      // CUDA backend: the same, [spokes] on the device
   // The NUFFT point plan with this frame's points set (the tile sort done once per frame, on the chain's
-  // stream), when a stage needs_point_plan(): one of the two, by backend.
+  // stream), when a stage's spec reads point_plan: one of the two, by backend.
   NufftPlanCpu* cpu_plan = nullptr;
   NufftPlanCuda* cuda_plan = nullptr;
   SideInput coil_maps;                     // [coils][N][N]
   SideInput field_map;                     // [N][N] (later)
-  // The output of the previous frame of the stage that needs_previous() (same extents as its output, at the
-  // backend's location); zeros on the first frame after configure(). A solver starts from it. The view is
-  // the same every frame (a captured CUDA graph keeps it).
+  // This stage's own state (StageSpec): its output of the previous frame (same extents as its output; zeros
+  // on the first frame after configure() or reset_state()), and its further state buffers. Each stage sees
+  // only its own; the views are the same every frame (a captured CUDA graph keeps them).
   View<const cfloat> previous;
+  std::span<const View<cfloat>> state;
 };
 
 // What an iterative stage reports of its last frame (metrics, status line, viewer).
@@ -67,28 +70,39 @@ struct SolverStats {
   int parts = 1;         // partitions the frame's coils were split over (1: not split)
 };
 
+// What a stage declares of itself (in the manner of Holoscan's OperatorSpec): what it reads of the frame
+// besides its input buffer, the state it keeps from frame to frame, and its properties. The chain reads it
+// once after construction (coil maps) and again after each configure() (everything, the state's extents
+// included), and derives per frame only what some stage declared.
+struct StageSpec {
+  // Reads: the spoke lines (frame.lines / frame.d_lines), the NUFFT point plan with this frame's points set
+  // (frame.cpu_plan / frame.cuda_plan), the coil maps (frame.coil_maps; the chain's coil-map source provides
+  // them).
+  bool spoke_lines = false;
+  bool point_plan = false;
+  bool coil_maps = false;
+  // State: previous_output keeps a copy of this stage's own output of the previous frame (frame.previous);
+  // state lists further buffers of any extents (frame.state, in this order) that the stage reads and writes
+  // itself. Both belong to this stage alone, at the backend's location, zeroed at configure() and on a new
+  // stream (ReconChain::reset_state), kept across frames otherwise, and at the same address every frame (a
+  // captured CUDA graph keeps them).
+  bool previous_output = false;
+  std::vector<Extents> state;
+  // Properties: in_place accepts out.data == in.data; capturable is false when process() must run on the host
+  // every frame (e.g. a solver that stops at a deadline), so the chain must not capture the frame as a graph.
+  bool in_place = false;
+  bool capturable = true;
+};
+
 class Stage {
  public:
   virtual ~Stage() = default;
   virtual std::string name() const = 0;
+  virtual StageSpec spec() const { return {}; }
   virtual Extents configure(const Geometry& g, const Extents& input, Context& ctx) = 0;
   // in: the previous stage's output (the frame's data [coils][spokes][samples] for the first stage); out: the
-  // extents configure() returned. A stage whose in_place() is true accepts out.data == in.data.
+  // extents configure() returned. A stage whose spec().in_place accepts out.data == in.data.
   virtual void process(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context& ctx) = 0;
-  virtual bool in_place() const { return false; }
-  // The chain fills frame.lines (CPU) or frame.d_lines (CUDA) when a stage says it needs them.
-  virtual bool needs_spoke_lines() const { return false; }
-  // The chain makes one NUFFT plan (the recipe's kernel and grid) and sets its points once per frame.
-  virtual bool needs_point_plan() const { return false; }
-  // The chain keeps a copy of each frame's output for the next frame's context (warm starts).
-  // The chain keeps a copy of this stage's output of the previous frame for the next frame's context (warm
-  // starts).
-  virtual bool needs_previous() const { return false; }
-  // The stage reads frame.coil_maps (the chain's caller must provide them: given or estimated).
-  virtual bool needs_coil_maps() const { return false; }
-  // False when process() must run on the host every frame (e.g. a solver that stops at a deadline), so the
-  // chain must not capture the frame as a CUDA graph.
-  virtual bool capturable() const { return true; }
   // The last frame's solver report (may wait for the device); present = false for stages that do not iterate.
   virtual SolverStats solver_stats() { return {}; }
 };

@@ -7,9 +7,9 @@
 #include "core/log.hpp"
 #include "core/trajectory.hpp"
 #include "io/mrd_file.hpp"
-#include "stream/curve.hpp"
+#include "wire/curve.hpp"
 #include "stream/recorder.hpp"
-#include "stream/sender.hpp"
+#include "wire/sender.hpp"
 
 namespace radstream {
 

@@ -18,7 +18,7 @@
 #include "stream/metrics.hpp"
 #include "stream/sequence_tracker.hpp"
 #include "stream/spoke_ring.hpp"
-#include "stream/wire.hpp"
+#include "wire/wire.hpp"
 
 namespace radstream {
 

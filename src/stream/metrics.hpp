@@ -12,19 +12,18 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "core/spoke.hpp"
 #include "stream/frame_gaps.hpp"
-#include "stream/wire.hpp"
+#include "wire/wire.hpp"
 
 namespace radstream {
 
-std::int64_t monotonic_ns();          // CLOCK_MONOTONIC in ns (the clock of the wire timestamps)
 // A sender's acquisition time is believed when it lies 0..60 s before `seen_ns` (its arrival); a sender on
 // another host, a forged or a garbled timestamp is not (the frame counts under clock_invalid instead).
 inline bool sender_clock_plausible(std::int64_t acquired_ns, std::int64_t seen_ns) {
   return acquired_ns > 0 && seen_ns >= acquired_ns && seen_ns - acquired_ns <= 60'000'000'000;
 }
-void sleep_until_ns(std::int64_t t);  // until monotonic_ns() >= t
 
 struct Percentiles {
   std::size_t count = 0;

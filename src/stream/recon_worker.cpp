@@ -83,12 +83,10 @@ bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t e
   const auto t0 = monotonic_ns();
   View<const cfloat> img;
   SpokeRing::WindowTimes times;
-  if (maps_) {  // coil maps for cg-sense / sense combination: the file, or estimates from the frames
-    const bool want = maps_->wants_frame(chain);
-    if (want && !ring.copy_window(end, host_frame, times)) return false;
-    maps_->update(chain, want ? &host_frame : nullptr);
-  }
   if (chain.backend() == Backend::Cuda && ring.on_device()) {
+    // A coil-map estimate due (cg-sense, sense combination) needs the window on the host as well.
+    const bool want = chain.wants_host_frame();
+    if (want && !ring.copy_window(end, host_frame, times)) return false;
     struct Held {  // the window's spokes stay held until the chain has synchronized (or thrown)
       SpokeRing& ring;
       bool on = false;
@@ -96,9 +94,11 @@ bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t e
         if (on) ring.release_window();
       }
     } held{ring};
-    img = chain.reconstruct_device([&](cfloat* d_data, float* d_traj, gpu::StreamRef stream) {
-      return held.on = ring.gather_window(end, W, d_data, d_traj, stream, times);
-    });
+    img = chain.reconstruct_device(
+        [&](cfloat* d_data, float* d_traj, gpu::StreamRef stream) {
+          return held.on = ring.gather_window(end, W, d_data, d_traj, stream, times);
+        },
+        want ? &host_frame : nullptr);
     if (!img.data) return false;
   } else {
     if (!ring.copy_window(end, host_frame, times)) return false;
@@ -188,11 +188,11 @@ void ReconWorker::frames() {
         if (!chain) {
           std::lock_guard lock(settings_m_);
           chain = std::make_unique<ReconChain>(recon_, backend_, registry_);
-          maps_ = chain->needs_coil_maps() ? std::make_unique<CoilMapSource>(recon_, true) : nullptr;
+          chain->set_live_maps(true);
         }
         const Geometry g = st.header.geometry(W);
         chain->configure(g);
-        if (backend_ == Backend::Cpu || !st.ring->on_device() || maps_) host_frame = Frame(g);
+        if (backend_ == Backend::Cpu || !st.ring->on_device() || chain->needs_coil_maps()) host_frame = Frame(g);
         log::info("run: reconstructing {} ({} backend), a frame every {} spokes", g.str(),
                   to_string(backend_.load()), stride);
       } catch (const std::exception& e) {

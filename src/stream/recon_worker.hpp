@@ -13,7 +13,6 @@
 #include <thread>
 
 #include "recon/recon_chain.hpp"
-#include "stream/coil_map_source.hpp"
 #include "stream/frame_result.hpp"
 #include "stream/ingest.hpp"
 #include "stream/metrics.hpp"
@@ -63,7 +62,6 @@ class ReconWorker {
                   FrameResult& out);
   void set_error(const std::string& e);
   std::string slice_prefix() const;  // "slice k: " when the stream has several
-  std::unique_ptr<CoilMapSource> maps_;  // when the chain reads coil maps (worker thread only)
 
   const FrameParams& fp_;
   int slice_, gpu_;

@@ -8,7 +8,7 @@
 #include "core/log.hpp"
 #include "core/param_reader.hpp"
 #include "gpu/cuda_runtime.hpp"
-#include "stream/curve.hpp"
+#include "wire/curve.hpp"
 
 namespace radstream {
 

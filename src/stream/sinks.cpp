@@ -3,10 +3,10 @@
 #include <filesystem>
 
 #include "io/frame_io.hpp"
-#include "stream/curve.hpp"
+#include "wire/curve.hpp"
 #include "stream/run_config.hpp"
 #include "stream/sink.hpp"
-#include "stream/wire.hpp"
+#include "wire/wire.hpp"
 
 namespace radstream {
 namespace {

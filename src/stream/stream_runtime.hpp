@@ -24,7 +24,7 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "stream/curve.hpp"
+#include "wire/curve.hpp"
 #include "stream/frame_result.hpp"
 #include "stream/ingest.hpp"
 #include "stream/latest_frame.hpp"
@@ -34,7 +34,7 @@
 #include "stream/recorder.hpp"
 #include "stream/run_config.hpp"
 #include "stream/sink.hpp"
-#include "stream/wire.hpp"
+#include "wire/wire.hpp"
 
 namespace radstream {
 

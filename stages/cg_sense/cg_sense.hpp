@@ -9,7 +9,7 @@
 // Warm start: x0 is this stage's previous frame (zeros on the first). A fixed count runs without any host
 // wait (a CUDA graph holds the whole solve); deadline mode (deadline_ms > 0) runs iterations while the next
 // one fits the budget, at least one, at most `iterations`, and reports the count.
-// Coil split (issue 14.4): with split_parts > 1 the frame's coils are split over that many partitions (host
+// Coil split: with split_parts > 1 the frame's coils are split over that many partitions (host
 // threads on the cpu backend; GPUs on cuda: split_gpus, else GPUs 0..split_parts-1), one allreduce of the image per
 // CG iteration (noncart/coil_split_sense.hpp), but only once the unsplit solve is slow: the first 5 frames are
 // solved on one device and timed, and the split starts when their median exceeds split_above_ms (0: from the

@@ -1,6 +1,6 @@
 #include <sstream>
 
-#include "cg_sense/cg_sense_stage.hpp"
+#include "stages/cg_sense/cg_sense_stage.hpp"
 #include "core/log.hpp"
 #include "linalg/finite_difference.hpp"
 #include "noncart/sense_operator_cpu.hpp"

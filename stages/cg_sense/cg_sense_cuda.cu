@@ -1,4 +1,4 @@
-#include "cg_sense/cg_sense_stage.hpp"
+#include "stages/cg_sense/cg_sense_stage.hpp"
 #include "linalg/finite_difference.hpp"
 #include "noncart/sense_operator_cuda.hpp"
 

@@ -8,7 +8,7 @@
 #include <optional>
 #include <vector>
 
-#include "cg_sense/cg_sense.hpp"
+#include "stages/cg_sense/cg_sense.hpp"
 #include "core/error.hpp"
 #include "gpu/device_memory.hpp"
 #include "gpu/handles.hpp"
@@ -36,9 +36,13 @@ class CgSenseStage final : public Stage {
         make_split_(std::move(make_split)) {}
 
   std::string name() const override { return "cg_sense"; }
-  bool needs_previous() const override { return p_.warm_start; }
-  bool needs_coil_maps() const override { return true; }
-  bool capturable() const override { return p_.deadline_ms <= 0 && p_.split_parts <= 1; }
+  StageSpec spec() const override {
+    StageSpec s;
+    s.coil_maps = true;
+    s.previous_output = p_.warm_start;
+    s.capturable = p_.deadline_ms <= 0 && p_.split_parts <= 1;
+    return s;
+  }
 
   Extents configure(const Geometry& g, const Extents& input, Context& ctx) override {
     if (input.rank != 3) throw ConfigError("cg_sense: expects [coils][spokes][samples], got " + input.str());

@@ -1,6 +1,6 @@
 #include <cmath>
 
-#include "coil_combine/coil_combine.hpp"
+#include "stages/coil_combine/coil_combine.hpp"
 #include "core/error.hpp"
 
 namespace radstream {
@@ -16,7 +16,11 @@ class CoilCombineCpu final : public Stage {
  public:
   explicit CoilCombineCpu(const CoilCombineParams& p) : p_(p) {}
   std::string name() const override { return "coil_combine"; }
-  bool needs_coil_maps() const override { return p_.method == CoilCombineMethod::Sense; }
+  StageSpec spec() const override {
+    StageSpec s;
+    s.coil_maps = p_.method == CoilCombineMethod::Sense;
+    return s;
+  }
 
   Extents configure(const Geometry&, const Extents& input, Context&) override {
     in_ext_ = input;
@@ -62,7 +66,11 @@ class CoilCombineCpu final : public Stage {
 class MagnitudeCpu final : public Stage {
  public:
   std::string name() const override { return "magnitude"; }
-  bool in_place() const override { return true; }
+  StageSpec spec() const override {
+    StageSpec s;
+    s.in_place = true;
+    return s;
+  }
   Extents configure(const Geometry&, const Extents& input, Context&) override {
     ext_ = input;
     return input;

@@ -1,5 +1,5 @@
 // CUDA coil combination (root-sum-of-squares or sensitivity-weighted) and magnitude: one thread per pixel.
-#include "coil_combine/coil_combine.hpp"
+#include "stages/coil_combine/coil_combine.hpp"
 #include "gpu/cuda_check.cuh"
 
 namespace radstream {
@@ -39,7 +39,11 @@ class CoilCombineCuda final : public Stage {
  public:
   explicit CoilCombineCuda(const CoilCombineParams& p) : p_(p) {}
   std::string name() const override { return "coil_combine"; }
-  bool needs_coil_maps() const override { return p_.method == CoilCombineMethod::Sense; }
+  StageSpec spec() const override {
+    StageSpec s;
+    s.coil_maps = p_.method == CoilCombineMethod::Sense;
+    return s;
+  }
 
   Extents configure(const Geometry&, const Extents& input, Context&) override {
     in_ext_ = input;
@@ -74,7 +78,11 @@ class CoilCombineCuda final : public Stage {
 class MagnitudeCuda final : public Stage {
  public:
   std::string name() const override { return "magnitude"; }
-  bool in_place() const override { return true; }
+  StageSpec spec() const override {
+    StageSpec s;
+    s.in_place = true;
+    return s;
+  }
   Extents configure(const Geometry&, const Extents& input, Context&) override {
     ext_ = input;
     return input;

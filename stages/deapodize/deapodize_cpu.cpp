@@ -1,6 +1,6 @@
 #include <fmt/format.h>
 
-#include "deapodize/deapodize.hpp"
+#include "stages/deapodize/deapodize.hpp"
 #include "noncart/kaiser_bessel.hpp"
 
 namespace radstream {

@@ -1,6 +1,6 @@
 // CUDA deapodization and crop: one thread per output pixel and coil, tables from make_deapodize_table.
 
-#include "deapodize/deapodize.hpp"
+#include "stages/deapodize/deapodize.hpp"
 #include "gpu/cuda_check.cuh"
 #include "gpu/device_memory.hpp"
 #include "noncart/kaiser_bessel.hpp"

@@ -1,7 +1,7 @@
 // CPU density compensation: weights from the frame's trajectory, multiplied into every coil's samples.
 #include <fmt/format.h>
 
-#include "density/density.hpp"
+#include "stages/density/density.hpp"
 
 namespace radstream {
 namespace {
@@ -10,7 +10,11 @@ class DensityCpu final : public Stage {
  public:
   explicit DensityCpu(const DensityParams& p) : p_(p) {}
   std::string name() const override { return "density"; }
-  bool in_place() const override { return true; }
+  StageSpec spec() const override {
+    StageSpec s;
+    s.in_place = true;
+    return s;
+  }
 
   Extents configure(const Geometry& g, const Extents& input, Context&) override {
     g_ = g;

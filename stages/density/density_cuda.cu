@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "core/math.hpp"
-#include "density/density.hpp"
+#include "stages/density/density.hpp"
 #include "gpu/cuda_check.cuh"
 #include "gpu/device_memory.hpp"
 #include "noncart/radial_geometry.hpp"
@@ -90,7 +90,11 @@ class DensityCuda final : public Stage {
  public:
   explicit DensityCuda(const DensityParams& p) : p_(p) {}
   std::string name() const override { return "density"; }
-  bool in_place() const override { return true; }
+  StageSpec spec() const override {
+    StageSpec s;
+    s.in_place = true;
+    return s;
+  }
 
   Extents configure(const Geometry& g, const Extents& input, Context&) override {
     g_ = g;

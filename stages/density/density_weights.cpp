@@ -6,7 +6,7 @@
 #include "core/error.hpp"
 #include "core/trajectory.hpp"
 #include "noncart/radial_geometry.hpp"
-#include "density/density.hpp"
+#include "stages/density/density.hpp"
 
 namespace radstream {
 

@@ -1,5 +1,5 @@
 #include "core/error.hpp"
-#include "fbp/fbp.hpp"
+#include "stages/fbp/fbp.hpp"
 
 namespace radstream {
 

@@ -6,7 +6,7 @@
 
 #include "core/math.hpp"
 #include "core/error.hpp"
-#include "fbp/fbp.hpp"
+#include "stages/fbp/fbp.hpp"
 
 namespace radstream {
 namespace {
@@ -26,7 +26,11 @@ class FbpProjectCpu final : public Stage {
                         "' needs the CUDA backend; the CPU uses fftw");
   }
   std::string name() const override { return "fbp_project"; }
-  bool needs_spoke_lines() const override { return true; }
+  StageSpec spec() const override {
+    StageSpec s;
+    s.spoke_lines = true;
+    return s;
+  }
 
   Extents configure(const Geometry& g, const Extents& input, Context& ctx) override {
     const Extents expect{std::size_t(g.coils), std::size_t(g.spokes), std::size_t(g.samples)};
@@ -78,7 +82,11 @@ class BackprojectCpu final : public Stage {
  public:
   explicit BackprojectCpu(const FbpParams& p) : p_(p) {}
   std::string name() const override { return "backproject"; }
-  bool needs_spoke_lines() const override { return true; }
+  StageSpec spec() const override {
+    StageSpec s;
+    s.spoke_lines = true;
+    return s;
+  }
 
   Extents configure(const Geometry& g, const Extents& input, Context&) override {
     const int P = fbp_fft_size(g.samples);

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "core/math.hpp"
-#include "fbp/fbp.hpp"
+#include "stages/fbp/fbp.hpp"
 #include "fft/custom_fft.cuh"
 #include "gpu/cuda_check.cuh"
 #include "gpu/device_memory.hpp"
@@ -130,7 +130,11 @@ class FbpProjectCuda final : public Stage {
     if (plan_) cufftDestroy(plan_);
   }
   std::string name() const override { return "fbp_project"; }
-  bool needs_spoke_lines() const override { return true; }
+  StageSpec spec() const override {
+    StageSpec s;
+    s.spoke_lines = true;
+    return s;
+  }
 
   Extents configure(const Geometry& g, const Extents& input, Context& ctx) override {
     const Extents expect{std::size_t(g.coils), std::size_t(g.spokes), std::size_t(g.samples)};
@@ -192,7 +196,11 @@ class BackprojectCuda final : public Stage {
  public:
   explicit BackprojectCuda(const FbpParams& p) : p_(p) {}
   std::string name() const override { return "backproject"; }
-  bool needs_spoke_lines() const override { return true; }
+  StageSpec spec() const override {
+    StageSpec s;
+    s.spoke_lines = true;
+    return s;
+  }
 
   Extents configure(const Geometry& g, const Extents& input, Context&) override {
     const int P = fbp_fft_size(g.samples);

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
-#include "fft/fft.hpp"
+#include "stages/fft/fft.hpp"
 
 namespace radstream {
 
@@ -24,7 +24,11 @@ class FftCpu final : public Stage {
                         "' needs the CUDA backend; the CPU uses fftw");
   }
   std::string name() const override { return dir_ == FftDirection::Inverse ? "fft" : "fft_forward"; }
-  bool in_place() const override { return true; }
+  StageSpec spec() const override {
+    StageSpec s;
+    s.in_place = true;
+    return s;
+  }
 
   Extents configure(const Geometry&, const Extents& input, Context& ctx) override {
     check_fft_grids(input);

@@ -1,7 +1,7 @@
 // cuFFT engine: one batched 2D C2C plan over the coils, made once in configure (its work area allocated
 // there), bound to the pipeline's stream in process.
 
-#include "fft/fft.hpp"
+#include "stages/fft/fft.hpp"
 #include "gpu/cuda_check.cuh"
 #include "gpu/device_memory.hpp"
 
@@ -18,7 +18,11 @@ class FftCufft final : public Stage {
     if (plan_) cufftDestroy(plan_);
   }
   std::string name() const override { return dir_ == FftDirection::Inverse ? "fft" : "fft_forward"; }
-  bool in_place() const override { return true; }
+  StageSpec spec() const override {
+    StageSpec s;
+    s.in_place = true;
+    return s;
+  }
 
   Extents configure(const Geometry&, const Extents& input, Context& ctx) override {
     check_fft_grids(input);

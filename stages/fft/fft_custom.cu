@@ -7,7 +7,7 @@
 
 #include "core/math.hpp"
 #include "fft/custom_fft.cuh"
-#include "fft/fft.hpp"
+#include "stages/fft/fft.hpp"
 #include "gpu/cuda_check.cuh"
 #include "gpu/device_memory.hpp"
 
@@ -88,7 +88,11 @@ class FftCustom final : public Stage {
  public:
   explicit FftCustom(FftDirection dir) : inverse_(dir == FftDirection::Inverse) {}
   std::string name() const override { return inverse_ ? "fft" : "fft_forward"; }
-  bool in_place() const override { return true; }
+  StageSpec spec() const override {
+    StageSpec s;
+    s.in_place = true;
+    return s;
+  }
 
   Extents configure(const Geometry&, const Extents& input, Context& ctx) override {
     check_fft_grids(input);

@@ -13,7 +13,7 @@
 
 #include "noncart/nufft_kernel.hpp"
 #include "fft/custom_fft.cuh"
-#include "fft/fft.hpp"
+#include "stages/fft/fft.hpp"
 #include "gpu/cuda_check.cuh"
 #include "gpu/device_memory.hpp"
 #include "noncart/kaiser_bessel.hpp"

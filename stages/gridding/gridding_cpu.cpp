@@ -3,7 +3,7 @@
 // into its own grid (no atomics needed).
 #include <fmt/format.h>
 
-#include "gridding/gridding.hpp"
+#include "stages/gridding/gridding.hpp"
 #include "noncart/nufft_plan_cpu.hpp"
 
 namespace radstream {
@@ -13,7 +13,11 @@ class GriddingCpu final : public Stage {
  public:
   explicit GriddingCpu(const GriddingParams& p) : p_(p) {}
   std::string name() const override { return "gridding"; }
-  bool needs_point_plan() const override { return true; }
+  StageSpec spec() const override {
+    StageSpec s;
+    s.point_plan = true;
+    return s;
+  }
 
   Extents configure(const Geometry& g, const Extents& input, Context&) override {
     g_ = g;

@@ -2,7 +2,7 @@
 // per frame by the chain on its stream, then the per-tile gather).
 #include <string>
 
-#include "gridding/gridding.hpp"
+#include "stages/gridding/gridding.hpp"
 #include "noncart/nufft_plan_cuda.hpp"
 
 namespace radstream {
@@ -12,7 +12,11 @@ class GriddingCuda final : public Stage {
  public:
   explicit GriddingCuda(const GriddingParams& p) : p_(p) {}
   std::string name() const override { return "gridding"; }
-  bool needs_point_plan() const override { return true; }
+  StageSpec spec() const override {
+    StageSpec s;
+    s.point_plan = true;
+    return s;
+  }
 
   Extents configure(const Geometry& g, const Extents& input, Context&) override {
     g_ = g;

@@ -82,20 +82,20 @@ inline std::vector<cfloat> run_stage(const std::string& name, Backend b, const R
     FrameContext frame;
     frame.traj = View<const float>{traj.data(), Extents{r.traj.size()}, Location::Host};
     SpokeLineSet lines;  // what the chain derives once per frame
-    if (stage->needs_spoke_lines()) {
+    if (stage->spec().spoke_lines) {
       lines.resize(r.g.spokes);
       lines.fit(frame.traj.span(), r.g.samples);
       frame.lines = &lines;
     }
     std::unique_ptr<NufftPlanCpu> plan;
-    if (stage->needs_point_plan()) {
+    if (stage->spec().point_plan) {
       const int G = oversampled_grid_size(r.g.matrix, p.gridding.oversampling);
       plan = std::make_unique<NufftPlanCpu>(2, std::array<int, 3>{G, G, 1}, p.gridding.kernel(), r.traj.size() / 2);
       plan->set_points(r.traj.data(), r.traj.size() / 2);
       frame.cpu_plan = plan.get();
     }
-    stage->process(frame, in.view(), stage->in_place() ? in.view() : out.view(), ctx);
-    const auto& res = stage->in_place() ? in : out;
+    stage->process(frame, in.view(), stage->spec().in_place ? in.view() : out.view(), ctx);
+    const auto& res = stage->spec().in_place ? in : out;
     return std::vector<cfloat>(res.begin(), res.end());
   }
   gpu::Stream stream;
@@ -111,13 +111,13 @@ inline std::vector<cfloat> run_stage(const std::string& name, Backend b, const R
     FrameContext frame;
     frame.traj = traj.view();
     DeviceBuffer<SpokeLine> d_lines;  // what the chain derives once per frame
-    if (stage->needs_spoke_lines()) {
+    if (stage->spec().spoke_lines) {
       d_lines = DeviceBuffer<SpokeLine>(Extents{std::size_t(r.g.spokes)});
       fit_spoke_lines_cuda(traj.data(), r.g.spokes, r.g.samples, d_lines.data(), ctx.stream);
       frame.d_lines = d_lines.data();
     }
     std::unique_ptr<NufftPlanCuda> plan;
-    if (stage->needs_point_plan()) {
+    if (stage->spec().point_plan) {
       const int G = oversampled_grid_size(r.g.matrix, p.gridding.oversampling);
       plan = std::make_unique<NufftPlanCuda>(G, p.gridding.kernel(), r.traj.size() / 2, ctx.stream);
       plan->set_points(traj.data(), r.traj.size() / 2);

@@ -1,4 +1,4 @@
-// The coil split on GPUs (issue 14.4): two partitions (over NCCL on 2 GPUs, or through host memory on one)
+// The coil split on GPUs: two partitions (over NCCL on 2 GPUs, or through host memory on one)
 // against one partition and against the host twin with the same partitions, at 4 and 10 iterations; a
 // partition that fails aborts the others instead of leaving them waiting; the live stage's split. The 2-GPU
 // tests need 2 GPUs and libnccl.so.2: skipped with the reason otherwise, failed instead with

@@ -9,7 +9,7 @@
 #include "io/mrd_file.hpp"
 #include "sim/simulator.hpp"
 #include "stream/stream_runtime.hpp"
-#include "stream/sender.hpp"
+#include "wire/sender.hpp"
 
 using namespace radstream;
 using namespace radstream::gputest;

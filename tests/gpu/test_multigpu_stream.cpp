@@ -1,4 +1,4 @@
-// Several GPUs in one process (issue 14.2): two slices on GPUs 0 and 1 (placement.gpus, each slice's spoke
+// Several GPUs in one process: two slices on GPUs 0 and 1 (placement.gpus, each slice's spoke
 // ring mirrored on its GPU) make the frames one GPU makes for both, to 1e-6. Needs 2 GPUs: skipped with the
 // reason otherwise, failed instead with RADSTREAM_REQUIRE_MULTI_GPU=1.
 #include <algorithm>
@@ -7,7 +7,7 @@
 #include "gpu/gpu_test_util.hpp"
 #include "io/mrd_file.hpp"
 #include "sim/simulator.hpp"
-#include "stream/sender.hpp"
+#include "wire/sender.hpp"
 #include "stream/stream_runtime.hpp"
 #include "stream/stream_test_util.hpp"
 

@@ -1,4 +1,4 @@
-// radstream batch under MPI (issue 14.3): 8 simulated recordings x 2 parameter sets through
+// radstream batch under MPI: 8 simulated recordings x 2 parameter sets through
 // `mpirun --oversubscribe -np 4`: every item done exactly once, outputs byte-identical to a one-rank run; a
 // rank killed mid-item (RADSTREAM_BATCH_DIE) fails the job, and the rerun makes only the missing items. Needs
 // mpirun (Open MPI): skipped with the reason without it, failed instead with RADSTREAM_REQUIRE_MPI=1 (CI).

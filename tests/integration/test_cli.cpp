@@ -201,7 +201,7 @@ TEST(Cli, BenchJsonNamesVersionSkippedCasesAndRefusesUnknownCases) {
   EXPECT_NE(r.output.find("radstream 0.1.0 (commit "), std::string::npos) << r.output;
 }
 
-// Issue 11 (9): the benchmark judges each case against its target (clauses on the case's own result), says the
+// The benchmark judges each case against its target (clauses on the case's own result), says the
 // build type and the machine's load, prints the verdicts in its summary, refuses a target it cannot parse, and
 // draws the scaling cases as plots.
 TEST(Cli, BenchJudgesTargetsSaysBuildTypeAndLoadAndPlotsScaling) {
@@ -295,7 +295,7 @@ TEST(Cli, ReconOptionsAreGeneratedFromTheParameterDeclarations) {
   expect_failure(radstream_cmd("recon --no-such-option 1" + io), 2, "no-such-option");
 }
 
-// Issue 11 (6): real radial data into the stream. A BART .cfl pair converted to an MRD stream file reconstructs
+// Real radial data into the stream. A BART .cfl pair converted to an MRD stream file reconstructs
 // to the same image as the pair itself (so the file carries every spoke's trajectory, data and order), replay
 // recognizes it as a radstream stream and paces it by its --rate, and an existing output is never replaced
 // without --overwrite. The real cardiac set goes the same way when its folder is present.
@@ -335,7 +335,7 @@ TEST(Cli, ConvertTurnsABartPairIntoAStreamFileThatReconstructsTheSame) {
   EXPECT_NE(r.output.find("100 spokes"), std::string::npos) << r.output;
 }
 
-// Issue 11 (8) and 15 (9): the output path is checked before any work; NaN in a .cfl is an error naming it
+// The output path is checked before any work; NaN in a .cfl is an error naming it
 // (exit 3), never a NaN image with exit 0.
 TEST(Cli, BadOutputPathsAndNonFiniteInputAreRefusedUpFront) {
   test::TempDir dir;
@@ -349,7 +349,7 @@ TEST(Cli, BadOutputPathsAndNonFiniteInputAreRefusedUpFront) {
   expect_failure(radstream_cmd(pair + " --out " + dir / "x.cfl"), 3, "NaN or Inf");
 }
 
-// Issue 11 (8, 11): every command checks its outputs before any work, names the option and the path, and an
+// Every command checks its outputs before any work, names the option and the path, and an
 // HDF5 failure is one line (libismrmrd used to print the HDF5 error stack, then radstream the same stack again).
 TEST(Cli, EveryCommandChecksItsOutputsBeforeAnyWork) {
   test::TempDir dir;
@@ -381,7 +381,7 @@ TEST(Cli, EveryCommandChecksItsOutputsBeforeAnyWork) {
   expect_failure(radstream_cmd("bench --case R1 --backend cpu --out " + dir.path().string()), 2, "is a folder");
 }
 
-// Issue 11 (10): one orientation. The .png and the .cfl of the same reconstruction agree pixel for pixel:
+// One orientation. The .png and the .cfl of the same reconstruction agree pixel for pixel:
 // PNG column = x = cfl dim 0, PNG row = y = cfl dim 1 (an asymmetric image, so a transpose would show).
 TEST(Cli, PngAndCflOutputsShareOneOrientation) {
   test::TempDir dir;

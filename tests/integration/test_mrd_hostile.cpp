@@ -1,4 +1,4 @@
-// Issue 15 (5, 10): crafted MRD files. Acquisition headers that claim more (or fewer) samples, coils or
+// Crafted MRD files. Acquisition headers that claim more (or fewer) samples, coils or
 // trajectory dimensions than the file stores, and byte-level mutations of a whole recording, through the real
 // program (`recon --input`, `replay`): exit 3 with a message naming the file, never a crash, a hang or a read
 // past what is stored. And a file that another process holds open for writing can still be read.

@@ -17,7 +17,7 @@
 #include "sim/coil_maps.hpp"
 #include "sim/phantom.hpp"
 #include "sim/simulator.hpp"
-#include "stream/coil_map_source.hpp"
+#include "recon/coil_map_source.hpp"
 #include "reference_util.hpp"
 #include "test_util.hpp"
 
@@ -205,7 +205,7 @@ TEST(CgSense, AStreamGetsQuickMapsFirstAndTheRefinedOnesNext) {
   EXPECT_EQ(source.estimates(), 2u);
 }
 
-// The live stage's coil split (issue 14.4) on the cpu backend (host partitions): with split_above_ms = 0 every
+// The live stage's coil split on the cpu backend (host partitions): with split_above_ms = 0 every
 // frame is split and equals the one-device frame; with a threshold the first 5 frames are solved on one device
 // and timed, and the split starts on the 6th only when their median is above it; bad settings are named.
 TEST(CgSense, CoilSplitInTheStageEqualsOneDeviceAndStartsOnlyAboveItsThreshold) {

@@ -1,4 +1,4 @@
-// The time-segmented field-corrected SENSE normal operator as L(L+1)/2 Toeplitz kernels (issue 13, S4's
+// The time-segmented field-corrected SENSE normal operator as L(L+1)/2 Toeplitz kernels (S4's
 // form) against the time-segmented operator's own forward-then-adjoint (accurate NUFFT), for 1 to 8 segments;
 // its pair bookkeeping; its errors.
 #include <gtest/gtest.h>

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "stream/stream_runtime.hpp"
-#include "stream/sender.hpp"
+#include "wire/sender.hpp"
 
 namespace radstream::streamtest {
 

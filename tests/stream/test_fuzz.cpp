@@ -19,7 +19,7 @@
 #include "sim/simulator.hpp"
 #include "stream/ingest.hpp"
 #include "stream/stream_test_util.hpp"
-#include "stream/wire.hpp"
+#include "wire/wire.hpp"
 #include "test_util.hpp"
 
 using namespace radstream;
@@ -133,7 +133,7 @@ TEST(Fuzz, RandomAndMutatedMessagesNeverCrashTheDecoderOrTheIngest) {
   EXPECT_EQ(metrics.spokes.load(), before + 8);
 }
 
-// Issue 15 (10): the fuzz through a real socket into a running pipeline - its reconstruction thread making
+// The fuzz through a real socket into a running pipeline - its reconstruction thread making
 // frames the whole time - with the value classes that hurt: huge finite trajectory values, forged sequence
 // numbers and timestamps, foreign stream headers, besides the byte mutations above. 200,000 messages; the
 // pipeline must survive, count them, fail no frame, keep >= 99.9 % of the good spokes, and take a valid stream
@@ -230,7 +230,7 @@ TEST(Fuzz, ThroughASocketIntoARunningPipeline) {
                                      std::chrono::seconds(60)));
   EXPECT_GT(m.frames.load(), frames_after_fuzz);
   p.stop();
-  // Which good spokes arrived (issue 15.3: >= 99.9 % of a stream interleaved with bad messages is kept).
+  // Which good spokes arrived (>= 99.9 % of a stream interleaved with bad messages is kept).
   std::set<std::uint64_t> found;  // (a set: a byte mutation of the header may repeat another spoke's number)
   {
     MrdReader rec(dir / "fuzz.h5");

@@ -1,4 +1,4 @@
-// Multi-slice streams (issue 14.1): three slices interleaved spoke by spoke through one pipeline make, slice
+// Multi-slice streams: three slices interleaved spoke by spoke through one pipeline make, slice
 // by slice, the very frames three single-slice pipelines make from each slice's spokes alone; no spoke
 // reaches another slice, none is lost over PUSH/PULL, the recording keeps each spoke's slice; a slice that
 // fails stops only itself, visibly; a spoke of a slice the run does not take is rejected and counted.

@@ -1,4 +1,4 @@
-// Issue 15 (8): who may connect. CURVE with a ZAP allow-list through the real program: an allow-listed sender
+// Who may connect. CURVE with a ZAP allow-list through the real program: an allow-listed sender
 // streams, a sender with another key or none is refused and counted; a non-local or wildcard bind needs CURVE
 // or --insecure; ipc:// works for local use.
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 #include "io/mrd_file.hpp"
 #include "recon/registry.hpp"
 #include "sim/simulator.hpp"
-#include "stream/curve.hpp"
-#include "stream/sender.hpp"
+#include "wire/curve.hpp"
+#include "wire/sender.hpp"
 #include "stream/stream_runtime.hpp"
 #include "stream/stream_test_util.hpp"
 #include "test_util.hpp"

@@ -18,7 +18,7 @@
 #include "recon/coil_map_estimate.hpp"
 #include "sim/simulator.hpp"
 #include "stream/stream_runtime.hpp"
-#include "stream/sender.hpp"
+#include "wire/sender.hpp"
 #include "stream/stream_test_util.hpp"
 #include "test_util.hpp"
 
@@ -454,7 +454,7 @@ TEST(Stream, RecordingChecksItsPathAndNeverReplacesAFileSilently) {
   EXPECT_NE(r.output.find("/proc/radstream"), std::string::npos) << r.output;
 }
 
-// Issue 11 (4): Ctrl-C (SIGINT) or SIGTERM in the middle of a recording leaves a complete file: every spoke
+// Ctrl-C (SIGINT) or SIGTERM in the middle of a recording leaves a complete file: every spoke
 // the run received is in it, readable by radstream's reader and reconstructable; the run exits 0 and says
 // what it wrote. (Also a file in /proc, and a run whose file cannot be made, exit 3: the test above.)
 TEST(Stream, ARecordingInterruptedBySigintOrSigtermIsCompleteAndReplayable) {
@@ -493,7 +493,7 @@ TEST(Stream, ARecordingInterruptedBySigintOrSigtermIsCompleteAndReplayable) {
   }
 }
 
-// Issue 15 (6): a recording survives the process being killed (SIGKILL: no handler runs). The file is flushed
+// A recording survives the process being killed (SIGKILL: no handler runs). The file is flushed
 // every sinks.record_flush_s (1 s), so it is readable and holds every spoke up to the last flush, in order.
 TEST(Stream, ARecordingSurvivesSigkillUpToItsLastFlush) {
   const std::string bin = test::radstream_binary();
@@ -516,7 +516,7 @@ TEST(Stream, ARecordingSurvivesSigkillUpToItsLastFlush) {
   EXPECT_EQ(recon.exit_code, 0) << recon.output;
 }
 
-// Issue 15 (6): a disk that fills (here the file size limit, ulimit -f, with SIGXFSZ ignored as a full disk
+// A disk that fills (here the file size limit, ulimit -f, with SIGXFSZ ignored as a full disk
 // gives ENOSPC, not a signal): the recording stops while the file can still be closed, says so once, counts
 // every spoke not recorded (RECORD_FAILED, record_failures), the reconstruction goes on, and the run exits 3.
 // The file holds every spoke up to the stop and reads back.
@@ -547,7 +547,7 @@ TEST(Stream, ARecordingOnAFillingDiskStopsCleanlyAndTheRunFails) {
   EXPECT_LT(recorded, received);
 }
 
-// Issue 15 (4, 6): one file per stream, never over an existing file, at most sinks.record_max_files per run:
+// One file per stream, never over an existing file, at most sinks.record_max_files per run:
 // a stream beyond the cap is not recorded, and that is an error the run reports (exit 3).
 TEST(Stream, RecordingFilesAreCappedPerRunAndNeverReplaceAFile) {
   const std::string bin = test::radstream_binary();
@@ -597,7 +597,7 @@ TEST(Stream, ReplayOfASimulatedFileRunsInRealTime) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.output, m, std::regex("sent 400 spokes in ([0-9.]+) s"))) << r.output;
   const double paced = std::stod(m[1].str());
-  // A PUSH sender cannot know what arrived; it says so and where to look (issue 11.7).
+  // A PUSH sender cannot know what arrived; it says so and where to look.
   EXPECT_NE(r.output.find("push: no acknowledgement from the receiver"), std::string::npos) << r.output;
   std::printf("replay of 400 spokes at 200/s: %.3f s paced (%.3f s whole command)\n", paced, secs);
   EXPECT_NEAR(paced, 1.995, 0.04);  // spoke 0 at t = 0, spoke 399 at 399 / 200 s
@@ -659,7 +659,7 @@ TEST(Stream, AHeaderWhoseRingIsTooLargeIsRejectedAndTheStreamGoesOn) {
   EXPECT_GE(p.metrics().frames.load(), 2u);
 }
 
-// Issue 15 (9), through the real binary: a sender's text cannot forge a status line or drive the terminal (one
+// Through the real binary: a sender's text cannot forge a status line or drive the terminal (one
 // printable line), and forged acquisition times (the far past, the future) are counted as clock_invalid and kept
 // out of the latency figures instead of giving p50 = -3.2e12 ms.
 TEST(Stream, ForgedClocksAndSenderTextDoNotPoisonMetricsOrLogs) {
@@ -709,7 +709,7 @@ TEST(Stream, ForgedClocksAndSenderTextDoNotPoisonMetricsOrLogs) {
   EXPECT_GE(m.at("latency_ms").at("sender_lag").at("p50").get<double>(), 0.0);
 }
 
-// Issue 15 (4), through the real binary: one stream per pipeline. A second sender (another stream id, another
+// Through the real binary: one stream per pipeline. A second sender (another stream id, another
 // geometry) that starts while the first one streams is refused as foreign_stream: it neither reconfigures the
 // pipeline nor starts a recording file nor mixes its spokes into the frames. When the first stream closes, the
 // next header is followed, and the run says so.
@@ -760,7 +760,7 @@ TEST(Stream, OneStreamPerPipelineASecondSenderWaitsForTheFirstToClose) {
   EXPECT_EQ(read_mrd(dir / "rec_2.h5").spokes.size(), 40u);  // stream 2 from its turn
 }
 
-// Issue 15 (7), through the real binary: a sender blocked with nobody to take its spokes (a PUSH send with no
+// Through the real binary: a sender blocked with nobody to take its spokes (a PUSH send with no
 // receiver, or waiting for one to connect) stops within 0.5 s of Ctrl-C or SIGTERM.
 TEST(Stream, BlockedSendersStopWithinHalfASecondOfASignal) {
   test::TempDir dir;
@@ -810,7 +810,7 @@ TEST(Stream, ARecordingReplayedTwiceIsReceivedTwice) {
   EXPECT_EQ(p.metrics().missing.load(), 0u);
 }
 
-// Issue 12: CG-SENSE live. The coil maps come from a file (recon.sens, BART's layout), every frame warm-starts
+// CG-SENSE live. The coil maps come from a file (recon.sens, BART's layout), every frame warm-starts
 // from the one before (no frame skipped), and each streamed frame equals the offline chain run over the same
 // windows in the same order; the solver's report reaches the frames and the metrics.
 TEST(Stream, CgSenseLiveEqualsOfflineReconOfTheSameWindows) {

@@ -22,7 +22,7 @@
 #include "stream/frame_gaps.hpp"
 #include "stream/spoke_ring.hpp"
 #include "stream/stream_runtime.hpp"
-#include "stream/sender.hpp"
+#include "wire/sender.hpp"
 #include "stream/stream_test_util.hpp"
 #include "test_util.hpp"
 
@@ -333,7 +333,7 @@ TEST(StreamControl, NotDrainedFromANewStreamUntilItsDueFrameIsMade) {
   EXPECT_EQ(violations, 0);
 }
 
-// Issue 11 (3): latency that tells the truth. The status line gives the pipeline's latency (arrived -> ready)
+// Latency that tells the truth. The status line gives the pipeline's latency (arrived -> ready)
 // and the sender's lag (acquired -> arrived) apart, over the last 10 s only, says BEHIND while frames are
 // skipped, and fits 100 columns in the usual case; the JSON keeps the whole session and the sender's lag.
 TEST(StreamControl, StatusLineSeparatesPipelineAndSenderLagOverTheLastTenSeconds) {

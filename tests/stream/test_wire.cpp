@@ -7,7 +7,7 @@
 
 #include "sim/simulator.hpp"
 #include "stream/sequence_tracker.hpp"
-#include "stream/wire.hpp"
+#include "wire/wire.hpp"
 
 using namespace radstream;
 using namespace radstream::wire;
@@ -174,7 +174,7 @@ TEST(SequenceTracker, GapsDuplicatesLateAndRestart) {
   EXPECT_EQ(t.duplicates(), 2u);
   EXPECT_EQ(t.late(), 1u);
   EXPECT_EQ(t.streams(), 2u);
-  // Issue 15 (3): a number far ahead is not believed at once (it used to make every later spoke a duplicate).
+  // A number far ahead is not believed at once (it used to make every later spoke a duplicate).
   EXPECT_EQ(t.see(2, 100000), V::Jump);
   EXPECT_EQ(t.see(2, 3), V::InOrder);  // the stream goes on
   EXPECT_EQ(t.see(2, 100000 + (1u << 21)), V::Jump);

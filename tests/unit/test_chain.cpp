@@ -7,6 +7,7 @@
 #include "io/frame_io.hpp"
 #include "io/image_stats.hpp"
 #include "recon/recon_chain.hpp"
+#include "tests/stages/temporal_mean/temporal_mean.hpp"
 #include "sim/coil_maps.hpp"
 #include "sim/phantom.hpp"
 #include "sim/simulator.hpp"
@@ -154,7 +155,11 @@ namespace {
 class AddPrevious final : public Stage {
  public:
   std::string name() const override { return "add_previous"; }
-  bool needs_previous() const override { return true; }
+  StageSpec spec() const override {
+    StageSpec s;
+    s.previous_output = true;
+    return s;
+  }
   Extents configure(const Geometry&, const Extents& input, Context&) override { return ext_ = input; }
   void process(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context&) override {
     ASSERT_EQ(frame.previous.size(), in.size());
@@ -190,4 +195,63 @@ TEST(Chain, FrameContextCarriesThePreviousResult) {
   chain.configure(f.geometry);            // a new geometry starts from zeros again
   const auto again = chain.reconstruct(f);
   for (std::size_t i = 0; i < one.size(); ++i) EXPECT_EQ(again.data[i], one[i]);
+}
+
+// Every stage that declares state gets its own: a stage that keeps its previous output (add_previous) and the
+// example stage with a declared state buffer (temporal_mean, alpha 1/2) in one chain, each reading only its own
+// state. Frame k's add_previous output is k I (I the frame's image), so the mean after it is 0.5 I, 1.25 I,
+// 2.125 I; a new stream (reset_state) starts both from zeros again. The example stage comes in through one
+// registry line and one recipe line, as docs/architecture.md's walk-through says.
+TEST(Chain, EachStageKeepsItsOwnState) {
+  Registry reg = default_registry();
+  reg.add("add_previous", Backend::Cpu, [](const ReconParams&) { return std::make_unique<AddPrevious>(); });
+  reg.add_twins("temporal_mean", [](const ReconParams&) { return make_temporal_mean_cpu(0.5f); },
+                RADSTREAM_CUDA_TWIN([](const ReconParams&) { return make_temporal_mean_cuda(0.5f); }));
+  Recipe r = recipe_for(cpu_params(), Backend::Cpu);
+  r.steps.push_back({"add_previous", "summed"});
+  r.steps.push_back({"temporal_mean", "smoothed"});
+  ReconChain chain(cpu_params(), Backend::Cpu, reg, r);
+  SimParams sp;
+  sp.matrix = 32;
+  sp.coils = 2;
+  const Simulator sim(sp);
+  const Frame f = frame_from_spokes(sim.header(), sim.spokes(0, 48));
+  chain.configure(f.geometry);
+  Recipe plain_recipe = recipe_for(cpu_params(), Backend::Cpu);
+  ReconChain plain(cpu_params(), Backend::Cpu, reg, plain_recipe);
+  plain.configure(f.geometry);
+  const auto img = plain.reconstruct(f);
+  const std::vector<cfloat> I(img.data, img.data + img.size());
+  auto rel_to = [&](View<const cfloat> got, double factor) {
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < I.size(); ++i) {
+      num += std::norm(std::complex<double>(got.data[i]) - factor * std::complex<double>(I[i]));
+      den += std::norm(factor * std::complex<double>(I[i]));
+    }
+    return std::sqrt(num / den);
+  };
+  const double expected[] = {0.5, 1.25, 2.125};
+  for (double e : expected) EXPECT_LE(rel_to(chain.reconstruct(f), e), 1e-6) << "expected " << e << " I";
+  chain.reset_state();
+  EXPECT_LE(rel_to(chain.reconstruct(f), 0.5), 1e-6);
+  EXPECT_LE(rel_to(chain.reconstruct(f), 1.25), 1e-6);
+}
+
+// The stage contract's declarations: what each stage of the program reads and keeps.
+TEST(Chain, StagesDeclareWhatTheyRead) {
+  const Registry reg = default_registry();
+  ReconParams p = cpu_params();
+  EXPECT_TRUE(reg.create("gridding", Backend::Cpu, p)->spec().point_plan);
+  EXPECT_TRUE(reg.create("fbp_project", Backend::Cpu, p)->spec().spoke_lines);
+  EXPECT_TRUE(reg.create("density", Backend::Cpu, p)->spec().in_place);
+  EXPECT_FALSE(reg.create("coil_combine", Backend::Cpu, p)->spec().coil_maps);
+  p.combine.method = CoilCombineMethod::Sense;
+  EXPECT_TRUE(reg.create("coil_combine", Backend::Cpu, p)->spec().coil_maps);
+  p.cg.warm_start = true;
+  const StageSpec cg = reg.create("cg_sense", Backend::Cpu, p)->spec();
+  EXPECT_TRUE(cg.coil_maps);
+  EXPECT_TRUE(cg.previous_output);
+  EXPECT_TRUE(cg.capturable);
+  p.cg.deadline_ms = 5;
+  EXPECT_FALSE(reg.create("cg_sense", Backend::Cpu, p)->spec().capturable);
 }

@@ -1,4 +1,4 @@
-// The coil split of the iterative frame (issue 14.4) through its host twin: the host reduce group's sums
+// The coil split of the iterative frame through its host twin: the host reduce group's sums
 // (exact on integers, the same bits in every partition), its aborts (a failing or stalled partition never
 // leaves the others waiting), and coil-split CG-SENSE with 1, 2 and 4 partitions against the unsplit solver
 // (SenseOperatorCpu over all coils and the same CG) to 1e-6.

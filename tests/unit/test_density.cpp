@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/trajectory.hpp"
-#include "density/density.hpp"
+#include "stages/density/density.hpp"
 
 using namespace radstream;
 

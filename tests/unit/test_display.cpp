@@ -1,4 +1,4 @@
-// The display layer (issue 11, items 2 and 10): orientation (transpose and flips with their edge labels),
+// The display layer: orientation (transpose and flips with their edge labels),
 // window presets (the "object" preset ignores the bright rim) and the tip finder, against the analytic
 // phantom whose tip position is known, rasterized and reconstructed from simulated spokes.
 #include <gtest/gtest.h>

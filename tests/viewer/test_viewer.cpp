@@ -193,7 +193,7 @@ TEST(Viewer, UnusableBackendAppliedInThePanelIsRefusedAndTheRunGoesOn) {
   EXPECT_GT(j.at("frame").get<int>(), 30) << j.dump();
 }
 
-// Issue 11 (1): an image that stops being renewed is never shown as live. The simulator goes quiet at 2 s; at
+// An image that stops being renewed is never shown as live. The simulator goes quiet at 2 s; at
 // 4 s the frame on screen is about 2 s old, past its 1 s limit: the image is dimmed under a red "NO NEW DATA"
 // banner (read back from the framebuffer), and the screenshot's JSON says stale. While frames flow (the test
 // above), a green LIVE marker with the frame's latency sits on the image instead.
@@ -264,7 +264,7 @@ double share(const unsigned char* px, int w, int h, int x0, int y0, int x1, int 
 
 }  // namespace
 
-// Issue 11 (2, 10): the clinical display. Started with --clinical (key c), the image fills the screen with no
+// The clinical display. Started with --clinical (key c), the image fills the screen with no
 // panels, carries LIVE, its age and latency; the "object" preset and the tip marker are on, and the image is
 // mirrored left-right (key h): the marker sits where the simulator put the tip at the middle of the frame's
 // window, mirrored, and the edge labels say so.
@@ -323,7 +323,7 @@ TEST(Viewer, ClinicalDisplayShowsTheImageAloneWithTheTipMarkedAndMirrored) {
   EXPECT_EQ(rate, 400);
 }
 
-// Issue 11 (2): on a 1024 x 768 screen the window fits the screen, the image and the side panel are both
+// On a 1024 x 768 screen the window fits the screen, the image and the side panel are both
 // shown, and the panel scrolls inside itself instead of running off the screen.
 TEST(Viewer, ASmallScreenShowsEverythingAndThePanelScrolls) {
   SKIP_WITHOUT_XVFB();
@@ -357,7 +357,7 @@ TEST(Viewer, ASmallScreenShowsEverythingAndThePanelScrolls) {
   EXPECT_GT(drawn, 0.3);
 }
 
-// Three slices side by side (issue 14.2): each column shows its own plane of the phantom, routed by slice:
+// Three slices side by side: each column shows its own plane of the phantom, routed by slice:
 // slice 0's head outline stands upright, slice 1's (turned by 90 degrees) lies on its side, slice 2's stands
 // again, smaller; each other slice's column is labelled with its frame.
 TEST(Viewer, ThreeSlicesSideBySideEachShowsItsOwnPlane) {

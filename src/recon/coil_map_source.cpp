@@ -1,4 +1,4 @@
-#include "stream/coil_map_source.hpp"
+#include "recon/coil_map_source.hpp"
 
 #include <memory>
 
@@ -34,7 +34,7 @@ bool CoilMapSource::update(ReconChain& chain, const Frame* frame) {
   if (!path_.empty()) {
     if (chain.has_coil_maps()) return false;
     const HostBuffer<cfloat> maps = read_coil_maps(path_, g.matrix, g.coils);
-    chain.set_coil_maps(maps.view());
+    chain.take_coil_maps(maps.view());
     log::info("coil maps: {} ({} coils, {}^2)", path_, g.coils, g.matrix);
     return true;
   }
@@ -45,7 +45,7 @@ bool CoilMapSource::update(ReconChain& chain, const Frame* frame) {
     CoilMapEstimate first = est;
     if (quick_first_) first.refine.matrix = 0;
     const HostBuffer<cfloat> maps = estimate_coil_maps(frame->data.view(), frame->traj.view(), g.matrix, first);
-    chain.set_coil_maps(maps.view());
+    chain.take_coil_maps(maps.view());
     ++estimates_;
     refine_due_ = quick_first_;
     log::info("coil maps: estimated from the data ({} coils, {}^2 from a {}^2 low-resolution Walsh fit{})", g.coils,
@@ -57,7 +57,7 @@ bool CoilMapSource::update(ReconChain& chain, const Frame* frame) {
   if (pending_.valid() && pending_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
     try {
       const HostBuffer<cfloat> maps = pending_.get();
-      chain.set_coil_maps(maps.view());
+      chain.take_coil_maps(maps.view());
       ++estimates_;
       updated = true;
     } catch (const std::exception& e) {

@@ -1,4 +1,4 @@
-#include "app/bench_plot.hpp"
+#include "bench/bench_plot.hpp"
 
 #include <stb_easy_font.h>
 #include <stb_image_write.h>

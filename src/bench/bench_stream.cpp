@@ -2,12 +2,12 @@
 
 #include <thread>
 
-#include "app/bench_case.hpp"
+#include "bench/bench_case.hpp"
 #include "core/log.hpp"
 #include "sim/simulator.hpp"
 #include "stream/ingest.hpp"
 #include "stream/stream_runtime.hpp"
-#include "stream/sim_streamer.hpp"
+#include "wire/sim_streamer.hpp"
 
 namespace radstream::app {
 namespace {

@@ -1,4 +1,4 @@
-#include "stream/sender.hpp"
+#include "wire/sender.hpp"
 
 #include <fmt/format.h>
 
@@ -9,8 +9,8 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "io/mrd_file.hpp"
-#include "stream/curve.hpp"
-#include "stream/metrics.hpp"
+#include "wire/curve.hpp"
+#include "core/clock.hpp"
 
 namespace radstream {
 

@@ -1,4 +1,4 @@
-#include "app/bench_cg.hpp"
+#include "bench/bench_cg.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "app/bench_stages.hpp"
+#include "bench/bench_stages.hpp"
 #include "core/log.hpp"
 #include "io/cfl.hpp"
 #include "recon/coil_map_estimate.hpp"

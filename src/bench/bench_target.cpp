@@ -1,4 +1,4 @@
-#include "app/bench_target.hpp"
+#include "bench/bench_target.hpp"
 
 #include <sstream>
 #include <vector>

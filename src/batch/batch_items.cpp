@@ -1,4 +1,4 @@
-#include "app/batch_items.hpp"
+#include "batch/batch_items.hpp"
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -19,7 +19,6 @@
 #include "io/mrd_file.hpp"
 #include "recon/backend.hpp"
 #include "recon/recon_chain.hpp"
-#include "stream/coil_map_source.hpp"
 
 namespace radstream::app {
 namespace fs = std::filesystem;
@@ -197,7 +196,6 @@ ItemResult run_item(const BatchItem& item, const SweepSet& set_in, const std::st
     const BackendDecision b = resolve_backend(set.recon.backend);
     const Registry registry = default_registry();
     ReconChain chain(set.recon, b.backend, registry);
-    CoilMapSource maps(set.recon);
     std::vector<cfloat> stack;
     int N = 0;
     for (std::size_t end = std::size_t(W); end <= rec.spokes.size(); end += std::size_t(S)) {
@@ -207,7 +205,6 @@ ItemResult run_item(const BatchItem& item, const SweepSet& set_in, const std::st
         chain.configure(frame.geometry);
         N = frame.geometry.matrix;
       }
-      maps.update(chain, frame);
       const View<const cfloat> image = chain.reconstruct(frame);
       const std::span<const cfloat> px = image.span();
       stack.insert(stack.end(), px.begin(), px.end());

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <numbers>
 
-#include "app/bench_exact.hpp"
+#include "bench/bench_exact.hpp"
 #include "core/log.hpp"
 #include "exact/exact_inputs.hpp"
 #include "exact/exact_slices.hpp"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "sim/simulator.hpp"
-#include "stream/sender.hpp"
+#include "wire/sender.hpp"
 
 namespace radstream {
 

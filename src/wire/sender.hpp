@@ -13,7 +13,7 @@
 
 #include "core/enum_table.hpp"
 #include "core/spoke.hpp"
-#include "stream/wire.hpp"
+#include "wire/wire.hpp"
 
 namespace radstream {
 

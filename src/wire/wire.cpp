@@ -1,4 +1,4 @@
-#include "stream/wire.hpp"
+#include "wire/wire.hpp"
 
 #include <fmt/format.h>
 #include <ismrmrd/ismrmrd.h>

@@ -1,4 +1,4 @@
-// radstream batch's work (issue 14.3): the items are (recorded file, parameter set) pairs; each is replayed
+// radstream batch's work: the items are (recorded file, parameter set) pairs; each is replayed
 // offline through the reconstruction (sliding-window frames of the set's window and stride) into one output
 // named by the hash of its input and parameters:
 //   OUT/<id>.cfl/.hdr  the frames, complex [N N frames]

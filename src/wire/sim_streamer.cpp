@@ -1,4 +1,4 @@
-#include "stream/sim_streamer.hpp"
+#include "wire/sim_streamer.hpp"
 
 #include <algorithm>
 #include <ctime>
@@ -6,7 +6,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "io/mrd_file.hpp"
-#include "stream/metrics.hpp"
+#include "core/clock.hpp"
 
 namespace radstream {
 namespace {}  // namespace

@@ -1,4 +1,4 @@
-#include "app/batch_comm.hpp"
+#include "batch/batch_comm.hpp"
 
 #include <algorithm>
 #include <chrono>

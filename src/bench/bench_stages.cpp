@@ -1,4 +1,4 @@
-#include "app/bench_stages.hpp"
+#include "bench/bench_stages.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "stream/curve.hpp"
+#include "wire/curve.hpp"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
