@@ -22,6 +22,7 @@
 
 #include "batch/batch_items.hpp"
 #include "app/commands.hpp"
+#include "app/declared_options.hpp"
 #include "batch/batch_comm.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -35,6 +36,17 @@ namespace {
 struct BatchArgs {
   std::vector<std::string> files;
   std::string sweep, out, metrics, shard;
+
+  template <class V>
+  void visit(V& v) {
+    v.field("files", files, "recordings (.h5), or a .txt/.list file of them (one a line)");
+    v.field("param_sweep", sweep, "YAML of parameter sets (sets: [{name, frames, recon}])");
+    v.field("out", out, "output folder: <hash>.cfl/.hdr/.json per item, batch-metrics.json");
+    v.field("metrics", metrics, "write the gathered metrics here instead of OUT/batch-metrics.json");
+    v.field("shard", shard,
+            "I/N: take only the recordings whose position mod N is I, under every set (a Slurm array task: "
+            "$SLURM_ARRAY_TASK_ID/N)");
+  }
 };
 
 // --shard I/N (a Slurm array task: I = $SLURM_ARRAY_TASK_ID, N = the array's size): this run takes the
@@ -235,22 +247,17 @@ int run_batch(const BatchArgs& a, BatchComm& comm) {
 }  // namespace
 
 Runner add_batch(CLI::App& app) {
-  auto a = std::make_shared<BatchArgs>();
-  app.add_option("--files", a->files, "recordings (.h5), or a .txt/.list file of them (one a line)")->required();
-  app.add_option("--param-sweep", a->sweep, "YAML of parameter sets (sets: [{name, frames, recon}])")->required();
-  app.add_option("--out", a->out, "output folder: <hash>.cfl/.hdr/.json per item, batch-metrics.json")->required();
-  app.add_option("--metrics", a->metrics, "write the gathered metrics here instead of OUT/batch-metrics.json");
-  app.add_option("--shard", a->shard,
-                 "I/N: take only the recordings whose position mod N is I, under every set (a Slurm array task: "
-                 "$SLURM_ARRAY_TASK_ID/N)");
+  DeclaredOptions::Style style;
+  style.required = {"files", "param_sweep", "out"};
+  auto run = declared_command(app, "batch", BatchArgs{}, style, [](const BatchArgs& a) {
+    BatchComm comm;
+    return run_batch(a, comm);
+  });
   app.footer(
       "Under MPI: mpirun -np N radstream batch ... (rank 0 hands out items, ranks 1..N-1 work, one per GPU); "
       "Slurm: srun -n N radstream batch ..., or sbatch --array=0-N-1 with --shard $SLURM_ARRAY_TASK_ID/N (one "
       "process per task, the same --out). A rerun skips done items.");
-  return [a] {
-    BatchComm comm;
-    return run_batch(*a, comm);
-  };
+  return run;
 }
 
 }  // namespace radstream::app

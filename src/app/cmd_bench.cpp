@@ -19,6 +19,7 @@
 #include "bench/bench_stages.hpp"
 #include "bench/bench_target.hpp"
 #include "app/commands.hpp"
+#include "app/declared_options.hpp"
 #include "version.hpp"
 #include "core/error.hpp"
 #include "io/output_path.hpp"
@@ -193,6 +194,17 @@ struct BenchArgs {
   int frames = 50, warmup = 5;
   std::string out;
   std::string plot;  // a result JSON to plot instead of running cases
+
+  template <class V>
+  void visit(V& v) {
+    v.field("case", cases, "case names (R1 R2 R2-head R4 R7-...); none: all");
+    v.field("cases_dir", cases_dir, "folder of case files, one .yaml each");
+    v.field("frames", frames, 1, 100000, "timed frames per case");
+    v.field("warmup", warmup, 0, 100000, "untimed frames first");
+    v.field("out", out, "JSON file (empty: stdout)");
+    v.field("plot", plot, "draw the scaling cases (R7) of this result JSON as PNG plots beside it, instead of running cases");
+    v.field("backend", backend, "cpu: run the GPU chain cases on the CPU instead of skipping them (empty: the GPU)");
+  }
 };
 
 int run_bench(const BenchArgs& a) {
@@ -353,23 +365,15 @@ int run_bench(const BenchArgs& a) {
 }  // namespace
 
 Runner add_bench(CLI::App& app) {
-  auto a = std::make_shared<BenchArgs>();
-  app.add_option("--case", a->cases, "case names (R1 R2 R2-head R4 R7-...); default all");
-  app.add_option("--cases-dir", a->cases_dir, "folder of case files, one .yaml each (default config/bench)");
-  app.add_option("--frames", a->frames, "timed frames per case (default 50)")->check(CLI::Range(1, 100000));
-  app.add_option("--warmup", a->warmup, "untimed frames first (default 5)")->check(CLI::Range(0, 100000));
-  app.add_option("--out", a->out, "JSON file (default: stdout)");
-  app.add_option("--plot", a->plot,
-                 "draw the scaling cases (R7) of this result JSON as PNG plots beside it, instead of running cases");
-  app.add_option("--backend", a->backend, "cpu: run the GPU chain cases on the CPU instead of skipping them")
-      ->check(CLI::IsMember({"cpu"}));
-  return [a] {
-    if (!a->plot.empty()) {
-      for (const auto& f : plot_bench_scaling(a->plot)) log::info("bench: wrote {}", f);
+  return declared_command(app, "bench", BenchArgs{}, {}, [](const BenchArgs& a) {
+    if (!a.backend.empty() && a.backend != "cpu")
+      throw ConfigError("--backend " + a.backend + ": the only choice is cpu (the GPU chain cases on the CPU)");
+    if (!a.plot.empty()) {
+      for (const auto& f : plot_bench_scaling(a.plot)) log::info("bench: wrote {}", f);
       return 0;
     }
-    return run_bench(*a);
-  };
+    return run_bench(a);
+  });
 }
 
 }  // namespace radstream::app

@@ -15,6 +15,7 @@
 #include "bench/bench_exact.hpp"
 #include "bench/bench_report.hpp"
 #include "app/commands.hpp"
+#include "app/declared_options.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "exact/exact_inputs.hpp"
@@ -271,24 +272,8 @@ int run_bench_exact(const BenchExactArgs& a) {
 }  // namespace
 
 Runner add_bench_exact(CLI::App& app) {
-  auto a = std::make_shared<BenchExactArgs>();
-  app.add_option("--case", a->cases, "S1 S2 S3 S4 P SL (default all but SL; P: double / single / fast-trig PSNR; "
-                 "SL: 16 slices over the GPUs)");
-  app.add_option("--impatient", a->impatient, "the seed 001 case's folder (default ../shared/data/impatient/64x64x1)");
-  app.add_option("--out", a->out, "JSON file (default: stdout)");
-  app.add_option("--backend", a->backend, "auto | cpu | cuda (default auto)");
-  app.add_option("--repeat", a->repeat, "timed runs per figure (default 5; one more untimed first on the GPU)");
-  app.add_option("--matrix", a->n, "3D case: voxels per side (default 128)");
-  app.add_option("--spokes", a->spokes, "3D case: radial spokes (default 2156)");
-  app.add_option("--samples", a->samples, "3D case: samples per spoke (default 132)");
-  app.add_option("--iterations", a->iterations, "S3: CG iterations (default 60)");
-  app.add_option("--lambda", a->lambda, "S3: weight of ||C x||^2 relative to F^H F's diagonal M (default 0.01)");
-  app.add_option("--anatomical-lambda", a->anatomical_lambda,
-                 "S3: lambda of the CG with the anatomical prior (differences across the phantom's boundaries left "
-                 "out of C; default 10)");
-  app.add_option("--noise", a->noise, "S3: noise RMS as a fraction of the data's RMS for the noisy run (default 0.01)");
-  app.add_option("--s4-oversampling", a->s4_sigma, "S4: the NUFFT's grid oversampling (default 2; 1.25 works with W 4)");
-  return [a] { return run_bench_exact(*a); };
+  return declared_command(app, "bench-exact", BenchExactArgs{}, {},
+                          [](const BenchExactArgs& a) { return run_bench_exact(a); });
 }
 
 }  // namespace radstream::app

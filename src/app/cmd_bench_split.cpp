@@ -17,6 +17,7 @@
 #include "bench/bench_report.hpp"
 #include "bench/bench_stages.hpp"
 #include "app/commands.hpp"
+#include "app/declared_options.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/param_reader.hpp"
@@ -38,6 +39,56 @@ struct SplitArgs {
   int frames = 30, warmup = 3;
   std::string out;
 };
+
+// SplitArgs as declared: the lists as typed, turned into numbers (named when they are not) by split_args().
+struct SplitOptions {
+  std::string case_file = "config/bench/R8.yaml";
+  std::string backend = "cuda";
+  std::vector<std::string> parts{"1", "2"}, gpus;
+  int frames = 30, warmup = 3;
+  std::string out;
+
+  template <class V>
+  void visit(V& v) {
+    v.field("case", case_file, "bench case file");
+    v.field("backend", backend, "cuda (one GPU per partition, NCCL) or cpu (host threads)");
+    v.field("parts", parts, "partition counts to time, the first is the reference");
+    v.field("gpus", gpus,
+            "GPUs to use, in order (none: 0 1 ...); a GPU listed twice holds two partitions, their sums through host "
+            "memory");
+    v.field("frames", frames, 1, 100000, "timed solves per configuration");
+    v.field("warmup", warmup, 0, 100000, "untimed solves first");
+    v.field("out", out, "write the JSON here (empty: print it)");
+  }
+};
+
+std::vector<int> whole_numbers(const std::vector<std::string>& v, const char* option) {
+  std::vector<int> out;
+  for (const auto& x : v) {
+    std::size_t used = 0;
+    int n = -1;
+    try {
+      n = std::stoi(x, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != x.size() || n < 0) throw ConfigError(std::string(option) + " " + x + " is not a whole number >= 0");
+    out.push_back(n);
+  }
+  return out;
+}
+
+SplitArgs split_args(const SplitOptions& o) {
+  SplitArgs a;
+  a.case_file = o.case_file;
+  a.backend = o.backend;
+  a.parts = whole_numbers(o.parts, "--parts");
+  a.gpus = whole_numbers(o.gpus, "--gpus");
+  a.frames = o.frames;
+  a.warmup = o.warmup;
+  a.out = o.out;
+  return a;
+}
 
 double rel_error(const std::vector<cfloat>& a, const std::vector<cfloat>& b) {
   double num = 0, den = 0;
@@ -154,17 +205,8 @@ int run_bench_split(const SplitArgs& a) {
 }  // namespace
 
 Runner add_bench_split(CLI::App& app) {
-  auto a = std::make_shared<SplitArgs>();
-  app.add_option("--case", a->case_file, "bench case file (default config/bench/R8.yaml)");
-  app.add_option("--backend", a->backend, "cuda (one GPU per partition, NCCL) or cpu (host threads)");
-  app.add_option("--parts", a->parts, "partition counts to time, the first is the reference (default 1 2)");
-  app.add_option("--gpus", a->gpus,
-                 "GPUs to use, in order (default 0 1 ...); a GPU listed twice holds two partitions, their sums "
-                 "through host memory");
-  app.add_option("--frames", a->frames, "timed solves per configuration (default 30)");
-  app.add_option("--warmup", a->warmup, "untimed solves first (default 3)");
-  app.add_option("--out", a->out, "write the JSON here (default: print it)");
-  return [a] { return run_bench_split(*a); };
+  return declared_command(app, "bench-split", SplitOptions{}, {},
+                          [](const SplitOptions& o) { return run_bench_split(split_args(o)); });
 }
 
 }  // namespace radstream::app

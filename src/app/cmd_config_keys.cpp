@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "app/commands.hpp"
+#include "app/declared_options.hpp"
 #include "core/param_reader.hpp"
 #include "recon/recon_params.hpp"
 #include "sim/simulator.hpp"
@@ -47,10 +48,19 @@ int run_config_keys(bool markdown) {
 
 }  // namespace
 
+namespace {
+struct ConfigKeysArgs {
+  bool markdown = false;
+  template <class V>
+  void visit(V& v) {
+    v.field("markdown", markdown, "as a Markdown table (the README's)");
+  }
+};
+}  // namespace
+
 Runner add_config_keys(CLI::App& app) {
-  auto markdown = std::make_shared<bool>(false);
-  app.add_flag("--markdown", *markdown, "as a Markdown table (the README's)");
-  return [markdown] { return run_config_keys(*markdown); };
+  return declared_command(app, "config-keys", ConfigKeysArgs{}, {},
+                          [](const ConfigKeysArgs& a) { return run_config_keys(a.markdown); });
 }
 
 }  // namespace radstream::app

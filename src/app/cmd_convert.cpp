@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "app/commands.hpp"
+#include "app/declared_options.hpp"
 #include "core/error.hpp"
 #include "io/output_path.hpp"
 #include "core/log.hpp"
@@ -22,6 +23,18 @@ struct ConvertArgs {
   int matrix = 0, repeat = 1;
   double rate_hz = 100, fov_mm = 256;
   bool overwrite = false;
+
+  template <class V>
+  void visit(V& v) {
+    v.field("traj", traj, "BART trajectory [3 samples spokes] in BART units (+-N/2)");
+    v.field("kspace", kspace, "BART k-space [1 samples spokes coils]");
+    v.field("matrix", matrix, 0, 1 << 14, "image matrix N of the trajectory's units");
+    v.field("out", out, "MRD .h5 file to write");
+    v.field("rate", rate_hz, 0.0, 1e9, "spokes per second of the acquisition times");
+    v.field("repeat", repeat, 0, 1 << 20, "write the spokes this many times, as one longer stream");
+    v.field("fov", fov_mm, 1.0, 10000.0, "field of view in mm, for the viewer's scale bar");
+    v.field("overwrite", overwrite, "replace an existing output file");
+  }
 };
 
 int run_convert(const ConvertArgs& a) {
@@ -69,16 +82,9 @@ int run_convert(const ConvertArgs& a) {
 }  // namespace
 
 Runner add_convert(CLI::App& app) {
-  auto a = std::make_shared<ConvertArgs>();
-  app.add_option("--traj", a->traj, "BART trajectory [3 samples spokes] in BART units (+-N/2)")->required();
-  app.add_option("--kspace", a->kspace, "BART k-space [1 samples spokes coils]")->required();
-  app.add_option("--matrix", a->matrix, "image matrix N of the trajectory's units")->required();
-  app.add_option("--out", a->out, "MRD .h5 file to write")->required();
-  app.add_option("--rate", a->rate_hz, "spokes per second of the acquisition times (default 100)");
-  app.add_option("--repeat", a->repeat, "write the spokes this many times, as one longer stream (default 1)");
-  app.add_option("--fov", a->fov_mm, "field of view in mm, for the viewer's scale bar (default 256)");
-  app.add_flag("--overwrite", a->overwrite, "replace an existing output file");
-  return [a] { return run_convert(*a); };
+  DeclaredOptions::Style style;
+  style.required = {"traj", "kspace", "matrix", "out"};
+  return declared_command(app, "convert", ConvertArgs{}, style, [](const ConvertArgs& a) { return run_convert(a); });
 }
 
 }  // namespace radstream::app

@@ -23,9 +23,8 @@
 namespace radstream::app {
 namespace {
 
-struct DemoArgs {
-  SimParams sim;
-  ReconOptions recon;
+// The demo's own settings (the simulator's are SimParams', the reconstruction's ReconParams').
+struct DemoControl {
   std::string out_dir = "out/demo";
   bool headless = false;
   int frames = 60;  // headless: frames to reconstruct
@@ -33,12 +32,38 @@ struct DemoArgs {
   int window = 128;
   int stride = 16;
   int pool = 1024;
+  std::string gpus;
   std::string screenshot;
   double screenshot_after_s = 3.0, close_after_s = 0;
   int set_window = 0;
   std::string apply_backend;
   double stale_after_s = 0, stop_sending_after_s = 0;
-  std::string gpus;
+
+  template <class V>
+  void visit(V& v) {
+    v.field("headless", headless, "no window: a fixed number of frames, PNG snapshots and metrics");
+    v.field("out_dir", out_dir, "snapshots and metrics.json go here");
+    v.field("frames", frames, 1, 1 << 30, "headless: frames to reconstruct");
+    v.field("snapshot_every", snapshot_every, 1, 1 << 30, "headless: a PNG every N frames");
+    v.field("window", window, 1, 1 << 16, "spokes per frame W");
+    v.field("stride", stride, 1, 1 << 16, "new frame every S spokes");
+    v.field("gpus", gpus, "GPUs for the slices' workers, e.g. 0,1 (empty: the current GPU)");
+    v.field("pool", pool, 0, 1 << 24, "precomputed spokes sent cyclically, 0 = compute live");
+    v.field("screenshot", screenshot, "viewer: save the window as this PNG (with a .json beside it)");
+    v.field("screenshot_after", screenshot_after_s, 0.0, 3600.0, "viewer: seconds before the screenshot");
+    v.field("close_after", close_after_s, 0.0, 1e9, "viewer: close the window after this many seconds (0: never)");
+    v.field("set_window", set_window, 0, 1 << 16, "viewer: move the window slider to W at 1 s (tests; 0: off)");
+    v.field("apply_backend", apply_backend, "viewer: choose this backend and press Apply at 1.5 s (tests)");
+    v.field("stale_after", stale_after_s, 0.0, 3600.0,
+            "viewer: dim the image under NO NEW DATA when it is older than S s (0: 3 frame intervals)");
+    v.field("stop_sending_after", stop_sending_after_s, 0.0, 1e9,
+            "the simulator goes quiet after S s while the viewer stays (tests the freshness banner; 0: never)");
+  }
+};
+
+struct DemoArgs : DemoControl {
+  SimParams sim;
+  ReconParams recon;
   DisplayChoice display;
 };
 
@@ -52,7 +77,7 @@ int run_demo(DemoArgs a) {
     a.pool += a.sim.slices - a.pool % a.sim.slices;
   if (a.pool > 0) a.sim.motion_period_s = double(a.pool) / a.sim.rate_hz;  // the pool loops seamlessly
   RunConfig cfg;
-  cfg.recon = a.recon.resolve();
+  cfg.recon = a.recon;
   cfg.stream.endpoint = "tcp://127.0.0.1:*";  // any free port; the simulator connects to it
   cfg.frames.window = a.window;
   cfg.frames.stride = a.stride;
@@ -146,40 +171,31 @@ int run_demo(DemoArgs a) {
 
 }  // namespace
 
+SimParams demo_sim() {
+  SimParams p;
+  p.matrix = 192;
+  p.coils = 8;
+  p.snr = 40.0;
+  p.rate_hz = 400;
+  return p;
+}
+
 Runner add_demo(CLI::App& app) {
-  auto a = std::make_shared<DemoArgs>();
-  a->sim.matrix = 192;
-  a->sim.coils = 8;
-  a->sim.snr = 40.0;
-  a->sim.rate_hz = 400;
-  app.add_flag("--headless", a->headless, "no window: a fixed number of frames, PNG snapshots and metrics");
-  add_display_options(app, a->display);
-  app.add_option("--out-dir", a->out_dir, "snapshots and metrics.json go here (default out/demo)");
-  app.add_option("--frames", a->frames, "headless: frames to reconstruct (default 60)");
-  app.add_option("--snapshot-every", a->snapshot_every, "headless: a PNG every N frames (default 10)");
-  app.add_option("--window", a->window, "spokes per frame W (default 128)");
-  app.add_option("--stride", a->stride, "new frame every S spokes (default 16)");
-  app.add_option("--matrix", a->sim.matrix, "image matrix N (default 192)");
-  app.add_option("--coils", a->sim.coils, "coils (default 8)");
-  app.add_option("--snr", a->sim.snr, "k-space SNR (default 40)");
-  app.add_option("--rate", a->sim.rate_hz, "spokes per second, all slices together (default 400)");
-  app.add_option("--slices", a->sim.slices, "slices interleaved in the stream, shown side by side (default 1)");
-  app.add_option("--gpus", a->gpus, "GPUs for the slices' workers, e.g. 0,1 (default: the current GPU)");
-  app.add_option("--angles", a->sim.angles, "angle scheme (default golden)");
-  app.add_option("--pool", a->pool, "precomputed spokes sent cyclically, 0 = compute live (default 1024)");
-  app.add_option("--screenshot", a->screenshot,
-                 "viewer: save the window as this PNG (with a .json beside it)");
-  app.add_option("--screenshot-after", a->screenshot_after_s,
-                 "viewer: seconds before the screenshot (default 3)");
-  app.add_option("--close-after", a->close_after_s, "viewer: close the window after this many seconds");
-  app.add_option("--set-window", a->set_window, "viewer: move the window slider to W at 1 s (tests)");
-  app.add_option("--apply-backend", a->apply_backend, "viewer: choose this backend and press Apply at 1.5 s (tests)");
-  app.add_option("--stale-after", a->stale_after_s,
-                 "viewer: dim the image under NO NEW DATA when it is older than S s (default: 3 frame intervals)");
-  app.add_option("--stop-sending-after", a->stop_sending_after_s,
-                 "the simulator goes quiet after S s while the viewer stays (tests the freshness banner)");
-  a->recon.add_to(app);
-  return [a] { return run_demo(*a); };
+  auto o = std::make_shared<DeclaredOptions>();
+  o->add(app, "demo", DemoControl{});
+  o->add(app, "display", DisplayChoice{});
+  o->add(app, "simulate", demo_sim(),
+         {{{"rate_hz", "--rate"}, {"readout_oversampling", "--readout-os"}, {"tiny_golden_n", "--tiny-n"}}});
+  add_recon_options(app, *o);
+  return [o] {
+    DemoArgs a;
+    o->apply("demo", static_cast<DemoControl&>(a));
+    o->apply("display", a.display);
+    a.sim = demo_sim();
+    o->apply("simulate", a.sim);
+    a.recon = resolve_recon(*o);
+    return run_demo(a);
+  };
 }
 
 }  // namespace radstream::app

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "app/commands.hpp"
+#include "app/declared_options.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "io/cfl.hpp"
@@ -23,6 +24,19 @@ struct NufftArgs {
   double oversampling = 2.0;
   int lut_resolution = 4096;
   int threads = 0;
+
+  template <class V>
+  void visit(V& v) {
+    v.field("traj", traj, "BART trajectory [3 samples spokes] in BART units (+-N/2)");
+    v.field("adjoint", adjoint, "adjoint (k-space -> image) instead of forward (image -> k-space)");
+    v.field("dims", dims, "image extents x:y[:z] (empty: the image's, or the trajectory's reach)");
+    v.field("width", width, 2, 16, "Kaiser-Bessel width W (even)");
+    v.field("oversampling", oversampling, 1.0, 4.0, "grid oversampling sigma");
+    v.field("lut_resolution", lut_resolution, 16, 1 << 20, "kernel table entries per grid cell");
+    v.field("threads", threads, 0, 1024, "CPU threads (0 = all)");
+    v.field("input", in, "input .cfl: image (forward) or k-space (adjoint)");
+    v.field("output", out, "output .cfl");
+  }
 };
 
 // "N:N" or "N:N:N" (x:y[:z]).
@@ -129,23 +143,17 @@ int run_nufft(const NufftArgs& a) {
 }  // namespace
 
 Runner add_nufft(CLI::App& app) {
-  auto a = std::make_shared<NufftArgs>();
   app.footer(
       "Forward: OUT[j] = s * sum_p IN(p) exp(-2 pi i k_j . p); adjoint (-a): OUT(p) = s * sum_j IN[j] "
       "exp(+2 pi i k_j . p), p = pixel - N/2 per axis, k_j = trajectory / N (BART units, +-N/2). s = 1/sqrt(prod N), "
       "BART's scaling, so the result matches `bart nufft` to the kernel's accuracy. Layouts as BART: trajectory "
       "[3 samples spokes], k-space [1 samples spokes coils...], image [X Y Z coils...]. CPU; Kaiser-Bessel "
       "W 6, sigma 2 by default (relative error ~1e-5 against the exact sums).");
-  app.add_option("--traj,-t", a->traj, "BART trajectory [3 samples spokes] in BART units (+-N/2)")->required();
-  app.add_flag("--adjoint,-a", a->adjoint, "adjoint (k-space -> image) instead of forward (image -> k-space)");
-  app.add_option("--dims,-d", a->dims, "image extents x:y[:z] (default: the image's, or the trajectory's reach)");
-  app.add_option("--width", a->width, "Kaiser-Bessel width W (even, default 6)");
-  app.add_option("--oversampling", a->oversampling, "grid oversampling sigma (default 2)");
-  app.add_option("--lut-resolution", a->lut_resolution, "kernel table entries per grid cell (default 4096)");
-  app.add_option("--threads", a->threads, "CPU threads (0 = all)");
-  app.add_option("input", a->in, "input .cfl: image (forward) or k-space (adjoint)")->required();
-  app.add_option("output", a->out, "output .cfl")->required();
-  return [a] { return run_nufft(*a); };
+  DeclaredOptions::Style style;
+  style.names = {{"traj", "--traj,-t"}, {"adjoint", "--adjoint,-a"}, {"dims", "--dims,-d"}, {"input", "input"},
+                 {"output", "output"}};
+  style.required = {"traj", "input", "output"};
+  return declared_command(app, "nufft", NufftArgs{}, style, [](const NufftArgs& a) { return run_nufft(a); });
 }
 
 }  // namespace radstream::app

@@ -25,30 +25,75 @@
 namespace radstream::app {
 namespace {
 
-struct ReconArgs {
+// The data and the output of one reconstruction (the method's settings are ReconParams').
+struct ReconIo {
   std::string traj, kspace, input, out;
+  int matrix = 0;
+  long start = 0, count = -1;
+  int repeat = 1;
+
+  template <class V>
+  void visit(V& v) {
+    v.field("traj", traj, "BART trajectory [3 samples spokes] in BART units (+-N/2)");
+    v.field("kspace", kspace, "BART k-space [1 samples spokes coils]");
+    v.field("input", input, "MRD .h5 file (instead of --traj/--kspace)");
+    v.field("matrix", matrix, 0, 1 << 14, "image matrix N (required with --traj; overrides the MRD header)");
+    v.field("start", start, 0L, 1L << 40, "first spoke of an MRD file");
+    v.field("count", count, -1L, 1L << 40, "number of spokes of an MRD file (-1: all)");
+    v.field("out", out, "output .cfl ([N N] complex, combined magnitude) or .png (8-bit grey)");
+    v.field("repeat", repeat, 1, 1 << 20, "reconstruct this many times and report the median time");
+  }
+};
+
+// The exact path's own inputs and settings (--method fhd | cg-exact; iterations, lambda and backend are the
+// recon keys of the same names).
+struct ExactArgs {
   std::string impatient, fieldmap, gradients, times, report, regions;
   int dims = 2, gpus = 0;
   bool fast_math = false, ignore_gradients = false;
   long long matrix_limit_mb = -1;  // -1: not given (ExactReconOptions' default)
-  int matrix = 0;
-  long start = 0, count = -1;
-  int repeat = 1;
-  ReconOptions recon;
+
+  template <class V>
+  void visit(V& v) {
+    v.field("impatient", impatient,
+            "--method fhd|cg-exact: an IMPATIENT data folder (seed 001's format) instead of --traj/--kspace");
+    v.field("dims", dims, 2, 3, "--method fhd|cg-exact with --traj: 2 or 3");
+    v.field("fieldmap", fieldmap, "--method fhd|cg-exact: off-resonance map [N N (N)] in Hz (.cfl)");
+    v.field("gradients", gradients,
+            "--method fhd|cg-exact: susceptibility gradients [N N (N) 3] in Hz across a voxel (.cfl)");
+    v.field("times", times, "--method fhd|cg-exact: time of every sample in s (.cfl), with a field");
+    v.field("fast_math", fast_math, "--method fhd|cg-exact on cuda: hardware sin/cos (faster, ~1e-6 less exact)");
+    v.field("report", report, "--method fhd|cg-exact: write timings and settings as JSON");
+    v.field("gpus", gpus, 0, 1024,
+            "--method fhd|cg-exact on cuda, k-space with slices: GPUs to spread them over (0: all)");
+    v.field("matrix_limit_mb", matrix_limit_mb, -(1LL << 40), 1LL << 40,
+            "--method cg-exact with a field: keep F as a stored matrix (computed once, then each CG iteration is "
+            "one pass over it) when it takes at most this many MiB (-1: 1024; 0: every term recomputed)");
+    v.field("regions", regions,
+            "--method cg-exact: an anatomical prior, one region label per voxel (.cfl, whole numbers, the image's "
+            "layout): C leaves out the differences between voxels of different regions (seed 000)");
+    v.field("ignore_gradients", ignore_gradients,
+            "--method fhd|cg-exact with --impatient: leave the susceptibility gradients out of the model");
+  }
+};
+
+struct ReconArgs : ReconIo, ExactArgs {
+  const DeclaredOptions* options = nullptr;
+  std::optional<std::string> given(const std::string& key) const { return options->value("recon", key); }
 };
 
 bool is_exact_method(const std::string& m) { return m == "fhd" || m == "cg-exact"; }
 
 double number_option(const ReconArgs& a, const std::string& key, double fallback) {
-  const auto it = a.recon.given.find(key);
-  if (it == a.recon.given.end()) return fallback;
+  const auto given = a.given(key);
+  if (!given) return fallback;
   try {
     std::size_t used = 0;
-    const double v = std::stod(it->second, &used);
-    if (used == it->second.size()) return v;
+    const double v = std::stod(*given, &used);
+    if (used == given->size()) return v;
   } catch (const std::exception&) {
   }
-  throw ConfigError("--" + key + " " + it->second + " is not a number");
+  throw ConfigError("--" + key + " " + *given + " is not a number");
 }
 
 // --regions R.cfl: one label per voxel (the real part, a whole number), the anatomical prior's regions.
@@ -68,10 +113,10 @@ std::vector<int> read_regions(const std::string& path, std::size_t voxels) {
 
 // --method fhd | cg-exact: the seeds' exact path (exact/exact_recon.hpp).
 int run_exact(const ReconArgs& a) {
-  const std::string method = a.recon.given.at("method");
-  for (const auto& [key, value] : a.recon.given)
+  const std::string method = *a.given("method");
+  for (const std::string& key : a.options->given_keys("recon"))
     if (key != "method" && key != "backend" && key != "iterations" && key != "lambda")
-      throw ConfigError("--" + a.recon.option_of.at(key) + " does not apply to --method " + method +
+      throw ConfigError(a.options->option_of("recon", key) + " does not apply to --method " + method +
                         " (it takes --backend, --iterations, --lambda)");
   if (!a.input.empty()) throw ConfigError("--method " + method + " reads --impatient DIR or --traj/--kspace, not --input");
   if (a.impatient.empty() == (a.traj.empty() && a.kspace.empty()))
@@ -91,7 +136,7 @@ int run_exact(const ReconArgs& a) {
   } else if (a.matrix_limit_mb != -1) {
     throw ConfigError(fmt::format("--matrix-limit-mb {} must be >= 0", a.matrix_limit_mb));
   }
-  const auto backend = a.recon.given.count("backend") ? parse_backend(a.recon.given.at("backend")) : BackendChoice::Auto;
+  const auto backend = a.given("backend") ? parse_backend(*a.given("backend")) : BackendChoice::Auto;
   const BackendDecision decision = resolve_backend(backend);
   o.gpu = decision.backend == Backend::Cuda;
   log::info("backend: {} ({})", to_string(decision.backend), decision.reason);
@@ -174,8 +219,8 @@ int run_exact(const ReconArgs& a) {
 }
 
 int run_recon(const ReconArgs& a) {
-  const auto method = a.recon.given.find("method");
-  if (method != a.recon.given.end() && is_exact_method(method->second)) return run_exact(a);
+  const auto method = a.given("method");
+  if (method && is_exact_method(*method)) return run_exact(a);
   for (const auto& [flag, given] : {std::pair<const char*, bool>{"--impatient", !a.impatient.empty()},
                                     {"--fieldmap", !a.fieldmap.empty()}, {"--gradients", !a.gradients.empty()},
                                     {"--times", !a.times.empty()}, {"--fast-math", a.fast_math},
@@ -189,7 +234,7 @@ int run_recon(const ReconArgs& a) {
     throw ConfigError("--traj and --kspace go together");
   if (a.repeat < 1) throw ConfigError("--repeat " + std::to_string(a.repeat) + " must be >= 1");
   check_image_output(a.out);  // before any work: a bad extension or a missing folder is said at once
-  const ReconParams params = a.recon.resolve();
+  const ReconParams params = resolve_recon(*a.options);
 
   Frame frame;
   if (!a.input.empty()) {
@@ -247,40 +292,21 @@ int run_recon(const ReconArgs& a) {
 }  // namespace
 
 Runner add_recon(CLI::App& app) {
-  auto a = std::make_shared<ReconArgs>();
-  app.add_option("--traj", a->traj, "BART trajectory [3 samples spokes] in BART units (+-N/2)");
-  app.add_option("--kspace", a->kspace, "BART k-space [1 samples spokes coils]");
-  app.add_option("--input", a->input, "MRD .h5 file (instead of --traj/--kspace)");
-  app.add_option("--matrix", a->matrix, "image matrix N (required with --traj; overrides the MRD header)");
-  app.add_option("--start", a->start, "first spoke of an MRD file (default 0)");
-  app.add_option("--count", a->count, "number of spokes of an MRD file (default all)");
-  app.add_option("--out", a->out, "output .cfl ([N N] complex, combined magnitude) or .png (8-bit grey)")
-      ->required();
-  app.add_option("--repeat", a->repeat, "reconstruct this many times and report the median time (default 1)");
-  app.add_option("--impatient", a->impatient,
-                 "--method fhd|cg-exact: an IMPATIENT data folder (seed 001's format) instead of --traj/--kspace");
-  app.add_option("--dims", a->dims, "--method fhd|cg-exact with --traj: 2 or 3 (default 2)");
-  app.add_option("--fieldmap", a->fieldmap, "--method fhd|cg-exact: off-resonance map [N N (N)] in Hz (.cfl)");
-  app.add_option("--gradients", a->gradients,
-                 "--method fhd|cg-exact: susceptibility gradients [N N (N) 3] in Hz across a voxel (.cfl)");
-  app.add_option("--times", a->times, "--method fhd|cg-exact: time of every sample in s (.cfl), with a field");
-  app.add_flag("--fast-math", a->fast_math, "--method fhd|cg-exact on cuda: hardware sin/cos (faster, ~1e-6 less exact)");
-  app.add_option("--report", a->report, "--method fhd|cg-exact: write timings and settings as JSON");
-  app.add_option("--gpus", a->gpus, "--method fhd|cg-exact on cuda, k-space with slices: GPUs to spread them over (0: all)");
-  app.add_option("--matrix-limit-mb", a->matrix_limit_mb,
-                 "--method cg-exact with a field: keep F as a stored matrix (computed once, then each CG iteration is "
-                 "one pass over it) when it takes at most this many MiB (default 1024; 0: every term recomputed)");
-  app.add_option("--regions", a->regions,
-                 "--method cg-exact: an anatomical prior, one region label per voxel (.cfl, whole numbers, the image's "
-                 "layout): C leaves out the differences between voxels of different regions (seed 000)");
-  app.add_flag("--ignore-gradients", a->ignore_gradients,
-               "--method fhd|cg-exact with --impatient: leave the susceptibility gradients out of the model");
+  auto o = std::make_shared<DeclaredOptions>();
+  o->add(app, "io", ReconIo{}, {{}, {}, {"out"}});
+  o->add(app, "exact", ExactArgs{});
   app.footer(
       "Exact methods (the seeds' brute-force path, offline only): --method fhd writes F^H d (coils combined by "
       "RSS); --method cg-exact runs CG on (F^H F + lambda C^T C) x = F^H d with C first differences (--iterations, "
       "default 8; --lambda relative to F^H F's diagonal M, default 0.01).");
-  a->recon.add_to(app);
-  return [a] { return run_recon(*a); };
+  add_recon_options(app, *o);
+  return [o] {
+    ReconArgs a;
+    o->apply("io", static_cast<ReconIo&>(a));
+    o->apply("exact", static_cast<ExactArgs&>(a));
+    a.options = o.get();
+    return run_recon(a);
+  };
 }
 
 }  // namespace radstream::app

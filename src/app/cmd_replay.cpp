@@ -10,7 +10,7 @@
 #include <memory>
 
 #include "app/commands.hpp"
-#include "app/enum_option.hpp"
+#include "app/declared_options.hpp"
 #include "app/interrupt.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -24,16 +24,34 @@
 namespace radstream::app {
 namespace {
 
-struct ReplayArgs {
+// What to replay and at which pace (the socket's settings are SenderParams').
+struct ReplayControl {
   std::string file;
-  SenderParams sender;
   std::string speed = "1";  // factor, or max
   bool loop = false, restamp = false;
   long start = 0, count = -1;
-  double rate = 0;       // spokes/s for files without usable timestamps
+  double rate = 0;  // spokes/s for files without usable timestamps
   double wait_s = 10;
   bool no_wait = false;
   double tick_us = 2500;  // MRD acquisition_time_stamp tick: 2.5 ms (the scanners' and radstream's convention)
+
+  template <class V>
+  void visit(V& v) {
+    v.field("file", file, "MRD .h5 recording");
+    v.field("wait", wait_s, 0.0, 1e6, "seconds to wait for a receiver before failing");
+    v.field("no_wait", no_wait, "send even when no receiver is connected");
+    v.field("speed", speed, "1.0 (recorded pace), N (N times faster) or max");
+    v.field("loop", loop, "replay again and again (fresh sequence numbers and timestamps)");
+    v.field("restamp", restamp, "fresh sequence numbers and timestamps (for live latency)");
+    v.field("start", start, 0L, 1L << 40, "first spoke");
+    v.field("count", count, -1L, 1L << 40, "number of spokes (-1: all)");
+    v.field("rate", rate, 0.0, 1e9, "spokes per second for files without radstream timestamps (0: their timestamps)");
+    v.field("tick_us", tick_us, 1e-3, 1e9, "MRD acquisition_time_stamp tick in microseconds (2500: 2.5 ms)");
+  }
+};
+
+struct ReplayArgs : ReplayControl {
+  SenderParams sender;
 };
 
 int run_replay(const ReplayArgs& a) {
@@ -140,24 +158,15 @@ int run_replay(const ReplayArgs& a) {
 }  // namespace
 
 Runner add_replay(CLI::App& app) {
-  auto a = std::make_shared<ReplayArgs>();
-  app.add_option("file", a->file, "MRD .h5 recording")->required();
-  app.add_option("--endpoint", a->sender.endpoint, "ZeroMQ endpoint (default tcp://127.0.0.1:5555)");
-  app.add_option("--curve-server-key", a->sender.curve_server_key,
-                 "CURVE: the receiver's public key file (.pub from radstream keygen)");
-  app.add_option("--curve-key", a->sender.curve_key, "CURVE: this sender's key pair file (.key), on the receiver's allow-list");
-  add_enum_option(app, "--socket", a->sender.socket, kSendSockets, "push (lossless) or pub (a tap that may drop)");
-  app.add_flag("--bind", a->sender.bind, "bind the endpoint instead of connecting");
-  app.add_option("--wait", a->wait_s, "seconds to wait for a receiver before failing (default 10)");
-  app.add_flag("--no-wait", a->no_wait, "send even when no receiver is connected");
-  app.add_option("--speed", a->speed, "1.0 (recorded pace), N (N times faster) or max (default 1)");
-  app.add_flag("--loop", a->loop, "replay again and again (fresh sequence numbers and timestamps)");
-  app.add_flag("--restamp", a->restamp, "fresh sequence numbers and timestamps (for live latency)");
-  app.add_option("--start", a->start, "first spoke (default 0)");
-  app.add_option("--count", a->count, "number of spokes (default all)");
-  app.add_option("--rate", a->rate, "spokes per second for files without radstream timestamps");
-  app.add_option("--tick-us", a->tick_us, "MRD acquisition_time_stamp tick in microseconds (default 2500: 2.5 ms)");
-  return [a] { return run_replay(*a); };
+  auto o = std::make_shared<DeclaredOptions>();
+  o->add(app, "replay", ReplayControl{}, {{{"file", "file"}}, {}, {"file"}});
+  o->add(app, "sender", SenderParams{});
+  return [o] {
+    ReplayArgs a;
+    o->apply("replay", static_cast<ReplayControl&>(a));
+    o->apply("sender", a.sender);
+    return run_replay(a);
+  };
 }
 
 }  // namespace radstream::app

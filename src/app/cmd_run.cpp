@@ -22,55 +22,58 @@
 namespace radstream::app {
 namespace {
 
-struct RunArgs {
-  std::string config;
-  std::string endpoint, socket, record, publish, images, metrics_json, curve_key, curve_clients;
-  bool insecure = false;
-  ReconOptions recon;
-  bool connect = false, until_close = false, no_skip = false, headless = false, overwrite = false;
-  int window = 0, stride = 0, slices = 0;
-  std::string gpus, gpu_assign;
-  double duration_s = 0, stale_after_s = 0;
+// When `run` stops and how it shows the stream (the sections stream:, frames:, sinks:, placement: and recon:
+// of the YAML are declared in stream/run_config.hpp and recon/recon_params.hpp).
+struct RunControl {
+  double duration_s = 0;
   long frames = 0;
+  bool until_close = false, headless = false;
+  double stale_after_s = 0;
+
+  template <class V>
+  void visit(V& v) {
+    v.field("duration", duration_s, 0.0, 1e9, "stop after this many seconds (0: never)");
+    v.field("frames", frames, 0L, 1L << 40, "stop after this many frames (0: never)");
+    v.field("until_close", until_close, "stop when the sender closes its stream");
+    v.field("headless", headless, "no window even when a display is present");
+    v.field("stale_after", stale_after_s, 0.0, 3600.0,
+            "viewer: dim the image under NO NEW DATA when it is older than S s (0: 3 frame intervals)");
+  }
+};
+
+struct RunArgs {
+  DeclaredOptions options;  // every option of the command, from the declarations below and the recon: section
+  RunControl control;
   DisplayChoice display;
 };
 
-RunConfig load(const RunArgs& a) {
+RunConfig load(RunArgs& a) {
+  a.options.apply("run", a.control);
+  a.options.apply("display", a.display);
+  ConfigFileArg f;
+  a.options.apply("file", f);
   YAML::Node root;
-  if (!a.config.empty()) {
+  if (!f.config.empty()) {
     try {
-      root = YAML::LoadFile(a.config);
+      root = YAML::LoadFile(f.config);
     } catch (const YAML::BadFile&) {
-      throw IoError(a.config + ": cannot read the configuration file");
+      throw IoError(f.config + ": cannot read the configuration file");
     } catch (const YAML::Exception& e) {
-      throw ConfigError(a.config + ": " + e.what());
+      throw ConfigError(f.config + ": " + e.what());
     }
   }
-  RunConfig c = RunConfig::from_yaml(root, a.config.empty() ? "defaults" : a.config);
-  if (!a.endpoint.empty()) c.stream.endpoint = a.endpoint;
-  if (!a.socket.empty()) c.stream.socket = kReceiveSockets.parse(a.socket);
-  if (a.connect) c.stream.bind = false;
-  if (!a.curve_key.empty()) c.stream.curve_key = a.curve_key;
-  if (!a.curve_clients.empty()) c.stream.curve_clients = a.curve_clients;
-  if (a.insecure) c.stream.insecure = true;
-  if (a.slices) c.stream.slices = a.slices;
-  if (!a.gpus.empty()) c.placement.gpus = a.gpus;
-  if (!a.gpu_assign.empty()) c.placement.assign = kGpuAssigns.parse(a.gpu_assign);
-  if (a.window) c.frames.window = a.window;
-  if (a.stride) c.frames.stride = a.stride;
-  if (a.no_skip) c.frames.skip_when_behind = false;
+  RunConfig c = RunConfig::from_yaml(root, f.config.empty() ? "defaults" : f.config);
+  a.options.apply("stream", c.stream);
+  a.options.apply("frames", c.frames);
+  a.options.apply("sinks", c.sinks);
+  a.options.apply("placement", c.placement);
   if (c.frames.window > c.frames.max_window) c.frames.max_window = c.frames.window;
-  if (!a.record.empty()) c.sinks.record = a.record;
-  if (a.overwrite) c.sinks.record_overwrite = true;
-  if (!a.publish.empty()) c.sinks.publish = a.publish;
-  if (!a.images.empty()) c.sinks.images = a.images;
-  if (!a.metrics_json.empty()) c.sinks.metrics_json = a.metrics_json;
-  a.recon.apply(c.recon);
+  a.options.apply("recon", c.recon);
   c.validate();
   return c;
 }
 
-int run(const RunArgs& a) {
+int run(RunArgs& a) {
   InterruptWatch interrupt;
   const RunConfig cfg = load(a);
   // Every output before anything is received: a run never ends by failing to write what it made.
@@ -87,9 +90,9 @@ int run(const RunArgs& a) {
       log::info("run: interrupted; stopping");
       return true;
     }
-    if (a.duration_s > 0 && p.elapsed_s() >= a.duration_s) return true;
-    if (a.frames > 0 && p.metrics().frames.load() >= std::uint64_t(a.frames)) return true;
-    if (a.until_close && p.metrics().closes.load() > 0) {
+    if (a.control.duration_s > 0 && p.elapsed_s() >= a.control.duration_s) return true;
+    if (a.control.frames > 0 && p.metrics().frames.load() >= std::uint64_t(a.control.frames)) return true;
+    if (a.control.until_close && p.metrics().closes.load() > 0) {
       // Let the frames already due finish: stop once nothing new has come for 0.2 s after the close and the
       // reconstruction has made every frame due (however slow the backend).
       if (!closed_at) closed_at = monotonic_ns();
@@ -100,11 +103,11 @@ int run(const RunArgs& a) {
   };
   bool shown = false;
 #ifdef RADSTREAM_HAVE_VIEWER
-  if (!a.headless) {
+  if (!a.control.headless) {
     try {  // with a display the viewer shows the stream; closing its window stops the run
       viewer::ViewerOptions vo;
       vo.should_close = done;
-      vo.stale_after_s = a.stale_after_s;
+      vo.stale_after_s = a.control.stale_after_s;
       vo.clinical = a.display.clinical;
       vo.preset = a.display.preset;
       vo.tip_marker = a.display.tip_marker;
@@ -130,35 +133,15 @@ int run(const RunArgs& a) {
 
 Runner add_run(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
-  app.add_option("-c,--config", a->config, "YAML with stream:, frames:, sinks:, recon: sections");
-  app.add_option("--endpoint", a->endpoint, "receive on this ZeroMQ endpoint (overrides stream.endpoint)");
-  app.add_option("--socket", a->socket, "pull (default) | sub");
-  app.add_flag("--connect", a->connect, "connect to the endpoint instead of binding it");
-  app.add_option("--curve-key", a->curve_key, "CURVE: this receiver's key pair file (radstream keygen; stream.curve_key)");
-  app.add_option("--curve-clients", a->curve_clients,
-                 "CURVE: file of the public keys admitted, one per line (stream.curve_clients)");
-  app.add_flag("--insecure", a->insecure,
-               "allow a non-local or wildcard endpoint without CURVE (any host could inject spokes; stream.insecure)");
-  app.add_option("--window", a->window, "spokes per frame (frames.window)")->check(CLI::PositiveNumber);
-  app.add_option("--slices", a->slices, "slices of the stream (idx.slice 0..N-1), one worker each (stream.slices)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--gpus", a->gpus, "GPUs for the slices' workers, e.g. 0,1,2,3 (placement.gpus)");
-  app.add_option("--gpu-assign", a->gpu_assign, "static | least-loaded (placement.assign)");
-  app.add_option("--stride", a->stride, "a new frame every S spokes (frames.stride)")->check(CLI::PositiveNumber);
-  app.add_flag("--no-skip", a->no_skip, "reconstruct every frame even when behind (frames.skip_when_behind)");
-  a->recon.add_to(app, false);  // the same reconstruction options as recon (over the config's recon:)
-  app.add_option("--record", a->record, "record every received spoke into this MRD .h5 file (its folder is made)");
-  app.add_flag("--overwrite", a->overwrite, "allow --record to replace an existing file");
-  app.add_option("--publish", a->publish, "publish images on this ZeroMQ PUB endpoint");
-  app.add_option("--images", a->images, "write image files into this folder");
-  app.add_option("--metrics-json", a->metrics_json, "write the metrics report here at the end");
-  app.add_option("--duration", a->duration_s, "stop after this many seconds");
-  app.add_option("--frames", a->frames, "stop after this many frames");
-  app.add_flag("--until-close", a->until_close, "stop when the sender closes its stream");
-  app.add_flag("--headless", a->headless, "no window even when a display is present");
-  add_display_options(app, a->display);
-  app.add_option("--stale-after", a->stale_after_s,
-                 "viewer: dim the image under NO NEW DATA when it is older than S s (default: 3 frame intervals)");
+  DeclaredOptions& o = a->options;
+  o.add(app, "file", ConfigFileArg{}, config_file_style());
+  o.add(app, "stream", IngestParams{}, {{{"bind", "--connect", true, "connect to the endpoint instead of binding it"}}});
+  o.add(app, "frames", FrameParams{}, {{{"skip_when_behind", "--no-skip", true, "reconstruct every frame even when behind"}}});
+  o.add(app, "placement", PlacementParams{}, {{{"assign", "--gpu-assign"}}});
+  add_recon_options(app, o, false);  // the same reconstruction options as recon (over the config's recon:)
+  o.add(app, "sinks", SinkParams{}, {{{"record_overwrite", "--overwrite,--record-overwrite"}}});
+  o.add(app, "run", RunControl{});
+  o.add(app, "display", DisplayChoice{});
   return [a] { return run(*a); };
 }
 

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "app/commands.hpp"
-#include "app/enum_option.hpp"
+#include "app/declared_options.hpp"
 #include "app/interrupt.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -18,19 +18,37 @@
 namespace radstream::app {
 namespace {
 
-struct SimArgs {
-  SimParams sim;
+// Where the simulated spokes go and how many (the phantom's settings are SimParams', the socket's
+// SenderOptions').
+struct SimControl {
   std::string out;
+  bool overwrite = false;
   long spokes = -1;  // -1: 256 for a file, endless for a stream
-  SenderParams sender;
-  bool streaming = false;
   double duration_s = 0;  // 0: until --spokes or Ctrl-C
   int pool = 0;           // precomputed spokes, cycled (for rates beyond live generation)
   double header_every_s = 1.0;
   std::uint32_t stream_id = 0;
   double wait_s = 10;
   bool no_wait = false;
-  bool overwrite = false;
+
+  template <class V>
+  void visit(V& v) {
+    v.field("out", out, "write an MRD .h5 file instead of streaming (its folder is made)");
+    v.field("overwrite", overwrite, "allow --out to replace an existing file");
+    v.field("wait", wait_s, 0.0, 1e6, "seconds to wait for a receiver before failing");
+    v.field("no_wait", no_wait, "send even when no receiver is connected");
+    v.field("spokes", spokes, -1L, 1L << 40, "number of spokes (-1: a file 256, a stream endless)");
+    v.field("duration", duration_s, 0.0, 1e9, "stream for this many seconds (0: until Ctrl-C)");
+    v.field("pool", pool, 0, 1 << 24, "precompute this many spokes and send them cyclically (rates beyond live generation)");
+    v.field("header_every", header_every_s, 0.0, 3600.0, "seconds between repeated stream headers");
+    v.field("stream_id", stream_id, std::uint32_t(0), ~std::uint32_t(0), "stream id (0: random)");
+  }
+};
+
+struct SimArgs : SimControl {
+  SimParams sim;
+  SenderParams sender;
+  bool streaming = false;
 };
 
 int write_file(const SimArgs& a) {
@@ -74,46 +92,21 @@ int stream(const SimArgs& a) {
 }  // namespace
 
 Runner add_simulate(CLI::App& app) {
-  auto a = std::make_shared<SimArgs>();
-  SimParams& p = a->sim;
-  app.add_option("--out", a->out, "write an MRD .h5 file instead of streaming (its folder is made)");
-  app.add_flag("--overwrite", a->overwrite, "allow --out to replace an existing file");
-  app.add_option("--endpoint", a->sender.endpoint, "stream to this ZeroMQ endpoint (tcp://127.0.0.1:5555)");
-  app.add_option("--curve-server-key", a->sender.curve_server_key,
-                 "CURVE: the receiver's public key file (.pub from radstream keygen)");
-  app.add_option("--curve-key", a->sender.curve_key, "CURVE: this sender's key pair file (.key), on the receiver's allow-list");
-  add_enum_option(app, "--socket", a->sender.socket, kSendSockets, "push (lossless) or pub (a tap that may drop)");
-  app.add_flag("--bind", a->sender.bind, "bind the endpoint instead of connecting");
-  app.add_option("--wait", a->wait_s, "seconds to wait for a receiver before failing (default 10)");
-  app.add_flag("--no-wait", a->no_wait, "send even when no receiver is connected");
-  app.add_option("--spokes", a->spokes, "number of spokes (file: default 256; stream: default endless)");
-  app.add_option("--duration", a->duration_s, "stream for this many seconds (default: until Ctrl-C)");
-  app.add_option("--pool", a->pool,
-                 "precompute this many spokes and send them cyclically (rates beyond live generation)");
-  app.add_option("--header-every", a->header_every_s, "seconds between repeated stream headers (default 1)");
-  app.add_option("--stream-id", a->stream_id, "stream id (default random)");
-  app.add_option("--matrix", p.matrix, "image matrix N (default 256)");
-  app.add_option("--readout-os", p.readout_os,
-                 "readout oversampling: samples per spoke = os x N (default 2)");
-  app.add_option("--coils", p.coils, "coils, 1..64 (default 8)");
-  app.add_option("--slices", p.slices,
-                 "slices interleaved spoke by spoke (idx.slice), each its own plane of the phantom (default 1)");
-  app.add_option("--angles", p.angles, "linear180|linear360|golden|tiny-golden (default golden)");
-  app.add_option("--tiny-n", p.tiny_n, "tiny golden angle order 2..10 (default 5)");
-  app.add_option("--spokes-per-rotation", p.spokes_per_rotation,
-                 "spokes per rotation, linear schemes (default 256)");
-  app.add_option("--snr", p.snr, "k-space SNR (RMS signal / RMS noise), 0 = noiseless (default 0)");
-  app.add_flag("--motion", p.motion, "add a moving catheter-tip ellipse");
-  app.add_option("--rate", p.rate_hz, "spokes per second (default 400)");
-  app.add_option("--seed", p.seed, "noise seed (default 1)");
-  auto* ep = app.get_option("--endpoint");
-  return [a, ep] {
-    if (!a->out.empty() && ep->count() > 0)
-      throw ConfigError("simulate: give --out FILE.h5 or --endpoint, not both");
-    if (a->out.empty() && ep->count() == 0)
-      throw ConfigError(
-          "simulate: give --endpoint tcp://HOST:PORT to stream, or --out FILE.h5 to write a file");
-    return a->out.empty() ? stream(*a) : write_file(*a);
+  auto o = std::make_shared<DeclaredOptions>();
+  o->add(app, "simulate", SimControl{});
+  o->add(app, "sender", SenderParams{});
+  o->add(app, "phantom", SimParams{},
+         {{{"rate_hz", "--rate"}, {"readout_oversampling", "--readout-os"}, {"tiny_golden_n", "--tiny-n"}}});
+  return [o] {
+    SimArgs a;
+    o->apply("simulate", static_cast<SimControl&>(a));
+    o->apply("sender", a.sender);
+    o->apply("phantom", a.sim);
+    const bool endpoint = o->given("sender", "endpoint");
+    if (!a.out.empty() && endpoint) throw ConfigError("simulate: give --out FILE.h5 or --endpoint, not both");
+    if (a.out.empty() && !endpoint)
+      throw ConfigError("simulate: give --endpoint tcp://HOST:PORT to stream, or --out FILE.h5 to write a file");
+    return a.out.empty() ? stream(a) : write_file(a);
   };
 }
 

@@ -11,6 +11,24 @@ struct BenchExactArgs {
   std::string impatient = "../shared/data/impatient/64x64x1", out, backend = "auto";
   int repeat = 5, n = 128, spokes = 2156, samples = 132, iterations = 60;
   double lambda = 1e-2, noise = 0.01, s4_sigma = 2.0, anatomical_lambda = 10.0;
+
+  template <class V>
+  void visit(V& v) {
+    v.field("case", cases, "S1 S2 S3 S4 P SL (SL: 16 slices over the GPUs; P: double / single / fast-trig PSNR)");
+    v.field("impatient", impatient, "the seed 001 case's folder");
+    v.field("out", out, "JSON file (empty: stdout)");
+    v.field("backend", backend, "auto | cpu | cuda");
+    v.field("repeat", repeat, 1, 100000, "timed runs per figure (one more untimed first on the GPU)");
+    v.field("matrix", n, 8, 1024, "3D case: voxels per side");
+    v.field("spokes", spokes, 1, 1 << 24, "3D case: radial spokes");
+    v.field("samples", samples, 2, 1 << 16, "3D case: samples per spoke");
+    v.field("iterations", iterations, 1, 100000, "S3: CG iterations");
+    v.field("lambda", lambda, 0.0, 1e9, "S3: weight of ||C x||^2 relative to F^H F's diagonal M");
+    v.field("anatomical_lambda", anatomical_lambda, 0.0, 1e9,
+            "S3: lambda of the CG with the anatomical prior (differences across the phantom's boundaries left out of C)");
+    v.field("noise", noise, 0.0, 1e3, "S3: noise RMS as a fraction of the data's RMS for the noisy run");
+    v.field("s4_oversampling", s4_sigma, 1.0, 4.0, "S4: the NUFFT's grid oversampling (1.25 works with W 4)");
+  }
 };
 
 double median(std::vector<double> v);

@@ -25,6 +25,22 @@ void ParamReader::field(const char* key, std::string& value, const char*) {
   value = node_[key].Scalar();
 }
 
+void ParamReader::field(const char* key, std::vector<std::string>& value, const char*) {
+  seen_.insert(key);
+  if (!node_ || !node_[key]) return;
+  const YAML::Node n = node_[key];
+  value.clear();
+  if (n.IsScalar()) {
+    value.push_back(n.Scalar());
+    return;
+  }
+  if (!n.IsSequence()) throw ConfigError(fmt::format("{}.{}: expected a list of values", section_, key));
+  for (const auto& e : n) {
+    if (!e.IsScalar()) throw ConfigError(fmt::format("{}.{}: expected a list of single values", section_, key));
+    value.push_back(e.Scalar());
+  }
+}
+
 std::string ParamReader::scalar(const char* key) const {
   const auto n = node_[key];
   return n.IsScalar() ? n.Scalar() : std::string("<not a scalar>");

@@ -42,6 +42,8 @@ class ParamReader {
   }
   void field(const char* key, bool& value, const char* help);
   void field(const char* key, std::string& value, const char* help);
+  // A list (a YAML sequence, or one value; the command line's repeated values).
+  void field(const char* key, std::vector<std::string>& value, const char* help);
 
   template <class E, std::size_t N>
   void choice(const char* key, E& value, const EnumTable<E, N>& table, const char* /*help*/) {

@@ -30,6 +30,16 @@ struct SenderParams {
   std::string curve_server_key;  // CURVE: the receiver's public key file (.pub); empty: no CURVE
   std::string curve_key;         // CURVE: this sender's key pair file (.key), on the receiver's allow-list
 
+  template <class V>
+  void visit(V& v) {
+    v.field("endpoint", endpoint, "ZeroMQ endpoint to send to");
+    v.choice("socket", socket, kSendSockets, "push (lossless) or pub (a tap that may drop)");
+    v.field("bind", bind, "bind the endpoint instead of connecting");
+    v.field("sndhwm", sndhwm, 1, 1 << 20, "messages queued before PUSH blocks / PUB drops");
+    v.field("linger_ms", linger_ms, 0, 600000, "how long closing waits for queued messages, ms");
+    v.field("curve_server_key", curve_server_key, "CURVE: the receiver's public key file (.pub from radstream keygen)");
+    v.field("curve_key", curve_key, "CURVE: this sender's key pair file (.key), on the receiver's allow-list");
+  }
   void validate() const;  // throws ConfigError naming the bad value
 };
 

@@ -1,5 +1,7 @@
 // The radstream program as a user runs it: bad input gives a clear error and a non-zero exit, never a crash.
 #include <gtest/gtest.h>
+
+#include <sstream>
 #include <ismrmrd/dataset.h>
 #include <ismrmrd/ismrmrd.h>
 
@@ -415,4 +417,47 @@ TEST(Cli, PngAndCflOutputsShareOneOrientation) {
   std::printf("png vs cfl: correlation %.4f as is, %.4f transposed\n", same, transposed);
   EXPECT_GT(same, 0.99);
   EXPECT_LT(transposed, same - 0.05);
+}
+
+// Every option of every command comes from a declaration (a params struct's visit(), app/declared_options.hpp):
+// the generated options sit in "Declared: <section>" groups of the help, so any option in the plain "Options:"
+// group other than --help was added by hand. The subcommands are read from the program's own help.
+TEST(Cli, EveryOptionComesFromADeclaration) {
+  const auto top = radstream_cmd("--help");
+  ASSERT_EQ(top.exit_code, 0) << top.output;
+  std::vector<std::string> subs;
+  std::istringstream in(top.output);
+  std::string line;
+  bool in_subs = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("Subcommands:", 0) == 0) {
+      in_subs = true;
+      continue;
+    }
+    if (in_subs && line.size() > 2 && line[0] == ' ' && line[2] != ' ')
+      subs.push_back(line.substr(2, line.find(' ', 2) - 2));
+  }
+  ASSERT_GE(subs.size(), 13u) << top.output;
+  std::size_t declared = 0;
+  for (const std::string& sub : subs) {
+    const auto h = radstream_cmd(sub + " --help");
+    ASSERT_EQ(h.exit_code, 0) << sub << ":\n" << h.output;
+    std::istringstream hs(h.output);
+    std::string group;
+    while (std::getline(hs, line)) {
+      if (!line.empty() && line[0] != ' ' && line.back() == ':') {
+        group = line;
+        continue;
+      }
+      if (line.rfind("  -", 0) != 0) continue;
+      if (group.rfind("Declared: ", 0) == 0) {
+        ++declared;
+        continue;
+      }
+      EXPECT_NE(line.find("--help"), std::string::npos)
+          << sub << ": an option not generated from a declaration (group '" << group << "'): " << line;
+    }
+  }
+  std::printf("%zu subcommands, %zu declared options\n", subs.size(), declared);
+  EXPECT_GE(declared, 150u);
 }
