@@ -43,7 +43,8 @@ inline std::vector<float> golden_trajectory(int spokes, int samples) {
   AngleSpec a;
   std::vector<float> t(std::size_t(spokes) * samples * 2);
   for (int s = 0; s < spokes; ++s)
-    spoke_coordinates(a.angle(s), samples, std::span<float>(t.data() + std::size_t(s) * samples * 2, samples * 2));
+    spoke_coordinates(a.angle(s), samples,
+                      std::span<float>(t.data() + std::size_t(s) * samples * 2, samples * 2));
   return t;
 }
 
@@ -63,14 +64,15 @@ inline std::vector<std::complex<float>> smooth_coil_maps(int N, int coils) {
   return m;
 }
 
-// A smooth off-resonance map [N][N] in Hz (a bump of up to peak_hz and a linear ramp) and readout times [spokes]
-// [samples] from t0 in steps of dt (s): the field-corrected operators' test case.
+// A smooth off-resonance map [N][N] in Hz (a bump of up to peak_hz and a linear ramp) and readout times
+// [spokes] [samples] from t0 in steps of dt (s): the field-corrected operators' test case.
 inline std::vector<float> smooth_field_map(int N, double peak_hz) {
   std::vector<float> fm(std::size_t(N) * N);
   for (int y = 0; y < N; ++y)
     for (int x = 0; x < N; ++x) {
       const double u = (x - N / 2) * 2.0 / N, v = (y - N / 2) * 2.0 / N;
-      fm[std::size_t(y) * N + x] = float(peak_hz * std::exp(-((u - 0.2) * (u - 0.2) + v * v) / 0.1) - 0.25 * peak_hz * v);
+      fm[std::size_t(y) * N + x] =
+          float(peak_hz * std::exp(-((u - 0.2) * (u - 0.2) + v * v) / 0.1) - 0.25 * peak_hz * v);
     }
   return fm;
 }
@@ -163,11 +165,11 @@ inline std::filesystem::path impatient_data_dir() {
   return RADSTREAM_IMPATIENT_DATA;
 }
 
-#define RADSTREAM_REQUIRE_IMPATIENT_DATA(sub)                                                   \
-  do {                                                                                          \
-    if (!std::filesystem::exists(radstream::test::impatient_data_dir() / (sub)))                \
+#define RADSTREAM_REQUIRE_IMPATIENT_DATA(sub)                                                       \
+  do {                                                                                              \
+    if (!std::filesystem::exists(radstream::test::impatient_data_dir() / (sub)))                    \
       GTEST_SKIP() << "IMPATIENT data " << (radstream::test::impatient_data_dir() / (sub)).string() \
-                   << " is absent (it lives in ../shared, beside the project, not in a clone)"; \
+                   << " is absent (it lives in ../shared, beside the project, not in a clone)";     \
   } while (0)
 
 }  // namespace radstream::test

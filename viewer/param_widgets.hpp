@@ -23,15 +23,17 @@ class ParamWidgets {
   void field(const char* key, T& value, T lo, T hi, const char* help) {
     if constexpr (std::is_integral_v<T> && sizeof(T) <= sizeof(int)) {
       int v = int(value);
-      const bool moved = (hi - lo <= 64) ? ImGui::SliderInt(key, &v, int(lo), int(hi)) : ImGui::InputInt(key, &v);
+      const bool moved =
+          (hi - lo <= 64) ? ImGui::SliderInt(key, &v, int(lo), int(hi)) : ImGui::InputInt(key, &v);
       if (moved) {
         value = std::clamp(T(v), lo, hi);
         changed = true;
       }
     } else if constexpr (std::is_floating_point_v<T>) {
       double v = double(value);
-      const bool moved = (hi - lo <= 10) ? ImGui::SliderScalar(key, ImGuiDataType_Double, &v, &lo, &hi, "%.3f")
-                                         : ImGui::InputDouble(key, &v);
+      const bool moved = (hi - lo <= 10)
+                             ? ImGui::SliderScalar(key, ImGuiDataType_Double, &v, &lo, &hi, "%.3f")
+                             : ImGui::InputDouble(key, &v);
       if (moved) {
         value = std::clamp(T(v), lo, hi);
         changed = true;

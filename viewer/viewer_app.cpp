@@ -179,8 +179,10 @@ void Viewer::Impl::handle_keys() {
   if (rewindow) auto_once = true;
   if (turned || rewindow) refresh_pixels();
   if (pressed(GLFW_KEY_ESCAPE)) {
-    if (clinical) toggle_clinical();
-    else if (fullscreen) toggle_fullscreen();
+    if (clinical)
+      toggle_clinical();
+    else if (fullscreen)
+      toggle_fullscreen();
   }
 }
 
@@ -200,7 +202,8 @@ void Viewer::Impl::snapshot() {
 void Viewer::Impl::toggle_record() {
   try {
     p.set_recording(p.recording().empty() ? std::string(record_name) : std::string());
-    message = p.recording().empty() ? "recording stopped: " + p.recording_status() : "recording to " + p.recording();
+    message = p.recording().empty() ? "recording stopped: " + p.recording_status()
+                                    : "recording to " + p.recording();
   } catch (const std::exception& e) {
     message = std::string("record: ") + e.what();
   }

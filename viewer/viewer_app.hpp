@@ -27,8 +27,9 @@ struct ViewerOptions {
   display::WindowPreset preset = display::WindowPreset::Auto;
   bool tip_marker = false;
   display::Orientation orientation;
-  std::string snapshot_dir = "out/snapshots";        // `s` / the Snapshot button write PNGs here
-  std::string record_path;  // what `r` records into; empty: out/record/stream-YYYYmmdd-HHMMSS.h5 (never overwritten)
+  std::string snapshot_dir = "out/snapshots";  // `s` / the Snapshot button write PNGs here
+  std::string
+      record_path;  // what `r` records into; empty: out/record/stream-YYYYmmdd-HHMMSS.h5 (never overwritten)
   // For tests and unattended runs: after `screenshot_after_s`, read back the framebuffer into `screenshot`
   // (PNG) with a JSON beside it (the frame shown, where its image is, the window); `set_window` > 0 moves
   // the window slider to that value at 1 s (through the same code path as the slider); close the window

@@ -33,7 +33,8 @@ void Viewer::Impl::overlay(const Rect& area) {
   ImDrawList* dl = ImGui::GetForegroundDrawList();
   ImFont* font = ImGui::GetFont();
   if (!shown) {
-    dl->AddText(font, 22.f, ImVec2(area.x + 20, area.y + 20), IM_COL32(220, 220, 220, 255), "waiting for spokes...");
+    dl->AddText(font, 22.f, ImVec2(area.x + 20, area.y + 20), IM_COL32(220, 220, 220, 255),
+                "waiting for spokes...");
     return;
   }
   const Rect r = view->placement(disp, area);
@@ -56,8 +57,8 @@ void Viewer::Impl::overlay(const Rect& area) {
     const display::Pixel src = display::source_of({px, py}, n, orient);
     line += fmt::format("   (x {}, y {}) = {:.4g}", src.x, src.y, pixels[std::size_t(py) * n + px]);
   }
-  dl->AddText(font, clinical ? 24.f : font->FontSize, ImVec2(area.x + 10, area.y + 8), IM_COL32(255, 255, 0, 255),
-              line.c_str());
+  dl->AddText(font, clinical ? 24.f : font->FontSize, ImVec2(area.x + 10, area.y + 8),
+              IM_COL32(255, 255, 0, 255), line.c_str());
   // Freshness, on the image itself: LIVE with the frame's latency, or dimmed under a red banner with its age.
   if (fr.stale || frozen) {
     const bool lost = p.metrics().sender_lost.load(), ended = p.metrics().stream_ended.load();
@@ -66,10 +67,10 @@ void Viewer::Impl::overlay(const Rect& area) {
       dl->AddRect(ImVec2(area.x + 3.f, area.y + 3.f), ImVec2(area.x + area.w - 3.f, area.y + area.h - 3.f),
                   IM_COL32(220, 0, 0, 255), 0.f, 0, 6.f);
     }
-    const std::string banner =
-        frozen ? fmt::format("FROZEN - image {:.1f} s old", fr.age_s)
-               : fmt::format("NO NEW DATA - image {:.1f} s old{}", fr.age_s,
-                             lost ? " - SENDER LOST" : (ended ? " - STREAM ENDED" : ""));
+    const std::string banner = frozen
+                                   ? fmt::format("FROZEN - image {:.1f} s old", fr.age_s)
+                                   : fmt::format("NO NEW DATA - image {:.1f} s old{}", fr.age_s,
+                                                 lost ? " - SENDER LOST" : (ended ? " - STREAM ENDED" : ""));
     const float by = r.y + r.h * 0.45f;
     dl->AddRectFilled(ImVec2(r.x, by), ImVec2(r.x + r.w, by + 44.f),
                       frozen ? IM_COL32(170, 120, 0, 230) : IM_COL32(200, 0, 0, 235));

@@ -20,7 +20,8 @@ void stream_section(StreamRuntime& p) {
   const double age = last ? double(monotonic_ns() - last) * 1e-9 : -1.0;
   const bool connected = last && !m.sender_lost.load();
   ImGui::Text("%s  %s", p.endpoint().c_str(),
-              m.stream_ended.load() ? "stream ended" : (connected ? "connected" : (last ? "SENDER LOST" : "waiting")));
+              m.stream_ended.load() ? "stream ended"
+                                    : (connected ? "connected" : (last ? "SENDER LOST" : "waiting")));
   ImGui::Text("spokes %llu   frames %llu   skipped %llu", (unsigned long long)m.spokes.load(),
               (unsigned long long)m.frames.load(), (unsigned long long)m.frames_skipped.load());
   ImGui::Text("last message %s ago", age < 0 ? "-" : fmt::format("{:.2f} s", age).c_str());
@@ -113,8 +114,8 @@ void Viewer::Impl::panels(const Rect& area) {
                glass_now = m.glass_recent.summary(now_ns);
     const double behind = m.skipped_recent.sum(now_ns);
     ImGui::Text("last 10 s, p50/p99 ms:");
-    ImGui::Text("  pipeline %.1f/%.1f  sender lag %.1f/%.1f  glass %.1f/%.1f", pipe.p50, pipe.p99, lag.p50, lag.p99,
-                glass_now.p50, glass_now.p99);
+    ImGui::Text("  pipeline %.1f/%.1f  sender lag %.1f/%.1f  glass %.1f/%.1f", pipe.p50, pipe.p99, lag.p50,
+                lag.p99, glass_now.p50, glass_now.p99);
     if (behind > 0)
       ImGui::TextColored(ImVec4(1.f, 0.3f, 0.3f, 1.f), "CANNOT KEEP UP: %.0f skipped in 10 s", behind);
     ImGui::Text("session: acquired -> image ready p50 %.2f  p99 %.2f ms", pe.p50, pe.p99);

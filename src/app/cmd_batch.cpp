@@ -11,19 +11,19 @@
 
 #include <omp.h>
 
+#include <fmt/format.h>
 #include <chrono>
-#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
 
-#include "batch/batch_items.hpp"
 #include "app/commands.hpp"
 #include "app/declared_options.hpp"
 #include "batch/batch_comm.hpp"
+#include "batch/batch_items.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "gpu/cuda_runtime.hpp"
@@ -55,7 +55,8 @@ std::pair<int, int> parse_shard(const std::string& s) {
   if (s.empty()) return {0, 1};
   int i = -1, n = -1;
   char slash = 0, extra = 0;
-  if (std::sscanf(s.c_str(), "%d%c%d%c", &i, &slash, &n, &extra) != 3 || slash != '/' || n < 1 || i < 0 || i >= n)
+  if (std::sscanf(s.c_str(), "%d%c%d%c", &i, &slash, &n, &extra) != 3 || slash != '/' || n < 1 || i < 0 ||
+      i >= n)
     throw ConfigError("batch: --shard " + s + " must be I/N with 0 <= I < N (e.g. $SLURM_ARRAY_TASK_ID/8)");
   return {i, n};
 }
@@ -92,7 +93,8 @@ nlohmann::ordered_json work(BatchComm& comm, const Setup& s, const std::string& 
   if (!std::getenv("OMP_NUM_THREADS") && comm.node_workers() > 1) {
     threads = std::max(1, int(std::thread::hardware_concurrency()) / comm.node_workers());
     omp_set_num_threads(threads);
-    log::info("batch: rank {}: {} CPU threads ({} workers on this node)", comm.rank(), threads, comm.node_workers());
+    log::info("batch: rank {}: {} CPU threads ({} workers on this node)", comm.rank(), threads,
+              comm.node_workers());
   }
   nlohmann::ordered_json done = nlohmann::ordered_json::array(), failed = nlohmann::ordered_json::array();
   int frames = 0, count = 0;
@@ -104,28 +106,38 @@ nlohmann::ordered_json work(BatchComm& comm, const Setup& s, const std::string& 
     const BatchItem& item = s.items.at(std::size_t(index));
     const ItemResult r = run_item(item, s.sets[item.set], out, comm.rank(), count, threads);
     busy += r.seconds;
-    nlohmann::ordered_json rec = {{"index", index}, {"id", item.id}, {"file", item.file}, {"set", s.sets[item.set].name}};
+    nlohmann::ordered_json rec = {
+        {"index", index}, {"id", item.id}, {"file", item.file}, {"set", s.sets[item.set].name}};
     if (r.ok) {
       ++count;
       frames += r.frames;
       rec["frames"] = r.frames;
       rec["seconds"] = r.seconds;
       done.push_back(rec);
-      log::info("batch: rank {}: {} x {} -> {} ({} frames, {:.2f} s)", comm.rank(), item.file, s.sets[item.set].name,
-                item.id, r.frames, r.seconds);
+      log::info("batch: rank {}: {} x {} -> {} ({} frames, {:.2f} s)", comm.rank(), item.file,
+                s.sets[item.set].name, item.id, r.frames, r.seconds);
     } else {
       rec["error"] = r.error;
       failed.push_back(rec);
-      log::error("batch: rank {}: {} x {} failed: {}", comm.rank(), item.file, s.sets[item.set].name, r.error);
+      log::error("batch: rank {}: {} x {} failed: {}", comm.rank(), item.file, s.sets[item.set].name,
+                 r.error);
     }
     report = rec.dump();
   }
   const double wall = since(t0);
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
-  return {{"rank", comm.rank()}, {"host", host}, {"device", device}, {"items_done", done.size()},
-          {"items_failed", failed.size()}, {"frames", frames}, {"busy_s", busy}, {"wall_s", wall},
-          {"frames_per_s", wall > 0 ? frames / wall : 0.0}, {"done", done}, {"failed", failed}};
+  return {{"rank", comm.rank()},
+          {"host", host},
+          {"device", device},
+          {"items_done", done.size()},
+          {"items_failed", failed.size()},
+          {"frames", frames},
+          {"busy_s", busy},
+          {"wall_s", wall},
+          {"frames_per_s", wall > 0 ? frames / wall : 0.0},
+          {"done", done},
+          {"failed", failed}};
 }
 
 int run_batch(const BatchArgs& a, BatchComm& comm) {
@@ -145,21 +157,26 @@ int run_batch(const BatchArgs& a, BatchComm& comm) {
       s.items = plan_items(expand_file_list(a.files), s.sets);
       std::set<std::string> mine;
       std::map<std::string, std::size_t> file_no;  // a shard takes whole recordings (every set of each):
-      for (const auto& it : s.items) {              // the shards' work stays alike whatever the sets cost
+      for (const auto& it : s.items) {             // the shards' work stays alike whatever the sets cost
         const std::size_t f = file_no.emplace(it.file, file_no.size()).first->second;
         if (f % std::size_t(shard.second) != std::size_t(shard.first)) continue;
         mine.insert(it.id);
-        if (item_done(a.out, it)) ++already;
-        else pending.push_back(long(it.index));
+        if (item_done(a.out, it))
+          ++already;
+        else
+          pending.push_back(long(it.index));
       }
       for (const auto& e : fs::directory_iterator(a.out)) {  // this run's leftovers of a rank killed mid-item
         const std::string f = e.path().filename().string();
-        if (f.size() > 17 && f[0] == '.' && f.find(".tmp.") != std::string::npos && mine.count(f.substr(1, 16)))
+        if (f.size() > 17 && f[0] == '.' && f.find(".tmp.") != std::string::npos &&
+            mine.count(f.substr(1, 16)))
           fs::remove(e.path());
       }
       log::info("batch: {} items ({} recordings x {} sets){}, {} already done, {} to make, {} rank(s)",
                 s.items.size(), s.items.size() / s.sets.size(), s.sets.size(),
-                shard.second > 1 ? fmt::format(", shard {}/{}: {} of them", shard.first, shard.second, mine.size()) : "",
+                shard.second > 1
+                    ? fmt::format(", shard {}/{}: {} of them", shard.first, shard.second, mine.size())
+                    : "",
                 already, pending.size(), comm.size());
       shard_items = mine.size();
     } catch (const std::exception& e) {
@@ -179,7 +196,8 @@ int run_batch(const BatchArgs& a, BatchComm& comm) {
   if (comm.rank() != 0) {
     s.sets = read_param_sweep(a.sweep);
     for (std::size_t i = 0; i < plan.size(); ++i)
-      s.items.push_back({i, plan[i][0].get<std::string>(), plan[i][1].get<std::size_t>(), plan[i][2].get<std::string>()});
+      s.items.push_back(
+          {i, plan[i][0].get<std::string>(), plan[i][1].get<std::size_t>(), plan[i][2].get<std::string>()});
   }
 
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
@@ -199,8 +217,14 @@ int run_batch(const BatchArgs& a, BatchComm& comm) {
       m = work(comm, s, a.out, device);
     } catch (const std::exception& e) {
       log::error("batch: rank {} stopped: {}", comm.rank(), e.what());
-      m = {{"rank", comm.rank()}, {"device", device}, {"error", e.what()}, {"items_done", 0}, {"items_failed", 0},
-           {"frames", 0}, {"done", nlohmann::ordered_json::array()}, {"failed", nlohmann::ordered_json::array()}};
+      m = {{"rank", comm.rank()},
+           {"device", device},
+           {"error", e.what()},
+           {"items_done", 0},
+           {"items_failed", 0},
+           {"frames", 0},
+           {"done", nlohmann::ordered_json::array()},
+           {"failed", nlohmann::ordered_json::array()}};
     }
     comm.send_metrics(m.dump());
     return m.contains("error") ? 1 : 0;
@@ -232,14 +256,17 @@ int run_batch(const BatchArgs& a, BatchComm& comm) {
   js["failures"] = failures;
   js["ranks"] = ranks;
   const auto shard = parse_shard(a.shard);
-  const std::string mname = shard.second == 1 ? std::string("batch-metrics.json")
-                                              : fmt::format("batch-metrics-{}-of-{}.json", shard.first, shard.second);
+  const std::string mname = shard.second == 1
+                                ? std::string("batch-metrics.json")
+                                : fmt::format("batch-metrics-{}-of-{}.json", shard.first, shard.second);
   const std::string mpath = a.metrics.empty() ? (fs::path(a.out) / mname).string() : a.metrics;
   std::ofstream o(mpath);
   o << js.dump(2) << "\n";
   if (!o) log::error("batch: cannot write the metrics {}", mpath);
-  log::info("batch: {} done, {} failed, {} were done before; {} frames in {:.1f} s ({:.1f} frames/s); metrics in {}",
-            done, failed, already, frames, wall, js["frames_per_s"].get<double>(), mpath);
+  log::info(
+      "batch: {} done, {} failed, {} were done before; {} frames in {:.1f} s ({:.1f} frames/s); metrics in "
+      "{}",
+      done, failed, already, frames, wall, js["frames_per_s"].get<double>(), mpath);
   if (lock_fd >= 0) ::close(lock_fd);
   return failed ? 1 : 0;
 }
@@ -255,7 +282,8 @@ Runner add_batch(CLI::App& app) {
   });
   app.footer(
       "Under MPI: mpirun -np N radstream batch ... (rank 0 hands out items, ranks 1..N-1 work, one per GPU); "
-      "Slurm: srun -n N radstream batch ..., or sbatch --array=0-N-1 with --shard $SLURM_ARRAY_TASK_ID/N (one "
+      "Slurm: srun -n N radstream batch ..., or sbatch --array=0-N-1 with --shard $SLURM_ARRAY_TASK_ID/N "
+      "(one "
       "process per task, the same --out). A rerun skips done items.");
   return run;
 }

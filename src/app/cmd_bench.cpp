@@ -13,25 +13,25 @@
 #include <thread>
 #include <vector>
 
+#include "app/commands.hpp"
+#include "app/declared_options.hpp"
 #include "bench/bench_case.hpp"
 #include "bench/bench_cg.hpp"
 #include "bench/bench_plot.hpp"
+#include "bench/bench_report.hpp"
 #include "bench/bench_stages.hpp"
 #include "bench/bench_target.hpp"
-#include "app/commands.hpp"
-#include "app/declared_options.hpp"
-#include "version.hpp"
 #include "core/error.hpp"
-#include "io/output_path.hpp"
 #include "core/log.hpp"
 #include "core/param_reader.hpp"
 #include "gpu/cuda_runtime.hpp"
-#include "noncart/kaiser_bessel.hpp"
 #include "io/cfl.hpp"
-#include "bench/bench_report.hpp"
 #include "io/frame_io.hpp"
+#include "io/output_path.hpp"
+#include "noncart/kaiser_bessel.hpp"
 #include "recon/recon_chain.hpp"
 #include "sim/simulator.hpp"
+#include "version.hpp"
 
 namespace radstream::app {
 namespace {
@@ -100,7 +100,8 @@ nlohmann::ordered_json bart_reference(const Frame& f, int matrix) {
 // R3: the FFT engines alone on the case's [coils][G][G] grids (both directions), and the chain tail from
 // grid to combined image: cuFFT + deapodize + RSS as separate kernels, the custom FFT with the same
 // kernels, and the fused custom tail.
-nlohmann::ordered_json fft_engines_case(const BenchCase& c, const Registry& registry, int frames, int warmup) {
+nlohmann::ordered_json fft_engines_case(const BenchCase& c, const Registry& registry, int frames,
+                                        int warmup) {
   ReconParams p = c.recon;
   const Geometry g{c.matrix, c.samples, c.spokes, c.coils, float(c.samples) / float(c.matrix)};
   const int G = oversampled_grid_size(c.matrix, p.gridding.oversampling);
@@ -152,10 +153,12 @@ void print_summary(const nlohmann::ordered_json& js) {
                            c["latency_arrival_to_ready_ms"]["p99"].get<double>(), c["frames"].get<long>(),
                            c["frames_skipped"].get<long>());
     else if (kind == "ingest")
-      result = fmt::format("{:.0f} spokes/s, lost {}", c["spokes_per_s"].get<double>(), c["lost"].get<long>());
+      result =
+          fmt::format("{:.0f} spokes/s, lost {}", c["spokes_per_s"].get<double>(), c["lost"].get<long>());
     else if (c.contains("custom_over_cufft_inverse"))
-      result = fmt::format("custom/cuFFT inverse {:.2f}x, fused tail/cuFFT tail {:.2f}x",
-                           c["custom_over_cufft_inverse"].get<double>(), c["fused_over_cufft_tail"].get<double>());
+      result =
+          fmt::format("custom/cuFFT inverse {:.2f}x, fused tail/cuFFT tail {:.2f}x",
+                      c["custom_over_cufft_inverse"].get<double>(), c["fused_over_cufft_tail"].get<double>());
     std::string verdict = "-";
     if (c.contains("target")) {
       const bool ok = c["target"]["pass"].get<bool>();
@@ -164,8 +167,10 @@ void print_summary(const nlohmann::ordered_json& js) {
       if (!ok)
         for (const auto& k : c["target"]["checks"])
           if (!k["pass"].get<bool>())
-            result += fmt::format("  [{} {} {:g}: {}]", k["metric"].get<std::string>(), k["op"].get<std::string>(),
-                                  k["limit"].get<double>(), k["value"].is_null() ? "not measured" : fmt::format("{:.4g}", k["value"].get<double>()));
+            result += fmt::format(
+                "  [{} {} {:g}: {}]", k["metric"].get<std::string>(), k["op"].get<std::string>(),
+                k["limit"].get<double>(),
+                k["value"].is_null() ? "not measured" : fmt::format("{:.4g}", k["value"].get<double>()));
     } else {
       ++none;
     }
@@ -173,13 +178,14 @@ void print_summary(const nlohmann::ordered_json& js) {
                  c.value("backend", "").c_str(), kind.c_str(), verdict.c_str(), result.c_str());
   }
   for (const auto& s : js["skipped"])
-    std::fprintf(stderr, "%-22s %-8s %-7s %-6s skipped: %s\n", s["case"].get<std::string>().c_str(), "", "", "",
-                 s["reason"].get<std::string>().c_str());
-  std::fprintf(stderr, "targets: %d pass, %d fail, %d cases without a target, %zu skipped\n", pass, fail, none,
-               js["skipped"].size());
+    std::fprintf(stderr, "%-22s %-8s %-7s %-6s skipped: %s\n", s["case"].get<std::string>().c_str(), "", "",
+                 "", s["reason"].get<std::string>().c_str());
+  std::fprintf(stderr, "targets: %d pass, %d fail, %d cases without a target, %zu skipped\n", pass, fail,
+               none, js["skipped"].size());
 }
 
-// The 1-minute load average (/proc/loadavg): other work on the machine skews a benchmark; the JSON says how much.
+// The 1-minute load average (/proc/loadavg): other work on the machine skews a benchmark; the JSON says how
+// much.
 double load_average() {
   std::ifstream f("/proc/loadavg");
   double l = -1;
@@ -202,8 +208,11 @@ struct BenchArgs {
     v.field("frames", frames, 1, 100000, "timed frames per case");
     v.field("warmup", warmup, 0, 100000, "untimed frames first");
     v.field("out", out, "JSON file (empty: stdout)");
-    v.field("plot", plot, "draw the scaling cases (R7) of this result JSON as PNG plots beside it, instead of running cases");
-    v.field("backend", backend, "cpu: run the GPU chain cases on the CPU instead of skipping them (empty: the GPU)");
+    v.field(
+        "plot", plot,
+        "draw the scaling cases (R7) of this result JSON as PNG plots beside it, instead of running cases");
+    v.field("backend", backend,
+            "cpu: run the GPU chain cases on the CPU instead of skipping them (empty: the GPU)");
   }
 };
 
@@ -257,15 +266,17 @@ int run_bench(const BenchArgs& a) {
     }
     const Backend b = c.backend;
     if (b == Backend::Cuda && !have_gpu) {
-      const std::string why = "needs a GPU: " + (gpu_info.available ? "CUDA stages not built" : gpu_info.reason);
+      const std::string why =
+          "needs a GPU: " + (gpu_info.available ? "CUDA stages not built" : gpu_info.reason);
       log::warn("bench {}: skipped, {}", c.name, why);
       js["skipped"].push_back({{"case", c.name}, {"reason", why}});
       continue;
     }
     if (c.kind != BenchKind::Chain) {
-      js["cases"].push_back(c.kind == BenchKind::FftEngines ? fft_engines_case(c, registry, a.frames, a.warmup)
-                            : c.kind == BenchKind::Ingest   ? ingest_case(c)
-                                                    : live_case(c, registry));
+      js["cases"].push_back(c.kind == BenchKind::FftEngines
+                                ? fft_engines_case(c, registry, a.frames, a.warmup)
+                            : c.kind == BenchKind::Ingest ? ingest_case(c)
+                                                          : live_case(c, registry));
       if (!c.target.empty()) js["cases"].back()["target"] = evaluate_target(c.target, js["cases"].back());
       continue;
     }
@@ -308,14 +319,14 @@ int run_bench(const BenchArgs& a) {
     nlohmann::ordered_json stages = nlohmann::ordered_json::object();
     for (const auto& t : chain.timings()) stages[t.stage] = json_stats(stats(stage_ms[t.stage]));
     nlohmann::ordered_json j = {{"case", c.name},
-                        {"what", c.what},
-                        {"backend", to_string(c.backend)},
-                        {"recipe", chain.recipe().name},
-                        {"stages_ms", stages},
-                        {"frame_ms", json_stats(frame)},
-                        {"wall_ms_with_transfers", json_stats(w)},
-                        {"frames_per_s", 1000.0 / w.median},
-                        {"fft_stage_ms", fft.median}};
+                                {"what", c.what},
+                                {"backend", to_string(c.backend)},
+                                {"recipe", chain.recipe().name},
+                                {"stages_ms", stages},
+                                {"frame_ms", json_stats(frame)},
+                                {"wall_ms_with_transfers", json_stats(w)},
+                                {"frames_per_s", 1000.0 / w.median},
+                                {"fft_stage_ms", fft.median}};
     if (b == Backend::Cuda) {
       // The target's yardstick: one plain batched cuFFT of the same oversampled grids, in this run.
       ReconParams ref = c.recon;
@@ -349,7 +360,8 @@ int run_bench(const BenchArgs& a) {
       }
     }
     if (moved_to_cpu && !c.target.empty())
-      j["target_not_applied"] = "'" + c.target + "' is a GPU target; this run moved the case to the CPU (--backend cpu)";
+      j["target_not_applied"] =
+          "'" + c.target + "' is a GPU target; this run moved the case to the CPU (--backend cpu)";
     else if (!c.target.empty())
       j["target"] = evaluate_target(c.target, j);
     js["cases"].push_back(j);
@@ -367,7 +379,8 @@ int run_bench(const BenchArgs& a) {
 Runner add_bench(CLI::App& app) {
   return declared_command(app, "bench", BenchArgs{}, {}, [](const BenchArgs& a) {
     if (!a.backend.empty() && a.backend != "cpu")
-      throw ConfigError("--backend " + a.backend + ": the only choice is cpu (the GPU chain cases on the CPU)");
+      throw ConfigError("--backend " + a.backend +
+                        ": the only choice is cpu (the GPU chain cases on the CPU)");
     if (!a.plot.empty()) {
       for (const auto& f : plot_bench_scaling(a.plot)) log::info("bench: wrote {}", f);
       return 0;

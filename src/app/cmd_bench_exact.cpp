@@ -3,19 +3,19 @@
 //   S2  seed 001's 64^2 spiral case (IMPATIENT data), 8 CG iterations with the gradient model, data resident;
 //       with the GPU's NRMSE against the double-precision host twin;
 //   S3  the whole 3D reconstruction: F^H d + Q + CG (60 iterations), without and with noise, scored like seed
-//       000 (percent error, PSNR) beside a density-compensated direct adjoint (|k|^2 weights, scale fitted: the
-//       "gridding" of the comparison without any interpolation error, so it flatters gridding).
+//       000 (percent error, PSNR) beside a density-compensated direct adjoint (|k|^2 weights, scale fitted:
+//       the "gridding" of the comparison without any interpolation error, so it flatters gridding).
+#include <fmt/format.h>
 #include <algorithm>
 #include <chrono>
 #include <ctime>
-#include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "bench/bench_exact.hpp"
-#include "bench/bench_report.hpp"
 #include "app/commands.hpp"
 #include "app/declared_options.hpp"
+#include "bench/bench_exact.hpp"
+#include "bench/bench_report.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "exact/exact_inputs.hpp"
@@ -33,8 +33,10 @@ double median(std::vector<double> v) {
 }
 
 nlohmann::ordered_json stats(const std::vector<double>& v) {
-  return {{"median_ms", median(v)}, {"min_ms", *std::min_element(v.begin(), v.end())},
-          {"max_ms", *std::max_element(v.begin(), v.end())}, {"runs", v.size()}};
+  return {{"median_ms", median(v)},
+          {"min_ms", *std::min_element(v.begin(), v.end())},
+          {"max_ms", *std::max_element(v.begin(), v.end())},
+          {"runs", v.size()}};
 }
 
 namespace {
@@ -59,7 +61,9 @@ double nrmse_against(const std::vector<cfloat>& image, const std::vector<std::co
   return std::sqrt(num / den);
 }
 
-ExactModel model_of(const Phantom3dCase& c) { return exact_model_3d(c.k, c.n); }
+ExactModel model_of(const Phantom3dCase& c) {
+  return exact_model_3d(c.k, c.n);
+}
 
 nlohmann::ordered_json bench_s1(const BenchExactArgs& a, bool gpu) {
   const Phantom3dCase c = phantom_3d_case(a.n, a.spokes, a.samples, 0.0);
@@ -83,8 +87,11 @@ nlohmann::ordered_json bench_s1(const BenchExactArgs& a, bool gpu) {
 
 nlohmann::ordered_json bench_s2(const BenchExactArgs& a, bool gpu) {
   const ExactInputs in = load_impatient(a.impatient);
-  nlohmann::ordered_json j{{"what", "seed 001 case, CG with the gradient model"}, {"data", a.impatient},
-                           {"voxels", in.model.voxels()}, {"samples", in.model.samples()}, {"iterations", 8},
+  nlohmann::ordered_json j{{"what", "seed 001 case, CG with the gradient model"},
+                           {"data", a.impatient},
+                           {"voxels", in.model.voxels()},
+                           {"samples", in.model.samples()},
+                           {"iterations", 8},
                            {"lambda", 1e-2}};
   const auto ref = exact_cg_reference(in.model, in.kdata.data(), 8, 1e-2);
   // The stored matrix (the default: 124 MB here) and every term recomputed per application (the seed's way).
@@ -107,8 +114,8 @@ nlohmann::ordered_json bench_s2(const BenchExactArgs& a, bool gpu) {
       s["nrmse_vs_double_twin"] = nrmse;
       const std::string key = std::string(fast ? "fast_trig" : "accurate") + (stored ? "" : "_on_the_fly");
       j[key] = s;
-      log::info("S2 {}: median {:.3f} ms (matrix {:.3f}, F^H d {:.3f}, CG {:.3f}), NRMSE vs double {:.3g}", key,
-                median(t), last.matrix_ms, last.fhd_ms, last.cg_ms, nrmse);
+      log::info("S2 {}: median {:.3f} ms (matrix {:.3f}, F^H d {:.3f}, CG {:.3f}), NRMSE vs double {:.3g}",
+                key, median(t), last.matrix_ms, last.fhd_ms, last.cg_ms, nrmse);
     }
   return j;
 }
@@ -127,8 +134,7 @@ ImageScore band_limited_floor(const Phantom3dCase& c) {
   for (int z = 0; z < n; ++z)
     for (int y = 0; y < n; ++y)
       for (int x = 0; x < n; ++x)
-        if (f(x) * f(x) + f(y) * f(y) + f(z) * f(z) > 0.25)
-          buf.data()[(std::size_t(z) * n + y) * n + x] = 0;
+        if (f(x) * f(x) + f(y) * f(y) + f(z) * f(z) > 0.25) buf.data()[(std::size_t(z) * n + y) * n + x] = 0;
   inv.execute(buf.data());
   std::vector<cfloat> low(V);
   for (std::size_t v = 0; v < V; ++v) low[v] = buf.data()[v] / float(V);
@@ -136,7 +142,8 @@ ImageScore band_limited_floor(const Phantom3dCase& c) {
 }
 
 nlohmann::ordered_json bench_s3(const BenchExactArgs& a, bool gpu) {
-  nlohmann::ordered_json j{{"what", "3D: F^H d + Q + CG, seed 000's scores"}, {"iterations", a.iterations},
+  nlohmann::ordered_json j{{"what", "3D: F^H d + Q + CG, seed 000's scores"},
+                           {"iterations", a.iterations},
                            {"noise_fraction", a.noise}};
   for (double noise : {0.0, a.noise}) {
     const Phantom3dCase c = phantom_3d_case(a.n, a.spokes, a.samples, noise, 7);
@@ -149,12 +156,13 @@ nlohmann::ordered_json bench_s3(const BenchExactArgs& a, bool gpu) {
     o.gpu = gpu;
     const auto adj = exact_reconstruct(m, dcf, 1, o);
     const ImageScore sg = score_image(adj.image, c.truth, true);
-    nlohmann::ordered_json row{{"dcf_adjoint", {{"percent_error", sg.percent_error}, {"psnr_db", sg.psnr_db}}}};
+    nlohmann::ordered_json row{
+        {"dcf_adjoint", {{"percent_error", sg.percent_error}, {"psnr_db", sg.psnr_db}}}};
     if (noise == 0.0) {
       const ImageScore floor = band_limited_floor(c);
       j["band_limited_floor"] = {{"percent_error", floor.percent_error}, {"psnr_db", floor.psnr_db}};
-      log::info("S3: the truth low-passed to |k| <= 0.5: error {:.1f} % (PSNR {:.1f} dB), the floor", floor.percent_error,
-                floor.psnr_db);
+      log::info("S3: the truth low-passed to |k| <= 0.5: error {:.1f} % (PSNR {:.1f} dB), the floor",
+                floor.percent_error, floor.psnr_db);
     }
     o.method = ExactMethod::Cg;
     o.iterations = a.iterations;
@@ -177,8 +185,9 @@ nlohmann::ordered_json bench_s3(const BenchExactArgs& a, bool gpu) {
       st["psnr_db"] = s.psnr_db;
       st["error_ratio_to_dcf_adjoint"] = s.percent_error / sg.percent_error;
       row[fast ? "cg_fast_trig" : "cg_accurate"] = st;
-      log::info("S3 noise {}: CG{} {:.1f} ms, error {:.1f} % (PSNR {:.1f} dB) vs DCF adjoint {:.1f} % ({:.1f} dB)",
-                noise, fast ? " fast" : "", median(t), s.percent_error, s.psnr_db, sg.percent_error, sg.psnr_db);
+      log::info(
+          "S3 noise {}: CG{} {:.1f} ms, error {:.1f} % (PSNR {:.1f} dB) vs DCF adjoint {:.1f} % ({:.1f} dB)",
+          noise, fast ? " fast" : "", median(t), s.percent_error, s.psnr_db, sg.percent_error, sg.psnr_db);
     }
     // The same with the density weights in the fit (weighted least squares; converges in fewer iterations).
     o.fast_math = false;
@@ -187,8 +196,10 @@ nlohmann::ordered_json bench_s3(const BenchExactArgs& a, bool gpu) {
       o.weights[i] = c.k[i][0] * c.k[i][0] + c.k[i][1] * c.k[i][1] + c.k[i][2] * c.k[i][2];
     const auto rw = exact_reconstruct(m, c.data, 1, o);
     const ImageScore sw = score_image(rw.image, c.truth, false);
-    row["cg_density_weighted"] = {{"ms", rw.fhd_ms + rw.q_ms + rw.cg_ms}, {"percent_error", sw.percent_error},
-                                  {"psnr_db", sw.psnr_db}, {"error_ratio_to_dcf_adjoint", sw.percent_error / sg.percent_error}};
+    row["cg_density_weighted"] = {{"ms", rw.fhd_ms + rw.q_ms + rw.cg_ms},
+                                  {"percent_error", sw.percent_error},
+                                  {"psnr_db", sw.psnr_db},
+                                  {"error_ratio_to_dcf_adjoint", sw.percent_error / sg.percent_error}};
     log::info("S3 noise {}: density-weighted CG {:.1f} ms, error {:.1f} % (PSNR {:.1f} dB)", noise,
               rw.fhd_ms + rw.q_ms + rw.cg_ms, sw.percent_error, sw.psnr_db);
     o.weights.clear();
@@ -198,12 +209,16 @@ nlohmann::ordered_json bench_s3(const BenchExactArgs& a, bool gpu) {
     o.lambda = a.anatomical_lambda;
     const auto ra = exact_reconstruct(m, c.data, 1, o);
     const ImageScore sa = score_image(ra.image, c.truth, false);
-    row["cg_anatomical"] = {{"ms", ra.fhd_ms + ra.q_ms + ra.cg_ms}, {"lambda", o.lambda},
-                            {"percent_error", sa.percent_error}, {"psnr_db", sa.psnr_db},
+    row["cg_anatomical"] = {{"ms", ra.fhd_ms + ra.q_ms + ra.cg_ms},
+                            {"lambda", o.lambda},
+                            {"percent_error", sa.percent_error},
+                            {"psnr_db", sa.psnr_db},
                             {"error_ratio_to_dcf_adjoint", sa.percent_error / sg.percent_error}};
-    log::info("S3 noise {}: CG with the anatomical prior (lambda {}) {:.1f} ms, error {:.1f} % (PSNR {:.1f} dB), "
-              "ratio to the DCF adjoint {:.2f}", noise, o.lambda, ra.fhd_ms + ra.q_ms + ra.cg_ms, sa.percent_error,
-              sa.psnr_db, sa.percent_error / sg.percent_error);
+    log::info(
+        "S3 noise {}: CG with the anatomical prior (lambda {}) {:.1f} ms, error {:.1f} % (PSNR {:.1f} dB), "
+        "ratio to the DCF adjoint {:.2f}",
+        noise, o.lambda, ra.fhd_ms + ra.q_ms + ra.cg_ms, sa.percent_error, sa.psnr_db,
+        sa.percent_error / sg.percent_error);
     o.regions.clear();
     o.lambda = a.lambda;
     row["lambda"] = o.lambda;
@@ -221,12 +236,15 @@ nlohmann::ordered_json bench_precision(const BenchExactArgs& a, bool gpu) {
   std::vector<cfloat> d(c.data.begin(), c.data.end());
   const auto t0 = std::chrono::steady_clock::now();
   const auto ref = exact_cg_reference(m, d.data(), a.iterations, a.lambda);
-  const double ref_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double ref_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::vector<cfloat> refc(ref.begin(), ref.end());
   const ImageScore sd = score_image(refc, c.truth, false);
-  nlohmann::ordered_json j{{"what", "24^3, 78 x 24 radial samples, CG in double / single / fast trig"},
-                           {"iterations", a.iterations}, {"lambda", a.lambda},
-                           {"double", {{"percent_error", sd.percent_error}, {"psnr_db", sd.psnr_db}, {"ms", ref_ms}}}};
+  nlohmann::ordered_json j{
+      {"what", "24^3, 78 x 24 radial samples, CG in double / single / fast trig"},
+      {"iterations", a.iterations},
+      {"lambda", a.lambda},
+      {"double", {{"percent_error", sd.percent_error}, {"psnr_db", sd.psnr_db}, {"ms", ref_ms}}}};
   log::info("P double: error {:.2f} %, PSNR {:.3f} dB", sd.percent_error, sd.psnr_db);
   for (bool fast : {false, true}) {
     if (fast && !gpu) continue;
@@ -234,11 +252,12 @@ nlohmann::ordered_json bench_precision(const BenchExactArgs& a, bool gpu) {
     const auto r = exact_reconstruct(m, c.data, 1, o);
     const ImageScore s = score_image(r.image, c.truth, false);
     const double nrmse = nrmse_against(r.image, ref);
-    j[fast ? "fast_trig" : "single"] = {{"percent_error", s.percent_error}, {"psnr_db", s.psnr_db},
+    j[fast ? "fast_trig" : "single"] = {{"percent_error", s.percent_error},
+                                        {"psnr_db", s.psnr_db},
                                         {"psnr_minus_double_db", s.psnr_db - sd.psnr_db},
                                         {"nrmse_vs_double", nrmse}};
-    log::info("P {}: error {:.2f} %, PSNR {:.3f} dB ({:+.4f} dB against double)", fast ? "fast trig" : "single",
-              s.percent_error, s.psnr_db, s.psnr_db - sd.psnr_db);
+    log::info("P {}: error {:.2f} %, PSNR {:.3f} dB ({:+.4f} dB against double)",
+              fast ? "fast trig" : "single", s.percent_error, s.psnr_db, s.psnr_db - sd.psnr_db);
   }
   return j;
 }
@@ -257,13 +276,20 @@ int run_bench_exact(const BenchExactArgs& a) {
   j["date"] = date;
   j["case_size"] = {{"n", a.n}, {"spokes", a.spokes}, {"samples", a.samples}};
   for (const auto& c : a.cases) {
-    if (c == "S1") j["S1"] = bench_s1(a, gpu);
-    else if (c == "S2") j["S2"] = bench_s2(a, gpu);
-    else if (c == "S3") j["S3"] = bench_s3(a, gpu);
-    else if (c == "P") j["P"] = bench_precision(a, gpu);
-    else if (c == "S4") j["S4"] = bench_s4(a, gpu);
-    else if (c == "SL") j["SL"] = bench_slices(a, gpu);
-    else throw ConfigError("--case " + c + " is not one of S1 S2 S3 S4 P SL");
+    if (c == "S1")
+      j["S1"] = bench_s1(a, gpu);
+    else if (c == "S2")
+      j["S2"] = bench_s2(a, gpu);
+    else if (c == "S3")
+      j["S3"] = bench_s3(a, gpu);
+    else if (c == "P")
+      j["P"] = bench_precision(a, gpu);
+    else if (c == "S4")
+      j["S4"] = bench_s4(a, gpu);
+    else if (c == "SL")
+      j["SL"] = bench_slices(a, gpu);
+    else
+      throw ConfigError("--case " + c + " is not one of S1 S2 S3 S4 P SL");
   }
   write_report(j.dump(2) + "\n", a.out);
   return 0;

@@ -12,13 +12,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "app/commands.hpp"
+#include "app/declared_options.hpp"
 #include "bench/bench_case.hpp"
 #include "bench/bench_cg.hpp"
 #include "bench/bench_report.hpp"
 #include "bench/bench_stages.hpp"
-#include "app/commands.hpp"
-#include "app/declared_options.hpp"
 #include "core/error.hpp"
+#include "core/gpu_list.hpp"
 #include "core/log.hpp"
 #include "core/param_reader.hpp"
 #include "gpu/cuda_runtime.hpp"
@@ -54,7 +55,8 @@ struct SplitOptions {
     v.field("backend", backend, "cuda (one GPU per partition, NCCL) or cpu (host threads)");
     v.field("parts", parts, "partition counts to time, the first is the reference");
     v.field("gpus", gpus,
-            "GPUs to use, in order (none: 0 1 ...); a GPU listed twice holds two partitions, their sums through host "
+            "GPUs to use, in order (none: 0 1 ...); a GPU listed twice holds two partitions, their sums "
+            "through host "
             "memory");
     v.field("frames", frames, 1, 100000, "timed solves per configuration");
     v.field("warmup", warmup, 0, 100000, "untimed solves first");
@@ -72,7 +74,8 @@ std::vector<int> whole_numbers(const std::vector<std::string>& v, const char* op
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != x.size() || n < 0) throw ConfigError(std::string(option) + " " + x + " is not a whole number >= 0");
+    if (used != x.size() || n < 0)
+      throw ConfigError(std::string(option) + " " + x + " is not a whole number >= 0");
     out.push_back(n);
   }
   return out;
@@ -83,7 +86,7 @@ SplitArgs split_args(const SplitOptions& o) {
   a.case_file = o.case_file;
   a.backend = o.backend;
   a.parts = whole_numbers(o.parts, "--parts");
-  a.gpus = whole_numbers(o.gpus, "--gpus");
+  a.gpus = parse_gpu_list(o.gpus, "--gpus", true);
   a.frames = o.frames;
   a.warmup = o.warmup;
   a.out = o.out;
@@ -101,7 +104,8 @@ double rel_error(const std::vector<cfloat>& a, const std::vector<cfloat>& b) {
 
 int run_bench_split(const SplitArgs& a) {
   if (!a.out.empty()) check_output_file(a.out, "--out", true);
-  if (a.backend != "cuda" && a.backend != "cpu") throw ConfigError("--backend " + a.backend + ": cuda or cpu");
+  if (a.backend != "cuda" && a.backend != "cpu")
+    throw ConfigError("--backend " + a.backend + ": cuda or cpu");
   if (a.frames < 1 || a.warmup < 0) throw ConfigError("--frames must be >= 1 and --warmup >= 0");
   const YAML::Node root = YAML::LoadFile(a.case_file);
   BenchCase c;
@@ -118,11 +122,12 @@ int run_bench_split(const SplitArgs& a) {
   if (cuda) {
     if (!info.available) throw ConfigError("bench-split --backend cuda: no GPU (" + info.reason + ")");
     if (int(gpus.size()) < need)
-      throw ConfigError(fmt::format("bench-split: --parts up to {} needs {} entries in --gpus; it has {}", need, need,
-                                    gpus.size()));
+      throw ConfigError(fmt::format("bench-split: --parts up to {} needs {} entries in --gpus; it has {}",
+                                    need, need, gpus.size()));
     for (int g : gpus)
       if (g < 0 || g >= info.device_count)
-        throw ConfigError(fmt::format("bench-split: --gpus {}: this host has GPUs 0..{}", g, info.device_count - 1));
+        throw ConfigError(
+            fmt::format("bench-split: --gpus {}: this host has GPUs 0..{}", g, info.device_count - 1));
   }
   SimParams sp;
   sp.matrix = c.matrix;
@@ -138,8 +143,9 @@ int run_bench_split(const SplitArgs& a) {
   o.iterations = rp.cg.iterations;
   o.lambda = rp.cg.lambda;
   o.toeplitz = rp.cg.toeplitz;
-  log::info("bench-split {}: {} spokes x {} x {} coils -> {}^2, {} iterations, {} partitions {} on {}", c.name,
-            c.spokes, c.samples, c.coils, N, o.iterations, a.parts.size(), fmt::join(a.parts, "/"), a.backend);
+  log::info("bench-split {}: {} spokes x {} x {} coils -> {}^2, {} iterations, {} partitions {} on {}",
+            c.name, c.spokes, c.samples, c.coils, N, o.iterations, a.parts.size(), fmt::join(a.parts, "/"),
+            a.backend);
 
   nlohmann::ordered_json js;
   js["radstream_version"] = RADSTREAM_VERSION;
@@ -171,7 +177,8 @@ int run_bench_split(const SplitArgs& a) {
     for (int i = 0; i < a.warmup + a.frames; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
       r = s->solve();
-      const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const double t =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       if (i >= a.warmup) ms.push_back(t);
       if (i == 0) s->image(first_img.data());
     }
@@ -185,18 +192,20 @@ int run_bench_split(const SplitArgs& a) {
       base_ms = st.median;
     }
     const double err = rel_error(img, reference), speedup = st.median > 0 ? base_ms / st.median : 0.0;
-    log::info("  {} partition(s), {} sums: median {:.3f} ms, p99 {:.3f} ms, speed-up {:.2f}x, error vs the first "
-              "{:.3g}, residual {:.3g}; the same configuration run to run {:.3g}",
-              parts, s->reduce_kind(), st.median, st.p99, speedup, err, r.residual, self);
-    js["runs"].push_back({{"parts", parts},
-                          {"devices", cuda ? nlohmann::ordered_json(std::vector<int>(gpus.begin(), gpus.begin() + parts))
-                                           : nlohmann::ordered_json(nullptr)},
-                          {"reduce", s->reduce_kind()},
-                          {"frame_ms", json_stats(st)},
-                          {"speedup", speedup},
-                          {"error_vs_first", err},
-                          {"error_run_to_run", self},
-                          {"residual", r.residual}});
+    log::info(
+        "  {} partition(s), {} sums: median {:.3f} ms, p99 {:.3f} ms, speed-up {:.2f}x, error vs the first "
+        "{:.3g}, residual {:.3g}; the same configuration run to run {:.3g}",
+        parts, s->reduce_kind(), st.median, st.p99, speedup, err, r.residual, self);
+    js["runs"].push_back(
+        {{"parts", parts},
+         {"devices", cuda ? nlohmann::ordered_json(std::vector<int>(gpus.begin(), gpus.begin() + parts))
+                          : nlohmann::ordered_json(nullptr)},
+         {"reduce", s->reduce_kind()},
+         {"frame_ms", json_stats(st)},
+         {"speedup", speedup},
+         {"error_vs_first", err},
+         {"error_run_to_run", self},
+         {"residual", r.residual}});
   }
   write_report(js.dump(2) + "\n", a.out);
   return 0;

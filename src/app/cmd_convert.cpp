@@ -1,19 +1,19 @@
 // radstream convert: real radial data from BART's .cfl pair into an MRD .h5 stream file, so that scanner data
-// (e.g. ../shared/data/real/) can be replayed into a live pipeline and watched: one acquisition per spoke with
-// its own trajectory (cycles per pixel), its angle from the trajectory, acquisition times spaced at --rate,
-// the radstream envelope fields (so that `replay` paces it), and the spokes repeated --repeat times to make a
-// longer stream of the same frame.
+// (e.g. ../shared/data/real/) can be replayed into a live pipeline and watched: one acquisition per spoke
+// with its own trajectory (cycles per pixel), its angle from the trajectory, acquisition times spaced at
+// --rate, the radstream envelope fields (so that `replay` paces it), and the spokes repeated --repeat times
+// to make a longer stream of the same frame.
 #include <cmath>
 #include <filesystem>
 
 #include "app/commands.hpp"
 #include "app/declared_options.hpp"
 #include "core/error.hpp"
-#include "io/output_path.hpp"
 #include "core/log.hpp"
 #include "io/cfl.hpp"
 #include "io/frame_io.hpp"
 #include "io/mrd_file.hpp"
+#include "io/output_path.hpp"
 
 namespace radstream::app {
 namespace {
@@ -74,8 +74,8 @@ int run_convert(const ConvertArgs& a) {
       s.header.acquired_ns = std::int64_t(double(index) * 1e9 / a.rate_hz);
       w.append(s);
     }
-  log::info("convert: {} spokes ({} spokes x {}, {} samples, {} coils) at {} spokes/s to {}", w.count(), g.spokes,
-            a.repeat, g.samples, g.coils, a.rate_hz, a.out);
+  log::info("convert: {} spokes ({} spokes x {}, {} samples, {} coils) at {} spokes/s to {}", w.count(),
+            g.spokes, a.repeat, g.samples, g.coils, a.rate_hz, a.out);
   return 0;
 }
 
@@ -84,7 +84,8 @@ int run_convert(const ConvertArgs& a) {
 Runner add_convert(CLI::App& app) {
   DeclaredOptions::Style style;
   style.required = {"traj", "kspace", "matrix", "out"};
-  return declared_command(app, "convert", ConvertArgs{}, style, [](const ConvertArgs& a) { return run_convert(a); });
+  return declared_command(app, "convert", ConvertArgs{}, style,
+                          [](const ConvertArgs& a) { return run_convert(a); });
 }
 
 }  // namespace radstream::app

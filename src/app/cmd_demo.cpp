@@ -8,12 +8,12 @@
 #include <thread>
 
 #include "app/commands.hpp"
-#include "io/output_path.hpp"
 #include "app/display_options.hpp"
 #include "app/interrupt.hpp"
 #include "app/recon_options.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "io/output_path.hpp"
 #include "stream/stream_runtime.hpp"
 #include "wire/sim_streamer.hpp"
 #ifdef RADSTREAM_HAVE_VIEWER
@@ -51,13 +51,16 @@ struct DemoControl {
     v.field("pool", pool, 0, 1 << 24, "precomputed spokes sent cyclically, 0 = compute live");
     v.field("screenshot", screenshot, "viewer: save the window as this PNG (with a .json beside it)");
     v.field("screenshot_after", screenshot_after_s, 0.0, 3600.0, "viewer: seconds before the screenshot");
-    v.field("close_after", close_after_s, 0.0, 1e9, "viewer: close the window after this many seconds (0: never)");
-    v.field("set_window", set_window, 0, 1 << 16, "viewer: move the window slider to W at 1 s (tests; 0: off)");
+    v.field("close_after", close_after_s, 0.0, 1e9,
+            "viewer: close the window after this many seconds (0: never)");
+    v.field("set_window", set_window, 0, 1 << 16,
+            "viewer: move the window slider to W at 1 s (tests; 0: off)");
     v.field("apply_backend", apply_backend, "viewer: choose this backend and press Apply at 1.5 s (tests)");
     v.field("stale_after", stale_after_s, 0.0, 3600.0,
             "viewer: dim the image under NO NEW DATA when it is older than S s (0: 3 frame intervals)");
-    v.field("stop_sending_after", stop_sending_after_s, 0.0, 1e9,
-            "the simulator goes quiet after S s while the viewer stays (tests the freshness banner; 0: never)");
+    v.field(
+        "stop_sending_after", stop_sending_after_s, 0.0, 1e9,
+        "the simulator goes quiet after S s while the viewer stays (tests the freshness banner; 0: never)");
   }
 };
 

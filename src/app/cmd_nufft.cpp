@@ -66,8 +66,8 @@ std::vector<int> parse_dims(const std::string& s) {
 int run_nufft(const NufftArgs& a) {
   const CflArray t = read_cfl(a.traj);
   if (t.dim(0) != 3)
-    throw InputError(fmt::format("{}: a trajectory has 3 coordinates in its first dimension, not {}", a.traj,
-                                 t.dim(0)));
+    throw InputError(
+        fmt::format("{}: a trajectory has 3 coordinates in its first dimension, not {}", a.traj, t.dim(0)));
   const std::size_t points = t.data.size() / 3;
   const CflArray in = read_cfl(a.in);
 
@@ -81,7 +81,8 @@ int run_nufft(const NufftArgs& a) {
   } else {
     double reach[3] = {0, 0, 0};
     for (std::size_t j = 0; j < points; ++j)
-      for (int ax = 0; ax < 3; ++ax) reach[ax] = std::max(reach[ax], double(std::abs(t.data[3 * j + ax].real())));
+      for (int ax = 0; ax < 3; ++ax)
+        reach[ax] = std::max(reach[ax], double(std::abs(t.data[3 * j + ax].real())));
     for (int ax = 0; ax < 3; ++ax) {
       const int n = 2 * int(std::ceil(reach[ax] - 1e-3));
       if (ax < 2 || n > 0) m.push_back(std::max(n, 2));
@@ -107,15 +108,15 @@ int run_nufft(const NufftArgs& a) {
   std::vector<long> out_dims;
   if (a.adjoint) {
     if (in.dim(0) != 1 || std::size_t(in.dim(1) * in.dim(2)) != points)
-      throw InputError(fmt::format("{}: k-space must be [1 {} {} ...] to match the trajectory", a.in,
-                                   t.dim(1), t.dim(2)));
+      throw InputError(
+          fmt::format("{}: k-space must be [1 {} {} ...] to match the trajectory", a.in, t.dim(1), t.dim(2)));
     batch = int(in.data.size() / points);
     out_dims = {matrix[0], matrix[1], matrix[2]};
     for (std::size_t d = 3; d < in.dims.size(); ++d) out_dims.push_back(in.dims[d]);
   } else {
     if (in.dim(0) != matrix[0] || in.dim(1) != matrix[1] || in.dim(2) != matrix[2])
-      throw InputError(fmt::format("{}: image is [{} {} {}], --dims says {}:{}:{}", a.in, in.dim(0), in.dim(1),
-                                   in.dim(2), matrix[0], matrix[1], matrix[2]));
+      throw InputError(fmt::format("{}: image is [{} {} {}], --dims says {}:{}:{}", a.in, in.dim(0),
+                                   in.dim(1), in.dim(2), matrix[0], matrix[1], matrix[2]));
     batch = int(in.data.size() / image_size);
     out_dims = {1, t.dim(1), t.dim(2)};
     for (std::size_t d = 3; d < in.dims.size(); ++d) out_dims.push_back(in.dims[d]);
@@ -145,12 +146,17 @@ int run_nufft(const NufftArgs& a) {
 Runner add_nufft(CLI::App& app) {
   app.footer(
       "Forward: OUT[j] = s * sum_p IN(p) exp(-2 pi i k_j . p); adjoint (-a): OUT(p) = s * sum_j IN[j] "
-      "exp(+2 pi i k_j . p), p = pixel - N/2 per axis, k_j = trajectory / N (BART units, +-N/2). s = 1/sqrt(prod N), "
-      "BART's scaling, so the result matches `bart nufft` to the kernel's accuracy. Layouts as BART: trajectory "
+      "exp(+2 pi i k_j . p), p = pixel - N/2 per axis, k_j = trajectory / N (BART units, +-N/2). s = "
+      "1/sqrt(prod N), "
+      "BART's scaling, so the result matches `bart nufft` to the kernel's accuracy. Layouts as BART: "
+      "trajectory "
       "[3 samples spokes], k-space [1 samples spokes coils...], image [X Y Z coils...]. CPU; Kaiser-Bessel "
       "W 6, sigma 2 by default (relative error ~1e-5 against the exact sums).");
   DeclaredOptions::Style style;
-  style.names = {{"traj", "--traj,-t"}, {"adjoint", "--adjoint,-a"}, {"dims", "--dims,-d"}, {"input", "input"},
+  style.names = {{"traj", "--traj,-t"},
+                 {"adjoint", "--adjoint,-a"},
+                 {"dims", "--dims,-d"},
+                 {"input", "input"},
                  {"output", "output"}};
   style.required = {"traj", "input", "output"};
   return declared_command(app, "nufft", NufftArgs{}, style, [](const NufftArgs& a) { return run_nufft(a); });

@@ -1,26 +1,27 @@
 // radstream recon: offline reconstruction, the interface other tools script.
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <vector>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include "app/commands.hpp"
-#include "exact/exact_inputs.hpp"
 #include "app/recon_options.hpp"
 #include "core/error.hpp"
+#include "core/gpu_list.hpp"
 #include "core/log.hpp"
+#include "exact/dense_exact.hpp"
+#include "exact/exact_inputs.hpp"
+#include "exact/exact_recon.hpp"
+#include "exact/exact_slices.hpp"
+#include "gpu/cuda_runtime.hpp"
 #include "io/cfl.hpp"
 #include "io/frame_io.hpp"
 #include "io/mrd_check.hpp"
 #include "io/mrd_file.hpp"
 #include "recon/backend.hpp"
 #include "recon/recon_chain.hpp"
-#include "exact/dense_exact.hpp"
-#include "exact/exact_recon.hpp"
-#include "exact/exact_slices.hpp"
-#include "gpu/cuda_runtime.hpp"
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 namespace radstream::app {
 namespace {
@@ -49,7 +50,8 @@ struct ReconIo {
 // recon keys of the same names).
 struct ExactArgs {
   std::string impatient, fieldmap, gradients, times, report, regions;
-  int dims = 2, gpus = 0;
+  int dims = 2;
+  std::string gpus;
   bool fast_math = false, ignore_gradients = false;
   long long matrix_limit_mb = -1;  // -1: not given (ExactReconOptions' default)
 
@@ -62,15 +64,19 @@ struct ExactArgs {
     v.field("gradients", gradients,
             "--method fhd|cg-exact: susceptibility gradients [N N (N) 3] in Hz across a voxel (.cfl)");
     v.field("times", times, "--method fhd|cg-exact: time of every sample in s (.cfl), with a field");
-    v.field("fast_math", fast_math, "--method fhd|cg-exact on cuda: hardware sin/cos (faster, ~1e-6 less exact)");
+    v.field("fast_math", fast_math,
+            "--method fhd|cg-exact on cuda: hardware sin/cos (faster, ~1e-6 less exact)");
     v.field("report", report, "--method fhd|cg-exact: write timings and settings as JSON");
-    v.field("gpus", gpus, 0, 1024,
-            "--method fhd|cg-exact on cuda, k-space with slices: GPUs to spread them over (0: all)");
-    v.field("matrix_limit_mb", matrix_limit_mb, -(1LL << 40), 1LL << 40,
-            "--method cg-exact with a field: keep F as a stored matrix (computed once, then each CG iteration is "
-            "one pass over it) when it takes at most this many MiB (-1: 1024; 0: every term recomputed)");
+    v.field("gpus", gpus,
+            "--method fhd|cg-exact on cuda, k-space with slices: GPUs to spread them over, e.g. 0,1 (empty: "
+            "all)");
+    v.field(
+        "matrix_limit_mb", matrix_limit_mb, -(1LL << 40), 1LL << 40,
+        "--method cg-exact with a field: keep F as a stored matrix (computed once, then each CG iteration is "
+        "one pass over it) when it takes at most this many MiB (-1: 1024; 0: every term recomputed)");
     v.field("regions", regions,
-            "--method cg-exact: an anatomical prior, one region label per voxel (.cfl, whole numbers, the image's "
+            "--method cg-exact: an anatomical prior, one region label per voxel (.cfl, whole numbers, the "
+            "image's "
             "layout): C leaves out the differences between voxels of different regions (seed 000)");
     v.field("ignore_gradients", ignore_gradients,
             "--method fhd|cg-exact with --impatient: leave the susceptibility gradients out of the model");
@@ -82,7 +88,9 @@ struct ReconArgs : ReconIo, ExactArgs {
   std::optional<std::string> given(const std::string& key) const { return options->value("recon", key); }
 };
 
-bool is_exact_method(const std::string& m) { return m == "fhd" || m == "cg-exact"; }
+bool is_exact_method(const std::string& m) {
+  return m == "fhd" || m == "cg-exact";
+}
 
 double number_option(const ReconArgs& a, const std::string& key, double fallback) {
   const auto given = a.given(key);
@@ -100,7 +108,8 @@ double number_option(const ReconArgs& a, const std::string& key, double fallback
 std::vector<int> read_regions(const std::string& path, std::size_t voxels) {
   const CflArray r = read_cfl(path);
   if (r.data.size() != voxels)
-    throw InputError(fmt::format("--regions {}: {} labels, the image has {} voxels", path, r.data.size(), voxels));
+    throw InputError(
+        fmt::format("--regions {}: {} labels, the image has {} voxels", path, r.data.size(), voxels));
   std::vector<int> labels(voxels);
   for (std::size_t v = 0; v < voxels; ++v) {
     const float x = r.data[v].real();
@@ -118,9 +127,11 @@ int run_exact(const ReconArgs& a) {
     if (key != "method" && key != "backend" && key != "iterations" && key != "lambda")
       throw ConfigError(a.options->option_of("recon", key) + " does not apply to --method " + method +
                         " (it takes --backend, --iterations, --lambda)");
-  if (!a.input.empty()) throw ConfigError("--method " + method + " reads --impatient DIR or --traj/--kspace, not --input");
+  if (!a.input.empty())
+    throw ConfigError("--method " + method + " reads --impatient DIR or --traj/--kspace, not --input");
   if (a.impatient.empty() == (a.traj.empty() && a.kspace.empty()))
-    throw ConfigError("--method " + method + ": give either --impatient DIR or both --traj T.cfl and --kspace K.cfl");
+    throw ConfigError("--method " + method +
+                      ": give either --impatient DIR or both --traj T.cfl and --kspace K.cfl");
   check_image_output(a.out);
   ExactReconOptions o;
   o.method = method == "fhd" ? ExactMethod::Fhd : ExactMethod::Cg;
@@ -148,7 +159,8 @@ int run_exact(const ReconArgs& a) {
     if (a.ignore_gradients) in.model.g = {};
   } else {
     if (a.traj.empty() || a.kspace.empty()) throw ConfigError("--traj and --kspace go together");
-    if (a.ignore_gradients) throw ConfigError("--ignore-gradients goes with --impatient (leave out --gradients instead)");
+    if (a.ignore_gradients)
+      throw ConfigError("--ignore-gradients goes with --impatient (leave out --gradients instead)");
     in = load_cfl_exact({a.traj, a.kspace, a.fieldmap, a.gradients, a.times, a.matrix, a.dims});
   }
   const ExactModel& m = in.model;
@@ -156,8 +168,8 @@ int run_exact(const ReconArgs& a) {
     if (o.method != ExactMethod::Cg) throw ConfigError("--regions goes with --method cg-exact");
     o.regions = read_regions(a.regions, m.voxels());
   }
-  log::info("{}: {} samples x {} coil(s), {} x {} x {} voxels, field map {}, gradients {}", in.source, m.samples(),
-            in.coils, m.grid.n[0], m.grid.n[1], m.grid.n[2], m.fm.empty() ? "no" : "yes",
+  log::info("{}: {} samples x {} coil(s), {} x {} x {} voxels, field map {}, gradients {}", in.source,
+            m.samples(), in.coils, m.grid.n[0], m.grid.n[1], m.grid.n[2], m.fm.empty() ? "no" : "yes",
             m.has_gradients() ? "yes" : "no");
   ExactReconResult r;
   if (in.slices > 1) {
@@ -166,10 +178,12 @@ int run_exact(const ReconArgs& a) {
     std::vector<std::vector<cfloat>> data(std::size_t(in.slices));
     std::vector<ExactSlice> slices;
     for (int z = 0; z < in.slices; ++z) {
-      data[z].assign(in.kdata.begin() + std::ptrdiff_t(z * block), in.kdata.begin() + std::ptrdiff_t((z + 1) * block));
+      data[z].assign(in.kdata.begin() + std::ptrdiff_t(z * block),
+                     in.kdata.begin() + std::ptrdiff_t((z + 1) * block));
       slices.push_back({&m, &data[z]});
     }
-    const ExactSlicesResult sr = exact_reconstruct_slices(slices, in.coils, o, a.gpus);
+    const ExactSlicesResult sr =
+        exact_reconstruct_slices(slices, in.coils, o, parse_gpu_list(a.gpus, "--gpus"));
     std::vector<cfloat> stack;
     int devices = 0;
     for (std::size_t z = 0; z < sr.slices.size(); ++z) {
@@ -185,15 +199,17 @@ int run_exact(const ReconArgs& a) {
     stacked.n[0] = in.slices;
     write_exact_image(a.out, r.image, stacked);
   } else {
-    if (a.gpus > 1) log::warn("--gpus {}: one image, one GPU (slices are what spreads over GPUs)", a.gpus);
+    if (parse_gpu_list(a.gpus, "--gpus").size() > 1)
+      log::warn("--gpus {}: one image, one GPU (slices are what spreads over GPUs)", a.gpus);
     r = exact_reconstruct(m, in.kdata, in.coils, o);
     write_exact_image(a.out, r.image, m.grid);
   }
   if (r.matrix)
     log::info("{}: F and F^H from the stored matrix ({:.0f} MiB, computed in {:.2f} ms)", method,
               double(exact_matrix_bytes(m)) / (1 << 20), r.matrix_ms);
-  log::info("{}: F^H d {:.2f} ms, Q {:.2f} ms, CG {:.2f} ms ({} iterations, residual {:.3g}), total {:.2f} ms", method,
-            r.fhd_ms, r.q_ms, r.cg_ms, r.iterations, r.residual, r.total_ms);
+  log::info(
+      "{}: F^H d {:.2f} ms, Q {:.2f} ms, CG {:.2f} ms ({} iterations, residual {:.3g}), total {:.2f} ms",
+      method, r.fhd_ms, r.q_ms, r.cg_ms, r.iterations, r.residual, r.total_ms);
   log::info("wrote {}", a.out);
   if (!a.report.empty()) {
     nlohmann::ordered_json j;
@@ -210,7 +226,8 @@ int run_exact(const ReconArgs& a) {
     j["lambda"] = o.lambda;
     j["residual"] = r.residual;
     j["stored_matrix"] = r.matrix;
-    j["ms"] = {{"matrix", r.matrix_ms}, {"fhd", r.fhd_ms}, {"q", r.q_ms}, {"cg", r.cg_ms}, {"total", r.total_ms}};
+    j["ms"] = {
+        {"matrix", r.matrix_ms}, {"fhd", r.fhd_ms}, {"q", r.q_ms}, {"cg", r.cg_ms}, {"total", r.total_ms}};
     std::ofstream f(a.report);
     f << j.dump(2) << "\n";
     if (!f) throw IoError("cannot write the report " + a.report);
@@ -222,11 +239,15 @@ int run_recon(const ReconArgs& a) {
   const auto method = a.given("method");
   if (method && is_exact_method(*method)) return run_exact(a);
   for (const auto& [flag, given] : {std::pair<const char*, bool>{"--impatient", !a.impatient.empty()},
-                                    {"--fieldmap", !a.fieldmap.empty()}, {"--gradients", !a.gradients.empty()},
-                                    {"--times", !a.times.empty()}, {"--fast-math", a.fast_math},
-                                    {"--report", !a.report.empty()}, {"--ignore-gradients", a.ignore_gradients},
-                                    {"--matrix-limit-mb", a.matrix_limit_mb != -1}, {"--regions", !a.regions.empty()},
-                                    {"--gpus", a.gpus != 0}})
+                                    {"--fieldmap", !a.fieldmap.empty()},
+                                    {"--gradients", !a.gradients.empty()},
+                                    {"--times", !a.times.empty()},
+                                    {"--fast-math", a.fast_math},
+                                    {"--report", !a.report.empty()},
+                                    {"--ignore-gradients", a.ignore_gradients},
+                                    {"--matrix-limit-mb", a.matrix_limit_mb != -1},
+                                    {"--regions", !a.regions.empty()},
+                                    {"--gpus", !a.gpus.empty()}})
     if (given) throw ConfigError(std::string(flag) + " goes with --method fhd or cg-exact");
   if (a.input.empty() == (a.traj.empty() && a.kspace.empty()))
     throw ConfigError("give either --input FILE.h5 or both --traj T.cfl and --kspace K.cfl");
@@ -241,8 +262,8 @@ int run_recon(const ReconArgs& a) {
     check_mrd_in_child(a.input, a.start, a.count);  // a file that crashes HDF5 is refused, not a crash here
     const MrdRecording rec = read_mrd(a.input, a.start, a.count);
     if (a.count > 0 && long(rec.spokes.size()) < a.count)
-      log::warn("{}: --count {} from spoke {} asks for more than the file has; using the {} there are", a.input,
-                a.count, a.start, rec.spokes.size());
+      log::warn("{}: --count {} from spoke {} asks for more than the file has; using the {} there are",
+                a.input, a.count, a.start, rec.spokes.size());
     StreamHeader h = rec.header;
     if (a.matrix > 0) h.matrix = a.matrix;
     frame = frame_from_spokes(h, rec.spokes);
@@ -264,7 +285,6 @@ int run_recon(const ReconArgs& a) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   log::info("configured for {} (dcf {}, W {}, sigma {}, planning {:.1f} ms)", g.str(),
             to_string(params.density.method), params.gridding.width, params.gridding.oversampling, plan_ms);
-
 
   chain.fix_coil_maps(frame);  // the file, or an estimate from these data, when the recipe reads coil maps
 
@@ -296,8 +316,10 @@ Runner add_recon(CLI::App& app) {
   o->add(app, "io", ReconIo{}, {{}, {}, {"out"}});
   o->add(app, "exact", ExactArgs{});
   app.footer(
-      "Exact methods (the seeds' brute-force path, offline only): --method fhd writes F^H d (coils combined by "
-      "RSS); --method cg-exact runs CG on (F^H F + lambda C^T C) x = F^H d with C first differences (--iterations, "
+      "Exact methods (the seeds' brute-force path, offline only): --method fhd writes F^H d (coils combined "
+      "by "
+      "RSS); --method cg-exact runs CG on (F^H F + lambda C^T C) x = F^H d with C first differences "
+      "(--iterations, "
       "default 8; --lambda relative to F^H F's diagonal M, default 0.01).");
   add_recon_options(app, *o);
   return [o] {

@@ -14,8 +14,8 @@
 #include "app/interrupt.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "io/mrd_file.hpp"
 #include "io/mrd_check.hpp"
+#include "io/mrd_file.hpp"
 #include "io/mrd_raw.hpp"
 #include "io/mrd_reader.hpp"
 #include "stream/metrics.hpp"
@@ -33,7 +33,8 @@ struct ReplayControl {
   double rate = 0;  // spokes/s for files without usable timestamps
   double wait_s = 10;
   bool no_wait = false;
-  double tick_us = 2500;  // MRD acquisition_time_stamp tick: 2.5 ms (the scanners' and radstream's convention)
+  double tick_us =
+      2500;  // MRD acquisition_time_stamp tick: 2.5 ms (the scanners' and radstream's convention)
 
   template <class V>
   void visit(V& v) {
@@ -45,7 +46,8 @@ struct ReplayControl {
     v.field("restamp", restamp, "fresh sequence numbers and timestamps (for live latency)");
     v.field("start", start, 0L, 1L << 40, "first spoke");
     v.field("count", count, -1L, 1L << 40, "number of spokes (-1: all)");
-    v.field("rate", rate, 0.0, 1e9, "spokes per second for files without radstream timestamps (0: their timestamps)");
+    v.field("rate", rate, 0.0, 1e9,
+            "spokes per second for files without radstream timestamps (0: their timestamps)");
     v.field("tick_us", tick_us, 1e-3, 1e9, "MRD acquisition_time_stamp tick in microseconds (2500: 2.5 ms)");
   }
 };
@@ -99,7 +101,8 @@ int run_replay(const ReplayArgs& a) {
       for (std::size_t i = std::size_t(a.start); i < end; ++i) {
         if (interrupt.requested()) {
           log::info("replay: interrupted after {} spokes", sent);
-          sender.set_linger_ms(200);  // a receiver still gets the close message; nobody listening: no 2 s wait
+          sender.set_linger_ms(
+              200);  // a receiver still gets the close message; nobody listening: no 2 s wait
           sender.close();
           return 130;
         }

@@ -8,12 +8,12 @@
 #include <thread>
 
 #include "app/commands.hpp"
-#include "io/output_path.hpp"
 #include "app/display_options.hpp"
 #include "app/interrupt.hpp"
 #include "app/recon_options.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "io/output_path.hpp"
 #include "stream/stream_runtime.hpp"
 #ifdef RADSTREAM_HAVE_VIEWER
 #include "viewer/viewer_app.hpp"
@@ -81,8 +81,9 @@ int run(RunArgs& a) {
   if (!cfg.sinks.images.empty()) check_output_folder(cfg.sinks.images, "--images");
   const Registry registry = default_registry();
   StreamRuntime p(cfg, registry);
-  log::info("run: listening on {} ({} {}), window {} stride {} ({})", cfg.stream.endpoint, kReceiveSockets.name(cfg.stream.socket),
-            cfg.stream.bind ? "bind" : "connect", cfg.frames.window, cfg.frames.stride, kFramings.name(cfg.frames.framing));
+  log::info("run: listening on {} ({} {}), window {} stride {} ({})", cfg.stream.endpoint,
+            kReceiveSockets.name(cfg.stream.socket), cfg.stream.bind ? "bind" : "connect", cfg.frames.window,
+            cfg.frames.stride, kFramings.name(cfg.frames.framing));
   p.start();
   std::int64_t closed_at = 0;
   auto done = [&] {
@@ -135,8 +136,10 @@ Runner add_run(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   DeclaredOptions& o = a->options;
   o.add(app, "file", ConfigFileArg{}, config_file_style());
-  o.add(app, "stream", IngestParams{}, {{{"bind", "--connect", true, "connect to the endpoint instead of binding it"}}});
-  o.add(app, "frames", FrameParams{}, {{{"skip_when_behind", "--no-skip", true, "reconstruct every frame even when behind"}}});
+  o.add(app, "stream", IngestParams{},
+        {{{"bind", "--connect", true, "connect to the endpoint instead of binding it"}}});
+  o.add(app, "frames", FrameParams{},
+        {{{"skip_when_behind", "--no-skip", true, "reconstruct every frame even when behind"}}});
   o.add(app, "placement", PlacementParams{}, {{{"assign", "--gpu-assign"}}});
   add_recon_options(app, o, false);  // the same reconstruction options as recon (over the config's recon:)
   o.add(app, "sinks", SinkParams{}, {{{"record_overwrite", "--overwrite,--record-overwrite"}}});

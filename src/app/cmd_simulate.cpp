@@ -9,10 +9,10 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "io/mrd_file.hpp"
+#include "io/output_path.hpp"
 #include "sim/simulator.hpp"
 #include "stream/metrics.hpp"
 #include "wire/sender.hpp"
-#include "io/output_path.hpp"
 #include "wire/sim_streamer.hpp"
 
 namespace radstream::app {
@@ -23,7 +23,7 @@ namespace {
 struct SimControl {
   std::string out;
   bool overwrite = false;
-  long spokes = -1;  // -1: 256 for a file, endless for a stream
+  long spokes = -1;       // -1: 256 for a file, endless for a stream
   double duration_s = 0;  // 0: until --spokes or Ctrl-C
   int pool = 0;           // precomputed spokes, cycled (for rates beyond live generation)
   double header_every_s = 1.0;
@@ -39,7 +39,8 @@ struct SimControl {
     v.field("no_wait", no_wait, "send even when no receiver is connected");
     v.field("spokes", spokes, -1L, 1L << 40, "number of spokes (-1: a file 256, a stream endless)");
     v.field("duration", duration_s, 0.0, 1e9, "stream for this many seconds (0: until Ctrl-C)");
-    v.field("pool", pool, 0, 1 << 24, "precompute this many spokes and send them cyclically (rates beyond live generation)");
+    v.field("pool", pool, 0, 1 << 24,
+            "precompute this many spokes and send them cyclically (rates beyond live generation)");
     v.field("header_every", header_every_s, 0.0, 3600.0, "seconds between repeated stream headers");
     v.field("stream_id", stream_id, std::uint32_t(0), ~std::uint32_t(0), "stream id (0: random)");
   }
@@ -105,7 +106,8 @@ Runner add_simulate(CLI::App& app) {
     const bool endpoint = o->given("sender", "endpoint");
     if (!a.out.empty() && endpoint) throw ConfigError("simulate: give --out FILE.h5 or --endpoint, not both");
     if (a.out.empty() && !endpoint)
-      throw ConfigError("simulate: give --endpoint tcp://HOST:PORT to stream, or --out FILE.h5 to write a file");
+      throw ConfigError(
+          "simulate: give --endpoint tcp://HOST:PORT to stream, or --out FILE.h5 to write a file");
     return a.out.empty() ? stream(a) : write_file(a);
   };
 }

@@ -57,7 +57,8 @@ void DeclaredOptions::add_key(CLI::App& app, const std::string& section, const s
         names, [&e](const std::string& s) { e.value = s; }, text);
   }
   e.option->group(kDeclaredGroup + section);
-  if (std::find(style.required.begin(), style.required.end(), key) != style.required.end()) e.option->required();
+  if (std::find(style.required.begin(), style.required.end(), key) != style.required.end())
+    e.option->required();
 }
 
 std::vector<DeclaredOptions::Given> DeclaredOptions::given_for(const std::string& section) const {

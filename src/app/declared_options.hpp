@@ -1,15 +1,16 @@
 // Command-line options generated from parameter declarations: every option of every command comes from a
-// params struct's visit() (core/param_reader.hpp), one option per key, with the key's help, range and default,
-// and the value read by the same ParamReader as the YAML files (range checks, messages naming the option). A
-// command only says, where its option is not the key's own name (`--overwrite` for sinks.record_overwrite), how
-// it names the key; a flag may set a bool key to false (`--connect` for stream.bind: false). Options are grouped
-// in the help by section; Cli.EveryOptionComesFromADeclaration checks that no command adds one by hand.
+// params struct's visit() (core/param_reader.hpp), one option per key, with the key's help, range and
+// default, and the value read by the same ParamReader as the YAML files (range checks, messages naming the
+// option). A command only says, where its option is not the key's own name (`--overwrite` for
+// sinks.record_overwrite), how it names the key; a flag may set a bool key to false (`--connect` for
+// stream.bind: false). Options are grouped in the help by section; Cli.EveryOptionComesFromADeclaration
+// checks that no command adds one by hand.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <deque>
 #include <functional>
-#include <memory>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,8 @@ struct CliName {
   std::string names;
   bool sets_false = false;
   std::string help;  // a flag that sets false says what it does (the key's help says what true means)
+  CliName(std::string k, std::string n, bool f = false, std::string h = {})
+      : key(std::move(k)), names(std::move(n)), sets_false(f), help(std::move(h)) {}
 };
 
 // The help group of every generated option starts with this (the test tells them from hand-written ones).
@@ -34,10 +37,13 @@ inline constexpr const char* kDeclaredGroup = "Declared: ";
 class DeclaredOptions {
  public:
   struct Style {
-    std::vector<CliName> names;     // renames (and hides) of some keys
-    std::vector<std::string> only;  // when not empty: only these keys become options
+    std::vector<CliName> names;         // renames (and hides) of some keys
+    std::vector<std::string> only;      // when not empty: only these keys become options
     std::vector<std::string> required;  // keys whose option must be given
-    bool bool_values = false;       // bools take a value (--warm-start false) instead of being flags
+    bool bool_values = false;           // bools take a value (--warm-start false) instead of being flags
+    Style(std::vector<CliName> n = {}, std::vector<std::string> o = {}, std::vector<std::string> r = {},
+          bool b = false)
+        : names(std::move(n)), only(std::move(o)), required(std::move(r)), bool_values(b) {}
   };
 
   // Adds one option per key that `defaults`' visit() declares, in the help group "Declared: <section>". An
@@ -81,8 +87,8 @@ class DeclaredOptions {
   };
   struct Entry {
     CLI::Option* option = nullptr;
-    std::string name;   // the long name, for messages
-    std::string value;  // as typed (flags: "true")
+    std::string name;                 // the long name, for messages
+    std::string value;                // as typed (flags: "true")
     std::vector<std::string> values;  // a list's values
     bool list = false;
     std::vector<Target> targets;
@@ -102,7 +108,8 @@ class DeclaredOptions {
         : o_(o), app_(app), section_(std::move(section)), style_(style) {}
     template <class T>
     void field(const char* key, T& value, T lo, T hi, const char* help) {
-      o_.add_key(app_, section_, key, false, fmt::format("{} ({}..{}, default {})", help, lo, hi, value), style_);
+      o_.add_key(app_, section_, key, false, fmt::format("{} ({}..{}, default {})", help, lo, hi, value),
+                 style_);
     }
     void field(const char* key, bool& value, const char* help) {
       o_.add_key(app_, section_, key, true, fmt::format("{} (default {})", help, value), style_);
@@ -110,8 +117,8 @@ class DeclaredOptions {
     void field(const char* key, std::vector<std::string>& value, const char* help) {
       std::string d;
       for (const auto& x : value) d += (d.empty() ? "" : " ") + x;
-      o_.add_key(app_, section_, key, false, d.empty() ? std::string(help) : fmt::format("{} (default {})", help, d),
-                 style_, true);
+      o_.add_key(app_, section_, key, false,
+                 d.empty() ? std::string(help) : fmt::format("{} (default {})", help, d), style_, true);
     }
     void field(const char* key, std::string& value, const char* help) {
       o_.add_key(app_, section_, key, false,

@@ -14,7 +14,8 @@ struct DisplayChoice {
 
   template <class V>
   void visit(V& v) {
-    v.field("clinical", clinical, "viewer: start in the clinical display (image only, full screen; key c toggles it)");
+    v.field("clinical", clinical,
+            "viewer: start in the clinical display (image only, full screen; key c toggles it)");
     v.choice("preset", preset, display::kWindowPresets,
              "viewer: window preset; object ignores a bright rim (keys 1 2 3)");
     v.field("tip_marker", tip_marker, "viewer: mark the brightest small blob, e.g. a catheter tip (key t)");

@@ -5,7 +5,6 @@
 #include <map>
 
 #include "app/commands.hpp"
-#include "version.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/param_reader.hpp"
@@ -13,6 +12,7 @@
 #include "recon/recon_params.hpp"
 #include "sim/simulator.hpp"
 #include "stream/stream_runtime.hpp"
+#include "version.hpp"
 
 int main(int argc, char** argv) {
   radstream::hdf5_skip_exit_cleanup();  // a recording abandoned after a write error stays as last flushed
@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
 
   CLI::App app{"radstream: real-time reconstruction of radial MRI streams (CPU and CUDA)"};
   app.require_subcommand(0, 1);
-  app.set_version_flag("--version", std::string("radstream ") + RADSTREAM_VERSION + " (commit " + RADSTREAM_COMMIT + ")");
+  app.set_version_flag("--version",
+                       std::string("radstream ") + RADSTREAM_VERSION + " (commit " + RADSTREAM_COMMIT + ")");
   std::string level = "info";
   app.add_option("--log-level", level, "trace|debug|info|warn|error|off")->capture_default_str();
 
@@ -46,14 +47,17 @@ int main(int argc, char** argv) {
   add("nufft",
       "the NUFFT plan as a command, like `bart nufft`: image -> k-space, or k-space -> image with --adjoint",
       radstream::app::add_nufft);
-  add("convert", "real radial data from a BART .cfl pair into an MRD .h5 stream file (for replay and the viewer)",
+  add("convert",
+      "real radial data from a BART .cfl pair into an MRD .h5 stream file (for replay and the viewer)",
       radstream::app::add_convert);
   add("bench", "time the reconstruction cases (R1, R2, R4, R7...) and write JSON", radstream::app::add_bench);
-  add("bench-exact", "time and score the seeds' exact path (S1 F^H d 128^3, S2 seed 001 CG, S3 3D CG) and write JSON",
+  add("bench-exact",
+      "time and score the seeds' exact path (S1 F^H d 128^3, S2 seed 001 CG, S3 3D CG) and write JSON",
       radstream::app::add_bench_exact);
   add("batch", "replay many recordings under many parameter sets, spread over MPI ranks (mpirun -np N)",
       radstream::app::add_batch);
-  add("bench-split", "time the coil split of a CG-SENSE frame over 1, 2, 4 GPUs (NCCL) or host partitions (M3)",
+  add("bench-split",
+      "time the coil split of a CG-SENSE frame over 1, 2, 4 GPUs (NCCL) or host partitions (M3)",
       radstream::app::add_bench_split);
   add("keygen", "make a CURVE key pair (NAME.key, NAME.pub) for authenticated streams (docs/security.md)",
       radstream::app::add_keygen);

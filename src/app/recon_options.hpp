@@ -16,10 +16,13 @@ struct ConfigFileArg {
   std::string config;
   template <class V>
   void visit(V& v) {
-    v.field("config", config, "YAML config file (its sections set the defaults; the options given override them)");
+    v.field("config", config,
+            "YAML config file (its sections set the defaults; the options given override them)");
   }
 };
-inline DeclaredOptions::Style config_file_style() { return {{{"config", "-c,--config"}}, {}, {}, false}; }
+inline DeclaredOptions::Style config_file_style() {
+  return {{{"config", "-c,--config"}}, {}, {}, false};
+}
 
 // Adds the recon section's options (and, with config_option, -c/--config: its recon: section sets the
 // defaults; a subcommand with a config of its own, like run, says false).

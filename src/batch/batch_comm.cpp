@@ -60,7 +60,9 @@ BatchComm::BatchComm() {
   node_workers_ = size_ == 1 ? 1 : std::max(1, node_size - root_here);
 }
 
-BatchComm::~BatchComm() { MPI_Finalize(); }
+BatchComm::~BatchComm() {
+  MPI_Finalize();
+}
 
 std::string BatchComm::broadcast(const std::string& from_root) {
   if (size_ == 1) return from_root;
@@ -79,7 +81,9 @@ long BatchComm::next_item(const std::string& last_report) {
   return index;
 }
 
-void BatchComm::send_metrics(const std::string& json) { send_string(json, 0, kMetrics); }
+void BatchComm::send_metrics(const std::string& json) {
+  send_string(json, 0, kMetrics);
+}
 
 nlohmann::ordered_json BatchComm::dispatch(const std::vector<long>& pending) {
   std::vector<nlohmann::ordered_json> metrics(std::size_t(size_ - 1));
@@ -112,8 +116,12 @@ nlohmann::ordered_json BatchComm::dispatch(const std::vector<long>& pending) {
 
 BatchComm::BatchComm() = default;
 BatchComm::~BatchComm() = default;
-std::string BatchComm::broadcast(const std::string& from_root) { return from_root; }
-long BatchComm::next_item(const std::string&) { return next_ < pending_.size() ? pending_[next_++] : -1; }
+std::string BatchComm::broadcast(const std::string& from_root) {
+  return from_root;
+}
+long BatchComm::next_item(const std::string&) {
+  return next_ < pending_.size() ? pending_[next_++] : -1;
+}
 void BatchComm::send_metrics(const std::string&) {}
 nlohmann::ordered_json BatchComm::dispatch(const std::vector<long>&) {
   throw Error("batch: this build has no MPI (install openmpi-bin libopenmpi-dev and rebuild)");

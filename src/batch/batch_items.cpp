@@ -32,7 +32,9 @@ class Canonical {
   void field(const char* key, const T& value, T, T, const char*) {
     out_ << section_ << '.' << key << '=' << fmt::format("{}", value) << ';';
   }
-  void field(const char* key, const bool& value, const char*) { out_ << section_ << '.' << key << '=' << value << ';'; }
+  void field(const char* key, const bool& value, const char*) {
+    out_ << section_ << '.' << key << '=' << value << ';';
+  }
   void field(const char* key, const std::string& value, const char*) {
     out_ << section_ << '.' << key << "='" << value << "';";
   }
@@ -55,7 +57,9 @@ struct Fnv {
   }
 };
 
-std::string hex16(std::uint64_t v) { return fmt::format("{:016x}", v); }
+std::string hex16(std::uint64_t v) {
+  return fmt::format("{:016x}", v);
+}
 
 Fnv hash_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -70,7 +74,9 @@ Fnv hash_file(const std::string& path) {
   return h;
 }
 
-std::string json_path(const std::string& dir, const BatchItem& item) { return (fs::path(dir) / (item.id + ".json")).string(); }
+std::string json_path(const std::string& dir, const BatchItem& item) {
+  return (fs::path(dir) / (item.id + ".json")).string();
+}
 
 }  // namespace
 
@@ -83,7 +89,8 @@ std::vector<SweepSet> read_param_sweep(const std::string& path) {
       if (kv.first.as<std::string>() != "sets")
         throw ConfigError("unknown key '" + kv.first.as<std::string>() + "' (expected sets)");
     const YAML::Node list = root["sets"];
-    if (!list || !list.IsSequence() || list.size() == 0) throw ConfigError("'sets:' must be a non-empty list");
+    if (!list || !list.IsSequence() || list.size() == 0)
+      throw ConfigError("'sets:' must be a non-empty list");
     for (std::size_t i = 0; i < list.size(); ++i) {
       const YAML::Node n = list[i];
       SweepSet s;
@@ -99,7 +106,8 @@ std::vector<SweepSet> read_param_sweep(const std::string& path) {
         s.frames.visit(r);
         r.finish();
         s.frames.validate();
-        if (s.frames.framing != Framing::Sliding) throw ConfigError("frames.framing: batch replays sliding windows");
+        if (s.frames.framing != Framing::Sliding)
+          throw ConfigError("frames.framing: batch replays sliding windows");
         s.recon = ReconParams::from_config(n["recon"]);
         // FFTW's measure mode picks its algorithms by timing them, so two runs may round differently; a
         // batch's outputs are reproducible (byte-identical on any rank count) unless a set asks for it.
@@ -157,7 +165,8 @@ std::vector<BatchItem> plan_items(const std::vector<std::string>& files, const s
       const std::string id = hex16(h.h);
       const std::string what = file + " x " + sets[s].name;
       if (const auto it = seen.find(id); it != seen.end()) {  // same bytes, same parameters: one output
-        log::warn("batch: {} is the same item as {} (same content and parameters): made once", what, it->second);
+        log::warn("batch: {} is the same item as {} (same content and parameters): made once", what,
+                  it->second);
         continue;
       }
       seen.emplace(id, what);
@@ -167,7 +176,9 @@ std::vector<BatchItem> plan_items(const std::vector<std::string>& files, const s
   return items;
 }
 
-bool item_done(const std::string& out_dir, const BatchItem& item) { return fs::exists(json_path(out_dir, item)); }
+bool item_done(const std::string& out_dir, const BatchItem& item) {
+  return fs::exists(json_path(out_dir, item));
+}
 
 void maybe_die_mid_item(int rank, int items_done_by_rank) {
   const char* spec = std::getenv("RADSTREAM_BATCH_DIE");
@@ -192,7 +203,8 @@ ItemResult run_item(const BatchItem& item, const SweepSet& set_in, const std::st
     const MrdRecording rec = read_mrd(item.file);
     const int W = set.frames.window, S = set.frames.stride;
     if (long(rec.spokes.size()) < W)
-      throw InputError(fmt::format("{} has {} spokes, fewer than the window {}", item.file, rec.spokes.size(), W));
+      throw InputError(
+          fmt::format("{} has {} spokes, fewer than the window {}", item.file, rec.spokes.size(), W));
     const BackendDecision b = resolve_backend(set.recon.backend);
     const Registry registry = default_registry();
     ReconChain chain(set.recon, b.backend, registry);

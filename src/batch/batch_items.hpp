@@ -2,7 +2,8 @@
 // offline through the reconstruction (sliding-window frames of the set's window and stride) into one output
 // named by the hash of its input and parameters:
 //   OUT/<id>.cfl/.hdr  the frames, complex [N N frames]
-//   OUT/<id>.json      what made it (file, set, parameters, frames, time, rank): written last, so it marks the
+//   OUT/<id>.json      what made it (file, set, parameters, frames, time, rank): written last, so it marks
+//   the
 //                      item done; a rerun skips done items and makes only the missing ones.
 // <id> = 16 hex digits of FNV-1a 64 over the file's bytes and the set's resolved parameters (every key of
 // `frames:` and `recon:`, defaults included; the set's name is not part of it).

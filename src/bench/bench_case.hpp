@@ -10,23 +10,25 @@
 namespace radstream::app {
 
 enum class BenchKind { Chain, FftEngines, Ingest, Live };
-inline constexpr EnumTable<BenchKind, 4> kBenchKinds{
-    "bench kind", {{{BenchKind::Chain, "chain"}, {BenchKind::FftEngines, "fft-engines"}, {BenchKind::Ingest, "ingest"},
-                   {BenchKind::Live, "live"}}}};
+inline constexpr EnumTable<BenchKind, 4> kBenchKinds{"bench kind",
+                                                     {{{BenchKind::Chain, "chain"},
+                                                       {BenchKind::FftEngines, "fft-engines"},
+                                                       {BenchKind::Ingest, "ingest"},
+                                                       {BenchKind::Live, "live"}}}};
 
 struct BenchCase {
   std::string name, what;
   int spokes = 256, samples = 512, coils = 32, matrix = 256;
   Backend backend = Backend::Cuda;
   BenchKind kind = BenchKind::Chain;
-  double rate_hz = 1000;         // live: spokes per second
-  double duration_s = 10;        // live: seconds of stream
-  int stride = 16;               // live: a new frame every S spokes (the window is `spokes`)
-  long total_spokes = 50000;     // ingest: spokes sent as fast as possible
-  int port = 56300;              // tcp loopback port of the streaming cases
-  int slices = 1;                // live: slices interleaved in the stream, each at rate_hz
-  std::string gpus;              // live: placement.gpus for the slices' workers (empty: the current GPU)
-  std::string target;            // pass/fail clauses (bench_target.hpp); empty: none (R7: see the plots)
+  double rate_hz = 1000;      // live: spokes per second
+  double duration_s = 10;     // live: seconds of stream
+  int stride = 16;            // live: a new frame every S spokes (the window is `spokes`)
+  long total_spokes = 50000;  // ingest: spokes sent as fast as possible
+  int port = 56300;           // tcp loopback port of the streaming cases
+  int slices = 1;             // live: slices interleaved in the stream, each at rate_hz
+  std::string gpus;           // live: placement.gpus for the slices' workers (empty: the current GPU)
+  std::string target;         // pass/fail clauses (bench_target.hpp); empty: none (R7: see the plots)
   ReconParams recon;
 
   template <class V>
@@ -40,7 +42,7 @@ struct BenchCase {
     v.choice("backend", backend, kBackends, "where the case runs");
     v.choice("kind", kind, kBenchKinds,
              "chain (the whole reconstruction) | fft-engines (R3) | ingest (R6: receive only) | live (R5: "
-            "simulator -> tcp -> pipeline)");
+             "simulator -> tcp -> pipeline)");
     v.field("rate_hz", rate_hz, 1.0, 1e6, "live: spokes per second");
     v.field("duration_s", duration_s, 0.5, 3600.0, "live: seconds of stream");
     v.field("stride", stride, 1, 1 << 16, "live: a new frame every S spokes");
@@ -48,7 +50,8 @@ struct BenchCase {
     v.field("port", port, 1024, 65535, "tcp loopback port");
     v.field("slices", slices, 1, 16, "live: slices interleaved in the stream, each at rate_hz (M2)");
     v.field("gpus", gpus, "live: GPUs for the slices' workers, e.g. 0,1 (empty: the current GPU)");
-    v.field("target", target, "pass/fail: 'JSON-pointer <= number' clauses joined by ';', e.g. '/frame_ms/median <= 3'");
+    v.field("target", target,
+            "pass/fail: 'JSON-pointer <= number' clauses joined by ';', e.g. '/frame_ms/median <= 3'");
   }
 };
 

@@ -34,8 +34,8 @@ HostBuffer<cfloat> bench_maps(const Frame& f) {
   return estimate_coil_maps(f.data.view(), f.traj.view(), f.geometry.matrix);
 }
 
-nlohmann::ordered_json normal_operator_floor(const Frame& f, const HostBuffer<cfloat>& maps, const ReconParams& p,
-                                             int frames, int warmup) {
+nlohmann::ordered_json normal_operator_floor(const Frame& f, const HostBuffer<cfloat>& maps,
+                                             const ReconParams& p, int frames, int warmup) {
 #ifdef RADSTREAM_HAVE_CUDA
   const Geometry& g = f.geometry;
   const int N = g.matrix, M = 2 * N;
@@ -71,8 +71,10 @@ nlohmann::ordered_json normal_operator_floor(const Frame& f, const HostBuffer<cf
     gpu::synchronize(s);
   }
   const Stats sn = stats(normal_ms), sf = stats(floor_ms);
-  log::info("toeplitz normal operator: {:.4f} ms per application; floor (cuFFT forward + inverse of {} x {}^2) "
-            "{:.4f} ms ({:.2f}x)", sn.median, g.coils, M, sf.median, sn.median / sf.median);
+  log::info(
+      "toeplitz normal operator: {:.4f} ms per application; floor (cuFFT forward + inverse of {} x {}^2) "
+      "{:.4f} ms ({:.2f}x)",
+      sn.median, g.coils, M, sf.median, sn.median / sf.median);
   return {{"normal_ms", json_stats(sn)},
           {"floor", fmt::format("cuFFT forward + inverse of {} x {}^2", g.coils, M)},
           {"floor_ms", json_stats(sf)},

@@ -18,8 +18,8 @@ void write_bart_pair(const std::string& dir, const Frame& f);
 HostBuffer<cfloat> bench_maps(const Frame& f);
 
 // CUDA: median/p99 ms of SenseOperatorCuda::normal() (Toeplitz) and of the floor, and their ratio.
-nlohmann::ordered_json normal_operator_floor(const Frame& f, const HostBuffer<cfloat>& maps, const ReconParams& p,
-                                             int frames, int warmup);
+nlohmann::ordered_json normal_operator_floor(const Frame& f, const HostBuffer<cfloat>& maps,
+                                             const ReconParams& p, int frames, int warmup);
 
 // `bart pics -S -l2 -r lambda -i iterations` on the frame and maps (median of 3 runs, ms, the command's wall
 // time); null when BART is not installed.

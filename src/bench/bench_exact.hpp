@@ -1,4 +1,5 @@
-// Shared by bench-exact's files: its options, the timing summary, and the cases kept in bench_exact_cases.cpp.
+// Shared by bench-exact's files: its options, the timing summary, and the cases kept in
+// bench_exact_cases.cpp.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
@@ -14,7 +15,8 @@ struct BenchExactArgs {
 
   template <class V>
   void visit(V& v) {
-    v.field("case", cases, "S1 S2 S3 S4 P SL (SL: 16 slices over the GPUs; P: double / single / fast-trig PSNR)");
+    v.field("case", cases,
+            "S1 S2 S3 S4 P SL (SL: 16 slices over the GPUs; P: double / single / fast-trig PSNR)");
     v.field("impatient", impatient, "the seed 001 case's folder");
     v.field("out", out, "JSON file (empty: stdout)");
     v.field("backend", backend, "auto | cpu | cuda");
@@ -25,7 +27,8 @@ struct BenchExactArgs {
     v.field("iterations", iterations, 1, 100000, "S3: CG iterations");
     v.field("lambda", lambda, 0.0, 1e9, "S3: weight of ||C x||^2 relative to F^H F's diagonal M");
     v.field("anatomical_lambda", anatomical_lambda, 0.0, 1e9,
-            "S3: lambda of the CG with the anatomical prior (differences across the phantom's boundaries left out of C)");
+            "S3: lambda of the CG with the anatomical prior (differences across the phantom's boundaries "
+            "left out of C)");
     v.field("noise", noise, 0.0, 1e3, "S3: noise RMS as a fraction of the data's RMS for the noisy run");
     v.field("s4_oversampling", s4_sigma, 1.0, 4.0, "S4: the NUFFT's grid oversampling (1.25 works with W 4)");
   }

@@ -1,8 +1,8 @@
 // bench-exact's cases on the live-path scale and across GPUs: S4 (time-segmented field-corrected CG-SENSE on
 // the NUFFT) and SL (a stack of slices spread over the GPUs, seed 001's multi-GPU reconstruction).
+#include <fmt/format.h>
 #include <chrono>
 #include <cmath>
-#include <fmt/format.h>
 #include <numbers>
 
 #include "bench/bench_exact.hpp"
@@ -27,10 +27,11 @@
 namespace radstream::app {
 
 // S4: field-corrected CG-SENSE through time segments on the NUFFT: 256^2, 256 golden-angle spokes x 512
-// samples x 32 coils (analytic maps), a smooth off-resonance map (up to 60 Hz), readout times 2..4 ms; data made
-// with 16 segments, reconstructed with 4: G^H d then 10 CG iterations on G^H G + lambda I (G = sum_l b_l E P_l,
-// E the SENSE operator), per frame with the data on the device. Two forms of G^H G: the Toeplitz one
-// (SegmentedToeplitzCuda, its kernels made inside the frame's time) and the direct one (forward then adjoint).
+// samples x 32 coils (analytic maps), a smooth off-resonance map (up to 60 Hz), readout times 2..4 ms; data
+// made with 16 segments, reconstructed with 4: G^H d then 10 CG iterations on G^H G + lambda I (G = sum_l b_l
+// E P_l, E the SENSE operator), per frame with the data on the device. Two forms of G^H G: the Toeplitz one
+// (SegmentedToeplitzCuda, its kernels made inside the frame's time) and the direct one (forward then
+// adjoint).
 nlohmann::ordered_json bench_s4(const BenchExactArgs& a, bool gpu) {
 #if RADSTREAM_HAVE_CUDA
   if (!gpu) return {{"skipped", "GPU only"}};
@@ -51,7 +52,8 @@ nlohmann::ordered_json bench_s4(const BenchExactArgs& a, bool gpu) {
     for (int x = 0; x < N; ++x) {
       const double u = (x - N / 2) * 2.0 / N, v = (y - N / 2) * 2.0 / N;
       fm[std::size_t(y) * N + x] = float(60.0 * std::exp(-((u - 0.2) * (u - 0.2) + v * v) / 0.1) - 15.0 * v);
-      for (int c = 0; c < C; ++c) maps[std::size_t(c) * V + std::size_t(y) * N + x] = cfloat(cm.value(c, u, v));
+      for (int c = 0; c < C; ++c)
+        maps[std::size_t(c) * V + std::size_t(y) * N + x] = cfloat(cm.value(c, u, v));
     }
   const std::vector<float> truth = rasterize(modified_shepp_logan(), N);
   std::vector<cfloat> x0(truth.begin(), truth.end());
@@ -84,7 +86,8 @@ nlohmann::ordered_json bench_s4(const BenchExactArgs& a, bool gpu) {
   o.max_iterations = 10;
   o.lambda = 1e-3 * double(M);
   nlohmann::ordered_json j;
-  j["what"] = "time-segmented field-corrected CG-SENSE, 256^2, 256 x 512 x 32 coils, 4 segments, 10 iterations";
+  j["what"] =
+      "time-segmented field-corrected CG-SENSE, 256^2, 256 x 512 x 32 coils, 4 segments, 10 iterations";
   j["nufft"] = {{"width", 4}, {"oversampling", a.s4_sigma}};
   for (const bool use_toeplitz : {true, false}) {
     std::vector<double> times;
@@ -101,7 +104,9 @@ nlohmann::ordered_json bench_s4(const BenchExactArgs& a, bool gpu) {
       else
         cg.solve(*g, d_b.data(), d_x.data(), o, false);
       gpu::synchronize(s);
-      if (r > 0) times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      if (r > 0)
+        times.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     std::vector<cfloat> x(V);
     gpu::copy_to_host(x.data(), d_x.data(), V * sizeof(cfloat), s);
@@ -110,8 +115,9 @@ nlohmann::ordered_json bench_s4(const BenchExactArgs& a, bool gpu) {
     auto r = stats(times);
     r["nrmse_percent_vs_phantom_scale_fitted"] = sc.percent_error;
     const char* form = use_toeplitz ? "toeplitz" : "direct";
-    r["form"] = use_toeplitz ? "normal through L(L+1)/2 = 10 Toeplitz PSF kernels on the 2N grid, made per frame"
-                             : "normal as G^H G: 4 forward and 4 adjoint 32-coil NUFFTs per iteration";
+    r["form"] = use_toeplitz
+                    ? "normal through L(L+1)/2 = 10 Toeplitz PSF kernels on the 2N grid, made per frame"
+                    : "normal as G^H G: 4 forward and 4 adjoint 32-coil NUFFTs per iteration";
     log::info("S4 {}: median {:.2f} ms per frame, error {:.1f} % (scale fitted)", form, median(times),
               sc.percent_error);
     if (use_toeplitz) {
@@ -129,7 +135,8 @@ nlohmann::ordered_json bench_s4(const BenchExactArgs& a, bool gpu) {
 }
 
 // SL: seed 001's multi-GPU case: a stack of 16 slices (the 64^2 case's model, each slice its own data), 8 CG
-// iterations with the gradient model, on one GPU and on all of them (one host thread per GPU, a shared queue).
+// iterations with the gradient model, on one GPU and on all of them (one host thread per GPU, a shared
+// queue).
 nlohmann::ordered_json bench_slices(const BenchExactArgs& a, bool gpu) {
   if (!gpu) return {{"skipped", "GPU only"}};
   const ExactInputs in = load_impatient(a.impatient);
@@ -145,12 +152,14 @@ nlohmann::ordered_json bench_slices(const BenchExactArgs& a, bool gpu) {
   o.iterations = 8;
   o.lambda = 1e-2;
   const int have = gpu::query().device_count;
-  nlohmann::ordered_json j{{"what", "16 slices of the seed 001 case, 8 CG iterations each"}, {"gpus_available", have}};
+  nlohmann::ordered_json j{{"what", "16 slices of the seed 001 case, 8 CG iterations each"},
+                           {"gpus_available", have}};
   exact_reconstruct_slices(slices, 1, o, have);  // warm every device up
   double one = 0;
   for (int g : {1, have}) {
     std::vector<double> t;
-    for (int r = 0; r < std::max(1, a.repeat / 2); ++r) t.push_back(exact_reconstruct_slices(slices, 1, o, g).wall_ms);
+    for (int r = 0; r < std::max(1, a.repeat / 2); ++r)
+      t.push_back(exact_reconstruct_slices(slices, 1, o, g).wall_ms);
     j["gpus_" + std::to_string(g)] = stats(t);
     if (g == 1) one = median(t);
     log::info("SL: 16 slices on {} GPU(s): median {:.1f} ms{}", g, median(t),

@@ -24,7 +24,8 @@ class Canvas {
   // Drawing outside [x0, x1] x [y0, y1] is dropped (the whole canvas unless set).
   void clip(int x0, int y0, int x1, int y1) { cx0_ = x0, cy0_ = y0, cx1_ = x1, cy1_ = y1; }
   void dot(int x, int y, Rgb c) {
-    if (x < std::max(0, cx0_) || y < std::max(0, cy0_) || x >= std::min(w_, cx1_ + 1) || y >= std::min(h_, cy1_ + 1))
+    if (x < std::max(0, cx0_) || y < std::max(0, cy0_) || x >= std::min(w_, cx1_ + 1) ||
+        y >= std::min(h_, cy1_ + 1))
       return;
     std::copy(c.begin(), c.end(), px_.begin() + (std::size_t(y) * w_ + x) * 3);
   }
@@ -46,10 +47,12 @@ class Canvas {
     std::vector<char> buf(s.begin(), s.end());
     buf.push_back('\0');
     std::vector<float> quads(s.size() * 270 + 64);
-    const int n = stb_easy_font_print(0, 0, buf.data(), nullptr, quads.data(), int(quads.size() * sizeof(float)));
+    const int n =
+        stb_easy_font_print(0, 0, buf.data(), nullptr, quads.data(), int(quads.size() * sizeof(float)));
     for (int q = 0; q < n; ++q) {
       const float* v = quads.data() + q * 16;  // 4 vertices of (x, y, z, rgba) = 4 floats each
-      rect(int(x + v[0] * scale), int(y + v[1] * scale), int(x + v[8] * scale) - 1, int(y + v[9] * scale) - 1, c);
+      rect(int(x + v[0] * scale), int(y + v[1] * scale), int(x + v[8] * scale) - 1, int(y + v[9] * scale) - 1,
+           c);
     }
   }
   static int text_width(const std::string& s, int scale = 2) {
@@ -58,7 +61,8 @@ class Canvas {
     return stb_easy_font_width(buf.data()) * scale;
   }
   void save(const std::string& path) const {
-    if (!stbi_write_png(path.c_str(), w_, h_, 3, px_.data(), w_ * 3)) throw IoError(path + ": cannot write the plot");
+    if (!stbi_write_png(path.c_str(), w_, h_, 3, px_.data(), w_ * 3))
+      throw IoError(path + ": cannot write the plot");
   }
 
  private:
@@ -117,12 +121,15 @@ void draw(const std::string& path, const std::string& title, const std::string& 
   for (const auto& s : series) {
     const Rgb col = colours[k % 3];
     for (std::size_t i = 0; i + 1 < s.points.size(); ++i)
-      c.line(px(s.points[i].first), py(s.points[i].second), px(s.points[i + 1].first), py(s.points[i + 1].second), col, 3);
-    for (const auto& [x, y] : s.points) c.rect(int(px(x)) - 4, int(py(y)) - 4, int(px(x)) + 4, int(py(y)) + 4, col);
+      c.line(px(s.points[i].first), py(s.points[i].second), px(s.points[i + 1].first),
+             py(s.points[i + 1].second), col, 3);
+    for (const auto& [x, y] : s.points)
+      c.rect(int(px(x)) - 4, int(py(y)) - 4, int(px(x)) + 4, int(py(y)) + 4, col);
     c.text(W - R - 250, T + 8 + 22 * k, s.label, col);
     ++k;
   }
-  if (!series.empty() && series[0].points.size() >= 2) {  // the work line through the first series' middle point
+  if (!series.empty() &&
+      series[0].points.size() >= 2) {  // the work line through the first series' middle point
     const auto [xm, ym] = series[0].points[series[0].points.size() / 2];
     const auto at = [&](double x) { return ym * std::pow(x / xm, work_power); };
     c.clip(L, T, W - R, H - B);
@@ -159,15 +166,18 @@ std::vector<std::string> plot_bench_scaling(const std::string& json_path, const 
       continue;
     }
     for (const auto& [prefix, param, method] :
-         std::vector<std::array<std::string, 3>>{{"R7-fbp-spokes-", "spokes", "fbp"}, {"R7-coils-", "coils", "gridding"},
-                                                 {"R7-spokes-", "spokes", "gridding"}, {"R7-matrix-", "matrix", "gridding"}})
+         std::vector<std::array<std::string, 3>>{{"R7-fbp-spokes-", "spokes", "fbp"},
+                                                 {"R7-coils-", "coils", "gridding"},
+                                                 {"R7-spokes-", "spokes", "gridding"},
+                                                 {"R7-matrix-", "matrix", "gridding"}})
       if (name.rfind(prefix, 0) == 0) {
         plots[param][method + " " + backend].push_back({std::stod(name.substr(prefix.size())), ms});
         break;
       }
   }
   if (plots.empty())
-    throw ConfigError(json_path + ": no scaling case (R7-*) with a frame time; run `radstream bench` with them first");
+    throw ConfigError(json_path +
+                      ": no scaling case (R7-*) with a frame time; run `radstream bench` with them first");
   const std::filesystem::path base(json_path);
   const std::filesystem::path dir = out_dir.empty() ? base.parent_path() : std::filesystem::path(out_dir);
   std::vector<std::string> written;
@@ -179,12 +189,14 @@ std::vector<std::string> plot_bench_scaling(const std::string& json_path, const 
       if (pts.size() >= 2) series.push_back({label, pts});
     }
     if (series.empty()) continue;
-    std::sort(series.begin(), series.end(), [](const Series& a, const Series& b) { return a.label > b.label; });
+    std::sort(series.begin(), series.end(),
+              [](const Series& a, const Series& b) { return a.label > b.label; });
     const std::string path = (dir / (base.stem().string() + "-scaling-" + param + ".png")).string();
     const std::string x = param == "matrix" ? "matrix N (N x N image; 256 spokes x 2N samples)"
                                             : param + (param == "coils" ? " (256 spokes x 512 samples, 256^2)"
                                                                         : " (512 samples x 32 coils, 256^2)");
-    draw(path, "radstream R7: frame time vs " + param + " - " + device, x, series, param == "matrix" ? 2.0 : 1.0);
+    draw(path, "radstream R7: frame time vs " + param + " - " + device, x, series,
+         param == "matrix" ? 2.0 : 1.0);
     written.push_back(path);
   }
   return written;

@@ -21,8 +21,8 @@ nlohmann::ordered_json json_stats(const Stats& s) {
   return {{"median", s.median}, {"p10", s.p10}, {"p90", s.p90}, {"p99", s.p99}};
 }
 
-Stats time_cuda_recipe(const Recipe& recipe, const ReconParams& p, const Registry& registry, const Geometry& g,
-                       const Extents& input, int frames, int warmup) {
+Stats time_cuda_recipe(const Recipe& recipe, const ReconParams& p, const Registry& registry,
+                       const Geometry& g, const Extents& input, int frames, int warmup) {
   Context ctx;
   ctx.backend = Backend::Cuda;
   gpu::Stream stream;

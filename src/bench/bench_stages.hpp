@@ -21,7 +21,7 @@ nlohmann::ordered_json json_stats(const Stats& s);  // {"median", "p10", "p90", 
 
 // Runs a grid recipe (recon/recipes.hpp: its input buffer is "grid", `input` extents of random complex
 // data) warmup + frames times on one stream; returns the CUDA-event time of the whole sequence.
-Stats time_cuda_recipe(const Recipe& recipe, const ReconParams& p, const Registry& registry, const Geometry& g,
-                       const Extents& input, int frames, int warmup);
+Stats time_cuda_recipe(const Recipe& recipe, const ReconParams& p, const Registry& registry,
+                       const Geometry& g, const Extents& input, int frames, int warmup);
 
 }  // namespace radstream::app

@@ -112,7 +112,9 @@ nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry) {
     const auto sa = m.slice(s).arrival.summary();
     log::info("bench {}: slice {} on GPU {}: {} frames, arrived -> ready p50 {:.3f} p99 {:.3f} ms", c.name, s,
               p.slice_gpu(s), m.slice(s).frames.load(), sa.p50, sa.p99);
-    per_slice.push_back({{"slice", s}, {"gpu", p.slice_gpu(s)}, {"frames", m.slice(s).frames.load()},
+    per_slice.push_back({{"slice", s},
+                         {"gpu", p.slice_gpu(s)},
+                         {"frames", m.slice(s).frames.load()},
                          {"latency_arrival_to_ready_ms", to_json(sa)}});
   }
   return {{"case", c.name},

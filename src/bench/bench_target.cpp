@@ -23,7 +23,8 @@ std::vector<Clause> parse(const std::string& spec, const std::string& case_name)
     Clause c;
     std::string limit, extra;
     ps >> c.metric >> c.op >> limit;
-    if (ps >> extra || c.metric.empty() || c.metric[0] != '/' || (c.op != "<=" && c.op != ">=") || limit.empty())
+    if (ps >> extra || c.metric.empty() || c.metric[0] != '/' || (c.op != "<=" && c.op != ">=") ||
+        limit.empty())
       throw ConfigError("bench case " + case_name + ": target clause '" + part +
                         "' is not 'JSON-pointer <= number' or 'JSON-pointer >= number'");
     try {
@@ -31,7 +32,8 @@ std::vector<Clause> parse(const std::string& spec, const std::string& case_name)
       c.limit = std::stod(limit, &used);
       if (used != limit.size()) throw std::invalid_argument(limit);
     } catch (const std::exception&) {
-      throw ConfigError("bench case " + case_name + ": target clause '" + part + "': '" + limit + "' is not a number");
+      throw ConfigError("bench case " + case_name + ": target clause '" + part + "': '" + limit +
+                        "' is not a number");
     }
     out.push_back(c);
   }

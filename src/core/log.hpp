@@ -12,9 +12,9 @@ namespace radstream::log {
 void set_level(const std::string& name);
 
 // Text that came from outside (a sender's message, a header's parse error) made safe for a log line or the
-// viewer: printable ASCII only (control characters, escape sequences and other bytes become '?', line breaks a
-// space), at most `cap` characters ("..." marks a cut). A peer can neither forge a status line nor drive the
-// terminal.
+// viewer: printable ASCII only (control characters, escape sequences and other bytes become '?', line breaks
+// a space), at most `cap` characters ("..." marks a cut). A peer can neither forge a status line nor drive
+// the terminal.
 std::string printable_line(std::string_view text, std::size_t cap = 200);
 
 template <class... Args>

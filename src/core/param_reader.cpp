@@ -36,7 +36,8 @@ void ParamReader::field(const char* key, std::vector<std::string>& value, const 
   }
   if (!n.IsSequence()) throw ConfigError(fmt::format("{}.{}: expected a list of values", section_, key));
   for (const auto& e : n) {
-    if (!e.IsScalar()) throw ConfigError(fmt::format("{}.{}: expected a list of single values", section_, key));
+    if (!e.IsScalar())
+      throw ConfigError(fmt::format("{}.{}: expected a list of single values", section_, key));
     value.push_back(e.Scalar());
   }
 }

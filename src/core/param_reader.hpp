@@ -7,8 +7,8 @@
 //
 // and the same list drives parsing from YAML (ParamReader: unknown keys and out-of-range values are rejected
 // with a message that names the key), range checks of values set in code (ParamChecker) and the documentation
-// (ParamPrinter and ParamMarkdown: `radstream config-keys [--markdown]`, the README's table), the command-line
-// options (app/param_options.hpp) and the viewer's widgets (viewer/param_widgets.hpp).
+// (ParamPrinter and ParamMarkdown: `radstream config-keys [--markdown]`, the README's table), the
+// command-line options (app/param_options.hpp) and the viewer's widgets (viewer/param_widgets.hpp).
 #pragma once
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -99,8 +99,8 @@ class ParamPrinter {
   }
   template <class E, std::size_t N>
   void choice(const char* key, const E& value, const EnumTable<E, N>& table, const char* help) {
-    lines_.push_back(
-        fmt::format("{}.{} (default {}, one of {}): {}", section_, key, table.name(value), table.list(" | "), help));
+    lines_.push_back(fmt::format("{}.{} (default {}, one of {}): {}", section_, key, table.name(value),
+                                 table.list(" | "), help));
   }
   const std::vector<std::string>& lines() const { return lines_; }
 

@@ -18,8 +18,8 @@ Pixel screen_of(Pixel src, int n, const Orientation& o) {
 
 void orient(std::span<const float> in, int n, const Orientation& o, std::vector<float>& out) {
   if (n < 0 || in.size() < std::size_t(n) * std::size_t(n))
-    throw std::invalid_argument("orient: the image has " + std::to_string(in.size()) + " pixels, fewer than " +
-                                std::to_string(n) + "^2");
+    throw std::invalid_argument("orient: the image has " + std::to_string(in.size()) +
+                                " pixels, fewer than " + std::to_string(n) + "^2");
   out.resize(std::size_t(n) * std::size_t(n));
   if (o.identity()) {
     std::copy_n(in.begin(), out.size(), out.begin());

@@ -1,7 +1,8 @@
 // How an image is turned for display: an optional transpose, then optional left-right and up-down flips, on
 // top of radstream's one convention (README "Orientation": x = kx = BART dim 0 to the right, y = ky = dim 1
 // downward, row 0 at the top). The viewer applies it to the pixels before upload, so the cursor read-out, the
-// snapshot and the tip marker all see the image as shown, and labels each edge with the axis that points there.
+// snapshot and the tip marker all see the image as shown, and labels each edge with the axis that points
+// there.
 #pragma once
 #include <array>
 #include <span>

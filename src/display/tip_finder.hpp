@@ -1,8 +1,8 @@
 // A tracking aid for the interventional display: the brightest small blob inside the object (a catheter or
 // needle tip filled with contrast, a marker), found by a top-hat - the mean over a box about the tip's size
 // minus the mean of the box around it - maximised over the object's interior, then refined to the centroid of
-// its excess. Only a blob that stands out by the object window's whole width counts as found, so the phantom's
-// small features (0.1 above their background) and noise do not.
+// its excess. Only a blob that stands out by the object window's whole width counts as found, so the
+// phantom's small features (0.1 above their background) and noise do not.
 #pragma once
 #include <span>
 

@@ -66,7 +66,9 @@ std::vector<std::uint8_t> object_interior(std::span<const float> px, int n, int 
   const int far = 16 * n;
   std::vector<int> d(N);
   for (std::size_t i = 0; i < N; ++i) d[i] = outside[i] ? 0 : far;
-  const auto at = [&](int x, int y) { return (x < 0 || y < 0 || x >= n || y >= n) ? 0 : d[std::size_t(y) * n + x]; };
+  const auto at = [&](int x, int y) {
+    return (x < 0 || y < 0 || x >= n || y >= n) ? 0 : d[std::size_t(y) * n + x];
+  };
   for (int y = 0; y < n; ++y)
     for (int x = 0; x < n; ++x) {
       int& v = d[std::size_t(y) * n + x];

@@ -1,10 +1,11 @@
-// The exact model as a stored matrix: G (samples x voxels, complex float, row-major) computed once from the same
-// pair terms as the on-the-fly sums (exact_cpu.hpp, exact_cuda.hpp), then every forward (d = G x) and adjoint
-// (x = G^H d) is a pass over memory instead of M x V sincos and sinc terms. This pays when an operator is applied
-// many times and the matrix fits: seed 001's 64^2 case (M = 3,770, V = 4,096: 124 MB) applies F and F^H 17
-// times in 8 CG iterations, and its gradient model's sinc terms make every on-the-fly application cost as much
-// as computing the matrix once. Products and sums run in double (exact products of the float entries) in a
-// fixed order, so repeated applications give the same bits. The CPU class is the CUDA class's twin.
+// The exact model as a stored matrix: G (samples x voxels, complex float, row-major) computed once from the
+// same pair terms as the on-the-fly sums (exact_cpu.hpp, exact_cuda.hpp), then every forward (d = G x) and
+// adjoint (x = G^H d) is a pass over memory instead of M x V sincos and sinc terms. This pays when an
+// operator is applied many times and the matrix fits: seed 001's 64^2 case (M = 3,770, V = 4,096: 124 MB)
+// applies F and F^H 17 times in 8 CG iterations, and its gradient model's sinc terms make every on-the-fly
+// application cost as much as computing the matrix once. Products and sums run in double (exact products of
+// the float entries) in a fixed order, so repeated applications give the same bits. The CPU class is the CUDA
+// class's twin.
 #pragma once
 #include <complex>
 #include <cstddef>
@@ -36,8 +37,8 @@ class DenseExactOperatorCpu final : public LinearOperator {
 };
 
 // Computes the matrix with `source`'s kernels (accurate or fast trig, as source was made) on source's stream;
-// source must outlive it. normal() is one pass over G (G^H G x with G x kept in double) for up to 4,096 voxels,
-// else forward() then adjoint(). Defined in CUDA builds only.
+// source must outlive it. normal() is one pass over G (G^H G x with G x kept in double) for up to 4,096
+// voxels, else forward() then adjoint(). Defined in CUDA builds only.
 class DenseExactOperatorCuda final : public LinearOperator {
  public:
   // compute_now = false: allocate only; compute() fills the matrix (so a caller can time the two apart).

@@ -25,8 +25,9 @@ std::size_t exact_matrix_bytes(const ExactModel& model) {
 }
 
 DenseExactOperatorCpu::DenseExactOperatorCpu(const ExactModel& model)
-    : LinearOperator(Extents{std::size_t(model.grid.n[0]), std::size_t(model.grid.n[1]), std::size_t(model.grid.n[2])},
-                     Extents{model.samples()}, Location::Host),
+    : LinearOperator(
+          Extents{std::size_t(model.grid.n[0]), std::size_t(model.grid.n[1]), std::size_t(model.grid.n[2])},
+          Extents{model.samples()}, Location::Host),
       M_(model.samples()),
       V_(model.voxels()),
       g_(Extents{model.samples() * model.voxels()}),
@@ -68,8 +69,12 @@ void gemv_adjoint(const cfloat* g, std::size_t M, std::size_t V, const Y* y, cfl
 
 }  // namespace
 
-void DenseExactOperatorCpu::forward(const cfloat* x, cfloat* y) { gemv(g_.data(), M_, V_, x, y); }
-void DenseExactOperatorCpu::adjoint(const cfloat* y, cfloat* x) { gemv_adjoint(g_.data(), M_, V_, y, x); }
+void DenseExactOperatorCpu::forward(const cfloat* x, cfloat* y) {
+  gemv(g_.data(), M_, V_, x, y);
+}
+void DenseExactOperatorCpu::adjoint(const cfloat* y, cfloat* x) {
+  gemv_adjoint(g_.data(), M_, V_, y, x);
+}
 
 void DenseExactOperatorCpu::normal(const cfloat* x, cfloat* z) {
   gemv(g_.data(), M_, V_, x, y_.data());

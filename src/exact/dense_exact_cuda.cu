@@ -1,7 +1,8 @@
-// The stored exact matrix on the GPU (see dense_exact.hpp): d = G x with a warp per row, x = G^H d with a thread
-// per pair of columns and the rows cut into chunks (partial sums in double, added in chunk order). Both read G
-// as float4 (two entries) along its rows, so every load is coalesced; products and sums in double (the entries
-// are float, so the products are exact). Memory-bound: one pass over G (M x ld x 8 bytes) per application.
+// The stored exact matrix on the GPU (see dense_exact.hpp): d = G x with a warp per row, x = G^H d with a
+// thread per pair of columns and the rows cut into chunks (partial sums in double, added in chunk order).
+// Both read G as float4 (two entries) along its rows, so every load is coalesced; products and sums in double
+// (the entries are float, so the products are exact). Memory-bound: one pass over G (M x ld x 8 bytes) per
+// application.
 #include <algorithm>
 
 #include "exact/dense_exact.hpp"
@@ -14,16 +15,19 @@ namespace radstream {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kRowRun = 4;            // the adjoint's chunks are whole multiples of this many rows
-constexpr int kMaxChunkRows = 1024;   // rows of d staged in shared memory per chunk
+constexpr int kRowRun = 4;           // the adjoint's chunks are whole multiples of this many rows
+constexpr int kMaxChunkRows = 1024;  // rows of d staged in shared memory per chunk
 constexpr long long kTargetThreads = 1 << 18;
 
-unsigned blocks(long long threads) { return unsigned((threads + kThreads - 1) / kThreads); }
+unsigned blocks(long long threads) {
+  return unsigned((threads + kThreads - 1) / kThreads);
+}
 
-// y[row] = sum_v G[row][v] x[v]: a warp per row, lane l takes the float4s l, l + 32, ...; a fixed shuffle tree.
-__global__ void __launch_bounds__(kThreads) dense_forward(const float4* __restrict__ g, const float2* __restrict__ x,
-                                                          long long M, long long V, long long ld2,
-                                                          float2* __restrict__ y) {
+// y[row] = sum_v G[row][v] x[v]: a warp per row, lane l takes the float4s l, l + 32, ...; a fixed shuffle
+// tree.
+__global__ void __launch_bounds__(kThreads)
+    dense_forward(const float4* __restrict__ g, const float2* __restrict__ x, long long M, long long V,
+                  long long ld2, float2* __restrict__ y) {
   const long long row = (blockIdx.x * (long long)kThreads + threadIdx.x) >> 5;
   const int lane = threadIdx.x & 31;
   if (row >= M) return;  // whole warps leave together
@@ -47,9 +51,9 @@ __global__ void __launch_bounds__(kThreads) dense_forward(const float4* __restri
 }
 
 // part[chunk][2p, 2p + 1] = sum over the chunk's rows of conj(G[row][2p..2p+1]) d[row].
-__global__ void __launch_bounds__(kThreads) dense_adjoint(const float4* __restrict__ g, const float2* __restrict__ d,
-                                                          long long M, long long ld2, int rows,
-                                                          double2* __restrict__ part) {
+__global__ void __launch_bounds__(kThreads)
+    dense_adjoint(const float4* __restrict__ g, const float2* __restrict__ d, long long M, long long ld2,
+                  int rows, double2* __restrict__ part) {
   __shared__ float2 s_d[kMaxChunkRows];
   const long long r0 = (long long)blockIdx.y * rows, r1 = min(M, r0 + rows);
   for (long long r = r0 + threadIdx.x; r < r1; r += kThreads) s_d[r - r0] = d[r];
@@ -72,12 +76,13 @@ __global__ void __launch_bounds__(kThreads) dense_adjoint(const float4* __restri
   out[1] = make_double2(a1r, a1i);
 }
 
-// x[v] = sum over the chunks of part[chunk][v]: a block takes 32 outputs; its 32 warps each add every 32nd chunk
-// (a warp reads 32 consecutive outputs: coalesced), then the 32 sums are added in warp order.
+// x[v] = sum over the chunks of part[chunk][v]: a block takes 32 outputs; its 32 warps each add every 32nd
+// chunk (a warp reads 32 consecutive outputs: coalesced), then the 32 sums are added in warp order.
 constexpr int kSumOutputs = 32, kSumGroups = 32, kSumThreads = kSumOutputs * kSumGroups;
 
-__global__ void __launch_bounds__(kSumThreads) dense_sum_chunks(const double2* __restrict__ part, int chunks, long long V,
-                                                             long long ld, float2* __restrict__ x) {
+__global__ void __launch_bounds__(kSumThreads)
+    dense_sum_chunks(const double2* __restrict__ part, int chunks, long long V, long long ld,
+                     float2* __restrict__ x) {
   __shared__ double2 s_sum[kSumGroups][kSumOutputs];
   const int o = threadIdx.x % kSumOutputs, grp = threadIdx.x / kSumOutputs;
   const long long v = blockIdx.x * (long long)kSumOutputs + o;
@@ -100,20 +105,22 @@ __global__ void __launch_bounds__(kSumThreads) dense_sum_chunks(const double2* _
   }
 }
 
-// z = G^H G x in one pass over G (the normal operator CG applies): a block per SM takes a range of rows, a batch
-// of R rows at a time; each thread holds K float4s (2K entries) of those rows and computes their share of
-// y_row = G_row x; the block adds the shares (warp shuffles, then the warps in order through shared memory, the
-// buffer alternating between batches; the next batch's loads are in flight meanwhile), and every thread then
-// adds conj(G_row) y_row to its columns' double sums from the entries it still holds. y stays in double.
-// Needs K x 2 x kNormalThreads >= V (else normal() is forward() then adjoint()).
+// z = G^H G x in one pass over G (the normal operator CG applies): a block per SM takes a range of rows, a
+// batch of R rows at a time; each thread holds K float4s (2K entries) of those rows and computes their share
+// of y_row = G_row x; the block adds the shares (warp shuffles, then the warps in order through shared
+// memory, the buffer alternating between batches; the next batch's loads are in flight meanwhile), and every
+// thread then adds conj(G_row) y_row to its columns' double sums from the entries it still holds. y stays in
+// double. Needs K x 2 x kNormalThreads >= V (else normal() is forward() then adjoint()).
 constexpr int kNormalThreads = 512, kNormalWarps = kNormalThreads / 32;
 // Rows per batch: 2 while the batch and the next one (prefetched) fit the registers, 1 at K = 4.
 template <int K>
-constexpr int normal_rows() { return K == 4 ? 1 : 2; }
+constexpr int normal_rows() {
+  return K == 4 ? 1 : 2;
+}
 
 template <int K, int R>
-__device__ __forceinline__ void load_rows(const float4* __restrict__ g, long long base, long long r1, long long ld2,
-                                          float4 (&e)[R][K]) {
+__device__ __forceinline__ void load_rows(const float4* __restrict__ g, long long base, long long r1,
+                                          long long ld2, float4 (&e)[R][K]) {
 #pragma unroll
   for (int r = 0; r < R; ++r)
 #pragma unroll
@@ -124,10 +131,9 @@ __device__ __forceinline__ void load_rows(const float4* __restrict__ g, long lon
 }
 
 template <int K, int R>
-__global__ void __launch_bounds__(kNormalThreads, 1) dense_normal(const float4* __restrict__ g,
-                                                                  const float2* __restrict__ x, long long M,
-                                                                  long long V, long long ld2, int rows,
-                                                                  double2* __restrict__ part) {
+__global__ void __launch_bounds__(kNormalThreads, 1)
+    dense_normal(const float4* __restrict__ g, const float2* __restrict__ x, long long M, long long V,
+                 long long ld2, int rows, double2* __restrict__ part) {
   __shared__ double2 s_red[2][kNormalWarps][R];
   // x by pairs in double, in (dynamic) shared memory: converted once, not per row, and off the registers.
   extern __shared__ double2 s_x[];  // [K * kNormalThreads][2]
@@ -155,7 +161,8 @@ __global__ void __launch_bounds__(kNormalThreads, 1) dense_normal(const float4* 
 #pragma unroll
       for (int k = 0; k < K; ++k) {
         const float4 a = e[r][k];
-        const double2 b0 = s_x[2 * (k * kNormalThreads + threadIdx.x)], b1 = s_x[2 * (k * kNormalThreads + threadIdx.x) + 1];
+        const double2 b0 = s_x[2 * (k * kNormalThreads + threadIdx.x)],
+                      b1 = s_x[2 * (k * kNormalThreads + threadIdx.x) + 1];
         dr = fma(double(a.x), b0.x, fma(-double(a.y), b0.y, dr));
         di = fma(double(a.x), b0.y, fma(double(a.y), b0.x, di));
         dr = fma(double(a.z), b1.x, fma(-double(a.w), b1.y, dr));
@@ -229,15 +236,20 @@ DenseExactOperatorCuda::DenseExactOperatorCuda(ExactOperatorCuda& source, bool c
     normal_rows_ = int((M_ + sms - 1) / sms);
     normal_rows_ = (normal_rows_ + 1) / 2 * 2;  // whole batches of either size
     normal_blocks_ = int((M_ + normal_rows_ - 1) / normal_rows_);
-    const int smem = 4 * kNormalThreads * 2 * int(sizeof(double2));  // K = 4's x: 64 KiB, above the default 48
-    CUDA_CHECK(cudaFuncSetAttribute(dense_normal<4, normal_rows<4>()>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    const int smem =
+        4 * kNormalThreads * 2 * int(sizeof(double2));  // K = 4's x: 64 KiB, above the default 48
+    CUDA_CHECK(cudaFuncSetAttribute(dense_normal<4, normal_rows<4>()>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   }
   g_ = DeviceBuffer<cfloat>(Extents{M_ * ld_});
-  partials_ = DeviceBuffer<std::complex<double>>(Extents{std::size_t(std::max(chunks_, normal_blocks_)) * ld_});
+  partials_ =
+      DeviceBuffer<std::complex<double>>(Extents{std::size_t(std::max(chunks_, normal_blocks_)) * ld_});
   if (compute_now) compute();
 }
 
-void DenseExactOperatorCuda::compute() { source_.matrix(g_.data(), ld_); }
+void DenseExactOperatorCuda::compute() {
+  source_.matrix(g_.data(), ld_);
+}
 
 void DenseExactOperatorCuda::normal(const cfloat* d_x, cfloat* d_z) {
   const long long ld2 = (long long)ld_ / 2;
@@ -253,14 +265,17 @@ void DenseExactOperatorCuda::normal(const cfloat* d_x, cfloat* d_z) {
   const long long M = (long long)M_, V = (long long)V_;
   const std::size_t smem = std::size_t(k) * kNormalThreads * 2 * sizeof(double2);
   if (k == 1)
-    dense_normal<1, normal_rows<1>()><<<normal_blocks_, kNormalThreads, smem, s>>>(g, x, M, V, ld2, normal_rows_, part);
+    dense_normal<1, normal_rows<1>()>
+        <<<normal_blocks_, kNormalThreads, smem, s>>>(g, x, M, V, ld2, normal_rows_, part);
   else if (k == 2)
-    dense_normal<2, normal_rows<2>()><<<normal_blocks_, kNormalThreads, smem, s>>>(g, x, M, V, ld2, normal_rows_, part);
+    dense_normal<2, normal_rows<2>()>
+        <<<normal_blocks_, kNormalThreads, smem, s>>>(g, x, M, V, ld2, normal_rows_, part);
   else
-    dense_normal<4, normal_rows<4>()><<<normal_blocks_, kNormalThreads, smem, s>>>(g, x, M, V, ld2, normal_rows_, part);
+    dense_normal<4, normal_rows<4>()>
+        <<<normal_blocks_, kNormalThreads, smem, s>>>(g, x, M, V, ld2, normal_rows_, part);
   CUDA_CHECK_LAUNCH("dense exact normal");
-  dense_sum_chunks<<<unsigned((V + kSumOutputs - 1) / kSumOutputs), kSumThreads, 0, s>>>(part, normal_blocks_, V, (long long)ld_,
-                                                         reinterpret_cast<float2*>(d_z));
+  dense_sum_chunks<<<unsigned((V + kSumOutputs - 1) / kSumOutputs), kSumThreads, 0, s>>>(
+      part, normal_blocks_, V, (long long)ld_, reinterpret_cast<float2*>(d_z));
   CUDA_CHECK_LAUNCH("dense exact normal sum");
 }
 
@@ -279,8 +294,8 @@ void DenseExactOperatorCuda::adjoint(const cfloat* d_y, cfloat* d_x) {
   const long long ld2 = (long long)ld_ / 2;
   auto* part = reinterpret_cast<double2*>(partials_.data());
   dense_adjoint<<<dim3(blocks(ld2), unsigned(chunks_)), kThreads, 0, s>>>(
-      reinterpret_cast<const float4*>(g_.data()), reinterpret_cast<const float2*>(d_y), (long long)M_, ld2, rows_,
-      part);
+      reinterpret_cast<const float4*>(g_.data()), reinterpret_cast<const float2*>(d_y), (long long)M_, ld2,
+      rows_, part);
   CUDA_CHECK_LAUNCH("dense exact adjoint");
   dense_sum_chunks<<<unsigned((V_ + kSumOutputs - 1) / kSumOutputs), kSumThreads, 0, s>>>(
       reinterpret_cast<const double2*>(partials_.data()), chunks_, (long long)V_, (long long)ld_,

@@ -80,7 +80,8 @@ void exact_adjoint_cpu(const ExactModel& m, const std::complex<Real>* d, std::co
     std::complex<Real> total{};
     for (std::size_t i0 = 0; i0 < M; i0 += kBlock) {
       std::complex<Real> part{};
-      for (std::size_t i = i0; i < std::min(M, i0 + kBlock); ++i) part += d[i] * (p.weight(i) * cis(p.phase(i)));
+      for (std::size_t i = i0; i < std::min(M, i0 + kBlock); ++i)
+        part += d[i] * (p.weight(i) * cis(p.phase(i)));
       total += part;
     }
     x[v] = total;
@@ -97,7 +98,8 @@ void exact_forward_cpu(const ExactModel& m, const std::complex<Real>* x, std::co
   for (std::size_t i = 0; i < M; ++i) {
     if (m.has_field()) {
       FieldSum<Real> sum;
-      for (std::size_t v = 0; v < V; ++v) sum.add(x[v] * (pairs[v].weight(i) * std::conj(cis(pairs[v].phase(i)))));
+      for (std::size_t v = 0; v < V; ++v)
+        sum.add(x[v] * (pairs[v].weight(i) * std::conj(cis(pairs[v].phase(i)))));
       d[i] = sum.value();
       continue;
     }
@@ -135,19 +137,26 @@ void exact_matrix_cpu(const ExactModel& m, std::complex<Real>* g) {
 }
 
 template void exact_adjoint_cpu<float>(const ExactModel&, const std::complex<float>*, std::complex<float>*);
-template void exact_adjoint_cpu<double>(const ExactModel&, const std::complex<double>*, std::complex<double>*);
+template void exact_adjoint_cpu<double>(const ExactModel&, const std::complex<double>*,
+                                        std::complex<double>*);
 template void exact_forward_cpu<float>(const ExactModel&, const std::complex<float>*, std::complex<float>*);
-template void exact_forward_cpu<double>(const ExactModel&, const std::complex<double>*, std::complex<double>*);
+template void exact_forward_cpu<double>(const ExactModel&, const std::complex<double>*,
+                                        std::complex<double>*);
 template void exact_matrix_cpu<float>(const ExactModel&, std::complex<float>*);
 template void exact_q_cpu<float>(const ExactModel&, const float*, std::complex<float>*);
 template void exact_q_cpu<double>(const ExactModel&, const float*, std::complex<double>*);
 
 ExactOperatorCpu::ExactOperatorCpu(const ExactModel& model)
-    : LinearOperator(Extents{std::size_t(model.grid.n[0]), std::size_t(model.grid.n[1]), std::size_t(model.grid.n[2])},
-                     Extents{model.samples()}, Location::Host),
+    : LinearOperator(
+          Extents{std::size_t(model.grid.n[0]), std::size_t(model.grid.n[1]), std::size_t(model.grid.n[2])},
+          Extents{model.samples()}, Location::Host),
       m_(model.filled()) {}
 
-void ExactOperatorCpu::forward(const cfloat* x, cfloat* y) { exact_forward_cpu<float>(m_, x, y); }
-void ExactOperatorCpu::adjoint(const cfloat* y, cfloat* x) { exact_adjoint_cpu<float>(m_, y, x); }
+void ExactOperatorCpu::forward(const cfloat* x, cfloat* y) {
+  exact_forward_cpu<float>(m_, x, y);
+}
+void ExactOperatorCpu::adjoint(const cfloat* y, cfloat* x) {
+  exact_adjoint_cpu<float>(m_, y, x);
+}
 
 }  // namespace radstream

@@ -1,7 +1,7 @@
-// The exact model's sums on the host (OpenMP over voxels for the adjoint and Q, over samples for the forward),
-// in float (the CUDA kernels' twin: the same reductions and phase reduction) or in double (the reference every
-// test compares against). The model must be filled() (see exact_model.hpp). Coils: d holds `coils` blocks of
-// samples() values and x `coils` blocks of voxels() values.
+// The exact model's sums on the host (OpenMP over voxels for the adjoint and Q, over samples for the
+// forward), in float (the CUDA kernels' twin: the same reductions and phase reduction) or in double (the
+// reference every test compares against). The model must be filled() (see exact_model.hpp). Coils: d holds
+// `coils` blocks of samples() values and x `coils` blocks of voxels() values.
 #pragma once
 #include <complex>
 
@@ -18,8 +18,8 @@ void exact_forward_cpu(const ExactModel& m, const std::complex<Real>* x, std::co
 template <class Real>
 void exact_q_cpu(const ExactModel& m, const float* w, std::complex<Real>* q);
 
-// The model's matrix G (row-major [samples][voxels]: the forward is d = G x, the adjoint x = G^H d), each entry
-// the same pair term as the sums above (instantiated for float, the stored matrix's precision).
+// The model's matrix G (row-major [samples][voxels]: the forward is d = G x, the adjoint x = G^H d), each
+// entry the same pair term as the sums above (instantiated for float, the stored matrix's precision).
 template <class Real>
 void exact_matrix_cpu(const ExactModel& m, std::complex<Real>* g);
 

@@ -5,11 +5,11 @@
 #include <vector>
 
 #include "exact/exact_cuda.hpp"
+#include "exact/exact_kernels_common.cuh"
+#include "exact/exact_kernels_field.cuh"
+#include "exact/exact_kernels_plain.cuh"
 #include "gpu/cuda_check.cuh"
 #include "gpu/device_memory.hpp"
-#include "exact/exact_kernels_common.cuh"
-#include "exact/exact_kernels_plain.cuh"
-#include "exact/exact_kernels_field.cuh"
 
 namespace radstream {
 
@@ -29,8 +29,9 @@ __global__ void sum_partials(const T2* __restrict__ part, int S, long long n, fl
   out[o] = make_float2(float(a.x), float(a.y));
 }
 
-// The same with a warp per output, for many partials and few outputs (seed 001's forward: 70 partials of 3,770
-// samples): lane l adds partials l, l + 32, ..., then a fixed shuffle tree (the order is the same every run).
+// The same with a warp per output, for many partials and few outputs (seed 001's forward: 70 partials of
+// 3,770 samples): lane l adds partials l, l + 32, ..., then a fixed shuffle tree (the order is the same every
+// run).
 template <class T2>
 __global__ void sum_partials_warp(const T2* __restrict__ part, int S, long long n, float2* __restrict__ out) {
   const long long o = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
@@ -49,14 +50,13 @@ __global__ void sum_partials_warp(const T2* __restrict__ part, int S, long long 
   if (lane == 0) out[o] = make_float2(float(a.x), float(a.y));
 }
 
-
 // Q(-s) = conj(Q(s)) for real weights: Q was computed for s_a >= 0 along axis a (the half grid, n_a points:
 // 0..n_a-1); the full 2N grid gets the rest by symmetry. Displacements of -n along any axis never enter the
 // convolution (|i - i'| <= n - 1) and are set to 0.
 struct QMirror {
-  long long q[3];   // the 2N grid's extents
-  long long n[3];   // the image grid's (1 where the axis has one voxel)
-  long long h[3];   // the half grid's extents
+  long long q[3];  // the 2N grid's extents
+  long long n[3];  // the image grid's (1 where the axis has one voxel)
+  long long h[3];  // the half grid's extents
   int axis;
 };
 
@@ -90,9 +90,9 @@ __global__ void q_mirror(const float2* __restrict__ half, QMirror m, float2* __r
 constexpr int kMatrixRows = 16;
 
 template <bool FAST, bool GRADS>
-__global__ void __launch_bounds__(kThreads) field_matrix(const float4* __restrict__ smp, int M, GridArgs g,
-                                                          const float4* __restrict__ vfield, long long ld,
-                                                          float2* __restrict__ out) {
+__global__ void __launch_bounds__(kThreads)
+    field_matrix(const float4* __restrict__ smp, int M, GridArgs g, const float4* __restrict__ vfield,
+                 long long ld, float2* __restrict__ out) {
   __shared__ float4 s_k[kMatrixRows];
   __shared__ float s_w0[kMatrixRows];
   const int row0 = blockIdx.y * kMatrixRows;
@@ -122,14 +122,17 @@ __global__ void real_to_complex(const float* __restrict__ w, int M, float2* __re
   if (i < M) out[i] = make_float2(w ? w[i] : 1.0f, 0.0f);
 }
 
-// How many ways to split a sum of `terms` (in parts of kSegment) so that threads * ways reaches kTargetThreads.
+// How many ways to split a sum of `terms` (in parts of kSegment) so that threads * ways reaches
+// kTargetThreads.
 int split_for(long long threads, long long terms) {
   const long long units = (terms + kSegment - 1) / kSegment;
   const long long want = (kTargetThreads + threads - 1) / std::max(1LL, threads);
   return int(std::clamp(want, 1LL, std::max(1LL, std::min(units, 4096LL))));
 }
 
-unsigned blocks(long long threads) { return unsigned((threads + kThreads - 1) / kThreads); }
+unsigned blocks(long long threads) {
+  return unsigned((threads + kThreads - 1) / kThreads);
+}
 
 // out = the sum of the S partials: a warp per output when the partials are many (>= 16) and the outputs few
 // enough, else a thread per output.
@@ -206,8 +209,9 @@ std::vector<std::pair<int, int>> symmetric_pairs(const ExactModel& m) {
 }  // namespace
 
 ExactOperatorCuda::ExactOperatorCuda(const ExactModel& model, bool fast, gpu::StreamRef stream)
-    : LinearOperator(Extents{std::size_t(model.grid.n[0]), std::size_t(model.grid.n[1]), std::size_t(model.grid.n[2])},
-                     Extents{model.samples()}, Location::Device),
+    : LinearOperator(
+          Extents{std::size_t(model.grid.n[0]), std::size_t(model.grid.n[1]), std::size_t(model.grid.n[2])},
+          Extents{model.samples()}, Location::Device),
       stream_(stream),
       fast_(fast) {
   const ExactModel m = model.filled();
@@ -219,12 +223,14 @@ ExactOperatorCuda::ExactOperatorCuda(const ExactModel& model, bool fast, gpu::St
   dm->qhalf.n[dm->qaxis] = m.grid.n[dm->qaxis];
   dm->qhalf.origin[dm->qaxis] = 0.0;
   const std::size_t M = m.samples(), V = m.voxels();
-  if (M > std::size_t(1) << 30) throw InputError("exact model: " + std::to_string(M) + " samples is too many");
+  if (M > std::size_t(1) << 30)
+    throw InputError("exact model: " + std::to_string(M) + " samples is too many");
   dm->M = int(M);
   dm->field = m.has_field();
   dm->grads = m.has_gradients();
   std::vector<float4> h(M);
-  for (std::size_t i = 0; i < M; ++i) h[i] = make_float4(m.k[0][i], m.k[1][i], m.k[2][i], m.t.empty() ? 0.0f : m.t[i]);
+  for (std::size_t i = 0; i < M; ++i)
+    h[i] = make_float4(m.k[0][i], m.k[1][i], m.k[2][i], m.t.empty() ? 0.0f : m.t[i]);
   dm->samples = DeviceBuffer<float4>(Extents{M});
   gpu::copy_to_device(dm->samples.data(), h.data(), M * sizeof(float4), stream);
   if (!dm->field) {
@@ -249,7 +255,8 @@ ExactOperatorCuda::ExactOperatorCuda(const ExactModel& model, bool fast, gpu::St
   if (dm->field) {
     hv.resize(V);
     for (std::size_t v = 0; v < V; ++v)
-      hv[v] = dm->grads ? make_float4(m.fm[v], m.g[0][v], m.g[1][v], m.g[2][v]) : make_float4(m.fm[v], 0, 0, 0);
+      hv[v] =
+          dm->grads ? make_float4(m.fm[v], m.g[0][v], m.g[1][v], m.g[2][v]) : make_float4(m.fm[v], 0, 0, 0);
     dm->vfield = DeviceBuffer<float4>(Extents{V});
     gpu::copy_to_device(dm->vfield.data(), hv.data(), V * sizeof(float4), stream);
   }
@@ -266,10 +273,11 @@ ExactOperatorCuda::ExactOperatorCuda(const ExactModel& model, bool fast, gpu::St
   if (part) dm->partials = DeviceBuffer<cfloat>(Extents{part});
   if (dm->field) {
     dm->grads_only = dm->grads && std::all_of(m.fm.begin(), m.fm.end(), [](float v) { return v == 0.0f; });
-    dm->split_grad_adjoint =
-        split_for(32LL * m.grid.n[0] * m.grid.n[1] * ((m.grid.n[2] + kGradRunAdjoint - 1) / kGradRunAdjoint), M);
-    dm->field_partials = DeviceBuffer<double2>(Extents{std::max(
-        {std::size_t(dm->split_adjoint) * V, std::size_t(dm->split_forward) * M, std::size_t(dm->split_grad_adjoint) * V})});
+    dm->split_grad_adjoint = split_for(
+        32LL * m.grid.n[0] * m.grid.n[1] * ((m.grid.n[2] + kGradRunAdjoint - 1) / kGradRunAdjoint), M);
+    dm->field_partials = DeviceBuffer<double2>(
+        Extents{std::max({std::size_t(dm->split_adjoint) * V, std::size_t(dm->split_forward) * M,
+                          std::size_t(dm->split_grad_adjoint) * V})});
   }
   dm->weights = DeviceBuffer<cfloat>(Extents{M});
   dm->qhalf_values = DeviceBuffer<cfloat>(Extents{dm->qhalf.voxels()});
@@ -277,7 +285,9 @@ ExactOperatorCuda::ExactOperatorCuda(const ExactModel& model, bool fast, gpu::St
   dm_ = dm.release();
 }
 
-ExactOperatorCuda::~ExactOperatorCuda() { delete dm_; }
+ExactOperatorCuda::~ExactOperatorCuda() {
+  delete dm_;
+}
 
 namespace {
 
@@ -300,18 +310,19 @@ void launch_adjoint(ExactDeviceModel& dm, const ExactGrid& grid, int split, cons
       pair_data<<<blocks(dm.P), kThreads, 0, s>>>(d, dm.pairs.data(), dm.P, dm.pair_values.data());
       CUDA_CHECK_LAUNCH("exact pair_data");
       if (real_q)
-        adjoint_plain<FAST, true, true><<<grid_dim, kThreads, 0, s>>>(dm.pair_samples.data(), dm.pair_values.data(),
-                                                                      dm.P, g, out);
+        adjoint_plain<FAST, true, true>
+            <<<grid_dim, kThreads, 0, s>>>(dm.pair_samples.data(), dm.pair_values.data(), dm.P, g, out);
       else
-        adjoint_plain<FAST, true><<<grid_dim, kThreads, 0, s>>>(dm.pair_samples.data(), dm.pair_values.data(), dm.P,
-                                                                g, out);
+        adjoint_plain<FAST, true>
+            <<<grid_dim, kThreads, 0, s>>>(dm.pair_samples.data(), dm.pair_values.data(), dm.P, g, out);
     } else {
       adjoint_plain<FAST, false><<<grid_dim, kThreads, 0, s>>>(dm.samples.data(), d, dm.M, g, out);
     }
   } else {
     double2* part = dm.field_partials.data();
     if (dm.grads_only) {
-      const long long threads = 32LL * g.n0 * g.n1 * ((g.n2 + kGradRunAdjoint - 1) / kGradRunAdjoint);  // a warp per run
+      const long long threads =
+          32LL * g.n0 * g.n1 * ((g.n2 + kGradRunAdjoint - 1) / kGradRunAdjoint);  // a warp per run
       adjoint_grad_runs<FAST><<<dim3(blocks(threads), unsigned(dm.split_grad_adjoint)), kThreads, 0, s>>>(
           dm.samples.data(), d, dm.M, g, dm.vfield.data(), part);
       CUDA_CHECK_LAUNCH("exact adjoint (gradient runs)");
@@ -319,11 +330,11 @@ void launch_adjoint(ExactDeviceModel& dm, const ExactGrid& grid, int split, cons
       return;
     }
     if (dm.grads)
-      adjoint_field<FAST, true><<<dim3(blocks(V), unsigned(split)), kThreads, 0, s>>>(dm.samples.data(), d, dm.M, g,
-                                                                                       dm.vfield.data(), part);
+      adjoint_field<FAST, true><<<dim3(blocks(V), unsigned(split)), kThreads, 0, s>>>(
+          dm.samples.data(), d, dm.M, g, dm.vfield.data(), part);
     else
-      adjoint_field<FAST, false><<<dim3(blocks(V), unsigned(split)), kThreads, 0, s>>>(dm.samples.data(), d, dm.M, g,
-                                                                                        dm.vfield.data(), part);
+      adjoint_field<FAST, false><<<dim3(blocks(V), unsigned(split)), kThreads, 0, s>>>(
+          dm.samples.data(), d, dm.M, g, dm.vfield.data(), part);
     CUDA_CHECK_LAUNCH("exact adjoint (field)");
     reduce_partials(part, split, V, x, s);
     return;
@@ -341,11 +352,14 @@ void launch_forward(ExactDeviceModel& dm, const float2* x, float2* d, cudaStream
   if (dm.field) {
     double2* part = dm.field_partials.data();
     if (dm.grads_only)
-      forward_grad_runs<FAST><<<grid, kThreads, 0, s>>>(dm.samples.data(), x, dm.M, g, dm.vfield.data(), part);
+      forward_grad_runs<FAST>
+          <<<grid, kThreads, 0, s>>>(dm.samples.data(), x, dm.M, g, dm.vfield.data(), part);
     else if (dm.grads)
-      forward_field<FAST, true><<<grid, kThreads, 0, s>>>(dm.samples.data(), x, dm.M, g, dm.vfield.data(), part);
+      forward_field<FAST, true>
+          <<<grid, kThreads, 0, s>>>(dm.samples.data(), x, dm.M, g, dm.vfield.data(), part);
     else
-      forward_field<FAST, false><<<grid, kThreads, 0, s>>>(dm.samples.data(), x, dm.M, g, dm.vfield.data(), part);
+      forward_field<FAST, false>
+          <<<grid, kThreads, 0, s>>>(dm.samples.data(), x, dm.M, g, dm.vfield.data(), part);
     CUDA_CHECK_LAUNCH("exact forward (field)");
     reduce_partials(part, split, dm.M, d, s);
     return;
@@ -374,7 +388,8 @@ void ExactOperatorCuda::adjoint(const cfloat* d_y, cfloat* d_x) {
 
 void ExactOperatorCuda::matrix(cfloat* d_g, std::size_t ld) {
   auto s = static_cast<cudaStream_t>(stream_);
-  if (ld < dm_->grid.voxels()) throw InputError("exact matrix: leading dimension " + std::to_string(ld) + " < voxels");
+  if (ld < dm_->grid.voxels())
+    throw InputError("exact matrix: leading dimension " + std::to_string(ld) + " < voxels");
   const GridArgs g = grid_args(dm_->grid);
   const dim3 grid(blocks((long long)ld), unsigned((dm_->M + kMatrixRows - 1) / kMatrixRows));
   auto* out = reinterpret_cast<float2*>(d_g);
@@ -391,7 +406,8 @@ void ExactOperatorCuda::matrix(cfloat* d_g, std::size_t ld) {
 
 void ExactOperatorCuda::q(const float* d_w, cfloat* d_q) {
   auto s = static_cast<cudaStream_t>(stream_);
-  real_to_complex<<<blocks(dm_->M), kThreads, 0, s>>>(d_w, dm_->M, reinterpret_cast<float2*>(dm_->weights.data()));
+  real_to_complex<<<blocks(dm_->M), kThreads, 0, s>>>(d_w, dm_->M,
+                                                      reinterpret_cast<float2*>(dm_->weights.data()));
   CUDA_CHECK_LAUNCH("exact q weights");
   const auto* w = reinterpret_cast<const float2*>(dm_->weights.data());
   auto* half = reinterpret_cast<float2*>(dm_->qhalf_values.data());
@@ -405,7 +421,8 @@ void ExactOperatorCuda::q(const float* d_w, cfloat* d_q) {
     mi.h[a] = dm_->qhalf.n[a];
   }
   mi.axis = dm_->qaxis;
-  q_mirror<<<blocks((long long)dm_->qgrid.voxels()), kThreads, 0, s>>>(half, mi, reinterpret_cast<float2*>(d_q));
+  q_mirror<<<blocks((long long)dm_->qgrid.voxels()), kThreads, 0, s>>>(half, mi,
+                                                                       reinterpret_cast<float2*>(d_q));
   CUDA_CHECK_LAUNCH("exact q_mirror");
 }
 

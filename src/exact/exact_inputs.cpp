@@ -1,8 +1,8 @@
 #include "exact/exact_inputs.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "io/cfl.hpp"
@@ -36,12 +36,13 @@ Axis find_axis(const std::vector<float>& r, const char* name, const std::string&
   a.step = double(r[a.stride]) - double(r[0]);
   a.n = std::size_t(std::llround(1.0 / std::abs(a.step)));
   if (a.n < 2 || std::abs(a.step * double(a.n) - (a.step > 0 ? 1 : -1)) > 1e-3)
-    throw InputError(fmt::format("IMPATIENT {}: {} steps by {} of the field of view, not 1/n", dir, name, a.step));
+    throw InputError(
+        fmt::format("IMPATIENT {}: {} steps by {} of the field of view, not 1/n", dir, name, a.step));
   for (std::size_t v = 0; v < r.size(); ++v) {
     const double want = a.first + a.step * double((v / a.stride) % a.n);
     if (std::abs(double(r[v]) - want) > 1e-4)
-      throw InputError(fmt::format("IMPATIENT {}: {}[{}] = {} is off the regular grid (expected {})", dir, name, v,
-                                   r[v], want));
+      throw InputError(fmt::format("IMPATIENT {}: {}[{}] = {} is off the regular grid (expected {})", dir,
+                                   name, v, r[v], want));
   }
   return a;
 }
@@ -57,8 +58,8 @@ std::vector<cfloat> complex_of(const std::vector<float>& re, const std::vector<f
 ExactInputs load_impatient(const std::string& dir) {
   const ImpatientCase c = read_impatient_case(dir);
   // The three coordinates, slowest first (largest stride; a constant one is an axis of one voxel, put first).
-  std::vector<std::pair<Axis, int>> axes = {{find_axis(c.ix, "ix", dir), 0}, {find_axis(c.iy, "iy", dir), 1},
-                                            {find_axis(c.iz, "iz", dir), 2}};
+  std::vector<std::pair<Axis, int>> axes = {
+      {find_axis(c.ix, "ix", dir), 0}, {find_axis(c.iy, "iy", dir), 1}, {find_axis(c.iz, "iz", dir), 2}};
   std::stable_sort(axes.begin(), axes.end(), [](const auto& a, const auto& b) {
     const auto key = [](const Axis& x) { return x.stride == 0 ? SIZE_MAX : x.stride; };
     return key(a.first) > key(b.first);
@@ -84,8 +85,9 @@ ExactInputs load_impatient(const std::string& dir) {
     m.g[a] = *g_of[coord];
   }
   if (V != c.voxels)
-    throw InputError(fmt::format("IMPATIENT {}: the coordinates make a {} x {} x {} grid, not the {} voxels there are",
-                                 dir, m.grid.n[0], m.grid.n[1], m.grid.n[2], c.voxels));
+    throw InputError(
+        fmt::format("IMPATIENT {}: the coordinates make a {} x {} x {} grid, not the {} voxels there are",
+                    dir, m.grid.n[0], m.grid.n[1], m.grid.n[2], c.voxels));
   // The stride of each axis must be the product of the faster ones (voxels stored in grid order).
   if (axes[2].first.n > 1 && axes[2].first.stride != 1)
     throw InputError(fmt::format("IMPATIENT {}: no coordinate varies fastest in memory", dir));
@@ -119,13 +121,15 @@ ExactInputs load_cfl_exact(const CflExactArgs& a) {
   if (t.dim(0) != 3) throw InputError(fmt::format("{}: trajectory dim 0 is {}, not 3", a.traj, t.dim(0)));
   const std::size_t M = std::size_t(t.dim(1)) * std::size_t(t.dim(2));
   if (std::size_t(k.dim(0)) * k.dim(1) * k.dim(2) != M)
-    throw InputError(fmt::format("{}: {} x {} samples per coil, the trajectory has {}", a.kspace, k.dim(1), k.dim(2), M));
+    throw InputError(
+        fmt::format("{}: {} x {} samples per coil, the trajectory has {}", a.kspace, k.dim(1), k.dim(2), M));
   ExactInputs in;
   in.source = a.traj + " + " + a.kspace;
   in.coils = int(k.dim(3));
   in.slices = int(k.dim(4));
   if (std::size_t(in.coils) * std::size_t(in.slices) * M != k.data.size())
-    throw InputError(fmt::format("{}: only dims 0-4 may be larger than 1 ([1 readout spokes coils slices])", a.kspace));
+    throw InputError(
+        fmt::format("{}: only dims 0-4 may be larger than 1 ([1 readout spokes coils slices])", a.kspace));
   if (in.slices > 1 && a.dims == 3) throw ConfigError("--dims 3 takes one volume, not slices");
   if (in.slices > 1 && (!a.fieldmap.empty() || !a.gradients.empty()))
     throw ConfigError("a field map or gradients apply to one slice; give the slices one run each");
@@ -141,13 +145,15 @@ ExactInputs load_cfl_exact(const CflExactArgs& a) {
   const std::size_t V = m.voxels();
   if (!a.fieldmap.empty()) {
     const CflArray f = read_cfl(a.fieldmap);
-    if (f.data.size() != V) throw InputError(fmt::format("{}: {} values, the image has {}", a.fieldmap, f.data.size(), V));
+    if (f.data.size() != V)
+      throw InputError(fmt::format("{}: {} values, the image has {}", a.fieldmap, f.data.size(), V));
     m.fm = real_part(f);
   }
   if (!a.gradients.empty()) {
     const CflArray g = read_cfl(a.gradients);
     if (g.data.size() != 3 * V)
-      throw InputError(fmt::format("{}: {} values, 3 x {} expected ([N N (N) 3]: x, y, z)", a.gradients, g.data.size(), V));
+      throw InputError(fmt::format("{}: {} values, 3 x {} expected ([N N (N) 3]: x, y, z)", a.gradients,
+                                   g.data.size(), V));
     for (int c = 0; c < 3; ++c) {
       auto& dst = m.g[2 - c];
       dst.resize(V);
@@ -157,7 +163,8 @@ ExactInputs load_cfl_exact(const CflExactArgs& a) {
   }
   if (!a.times.empty()) {
     const CflArray tt = read_cfl(a.times);
-    if (tt.data.size() != M) throw InputError(fmt::format("{}: {} times, {} samples", a.times, tt.data.size(), M));
+    if (tt.data.size() != M)
+      throw InputError(fmt::format("{}: {} times, {} samples", a.times, tt.data.size(), M));
     m.t = real_part(tt);
   } else if (m.has_field()) {
     throw ConfigError("--fieldmap and --gradients need --times T.cfl (the time of every sample)");
@@ -182,7 +189,8 @@ void write_exact_image(const std::string& path, const std::vector<cfloat>& image
     for (int z = 0; z < nz; ++z)
       for (int y = 0; y < ny; ++y)
         for (int x = 0; x < nx; ++x)
-          pixels[std::size_t((z / cols) * ny + y) * W + (z % cols) * nx + x] = mag[(std::size_t(z) * ny + y) * nx + x];
+          pixels[std::size_t((z / cols) * ny + y) * W + (z % cols) * nx + x] =
+              mag[(std::size_t(z) * ny + y) * nx + x];
     std::vector<float> sorted = mag;
     std::sort(sorted.begin(), sorted.end());
     const float lo = sorted[std::size_t(0.005 * double(sorted.size() - 1))];

@@ -16,9 +16,9 @@ struct ExactInputs {
   ExactModel model;
   std::vector<cfloat> kdata;  // [slices][coils][model.samples()]
   int coils = 1;
-  int slices = 1;             // 2D slices sharing the trajectory (BART k-space dim 4), each its own problem
-  std::vector<float> mask;    // per voxel (IMPATIENT), empty when none
-  std::string source;         // for the log
+  int slices = 1;           // 2D slices sharing the trajectory (BART k-space dim 4), each its own problem
+  std::vector<float> mask;  // per voxel (IMPATIENT), empty when none
+  std::string source;       // for the log
 };
 
 // IMPATIENT: the voxel grid is found from ix/iy/iz (each coordinate's count and stride; a regular spacing of
@@ -29,12 +29,13 @@ struct CflExactArgs {
   std::string traj, kspace, fieldmap, gradients, times;
   int matrix = 0, dims = 2;
 };
-// BART: traj [3 readout spokes] in +-N/2 units, kspace [1 readout spokes coils (slices)]; fieldmap [N N (N)] (Hz, real
-// part), gradients [N N (N) 3] (Hz across a voxel along x, y, z), times [1 readout spokes] or [M] (s).
+// BART: traj [3 readout spokes] in +-N/2 units, kspace [1 readout spokes coils (slices)]; fieldmap [N N (N)]
+// (Hz, real part), gradients [N N (N) 3] (Hz across a voxel along x, y, z), times [1 readout spokes] or [M]
+// (s).
 ExactInputs load_cfl_exact(const CflExactArgs& a);
 
-// An n^3 model from points given as (x, y, z) in cycles per pixel (the 3D phantom's trajectory): grid axes are
-// slowest first, so z pairs with axis 0 and x with axis 2.
+// An n^3 model from points given as (x, y, z) in cycles per pixel (the 3D phantom's trajectory): grid axes
+// are slowest first, so z pairs with axis 0 and x with axis 2.
 ExactModel exact_model_3d(const std::vector<std::array<float, 3>>& k_xyz, int n);
 
 // image: model.voxels() values. Throws ConfigError for other extensions, IoError on failure.

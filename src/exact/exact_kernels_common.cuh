@@ -8,7 +8,8 @@ namespace {
 
 constexpr int kThreads = 256;  // threads per block, and the length of a shared-memory tile
 constexpr int kRun = 16;       // voxels per thread along the fastest axis (the phasor recurrence's run)
-constexpr long long kTargetThreads = 1 << 18;  // split the sum across blocks until about this many threads run
+constexpr long long kTargetThreads = 1
+                                     << 18;  // split the sum across blocks until about this many threads run
 
 struct GridArgs {
   int n0, n1, n2;
@@ -52,8 +53,8 @@ __device__ __forceinline__ void sinc_parts(float u, float& num, float& den) {
   den *= 3.14159265358979323846f * u;
 }
 
-// Steps a voxel position (i0, i1, i2) on by `run` voxels along axis 2, wrapping into the next row / slice (the
-// forward kernels walk a tile of voxels in runs that never cross a row).
+// Steps a voxel position (i0, i1, i2) on by `run` voxels along axis 2, wrapping into the next row / slice
+// (the forward kernels walk a tile of voxels in runs that never cross a row).
 __device__ __forceinline__ void advance_row(int& i0, int& i1, int& i2, int run, int n1, int n2) {
   i2 += run;
   if (i2 == n2) {
@@ -68,17 +69,19 @@ __device__ __forceinline__ void advance_row(int& i0, int& i1, int& i2, int run, 
 // Thread i's sample (zeros past M) and its phasor step (sc, ss) = exp(-2 pi i k2) along axis 2 (the forward
 // kernels' row recurrence).
 template <bool FAST>
-__device__ __forceinline__ float4 forward_sample(const float4* __restrict__ smp, int i, int M, float& sc, float& ss) {
+__device__ __forceinline__ float4 forward_sample(const float4* __restrict__ smp, int i, int M, float& sc,
+                                                 float& ss) {
   const float4 k = i < M ? smp[i] : make_float4(0, 0, 0, 0);
   cis<FAST>(k.z - rintf(k.z), sc, ss);
   ss = -ss;
   return k;
 }
 
-// The forward kernels' walk over one staged tile of voxels [base, base + len) (values in s_x): runs of at most
-// RUN voxels along axis 2 that never cross a row, each started by one sincos of the phase k . r and stepped by
-// the phasor (sc, ss) = exp(-2 pi i k2) (the row recurrence). weight(j) is tile voxel j's factor (1 in the
-// plain model); each run's float sum goes to add(fr, fi), which keeps it in the kernel's accumulator.
+// The forward kernels' walk over one staged tile of voxels [base, base + len) (values in s_x): runs of at
+// most RUN voxels along axis 2 that never cross a row, each started by one sincos of the phase k . r and
+// stepped by the phasor (sc, ss) = exp(-2 pi i k2) (the row recurrence). weight(j) is tile voxel j's factor
+// (1 in the plain model); each run's float sum goes to add(fr, fi), which keeps it in the kernel's
+// accumulator.
 template <bool FAST, int RUN, class Weight, class Add>
 __device__ __forceinline__ void forward_tile(const float4& k, float sc, float ss, const float2* s_x, int len,
                                              long long base, const GridArgs& g, Weight weight, Add add) {

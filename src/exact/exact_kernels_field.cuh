@@ -10,8 +10,8 @@ namespace {
 
 // The field model's pair term: phase (cycles, reduced) and the sinc weight (one division for the three).
 template <bool FAST, bool GRADS>
-__device__ __forceinline__ void field_term(const float4& k, float r0, float r1, float r2, const float4& vf, float w0,
-                                           float& c, float& s, float& w) {
+__device__ __forceinline__ void field_term(const float4& k, float r0, float r1, float r2, const float4& vf,
+                                           float w0, float& c, float& s, float& w) {
   float e = 0.0f;
   float f = frac_prod(k.x, r0, e) + frac_prod(k.y, r1, e) + frac_prod(k.z, r2, e) + frac_prod(vf.x, k.w, e);
   f += e;
@@ -27,11 +27,12 @@ __device__ __forceinline__ void field_term(const float4& k, float r0, float r1, 
 }
 
 // Field model, adjoint: one voxel per thread, samples (k, t) staged in tiles.
-// Every term is added in double: the field model's sums cancel heavily and CG amplifies what float loses there.
+// Every term is added in double: the field model's sums cancel heavily and CG amplifies what float loses
+// there.
 template <bool FAST, bool GRADS>
-__global__ void __launch_bounds__(kThreads) adjoint_field(const float4* __restrict__ smp, const float2* __restrict__ d,
-                                                          int M, GridArgs g, const float4* __restrict__ vfield,
-                                                          double2* __restrict__ out) {
+__global__ void __launch_bounds__(kThreads)
+    adjoint_field(const float4* __restrict__ smp, const float2* __restrict__ d, int M, GridArgs g,
+                  const float4* __restrict__ vfield, double2* __restrict__ out) {
   __shared__ float4 s_k[kThreads];
   __shared__ float2 s_d[kThreads];
   __shared__ float s_w0[kThreads];
@@ -67,9 +68,9 @@ __global__ void __launch_bounds__(kThreads) adjoint_field(const float4* __restri
 
 // Field model, forward: one sample per thread, voxels (value, fm, g) staged in tiles.
 template <bool FAST, bool GRADS>
-__global__ void __launch_bounds__(kThreads) forward_field(const float4* __restrict__ smp, const float2* __restrict__ x,
-                                                          int M, GridArgs g, const float4* __restrict__ vfield,
-                                                          double2* __restrict__ out) {
+__global__ void __launch_bounds__(kThreads)
+    forward_field(const float4* __restrict__ smp, const float2* __restrict__ x, int M, GridArgs g,
+                  const float4* __restrict__ vfield, double2* __restrict__ out) {
   __shared__ float2 s_x[kThreads];
   __shared__ float4 s_f[kThreads];
   __shared__ float4 s_r[kThreads];
@@ -86,8 +87,8 @@ __global__ void __launch_bounds__(kThreads) forward_field(const float4* __restri
     if (v < end) {
       s_x[threadIdx.x] = x[v];
       s_f[threadIdx.x] = vfield[v];
-      s_r[threadIdx.x] = make_float4(g.o0 + float(v / ((long long)g.n2 * g.n1)), g.o1 + float((v / g.n2) % g.n1),
-                                     g.o2 + float(v % g.n2), 0.0f);
+      s_r[threadIdx.x] = make_float4(g.o0 + float(v / ((long long)g.n2 * g.n1)),
+                                     g.o1 + float((v / g.n2) % g.n1), g.o2 + float(v % g.n2), 0.0f);
     }
     __syncthreads();
     const int len = int(min((long long)kThreads, end - base));
@@ -103,21 +104,22 @@ __global__ void __launch_bounds__(kThreads) forward_field(const float4* __restri
   if (i < M) out[blockIdx.y * (long long)M + i] = make_double2(tr, ti);
 }
 
-// Gradients without an off-resonance map (fm = 0 everywhere, as in seed 001's data): the phase is k . r again, so
-// the row recurrence of the field-free kernels applies, and the voxels without gradients (most of an image) use
-// the sample's own sinc product w0. Runs of kGradRun voxels per thread (adjoint) or per step (forward). The
-// terms of a run (forward: at most 8 voxels) or of a lane's share of a staged chunk (adjoint: at most 8
-// samples) are summed in float and those short sums added in double (a double add per term made the
+// Gradients without an off-resonance map (fm = 0 everywhere, as in seed 001's data): the phase is k . r
+// again, so the row recurrence of the field-free kernels applies, and the voxels without gradients (most of
+// an image) use the sample's own sinc product w0. Runs of kGradRun voxels per thread (adjoint) or per step
+// (forward). The terms of a run (forward: at most 8 voxels) or of a lane's share of a staged chunk (adjoint:
+// at most 8 samples) are summed in float and those short sums added in double (a double add per term made the
 // conversions and DADDs, not the trig, the bound).
 constexpr int kGradRun = 8;
-constexpr int kGradRunAdjoint = 8;  // (4: 20 % faster, but CG on seed 001 drifts: 5.4e-5 accurate, 9.0e-4 fast trig)
+constexpr int kGradRunAdjoint =
+    8;  // (4: 20 % faster, but CG on seed 001 drifts: 5.4e-5 accurate, 9.0e-4 fast trig)
 
 // The adjoint gives each warp one run of kGradRun voxels and its lanes every 32nd sample, so that whether a
 // voxel needs its own sinc terms is the same for the whole warp (no divergence); a warp reduction ends it.
 template <bool FAST>
-__global__ void __launch_bounds__(kThreads) adjoint_grad_runs(const float4* __restrict__ smp, const float2* __restrict__ d,
-                                                              int M, GridArgs g, const float4* __restrict__ vfield,
-                                                              double2* __restrict__ out) {
+__global__ void __launch_bounds__(kThreads)
+    adjoint_grad_runs(const float4* __restrict__ smp, const float2* __restrict__ d, int M, GridArgs g,
+                      const float4* __restrict__ vfield, double2* __restrict__ out) {
   __shared__ float4 s_k[kThreads];
   __shared__ float4 s_d[kThreads];  // d, w0, unused
   __shared__ float2 s_step[kThreads];
@@ -201,9 +203,9 @@ __global__ void __launch_bounds__(kThreads) adjoint_grad_runs(const float4* __re
 }
 
 template <bool FAST>
-__global__ void __launch_bounds__(kThreads) forward_grad_runs(const float4* __restrict__ smp, const float2* __restrict__ x,
-                                                              int M, GridArgs g, const float4* __restrict__ vfield,
-                                                              double2* __restrict__ out) {
+__global__ void __launch_bounds__(kThreads)
+    forward_grad_runs(const float4* __restrict__ smp, const float2* __restrict__ x, int M, GridArgs g,
+                      const float4* __restrict__ vfield, double2* __restrict__ out) {
   __shared__ float2 s_x[kThreads];
   __shared__ float4 s_f[kThreads];
   const int i = blockIdx.x * kThreads + threadIdx.x;

@@ -9,14 +9,15 @@ namespace radstream {
 namespace {
 
 // x_v = sum_m d_m exp(+2 pi i k_m . r_v): a run of kRun voxels along axis 2 per thread. PAIRED: a trajectory
-// symmetric about k = 0 (seed 000's): each entry stands for k and -k, data {A, B, C, D} from the pair's values
-// d1 (at k) and d2 (at -k) as A = Re d1 + Re d2, B = Im d1 - Im d2, C = Im d1 + Im d2, D = Re d1 - Re d2, so
-// that d1 e + d2 conj(e) = (A Re e - B Im e) + i (C Re e + D Im e): one phasor and four FMAs per voxel for
-// two samples (for Q with real weights B = C = 0 and the imaginary part is exactly 0 when D = 0).
-// REAL (paired, for Q with pairs of equal real weights): only the real part is formed (it is all there is).
+// symmetric about k = 0 (seed 000's): each entry stands for k and -k, data {A, B, C, D} from the pair's
+// values d1 (at k) and d2 (at -k) as A = Re d1 + Re d2, B = Im d1 - Im d2, C = Im d1 + Im d2, D = Re d1 - Re
+// d2, so that d1 e + d2 conj(e) = (A Re e - B Im e) + i (C Re e + D Im e): one phasor and four FMAs per voxel
+// for two samples (for Q with real weights B = C = 0 and the imaginary part is exactly 0 when D = 0). REAL
+// (paired, for Q with pairs of equal real weights): only the real part is formed (it is all there is).
 template <bool FAST, bool PAIRED, bool REAL = false>
-__global__ void __launch_bounds__(kThreads) adjoint_plain(const float4* __restrict__ smp, const void* __restrict__ data,
-                                                          int M, GridArgs g, float2* __restrict__ out) {
+__global__ void __launch_bounds__(kThreads)
+    adjoint_plain(const float4* __restrict__ smp, const void* __restrict__ data, int M, GridArgs g,
+                  float2* __restrict__ out) {
   __shared__ float4 s_k[kThreads];  // k, and in .w: nothing (plain) or unused
   __shared__ float4 s_d[kThreads];  // plain: d, then the step phasor; paired: A, B, C, D
   __shared__ float2 s_step[kThreads];
@@ -61,8 +62,9 @@ __global__ void __launch_bounds__(kThreads) adjoint_plain(const float4* __restri
       float c0, s0;
       cis<FAST>(f, c0, s0);
       if constexpr (REAL) {
-        // Only cosines: the Chebyshev recurrence cos((q+1) d + t) = 2 cos d cos(q d + t) - cos((q-1) d + t), two
-        // FMAs a voxel; its rounding grows at most like U_q(cos d) <= q + 1, so a run of kRun stays ~1e-6.
+        // Only cosines: the Chebyshev recurrence cos((q+1) d + t) = 2 cos d cos(q d + t) - cos((q-1) d + t),
+        // two FMAs a voxel; its rounding grows at most like U_q(cos d) <= q + 1, so a run of kRun stays
+        // ~1e-6.
         float cm = c0, cn = c0 * st.x - s0 * st.y;
         const float two_c = 2.0f * st.x;
         pr[0] = fmaf(dd.x, cm, pr[0]);
@@ -113,7 +115,8 @@ __global__ void __launch_bounds__(kThreads) adjoint_plain(const float4* __restri
 }
 
 // The paired data {A, B, C, D} of each symmetric pair (i, j) from complex values d.
-__global__ void pair_data(const float2* __restrict__ d, const int2* __restrict__ pairs, int P, float4* __restrict__ out) {
+__global__ void pair_data(const float2* __restrict__ d, const int2* __restrict__ pairs, int P,
+                          float4* __restrict__ out) {
   const int p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p >= P) return;
   const int2 ij = pairs[p];
@@ -124,8 +127,9 @@ __global__ void pair_data(const float2* __restrict__ d, const int2* __restrict__
 // d_m = sum_v x_v exp(-2 pi i k_m . r_v): one sample per thread, voxels staged in tiles and walked in runs of
 // kRun along axis 2 (the runs depend on the tile only, so a warp never diverges).
 template <bool FAST>
-__global__ void __launch_bounds__(kThreads) forward_plain(const float4* __restrict__ smp, const float2* __restrict__ x,
-                                                          int M, GridArgs g, float2* __restrict__ out) {
+__global__ void __launch_bounds__(kThreads)
+    forward_plain(const float4* __restrict__ smp, const float2* __restrict__ x, int M, GridArgs g,
+                  float2* __restrict__ out) {
   __shared__ float2 s_x[kThreads];
   const int i = blockIdx.x * kThreads + threadIdx.x;
   float sc, ss;
@@ -139,11 +143,12 @@ __global__ void __launch_bounds__(kThreads) forward_plain(const float4* __restri
     if (base + threadIdx.x < end) s_x[threadIdx.x] = x[base + threadIdx.x];
     __syncthreads();
     const int len = int(min((long long)kThreads, end - base));
-    forward_tile<FAST, kRun>(k, sc, ss, s_x, len, base, g, [](int) { return 1.0f; },
-                             [&](float fr, float fi) {
-                               tr += fr;
-                               ti += fi;
-                             });
+    forward_tile<FAST, kRun>(
+        k, sc, ss, s_x, len, base, g, [](int) { return 1.0f; },
+        [&](float fr, float fi) {
+          tr += fr;
+          ti += fi;
+        });
   }
   if (i < M) out[blockIdx.y * (long long)M + i] = make_float2(tr, ti);
 }

@@ -8,7 +8,8 @@ namespace radstream {
 
 ExactGrid ExactGrid::image(int matrix, int dims) {
   if (matrix < 1) throw ConfigError("exact model: matrix " + std::to_string(matrix) + " must be >= 1");
-  if (dims != 2 && dims != 3) throw ConfigError("exact model: dims " + std::to_string(dims) + " must be 2 or 3");
+  if (dims != 2 && dims != 3)
+    throw ConfigError("exact model: dims " + std::to_string(dims) + " must be 2 or 3");
   ExactGrid g;
   g.n = {dims == 3 ? matrix : 1, matrix, matrix};
   for (int a = 0; a < 3; ++a) g.origin[a] = g.n[a] > 1 ? -double(g.n[a] / 2) : 0.0;
@@ -39,8 +40,8 @@ void check_array(const std::vector<float>& v, std::size_t n, const char* name, b
                      std::to_string(n) + " expected");
   for (std::size_t i = 0; i < v.size(); ++i)
     if (!std::isfinite(v[i]))
-      throw InputError(std::string("exact model: ") + name + "[" + std::to_string(i) + "] = " +
-                       std::to_string(v[i]) + " is not finite");
+      throw InputError(std::string("exact model: ") + name + "[" + std::to_string(i) +
+                       "] = " + std::to_string(v[i]) + " is not finite");
 }
 
 }  // namespace
@@ -49,8 +50,9 @@ void ExactModel::validate() const {
   const std::size_t M = samples(), V = voxels();
   if (M == 0) throw InputError("exact model: no samples (every trajectory axis is empty)");
   for (int a = 0; a < 3; ++a) {
-    if (grid.n[a] < 1) throw InputError("exact model: grid axis " + std::to_string(a) + " has " +
-                                        std::to_string(grid.n[a]) + " voxels");
+    if (grid.n[a] < 1)
+      throw InputError("exact model: grid axis " + std::to_string(a) + " has " + std::to_string(grid.n[a]) +
+                       " voxels");
     check_array(k[a], M, a == 0 ? "k[0]" : a == 1 ? "k[1]" : "k[2]", true);
   }
   check_array(fm, V, "fm (field map)", true);

@@ -1,15 +1,16 @@
-// The seeds' exact signal model (seed 000 eq. for F^H d and Q, seed 001 eq. 44.1-44.2 and Fig. 44.3), computed
-// by direct sums over every (sample, voxel) pair instead of gridding, so that physics can enter it:
+// The seeds' exact signal model (seed 000 eq. for F^H d and Q, seed 001 eq. 44.1-44.2 and Fig. 44.3),
+// computed by direct sums over every (sample, voxel) pair instead of gridding, so that physics can enter it:
 //
 //   forward  d_m = sum_v x_v exp(-2 pi i (k_m . r_v + fm_v t_m)) prod_a sinc(k_{m,a} + t_m g_{v,a})
 //   adjoint  x_v = sum_m d_m exp(+2 pi i (k_m . r_v + fm_v t_m)) prod_a sinc(k_{m,a} + t_m g_{v,a})
 //   Q(s)     = sum_m w_m exp(+2 pi i k_m . s)   on the displacements s of the 2N grid (F^H W F = Q convolved)
 //
-// Units: k in cycles per pixel (IMPATIENT's cycles per field of view divided by the matrix; BART's +-N/2 units
-// divided by N), voxel positions r in pixels, t in seconds, fm in Hz, g (the susceptibility gradient of seed
-// 001) in Hz across one voxel, sinc(u) = sin(pi u) / (pi u) (a voxel of width one pixel integrated exactly).
-// Voxels lie on a regular grid of three axes, slowest first (a 2D image is one slice: n = {1, Ny, Nx}); axis a
-// of the trajectory pairs with axis a of the grid. Phases are reduced to [-0.5, 0.5) cycles before the trig.
+// Units: k in cycles per pixel (IMPATIENT's cycles per field of view divided by the matrix; BART's +-N/2
+// units divided by N), voxel positions r in pixels, t in seconds, fm in Hz, g (the susceptibility gradient of
+// seed 001) in Hz across one voxel, sinc(u) = sin(pi u) / (pi u) (a voxel of width one pixel integrated
+// exactly). Voxels lie on a regular grid of three axes, slowest first (a 2D image is one slice: n = {1, Ny,
+// Nx}); axis a of the trajectory pairs with axis a of the grid. Phases are reduced to [-0.5, 0.5) cycles
+// before the trig.
 #pragma once
 #include <array>
 #include <string>

@@ -20,9 +20,12 @@ namespace radstream {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 
-void check_options(const ExactModel& model, const std::vector<cfloat>& kdata, int coils, const ExactReconOptions& o) {
+void check_options(const ExactModel& model, const std::vector<cfloat>& kdata, int coils,
+                   const ExactReconOptions& o) {
   model.validate();
   if (coils < 1) throw ConfigError("exact recon: coils " + std::to_string(coils) + " must be >= 1");
   if (kdata.size() != model.samples() * std::size_t(coils))
@@ -42,16 +45,17 @@ void check_options(const ExactModel& model, const std::vector<cfloat>& kdata, in
                        std::to_string(model.samples()) + " samples");
     for (std::size_t i = 0; i < o.weights.size(); ++i)
       if (!std::isfinite(o.weights[i]) || o.weights[i] < 0)
-        throw InputError("exact recon: sample weight " + std::to_string(i) + " = " + std::to_string(o.weights[i]) +
-                         " must be finite and >= 0");
+        throw InputError("exact recon: sample weight " + std::to_string(i) + " = " +
+                         std::to_string(o.weights[i]) + " must be finite and >= 0");
     if (o.method == ExactMethod::Cg && (model.has_field() || !o.toeplitz))
-      throw ConfigError("exact recon: sample weights need the Toeplitz normal operator (no field map or gradients)");
+      throw ConfigError(
+          "exact recon: sample weights need the Toeplitz normal operator (no field map or gradients)");
   }
 }
 
 // One coil's data times the sample weights (when there are any).
-const cfloat* weighted(const std::vector<cfloat>& kdata, std::size_t at, std::size_t M, const std::vector<float>& w,
-                       std::vector<cfloat>& scratch) {
+const cfloat* weighted(const std::vector<cfloat>& kdata, std::size_t at, std::size_t M,
+                       const std::vector<float>& w, std::vector<cfloat>& scratch) {
   if (w.empty()) return kdata.data() + at;
   scratch.resize(M);
   for (std::size_t i = 0; i < M; ++i) scratch[i] = kdata[at + i] * w[i];
@@ -79,8 +83,8 @@ bool use_matrix(const ExactModel& model, const ExactReconOptions& o) {
          exact_matrix_bytes(model) <= o.matrix_limit_mb * (std::size_t(1) << 20);
 }
 
-ExactReconResult finish(std::vector<double>& rss, std::vector<cfloat>& single, int coils, bool cg, const CgReport& rep,
-                        const PhaseTimes& ms, Clock::time_point t_all) {
+ExactReconResult finish(std::vector<double>& rss, std::vector<cfloat>& single, int coils, bool cg,
+                        const CgReport& rep, const PhaseTimes& ms, Clock::time_point t_all) {
   ExactReconResult r;
   r.iterations = cg ? rep.iterations : 0;
   r.residual = rep.residual;
@@ -224,12 +228,13 @@ ExactReconResult exact_reconstruct(const ExactModel& model, const std::vector<cf
 #if RADSTREAM_HAVE_CUDA
   return reconstruct_gpu(model, kdata, coils, o);
 #else
-  throw ConfigError("exact recon: this build has no CUDA backend (rebuild with nvcc, or use the cpu backend)");
+  throw ConfigError(
+      "exact recon: this build has no CUDA backend (rebuild with nvcc, or use the cpu backend)");
 #endif
 }
 
-std::vector<std::complex<double>> exact_cg_reference(const ExactModel& model, const cfloat* kdata, int iterations,
-                                                     double lambda) {
+std::vector<std::complex<double>> exact_cg_reference(const ExactModel& model, const cfloat* kdata,
+                                                     int iterations, double lambda) {
   using cd = std::complex<double>;
   const ExactModel m = model.filled();
   const std::size_t M = m.samples(), V = m.voxels();

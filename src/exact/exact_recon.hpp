@@ -6,9 +6,9 @@
 //         K updates of x, each one application of the normal operator (ConjugateGradient's definition: Table
 //         44.1's first pass, which divides by zero as printed, is its i = 1 with dir = grad).
 // lambda is relative to the scale of F^H F: its diagonal is M (the number of samples) without gradients, so
-// lambda M weighs ||C x||^2 against ||F x - d||^2 the same for any M (the pipeline's convention for cg-sense).
-// exact_cg_reference is the double-precision twin on the host (direct F^H F, same iteration count) that the
-// GPU is checked against.
+// lambda M weighs ||C x||^2 against ||F x - d||^2 the same for any M (the pipeline's convention for
+// cg-sense). exact_cg_reference is the double-precision twin on the host (direct F^H F, same iteration count)
+// that the GPU is checked against.
 #pragma once
 #include <complex>
 #include <string>
@@ -33,8 +33,8 @@ struct ExactReconOptions {
   // on strongly non-uniform trajectories. cg needs the Toeplitz path (no field) for them.
   std::vector<float> weights;
   // When CG's normal operator is F then F^H (a field, or toeplitz = false): the stored matrix G of
-  // dense_exact.hpp, computed once, for F, F^H and the F^H d when it takes at most this many MiB (0: always on
-  // the fly, every term recomputed per application).
+  // dense_exact.hpp, computed once, for F, F^H and the F^H d when it takes at most this many MiB (0: always
+  // on the fly, every term recomputed per application).
   std::size_t matrix_limit_mb = 1024;
   // cg: an anatomical prior (seed 000's anatomically constrained reconstruction): one region label per voxel;
   // first differences between voxels of different regions are left out of C (empty: C over the whole grid).
@@ -57,7 +57,7 @@ ExactReconResult exact_reconstruct(const ExactModel& model, const std::vector<cf
                                    const ExactReconOptions& options);
 
 // One coil in double on the host: fhd (iterations = 0) or K CG iterations on direct F^H F + lambda M C^T C.
-std::vector<std::complex<double>> exact_cg_reference(const ExactModel& model, const cfloat* kdata, int iterations,
-                                                     double lambda);
+std::vector<std::complex<double>> exact_cg_reference(const ExactModel& model, const cfloat* kdata,
+                                                     int iterations, double lambda);
 
 }  // namespace radstream

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/gpu_list.hpp"
 #include "gpu/cuda_runtime.hpp"
 #include "gpu/handles.hpp"
 
@@ -14,6 +15,19 @@ namespace radstream {
 
 ExactSlicesResult exact_reconstruct_slices(const std::vector<ExactSlice>& slices, int coils,
                                            const ExactReconOptions& o, int gpus) {
+  std::vector<int> devices;
+  if (o.gpu) {
+    const int have = gpu::query().device_count;
+    if (gpus < 0 || gpus > have)
+      throw ConfigError("exact slices: " + std::to_string(gpus) + " GPUs asked for, this machine has " +
+                        std::to_string(have));
+    for (int d = 0; d < (gpus == 0 ? have : gpus); ++d) devices.push_back(d);
+  }
+  return exact_reconstruct_slices(slices, coils, o, devices);
+}
+
+ExactSlicesResult exact_reconstruct_slices(const std::vector<ExactSlice>& slices, int coils,
+                                           const ExactReconOptions& o, const std::vector<int>& gpus) {
   const auto t0 = std::chrono::steady_clock::now();
   ExactSlicesResult r;
   r.slices.resize(slices.size());
@@ -26,10 +40,11 @@ ExactSlicesResult exact_reconstruct_slices(const std::vector<ExactSlice>& slices
       r.slices[i] = exact_reconstruct(*slices[i].model, *slices[i].kdata, coils, o);
   } else {
     const int have = gpu::query().device_count;
-    if (gpus < 0 || gpus > have)
-      throw ConfigError("exact slices: " + std::to_string(gpus) + " GPUs asked for, this machine has " +
-                        std::to_string(have));
-    const int use = std::max(1, std::min(gpus == 0 ? have : gpus, int(slices.size())));
+    std::vector<int> devices = gpus;
+    if (devices.empty())
+      for (int d = 0; d < have; ++d) devices.push_back(d);
+    check_gpus_exist(devices, have, "exact slices");
+    const int use = std::max(1, std::min(int(devices.size()), int(slices.size())));
     std::atomic<std::size_t> next{0};
     std::atomic<bool> failed{false};
     std::mutex m;
@@ -37,7 +52,7 @@ ExactSlicesResult exact_reconstruct_slices(const std::vector<ExactSlice>& slices
     std::string where;
     std::vector<std::thread> workers;
     for (int d = 0; d < use; ++d)
-      workers.emplace_back([&, d] {
+      workers.emplace_back([&, d = devices[std::size_t(d)]] {
         std::size_t i = 0;
         try {
           gpu::DeviceGuard on(d);

@@ -4,10 +4,10 @@
 //   G^H G x = sum_c conj(S_c) sum_l conj(e_l) sum_l' T_ll' (e_l' S_c x),   T_ll' = F^H diag(b_l b_l') F,
 // and every T_ll' is a convolution with the point-spread function q_ll'(d) = sum_m b_l(t_m) b_l'(t_m)
 // exp(+2 pi i k_m . d) (real weights: a real DFT kernel; T_ll' = T_l'l, so L(L+1)/2 kernels). One application
-// costs, per coil, L forward and L inverse FFTs of the 2N grid and no gridding at all; the kernels cost L(L+1)/2
-// adjoints of a field-free one-channel operator onto the 2N matrix (make_kernels(), once per trajectory).
-// forward() and adjoint() are G's own. Sample weights are not supported (G is unweighted). 1..8 segments.
-// Nothing is allocated after construction. CUDA twin: SegmentedToeplitzCuda (CUDA builds only).
+// costs, per coil, L forward and L inverse FFTs of the 2N grid and no gridding at all; the kernels cost
+// L(L+1)/2 adjoints of a field-free one-channel operator onto the 2N matrix (make_kernels(), once per
+// trajectory). forward() and adjoint() are G's own. Sample weights are not supported (G is unweighted). 1..8
+// segments. Nothing is allocated after construction. CUDA twin: SegmentedToeplitzCuda (CUDA builds only).
 #pragma once
 #include <memory>
 #include <vector>
@@ -21,7 +21,8 @@ namespace radstream {
 
 inline constexpr int kMaxToeplitzSegments = 8;
 
-// The pairs l <= l' in the order (0,0) (0,1) .. (0,L-1) (1,1) .. (L-1,L-1): the index of (l, l'), either order.
+// The pairs l <= l' in the order (0,0) (0,1) .. (0,L-1) (1,1) .. (L-1,L-1): the index of (l, l'), either
+// order.
 int segment_pair(int l, int lp, int segments);
 // [pairs][samples] b_l(t_m) b_l'(t_m), as complex samples (imaginary part 0).
 std::vector<cfloat> segment_pair_weights(const TimeSegments& seg);
@@ -44,8 +45,8 @@ class SegmentedToeplitzCpu final : public LinearOperator {
   // g: the time-segmented SENSE operator (image [N][N] -> samples [coils][Mt]). Throws ConfigError for a
   // segment count outside 1..8 and InputError for sizes that do not fit g.
   SegmentedToeplitzCpu(std::shared_ptr<LinearOperator> g, const SegmentedToeplitzSpec& spec, int threads = 0);
-  // psf: field-free, one channel, [2N][2N] -> the Mt samples, on the frame's trajectory (an adjoint NUFFT onto
-  // the 2N matrix); only its adjoint is used. Call again when the trajectory changes.
+  // psf: field-free, one channel, [2N][2N] -> the Mt samples, on the frame's trajectory (an adjoint NUFFT
+  // onto the 2N matrix); only its adjoint is used. Call again when the trajectory changes.
   void make_kernels(LinearOperator& psf);
   void forward(const cfloat* x, cfloat* y) override { g_->forward(x, y); }
   void adjoint(const cfloat* y, cfloat* x) override { g_->adjoint(y, x); }
@@ -67,7 +68,8 @@ class SegmentedToeplitzCpu final : public LinearOperator {
 class SegmentedToeplitzCuda final : public LinearOperator {
  public:
   // spec.maps on the device. Coils are transformed in chunks (all at once up to 256 MiB of 2N grids).
-  SegmentedToeplitzCuda(std::shared_ptr<LinearOperator> g, const SegmentedToeplitzSpec& spec, gpu::StreamRef stream);
+  SegmentedToeplitzCuda(std::shared_ptr<LinearOperator> g, const SegmentedToeplitzSpec& spec,
+                        gpu::StreamRef stream);
   gpu::StreamRef stream() const override { return stream_; }
   void make_kernels(LinearOperator& psf);
   void forward(const cfloat* d_x, cfloat* d_y) override { g_->forward(d_x, d_y); }

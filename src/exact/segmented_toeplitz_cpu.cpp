@@ -29,20 +29,22 @@ std::vector<cfloat> segment_pair_weights(const TimeSegments& seg) {
 
 std::size_t check_segmented_toeplitz(const LinearOperator& g, const SegmentedToeplitzSpec& s) {
   if (s.segments < 1 || s.segments > kMaxToeplitzSegments)
-    throw ConfigError("segmented Toeplitz: " + std::to_string(s.segments) + " segments; the Toeplitz form takes 1.." +
-                      std::to_string(kMaxToeplitzSegments) + " (more: the time-segmented operator's own normal)");
+    throw ConfigError("segmented Toeplitz: " + std::to_string(s.segments) +
+                      " segments; the Toeplitz form takes 1.." + std::to_string(kMaxToeplitzSegments) +
+                      " (more: the time-segmented operator's own normal)");
   const std::size_t V = std::size_t(s.matrix) * std::size_t(s.matrix);
   if (s.matrix < 1 || s.coils < 1 || !s.maps || g.domain().size() != V || s.fm.size() != V || s.t.empty() ||
       g.codomain().size() != std::size_t(s.coils) * s.t.size())
-    throw InputError("segmented Toeplitz: matrix " + std::to_string(s.matrix) + ", " + std::to_string(s.coils) +
-                     " coils, " + std::to_string(s.fm.size()) + " field-map values and " + std::to_string(s.t.size()) +
-                     " times do not fit an operator of " + std::to_string(g.domain().size()) + " voxels and " +
-                     std::to_string(g.codomain().size()) + " samples" + (s.maps ? "" : " (no coil maps)"));
+    throw InputError(
+        "segmented Toeplitz: matrix " + std::to_string(s.matrix) + ", " + std::to_string(s.coils) +
+        " coils, " + std::to_string(s.fm.size()) + " field-map values and " + std::to_string(s.t.size()) +
+        " times do not fit an operator of " + std::to_string(g.domain().size()) + " voxels and " +
+        std::to_string(g.codomain().size()) + " samples" + (s.maps ? "" : " (no coil maps)"));
   return s.t.size();
 }
 
-SegmentedToeplitzCpu::SegmentedToeplitzCpu(std::shared_ptr<LinearOperator> g, const SegmentedToeplitzSpec& spec,
-                                           int threads)
+SegmentedToeplitzCpu::SegmentedToeplitzCpu(std::shared_ptr<LinearOperator> g,
+                                           const SegmentedToeplitzSpec& spec, int threads)
     : LinearOperator(g->domain(), g->codomain(), Location::Host),
       g_(std::move(g)),
       N_(spec.matrix),
@@ -97,7 +99,8 @@ void SegmentedToeplitzCpu::normal(const cfloat* x, cfloat* z) {
       for (long l = 0; l < L; ++l) in[l] = grids_[l * cells + i];
       for (long l = 0; l < L; ++l) {
         cfloat y = 0;
-        for (long lp = 0; lp < L; ++lp) y += kernels_[std::size_t(segment_pair(int(l), int(lp), L_)) * cells + i] * in[lp];
+        for (long lp = 0; lp < L; ++lp)
+          y += kernels_[std::size_t(segment_pair(int(l), int(lp), L_)) * cells + i] * in[lp];
         grids_[l * cells + i] = y;
       }
     }

@@ -13,24 +13,30 @@ namespace {
 constexpr int kThreads = 256;
 constexpr std::size_t kChunkBytes = std::size_t(256) << 20;  // per 2N-grid buffer
 
-__device__ inline float2 cmul(float2 a, float2 b) { return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+__device__ inline float2 cmul(float2 a, float2 b) {
+  return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
 __device__ inline float2 cmul_conj(float2 a, float2 b) {  // conj(a) b
   return make_float2(a.x * b.x + a.y * b.y, a.x * b.y - a.y * b.x);
 }
 
-// pad[k][l][y][x] = maps[c0 + k][y][x] e[l][y][x] x[y][x] on the top-left N x N of each 2N grid (the rest stays 0).
-__global__ void expand(const float2* __restrict__ maps, const float2* __restrict__ e, const float2* __restrict__ x,
-                       int N, int L, int c0, float2* __restrict__ pad) {
+// pad[k][l][y][x] = maps[c0 + k][y][x] e[l][y][x] x[y][x] on the top-left N x N of each 2N grid (the rest
+// stays 0).
+__global__ void expand(const float2* __restrict__ maps, const float2* __restrict__ e,
+                       const float2* __restrict__ x, int N, int L, int c0, float2* __restrict__ pad) {
   const int xx = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
   if (xx >= N) return;
   const int k = int(blockIdx.z) / L, l = int(blockIdx.z) % L;
   const std::size_t V = std::size_t(N) * N, p = std::size_t(y) * N + xx, M = 2 * std::size_t(N);
-  pad[(std::size_t(blockIdx.z) * M + y) * M + xx] = cmul(cmul(maps[std::size_t(c0 + k) * V + p], e[l * V + p]), x[p]);
+  pad[(std::size_t(blockIdx.z) * M + y) * M + xx] =
+      cmul(cmul(maps[std::size_t(c0 + k) * V + p], e[l * V + p]), x[p]);
 }
 
-// Per cell of the 2N grid and every coil of the chunk: Y_l = sum_l' K_(l,l') X_l' (K real and symmetric in l, l').
+// Per cell of the 2N grid and every coil of the chunk: Y_l = sum_l' K_(l,l') X_l' (K real and symmetric in l,
+// l').
 template <int L>
-__global__ void mix(float2* __restrict__ grids, const float* __restrict__ kernels, std::size_t cells, int coils) {
+__global__ void mix(float2* __restrict__ grids, const float* __restrict__ kernels, std::size_t cells,
+                    int coils) {
   const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
   if (i >= cells) return;
   constexpr int P = L * (L + 1) / 2;
@@ -58,16 +64,19 @@ __global__ void mix(float2* __restrict__ grids, const float* __restrict__ kernel
 
 // z[p] (+)= sum_k conj(maps[c0 + k][p]) sum_l conj(e[l][p]) grids[k][l][y][x] over the top-left N x N.
 template <bool ACCUMULATE>
-__global__ void combine(const float2* __restrict__ maps, const float2* __restrict__ e, const float2* __restrict__ grids,
-                        int N, int L, int c0, int coils, float2* __restrict__ z) {
+__global__ void combine(const float2* __restrict__ maps, const float2* __restrict__ e,
+                        const float2* __restrict__ grids, int N, int L, int c0, int coils,
+                        float2* __restrict__ z) {
   const int xx = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
   if (xx >= N) return;
-  const std::size_t V = std::size_t(N) * N, p = std::size_t(y) * N + xx, M = 2 * std::size_t(N), cells = M * M;
+  const std::size_t V = std::size_t(N) * N, p = std::size_t(y) * N + xx, M = 2 * std::size_t(N),
+                    cells = M * M;
   float2 s = ACCUMULATE ? z[p] : make_float2(0.f, 0.f);
   for (int k = 0; k < coils; ++k) {
     float2 acc = make_float2(0.f, 0.f);
     for (int l = 0; l < L; ++l) {
-      const float2 v = cmul_conj(e[l * V + p], grids[(std::size_t(k) * L + l) * cells + std::size_t(y) * M + xx]);
+      const float2 v =
+          cmul_conj(e[l * V + p], grids[(std::size_t(k) * L + l) * cells + std::size_t(y) * M + xx]);
       acc.x += v.x;
       acc.y += v.y;
     }
@@ -85,8 +94,8 @@ void launch_mix(float2* grids, const float* kernels, std::size_t cells, int coil
 
 }  // namespace
 
-SegmentedToeplitzCuda::SegmentedToeplitzCuda(std::shared_ptr<LinearOperator> g, const SegmentedToeplitzSpec& spec,
-                                             gpu::StreamRef stream)
+SegmentedToeplitzCuda::SegmentedToeplitzCuda(std::shared_ptr<LinearOperator> g,
+                                             const SegmentedToeplitzSpec& spec, gpu::StreamRef stream)
     : LinearOperator(g->domain(), g->codomain(), Location::Device),
       g_(std::move(g)),
       stream_(stream),
@@ -130,7 +139,8 @@ void SegmentedToeplitzCuda::make_kernels(LinearOperator& psf) {
                      std::to_string(M) + "] grid to " + std::to_string(Mt_) + " samples");
   for (int p = 0; p < P_; ++p) {
     psf.adjoint(pair_w_.data() + std::size_t(p) * Mt_, t_.data());
-    toeplitz_kernel_cuda(t_.data(), N_, work_.data(), kfft_, kernels_.data() + std::size_t(p) * cells, stream_);
+    toeplitz_kernel_cuda(t_.data(), N_, work_.data(), kfft_, kernels_.data() + std::size_t(p) * cells,
+                         stream_);
   }
   ready_ = true;
 }
@@ -150,14 +160,30 @@ void SegmentedToeplitzCuda::normal(const cfloat* d_x, cfloat* d_z) {
     CUDA_CHECK_LAUNCH("segmented toeplitz expand");
     fft_.execute(pad_.data(), grids_.data(), FftDirection::Forward);
     switch (L_) {
-      case 1: launch_mix<1>(grids, kernels_.data(), cells, chunk_, s); break;
-      case 2: launch_mix<2>(grids, kernels_.data(), cells, chunk_, s); break;
-      case 3: launch_mix<3>(grids, kernels_.data(), cells, chunk_, s); break;
-      case 4: launch_mix<4>(grids, kernels_.data(), cells, chunk_, s); break;
-      case 5: launch_mix<5>(grids, kernels_.data(), cells, chunk_, s); break;
-      case 6: launch_mix<6>(grids, kernels_.data(), cells, chunk_, s); break;
-      case 7: launch_mix<7>(grids, kernels_.data(), cells, chunk_, s); break;
-      default: launch_mix<8>(grids, kernels_.data(), cells, chunk_, s); break;
+      case 1:
+        launch_mix<1>(grids, kernels_.data(), cells, chunk_, s);
+        break;
+      case 2:
+        launch_mix<2>(grids, kernels_.data(), cells, chunk_, s);
+        break;
+      case 3:
+        launch_mix<3>(grids, kernels_.data(), cells, chunk_, s);
+        break;
+      case 4:
+        launch_mix<4>(grids, kernels_.data(), cells, chunk_, s);
+        break;
+      case 5:
+        launch_mix<5>(grids, kernels_.data(), cells, chunk_, s);
+        break;
+      case 6:
+        launch_mix<6>(grids, kernels_.data(), cells, chunk_, s);
+        break;
+      case 7:
+        launch_mix<7>(grids, kernels_.data(), cells, chunk_, s);
+        break;
+      default:
+        launch_mix<8>(grids, kernels_.data(), cells, chunk_, s);
+        break;
     }
     CUDA_CHECK_LAUNCH("segmented toeplitz mix");
     fft_.execute(grids_.data(), FftDirection::Inverse);

@@ -27,8 +27,8 @@ class TimeSegmentedCpu final : public LinearOperator {
  public:
   // f: voxels -> samples (field-free; multi-coil: [coils][samples]); fm: per voxel (Hz); t: per sample of one
   // coil (s), repeated for every coil.
-  TimeSegmentedCpu(std::shared_ptr<LinearOperator> f, const std::vector<float>& fm, const std::vector<float>& t,
-                   int segments);
+  TimeSegmentedCpu(std::shared_ptr<LinearOperator> f, const std::vector<float>& fm,
+                   const std::vector<float>& t, int segments);
   void forward(const cfloat* x, cfloat* y) override;
   void adjoint(const cfloat* y, cfloat* x) override;
 
@@ -41,8 +41,8 @@ class TimeSegmentedCpu final : public LinearOperator {
 
 class TimeSegmentedCuda final : public LinearOperator {
  public:
-  TimeSegmentedCuda(std::shared_ptr<LinearOperator> f, const std::vector<float>& fm, const std::vector<float>& t,
-                    int segments, gpu::StreamRef stream);
+  TimeSegmentedCuda(std::shared_ptr<LinearOperator> f, const std::vector<float>& fm,
+                    const std::vector<float>& t, int segments, gpu::StreamRef stream);
   gpu::StreamRef stream() const override { return stream_; }
   void forward(const cfloat* d_x, cfloat* d_y) override;
   void adjoint(const cfloat* d_y, cfloat* d_x) override;

@@ -56,14 +56,16 @@ std::vector<cfloat> segment_phasors(const std::vector<float>& fm, const std::vec
 
 TimeSegmentedCpu::TimeSegmentedCpu(std::shared_ptr<LinearOperator> f, const std::vector<float>& fm,
                                    const std::vector<float>& t, int segments)
-    : LinearOperator(f->domain(), f->codomain(), Location::Host), f_(std::move(f)),
+    : LinearOperator(f->domain(), f->codomain(), Location::Host),
+      f_(std::move(f)),
       seg_(make_time_segments(t, segments)) {
   if (fm.size() != domain().size())
     throw InputError("time segments: " + std::to_string(fm.size()) + " field-map values for " +
                      std::to_string(domain().size()) + " voxels");
   if (t.empty() || codomain().size() % t.size() != 0)
     throw InputError("time segments: " + std::to_string(t.size()) + " times for " +
-                     std::to_string(codomain().size()) + " samples (one per sample, repeated for every coil)");
+                     std::to_string(codomain().size()) +
+                     " samples (one per sample, repeated for every coil)");
   tx_.resize(domain().size());
   ty_.resize(codomain().size());
   e_ = segment_phasors(fm, seg_.times);

@@ -24,8 +24,8 @@ __global__ void phase_multiply(const float2* __restrict__ in, const float2* __re
 
 // out_m (+)= b_(m mod Mt) in_m (the weights of one coil's samples, repeated for every coil).
 template <bool ACCUMULATE>
-__global__ void weight_multiply(const float2* __restrict__ in, const float* __restrict__ b, long long M, long long Mt,
-                                float2* __restrict__ out) {
+__global__ void weight_multiply(const float2* __restrict__ in, const float* __restrict__ b, long long M,
+                                long long Mt, float2* __restrict__ out) {
   const long long m = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (m >= M) return;
   const float w = b[m % Mt];
@@ -37,7 +37,9 @@ __global__ void weight_multiply(const float2* __restrict__ in, const float* __re
   out[m] = r;
 }
 
-unsigned blocks_of(long long n) { return unsigned((n + 255) / 256); }
+unsigned blocks_of(long long n) {
+  return unsigned((n + 255) / 256);
+}
 
 }  // namespace
 
@@ -69,7 +71,8 @@ void TimeSegmentedCuda::forward(const cfloat* d_x, cfloat* d_y) {
   auto* ty = reinterpret_cast<float2*>(d_ty_.data());
   for (int l = 0; l < L_; ++l) {
     const auto* el = reinterpret_cast<const float2*>(e(l));
-    phase_multiply<false, false><<<blocks_of(V), 256, 0, s>>>(reinterpret_cast<const float2*>(d_x), el, V, tx);
+    phase_multiply<false, false>
+        <<<blocks_of(V), 256, 0, s>>>(reinterpret_cast<const float2*>(d_x), el, V, tx);
     CUDA_CHECK_LAUNCH("time segments phase_multiply");
     f_->forward(d_tx_.data(), d_ty_.data());
     const float* b = d_b_.data() + std::size_t(l) * std::size_t(Mt_);

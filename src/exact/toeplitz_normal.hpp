@@ -1,6 +1,6 @@
-// F^H F of a field-free exact model as a convolution with Q on the 2N grid (seed 000's point: Q depends on the
-// trajectory only, so it is computed once and every CG iteration costs two FFTs of the 2N grid instead of two
-// direct sums): pad x to 2N along every axis with n > 1, FFT, multiply by FFT(Q) / L, inverse FFT, crop.
+// F^H F of a field-free exact model as a convolution with Q on the 2N grid (seed 000's point: Q depends on
+// the trajectory only, so it is computed once and every CG iteration costs two FFTs of the 2N grid instead of
+// two direct sums): pad x to 2N along every axis with n > 1, FFT, multiply by FFT(Q) / L, inverse FFT, crop.
 // forward() and adjoint() are the wrapped operator's. q is Q on grid.q_grid() (displacements -n..n-1, as
 // exact_q_cpu / ExactOperatorCuda::q write it). Nothing is allocated after construction.
 #pragma once

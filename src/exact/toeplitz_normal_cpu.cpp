@@ -10,7 +10,8 @@ std::vector<int> toeplitz_dims(const ExactGrid& grid) {
   std::vector<int> dims;
   for (int a = 0; a < 3; ++a)
     if (grid.n[a] > 1) dims.push_back(2 * grid.n[a]);
-  if (dims.empty()) throw ConfigError("Toeplitz normal operator: a grid of one voxel has nothing to convolve");
+  if (dims.empty())
+    throw ConfigError("Toeplitz normal operator: a grid of one voxel has nothing to convolve");
   return dims;
 }
 
@@ -31,7 +32,8 @@ std::array<std::size_t, 3> padded(const ExactGrid& g) {
 
 }  // namespace
 
-ToeplitzNormalCpu::ToeplitzNormalCpu(std::shared_ptr<LinearOperator> op, const ExactGrid& grid, const cfloat* q)
+ToeplitzNormalCpu::ToeplitzNormalCpu(std::shared_ptr<LinearOperator> op, const ExactGrid& grid,
+                                     const cfloat* q)
     : LinearOperator(op->domain(), op->codomain(), Location::Host), op_(std::move(op)), grid_(grid) {
   const auto dims = toeplitz_dims(grid);
   const std::size_t L = product(dims);

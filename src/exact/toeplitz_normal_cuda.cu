@@ -6,7 +6,7 @@ namespace radstream {
 namespace {
 
 struct Pad {
-  int n0, n1, n2;       // the image grid
+  int n0, n1, n2;        // the image grid
   long long p0, p1, p2;  // the 2N grid (1 where n = 1)
 };
 
@@ -47,12 +47,14 @@ __global__ void crop_image(const float2* __restrict__ in, Pad p, float2* __restr
   z[v] = in[(i0 * p.p1 + i1) * p.p2 + i2];
 }
 
-unsigned blocks_of(long long n) { return unsigned((n + 255) / 256); }
+unsigned blocks_of(long long n) {
+  return unsigned((n + 255) / 256);
+}
 
 }  // namespace
 
-ToeplitzNormalCuda::ToeplitzNormalCuda(std::shared_ptr<LinearOperator> op, const ExactGrid& grid, const cfloat* d_q,
-                                       gpu::StreamRef stream)
+ToeplitzNormalCuda::ToeplitzNormalCuda(std::shared_ptr<LinearOperator> op, const ExactGrid& grid,
+                                       const cfloat* d_q, gpu::StreamRef stream)
     : LinearOperator(op->domain(), op->codomain(), Location::Device),
       op_(std::move(op)),
       grid_(grid),

@@ -9,7 +9,8 @@ CufftPlan::CufftPlan(std::vector<int> dims, int batch, gpu::StreamRef stream) {
   int dist = 1;
   for (int d : dims) dist *= d;
   cufftHandle h = 0;
-  CUFFT_CHECK(cufftPlanMany(&h, int(dims.size()), dims.data(), nullptr, 1, dist, nullptr, 1, dist, CUFFT_C2C, batch));
+  CUFFT_CHECK(
+      cufftPlanMany(&h, int(dims.size()), dims.data(), nullptr, 1, dist, nullptr, 1, dist, CUFFT_C2C, batch));
   plan_ = int(h);
   made_ = true;
   CUFFT_CHECK(cufftSetStream(h, static_cast<cudaStream_t>(stream)));
@@ -32,7 +33,8 @@ CufftPlan& CufftPlan::operator=(CufftPlan&& o) noexcept {
 
 void CufftPlan::execute(cfloat* d_data, FftDirection dir) const {
   auto* d = reinterpret_cast<cufftComplex*>(d_data);
-  CUFFT_CHECK(cufftExecC2C(cufftHandle(plan_), d, d, dir == FftDirection::Inverse ? CUFFT_INVERSE : CUFFT_FORWARD));
+  CUFFT_CHECK(
+      cufftExecC2C(cufftHandle(plan_), d, d, dir == FftDirection::Inverse ? CUFFT_INVERSE : CUFFT_FORWARD));
 }
 
 void CufftPlan::execute(const cfloat* d_in, cfloat* d_out, FftDirection dir) const {

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "core/buffer.hpp"
-#include "gpu/handles.hpp"
 #include "fft/fftw_plan.hpp"
+#include "gpu/handles.hpp"
 
 namespace radstream {
 

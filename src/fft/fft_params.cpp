@@ -2,6 +2,4 @@
 
 #include "core/error.hpp"
 
-namespace radstream {
-
-}  // namespace radstream
+namespace radstream {}  // namespace radstream

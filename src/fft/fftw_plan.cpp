@@ -43,9 +43,11 @@ FftwPlan::FftwPlan(std::vector<int> dims, int batch, FftDirection dir, FftPlanne
                          : planner == FftPlanner::Patient ? FFTW_PATIENT
                                                           : FFTW_MEASURE;
   auto* buf = reinterpret_cast<fftwf_complex*>(scratch.data());
-  plan_ = fftwf_plan_many_dft(int(dims.size()), dims.data(), batch, buf, nullptr, 1, int(per), buf, nullptr, 1,
-                              int(per), dir == FftDirection::Inverse ? FFTW_BACKWARD : FFTW_FORWARD, flags);
-  if (!plan_) throw ConfigError(fmt::format("fft: FFTW could not plan {} transforms of {} values", batch, per));
+  plan_ =
+      fftwf_plan_many_dft(int(dims.size()), dims.data(), batch, buf, nullptr, 1, int(per), buf, nullptr, 1,
+                          int(per), dir == FftDirection::Inverse ? FFTW_BACKWARD : FFTW_FORWARD, flags);
+  if (!plan_)
+    throw ConfigError(fmt::format("fft: FFTW could not plan {} transforms of {} values", batch, per));
 }
 
 FftwPlan::~FftwPlan() {

@@ -7,18 +7,24 @@
 #include <string>
 #include <vector>
 
-#include "core/enum_table.hpp"
 #include "core/buffer.hpp"
+#include "core/enum_table.hpp"
 
 struct fftwf_plan_s;  // FFTW's plan type (fftwf_plan is a pointer to it)
 
 namespace radstream {
 
 enum class FftPlanner { Estimate, Measure, Patient };
-inline constexpr EnumTable<FftPlanner, 3> kFftPlanners{
-    "FFTW planner", {{{FftPlanner::Estimate, "estimate"}, {FftPlanner::Measure, "measure"}, {FftPlanner::Patient, "patient"}}}};
-inline FftPlanner parse_fft_planner(const std::string& name) { return kFftPlanners.parse(name); }
-inline std::string to_string(FftPlanner v) { return kFftPlanners.name(v); }
+inline constexpr EnumTable<FftPlanner, 3> kFftPlanners{"FFTW planner",
+                                                       {{{FftPlanner::Estimate, "estimate"},
+                                                         {FftPlanner::Measure, "measure"},
+                                                         {FftPlanner::Patient, "patient"}}}};
+inline FftPlanner parse_fft_planner(const std::string& name) {
+  return kFftPlanners.parse(name);
+}
+inline std::string to_string(FftPlanner v) {
+  return kFftPlanners.name(v);
+}
 
 enum class FftDirection { Forward, Inverse };
 

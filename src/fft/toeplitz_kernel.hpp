@@ -1,9 +1,9 @@
 // The kernel of a Toeplitz embedding on the 2N grid, from a point-spread function T(d) = sum_j w_j
 // exp(+2 pi i k_j . d) sampled at d = m - N, m in [0, 2N)^2 (what an adjoint NUFFT of the weights onto a 2N
-// matrix writes). Circular layout K[j] = T(j) for j < N and T(j - 2N) for j >= N on both axes; the row and the
-// column of d = -N never enter a linear convolution of N x N images (|p - q| < N) and are set to 0, so that K
-// is Hermitian for real weights and its DFT real. Scaled by 1 / (2N)^2 for the unnormalized inverse FFT that
-// follows, then transformed: crop(IFFT(DFT(K) . FFT(pad(x)))) is then the convolution with T.
+// matrix writes). Circular layout K[j] = T(j) for j < N and T(j - 2N) for j >= N on both axes; the row and
+// the column of d = -N never enter a linear convolution of N x N images (|p - q| < N) and are set to 0, so
+// that K is Hermitian for real weights and its DFT real. Scaled by 1 / (2N)^2 for the unnormalized inverse
+// FFT that follows, then transformed: crop(IFFT(DFT(K) . FFT(pad(x)))) is then the convolution with T.
 #pragma once
 #include "core/buffer.hpp"
 #include "fft/fftw_plan.hpp"

@@ -33,8 +33,8 @@ void toeplitz_kernel_cuda(const cfloat* d_t, int N, cfloat* d_work, const CufftP
       reinterpret_cast<const float2*>(d_t), N, reinterpret_cast<float2*>(d_work));
   CUDA_CHECK_LAUNCH("toeplitz kernel shift_psf");
   fft.execute(d_work, FftDirection::Forward);
-  real_part<<<unsigned((cells + kThreads - 1) / kThreads), kThreads, 0, s>>>(reinterpret_cast<const float2*>(d_work),
-                                                                             cells, d_kernel_re);
+  real_part<<<unsigned((cells + kThreads - 1) / kThreads), kThreads, 0, s>>>(
+      reinterpret_cast<const float2*>(d_work), cells, d_kernel_re);
   CUDA_CHECK_LAUNCH("toeplitz kernel real_part");
 }
 

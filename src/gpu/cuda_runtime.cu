@@ -3,8 +3,8 @@
 #include <cstdlib>
 #include <new>
 
-#include "gpu/pinned_buffer.hpp"
 #include "gpu/cuda_runtime.hpp"
+#include "gpu/pinned_buffer.hpp"
 
 namespace radstream::gpu {
 
@@ -50,7 +50,9 @@ std::size_t free_memory(int device) {
   return free;
 }
 
-bool cuda_stages_built() { return true; }
+bool cuda_stages_built() {
+  return true;
+}
 
 }  // namespace radstream::gpu
 

@@ -2,8 +2,8 @@
 #include <cstdlib>
 #include <new>
 
-#include "gpu/pinned_buffer.hpp"
 #include "gpu/cuda_runtime.hpp"
+#include "gpu/pinned_buffer.hpp"
 
 namespace radstream::gpu {
 
@@ -42,53 +42,97 @@ namespace {
   throw CudaError(call, "this build has no CUDA backend", __FILE__, __LINE__);
 }
 }  // namespace
-void* device_alloc(std::size_t) { no_cuda("device_alloc"); }
+void* device_alloc(std::size_t) {
+  no_cuda("device_alloc");
+}
 void device_free(void*) noexcept {}
-void copy_to_device(void*, const void*, std::size_t, StreamRef) { no_cuda("copy_to_device"); }
-void copy_to_host(void*, const void*, std::size_t, StreamRef) { no_cuda("copy_to_host"); }
-void copy_device(void*, const void*, std::size_t, StreamRef) { no_cuda("copy_device"); }
-void copy_between_devices(void*, const void*, std::size_t, StreamRef) { no_cuda("copy_between_devices"); }
-void memset_device(void*, int, std::size_t, StreamRef) { no_cuda("memset_device"); }
-void synchronize(StreamRef) { no_cuda("synchronize"); }
+void copy_to_device(void*, const void*, std::size_t, StreamRef) {
+  no_cuda("copy_to_device");
+}
+void copy_to_host(void*, const void*, std::size_t, StreamRef) {
+  no_cuda("copy_to_host");
+}
+void copy_device(void*, const void*, std::size_t, StreamRef) {
+  no_cuda("copy_device");
+}
+void copy_between_devices(void*, const void*, std::size_t, StreamRef) {
+  no_cuda("copy_between_devices");
+}
+void memset_device(void*, int, std::size_t, StreamRef) {
+  no_cuda("memset_device");
+}
+void synchronize(StreamRef) {
+  no_cuda("synchronize");
+}
 void copy_2d_to_device(void*, std::size_t, const void*, std::size_t, std::size_t, std::size_t, StreamRef) {
   no_cuda("copy_2d_to_device");
 }
 void copy_2d_device(void*, std::size_t, const void*, std::size_t, std::size_t, std::size_t, StreamRef) {
   no_cuda("copy_2d_device");
 }
-Stream::Stream() { no_cuda("Stream"); }
+Stream::Stream() {
+  no_cuda("Stream");
+}
 Stream::~Stream() = default;
-Stream::Stream(Stream&& o) noexcept : s_(o.s_) { o.s_ = nullptr; }
+Stream::Stream(Stream&& o) noexcept : s_(o.s_) {
+  o.s_ = nullptr;
+}
 Stream& Stream::operator=(Stream&& o) noexcept {
   s_ = o.s_;
   o.s_ = nullptr;
   return *this;
 }
-void Stream::synchronize() const { no_cuda("Stream::synchronize"); }
-Event::Event() { no_cuda("Event"); }
+void Stream::synchronize() const {
+  no_cuda("Stream::synchronize");
+}
+Event::Event() {
+  no_cuda("Event");
+}
 Event::~Event() = default;
-Event::Event(Event&& o) noexcept : e_(o.e_) { o.e_ = nullptr; }
+Event::Event(Event&& o) noexcept : e_(o.e_) {
+  o.e_ = nullptr;
+}
 Event& Event::operator=(Event&& o) noexcept {
   e_ = o.e_;
   o.e_ = nullptr;
   return *this;
 }
-void Event::record(StreamRef) { no_cuda("Event::record"); }
-void Event::synchronize() const { no_cuda("Event::synchronize"); }
-void Event::wait_on(StreamRef) const { no_cuda("Event::wait_on"); }
-float Event::ms_since(const Event&) const { no_cuda("Event::ms_since"); }
+void Event::record(StreamRef) {
+  no_cuda("Event::record");
+}
+void Event::synchronize() const {
+  no_cuda("Event::synchronize");
+}
+void Event::wait_on(StreamRef) const {
+  no_cuda("Event::wait_on");
+}
+float Event::ms_since(const Event&) const {
+  no_cuda("Event::ms_since");
+}
 Graph::~Graph() = default;
-Graph::Graph(Graph&& o) noexcept : g_(o.g_) { o.g_ = nullptr; }
+Graph::Graph(Graph&& o) noexcept : g_(o.g_) {
+  o.g_ = nullptr;
+}
 Graph& Graph::operator=(Graph&& o) noexcept {
   g_ = o.g_;
   o.g_ = nullptr;
   return *this;
 }
-void Graph::reset() noexcept { g_ = nullptr; }
-void Graph::begin_capture(StreamRef) { no_cuda("Graph::begin_capture"); }
+void Graph::reset() noexcept {
+  g_ = nullptr;
+}
+void Graph::begin_capture(StreamRef) {
+  no_cuda("Graph::begin_capture");
+}
 void Graph::abort_capture(StreamRef) noexcept {}
-Graph Graph::end_capture(StreamRef) { no_cuda("Graph::end_capture"); }
-void Graph::launch(StreamRef) const { no_cuda("Graph::launch"); }
-DeviceGuard::DeviceGuard(int) { no_cuda("DeviceGuard"); }
+Graph Graph::end_capture(StreamRef) {
+  no_cuda("Graph::end_capture");
+}
+void Graph::launch(StreamRef) const {
+  no_cuda("Graph::launch");
+}
+DeviceGuard::DeviceGuard(int) {
+  no_cuda("DeviceGuard");
+}
 DeviceGuard::~DeviceGuard() = default;
 }  // namespace radstream::gpu

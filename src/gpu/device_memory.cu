@@ -34,8 +34,7 @@ void copy_to_host(void* dst, const void* d_src, std::size_t bytes, StreamRef str
 }
 
 void copy_device(void* d_dst, const void* d_src, std::size_t bytes, StreamRef stream) {
-  CUDA_CHECK(
-      cudaMemcpyAsync(d_dst, d_src, bytes, cudaMemcpyDeviceToDevice, stream));
+  CUDA_CHECK(cudaMemcpyAsync(d_dst, d_src, bytes, cudaMemcpyDeviceToDevice, stream));
 }
 
 void copy_between_devices(void* d_dst, const void* d_src, std::size_t bytes, StreamRef stream) {
@@ -47,16 +46,15 @@ void memset_device(void* d_dst, int value, std::size_t bytes, StreamRef stream) 
   CUDA_CHECK(cudaMemsetAsync(d_dst, value, bytes, stream));
 }
 
-void copy_2d_to_device(void* d_dst, std::size_t dpitch, const void* src, std::size_t spitch, std::size_t width,
-                       std::size_t height, StreamRef stream) {
-  CUDA_CHECK(cudaMemcpy2DAsync(d_dst, dpitch, src, spitch, width, height, cudaMemcpyHostToDevice,
-                               stream));
+void copy_2d_to_device(void* d_dst, std::size_t dpitch, const void* src, std::size_t spitch,
+                       std::size_t width, std::size_t height, StreamRef stream) {
+  CUDA_CHECK(cudaMemcpy2DAsync(d_dst, dpitch, src, spitch, width, height, cudaMemcpyHostToDevice, stream));
 }
 
 void copy_2d_device(void* d_dst, std::size_t dpitch, const void* d_src, std::size_t spitch, std::size_t width,
                     std::size_t height, StreamRef stream) {
-  CUDA_CHECK(cudaMemcpy2DAsync(d_dst, dpitch, d_src, spitch, width, height, cudaMemcpyDeviceToDevice,
-                               stream));
+  CUDA_CHECK(
+      cudaMemcpy2DAsync(d_dst, dpitch, d_src, spitch, width, height, cudaMemcpyDeviceToDevice, stream));
 }
 
 void synchronize(StreamRef s) {

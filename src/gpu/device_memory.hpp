@@ -1,6 +1,6 @@
 // Device memory behind a plain C++ interface (no CUDA types), so host code and tests can hold GPU buffers;
-// streams, events and graphs are the typed handles of gpu/handles.hpp. Every call is checked; failures throw CudaError naming the call. In a build without CUDA, these
-// throw.
+// streams, events and graphs are the typed handles of gpu/handles.hpp. Every call is checked; failures throw
+// CudaError naming the call. In a build without CUDA, these throw.
 #pragma once
 #include <cstddef>
 #include <utility>
@@ -17,12 +17,12 @@ void copy_to_host(void* dst, const void* d_src, std::size_t bytes, StreamRef str
 void copy_device(void* d_dst, const void* d_src, std::size_t bytes, StreamRef stream);   // async on stream
 // Device memory of any two GPUs (unified addressing: a peer copy where the GPUs differ); async on stream.
 void copy_between_devices(void* d_dst, const void* d_src, std::size_t bytes, StreamRef stream);
-void memset_device(void* d_dst, int value, std::size_t bytes, StreamRef stream);         // async on stream
+void memset_device(void* d_dst, int value, std::size_t bytes, StreamRef stream);  // async on stream
 void synchronize(StreamRef stream);
 
 // Strided 2D copies (rows of `width` bytes, `height` rows, each side with its own pitch), async on stream.
-void copy_2d_to_device(void* d_dst, std::size_t dpitch, const void* src, std::size_t spitch, std::size_t width,
-                       std::size_t height, StreamRef stream);
+void copy_2d_to_device(void* d_dst, std::size_t dpitch, const void* src, std::size_t spitch,
+                       std::size_t width, std::size_t height, StreamRef stream);
 void copy_2d_device(void* d_dst, std::size_t dpitch, const void* d_src, std::size_t spitch, std::size_t width,
                     std::size_t height, StreamRef stream);
 

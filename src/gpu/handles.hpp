@@ -39,8 +39,8 @@ class Event {
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
   void record(StreamRef stream);
-  void synchronize() const;          // the host waits for it
-  void wait_on(StreamRef stream) const;  // later work on `stream` waits for it
+  void synchronize() const;                  // the host waits for it
+  void wait_on(StreamRef stream) const;      // later work on `stream` waits for it
   float ms_since(const Event& start) const;  // both recorded and complete
 
  private:

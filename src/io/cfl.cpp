@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -23,9 +24,26 @@ std::vector<long> CflArray::squeezed() const {
   return out;
 }
 
+namespace {
+constexpr std::uintmax_t kMaxHeaderBytes = 1 << 16;
+}  // namespace
+
 CflArray read_cfl(const std::string& path, std::size_t max_elements) {
   const std::string base = cfl_base(path);
   const std::string hdr = base + ".hdr", cfl = base + ".cfl";
+  // Both must be regular files of bounded size: a FIFO or a link to a device would be read without end.
+  for (const std::string& f : {hdr, cfl}) {
+    std::error_code ec;
+    if (std::filesystem::exists(f, ec) && !std::filesystem::is_regular_file(f, ec))
+      throw IoError(fmt::format("{}: not a regular file", f));
+  }
+  {
+    std::error_code ec;
+    const auto hdr_bytes = std::filesystem::file_size(hdr, ec);
+    if (!ec && hdr_bytes > kMaxHeaderBytes)
+      throw IoError(fmt::format("{}: {} bytes, more than a BART header's {} (not a header)", hdr, hdr_bytes,
+                                kMaxHeaderBytes));
+  }
   std::ifstream h(hdr);
   if (!h) throw IoError(fmt::format("{}: cannot open the BART header", hdr));
   CflArray a;
@@ -72,6 +90,10 @@ CflArray read_cfl(const std::string& path, std::size_t max_elements) {
   std::ifstream f(cfl, std::ios::binary);
   if (!f.read(reinterpret_cast<char*>(a.data.data()), std::streamsize(n * sizeof(cfloat))))
     throw IoError(fmt::format("{}: read failed", cfl));
+  for (std::size_t i = 0; i < n; ++i)  // NaN in, NaN out would pass for an image: refuse it, naming where
+    if (!std::isfinite(a.data[i].real()) || !std::isfinite(a.data[i].imag()))
+      throw IoError(
+          fmt::format("{}: value {} is NaN or Inf ({}, {})", cfl, i, a.data[i].real(), a.data[i].imag()));
   return a;
 }
 

@@ -17,8 +17,8 @@ HostBuffer<cfloat> read_coil_maps(const std::string& path, int matrix, int coils
   bool extra = false;
   for (std::size_t i = 5; i < a.dims.size(); ++i) extra = extra || a.dims[i] != 1;
   if (a.dim(0) != matrix || a.dim(1) != matrix || a.dim(2) != 1 || a.dim(3) != coils || extra)
-    throw IoError(fmt::format("{}: coil maps are [{}], expected [{} {} 1 {}] (N N 1 coils) for these data", path,
-                              fmt::join(a.dims, " "), matrix, matrix, coils));
+    throw IoError(fmt::format("{}: coil maps are [{}], expected [{} {} 1 {}] (N N 1 coils) for these data",
+                              path, fmt::join(a.dims, " "), matrix, matrix, coils));
   HostBuffer<cfloat> maps(Extents{std::size_t(coils), std::size_t(matrix), std::size_t(matrix)});
   std::copy(a.data.begin(), a.data.begin() + long(maps.size()), maps.data());  // first set of maps
   for (std::size_t i = 0; i < maps.size(); ++i)

@@ -11,7 +11,8 @@ namespace {
 void silent(const char*, int, const char*, int, const char*) {}
 
 std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '.' || s.back() == ' ' || s.back() == ')' || s.back() == '\n')) s.pop_back();
+  while (!s.empty() && (s.back() == '.' || s.back() == ' ' || s.back() == ')' || s.back() == '\n'))
+    s.pop_back();
   while (!s.empty() && s.front() == ' ') s.erase(s.begin());
   return s;
 }
@@ -29,7 +30,8 @@ void hdf5_skip_exit_cleanup() {
 
 std::string short_hdf5_error(const std::string& what) {
   std::string first = what.substr(0, what.find('\n'));
-  // "ISMRMRD File Error in ismrmrd_open_dataset (./libsrc/dataset.c:984: Failed to open file." -> the message.
+  // "ISMRMRD File Error in ismrmrd_open_dataset (./libsrc/dataset.c:984: Failed to open file." -> the
+  // message.
   if (const auto colon = first.rfind(": "); first.rfind("ISMRMRD", 0) == 0 && colon != std::string::npos)
     first = first.substr(colon + 2);
   std::string s = trim(first);

@@ -1,6 +1,7 @@
-// libismrmrd reports HDF5 failures twice: its default error handler prints every level of the HDF5 error stack
-// to stderr ("ERROR: HDF5 Error in ../../../src/H5Fint.c, line 1670 ..."), and the exception it throws carries
-// the same stack as a dozen lines. radstream reports each failure once, in one line that names the file.
+// libismrmrd reports HDF5 failures twice: its default error handler prints every level of the HDF5 error
+// stack to stderr ("ERROR: HDF5 Error in ../../../src/H5Fint.c, line 1670 ..."), and the exception it throws
+// carries the same stack as a dozen lines. radstream reports each failure once, in one line that names the
+// file.
 #pragma once
 #include <string>
 
@@ -15,9 +16,9 @@ void quiet_ismrmrd_errors();
 std::string short_hdf5_error(const std::string& what);
 
 // Keeps the HDF5 library from closing, at process exit, files the program left open. Only an abandoned
-// recording (MrdRawWriter::abandon after a write error) is left open: closing it would write HDF5 metadata that
-// claims more than the disk holds (an unreadable file; libhdf5 1.10 also crashes closing it at exit), while
-// left alone it stays readable as last flushed. Called first thing in main(), before any HDF5 call.
+// recording (MrdRawWriter::abandon after a write error) is left open: closing it would write HDF5 metadata
+// that claims more than the disk holds (an unreadable file; libhdf5 1.10 also crashes closing it at exit),
+// while left alone it stays readable as last flushed. Called first thing in main(), before any HDF5 call.
 void hdf5_skip_exit_cleanup();
 
 }  // namespace radstream

@@ -49,7 +49,8 @@ void check_mrd_in_child(const std::string& path, long start, long count) {
   // 30 s, plus 1 s per 50 MB: far above an honest file's read time, a bound on a file made to loop.
   const double limit_s = 30.0 + (ec ? 0.0 : double(bytes) / 50e6);
   int fds[2];
-  if (::pipe(fds) != 0) throw IoError(fmt::format("{}: cannot check the file (pipe: {})", path, std::strerror(errno)));
+  if (::pipe(fds) != 0)
+    throw IoError(fmt::format("{}: cannot check the file (pipe: {})", path, std::strerror(errno)));
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fds[0]);
@@ -65,7 +66,8 @@ void check_mrd_in_child(const std::string& path, long start, long count) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_s);
   bool timed_out = false;
   for (;;) {  // the child's message, until it closes the pipe (exits) or the time is up
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       timed_out = true;
       break;
@@ -89,12 +91,13 @@ void check_mrd_in_child(const std::string& path, long start, long count) {
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (timed_out)
-    throw IoError(fmt::format("{}: reading the file did not finish within {:.0f} s (a damaged file?); refused", path,
-                              limit_s));
+    throw IoError(fmt::format(
+        "{}: reading the file did not finish within {:.0f} s (a damaged file?); refused", path, limit_s));
   if (WIFSIGNALED(status))
-    throw IoError(fmt::format("{}: a damaged file: reading it crashed the HDF5 library ({}) in a check process; "
-                              "refused",
-                              path, strsignal(WTERMSIG(status))));
+    throw IoError(
+        fmt::format("{}: a damaged file: reading it crashed the HDF5 library ({}) in a check process; "
+                    "refused",
+                    path, strsignal(WTERMSIG(status))));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw IoError(why.empty() ? fmt::format("{}: the file could not be read", path) : why);
 }

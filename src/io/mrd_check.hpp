@@ -9,8 +9,8 @@
 namespace radstream {
 
 // Reads the XML header and acquisitions [start, start + count) (count < 0: to the end) of `path` in a forked
-// child. Throws IoError naming the file: the child's own IoError message, or the signal that killed it, or the
-// time-out. Call it before other threads touch HDF5 (the commands call it first).
+// child. Throws IoError naming the file: the child's own IoError message, or the signal that killed it, or
+// the time-out. Call it before other threads touch HDF5 (the commands call it first).
 void check_mrd_in_child(const std::string& path, long start = 0, long count = -1);
 
 }  // namespace radstream

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <limits>
+#include <random>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -169,7 +169,8 @@ void MrdWriter::append(const Spoke& s) {
     throw InputError(fmt::format("{}: spoke {} is {} samples x {} coils, the header says {} x {}",
                                  raw_->path(), s.header.spoke_index, s.samples, s.coils, header_.samples,
                                  header_.coils));
-  raw_->append(acquisition_header_bytes(s.header, s.samples, s.coils, 2, stream_id_, ++sequence_), s.traj, s.data);
+  raw_->append(acquisition_header_bytes(s.header, s.samples, s.coils, 2, stream_id_, ++sequence_), s.traj,
+               s.data);
 }
 
 MrdRecording read_mrd(const std::string& path, long start, long count) {
@@ -221,8 +222,8 @@ MrdRecording read_mrd(const std::string& path, long start, long count) {
         throw IoError(fmt::format("{}: acquisition {} has NaN or Inf in its data", path, i));
     for (const float v : s.traj)
       if (!std::isfinite(v) || std::abs(v) > 0.75f)
-        throw IoError(fmt::format("{}: acquisition {} has a trajectory value {} outside |k| <= 0.75 cycles/pixel", path,
-                                  i, v));
+        throw IoError(fmt::format(
+            "{}: acquisition {} has a trajectory value {} outside |k| <= 0.75 cycles/pixel", path, i, v));
     rec.spokes.push_back(std::move(s));
   }
   if (rec.header.coils == 0)

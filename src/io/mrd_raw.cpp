@@ -42,7 +42,8 @@ MrdRawWriter::~MrdRawWriter() {
 
 void MrdRawWriter::flush() {
   if (H5Fflush(hid_t(flush_id_), H5F_SCOPE_GLOBAL) < 0)
-    throw IoError(fmt::format("{}: cannot write to the disk after {} acquisitions (disk full?)", path_, count_));
+    throw IoError(
+        fmt::format("{}: cannot write to the disk after {} acquisitions (disk full?)", path_, count_));
 }
 
 void MrdRawWriter::append(std::span<const std::byte> bytes, std::span<const float> traj,
@@ -64,7 +65,8 @@ void MrdRawWriter::append(std::span<const std::byte> bytes, std::span<const floa
   try {
     ds_->appendAcquisition(acq);
   } catch (const std::exception& e) {
-    throw IoError(fmt::format("{}: cannot append acquisition {}: {}", path_, count_, short_hdf5_error(e.what())));
+    throw IoError(
+        fmt::format("{}: cannot append acquisition {}: {}", path_, count_, short_hdf5_error(e.what())));
   }
   ++count_;
 }

@@ -171,12 +171,15 @@ MrdReader::MrdReader(const std::string& path) : path_(path) {
       if (data_ < 0) throw IoError(fmt::format("{}: cannot open dataset/data", path));
       Id space(H5Dget_space(hid_t(data_)), H5Sclose);
       hsize_t n = 0;
-      if (H5Sget_simple_extent_ndims(space.get()) != 1 || H5Sget_simple_extent_dims(space.get(), &n, nullptr) != 1)
+      if (H5Sget_simple_extent_ndims(space.get()) != 1 ||
+          H5Sget_simple_extent_dims(space.get(), &n, nullptr) != 1)
         throw IoError(fmt::format("{}: dataset/data is not a list of acquisitions", path));
       Id file_type(H5Dget_type(hid_t(data_)), H5Tclose);
       if (H5Tget_class(file_type.get()) != H5T_COMPOUND || H5Tget_member_index(file_type.get(), "head") < 0 ||
-          H5Tget_member_index(file_type.get(), "traj") < 0 || H5Tget_member_index(file_type.get(), "data") < 0)
-        throw IoError(fmt::format("{}: dataset/data does not hold MRD acquisitions (head, traj, data)", path));
+          H5Tget_member_index(file_type.get(), "traj") < 0 ||
+          H5Tget_member_index(file_type.get(), "data") < 0)
+        throw IoError(
+            fmt::format("{}: dataset/data does not hold MRD acquisitions (head, traj, data)", path));
       mem_type_ = stored_type();
       count_ = std::size_t(n);
     }
@@ -214,13 +217,15 @@ RawSpoke MrdReader::read(std::size_t i) {
     Stored* s;
     ~Reclaim() { H5Dvlen_reclaim(type, space, H5P_DEFAULT, s); }
   } reclaim{hid_t(mem_type_), mem_space.get(), &s};
-  if (got < 0) throw IoError(fmt::format("{}: cannot read acquisition {} (a damaged or foreign file)", path_, i));
+  if (got < 0)
+    throw IoError(fmt::format("{}: cannot read acquisition {} (a damaged or foreign file)", path_, i));
   const Head& h = s.head;
   const std::size_t S = h.number_of_samples, C = h.active_channels, D = h.trajectory_dimensions;
   if (s.traj.len != S * D || s.data.len != 2 * S * C)
-    throw IoError(fmt::format("{}: acquisition {} stores {} trajectory and {} data floats, its header says {} "
-                              "samples x {} coils x {} dimensions ({} and {})",
-                              path_, i, s.traj.len, s.data.len, S, C, D, S * D, 2 * S * C));
+    throw IoError(
+        fmt::format("{}: acquisition {} stores {} trajectory and {} data floats, its header says {} "
+                    "samples x {} coils x {} dimensions ({} and {})",
+                    path_, i, s.traj.len, s.data.len, S, C, D, S * D, 2 * S * C));
   RawSpoke r;
   std::memcpy(r.acq_header.data(), &h, sizeof(Head));
   const auto* traj = static_cast<const float*>(s.traj.p);

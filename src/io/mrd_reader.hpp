@@ -1,8 +1,8 @@
 // Reads the acquisitions of an MRD (ISMRMRD v1) HDF5 file with radstream's own code on the HDF5 C library, so
-// that a crafted file cannot make it read past what is stored: each acquisition's trajectory and data are read
-// as the lengths the file stores, and an acquisition whose header disagrees with them (libismrmrd sizes its
-// copy from the header) is an IoError naming the file and the acquisition. The file is opened read-only and
-// without HDF5's file lock, so several processes can read one file (also one still being recorded).
+// that a crafted file cannot make it read past what is stored: each acquisition's trajectory and data are
+// read as the lengths the file stores, and an acquisition whose header disagrees with them (libismrmrd sizes
+// its copy from the header) is an IoError naming the file and the acquisition. The file is opened read-only
+// and without HDF5's file lock, so several processes can read one file (also one still being recorded).
 #pragma once
 #include <cstddef>
 #include <string>

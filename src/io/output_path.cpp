@@ -21,7 +21,8 @@ std::string make_folder(const std::string& dir) {
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir))
     return "cannot create the folder " + dir + (ec ? " (" + ec.message() + ")" : "");
-  if (::access(dir.c_str(), W_OK) != 0) return "the folder " + dir + " is not writable (" + std::strerror(errno) + ")";
+  if (::access(dir.c_str(), W_OK) != 0)
+    return "the folder " + dir + " is not writable (" + std::strerror(errno) + ")";
   return "";
 }
 
@@ -29,7 +30,8 @@ std::string make_folder(const std::string& dir) {
 
 void check_output_folder(const std::string& path, const std::string& option) {
   if (path.empty()) throw ConfigError(option + ": the folder name is empty");
-  if (const std::string why = make_folder(path); !why.empty()) throw IoError(option + " " + path + ": " + why);
+  if (const std::string why = make_folder(path); !why.empty())
+    throw IoError(option + " " + path + ": " + why);
 }
 
 void check_output_file(const std::string& path, const std::string& option, bool overwrite) {

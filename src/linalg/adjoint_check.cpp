@@ -15,7 +15,8 @@ void fill_random(HostBuffer<cfloat>& v, std::mt19937& rng) {
 // <a, b> = sum conj(a_i) b_i in double.
 std::complex<double> inner(const HostBuffer<cfloat>& a, const HostBuffer<cfloat>& b) {
   std::complex<double> s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += std::conj(std::complex<double>(a[i])) * std::complex<double>(b[i]);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    s += std::conj(std::complex<double>(a[i])) * std::complex<double>(b[i]);
   return s;
 }
 
@@ -28,7 +29,8 @@ AdjointCheck check_adjoint(LinearOperator& op, unsigned seed) {
   fill_random(x, rng);
   fill_random(y, rng);
   if (op.location() == Location::Device) {
-    Vector dx(nd, Location::Device), dy(nc, Location::Device), dax(nc, Location::Device), dahy(nd, Location::Device);
+    Vector dx(nd, Location::Device), dy(nc, Location::Device), dax(nc, Location::Device),
+        dahy(nd, Location::Device);
     gpu::StreamRef s = op.stream();
     gpu::copy_to_device(dx.data(), x.data(), nd * sizeof(cfloat), s);
     gpu::copy_to_device(dy.data(), y.data(), nc * sizeof(cfloat), s);

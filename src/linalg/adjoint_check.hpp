@@ -9,8 +9,8 @@
 namespace radstream {
 
 struct AdjointCheck {
-  std::complex<double> lhs;  // <A x, y>
-  std::complex<double> rhs;  // <x, A^H y>
+  std::complex<double> lhs;   // <A x, y>
+  std::complex<double> rhs;   // <x, A^H y>
   double relative_error = 0;  // |lhs - rhs| / max(|lhs|, |rhs|)
 };
 

@@ -16,7 +16,12 @@ int rr_slot_after(int iterations) {
 }  // namespace
 
 ConjugateGradient::ConjugateGradient(std::size_t n, VectorOps& ops)
-    : n_(n), ops_(ops), r_(n, ops.location()), p_(n, ops.location()), q_(n, ops.location()), t_(n, ops.location()) {}
+    : n_(n),
+      ops_(ops),
+      r_(n, ops.location()),
+      p_(n, ops.location()),
+      q_(n, ops.location()),
+      t_(n, ops.location()) {}
 
 void ConjugateGradient::apply(LinearOperator& a, LinearOperator* reg, const CgOptions& o, const cfloat* in,
                               cfloat* out) {
@@ -30,8 +35,8 @@ void ConjugateGradient::apply(LinearOperator& a, LinearOperator* reg, const CgOp
 
 void ConjugateGradient::check(LinearOperator& a, const CgOptions& o, LinearOperator* reg) const {
   if (a.domain().size() != n_)
-    throw InputError("cg: the operator's domain " + a.domain().str() + " does not hold " + std::to_string(n_) +
-                     " unknowns");
+    throw InputError("cg: the operator's domain " + a.domain().str() + " does not hold " +
+                     std::to_string(n_) + " unknowns");
   if (a.location() != ops_.location()) throw InputError("cg: the operator and the vectors live apart");
   if (reg && reg->domain().size() != n_) throw InputError("cg: the regularizer's domain does not match");
   if (o.max_iterations < 0)
@@ -53,7 +58,8 @@ void ConjugateGradient::start(LinearOperator& a, const cfloat* b, cfloat* x, con
   ops_.dot_re(r, r, n_, kRr0);
 }
 
-void ConjugateGradient::iterate(LinearOperator& a, cfloat* x, const CgOptions& o, int it, LinearOperator* reg) {
+void ConjugateGradient::iterate(LinearOperator& a, cfloat* x, const CgOptions& o, int it,
+                                LinearOperator* reg) {
   const int rr_old = rr_slot_after(it), rr_new = rr_slot_after(it + 1);
   apply(a, reg, o, p_.data(), q_.data());
   ops_.dot_re(p_.data(), q_.data(), n_, kPq);
@@ -89,8 +95,8 @@ double ConjugateGradient::residual() {
   return bb > 0 ? std::sqrt(std::max(0.0, rr) / bb) : 0.0;
 }
 
-CgReport ConjugateGradient::solve(LinearOperator& a, const cfloat* b, cfloat* x, const CgOptions& o, bool warm,
-                                  LinearOperator* reg) {
+CgReport ConjugateGradient::solve(LinearOperator& a, const cfloat* b, cfloat* x, const CgOptions& o,
+                                  bool warm, LinearOperator* reg) {
   check(a, o, reg);
   CgReport rep;
   if (o.tolerance <= 0) {
@@ -102,7 +108,8 @@ CgReport ConjugateGradient::solve(LinearOperator& a, const cfloat* b, cfloat* x,
   start(a, b, x, o, warm, reg);
   const double bnorm = std::sqrt(ops_.read(kBb));
   int it = 0;
-  while (std::sqrt(std::max(0.0, ops_.read(rr_slot_after(it)))) > o.tolerance * bnorm && it < o.max_iterations) {
+  while (std::sqrt(std::max(0.0, ops_.read(rr_slot_after(it)))) > o.tolerance * bnorm &&
+         it < o.max_iterations) {
     iterate(a, x, o, it, reg);
     ++it;
   }

@@ -3,7 +3,8 @@
 // "N iterations" means N updates of x, each costing one application of the normal operator (plus one of R^H R
 // when a regularizer is set). The initial residual r0 = b - M x0 costs one more application when warm
 // starting (x0 given); a cold start sets x0 = 0 and r0 = b. Iteration k (1..N):
-//   q = M p;  alpha = <r,r> / <p,q>;  x += alpha p;  r -= alpha q;  beta = <r,r>_new / <r,r>;  p = r + beta p.
+//   q = M p;  alpha = <r,r> / <p,q>;  x += alpha p;  r -= alpha q;  beta = <r,r>_new / <r,r>;  p = r + beta
+//   p.
 // A zero denominator makes its coefficient 0 (so an exact solution stays put instead of dividing by zero:
 // Table 44.1 as printed divides by zero on its first pass when started at the solution).
 // With tolerance > 0 the solver reads |r| after each iteration (one device synchronization per iteration)
@@ -41,15 +42,16 @@ class ConjugateGradient {
                  bool warm_start, LinearOperator* regularizer = nullptr);
   // Fixed-count mode without any host wait: enqueues exactly options.max_iterations iterations (tolerance
   // must be 0), so the whole solve can be captured in a CUDA graph; residual() reads the result afterwards.
-  void enqueue(LinearOperator& normal_of, const cfloat* b, cfloat* x, const CgOptions& options, bool warm_start,
-               LinearOperator* regularizer = nullptr);
+  void enqueue(LinearOperator& normal_of, const cfloat* b, cfloat* x, const CgOptions& options,
+               bool warm_start, LinearOperator* regularizer = nullptr);
   // |r| / |b| after the last enqueue() or step() (waits for the device).
   double residual();
   // Step by step (a frame-time budget decides when to stop): begin() enqueues the start, each step() one
   // iteration; iterations() counts them. Same arithmetic as enqueue(); tolerance is not used.
   void begin(LinearOperator& normal_of, const cfloat* b, cfloat* x, const CgOptions& options, bool warm_start,
              LinearOperator* regularizer = nullptr);
-  void step(LinearOperator& normal_of, cfloat* x, const CgOptions& options, LinearOperator* regularizer = nullptr);
+  void step(LinearOperator& normal_of, cfloat* x, const CgOptions& options,
+            LinearOperator* regularizer = nullptr);
   int iterations() const { return last_iterations_; }
 
  private:
@@ -57,7 +59,8 @@ class ConjugateGradient {
   VectorOps& ops_;
   Vector r_, p_, q_, t_;
   int last_iterations_ = 0;
-  void start(LinearOperator& a, const cfloat* b, cfloat* x, const CgOptions& o, bool warm, LinearOperator* reg);
+  void start(LinearOperator& a, const cfloat* b, cfloat* x, const CgOptions& o, bool warm,
+             LinearOperator* reg);
   void iterate(LinearOperator& a, cfloat* x, const CgOptions& o, int it, LinearOperator* reg);
   void check(LinearOperator& a, const CgOptions& o, LinearOperator* reg) const;
   void apply(LinearOperator& a, LinearOperator* reg, const CgOptions& o, const cfloat* in, cfloat* out);

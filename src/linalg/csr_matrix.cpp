@@ -69,7 +69,8 @@ void CsrMatrix::validate() const {
     bad(std::to_string(col.size()) + " columns and " + std::to_string(val.size()) + " values for " +
         std::to_string(row_ptr.back()) + " non-zeros");
   for (std::size_t j = 0; j < col.size(); ++j)
-    if (col[j] < 0 || col[j] >= cols) bad("column " + std::to_string(col[j]) + " out of range at " + std::to_string(j));
+    if (col[j] < 0 || col[j] >= cols)
+      bad("column " + std::to_string(col[j]) + " out of range at " + std::to_string(j));
 }
 
 CsrMatrix finite_difference_csr(const std::array<int, 3>& n, const std::vector<int>* regions) {
@@ -102,7 +103,8 @@ CsrOperatorCpu::CsrOperatorCpu(CsrMatrix c, Extents domain)
     : LinearOperator(domain, Extents{std::size_t(c.rows)}, Location::Host), c_(std::move(c)) {
   c_.validate();
   if (domain.size() != std::size_t(c_.cols))
-    throw ConfigError("CSR operator: " + std::to_string(c_.cols) + " columns for a domain of " + domain.str());
+    throw ConfigError("CSR operator: " + std::to_string(c_.cols) + " columns for a domain of " +
+                      domain.str());
   ct_ = c_.transposed();
   ctc_ = c_.gram();
 }
@@ -118,8 +120,14 @@ void spmv(const CsrMatrix& m, const cfloat* x, cfloat* y) {
 }
 }  // namespace
 
-void CsrOperatorCpu::forward(const cfloat* x, cfloat* y) { spmv(c_, x, y); }
-void CsrOperatorCpu::adjoint(const cfloat* y, cfloat* x) { spmv(ct_, y, x); }
-void CsrOperatorCpu::normal(const cfloat* x, cfloat* z) { spmv(ctc_, x, z); }
+void CsrOperatorCpu::forward(const cfloat* x, cfloat* y) {
+  spmv(c_, x, y);
+}
+void CsrOperatorCpu::adjoint(const cfloat* y, cfloat* x) {
+  spmv(ct_, y, x);
+}
+void CsrOperatorCpu::normal(const cfloat* x, cfloat* z) {
+  spmv(ctc_, x, z);
+}
 
 }  // namespace radstream

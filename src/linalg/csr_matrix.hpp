@@ -2,7 +2,8 @@
 // makes: forward y = C x, adjoint x = C^T y through a second CSR holding the transpose (seed 001: "switching
 // rows and columns ... reduces the problem to just sparse matrix-vector multiplication"), and normal
 // C^T C x through a third holding the product C^T C (one SpMV per CG iteration instead of two; for first
-// differences it is the 5- or 7-point Laplacian). The values are real, the vectors complex. On the host (OpenMP over rows) or the device (cuSPARSE SpMV; CUDA builds only).
+// differences it is the 5- or 7-point Laplacian). The values are real, the vectors complex. On the host
+// (OpenMP over rows) or the device (cuSPARSE SpMV; CUDA builds only).
 #pragma once
 #include <array>
 #include <memory>

@@ -41,8 +41,9 @@ struct CusparseCsr {
       gpu::copy_to_device(col.data(), m.col.data(), nnz * sizeof(int), stream);
       gpu::copy_to_device(val.data(), v.data(), nnz * sizeof(cfloat), stream);
     }
-    CUSPARSE_CHECK(cusparseCreateCsr(&mat, m.rows, m.cols, std::int64_t(nnz), row_ptr.data(), col.data(), val.data(),
-                                     CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_C_32F));
+    CUSPARSE_CHECK(cusparseCreateCsr(&mat, m.rows, m.cols, std::int64_t(nnz), row_ptr.data(), col.data(),
+                                     val.data(), CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+                                     CUSPARSE_INDEX_BASE_ZERO, CUDA_C_32F));
     // The vector descriptors are made once here; apply() points them at each call's vectors
     // (cusparseDnVecSetValues), so nothing is created per call.
     CUSPARSE_CHECK(cusparseCreateDnVec(&x, m.cols, val.data(), CUDA_C_32F));
@@ -91,8 +92,14 @@ CsrOperatorCuda::~CsrOperatorCuda() {
   delete ctc_;
 }
 
-void CsrOperatorCuda::forward(const cfloat* d_x, cfloat* d_y) { c_->apply(d_x, d_y); }
-void CsrOperatorCuda::adjoint(const cfloat* d_y, cfloat* d_x) { ct_->apply(d_y, d_x); }
-void CsrOperatorCuda::normal(const cfloat* d_x, cfloat* d_z) { ctc_->apply(d_x, d_z); }
+void CsrOperatorCuda::forward(const cfloat* d_x, cfloat* d_y) {
+  c_->apply(d_x, d_y);
+}
+void CsrOperatorCuda::adjoint(const cfloat* d_y, cfloat* d_x) {
+  ct_->apply(d_y, d_x);
+}
+void CsrOperatorCuda::normal(const cfloat* d_x, cfloat* d_z) {
+  ctc_->apply(d_x, d_z);
+}
 
 }  // namespace radstream

@@ -1,7 +1,7 @@
 // Periodic forward differences of an N x N image (seed 001's smoothness penalty C): forward
 //   D x = [x(p + e_x) - x(p), x(p + e_y) - x(p)]   [N][N] -> [2][N][N]
-// and its adjoint (minus the backward-difference divergence); D^H D is the 5-point Laplacian. On the host or the
-// device (the CUDA twin is finite_difference_cuda.cu; CUDA builds only).
+// and its adjoint (minus the backward-difference divergence); D^H D is the 5-point Laplacian. On the host or
+// the device (the CUDA twin is finite_difference_cuda.cu; CUDA builds only).
 #pragma once
 #include <memory>
 

@@ -31,7 +31,8 @@ void FiniteDifferenceCpu::adjoint(const cfloat* y, cfloat* x) {
 #pragma omp parallel for schedule(static)
   for (long r = 0; r < N; ++r)
     for (long c = 0; c < N; ++c)
-      x[r * N + c] = y[r * N + (c + N - 1) % N] - y[r * N + c] + y[P + ((r + N - 1) % N) * N + c] - y[P + r * N + c];
+      x[r * N + c] =
+          y[r * N + (c + N - 1) % N] - y[r * N + c] + y[P + ((r + N - 1) % N) * N + c] - y[P + r * N + c];
 }
 
 }  // namespace radstream

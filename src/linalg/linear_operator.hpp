@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "core/buffer.hpp"
-#include "gpu/handles.hpp"
 #include "gpu/device_memory.hpp"
+#include "gpu/handles.hpp"
 
 namespace radstream {
 

@@ -32,10 +32,14 @@ class HostReducer final : public Reducer {
 class HostGroup final : public ReduceGroup {
  public:
   HostGroup(int parts, std::size_t capacity, double timeout_s)
-      : parts_(parts), timeout_(timeout_s), sum_(Extents{capacity}), sumd_(Extents{capacity}),
+      : parts_(parts),
+        timeout_(timeout_s),
+        sum_(Extents{capacity}),
+        sumd_(Extents{capacity}),
         ptrs_(std::size_t(parts), nullptr) {
     if (parts < 1) throw ConfigError("reduce group: " + std::to_string(parts) + " partitions (need >= 1)");
-    if (!(timeout_s > 0)) throw ConfigError("reduce group: timeout " + std::to_string(timeout_s) + " s must be > 0");
+    if (!(timeout_s > 0))
+      throw ConfigError("reduce group: timeout " + std::to_string(timeout_s) + " s must be > 0");
     for (int r = 0; r < parts; ++r) reducers_.push_back(std::make_unique<HostReducer>(*this, r));
   }
   int size() const override { return parts_; }
@@ -87,7 +91,8 @@ class HostGroup final : public ReduceGroup {
                                   [&] { return generation_ != gen || !aborted_.empty(); });
     if (generation_ != gen) return;
     if (!met && aborted_.empty())
-      aborted_ = "a partition did not reach the reduction within " + std::to_string(timeout_) + " s (stalled)";
+      aborted_ =
+          "a partition did not reach the reduction within " + std::to_string(timeout_) + " s (stalled)";
     cv_.notify_all();
     throw Error("coil split: " + aborted_);
   }
@@ -105,9 +110,15 @@ class HostGroup final : public ReduceGroup {
   std::string aborted_;
 };
 
-int HostReducer::size() const { return g_.size(); }
-void HostReducer::allreduce_sum(cfloat* data, std::size_t n) { g_.allreduce(rank_, data, n); }
-void HostReducer::allreduce_sum(std::complex<double>* data, std::size_t n) { g_.allreduce(rank_, data, n); }
+int HostReducer::size() const {
+  return g_.size();
+}
+void HostReducer::allreduce_sum(cfloat* data, std::size_t n) {
+  g_.allreduce(rank_, data, n);
+}
+void HostReducer::allreduce_sum(std::complex<double>* data, std::size_t n) {
+  g_.allreduce(rank_, data, n);
+}
 
 }  // namespace
 

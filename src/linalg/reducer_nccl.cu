@@ -93,8 +93,10 @@ class NcclGroup final : public ReduceGroup {
     const NcclApi& api = nccl_api();
     for (ncclComm_t c : comms_) {
       if (!c) continue;
-      if (aborted()) api.comm_abort(c);
-      else api.comm_destroy(c);
+      if (aborted())
+        api.comm_abort(c);
+      else
+        api.comm_destroy(c);
     }
   }
   int size() const override { return int(parts_.size()); }
@@ -104,7 +106,8 @@ class NcclGroup final : public ReduceGroup {
     std::lock_guard lock(m_);
     if (!why_.empty()) return;
     why_ = why.empty() ? "aborted" : why;
-    for (ncclComm_t& c : comms_) {  // wakes kernels stuck waiting for a peer; the communicators are gone after
+    for (ncclComm_t& c :
+         comms_) {  // wakes kernels stuck waiting for a peer; the communicators are gone after
       if (c) nccl_api().comm_abort(c);
       c = nullptr;
     }
@@ -125,7 +128,9 @@ class NcclGroup final : public ReduceGroup {
   std::string why_;
 };
 
-int NcclReducer::size() const { return g_.size(); }
+int NcclReducer::size() const {
+  return g_.size();
+}
 
 void NcclReducer::allreduce_sum(cfloat* d_data, std::size_t n) {
   if (g_.aborted()) throw Error("coil split: " + g_.why());
@@ -147,7 +152,8 @@ void NcclReducer::wait(double timeout_s) {
     ncclResult_t async = ncclSuccess;
     if (!g_.aborted()) NCCL_CHECK(nccl_api().async_error(comm_, &async));
     if (async != ncclSuccess && async != ncclInProgress) {
-      g_.abort(std::string("NCCL error on GPU ") + std::to_string(device_) + ": " + nccl_api().error_string(async));
+      g_.abort(std::string("NCCL error on GPU ") + std::to_string(device_) + ": " +
+               nccl_api().error_string(async));
       throw Error("coil split: " + g_.why());
     }
     if (g_.aborted()) throw Error("coil split: " + g_.why());

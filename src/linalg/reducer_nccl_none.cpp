@@ -9,8 +9,10 @@ bool nccl_available(std::string* why) {
   return false;
 }
 
-std::unique_ptr<ReduceGroup> make_nccl_reduce_group(const std::vector<int>&, const std::vector<gpu::StreamRef>&) {
-  throw ConfigError("coil split over NCCL: this build has no NCCL support (CUDA or nccl.h not found at configure time)");
+std::unique_ptr<ReduceGroup> make_nccl_reduce_group(const std::vector<int>&,
+                                                    const std::vector<gpu::StreamRef>&) {
+  throw ConfigError(
+      "coil split over NCCL: this build has no NCCL support (CUDA or nccl.h not found at configure time)");
 }
 
 }  // namespace radstream

@@ -23,7 +23,9 @@ class StagedReducer final : public Reducer {
   void allreduce_sum(cfloat* d_data, std::size_t n) override {
     stage(reinterpret_cast<cfloat*>(staging_.data()), d_data, n);
   }
-  void allreduce_sum(std::complex<double>* d_data, std::size_t n) override { stage(staging_.data(), d_data, n); }
+  void allreduce_sum(std::complex<double>* d_data, std::size_t n) override {
+    stage(staging_.data(), d_data, n);
+  }
   void wait(double) override { gpu::synchronize(stream_); }
 
  private:
@@ -79,7 +81,8 @@ std::unique_ptr<ReduceGroup> make_gpu_reduce_group(const std::vector<int>& devic
     why = "NCCL: " + why;
   if (why.empty()) return make_nccl_reduce_group(devices, streams);
   if (devices.size() > 1)
-    log::warn("coil split over {} partitions: sums through host memory ({}); slower than NCCL", devices.size(), why);
+    log::warn("coil split over {} partitions: sums through host memory ({}); slower than NCCL",
+              devices.size(), why);
   return make_staged_reduce_group(streams, capacity, timeout_s);
 }
 

@@ -26,7 +26,8 @@ class VectorOps {
   // slot = Re <x, y> = Re sum conj(x_i) y_i, accumulated in double.
   virtual void dot_re(const cfloat* x, const cfloat* y, std::size_t n, int slot) = 0;
   // CG step: alpha = s[rr] / s[pq] (0 when s[pq] <= 0); x += alpha p; r -= alpha q.
-  virtual void cg_step(cfloat* x, cfloat* r, const cfloat* p, const cfloat* q, std::size_t n, int rr, int pq) = 0;
+  virtual void cg_step(cfloat* x, cfloat* r, const cfloat* p, const cfloat* q, std::size_t n, int rr,
+                       int pq) = 0;
   // CG direction: beta = s[rr_new] / s[rr_old] (0 when s[rr_old] <= 0); p = r + beta p.
   virtual void cg_direction(cfloat* p, const cfloat* r, std::size_t n, int rr_new, int rr_old) = 0;
   // The value of a slot (waits for the work enqueued before it).

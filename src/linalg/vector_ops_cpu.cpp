@@ -48,7 +48,8 @@ class VectorOpsCpu final : public VectorOps {
     at(slot) = s;
   }
 
-  void cg_step(cfloat* x, cfloat* r, const cfloat* p, const cfloat* q, std::size_t n, int rr, int pq) override {
+  void cg_step(cfloat* x, cfloat* r, const cfloat* p, const cfloat* q, std::size_t n, int rr,
+               int pq) override {
     const float alpha = at(pq) > 0 ? float(at(rr) / at(pq)) : 0.f;
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < long(n); ++i) {
@@ -63,7 +64,9 @@ class VectorOpsCpu final : public VectorOps {
     for (long i = 0; i < long(n); ++i) p[i] = r[i] + beta * p[i];
   }
 
-  double read(int slot) override { return at(slot); }
+  double read(int slot) override {
+    return at(slot);
+  }
   void read2(int a, int b, double& va, double& vb) override {
     va = at(a);
     vb = at(b);

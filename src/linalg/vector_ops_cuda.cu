@@ -20,14 +20,16 @@ unsigned blocks_for(std::size_t n) {
 }
 
 __global__ void axpy_kernel(float2* y, float a, const float2* x, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     y[i].x += a * x[i].x;
     y[i].y += a * x[i].y;
   }
 }
 
 __global__ void rsub_kernel(float2* y, const float2* x, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     y[i].x = x[i].x - y[i].x;
     y[i].y = x[i].y - y[i].y;
   }
@@ -49,7 +51,8 @@ __device__ double block_sum(double v) {
 __global__ void __launch_bounds__(kThreads) dot_kernel(const float2* x, const float2* y, std::size_t n,
                                                        double* partial, unsigned* done, double* slot) {
   double s = 0;
-  for (std::size_t i = blockIdx.x * std::size_t(kThreads) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * kThreads)
+  for (std::size_t i = blockIdx.x * std::size_t(kThreads) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * kThreads)
     s += double(x[i].x) * y[i].x + double(x[i].y) * y[i].y;
   s = block_sum(s);
   __shared__ bool last;
@@ -73,7 +76,8 @@ __global__ void __launch_bounds__(kThreads) dot_kernel(const float2* x, const fl
 __global__ void cg_step_kernel(float2* x, float2* r, const float2* p, const float2* q, std::size_t n,
                                const double* rr, const double* pq) {
   const float alpha = *pq > 0 ? float(*rr / *pq) : 0.f;
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     x[i].x += alpha * p[i].x;
     x[i].y += alpha * p[i].y;
     r[i].x -= alpha * q[i].x;
@@ -84,7 +88,8 @@ __global__ void cg_step_kernel(float2* x, float2* r, const float2* p, const floa
 __global__ void cg_direction_kernel(float2* p, const float2* r, std::size_t n, const double* rr_new,
                                     const double* rr_old) {
   const float beta = *rr_old > 0 ? float(*rr_new / *rr_old) : 0.f;
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     p[i].x = r[i].x + beta * p[i].x;
     p[i].y = r[i].y + beta * p[i].y;
   }
@@ -93,7 +98,10 @@ __global__ void cg_direction_kernel(float2* p, const float2* r, std::size_t n, c
 class VectorOpsCuda final : public VectorOps {
  public:
   explicit VectorOpsCuda(gpu::StreamRef stream)
-      : stream_(static_cast<cudaStream_t>(stream)), slots_(Extents{kSlots}), partial_(Extents{kPartials}), done_(Extents{1}) {
+      : stream_(static_cast<cudaStream_t>(stream)),
+        slots_(Extents{kSlots}),
+        partial_(Extents{kPartials}),
+        done_(Extents{1}) {
     gpu::memset_device(slots_.data(), 0, kSlots * sizeof(double), stream);
     gpu::memset_device(done_.data(), 0, sizeof(unsigned), stream);
   }
@@ -117,7 +125,8 @@ class VectorOpsCuda final : public VectorOps {
     dot_kernel<<<b, kThreads, 0, stream_>>>(f2(x), f2(y), n, partial_.data(), done_.data(), at(slot));
     CUDA_CHECK_LAUNCH("dot_kernel");
   }
-  void cg_step(cfloat* x, cfloat* r, const cfloat* p, const cfloat* q, std::size_t n, int rr, int pq) override {
+  void cg_step(cfloat* x, cfloat* r, const cfloat* p, const cfloat* q, std::size_t n, int rr,
+               int pq) override {
     cg_step_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(f2(x), f2(r), f2(p), f2(q), n, at(rr), at(pq));
     CUDA_CHECK_LAUNCH("cg_step_kernel");
   }

@@ -28,8 +28,12 @@ class ReducedNormal final : public LinearOperator {
   ReducedNormal(Op& part, Reducer& r, std::complex<double>* sum)
       : LinearOperator(part.domain(), Extents{0}, part.location()), part_(part), r_(r), sum_(sum) {}
   gpu::StreamRef stream() const override { return part_.stream(); }
-  void forward(const cfloat*, cfloat*) override { throw ConfigError("coil split: only the normal operator is split"); }
-  void adjoint(const cfloat*, cfloat*) override { throw ConfigError("coil split: only the normal operator is split"); }
+  void forward(const cfloat*, cfloat*) override {
+    throw ConfigError("coil split: only the normal operator is split");
+  }
+  void adjoint(const cfloat*, cfloat*) override {
+    throw ConfigError("coil split: only the normal operator is split");
+  }
   void normal(const cfloat* x, cfloat* z) override {
     part_.normal_sum(x, sum_);
     r_.allreduce_sum(sum_, domain().size());
@@ -112,8 +116,9 @@ class PartThreads {
       lock.lock();
       done_cv_.wait(lock, all_done);
       if (!first_)
-        first_ = std::make_exception_ptr(Error("coil split: stalled for more than " + std::to_string(timeout_s) +
-                                               " s; the reduce group was aborted"));
+        first_ =
+            std::make_exception_ptr(Error("coil split: stalled for more than " + std::to_string(timeout_s) +
+                                          " s; the reduce group was aborted"));
     }
     fn_ = nullptr;
     if (first_) std::rethrow_exception(first_);

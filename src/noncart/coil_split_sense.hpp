@@ -1,7 +1,7 @@
 // CG-SENSE with the coils of one frame split across partitions (real-time NLINV's channel split,
-// Gadgetron's per-GPU SENSE): partition p holds coils [C p / P, C (p+1) / P), their maps and data, and its own
-// SENSE operator. Each partition forms its coils' E_p^H y and E_p^H E_p x; one allreduce_sum per application
-// (reducer.hpp) turns them into the whole frame's, so every partition runs the same CG iterates
+// Gadgetron's per-GPU SENSE): partition p holds coils [C p / P, C (p+1) / P), their maps and data, and its
+// own SENSE operator. Each partition forms its coils' E_p^H y and E_p^H E_p x; one allreduce_sum per
+// application (reducer.hpp) turns them into the whole frame's, so every partition runs the same CG iterates
 // (linalg/conjugate_gradient.hpp) on the same sums and partition 0's image is the answer:
 //   b = sum_p E_p^H y_p  (one reduction),  then per iteration  q = sum_p E_p^H E_p p + lambda_abs p  (one).
 // lambda is relative, as in the cg_sense stage: lambda_abs = lambda * sum_j w_j * max_x sum_c |S_c(x)|^2.
@@ -24,12 +24,12 @@ namespace radstream {
 
 struct CoilSplitOptions {
   int iterations = 10;
-  double lambda = 1e-2;      // relative (see above)
-  bool toeplitz = true;      // each partition's E_p^H E_p through its PSF kernel
-  bool warm_start = false;   // start from the previous solve's image (zeros the first time)
-  double timeout_s = 30.0;   // a reduction (host) or a whole solve (GPU) that takes longer aborts the group
-  bool psf_per_solve = true; // each solve remakes its partition's PSF kernel from the trajectory, as the live
-                             // stage does per frame (false: made once in set_frame)
+  double lambda = 1e-2;       // relative (see above)
+  bool toeplitz = true;       // each partition's E_p^H E_p through its PSF kernel
+  bool warm_start = false;    // start from the previous solve's image (zeros the first time)
+  double timeout_s = 30.0;    // a reduction (host) or a whole solve (GPU) that takes longer aborts the group
+  bool psf_per_solve = true;  // each solve remakes its partition's PSF kernel from the trajectory, as the
+                              // live stage does per frame (false: made once in set_frame)
 };
 
 class CoilSplitSense {
@@ -65,13 +65,15 @@ class CoilSplitSense {
 
 // parts host threads (1 <= parts <= coils), each operator with `threads` OpenMP threads (0: cores / parts).
 std::unique_ptr<CoilSplitSense> make_coil_split_sense_cpu(int matrix, int coils, std::size_t points,
-                                                          const NufftKernel& kernel, const CoilSplitOptions& o,
-                                                          int parts, int threads = 0);
+                                                          const NufftKernel& kernel,
+                                                          const CoilSplitOptions& o, int parts,
+                                                          int threads = 0);
 // One partition per listed GPU, reduced over NCCL; through host memory (logged) where NCCL cannot serve: no
 // libnccl.so.2, or a GPU listed twice (several partitions on one GPU: the split's test on a one-GPU machine).
 // CUDA builds only; else throws ConfigError.
 std::unique_ptr<CoilSplitSense> make_coil_split_sense_cuda(int matrix, int coils, std::size_t points,
-                                                           const NufftKernel& kernel, const CoilSplitOptions& o,
+                                                           const NufftKernel& kernel,
+                                                           const CoilSplitOptions& o,
                                                            const std::vector<int>& devices);
 
 }  // namespace radstream

@@ -27,8 +27,8 @@ struct CpuPart {
 
 class CoilSplitSenseCpu final : public CoilSplitSense {
  public:
-  CoilSplitSenseCpu(int N, int coils, std::size_t points, const NufftKernel& kernel, const CoilSplitOptions& o,
-                    int parts, int threads)
+  CoilSplitSenseCpu(int N, int coils, std::size_t points, const NufftKernel& kernel,
+                    const CoilSplitOptions& o, int parts, int threads)
       : N_(N), coils_(coils), points_(points), pixels_(std::size_t(N) * N), o_(o), traj_(Extents{points, 2}) {
     check_split(N, coils, points, parts);
     if (threads <= 0) threads = std::max(1, int(std::thread::hardware_concurrency()) / parts);
@@ -51,7 +51,8 @@ class CoilSplitSenseCpu final : public CoilSplitSense {
     }
   }
 
-  void set_frame(const float* traj, const cfloat* data, const cfloat* maps, std::uint64_t maps_version) override {
+  void set_frame(const float* traj, const cfloat* data, const cfloat* maps,
+                 std::uint64_t maps_version) override {
     std::memcpy(traj_.data(), traj, points_ * 2 * sizeof(float));
     const bool new_maps = maps_version == 0 || maps_version != maps_version_;
     maps_version_ = maps_version;
@@ -73,8 +74,9 @@ class CoilSplitSenseCpu final : public CoilSplitSense {
   CgReport solve() override {
     if (!ready_) throw ConfigError("coil split: solve() before set_frame()");
     std::vector<CgReport> reports(parts_.size());
-    threads_->run([&](int p) { reports[std::size_t(p)] = solve_part(*parts_[std::size_t(p)], o_, peak_, pixels_); },
-                  o_.timeout_s);
+    threads_->run(
+        [&](int p) { reports[std::size_t(p)] = solve_part(*parts_[std::size_t(p)], o_, peak_, pixels_); },
+        o_.timeout_s);
     return reports[0];
   }
 
@@ -101,8 +103,8 @@ class CoilSplitSenseCpu final : public CoilSplitSense {
 }  // namespace
 
 std::unique_ptr<CoilSplitSense> make_coil_split_sense_cpu(int matrix, int coils, std::size_t points,
-                                                          const NufftKernel& kernel, const CoilSplitOptions& o,
-                                                          int parts, int threads) {
+                                                          const NufftKernel& kernel,
+                                                          const CoilSplitOptions& o, int parts, int threads) {
   return std::make_unique<CoilSplitSenseCpu>(matrix, coils, points, kernel, o, parts, threads);
 }
 

@@ -29,8 +29,8 @@ struct CudaPart {
 
 class CoilSplitSenseCuda final : public CoilSplitSense {
  public:
-  CoilSplitSenseCuda(int N, int coils, std::size_t points, const NufftKernel& kernel, const CoilSplitOptions& o,
-                     const std::vector<int>& devices)
+  CoilSplitSenseCuda(int N, int coils, std::size_t points, const NufftKernel& kernel,
+                     const CoilSplitOptions& o, const std::vector<int>& devices)
       : coils_(coils), points_(points), pixels_(std::size_t(N) * N), o_(o) {
     check_split(N, coils, points, int(devices.size()));
     const int parts = int(devices.size());
@@ -40,7 +40,8 @@ class CoilSplitSenseCuda final : public CoilSplitSense {
       gpu::DeviceGuard guard(devices[std::size_t(p)]);
       auto part = std::make_unique<CudaPart>();
       part->device = devices[std::size_t(p)];
-      part->op = std::make_unique<SenseOperatorCuda>(N, c1 - c0, points, kernel, o.toeplitz, part->stream.get());
+      part->op =
+          std::make_unique<SenseOperatorCuda>(N, c1 - c0, points, kernel, o.toeplitz, part->stream.get());
       part->op->set_deterministic(true);  // the same PSF and E^H y bits on every GPU and every run
       part->ops = make_vector_ops_cuda(part->stream.get());
       part->cg = std::make_unique<ConjugateGradient>(pixels_, *part->ops);
@@ -66,7 +67,8 @@ class CoilSplitSenseCuda final : public CoilSplitSense {
     }
   }
 
-  void set_frame(const float* traj, const cfloat* data, const cfloat* maps, std::uint64_t maps_version) override {
+  void set_frame(const float* traj, const cfloat* data, const cfloat* maps,
+                 std::uint64_t maps_version) override {
     const bool new_maps = maps_version == 0 || maps_version != maps_version_;
     if (new_maps) peak_ = coil_map_peak_power(maps, std::size_t(coils_), pixels_);
     load(traj, data, maps, maps_version, gpu::copy_to_device, nullptr);
@@ -91,11 +93,13 @@ class CoilSplitSenseCuda final : public CoilSplitSense {
   CgReport solve() override {
     if (!ready_) throw ConfigError("coil split: solve() before set_frame()");
     std::vector<CgReport> reports(parts_.size());
-    threads_->run([&](int p) {
-      CudaPart& part = *parts_[std::size_t(p)];
-      gpu::DeviceGuard guard(part.device);
-      reports[std::size_t(p)] = solve_part(part, o_, peak_, pixels_);
-    }, o_.timeout_s);
+    threads_->run(
+        [&](int p) {
+          CudaPart& part = *parts_[std::size_t(p)];
+          gpu::DeviceGuard guard(part.device);
+          reports[std::size_t(p)] = solve_part(part, o_, peak_, pixels_);
+        },
+        o_.timeout_s);
     return reports[0];
   }
 
@@ -125,8 +129,10 @@ class CoilSplitSenseCuda final : public CoilSplitSense {
       if (after) after->wait_on(s);
       copy(part.traj.data(), traj, points_ * 2 * sizeof(float), s);
       if (new_maps)
-        copy(part.maps.data(), maps + std::size_t(c0) * pixels_, std::size_t(c1 - c0) * pixels_ * sizeof(cfloat), s);
-      copy(part.data.data(), data + std::size_t(c0) * points_, std::size_t(c1 - c0) * points_ * sizeof(cfloat), s);
+        copy(part.maps.data(), maps + std::size_t(c0) * pixels_,
+             std::size_t(c1 - c0) * pixels_ * sizeof(cfloat), s);
+      copy(part.data.data(), data + std::size_t(c0) * points_,
+           std::size_t(c1 - c0) * points_ * sizeof(cfloat), s);
       part.op->set_maps(part.maps.data());
       if (!o_.psf_per_solve) part.op->set_points(part.traj.data(), nullptr);  // else solve() makes the PSF
     }
@@ -141,14 +147,15 @@ class CoilSplitSenseCuda final : public CoilSplitSense {
   bool ready_ = false;
   std::vector<std::unique_ptr<CudaPart>> parts_;
   std::unique_ptr<ReduceGroup> group_;
-  std::unique_ptr<PartThreads> threads_;  // after group_: stopped before it goes
+  std::unique_ptr<PartThreads> threads_;     // after group_: stopped before it goes
   std::unique_ptr<gpu::Event> ready_event_;  // set_frame_device(): the caller's stream has the frame
 };
 
 }  // namespace
 
 std::unique_ptr<CoilSplitSense> make_coil_split_sense_cuda(int matrix, int coils, std::size_t points,
-                                                           const NufftKernel& kernel, const CoilSplitOptions& o,
+                                                           const NufftKernel& kernel,
+                                                           const CoilSplitOptions& o,
                                                            const std::vector<int>& devices) {
   return std::make_unique<CoilSplitSenseCuda>(matrix, coils, points, kernel, o, devices);
 }

@@ -16,8 +16,8 @@ namespace radstream {
 class NufftOperatorCpu final : public LinearOperator {
  public:
   // matrix: image extents per axis, x first (N even); points: samples per batch item.
-  NufftOperatorCpu(int dims, std::array<int, 3> matrix, int batch, std::size_t points, const NufftKernel& kernel,
-                   FftPlanner planner = FftPlanner::Estimate, int threads = 0);
+  NufftOperatorCpu(int dims, std::array<int, 3> matrix, int batch, std::size_t points,
+                   const NufftKernel& kernel, FftPlanner planner = FftPlanner::Estimate, int threads = 0);
 
   // traj [points][dims] in cycles per pixel.
   void set_points(const float* traj);

@@ -6,8 +6,9 @@ namespace {
 
 // One thread per image pixel and batch item: grid[src[y]][src[x]] = img[y][x] * f[y] f[x]; the rest of the
 // grid is cleared before.
-__global__ void pad_apodize(const float2* __restrict__ img, int N, int G, int batch, const int* __restrict__ src,
-                            const float* __restrict__ f, float2* __restrict__ grid) {
+__global__ void pad_apodize(const float2* __restrict__ img, int N, int G, int batch,
+                            const int* __restrict__ src, const float* __restrict__ f,
+                            float2* __restrict__ grid) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
   const int c = blockIdx.z;
   if (x >= N || c >= batch) return;
@@ -16,8 +17,9 @@ __global__ void pad_apodize(const float2* __restrict__ img, int N, int G, int ba
   grid[(size_t(c) * G + src[y]) * G + src[x]] = make_float2(v.x * s, v.y * s);
 }
 
-__global__ void crop_deapodize(const float2* __restrict__ grid, int N, int G, int batch, const int* __restrict__ src,
-                               const float* __restrict__ f, float2* __restrict__ img) {
+__global__ void crop_deapodize(const float2* __restrict__ grid, int N, int G, int batch,
+                               const int* __restrict__ src, const float* __restrict__ f,
+                               float2* __restrict__ img) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
   const int c = blockIdx.z;
   if (x >= N || c >= batch) return;
@@ -36,7 +38,8 @@ NufftOperatorCuda::NufftOperatorCuda(int matrix, int batch, std::size_t points, 
       batch_(batch),
       points_(points),
       stream_(stream) {
-  if (matrix < 2 || matrix % 2) throw ConfigError("nufft: matrix " + std::to_string(matrix) + " must be even");
+  if (matrix < 2 || matrix % 2)
+    throw ConfigError("nufft: matrix " + std::to_string(matrix) + " must be even");
   const int G = oversampled_grid_size(matrix, kernel.oversampling);
   plan_ = std::make_unique<NufftPlanCuda>(G, kernel, points, stream);
   fft_ = CufftPlan({G, G}, batch, stream);

@@ -1,7 +1,7 @@
 // The non-uniform FFT as a linear operator on the GPU (2D): image [batch][N][N] <-> samples [batch][n], the
 // same exact-NUDFT pair as NufftOperatorCpu (forward exp(-2 pi i k.p), adjoint exp(+2 pi i k.p), unscaled).
-// forward: apodize + zero-pad -> cuFFT forward -> interp; adjoint: spread -> cuFFT inverse -> crop + deapodize.
-// Enqueued on its stream, nothing allocated after construction. CUDA builds only.
+// forward: apodize + zero-pad -> cuFFT forward -> interp; adjoint: spread -> cuFFT inverse -> crop +
+// deapodize. Enqueued on its stream, nothing allocated after construction. CUDA builds only.
 #pragma once
 #include <memory>
 
@@ -13,7 +13,8 @@ namespace radstream {
 
 class NufftOperatorCuda final : public LinearOperator {
  public:
-  NufftOperatorCuda(int matrix, int batch, std::size_t points, const NufftKernel& kernel, gpu::StreamRef stream);
+  NufftOperatorCuda(int matrix, int batch, std::size_t points, const NufftKernel& kernel,
+                    gpu::StreamRef stream);
 
   gpu::StreamRef stream() const override { return stream_; }
   // d_traj [points][2] on the device (kept by reference until the next call).

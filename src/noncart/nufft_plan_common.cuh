@@ -1,9 +1,9 @@
 // The CUDA NUFFT plan's constants and device helpers (tiles, the LUT lookup, a sample's footprint), shared by
-// its tile sort (nufft_tile_sort.cuh) and its gather and interpolation kernels. Included by nufft_plan_cuda.cu
-// only (one translation unit); everything here is internal to it.
+// its tile sort (nufft_tile_sort.cuh) and its gather and interpolation kernels. Included by
+// nufft_plan_cuda.cu only (one translation unit); everything here is internal to it.
 #pragma once
-#include <cmath>
 #include <cuda_runtime.h>
+#include <cmath>
 
 namespace radstream {
 namespace {

@@ -14,7 +14,8 @@ NufftPlanCpu::NufftPlanCpu(int dims, std::array<int, 3> grid, const NufftKernel&
   if (dims < 1 || dims > 3) throw ConfigError(fmt::format("nufft plan: dims = {} must be 1, 2 or 3", dims));
   for (int a = 0; a < dims; ++a) {
     if (grid[a] < 2 || grid[a] % 2)
-      throw ConfigError(fmt::format("nufft plan: grid extent {} on axis {} must be even and >= 2", grid[a], a));
+      throw ConfigError(
+          fmt::format("nufft plan: grid extent {} on axis {} must be even and >= 2", grid[a], a));
     grid_[a] = grid[a];
     grid_size_ *= std::size_t(grid[a]);
   }

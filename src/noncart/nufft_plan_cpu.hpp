@@ -2,9 +2,9 @@
 // set_points(traj) once per frame computes each point's kernel weights and wrapped grid indices per axis;
 // spread (the adjoint of interpolation: gridding) and interp (the forward: degridding) share them.
 //
-// Units: a point's coordinate k is in cycles per pixel of the reconstructed matrix (a spoke spans [-0.5, 0.5));
-// its grid coordinate on an axis of G cells is u = k G + G/2, and the grid is periodic (indices wrap), matching
-// the DFT that follows. Grids are [batch][Gz][Gy][Gx] with x fastest; points [n][dims] with x first.
+// Units: a point's coordinate k is in cycles per pixel of the reconstructed matrix (a spoke spans [-0.5,
+// 0.5)); its grid coordinate on an axis of G cells is u = k G + G/2, and the grid is periodic (indices wrap),
+// matching the DFT that follows. Grids are [batch][Gz][Gy][Gx] with x fastest; points [n][dims] with x first.
 // A point whose coordinate is not finite or lies beyond |u| >= 1e6 cells gets zero weights (it adds nothing
 // and interpolates to 0) instead of an out-of-range index.
 #pragma once
@@ -19,7 +19,8 @@ namespace radstream {
 
 class NufftPlanCpu {
  public:
-  // dims 1..3; grid: cells per axis (x first; unused axes ignored); capacity: the most points set_points takes.
+  // dims 1..3; grid: cells per axis (x first; unused axes ignored); capacity: the most points set_points
+  // takes.
   NufftPlanCpu(int dims, std::array<int, 3> grid, const NufftKernel& kernel, std::size_t capacity);
 
   int dims() const { return dims_; }

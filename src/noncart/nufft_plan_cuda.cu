@@ -1,5 +1,5 @@
-// The CUDA NUFFT plan. Spread (gridding) is binned and output-driven (a gather per tile: no atomics inside a tile). Per frame (the
-// trajectory may change every frame in a sliding window):
+// The CUDA NUFFT plan. Spread (gridding) is binned and output-driven (a gather per tile: no atomics inside a
+// tile). Per frame (the trajectory may change every frame in a sliding window):
 //  1. each sample is entered in the list of every kT x kT tile its W x W footprint touches (1, 2 or 4);
 //     ranks within a tile come from warp-aggregated atomics (neighbouring samples of a spoke share tiles);
 //  2. one block scans the tile counts (CUB BlockScan) into each tile's list offset and chunk offset (chunks
@@ -11,9 +11,9 @@
 //     footprint covers its cell into CG register accumulators. A tile with one chunk stores its cells (so the
 //     grid needs no clearing); the few tiles with several chunks (the k-space centre, where every spoke
 //     passes) are cleared first and their chunks add with one global atomic per cell and coil.
-// Deterministic mode (set_deterministic; the coil split's operators): the entries ordered by one radix sort of
-// (tile, sample) keys instead of the scatter's atomic ranks, so each tile's list is in sample order,
-// the per-chunk counting sort stable and without atomics, and the chunks of a shared tile written to a scratch
+// Deterministic mode (set_deterministic; the coil split's operators): the entries ordered by one radix sort
+// of (tile, sample) keys instead of the scatter's atomic ranks, so each tile's list is in sample order, the
+// per-chunk counting sort stable and without atomics, and the chunks of a shared tile written to a scratch
 // buffer and added in chunk order by a second kernel (no atomics): the same bits on every run and every GPU.
 // The previous version accumulated with shared-memory atomics per sample; every spoke crossing the centre
 // made the centre tile's block serialize on the same few addresses (R1: 1.17 ms gridding).
@@ -140,7 +140,8 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();
     if (int(threadIdx.x) < cnt) s_perm[s_start[bucket] + rank] = threadIdx.x;
-    // This warp's rows are 2w and 2w + 1: entries with first row in [2w - W + 1, 2w + 1], buckets 2w .. 2w + W.
+    // This warp's rows are 2w and 2w + 1: entries with first row in [2w - W + 1, 2w + 1], buckets 2w .. 2w +
+    // W.
     const int w2 = 2 * int(threadIdx.x / 32);
     const int k_begin = s_start[w2];
     const int k_end = s_start[min(w2 + W + 1, 32)];
@@ -182,11 +183,11 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Deterministic mode: the cells of the tiles with several chunks, each the sum of its chunks' partials in chunk
-// order (a block per tile and coil, a thread per cell).
+// Deterministic mode: the cells of the tiles with several chunks, each the sum of its chunks' partials in
+// chunk order (a block per tile and coil, a thread per cell).
 __global__ void __launch_bounds__(kThreads)
-    sum_chunk_partials(const int* __restrict__ count, const int* __restrict__ chunk_offset, int NT, int G, int coils,
-                       const float2* __restrict__ partial, float2* __restrict__ grid) {
+    sum_chunk_partials(const int* __restrict__ count, const int* __restrict__ chunk_offset, int NT, int G,
+                       int coils, const float2* __restrict__ partial, float2* __restrict__ grid) {
   const int t = blockIdx.x;
   if (count[t] <= kChunk) return;
   const int x = (t % NT) * kT + int(threadIdx.x) % kT, y = (t / NT) * kT + int(threadIdx.x) / kT;
@@ -206,8 +207,8 @@ __global__ void __launch_bounds__(kThreads)
 // spoke are neighbours in k-space, so a warp reads neighbouring cells.
 template <int WMAX>
 __global__ void __launch_bounds__(256)
-    interp_points(const float2* __restrict__ grids, const float* __restrict__ traj, long n, int batch, int G, int W,
-                  const float* __restrict__ lut, int res, int edge, float2* __restrict__ samples) {
+    interp_points(const float2* __restrict__ grids, const float* __restrict__ traj, long n, int batch, int G,
+                  int W, const float* __restrict__ lut, int res, int edge, float2* __restrict__ samples) {
   const long j = long(blockIdx.x) * blockDim.x + threadIdx.x;
   if (j >= n) return;
   const Footprint f = footprint(traj, j, G, W);
@@ -289,8 +290,8 @@ NufftPlanCuda::NufftPlanCuda(int grid, const NufftKernel& kernel, std::size_t ca
       capacity_(capacity),
       stream_(stream) {
   if (kernel.width > kMaxWidth)
-    throw ConfigError("nufft plan: kernel_width = " + std::to_string(kernel.width) + " exceeds the CUDA limit " +
-                      std::to_string(kMaxWidth));
+    throw ConfigError("nufft plan: kernel_width = " + std::to_string(kernel.width) +
+                      " exceeds the CUDA limit " + std::to_string(kMaxWidth));
   if (grid < 2 || grid % 2) throw ConfigError("nufft plan: grid " + std::to_string(grid) + " must be even");
   const std::size_t tiles = std::size_t(NT_) * NT_;
   if (tiles > std::size_t(kScanThreads) * kScanItems)
@@ -324,20 +325,21 @@ void NufftPlanCuda::set_points(const float* d_traj, std::size_t n) {
   CUDA_CHECK(cudaMemsetAsync(count_.data(), 0, count_.size() * sizeof(int), stream));
   const unsigned nb = unsigned((n + 255) / 256);
   if (nb) {
-    count_tiles<<<nb, 256, 0, stream>>>(d_traj, long(n), G_, kernel_.width, NT_, count_.data(), tile_of_.data(),
-                                        rank_.data());
+    count_tiles<<<nb, 256, 0, stream>>>(d_traj, long(n), G_, kernel_.width, NT_, count_.data(),
+                                        tile_of_.data(), rank_.data());
     CUDA_CHECK_LAUNCH("count_tiles");
   }
   plan_tiles<<<1, kScanThreads, 0, stream>>>(count_.data(), tiles, offset_.data(), chunk_offset_.data());
   CUDA_CHECK_LAUNCH("plan_tiles");
-  if (nb && det_) {  // the entries by tile, and by sample within a tile (the scatter's ranks come from atomics)
+  if (nb &&
+      det_) {  // the entries by tile, and by sample within a tile (the scatter's ranks come from atomics)
     const long n4 = long(4 * n);
     const unsigned b4 = unsigned((n4 + 255) / 256);
     entry_keys<<<b4, 256, 0, stream>>>(n4, tile_of_.data(), tiles, sample_bits_, keys_.data());
     CUDA_CHECK_LAUNCH("entry_keys");
     std::size_t bytes = sort_temp_.size();
-    CUDA_CHECK(cub::DeviceRadixSort::SortKeys(sort_temp_.data(), bytes, keys_.data(), keys_sorted_.data(), n4, 0,
-                                              sample_bits_ + tile_bits_, stream));
+    CUDA_CHECK(cub::DeviceRadixSort::SortKeys(sort_temp_.data(), bytes, keys_.data(), keys_sorted_.data(), n4,
+                                              0, sample_bits_ + tile_bits_, stream));
     key_samples<<<b4, 256, 0, stream>>>(n4, keys_sorted_.data(), sample_bits_, sorted_det_.data());
     CUDA_CHECK_LAUNCH("key_samples");
   } else if (nb) {
@@ -350,7 +352,8 @@ void NufftPlanCuda::set_points(const float* d_traj, std::size_t n) {
 void NufftPlanCuda::set_deterministic(bool on, int max_batch) {
   det_ = on;
   if (!on) return;
-  if (max_batch < 1) throw ConfigError("nufft plan: deterministic spread for " + std::to_string(max_batch) + " coils");
+  if (max_batch < 1)
+    throw ConfigError("nufft plan: deterministic spread for " + std::to_string(max_batch) + " coils");
   const std::size_t tiles = std::size_t(NT_) * NT_;
   if (!sorted_det_.data()) {  // (a default DeviceBuffer's extents multiply to 1, not 0: test the pointer)
     auto bits = [](std::size_t v) {
@@ -394,16 +397,16 @@ void NufftPlanCuda::spread(const cfloat* d_samples, cfloat* d_grids, int batch) 
   const dim3 blocks(unsigned(4 * n / kChunk + tiles + 1), unsigned((batch + cg - 1) / cg));
   const std::size_t smem = gather_smem(cg, kernel_.width);
   with_gather(cg, [&](auto kernel) {
-    kernel<<<blocks, kThreads, smem, stream>>>(reinterpret_cast<const float2*>(d_samples), d_traj_, n, batch, G_,
-                                               kernel_.width, NT_, d_lut_.data(), res_, edge_, count_.data(),
-                                               offset_.data(), chunk_offset_.data(),
-                                               det_ ? sorted_det_.data() : sorted_.data(), det_,
-                                               reinterpret_cast<float2*>(partial_.data()), grid);
+    kernel<<<blocks, kThreads, smem, stream>>>(
+        reinterpret_cast<const float2*>(d_samples), d_traj_, n, batch, G_, kernel_.width, NT_, d_lut_.data(),
+        res_, edge_, count_.data(), offset_.data(), chunk_offset_.data(),
+        det_ ? sorted_det_.data() : sorted_.data(), det_, reinterpret_cast<float2*>(partial_.data()), grid);
   });
   CUDA_CHECK_LAUNCH("gather_tiles");
   if (det_) {
     sum_chunk_partials<<<dim3(unsigned(tiles), unsigned(batch)), kThreads, 0, stream>>>(
-        count_.data(), chunk_offset_.data(), NT_, G_, batch, reinterpret_cast<const float2*>(partial_.data()), grid);
+        count_.data(), chunk_offset_.data(), NT_, G_, batch, reinterpret_cast<const float2*>(partial_.data()),
+        grid);
     CUDA_CHECK_LAUNCH("sum_chunk_partials");
   }
 }
@@ -415,7 +418,8 @@ void NufftPlanCuda::interp(const cfloat* d_grids, cfloat* d_samples, int batch) 
   const unsigned nb = unsigned((n_ + 255) / 256);
   auto launch = [&](auto kernel) {
     kernel<<<nb, 256, 0, stream>>>(reinterpret_cast<const float2*>(d_grids), d_traj_, long(n_), batch, G_,
-                                   kernel_.width, d_lut_.data(), res_, edge_, reinterpret_cast<float2*>(d_samples));
+                                   kernel_.width, d_lut_.data(), res_, edge_,
+                                   reinterpret_cast<float2*>(d_samples));
   };
   if (kernel_.width <= 4)
     launch(interp_points<4>);

@@ -15,10 +15,20 @@ NufftPlanCuda::NufftPlanCuda(int, const NufftKernel& kernel, std::size_t, gpu::S
     : lut_(kernel.width, kernel.oversampling, kernel.lut_resolution) {
   no_cuda("NufftPlanCuda");
 }
-void NufftPlanCuda::set_points(const float*, std::size_t) { no_cuda("NufftPlanCuda::set_points"); }
-void NufftPlanCuda::set_deterministic(bool, int) { no_cuda("NufftPlanCuda::set_deterministic"); }
-void NufftPlanCuda::spread(const cfloat*, cfloat*, int) { no_cuda("NufftPlanCuda::spread"); }
-void NufftPlanCuda::interp(const cfloat*, cfloat*, int) { no_cuda("NufftPlanCuda::interp"); }
-void fit_spoke_lines_cuda(const float*, int, int, SpokeLine*, gpu::StreamRef) { no_cuda("fit_spoke_lines_cuda"); }
+void NufftPlanCuda::set_points(const float*, std::size_t) {
+  no_cuda("NufftPlanCuda::set_points");
+}
+void NufftPlanCuda::set_deterministic(bool, int) {
+  no_cuda("NufftPlanCuda::set_deterministic");
+}
+void NufftPlanCuda::spread(const cfloat*, cfloat*, int) {
+  no_cuda("NufftPlanCuda::spread");
+}
+void NufftPlanCuda::interp(const cfloat*, cfloat*, int) {
+  no_cuda("NufftPlanCuda::interp");
+}
+void fit_spoke_lines_cuda(const float*, int, int, SpokeLine*, gpu::StreamRef) {
+  no_cuda("fit_spoke_lines_cuda");
+}
 
 }  // namespace radstream

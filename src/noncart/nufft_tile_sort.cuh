@@ -1,7 +1,8 @@
 // The CUDA NUFFT plan's per-frame tile sort: every sample entered in the lists of the tiles its footprint
-// touches (count_tiles, warp-aggregated atomic ranks), the lists laid out by one block's scan (plan_tiles), and
-// the entries put in tile order, by the atomic ranks (scatter) or, in deterministic mode, by one radix sort of
-// (tile, sample) keys (entry_keys, then key_samples after the sort). Included by nufft_plan_cuda.cu only.
+// touches (count_tiles, warp-aggregated atomic ranks), the lists laid out by one block's scan (plan_tiles),
+// and the entries put in tile order, by the atomic ranks (scatter) or, in deterministic mode, by one radix
+// sort of (tile, sample) keys (entry_keys, then key_samples after the sort). Included by nufft_plan_cuda.cu
+// only.
 #pragma once
 #include <cub/block/block_scan.cuh>
 
@@ -92,7 +93,8 @@ __global__ void entry_keys(long n4, const int* __restrict__ tile_of, int tiles, 
   const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n4) return;
   const int t = tile_of[i];
-  keys[i] = (static_cast<unsigned long long>(t >= 0 ? t : tiles) << sample_bits) | static_cast<unsigned long long>(i / 4);
+  keys[i] = (static_cast<unsigned long long>(t >= 0 ? t : tiles) << sample_bits) |
+            static_cast<unsigned long long>(i / 4);
 }
 
 __global__ void key_samples(long n4, const unsigned long long* __restrict__ keys, int sample_bits,

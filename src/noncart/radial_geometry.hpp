@@ -1,6 +1,6 @@
 // The geometry of radial spokes, shared by the stages that need it (FBP, density) and computed once per frame
-// by the chain into the frame context: each spoke's line (direction, sample spacing, offset from k = 0) fitted
-// from its trajectory, and its share of angle (half the gaps to its neighbours, angles mod pi).
+// by the chain into the frame context: each spoke's line (direction, sample spacing, offset from k = 0)
+// fitted from its trajectory, and its share of angle (half the gaps to its neighbours, angles mod pi).
 #pragma once
 #include <cmath>
 #include <span>
@@ -79,6 +79,7 @@ class SpokeLineSet {
 // into d_lines, enqueued on `stream` (one block; up to kMaxDeviceSpokes spokes). CUDA builds only (else
 // throws CudaError).
 inline constexpr int kMaxDeviceSpokes = 12000;
-void fit_spoke_lines_cuda(const float* d_traj, int spokes, int samples, SpokeLine* d_lines, gpu::StreamRef stream);
+void fit_spoke_lines_cuda(const float* d_traj, int spokes, int samples, SpokeLine* d_lines,
+                          gpu::StreamRef stream);
 
 }  // namespace radstream

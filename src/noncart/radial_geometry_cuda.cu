@@ -1,6 +1,6 @@
-// The spoke lines and their angular shares on the GPU, once per frame for every stage of the frame (one block:
-// every spoke's direction mod pi in shared memory, then each spoke's share of angle, half the gaps to its
-// neighbours, ties broken by index as SpokeLineSet::fit does on the CPU).
+// The spoke lines and their angular shares on the GPU, once per frame for every stage of the frame (one
+// block: every spoke's direction mod pi in shared memory, then each spoke's share of angle, half the gaps to
+// its neighbours, ties broken by index as SpokeLineSet::fit does on the CPU).
 #include "core/math.hpp"
 #include "gpu/cuda_check.cuh"
 #include "noncart/radial_geometry.hpp"
@@ -10,8 +10,8 @@ namespace {
 
 constexpr int kThreads = 1024;
 
-__global__ void __launch_bounds__(kThreads)
-    fit_lines_and_shares(const float* __restrict__ traj, int spokes, int samples, SpokeLine* __restrict__ lines) {
+__global__ void __launch_bounds__(kThreads) fit_lines_and_shares(const float* __restrict__ traj, int spokes,
+                                                                 int samples, SpokeLine* __restrict__ lines) {
   extern __shared__ float folded[];
   for (int p = threadIdx.x; p < spokes; p += blockDim.x) {
     const SpokeLine l = fit_spoke_line(traj + size_t(p) * samples * 2, samples);
@@ -38,13 +38,14 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void fit_spoke_lines_cuda(const float* d_traj, int spokes, int samples, SpokeLine* d_lines, gpu::StreamRef stream) {
+void fit_spoke_lines_cuda(const float* d_traj, int spokes, int samples, SpokeLine* d_lines,
+                          gpu::StreamRef stream) {
   if (spokes < 1) return;
   if (spokes > kMaxDeviceSpokes)
     throw InputError("spoke lines: " + std::to_string(spokes) + " spokes per frame exceed the GPU's " +
                      std::to_string(kMaxDeviceSpokes));
   fit_lines_and_shares<<<1, kThreads, std::size_t(spokes) * sizeof(float), stream>>>(d_traj, spokes, samples,
-                                                                                      d_lines);
+                                                                                     d_lines);
   CUDA_CHECK_LAUNCH("fit_lines_and_shares");
 }
 

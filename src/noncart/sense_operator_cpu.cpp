@@ -25,8 +25,8 @@ SenseOperatorCpu::SenseOperatorCpu(int matrix, int coils, std::size_t points, co
   if (!toeplitz) direct_ = HostBuffer<cfloat>(Extents{std::size_t(coils), points});
   if (toeplitz) {
     const int M = 2 * matrix;
-    psf_nufft_ = std::make_unique<NufftOperatorCpu>(2, std::array<int, 3>{M, M, 1}, 1, points, kernel, planner,
-                                                    threads);
+    psf_nufft_ = std::make_unique<NufftOperatorCpu>(2, std::array<int, 3>{M, M, 1}, 1, points, kernel,
+                                                    planner, threads);
     fwd2_ = FftwPlan({M, M}, coils, FftDirection::Forward, planner, threads);
     inv2_ = FftwPlan({M, M}, coils, FftDirection::Inverse, planner, threads);
     psf_fft_ = FftwPlan({M, M}, 1, FftDirection::Forward, planner, threads);
@@ -84,7 +84,9 @@ void SenseOperatorCpu::forward(const cfloat* x, cfloat* y) {
 namespace {
 
 // s += conj(m) v: in float (the frame path), or in double with exact products (the coil split's sums).
-inline void add_conj_product(cfloat& s, cfloat m, cfloat v) { s += std::conj(m) * v; }
+inline void add_conj_product(cfloat& s, cfloat m, cfloat v) {
+  s += std::conj(m) * v;
+}
 inline void add_conj_product(std::complex<double>& s, cfloat m, cfloat v) {
   const double mr = m.real(), mi = m.imag(), vr = v.real(), vi = v.imag();
   s += std::complex<double>(mr * vr + mi * vi, mr * vi - mi * vr);
@@ -108,7 +110,8 @@ void SenseOperatorCpu::adjoint_into(const cfloat* y, T* x) {
 #pragma omp parallel for schedule(static)
   for (long p = 0; p < pixels; ++p) {
     T s = 0;
-    for (long c = 0; c < long(coils_); ++c) add_conj_product(s, maps_[c * pixels + p], coil_images_[c * pixels + p]);
+    for (long c = 0; c < long(coils_); ++c)
+      add_conj_product(s, maps_[c * pixels + p], coil_images_[c * pixels + p]);
     x[p] = s;
   }
 }
@@ -132,19 +135,24 @@ void SenseOperatorCpu::toeplitz_into(const cfloat* x, T* z) {
   for (long p = 0; p < pixels; ++p) {
     const long y = p / N, xx = p % N;
     T s = 0;
-    for (long c = 0; c < long(coils_); ++c) add_conj_product(s, maps_[c * pixels + p], grids2_[c * cells + y * M + xx]);
+    for (long c = 0; c < long(coils_); ++c)
+      add_conj_product(s, maps_[c * pixels + p], grids2_[c * cells + y * M + xx]);
     z[p] = s;
   }
 }
 
-void SenseOperatorCpu::adjoint(const cfloat* y, cfloat* x) { adjoint_into(y, x); }
+void SenseOperatorCpu::adjoint(const cfloat* y, cfloat* x) {
+  adjoint_into(y, x);
+}
 
 void SenseOperatorCpu::normal(const cfloat* x, cfloat* z) {
   if (!toeplitz_) return normal_direct(x, z);
   toeplitz_into(x, z);
 }
 
-void SenseOperatorCpu::adjoint_sum(const cfloat* y, std::complex<double>* x) { adjoint_into(y, x); }
+void SenseOperatorCpu::adjoint_sum(const cfloat* y, std::complex<double>* x) {
+  adjoint_into(y, x);
+}
 
 void SenseOperatorCpu::normal_sum(const cfloat* x, std::complex<double>* z) {
   if (toeplitz_) return toeplitz_into(x, z);

@@ -6,8 +6,8 @@
 //
 // Toeplitz normal (toeplitz = true): E^H W E x = sum_c conj(S_c) crop(IFFT_2N(K . FFT_2N(pad(S_c x)))), where
 // K is the DFT of the point-spread function T(d) = sum_j w_j exp(+2 pi i k_j . d), d in [-N, N)^2, i.e. one
-// adjoint NUFFT of the weights onto a 2N matrix and one FFT, made in set_points(). Each application then costs
-// a batched forward and inverse FFT of [coils][2N][2N] and no gridding at all.
+// adjoint NUFFT of the weights onto a 2N matrix and one FFT, made in set_points(). Each application then
+// costs a batched forward and inverse FFT of [coils][2N][2N] and no gridding at all.
 #pragma once
 #include <memory>
 
@@ -59,10 +59,10 @@ class SenseOperatorCpu final : public LinearOperator {
   // Toeplitz
   std::unique_ptr<NufftOperatorCpu> psf_nufft_;  // 2N matrix, one batch
   FftwPlan fwd2_, inv2_, psf_fft_;
-  HostBuffer<cfloat> kernel_;  // [2N][2N], the PSF's DFT over (2N)^2
-  HostBuffer<cfloat> grids2_;  // [coils][2N][2N]
+  HostBuffer<cfloat> kernel_;         // [2N][2N], the PSF's DFT over (2N)^2
+  HostBuffer<cfloat> grids2_;         // [coils][2N][2N]
   HostBuffer<cfloat> psf_w_, psf_t_;  // [points] and [2N][2N]: the weights and T
-  HostBuffer<cfloat> direct_;  // [coils][points], normal_sum without Toeplitz (allocated only then)
+  HostBuffer<cfloat> direct_;         // [coils][points], normal_sum without Toeplitz (allocated only then)
   void check_ready() const;
   template <class T>
   void adjoint_into(const cfloat* y, T* x);

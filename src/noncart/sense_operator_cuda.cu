@@ -22,8 +22,8 @@ __global__ void expand(const float2* __restrict__ maps, const float2* __restrict
   if (p < pixels) img[c * pixels + p] = cmul(maps[c * pixels + p], x[p]);
 }
 
-// s += conj(m) v: in float (the frame path), or in double (products exact: the coil split's sums, added across
-// GPUs in double so that no split changes the rounded result).
+// s += conj(m) v: in float (the frame path), or in double (products exact: the coil split's sums, added
+// across GPUs in double so that no split changes the rounded result).
 __device__ inline void add_conj_product(float2& s, float2 m, float2 v) {
   const float2 p = cmul_conj(m, v);
   s.x += p.x;
@@ -98,7 +98,8 @@ __global__ void pad_expand(const float2* __restrict__ maps, const float2* __rest
 }
 
 // The PSF kernel is real (T(-d) = conj T(d) for real weights): grids *= kernel.
-__global__ void multiply_kernel(float2* __restrict__ grids, const float* __restrict__ kernel, std::size_t cells) {
+__global__ void multiply_kernel(float2* __restrict__ grids, const float* __restrict__ kernel,
+                                std::size_t cells) {
   const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
   const std::size_t c = blockIdx.y;
   if (i >= cells) return;
@@ -109,8 +110,8 @@ __global__ void multiply_kernel(float2* __restrict__ grids, const float* __restr
 
 // z[y][x] = sum_c conj(maps[c][y][x]) grids[c][y][x] over the top-left N x N of each 2N grid.
 template <class T2>
-__global__ void crop_combine(const float2* __restrict__ maps, const float2* __restrict__ grids, int N, int coils,
-                             T2* __restrict__ z) {
+__global__ void crop_combine(const float2* __restrict__ maps, const float2* __restrict__ grids, int N,
+                             int coils, T2* __restrict__ z) {
   const int M = 2 * N;
   const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
   if (x >= N) return;
@@ -179,7 +180,8 @@ void SenseOperatorCuda::set_points(const float* d_traj, const float* d_weights) 
                                                        reinterpret_cast<float2*>(psf_w_.data()));
   CUDA_CHECK_LAUNCH("prepare_weights");
   if (weighted_) {
-    sum_weights<<<1, kThreads, 0, s>>>(reinterpret_cast<const float2*>(psf_w_.data()), points_, weight_sum_.data());
+    sum_weights<<<1, kThreads, 0, s>>>(reinterpret_cast<const float2*>(psf_w_.data()), points_,
+                                       weight_sum_.data());
     CUDA_CHECK_LAUNCH("sum_weights");
   }
   points_set_ = true;
@@ -219,14 +221,15 @@ void SenseOperatorCuda::adjoint_into(const cfloat* d_y, T2* d_x) {
   const cfloat* in = d_y;
   if (weighted_) {
     weigh<<<dim3(blocks(points_), unsigned(coils_)), kThreads, 0, s>>>(
-        reinterpret_cast<const float2*>(d_y), sqrt_w_.data(), points_, reinterpret_cast<float2*>(samples_.data()));
+        reinterpret_cast<const float2*>(d_y), sqrt_w_.data(), points_,
+        reinterpret_cast<float2*>(samples_.data()));
     CUDA_CHECK_LAUNCH("sense weigh");
     in = samples_.data();
   }
   nufft_.adjoint(in, coil_images_.data());
   combine<<<blocks(pixels_), kThreads, 0, s>>>(reinterpret_cast<const float2*>(maps_),
-                                               reinterpret_cast<const float2*>(coil_images_.data()), pixels_, coils_,
-                                               d_x);
+                                               reinterpret_cast<const float2*>(coil_images_.data()), pixels_,
+                                               coils_, d_x);
   CUDA_CHECK_LAUNCH("sense combine");
 }
 
@@ -246,11 +249,14 @@ void SenseOperatorCuda::toeplitz_into(const cfloat* d_x, T2* d_z) {
   CUDA_CHECK_LAUNCH("toeplitz multiply");
   fft2_.execute(grids2_.data(), FftDirection::Inverse);
   crop_combine<<<dim3(blocks(N_), unsigned(N_)), kThreads, 0, s>>>(
-      reinterpret_cast<const float2*>(maps_), reinterpret_cast<const float2*>(grids2_.data()), N_, coils_, d_z);
+      reinterpret_cast<const float2*>(maps_), reinterpret_cast<const float2*>(grids2_.data()), N_, coils_,
+      d_z);
   CUDA_CHECK_LAUNCH("toeplitz crop_combine");
 }
 
-void SenseOperatorCuda::adjoint(const cfloat* d_y, cfloat* d_x) { adjoint_into(d_y, reinterpret_cast<float2*>(d_x)); }
+void SenseOperatorCuda::adjoint(const cfloat* d_y, cfloat* d_x) {
+  adjoint_into(d_y, reinterpret_cast<float2*>(d_x));
+}
 
 void SenseOperatorCuda::normal(const cfloat* d_x, cfloat* d_z) {
   if (!toeplitz_) return normal_direct(d_x, d_z);

@@ -22,7 +22,8 @@ class SenseOperatorCuda final : public LinearOperator {
   gpu::StreamRef stream() const override { return stream_; }
   // d_maps [coils][N][N] on the device (kept by reference).
   void set_maps(const cfloat* d_maps);
-  // d_traj [points][2] and d_weights [points] or nullptr, on the device (the trajectory is kept by reference).
+  // d_traj [points][2] and d_weights [points] or nullptr, on the device (the trajectory is kept by
+  // reference).
   void set_points(const float* d_traj, const float* d_weights = nullptr);
   void forward(const cfloat* d_x, cfloat* d_y) override;
   void adjoint(const cfloat* d_y, cfloat* d_x) override;
@@ -55,7 +56,7 @@ class SenseOperatorCuda final : public LinearOperator {
   DeviceBuffer<cfloat> kernel_, grids2_, psf_w_, psf_t_;
   DeviceBuffer<cfloat> padded_;  // [coils][2N][2N], zero outside the top-left N x N (written per application)
   DeviceBuffer<float> kernel_re_;  // the PSF kernel, real
-  DeviceBuffer<cfloat> direct_;  // [coils][points], normal_sum without Toeplitz (allocated only then)
+  DeviceBuffer<cfloat> direct_;    // [coils][points], normal_sum without Toeplitz (allocated only then)
   void check_ready() const;
   template <class T2>
   void adjoint_into(const cfloat* d_y, T2* d_x);

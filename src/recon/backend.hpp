@@ -10,8 +10,12 @@ namespace radstream {
 enum class BackendChoice { Auto, Cpu, Cuda };
 inline constexpr EnumTable<BackendChoice, 3> kBackendChoices{
     "backend", {{{BackendChoice::Auto, "auto"}, {BackendChoice::Cpu, "cpu"}, {BackendChoice::Cuda, "cuda"}}}};
-inline BackendChoice parse_backend(const std::string& name) { return kBackendChoices.parse(name); }
-inline std::string to_string(BackendChoice v) { return kBackendChoices.name(v); }
+inline BackendChoice parse_backend(const std::string& name) {
+  return kBackendChoices.parse(name);
+}
+inline std::string to_string(BackendChoice v) {
+  return kBackendChoices.name(v);
+}
 
 struct BackendDecision {
   Backend backend = Backend::Cpu;

@@ -21,7 +21,8 @@ int threads_of(const CoilMapEstimate& p) {
 }
 
 // Low-resolution coil images [coils][L][L] from the points with |k| < L / (2N).
-HostBuffer<cfloat> low_res_images(View<const cfloat> data, View<const float> traj, int N, int L, int threads) {
+HostBuffer<cfloat> low_res_images(View<const cfloat> data, View<const float> traj, int N, int L,
+                                  int threads) {
   const int coils = int(data.ext[0]);
   const std::size_t n = data.ext[1] * data.ext[2];
   const double scale = double(N) / L;  // k in cycles per low-resolution pixel
@@ -76,8 +77,10 @@ HostBuffer<cfloat> walsh(const HostBuffer<cfloat>& img, int L, int coils, const 
         for (int yy = y0; yy <= y1; ++yy)
           for (int xx = x0; xx <= x1; ++xx) {
             std::complex<double> dot = 0;  // I_n^H v
-            for (int c = 0; c < coils; ++c) dot += std::conj(std::complex<double>(img[c * P + std::size_t(yy) * L + xx])) * v[c];
-            for (int c = 0; c < coils; ++c) u[c] += std::complex<double>(img[c * P + std::size_t(yy) * L + xx]) * dot;
+            for (int c = 0; c < coils; ++c)
+              dot += std::conj(std::complex<double>(img[c * P + std::size_t(yy) * L + xx])) * v[c];
+            for (int c = 0; c < coils; ++c)
+              u[c] += std::complex<double>(img[c * P + std::size_t(yy) * L + xx]) * dot;
           }
         double norm = 0;
         for (auto& e : u) norm += std::norm(e);
@@ -105,7 +108,8 @@ CoilMapBand coil_map_band(View<const cfloat> data, View<const float> traj, int N
     throw InputError(fmt::format("coil map estimate: data {} and trajectory of {} values do not match",
                                  data.ext.str(), traj.size()));
   const int L = std::min(N, std::max(8, p.matrix - p.matrix % 2));
-  const int B = std::max(L, p.refine.matrix > 0 ? std::min(N, p.refine.matrix) : 0);  // what the estimate reads
+  const int B =
+      std::max(L, p.refine.matrix > 0 ? std::min(N, p.refine.matrix) : 0);  // what the estimate reads
   const std::size_t n = data.ext[1] * data.ext[2], coils = data.ext[0];
   const double band = 0.5 * B / N;
   std::vector<std::size_t> keep;

@@ -19,8 +19,8 @@
 namespace radstream {
 
 struct CoilMapEstimate {
-  int matrix = 48;   // L, the low-resolution matrix (clamped to N)
-  int radius = 2;    // neighbourhood half-width in low-resolution pixels
+  int matrix = 48;  // L, the low-resolution matrix (clamped to N)
+  int radius = 2;   // neighbourhood half-width in low-resolution pixels
   int power_iterations = 8;
   // Pixels whose neighbourhood energy is below this fraction of the peak (after a one-pixel dilation) get
   // zero maps, as ESPIRiT's eigenvalue threshold does: the solver then puts nothing where there is no signal.
@@ -35,7 +35,8 @@ struct CoilMapBand {
   HostBuffer<cfloat> data;
   HostBuffer<float> traj;
 };
-CoilMapBand coil_map_band(View<const cfloat> data, View<const float> traj, int matrix, const CoilMapEstimate& p = {});
+CoilMapBand coil_map_band(View<const cfloat> data, View<const float> traj, int matrix,
+                          const CoilMapEstimate& p = {});
 
 // data [coils][spokes][samples], traj [spokes][samples][2] (cycles per pixel of the N x N matrix), both on
 // the host. Returns [coils][N][N]. Throws InputError for mismatched extents.

@@ -16,8 +16,9 @@ BilinearResample::BilinearResample(int from, int to)
       S_(from),
       T_(to),
       taps_(std::size_t(to) * to) {
-  if (from < 2 || to < 1) throw ConfigError("bilinear resample: grids " + std::to_string(from) + " -> " +
-                                            std::to_string(to) + " are too small");
+  if (from < 2 || to < 1)
+    throw ConfigError("bilinear resample: grids " + std::to_string(from) + " -> " + std::to_string(to) +
+                      " are too small");
   const double s = double(S_) / T_;
   for (int y = 0; y < T_; ++y) {
     const double fy = std::clamp((y - T_ / 2) * s + S_ / 2, 0.0, double(S_ - 1));
@@ -27,9 +28,9 @@ BilinearResample::BilinearResample(int from, int to)
       const double fx = std::clamp((x - T_ / 2) * s + S_ / 2, 0.0, double(S_ - 1));
       const int x0 = std::min(int(fx), S_ - 2), x1 = x0 + 1;
       const double ax = fx - x0;
-      taps_[std::size_t(y) * T_ + x] = Tap{{y0 * S_ + x0, y0 * S_ + x1, y1 * S_ + x0, y1 * S_ + x1},
-                                           {float((1 - ay) * (1 - ax)), float((1 - ay) * ax), float(ay * (1 - ax)),
-                                            float(ay * ax)}};
+      taps_[std::size_t(y) * T_ + x] =
+          Tap{{y0 * S_ + x0, y0 * S_ + x1, y1 * S_ + x0, y1 * S_ + x1},
+              {float((1 - ay) * (1 - ax)), float((1 - ay) * ax), float(ay * (1 - ax)), float(ay * ax)}};
     }
   }
 }

@@ -1,10 +1,10 @@
 // Refinement of estimated coil maps against the data (JSENSE, Ying and Sheng 2007, one alternation): with the
-// current maps, a CG-SENSE image x of the k-space band at a low matrix M; then, for every coil, the smooth map
-// s_c = B a_c (B: bilinear from a coarse F x F grid to M x M) that best explains that coil's band data,
+// current maps, a CG-SENSE image x of the k-space band at a low matrix M; then, for every coil, the smooth
+// map s_c = B a_c (B: bilinear from a coarse F x F grid to M x M) that best explains that coil's band data,
 //   min_a || NUFFT(x . B a) - y_c ||^2 + lambda ||a||^2   (CG on the chain B then SENSE-with-map-x).
 // The local (Walsh) estimate is biased where the object has edges (a blurred S_c rho is not S_c times a
-// blurred rho); the fit is data-consistent and removes that bias (measured: CG-SENSE error 1.48x -> ~1.0x that
-// of the true maps, docs/benchmarks.md).
+// blurred rho); the fit is data-consistent and removes that bias (measured: CG-SENSE error 1.48x -> ~1.0x
+// that of the true maps, docs/benchmarks.md).
 #pragma once
 #include <vector>
 
@@ -31,8 +31,8 @@ class BilinearResample final : public LinearOperator {
 };
 
 struct CoilMapRefine {
-  int matrix = 64;          // M (clamped to N); 0: no refinement
-  int fit_grid = 24;        // F, the maps' degrees of freedom per axis
+  int matrix = 64;    // M (clamped to N); 0: no refinement
+  int fit_grid = 24;  // F, the maps' degrees of freedom per axis
   int image_iterations = 20;
   int fit_iterations = 30;
   int threads = 0;

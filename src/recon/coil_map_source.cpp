@@ -44,13 +44,15 @@ bool CoilMapSource::update(ReconChain& chain, const Frame* frame) {
   if (!chain.has_coil_maps()) {  // the first frame waits for its maps
     CoilMapEstimate first = est;
     if (quick_first_) first.refine.matrix = 0;
-    const HostBuffer<cfloat> maps = estimate_coil_maps(frame->data.view(), frame->traj.view(), g.matrix, first);
+    const HostBuffer<cfloat> maps =
+        estimate_coil_maps(frame->data.view(), frame->traj.view(), g.matrix, first);
     chain.take_coil_maps(maps.view());
     ++estimates_;
     refine_due_ = quick_first_;
-    log::info("coil maps: estimated from the data ({} coils, {}^2 from a {}^2 low-resolution Walsh fit{})", g.coils,
-              g.matrix, std::min(matrix_, g.matrix),
-              quick_first_ ? "; the refined estimate follows in the background" : ", refined against the data");
+    log::info(
+        "coil maps: estimated from the data ({} coils, {}^2 from a {}^2 low-resolution Walsh fit{})", g.coils,
+        g.matrix, std::min(matrix_, g.matrix),
+        quick_first_ ? "; the refined estimate follows in the background" : ", refined against the data");
     return true;
   }
   bool updated = false;
@@ -69,7 +71,8 @@ bool CoilMapSource::update(ReconChain& chain, const Frame* frame) {
     est.threads = 2;  // in the background: leave the other cores to ingest and the reconstruction
     // The helper works on its own copy of the frame's low-resolution band; an exception travels through the
     // future and is reported when collected.
-    auto band = std::make_shared<CoilMapBand>(coil_map_band(frame->data.view(), frame->traj.view(), g.matrix, est));
+    auto band =
+        std::make_shared<CoilMapBand>(coil_map_band(frame->data.view(), frame->traj.view(), g.matrix, est));
     pending_ = std::async(std::launch::async, [band, N = g.matrix, est] {
       return estimate_coil_maps(band->data.view(), band->traj.view(), N, est);
     });

@@ -1,8 +1,8 @@
 // Where a chain's coil maps come from, for every recipe that reads them (cg-sense, coil_combine: sense):
 // a file (recon.sens, BART [N N 1 coils]), read once; or estimates from the frames themselves
-// (recon/coil_map_estimate.hpp): the first frame's synchronously (usable maps within one window of the start),
-// then every maps_every frames on a helper thread, off the frame's critical path, handed to the chain with a
-// new version when ready. A failed estimate is logged and the previous maps stay.
+// (recon/coil_map_estimate.hpp): the first frame's synchronously (usable maps within one window of the
+// start), then every maps_every frames on a helper thread, off the frame's critical path, handed to the chain
+// with a new version when ready. A failed estimate is logged and the previous maps stay.
 #pragma once
 #include <cstdint>
 #include <future>

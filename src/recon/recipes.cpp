@@ -7,7 +7,8 @@
 namespace radstream {
 
 bool Recipe::has_buffer(const std::string& b) const {
-  return b == "data" || std::any_of(steps.begin(), steps.end(), [&](const RecipeStep& s) { return s.output == b; });
+  return b == "data" ||
+         std::any_of(steps.begin(), steps.end(), [&](const RecipeStep& s) { return s.output == b; });
 }
 
 namespace {
@@ -23,9 +24,11 @@ const std::vector<RecipeStep> kGrid{{"density", "weighted"}, {"gridding", "grid"
 }  // namespace
 
 Recipe recipe_for(const ReconParams& p, Backend backend) {
-  if (p.method == ReconMethod::CgSense) return {"cg-sense", {{"cg_sense", "solution"}, {"magnitude", "image"}}};
+  if (p.method == ReconMethod::CgSense)
+    return {"cg-sense", {{"cg_sense", "solution"}, {"magnitude", "image"}}};
   if (p.method == ReconMethod::Fbp)
-    return {"fbp", {{"fbp_project", "projections"}, {"backproject", "coil_images"}, {"coil_combine", "image"}}};
+    return {"fbp",
+            {{"fbp_project", "projections"}, {"backproject", "coil_images"}, {"coil_combine", "image"}}};
   const bool fused = backend == Backend::Cuda && p.fft.engine == FftEngine::Custom && p.fft.fused &&
                      p.combine.method == CoilCombineMethod::Rss;
   if (fused) return {"gridding-fused", kGrid + std::vector<RecipeStep>{{"fft_deapodize_combine", "image"}}};

@@ -73,11 +73,12 @@ void ReconChain::configure(const Geometry& g) {
   for (std::size_t i = 0; i < stages_.size(); ++i) {
     const RecipeStep& step = recipe_.steps[i];
     const Extents out = stages_[i]->configure(g, ext, ctx_);
-    specs_.push_back(stages_[i]->spec());  // after configure(): the state's extents may depend on the geometry
+    specs_.push_back(
+        stages_[i]->spec());     // after configure(): the state's extents may depend on the geometry
     if (step.output == input) {  // in place: the stage must allow it, on a buffer the chain owns
       if (i == 0 || !specs_[i].in_place || !(out == ext))
-        throw ConfigError("recipe '" + recipe_.name + "': stage " + step.stage + " cannot write '" + step.output +
-                          "' in place");
+        throw ConfigError("recipe '" + recipe_.name + "': stage " + step.stage + " cannot write '" +
+                          step.output + "' in place");
       output_of_.push_back(output_of_.back());
     } else {
       if (buffer_index(step.output) >= 0)
@@ -111,21 +112,24 @@ void ReconChain::configure(const Geometry& g) {
     if (cuda)
       cuda_plan_ = std::make_unique<NufftPlanCuda>(G, params_.gridding.kernel(), n, ctx_.stream);
     else
-      cpu_plan_ = std::make_unique<NufftPlanCpu>(2, std::array<int, 3>{G, G, 1}, params_.gridding.kernel(), n);
+      cpu_plan_ =
+          std::make_unique<NufftPlanCpu>(2, std::array<int, 3>{G, G, 1}, params_.gridding.kernel(), n);
   }
   if (need_lines_ && !cuda) lines_.resize(g.spokes);
   d_lines_ = DeviceBuffer<SpokeLine>();
   if (need_lines_ && cuda) {
     if (g.spokes > kMaxDeviceSpokes)
-      throw ConfigError("the GPU fits at most " + std::to_string(kMaxDeviceSpokes) + " spoke lines per frame; this "
-                        "frame has " + std::to_string(g.spokes));
+      throw ConfigError("the GPU fits at most " + std::to_string(kMaxDeviceSpokes) +
+                        " spoke lines per frame; this "
+                        "frame has " +
+                        std::to_string(g.spokes));
     d_lines_ = DeviceBuffer<SpokeLine>(Extents{std::size_t(g.spokes)});
   }
   allocate_state();
   // Maps of another geometry cannot serve this one: the source gives new ones (a caller's maps must be given
   // again).
-  if (maps_host_.size() && (maps_host_.extents()[0] != std::size_t(g.coils) ||
-                            maps_host_.extents()[1] != std::size_t(g.matrix))) {
+  if (maps_host_.size() &&
+      (maps_host_.extents()[0] != std::size_t(g.coils) || maps_host_.extents()[1] != std::size_t(g.matrix))) {
     maps_host_ = HostBuffer<cfloat>();
     d_maps_ = DeviceBuffer<cfloat>();
     maps_version_ = maps_uploaded_ = 0;
@@ -175,8 +179,8 @@ View<const cfloat> ReconChain::reconstruct(const Frame& frame) {
   return in;
 }
 
-View<const cfloat> ReconChain::reconstruct_device(const std::function<bool(cfloat*, float*, gpu::StreamRef)>& fill,
-                                                  const Frame* host_frame) {
+View<const cfloat> ReconChain::reconstruct_device(
+    const std::function<bool(cfloat*, float*, gpu::StreamRef)>& fill, const Frame* host_frame) {
   if (!configured_) throw InputError("reconstruct: the chain is not configured");
   if (ctx_.backend != Backend::Cuda)
     throw InputError("reconstruct_device: the chain is not on the CUDA backend");
@@ -349,8 +353,8 @@ void ReconChain::install_maps(View<const cfloat> maps) {
     throw InputError("coil maps: expected [coils][N][N], got " + maps.ext.str());
   if (configured_ && (maps.ext[0] != std::size_t(g_.coils) || maps.ext[1] != std::size_t(g_.matrix) ||
                       maps.ext[2] != std::size_t(g_.matrix)))
-    throw InputError(fmt::format("coil maps: {} do not match the frames ({} coils, {}^2 matrix)", maps.ext.str(),
-                                 g_.coils, g_.matrix));
+    throw InputError(fmt::format("coil maps: {} do not match the frames ({} coils, {}^2 matrix)",
+                                 maps.ext.str(), g_.coils, g_.matrix));
   if (!(maps_host_.extents() == maps.ext)) {
     maps_host_ = HostBuffer<cfloat>(maps.ext);
     if (ctx_.backend == Backend::Cuda) {
@@ -361,7 +365,8 @@ void ReconChain::install_maps(View<const cfloat> maps) {
   std::copy(maps.data, maps.data + maps.size(), maps_host_.data());
   const double peak = coil_map_peak_power(maps.data, maps.ext[0], maps.ext[1] * maps.ext[2]);
   if (!(peak > 0) || !std::isfinite(peak))
-    throw InputError("coil maps: all zero or not finite (sum_c |S_c|^2 peaks at " + std::to_string(peak) + ")");
+    throw InputError("coil maps: all zero or not finite (sum_c |S_c|^2 peaks at " + std::to_string(peak) +
+                     ")");
   if (peak != maps_peak_) graph_.reset();  // a solver's lambda scales with it and is part of a captured graph
   maps_peak_ = peak;
   ++maps_version_;
@@ -378,8 +383,9 @@ SolverStats ReconChain::solver_stats() {
 View<const cfloat> ReconChain::coil_images() {
   const int b = buffer_index("coil_images");
   if (b < 0)
-    throw InputError("coil images: recipe '" + recipe_.name +
-                     "' does not keep them (with the fused custom-FFT tail, set fft_fused: false to keep them)");
+    throw InputError(
+        "coil images: recipe '" + recipe_.name +
+        "' does not keep them (with the fused custom-FFT tail, set fft_fused: false to keep them)");
   if (!configured_) return {};
   if (ctx_.backend == Backend::Cuda) {
     gpu::copy_to_host(host_coils_.data(), d_buffers_[b].data(), host_coils_.size() * sizeof(cfloat),

@@ -1,8 +1,8 @@
 // A reconstruction chain executes a recipe (recon/recipes.hpp): the stages of one method, configured once
 // for a geometry, with the recipe's named buffers and each stage's declared state (StageSpec) allocated in
 // configure(). reconstruct() runs one frame and allocates nothing. The chain also owns the frames' coil maps
-// when a stage reads them: a coil-map source (recon/coil_map_source.hpp) gives them from the file or estimates
-// them from the frames, before each frame, so that no caller repeats that protocol.
+// when a stage reads them: a coil-map source (recon/coil_map_source.hpp) gives them from the file or
+// estimates them from the frames, before each frame, so that no caller repeats that protocol.
 #pragma once
 #include <functional>
 #include <memory>
@@ -96,22 +96,23 @@ class ReconChain {
   Context ctx_;
   std::vector<std::unique_ptr<Stage>> stages_;
   Recipe recipe_;
-  std::vector<HostBuffer<cfloat>> buffers_;      // owned outputs (CPU backend)
-  std::vector<DeviceBuffer<cfloat>> d_buffers_;  // owned outputs (CUDA backend)
-  std::vector<std::string> buffer_names_;        // of buffers_ / d_buffers_
-  std::vector<int> output_of_;                   // stage i writes buffer output_of_[i]
+  std::vector<HostBuffer<cfloat>> buffers_;         // owned outputs (CPU backend)
+  std::vector<DeviceBuffer<cfloat>> d_buffers_;     // owned outputs (CUDA backend)
+  std::vector<std::string> buffer_names_;           // of buffers_ / d_buffers_
+  std::vector<int> output_of_;                      // stage i writes buffer output_of_[i]
   int buffer_index(const std::string& name) const;  // -1 when absent
-  DeviceBuffer<cfloat> d_input_;                 // the frame's data and trajectory on the GPU
+  DeviceBuffer<cfloat> d_input_;                    // the frame's data and trajectory on the GPU
   DeviceBuffer<float> d_traj_;
   HostBuffer<cfloat> host_image_, host_coils_;
   std::unique_ptr<gpu::Stream> stream_;  // CUDA backend
-  std::vector<gpu::Event> events_;        // around the stages
+  std::vector<gpu::Event> events_;       // around the stages
   std::vector<StageTiming> timings_;
-  SpokeLineSet lines_;   // fitted once per frame when a stage needs them (CPU)
-  DeviceBuffer<SpokeLine> d_lines_;  // the same on the GPU
-  std::unique_ptr<NufftPlanCpu> cpu_plan_;    // the frame's point plan, when a stage needs it
+  SpokeLineSet lines_;                      // fitted once per frame when a stage needs them (CPU)
+  DeviceBuffer<SpokeLine> d_lines_;         // the same on the GPU
+  std::unique_ptr<NufftPlanCpu> cpu_plan_;  // the frame's point plan, when a stage needs it
   std::unique_ptr<NufftPlanCuda> cuda_plan_;
-  void set_points(const FrameContext& frame);  // once per frame, before the stages (inside a capture on the GPU)
+  void set_points(
+      const FrameContext& frame);  // once per frame, before the stages (inside a capture on the GPU)
   bool need_lines_ = false;
   std::size_t points_off_ = 0;
   // Each stage's own state (StageSpec): its previous output and its declared buffers, on the backend.

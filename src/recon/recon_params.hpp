@@ -7,13 +7,13 @@
 #include <vector>
 
 #include "core/enum_table.hpp"
+#include "recon/backend.hpp"
 #include "stages/cg_sense/cg_sense.hpp"
 #include "stages/coil_combine/coil_combine.hpp"
 #include "stages/density/density.hpp"
 #include "stages/fbp/fbp.hpp"
 #include "stages/fft/fft.hpp"
 #include "stages/gridding/gridding.hpp"
-#include "recon/backend.hpp"
 
 namespace radstream {
 
@@ -21,8 +21,12 @@ enum class ReconMethod { Gridding, Fbp, CgSense };
 inline constexpr EnumTable<ReconMethod, 3> kReconMethods{
     "reconstruction method",
     {{{ReconMethod::Gridding, "gridding"}, {ReconMethod::Fbp, "fbp"}, {ReconMethod::CgSense, "cg-sense"}}}};
-inline ReconMethod parse_recon_method(const std::string& name) { return kReconMethods.parse(name); }
-inline std::string to_string(ReconMethod v) { return kReconMethods.name(v); }
+inline ReconMethod parse_recon_method(const std::string& name) {
+  return kReconMethods.parse(name);
+}
+inline std::string to_string(ReconMethod v) {
+  return kReconMethods.name(v);
+}
 
 struct ReconParams {
   ReconMethod method = ReconMethod::Gridding;
@@ -41,9 +45,7 @@ struct ReconParams {
     v.choice(
         "method", method, kReconMethods,
         "reconstruction method (fbp: filtered backprojection; cg-sense: iterative SENSE with coil maps)");
-    v.choice(
-        "backend", backend, kBackendChoices,
-        "where to reconstruct (auto: CUDA when a GPU is present)");
+    v.choice("backend", backend, kBackendChoices, "where to reconstruct (auto: CUDA when a GPU is present)");
     v.field("threads", threads, 0, 1024, "CPU worker threads (0 = all hardware threads)");
     v.field("cuda_graph", cuda_graph,
             "CUDA backend: capture the per-frame stages once as a CUDA graph and replay it each frame");

@@ -1,11 +1,11 @@
 #include "recon/registry.hpp"
 
-#include "stages/cg_sense/cg_sense.hpp"
 #include "core/error.hpp"
-#include "stages/deapodize/deapodize.hpp"
-#include "stages/fbp/fbp.hpp"
+#include "stages/cg_sense/cg_sense.hpp"
 #include "stages/coil_combine/coil_combine.hpp"
+#include "stages/deapodize/deapodize.hpp"
 #include "stages/density/density.hpp"
+#include "stages/fbp/fbp.hpp"
 #include "stages/fft/fft.hpp"
 #include "stages/gridding/gridding.hpp"
 
@@ -44,28 +44,38 @@ void Registry::add_twins(const std::string& name, StageFactory cpu, StageFactory
 
 void register_stages(Registry& r) {
   using P = const ReconParams&;
-  r.add_twins("density", [](P p) { return make_density_cpu(p.density); },
-              RADSTREAM_CUDA_TWIN([](P p) { return make_density_cuda(p.density); }));
-  r.add_twins("gridding", [](P p) { return make_gridding_cpu(p.gridding); },
-              RADSTREAM_CUDA_TWIN([](P p) { return make_gridding_cuda(p.gridding); }));
-  r.add_twins("fft", [](P p) { return make_fft_cpu(p.fft, FftDirection::Inverse); },
-              RADSTREAM_CUDA_TWIN([](P p) { return make_fft_cuda(p.fft, FftDirection::Inverse); }));
-  r.add_twins("fft_forward", [](P p) { return make_fft_cpu(p.fft, FftDirection::Forward); },
-              RADSTREAM_CUDA_TWIN([](P p) { return make_fft_cuda(p.fft, FftDirection::Forward); }));
+  r.add_twins(
+      "density", [](P p) { return make_density_cpu(p.density); },
+      RADSTREAM_CUDA_TWIN([](P p) { return make_density_cuda(p.density); }));
+  r.add_twins(
+      "gridding", [](P p) { return make_gridding_cpu(p.gridding); },
+      RADSTREAM_CUDA_TWIN([](P p) { return make_gridding_cuda(p.gridding); }));
+  r.add_twins(
+      "fft", [](P p) { return make_fft_cpu(p.fft, FftDirection::Inverse); },
+      RADSTREAM_CUDA_TWIN([](P p) { return make_fft_cuda(p.fft, FftDirection::Inverse); }));
+  r.add_twins(
+      "fft_forward", [](P p) { return make_fft_cpu(p.fft, FftDirection::Forward); },
+      RADSTREAM_CUDA_TWIN([](P p) { return make_fft_cuda(p.fft, FftDirection::Forward); }));
   r.add_twins("fft_deapodize_combine", nullptr,
               RADSTREAM_CUDA_TWIN([](P p) { return make_fused_image_cuda(p.gridding.kernel()); }));
-  r.add_twins("deapodize", [](P p) { return make_deapodize_cpu(p.gridding.kernel()); },
-              RADSTREAM_CUDA_TWIN([](P p) { return make_deapodize_cuda(p.gridding.kernel()); }));
-  r.add_twins("fbp_project", [](P p) { return make_fbp_project_cpu(p.fbp, p.fft); },
-              RADSTREAM_CUDA_TWIN([](P p) { return make_fbp_project_cuda(p.fbp, p.fft); }));
-  r.add_twins("backproject", [](P p) { return make_backproject_cpu(p.fbp); },
-              RADSTREAM_CUDA_TWIN([](P p) { return make_backproject_cuda(p.fbp); }));
-  r.add_twins("coil_combine", [](P p) { return make_coil_combine_cpu(p.combine); },
-              RADSTREAM_CUDA_TWIN([](P p) { return make_coil_combine_cuda(p.combine); }));
-  r.add_twins("magnitude", [](P) { return make_magnitude_cpu(); },
-              RADSTREAM_CUDA_TWIN([](P) { return make_magnitude_cuda(); }));
-  r.add_twins("cg_sense", [](P p) { return make_cg_sense_cpu(p.cg, p.gridding.kernel(), p.fft.planner); },
-              RADSTREAM_CUDA_TWIN([](P p) { return make_cg_sense_cuda(p.cg, p.gridding.kernel()); }));
+  r.add_twins(
+      "deapodize", [](P p) { return make_deapodize_cpu(p.gridding.kernel()); },
+      RADSTREAM_CUDA_TWIN([](P p) { return make_deapodize_cuda(p.gridding.kernel()); }));
+  r.add_twins(
+      "fbp_project", [](P p) { return make_fbp_project_cpu(p.fbp, p.fft); },
+      RADSTREAM_CUDA_TWIN([](P p) { return make_fbp_project_cuda(p.fbp, p.fft); }));
+  r.add_twins(
+      "backproject", [](P p) { return make_backproject_cpu(p.fbp); },
+      RADSTREAM_CUDA_TWIN([](P p) { return make_backproject_cuda(p.fbp); }));
+  r.add_twins(
+      "coil_combine", [](P p) { return make_coil_combine_cpu(p.combine); },
+      RADSTREAM_CUDA_TWIN([](P p) { return make_coil_combine_cuda(p.combine); }));
+  r.add_twins(
+      "magnitude", [](P) { return make_magnitude_cpu(); },
+      RADSTREAM_CUDA_TWIN([](P) { return make_magnitude_cuda(); }));
+  r.add_twins(
+      "cg_sense", [](P p) { return make_cg_sense_cpu(p.cg, p.gridding.kernel(), p.fft.planner); },
+      RADSTREAM_CUDA_TWIN([](P p) { return make_cg_sense_cuda(p.cg, p.gridding.kernel()); }));
 }
 
 Registry default_registry() {

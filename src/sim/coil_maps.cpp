@@ -3,8 +3,8 @@
 #include <cmath>
 #include <string>
 
-#include "core/math.hpp"
 #include "core/error.hpp"
+#include "core/math.hpp"
 
 namespace radstream {
 

@@ -13,8 +13,8 @@ std::vector<std::complex<double>> adjoint_nudft(std::span<const float> traj,
                                                 std::span<const std::complex<float>> data,
                                                 std::span<const float> weights, int matrix);
 
-// Forward in 1-3 dimensions: y_j = sum_p img(p) exp(-2 pi i k_j . p), p = index - N/2 per axis; traj [n][dims]
-// (x first), image [(Nz)][Ny][Nx] with x fastest; matrix = {Nx, Ny, Nz} (unused axes 1).
+// Forward in 1-3 dimensions: y_j = sum_p img(p) exp(-2 pi i k_j . p), p = index - N/2 per axis; traj
+// [n][dims] (x first), image [(Nz)][Ny][Nx] with x fastest; matrix = {Nx, Ny, Nz} (unused axes 1).
 std::vector<std::complex<double>> forward_nudft(std::span<const float> traj, int dims,
                                                 std::span<const std::complex<float>> image,
                                                 std::array<int, 3> matrix);

@@ -2,20 +2,26 @@
 
 #include <cmath>
 #include <numbers>
-#include <type_traits>
 #include <random>
+#include <type_traits>
 
 #include "core/error.hpp"
 
 namespace radstream {
 
 std::vector<Ellipsoid> shepp_logan_3d() {
-  // The modified (Toft-contrast) 3D Shepp-Logan set; the two tilted inner ellipsoids keep only their z rotation.
-  return {{1.0, 0.6900, 0.920, 0.810, 0.00, 0.0000, 0.00, 0},   {-0.8, 0.6624, 0.874, 0.780, 0.00, -0.0184, 0.00, 0},
-          {-0.2, 0.1100, 0.310, 0.220, 0.22, 0.0000, 0.00, -18}, {-0.2, 0.1600, 0.410, 0.280, -0.22, 0.0000, 0.00, 18},
-          {0.1, 0.2100, 0.250, 0.410, 0.00, 0.3500, -0.15, 0},   {0.1, 0.0460, 0.046, 0.050, 0.00, 0.1000, 0.25, 0},
-          {0.1, 0.0460, 0.046, 0.050, 0.00, -0.1000, 0.25, 0},   {0.1, 0.0460, 0.023, 0.050, -0.08, -0.6050, 0.00, 0},
-          {0.1, 0.0230, 0.023, 0.020, 0.00, -0.6060, 0.00, 0},   {0.1, 0.0230, 0.046, 0.020, 0.06, -0.6050, 0.00, 0}};
+  // The modified (Toft-contrast) 3D Shepp-Logan set; the two tilted inner ellipsoids keep only their z
+  // rotation.
+  return {{1.0, 0.6900, 0.920, 0.810, 0.00, 0.0000, 0.00, 0},
+          {-0.8, 0.6624, 0.874, 0.780, 0.00, -0.0184, 0.00, 0},
+          {-0.2, 0.1100, 0.310, 0.220, 0.22, 0.0000, 0.00, -18},
+          {-0.2, 0.1600, 0.410, 0.280, -0.22, 0.0000, 0.00, 18},
+          {0.1, 0.2100, 0.250, 0.410, 0.00, 0.3500, -0.15, 0},
+          {0.1, 0.0460, 0.046, 0.050, 0.00, 0.1000, 0.25, 0},
+          {0.1, 0.0460, 0.046, 0.050, 0.00, -0.1000, 0.25, 0},
+          {0.1, 0.0460, 0.023, 0.050, -0.08, -0.6050, 0.00, 0},
+          {0.1, 0.0230, 0.023, 0.020, 0.00, -0.6060, 0.00, 0},
+          {0.1, 0.0230, 0.046, 0.020, 0.06, -0.6050, 0.00, 0}};
 }
 
 namespace {
@@ -52,8 +58,8 @@ bool inside(const Ellipsoid& el, double x, double y, double z) {
   return u * u + w * w + t * t <= 1.0;
 }
 
-// Calls f(x, y, z) at the sub^3 points spread evenly over voxel (i, j, l) of the n^3 grid on [-1, 1]^3 (voxel n/2
-// centred at 0), all of them (f returns void) or until f returns false.
+// Calls f(x, y, z) at the sub^3 points spread evenly over voxel (i, j, l) of the n^3 grid on [-1, 1]^3 (voxel
+// n/2 centred at 0), all of them (f returns void) or until f returns false.
 template <class F>
 void for_each_sub_point(int i, int j, int l, int n, int sub, F&& f) {
   const double h = 2.0 / n;
@@ -86,7 +92,8 @@ std::vector<float> rasterize_3d(const std::vector<Ellipsoid>& e, int n, int sub)
     for (int j = 0; j < n; ++j)
       for (int i = 0; i < n; ++i) {
         double s = 0;
-        for_each_sub_point(i, j, l, n, sub, [&](double x, double y, double z) { s += ellipsoids_value(e, x, y, z); });
+        for_each_sub_point(i, j, l, n, sub,
+                           [&](double x, double y, double z) { s += ellipsoids_value(e, x, y, z); });
         img[(std::size_t(l) * n + j) * n + i] = float(s / (sub * sub * sub));
       }
   return img;
@@ -155,7 +162,8 @@ Phantom3dCase phantom_3d_case(int n, int spokes, int samples, double noise_fract
   return c;
 }
 
-ImageScore score_image(const std::vector<std::complex<float>>& image, const std::vector<float>& truth, bool fit_scale) {
+ImageScore score_image(const std::vector<std::complex<float>>& image, const std::vector<float>& truth,
+                       bool fit_scale) {
   if (image.size() != truth.size()) throw InputError("score_image: image and truth differ in size");
   ImageScore s;
   if (fit_scale) {

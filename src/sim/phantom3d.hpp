@@ -26,8 +26,9 @@ double ellipsoids_value(const std::vector<Ellipsoid>& e, double x, double y, dou
 std::vector<float> rasterize_3d(const std::vector<Ellipsoid>& e, int n, int sub = 2);
 
 // The anatomy a prior may know: per voxel of the n^3 grid (as rasterize_3d, sampled at sub^3 points), the set
-// of ellipsoids that contain its points as a bit mask; a voxel whose points disagree (a boundary runs through it,
-// its value a partial volume) gets a label of its own (negative). Voxels with equal labels share a region.
+// of ellipsoids that contain its points as a bit mask; a voxel whose points disagree (a boundary runs through
+// it, its value a partial volume) gets a label of its own (negative). Voxels with equal labels share a
+// region.
 std::vector<int> region_labels_3d(const std::vector<Ellipsoid>& e, int n, int sub = 2);
 
 // spokes x samples points (cycles per pixel, x y z), spoke-major; sample i of a spoke at radius
@@ -35,8 +36,8 @@ std::vector<int> region_labels_3d(const std::vector<Ellipsoid>& e, int n, int su
 std::vector<std::array<float, 3>> radial_3d(int spokes, int samples);
 
 // Seed 000's experiment re-created: the phantom's exact k-space on radial_3d(spokes, samples) for an n^3
-// image (k in cycles per pixel; values scaled so that the direct sum over the voxels of the rasterized phantom
-// approximates them: (n/2)^3 times the continuous transform), complex white Gaussian noise of RMS
+// image (k in cycles per pixel; values scaled so that the direct sum over the voxels of the rasterized
+// phantom approximates them: (n/2)^3 times the continuous transform), complex white Gaussian noise of RMS
 // noise_fraction times the data's RMS (0: none), and the truth rasterized at n^3.
 struct Phantom3dCase {
   int n = 0;
@@ -53,6 +54,7 @@ struct ImageScore {
   double percent_error = 0, psnr_db = 0;
   std::complex<double> scale = 1;
 };
-ImageScore score_image(const std::vector<std::complex<float>>& image, const std::vector<float>& truth, bool fit_scale);
+ImageScore score_image(const std::vector<std::complex<float>>& image, const std::vector<float>& truth,
+                       bool fit_scale);
 
 }  // namespace radstream

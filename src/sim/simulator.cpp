@@ -3,8 +3,8 @@
 #include <cmath>
 #include <random>
 
-#include "core/math.hpp"
 #include "core/error.hpp"
+#include "core/math.hpp"
 #include "core/param_reader.hpp"
 
 namespace radstream {
@@ -113,7 +113,8 @@ Spoke Simulator::spoke(std::uint64_t global) const {
     }
   }
   if (noise_sigma_ > 0) {
-    std::mt19937_64 rng(p_.seed * 0x9E3779B97F4A7C15ull + index + 0x51ull * std::uint64_t(slice) * (1ull << 40));
+    std::mt19937_64 rng(p_.seed * 0x9E3779B97F4A7C15ull + index +
+                        0x51ull * std::uint64_t(slice) * (1ull << 40));
     std::normal_distribution<float> g(0.f, float(noise_sigma_ / std::sqrt(2.0)));
     for (auto& v : s.data) v += cfloat(g(rng), g(rng));
   }

@@ -50,9 +50,10 @@ struct SimParams {
     v.field("rate_hz", rate_hz, 1.0, 1e6, "spokes per second");
     v.field("fov_mm", fov_mm, 1.0, 10000.0, "field of view in mm");
     v.field("seed", seed, std::uint64_t(0), ~std::uint64_t(0), "noise seed");
-    v.field("slices", slices, 1, 16,
-            "slices interleaved spoke by spoke (idx.slice 0..N-1); slice k shows the phantom turned by k x 90 "
-            "degrees and shrunk by 8 % per slice, each slice with its own angle sequence");
+    v.field(
+        "slices", slices, 1, 16,
+        "slices interleaved spoke by spoke (idx.slice 0..N-1); slice k shows the phantom turned by k x 90 "
+        "degrees and shrunk by 8 % per slice, each slice with its own angle sequence");
   }
 };
 

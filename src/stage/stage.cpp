@@ -6,7 +6,6 @@
 
 namespace radstream {
 
-
 void expect_view(const char* stage, const char* what, const View<const cfloat>& v, const Extents& ext,
                  Location loc) {
   if (v.data == nullptr) throw InputError(fmt::format("{}: {} is empty", stage, what));

@@ -21,8 +21,11 @@
 namespace radstream {
 
 enum class Backend { Cpu, Cuda };
-inline constexpr EnumTable<Backend, 2> kBackends{"backend", {{{Backend::Cpu, "cpu"}, {Backend::Cuda, "cuda"}}}};
-inline std::string to_string(Backend b) { return kBackends.name(b); }
+inline constexpr EnumTable<Backend, 2> kBackends{"backend",
+                                                 {{{Backend::Cpu, "cpu"}, {Backend::Cuda, "cuda"}}}};
+inline std::string to_string(Backend b) {
+  return kBackends.name(b);
+}
 
 struct Context {
   Backend backend = Backend::Cpu;
@@ -36,7 +39,7 @@ struct Context {
 struct SideInput {
   std::uint64_t version = 0;  // 0: absent
   View<const cfloat> data;
-  double peak_power = 0;      // coil maps: max over pixels of sum_c |S_c|^2 (1 for unit-RSS maps)
+  double peak_power = 0;  // coil maps: max over pixels of sum_c |S_c|^2 (1 for unit-RSS maps)
 };
 
 // What a stage sees of the frame besides its input buffer: the trajectory ([spokes][samples][2], cycles per
@@ -45,15 +48,15 @@ struct SideInput {
 // own state (for warm starts and temporal regularization; empty when the stage declares none).
 struct FrameContext {
   View<const float> traj;
-  std::uint64_t number = 0;                // frame number within the chain (1, 2, ...)
-  const SpokeLineSet* lines = nullptr;     // CPU backend, when a stage's spec reads spoke_lines
-  const SpokeLine* d_lines = nullptr;      // CUDA backend: the same, [spokes] on the device
+  std::uint64_t number = 0;             // frame number within the chain (1, 2, ...)
+  const SpokeLineSet* lines = nullptr;  // CPU backend, when a stage's spec reads spoke_lines
+  const SpokeLine* d_lines = nullptr;   // CUDA backend: the same, [spokes] on the device
   // The NUFFT point plan with this frame's points set (the tile sort done once per frame, on the chain's
   // stream), when a stage's spec reads point_plan: one of the two, by backend.
   NufftPlanCpu* cpu_plan = nullptr;
   NufftPlanCuda* cuda_plan = nullptr;
-  SideInput coil_maps;                     // [coils][N][N]
-  SideInput field_map;                     // [N][N] (later)
+  SideInput coil_maps;  // [coils][N][N]
+  SideInput field_map;  // [N][N] (later)
   // This stage's own state (StageSpec): its output of the previous frame (same extents as its output; zeros
   // on the first frame after configure() or reset_state()), and its further state buffers. Each stage sees
   // only its own; the views are the same every frame (a captured CUDA graph keeps them).
@@ -65,9 +68,9 @@ struct FrameContext {
 struct SolverStats {
   bool present = false;  // false: the stage does not iterate
   int iterations = 0;
-  double residual = 0;   // |r| / |b| at the end
-  double ms = 0;         // wall time of the solve (deadline mode) or 0 (then the chain's stage time counts)
-  int parts = 1;         // partitions the frame's coils were split over (1: not split)
+  double residual = 0;  // |r| / |b| at the end
+  double ms = 0;        // wall time of the solve (deadline mode) or 0 (then the chain's stage time counts)
+  int parts = 1;        // partitions the frame's coils were split over (1: not split)
 };
 
 // What a stage declares of itself (in the manner of Holoscan's OperatorSpec): what it reads of the frame

@@ -28,7 +28,9 @@ void FrameGaps::frame(std::int64_t ready_ns, std::int64_t arrival_ns, double mak
   g.gap_ms = gap_ms;
   g.input_wait_ms = arrival_ns > prev ? double(arrival_ns - prev) * 1e-6 : 0.0;
   g.make_ms = make_ms;
-  g.cause = g.input_wait_ms > threshold_ms_ ? Input : make_ms > 0.5 * threshold_ms_ ? Reconstruction : Scheduling;
+  g.cause = g.input_wait_ms > threshold_ms_ ? Input
+            : make_ms > 0.5 * threshold_ms_ ? Reconstruction
+                                            : Scheduling;
   ++count_;
   ++by_cause_[g.cause];
   last_.push_back(g);

@@ -17,7 +17,7 @@ struct FrameResult {
   std::uint64_t end_serial = 0;                   // ring serial after the last spoke
   int window = 0;
   std::int64_t last_acquired_ns = 0, last_arrival_ns = 0, ready_ns = 0;
-  double make_ms = 0;  // assembling and reconstructing it
+  double make_ms = 0;     // assembling and reconstructing it
   int iterations = -1;    // cg-sense: CG iterations of this frame (-1: not iterative)
   double residual = 0.0;  // cg-sense: final relative residual
 };

@@ -7,8 +7,8 @@
 #include "core/log.hpp"
 #include "core/trajectory.hpp"
 #include "io/mrd_file.hpp"
-#include "wire/curve.hpp"
 #include "stream/recorder.hpp"
+#include "wire/curve.hpp"
 #include "wire/sender.hpp"
 
 namespace radstream {
@@ -123,8 +123,8 @@ void Ingest::drain_monitor() {
     } else {
       if (metrics_.handshake_failures++ < 3)
         log::warn("ingest: a peer failed the {} handshake and was dropped ({})",
-                  p_.curve_key.empty() ? "ZeroMQ" : "CURVE", id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ? "not authorized"
-                                                                                               : "protocol error");
+                  p_.curve_key.empty() ? "ZeroMQ" : "CURVE",
+                  id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ? "not authorized" : "protocol error");
     }
   }
 }
@@ -158,9 +158,12 @@ bool Ingest::follows(std::uint32_t id, wire::MsgType type, std::int64_t now) {
   }
   // Another stream: taken only when it starts (a header) after the followed one closed or fell silent.
   const bool silent = double(now - followed_last_ns_) * 1e-9 > p_.sender_timeout_s;
-  if (type != wire::MsgType::Header || p_.accept_stream_id != 0 || !(followed_closed_ || silent)) return false;
+  if (type != wire::MsgType::Header || p_.accept_stream_id != 0 || !(followed_closed_ || silent))
+    return false;
   log::info("ingest: stream {} {}; now following stream {}", *followed_,
-            followed_closed_ ? "closed" : fmt::format("silent for {:.1f} s", double(now - followed_last_ns_) * 1e-9), id);
+            followed_closed_ ? "closed"
+                             : fmt::format("silent for {:.1f} s", double(now - followed_last_ns_) * 1e-9),
+            id);
   followed_ = id;
   followed_last_ns_ = now;
   followed_closed_ = false;
@@ -244,8 +247,8 @@ void Ingest::handle(std::span<const std::span<const std::byte>> parts) {
   switch (type) {
     case wire::MsgType::Header: {
       ++metrics_.headers;
-      const bool continues = seq_.started() && seq_.stream_id() == d.msg.env.stream_id &&
-                             d.msg.env.sequence >= seq_.last();
+      const bool continues =
+          seq_.started() && seq_.stream_id() == d.msg.env.stream_id && d.msg.env.sequence >= seq_.last();
       seq_.header(d.msg.env.stream_id, d.msg.env.sequence);
       on_header(d.msg, continues);
       return;
@@ -255,7 +258,8 @@ void Ingest::handle(std::span<const std::span<const std::byte>> parts) {
       return;
     case wire::MsgType::Text:
       ++metrics_.texts;
-      if (events_.allow(monotonic_ns())) log::info("ingest: sender says: {}", log::printable_line(d.msg.text));
+      if (events_.allow(monotonic_ns()))
+        log::info("ingest: sender says: {}", log::printable_line(d.msg.text));
       return;
     case wire::MsgType::Close:
       ++metrics_.closes;
@@ -300,7 +304,8 @@ void Ingest::on_header(const wire::Message& m, bool continues) {
   // Every frame wanted: the stream in hand's last frames are made before its rings are dropped.
   for (const auto& old_ring : old_rings)
     if (keep_all_ && !old_ring->wait_drained(std::chrono::seconds(10))) {
-      log::warn("ingest: the reconstruction did not finish the previous stream's frames within 10 s; moving on");
+      log::warn(
+          "ingest: the reconstruction did not finish the previous stream's frames within 10 s; moving on");
       break;
     }
   const int slices = p_.slices;
@@ -308,22 +313,25 @@ void Ingest::on_header(const wire::Message& m, bool continues) {
   const double ring_mib =
       slices * slots * h.samples * (double(h.coils) * sizeof(cfloat) + 2 * sizeof(float)) / 1048576.0;
   if (ring_mib > p_.max_ring_mib) {  // checked before anything is allocated (the GPU mirror doubles it)
-    reject(wire::Reject::Limits,
-           fmt::format("stream header of {} samples x {} coils needs {:.0f} MiB of spoke rings ({} slots x {} "
-                       "slice(s)); stream.max_ring_mib is {}",
-                       h.samples, h.coils, ring_mib, slots, slices, p_.max_ring_mib));
+    reject(
+        wire::Reject::Limits,
+        fmt::format("stream header of {} samples x {} coils needs {:.0f} MiB of spoke rings ({} slots x {} "
+                    "slice(s)); stream.max_ring_mib is {}",
+                    h.samples, h.coils, ring_mib, slots, slices, p_.max_ring_mib));
     return;
   }
   std::vector<std::shared_ptr<SpokeRing>> rings;
   try {  // a header whose rings cannot be had is rejected; the stream in hand (if any) goes on
     for (int s = 0; s < slices; ++s) {
       const int gpu = std::size_t(s) < ring_gpus_.size() ? ring_gpus_[std::size_t(s)] : -1;
-      rings.push_back(std::make_shared<SpokeRing>(max_window_ + p_.ring_margin, h.samples, h.coils, device_ring_, gpu));
+      rings.push_back(
+          std::make_shared<SpokeRing>(max_window_ + p_.ring_margin, h.samples, h.coils, device_ring_, gpu));
       if (keep_all_) rings.back()->keep_from(0);
     }
   } catch (const std::exception& e) {
-    reject(wire::Reject::Limits, fmt::format("no memory for {} spoke ring(s) of {} x {} samples x {} coils: {}",
-                                             slices, max_window_ + p_.ring_margin, h.samples, h.coils, e.what()));
+    reject(wire::Reject::Limits,
+           fmt::format("no memory for {} spoke ring(s) of {} x {} samples x {} coils: {}", slices,
+                       max_window_ + p_.ring_margin, h.samples, h.coils, e.what()));
     return;
   }
   lock.lock();
@@ -336,7 +344,9 @@ void Ingest::on_header(const wire::Message& m, bool continues) {
   if (!first) ++metrics_.reconfigurations;
   log::info("ingest: stream header {}: matrix {}, {} samples (readout os {}), {} coils{}", m.env.stream_id,
             h.matrix, h.samples, h.readout_os, h.coils,
-            first ? "" : same_geometry ? " (a new stream: its frames start over)" : " (geometry changed: reconfiguring)");
+            first           ? ""
+            : same_geometry ? " (a new stream: its frames start over)"
+                            : " (geometry changed: reconfiguring)");
   std::lock_guard rl(rec_m_);
   if (recorder_) recorder_->start_file(m.text);
 }
@@ -372,8 +382,9 @@ void Ingest::on_spoke(const wire::Message& m, std::span<const std::byte> acq_hea
     return;
   }
   if (!wire::trajectory_in_range(m.traj, m.traj_dims)) {  // a huge finite k would index far outside the grid
-    reject(wire::Reject::TrajRange, fmt::format("spoke {} has a trajectory point outside |k| <= {} cycles/pixel",
-                                                m.head.spoke_index, wire::kMaxTrajectoryK));
+    reject(wire::Reject::TrajRange,
+           fmt::format("spoke {} has a trajectory point outside |k| <= {} cycles/pixel", m.head.spoke_index,
+                       wire::kMaxTrajectoryK));
     return;
   }
   // Only a spoke that passed every check consumes its sequence number.
@@ -384,11 +395,13 @@ void Ingest::on_spoke(const wire::Message& m, std::span<const std::byte> acq_hea
     return;
   }
   if (verdict == V::NewStream && events_.allow(monotonic_ns()))
-    log::info("ingest: stream {} numbering starts afresh at sequence {} (a restarted sender, or a confirmed jump)",
-              m.env.stream_id, m.env.sequence);
+    log::info(
+        "ingest: stream {} numbering starts afresh at sequence {} (a restarted sender, or a confirmed jump)",
+        m.env.stream_id, m.env.sequence);
   if (verdict == V::Jump && events_.allow(monotonic_ns()))
-    log::warn("ingest: spoke sequence {} jumps ahead of {}; taken, numbering kept until {} consecutive confirm it",
-              m.env.sequence, seq_.last(), 3);
+    log::warn(
+        "ingest: spoke sequence {} jumps ahead of {}; taken, numbering kept until {} consecutive confirm it",
+        m.env.sequence, seq_.last(), 3);
   metrics_.missing = seq_.missing();
   metrics_.gaps = seq_.gaps();
   metrics_.streams = seq_.streams();

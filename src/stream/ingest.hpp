@@ -35,7 +35,7 @@ struct IngestParams {
   int rcvhwm = 4000;
   int max_samples = 4096;  // what scanners send (and far more than radial readouts need)
   int max_coils = 64;
-  long accept_stream_id = 0;  // 0: follow the first stream whose header arrives
+  long accept_stream_id = 0;      // 0: follow the first stream whose header arrives
   double sender_timeout_s = 2.0;  // report a silent sender after this long
   int ring_margin = 1024;         // ring slots beyond the largest window
   int max_ring_mib = 4096;        // a stream header whose spoke ring would need more is rejected
@@ -52,20 +52,25 @@ struct IngestParams {
     v.field("rcvhwm", rcvhwm, 1, 1 << 20, "receive high-water mark, messages");
     v.field("max_samples", max_samples, 2, 65535, "largest samples per spoke accepted");
     v.field("max_coils", max_coils, 1, 1024, "largest coil count accepted");
-    v.field("accept_stream_id", accept_stream_id, 0L, 4294967295L,
-            "follow only this stream id; 0: the first stream, then the next one after it closes or falls silent");
+    v.field(
+        "accept_stream_id", accept_stream_id, 0L, 4294967295L,
+        "follow only this stream id; 0: the first stream, then the next one after it closes or falls silent");
     v.field("sender_timeout_s", sender_timeout_s, 0.05, 3600.0, "report the sender lost after this silence");
     v.field("ring_margin", ring_margin, 16, 1 << 20, "spoke ring slots beyond the largest window");
     v.field("max_ring_mib", max_ring_mib, 16, 1 << 20,
-            "largest spoke ring (MiB) a stream header may ask for; a larger one is rejected, the stream in hand goes on");
+            "largest spoke ring (MiB) a stream header may ask for; a larger one is rejected, the stream in "
+            "hand goes on");
     v.field("curve_key", curve_key,
-            "CURVE key pair file of this receiver (radstream keygen); senders and subscribers must then authenticate");
-    v.field("curve_clients", curve_clients, "CURVE allow-list: the public keys of the senders and subscribers admitted");
+            "CURVE key pair file of this receiver (radstream keygen); senders and subscribers must then "
+            "authenticate");
+    v.field("curve_clients", curve_clients,
+            "CURVE allow-list: the public keys of the senders and subscribers admitted");
     v.field("insecure", insecure,
             "allow binding a non-local (or wildcard) endpoint without CURVE: any host could inject spokes");
-    v.field("slices", slices, 1, kMaxSlices,
-            "slices (MRD idx.slice 0..N-1) of the stream, each with its own window, frames and worker; a spoke "
-            "of another slice is rejected (slice_range)");
+    v.field(
+        "slices", slices, 1, kMaxSlices,
+        "slices (MRD idx.slice 0..N-1) of the stream, each with its own window, frames and worker; a spoke "
+        "of another slice is rejected (slice_range)");
   }
   void validate() const;
 };
@@ -136,7 +141,7 @@ class Ingest {
 
   mutable std::mutex m_;
   mutable std::condition_variable cv_;
-  State state_;                                   // the header and generation (ring: unused)
+  State state_;                                    // the header and generation (ring: unused)
   std::vector<std::shared_ptr<SpokeRing>> rings_;  // one per slice, made with each new stream header
   std::vector<int> ring_gpus_;
   std::string xml_;

@@ -56,7 +56,8 @@ Percentiles LatencySeries::summary() const {
   Percentiles p;
   p.count = count_;
   if (count_ == 0) return p;
-  // The value of rank k (0-based, as percentiles_of picks it) lies in the bin where the running count passes k.
+  // The value of rank k (0-based, as percentiles_of picks it) lies in the bin where the running count passes
+  // k.
   auto at = [&](double q) {
     const auto k = std::min(count_ - 1, std::size_t(q * double(count_ - 1) + 0.5));
     std::size_t below = 0;
@@ -184,17 +185,18 @@ std::string Metrics::line(double t) {
                          rejected[r].load());
   // One line, ~90 columns in the usual case: rates, counts, then over the last 10 s the pipeline's latency
   // (arrived -> ready) and the sender's lag (acquired -> arrived), p50/p99 in ms; flags only when they apply.
-  std::string line = fmt::format("t={:.0f}s fps={:.1f} sps={:.0f} spokes={} frames={} skip={} fail={} miss={} bad={}{} "
-                                 "pipe={:.1f}/{:.1f}ms lag={:.1f}/{:.1f}ms",
-                                 t, fps, sps, s, f, frames_skipped.load(), frames_failed.load(), missing.load(),
-                                 rejected_total(), bad.empty() ? "" : "(" + bad + ")", pipe.p50, pipe.p99, lag.p50,
-                                 lag.p99);
+  std::string line = fmt::format(
+      "t={:.0f}s fps={:.1f} sps={:.0f} spokes={} frames={} skip={} fail={} miss={} bad={}{} "
+      "pipe={:.1f}/{:.1f}ms lag={:.1f}/{:.1f}ms",
+      t, fps, sps, s, f, frames_skipped.load(), frames_failed.load(), missing.load(), rejected_total(),
+      bad.empty() ? "" : "(" + bad + ")", pipe.p50, pipe.p99, lag.p50, lag.p99);
   const auto glass_now = glass_recent.summary(now);
   if (glass_now.count > 0) line += fmt::format(" glass={:.0f}/{:.0f}ms", glass_now.p50, glass_now.p99);
   if (gaps) line += fmt::format(" gaps={}", gaps.load());
   if (const auto still = frame_gaps.count()) line += fmt::format(" frame_gaps={}", still);
   if (behind > 0) line += fmt::format(" BEHIND({:.0f} skipped/10s)", behind);
-  if (last_iterations >= 0) line += fmt::format(" cg={}/{:.1g}", last_iterations.load(), last_residual.load());
+  if (last_iterations >= 0)
+    line += fmt::format(" cg={}/{:.1g}", last_iterations.load(), last_residual.load());
   if (record_failures) line += fmt::format(" RECORD_FAILED={}", record_failures.load());
   if (clock_invalid) line += fmt::format(" CLOCK_INVALID={}", clock_invalid.load());
   if (auth_denied) line += fmt::format(" AUTH_DENIED={}", auth_denied.load());
@@ -261,8 +263,9 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
       sl.push_back({{"slice", s},
                     {"frames", slice(s).frames.load()},
                     {"frames_failed", slice(s).frames_failed.load()},
-                    {"latency_ms", {{"end_to_end", radstream::to_json(slice(s).end_to_end.summary())},
-                                    {"arrival_to_ready", radstream::to_json(slice(s).arrival.summary())}}}});
+                    {"latency_ms",
+                     {{"end_to_end", radstream::to_json(slice(s).end_to_end.summary())},
+                      {"arrival_to_ready", radstream::to_json(slice(s).arrival.summary())}}}});
     j["slices"] = sl;
   }
   if (last_iterations >= 0)

@@ -1,6 +1,7 @@
 // Live counters and latency statistics of a running pipeline, shared by its threads: counters are atomics,
 // latency series are mutex-guarded fixed-size log histograms over the whole session (warm-up skipped;
-// percentiles to within half a bin, 0.6 %, the maximum exact; no memory grows with the run's length). line() is the one-line status printed once a second; json() the report written at the end.
+// percentiles to within half a bin, 0.6 %, the maximum exact; no memory grows with the run's length). line()
+// is the one-line status printed once a second; json() the report written at the end.
 #pragma once
 #include <array>
 #include <atomic>
@@ -49,8 +50,8 @@ class LatencySeries {
   double min_ = 0, max_ = 0;
 };
 
-// The same over the last `window_s` seconds only (what the status line and the viewer show: a switch to a slow
-// method shows at once instead of being averaged into the whole session).
+// The same over the last `window_s` seconds only (what the status line and the viewer show: a switch to a
+// slow method shows at once instead of being averaged into the whole session).
 class RecentSeries {
  public:
   explicit RecentSeries(double window_s = 10.0) : window_ns_(std::int64_t(window_s * 1e9)) {}
@@ -76,31 +77,37 @@ class Metrics {
   Metrics();
   // Slices of the stream (stream.slices; set once before the run starts) and each one's figures.
   int slice_count = 1;
-  SliceMetrics& slice(int s) { return slices_[std::size_t(s < 0 ? 0 : s >= kMaxSlices ? kMaxSlices - 1 : s)]; }
-  const SliceMetrics& slice(int s) const { return slices_[std::size_t(s < 0 ? 0 : s >= kMaxSlices ? kMaxSlices - 1 : s)]; }
+  SliceMetrics& slice(int s) {
+    return slices_[std::size_t(s < 0 ? 0 : s >= kMaxSlices ? kMaxSlices - 1 : s)];
+  }
+  const SliceMetrics& slice(int s) const {
+    return slices_[std::size_t(s < 0 ? 0 : s >= kMaxSlices ? kMaxSlices - 1 : s)];
+  }
 
   // Ingest.
   std::atomic<std::uint64_t> messages{0}, spokes{0}, bytes{0}, headers{0}, heartbeats{0}, texts{0}, closes{0};
   std::array<std::atomic<std::uint64_t>, wire::kRejectCount> rejected{};
   std::atomic<std::uint64_t> missing{0}, gaps{0}, streams{0}, reconfigurations{0};
-  // Connections (the receive socket's monitor): peers that connected and that went away (closed, or dropped by
-  // ZeroMQ, e.g. for an oversized message), and CURVE handshakes refused (key not on the allow-list).
+  // Connections (the receive socket's monitor): peers that connected and that went away (closed, or dropped
+  // by ZeroMQ, e.g. for an oversized message), and CURVE handshakes refused (key not on the allow-list).
   std::atomic<std::uint64_t> peers_connected{0}, peers_disconnected{0}, handshake_failures{0}, auth_denied{0};
   std::atomic<std::int64_t> last_message_ns{0};
-  std::atomic<bool> sender_lost{false};    // quiet past stream.sender_timeout_s without closing its stream
-  std::atomic<bool> stream_ended{false};   // the sender closed its stream cleanly (until the next message)
+  std::atomic<bool> sender_lost{false};   // quiet past stream.sender_timeout_s without closing its stream
+  std::atomic<bool> stream_ended{false};  // the sender closed its stream cleanly (until the next message)
   // Reconstruction.
   std::atomic<std::uint64_t> frames{0}, frames_skipped{0}, frames_failed{0};
-  std::atomic<std::uint64_t> clock_invalid{0};  // frames whose sender time was not plausible (kept out of latency)
+  std::atomic<std::uint64_t> clock_invalid{
+      0};  // frames whose sender time was not plausible (kept out of latency)
   // Sinks.
-  std::atomic<std::uint64_t> recorded{0}, recorder_waits{0}, record_failures{0}, published{0}, images_written{0},
-      sink_dropped{0};
+  std::atomic<std::uint64_t> recorded{0}, recorder_waits{0}, record_failures{0}, published{0},
+      images_written{0}, sink_dropped{0};
 
   // Latency series, ms: end_to_end = last spoke acquired -> image ready; arrival = last spoke arrived ->
   // image ready; plus one per reconstruction stage and "assemble".
   LatencySeries end_to_end, arrival;
   // Separately: the sender's lag (last spoke acquired -> arrived) for the session, and over the last 10 s the
-  // pipeline's own latency (arrived -> image ready), the sender's lag, and the frames skipped for being behind.
+  // pipeline's own latency (arrived -> image ready), the sender's lag, and the frames skipped for being
+  // behind.
   LatencySeries sender_lag;
   RecentSeries pipeline_recent, lag_recent, skipped_recent;
   // The viewer's acquired -> on glass latency (the last spoke's acquisition to the swap that first shows the
@@ -112,7 +119,8 @@ class Metrics {
   const std::int64_t start_ns = monotonic_ns();
   void add_glass(double ms);
   // The session's latency series, and slice `slice`'s own.
-  void add_frame_latency(std::int64_t acquired_ns, std::int64_t arrival_ns, std::int64_t ready_ns, int slice = 0);
+  void add_frame_latency(std::int64_t acquired_ns, std::int64_t arrival_ns, std::int64_t ready_ns,
+                         int slice = 0);
   void add_skipped(std::uint64_t n);
   void add_stage(const std::string& stage, double ms);
   // An iterative reconstruction's report per frame (cg-sense): iterations and final relative residual.

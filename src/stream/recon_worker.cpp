@@ -10,7 +10,8 @@
 namespace radstream {
 
 ReconWorker::ReconWorker(const FrameParams& frames, const ReconParams& recon, Backend backend,
-                         const Registry& registry, Ingest& ingest, Metrics& metrics, Emit emit, int slice, int gpu)
+                         const Registry& registry, Ingest& ingest, Metrics& metrics, Emit emit, int slice,
+                         int gpu)
     : fp_(frames),
       slice_(slice),
       gpu_(gpu),
@@ -192,7 +193,8 @@ void ReconWorker::frames() {
         }
         const Geometry g = st.header.geometry(W);
         chain->configure(g);
-        if (backend_ == Backend::Cpu || !st.ring->on_device() || chain->needs_coil_maps()) host_frame = Frame(g);
+        if (backend_ == Backend::Cpu || !st.ring->on_device() || chain->needs_coil_maps())
+          host_frame = Frame(g);
         log::info("run: reconstructing {} ({} backend), a frame every {} spokes", g.str(),
                   to_string(backend_.load()), stride);
       } catch (const std::exception& e) {
@@ -213,9 +215,10 @@ void ReconWorker::frames() {
         sched.set_window(W);
     }
     sched.set_stride(stride);
-    // Every frame wanted: the ingest waits rather than overwrite the next frame's spokes (lossless backpressure).
-    if (!fp_.skip_when_behind &&
-        (st.ring != kept_ring || sched.next_end() != kept_end || sched.next_end() - std::uint64_t(W) != kept_from)) {
+    // Every frame wanted: the ingest waits rather than overwrite the next frame's spokes (lossless
+    // backpressure).
+    if (!fp_.skip_when_behind && (st.ring != kept_ring || sched.next_end() != kept_end ||
+                                  sched.next_end() - std::uint64_t(W) != kept_from)) {
       kept_ring = st.ring;  // told once per frame (or window change), not on every wake-up
       kept_end = sched.next_end();
       kept_from = kept_end - std::uint64_t(W);
@@ -233,7 +236,8 @@ void ReconWorker::frames() {
       if (!make_frame(*chain, *st.ring, due->end, W, host_frame, *result)) {
         // The reconstruction fell so far behind that the ring moved past this frame: a frame skipped for
         // speed (CANNOT KEEP UP), not a failure of the data or the code.
-        once_.warn(1, "a frame's spokes were overwritten before it was assembled (reconstruction behind); skipped");
+        once_.warn(
+            1, "a frame's spokes were overwritten before it was assembled (reconstruction behind); skipped");
         metrics_.add_skipped(1);
         sched.advance();
         continue;

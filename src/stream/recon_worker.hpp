@@ -48,9 +48,9 @@ class ReconWorker {
   ReconParams recon() const;
   Backend backend() const { return backend_; }
   std::string last_error() const;
-  // True when every frame due with the spokes of the stream in hand (the ingest's current generation) has been
-  // made or dropped: false from a new stream header until the worker has configured for it and found nothing
-  // due.
+  // True when every frame due with the spokes of the stream in hand (the ingest's current generation) has
+  // been made or dropped: false from a new stream header until the worker has configured for it and found
+  // nothing due.
   bool drained() const;
   int slice() const { return slice_; }
   int gpu() const { return gpu_; }

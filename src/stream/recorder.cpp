@@ -1,7 +1,7 @@
 #include "stream/recorder.hpp"
 
-#include <fmt/format.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -52,7 +52,8 @@ Recorder::Recorder(const RecordOptions& options, Metrics& metrics) : o_(options)
   const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) throw IoError("record: cannot create the folder " + dir.string() + " for " + path + ": " + ec.message());
+  if (ec)
+    throw IoError("record: cannot create the folder " + dir.string() + " for " + path + ": " + ec.message());
   if (::access(dir.c_str(), W_OK) != 0)
     throw IoError("record: the folder " + dir.string() + " is not writable (" + std::strerror(errno) + ")");
   if (!o_.overwrite && fs::exists(path))
@@ -81,8 +82,8 @@ std::string Recorder::status() const {
   std::lock_guard lock(m_);
   const std::string where = current_.empty() ? o_.path : current_;
   if (failed_)
-    return fmt::format("FAILED: {} spoke(s) not recorded after {} spokes in {} (first: {})", failures_, written_, where,
-                       first_error_);
+    return fmt::format("FAILED: {} spoke(s) not recorded after {} spokes in {} (first: {})", failures_,
+                       written_, where, first_error_);
   return fmt::format("{} spokes in {}", written_, where);
 }
 
@@ -207,8 +208,11 @@ void Recorder::run() {
         const std::string p = claim_next_file();
         if (p.empty()) {
           failed = true;
-          fail(fmt::format("the run's limit of {} recording files (sinks.record_max_files) is reached; later streams "
-                           "are not recorded", o_.max_files), false);
+          fail(fmt::format(
+                   "the run's limit of {} recording files (sinks.record_max_files) is reached; later streams "
+                   "are not recorded",
+                   o_.max_files),
+               false);
           continue;
         }
         w = std::make_unique<MrdRawWriter>(p, it.xml);
@@ -241,15 +245,18 @@ void Recorder::run() {
         // Stop while the file can still be closed properly: room for 1 MiB and twice what came since the
         // last check. A disk that fills anyway is the write error below.
         const std::size_t n = w->count();
-        const std::uint64_t need = (1u << 20) + 2 * std::uint64_t(n - count_at_check) * std::max<std::size_t>(spoke_bytes, 1);
+        const std::uint64_t need =
+            (1u << 20) + 2 * std::uint64_t(n - count_at_check) * std::max<std::size_t>(spoke_bytes, 1);
         count_at_check = n;
         if (const std::uint64_t room = room_for(w->path()); room < need) {
           const std::string where = w->path();
           close();
           failed = true;
-          fail(fmt::format("{}: only {:.1f} MiB left on its disk (or under the file size limit): recording stopped "
-                           "and the file closed after {} spokes",
-                           where, double(room) / 1048576.0, n), false);
+          fail(fmt::format(
+                   "{}: only {:.1f} MiB left on its disk (or under the file size limit): recording stopped "
+                   "and the file closed after {} spokes",
+                   where, double(room) / 1048576.0, n),
+               false);
         }
       }
     } catch (const std::exception& e) {  // counted and reported: a recording never fails silently

@@ -5,10 +5,10 @@
 // max_files per run; an existing file is never replaced unless overwriting is allowed).
 // A crash loses little: the file is flushed every flush_s seconds (and when the stream pauses), so a SIGKILL
 // leaves a readable file with every spoke up to the last flush.
-// Nothing fails silently: the constructor checks the path (creates its folder, refuses an existing file unless
-// overwriting is allowed, claims the name by creating the file) and throws IoError naming the problem; a write
-// that fails later closes the file (what was flushed stays readable), is logged once, and every spoke not
-// recorded from then on is counted (metrics record_failures) and reported by status().
+// Nothing fails silently: the constructor checks the path (creates its folder, refuses an existing file
+// unless overwriting is allowed, claims the name by creating the file) and throws IoError naming the problem;
+// a write that fails later closes the file (what was flushed stays readable), is logged once, and every spoke
+// not recorded from then on is counted (metrics record_failures) and reported by status().
 #pragma once
 #include <condition_variable>
 #include <cstddef>
@@ -25,10 +25,10 @@
 namespace radstream {
 
 struct RecordOptions {
-  std::string path;                             // NAME.h5
-  bool overwrite = false;                       // replace existing files
-  double flush_s = 1.0;                         // flush the file at least this often (0: only at the end)
-  int max_files = 100;                          // files (streams) one run may write
+  std::string path;        // NAME.h5
+  bool overwrite = false;  // replace existing files
+  double flush_s = 1.0;    // flush the file at least this often (0: only at the end)
+  int max_files = 100;     // files (streams) one run may write
   std::size_t max_queue_bytes = std::size_t(1) << 30;  // the ingest waits beyond this
 };
 
@@ -58,7 +58,7 @@ class Recorder {
   void run();
   // Logs the first failure; `lost_a_spoke`: the spoke in hand was not recorded (counted). Closes nothing.
   void fail(const std::string& what, bool lost_a_spoke);
-  std::string claim_next_file();       // the next file name, created exclusively; "" when none may be made
+  std::string claim_next_file();  // the next file name, created exclusively; "" when none may be made
 
   RecordOptions o_;
   Metrics& metrics_;
@@ -67,8 +67,8 @@ class Recorder {
   std::deque<Item> q_;
   std::size_t queued_bytes_ = 0;
   bool stopping_ = false, warned_ = false, failed_ = false;
-  int files_ = 0;  // the number in the last file name used (NAME.h5 is 1)
-  int made_ = 0;   // files made by this run
+  int files_ = 0;               // the number in the last file name used (NAME.h5 is 1)
+  int made_ = 0;                // files made by this run
   bool first_claimed_ = false;  // the constructor created NAME.h5 (removed at the end if never written)
   std::string current_;
   std::size_t written_ = 0, failures_ = 0;

@@ -1,5 +1,8 @@
 #include "stream/run_config.hpp"
 
+#include "core/gpu_list.hpp"
+#include "wire/endpoint.hpp"
+
 #include <fmt/format.h>
 
 #include <tuple>
@@ -38,27 +41,8 @@ void SinkParams::validate() const {
 }
 
 std::vector<int> PlacementParams::gpu_list(int device_count) const {
-  std::vector<int> out;
-  std::size_t pos = 0;
-  while (pos <= gpus.size() && !gpus.empty()) {
-    const std::size_t comma = std::min(gpus.find(',', pos), gpus.size());
-    const std::string item = gpus.substr(pos, comma - pos);
-    int g = -1;
-    std::size_t used = 0;
-    try {
-      g = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || g < 0)
-      throw ConfigError(fmt::format("placement.gpus: '{}' in '{}' is not a GPU number", item, gpus));
-    if (g >= device_count)
-      throw ConfigError(fmt::format("placement.gpus: GPU {} does not exist (this machine has {})", g, device_count));
-    for (int o : out)
-      if (o == g) throw ConfigError(fmt::format("placement.gpus: GPU {} is listed twice in '{}'", g, gpus));
-    out.push_back(g);
-    pos = comma + 1;
-  }
+  std::vector<int> out = parse_gpu_list(gpus, "placement.gpus");
+  check_gpus_exist(out, device_count, "placement.gpus");
   return out;
 }
 
@@ -116,20 +100,16 @@ void RunConfig::validate() const {
   sinks.validate();
   recon.validate();
   if (stream.curve_key.empty() != stream.curve_clients.empty())
-    throw ConfigError("stream.curve_key and stream.curve_clients go together (the receiver's key pair and the "
-                      "public keys it admits; radstream keygen makes key pairs)");
+    throw ConfigError(
+        "stream.curve_key and stream.curve_clients go together (the receiver's key pair and the "
+        "public keys it admits; radstream keygen makes key pairs)");
   // Anyone who can reach a non-local endpoint could inject spokes or read the images: not without CURVE, or
-  // an explicit --insecure.
-  for (const auto& [what, ep, bound] : {std::tuple<const char*, std::string, bool>{"stream.endpoint", stream.endpoint, stream.bind},
-                                        {"sinks.publish", sinks.publish, true}}) {
-    if (ep.empty() || !bound || is_local_endpoint(ep) || !stream.curve_key.empty()) continue;
-    if (!stream.insecure)
-      throw ConfigError(fmt::format("{} {} is reachable from other hosts and CURVE is off: any of them could {}. "
-                                    "Set stream.curve_key and stream.curve_clients (see docs/security.md), or "
-                                    "accept the risk with --insecure (stream.insecure: true)",
-                                    what, ep, what[0] == 's' && what[1] == 't' ? "inject spokes" : "read the images"));
-    log::warn("security: {} {} is open to other hosts without authentication (--insecure)", what, ep);
-  }
+  // an explicit --insecure. Every endpoint goes through the one parser, which refuses what it cannot
+  // classify.
+  const bool curve = !stream.curve_key.empty();
+  check_endpoint_exposure("stream.endpoint", stream.endpoint, stream.bind, curve, stream.insecure,
+                          "inject spokes");
+  check_endpoint_exposure("sinks.publish", sinks.publish, true, curve, stream.insecure, "read the images");
 }
 
 }  // namespace radstream

@@ -1,9 +1,9 @@
 // Sequence numbers of one sender's stream: gaps (messages that never came), duplicates and late (reordered)
-// messages. A new stream id starts a new sequence (a restarted sender); so do a close, and a stream header whose
-// sequence is behind the highest seen, so that a sender restarted with the same id, or a recording replayed
-// twice, is received whole. A forward jump beyond the window (a corrupted number, or a sender that really
-// jumped) is not believed at once: the message is a Jump (its data are fine; the numbering stays), and only
-// kConfirm consecutive numbers after it make the jump the new numbering. One bad number loses nothing.
+// messages. A new stream id starts a new sequence (a restarted sender); so do a close, and a stream header
+// whose sequence is behind the highest seen, so that a sender restarted with the same id, or a recording
+// replayed twice, is received whole. A forward jump beyond the window (a corrupted number, or a sender that
+// really jumped) is not believed at once: the message is a Jump (its data are fine; the numbering stays), and
+// only kConfirm consecutive numbers after it make the jump the new numbering. One bad number loses nothing.
 #pragma once
 #include <bitset>
 #include <cstdint>
@@ -34,7 +34,7 @@ class SequenceTracker {
 
  private:
   static constexpr std::uint64_t kWindow = 4096;  // how far back late messages are recognised
-  static constexpr std::uint64_t kConfirm = 3;  // consecutive numbers that make a jump the new numbering
+  static constexpr std::uint64_t kConfirm = 3;    // consecutive numbers that make a jump the new numbering
   bool seen(std::uint64_t seq) const { return window_[seq % kWindow]; }
   void mark(std::uint64_t seq) { window_[seq % kWindow] = true; }
 

@@ -3,9 +3,9 @@
 #include <filesystem>
 
 #include "io/frame_io.hpp"
-#include "wire/curve.hpp"
 #include "stream/run_config.hpp"
 #include "stream/sink.hpp"
+#include "wire/curve.hpp"
 #include "wire/wire.hpp"
 
 namespace radstream {
@@ -13,7 +13,8 @@ namespace {
 
 class ImagePublisher final : public Sink {
  public:
-  ImagePublisher(zmq::context_t& ctx, const std::string& endpoint, Metrics& metrics, const std::string& curve_key)
+  ImagePublisher(zmq::context_t& ctx, const std::string& endpoint, Metrics& metrics,
+                 const std::string& curve_key)
       : sock_(ctx, zmq::socket_type::pub), metrics_(metrics) {
     sock_.set(zmq::sockopt::linger, 0);
     sock_.set(zmq::sockopt::sndhwm, 16);
@@ -58,8 +59,9 @@ class ImageFiles final : public Sink {
     if (f.number % std::uint64_t(p_.image_every) != 0) return;
     // A multi-slice stream: each slice's frames under their own names (frame numbers count per slice).
     const std::string slice = slices_ > 1 ? fmt::format("slice{}_", f.slice) : std::string();
-    write_image(fmt::format("{}/{}frame_{:06d}.{}", p_.images, slice, f.number, kImageFormats.name(p_.image_format)),
-                f.image, f.matrix);
+    write_image(
+        fmt::format("{}/{}frame_{:06d}.{}", p_.images, slice, f.number, kImageFormats.name(p_.image_format)),
+        f.image, f.matrix);
     ++metrics_.images_written;
   }
 
@@ -74,7 +76,8 @@ class ImageFiles final : public Sink {
 std::vector<std::unique_ptr<Sink>> make_sinks(const SinkParams& p, zmq::context_t& ctx, Metrics& metrics,
                                               const std::string& curve_key) {
   std::vector<std::unique_ptr<Sink>> sinks;
-  if (!p.publish.empty()) sinks.push_back(std::make_unique<ImagePublisher>(ctx, p.publish, metrics, curve_key));
+  if (!p.publish.empty())
+    sinks.push_back(std::make_unique<ImagePublisher>(ctx, p.publish, metrics, curve_key));
   if (!p.images.empty()) sinks.push_back(std::make_unique<ImageFiles>(p, metrics));
   return sinks;
 }

@@ -115,8 +115,8 @@ void SpokeRing::commit(const RingSlotInfo& info) {
     gpu::copy_2d_to_device(d_data_.data() + slot * S, cap * S * sizeof(cfloat),
                            data_.data() + slot * coils_ * S, S * sizeof(cfloat), S * sizeof(cfloat),
                            std::size_t(coils_), upload_stream_->get());
-    gpu::copy_to_device(d_traj_.data() + slot * S * 2, traj_.data() + slot * S * 2,
-                        S * 2 * sizeof(float), upload_stream_->get());
+    gpu::copy_to_device(d_traj_.data() + slot * S * 2, traj_.data() + slot * S * 2, S * 2 * sizeof(float),
+                        upload_stream_->get());
     uploaded_[slot].record(upload_stream_->get());
   }
   ++count_;
@@ -192,8 +192,8 @@ bool SpokeRing::copy_window(std::uint64_t end, Frame& frame, WindowTimes& times)
   return true;
 }
 
-bool SpokeRing::gather_window(std::uint64_t end, int spokes, cfloat* d_data, float* d_traj, gpu::StreamRef stream,
-                              WindowTimes& times) {
+bool SpokeRing::gather_window(std::uint64_t end, int spokes, cfloat* d_data, float* d_traj,
+                              gpu::StreamRef stream, WindowTimes& times) {
   if (!device_) throw InputError("spoke ring: gather_window needs the device mirror");
   {
     std::lock_guard lock(m_);
@@ -211,8 +211,8 @@ bool SpokeRing::gather_window(std::uint64_t end, int spokes, cfloat* d_data, flo
     const std::size_t run = std::min(W - done, cap - slot);
     gpu::copy_2d_device(d_data + done * S, W * S * sizeof(cfloat), d_data_.data() + slot * S,
                         cap * S * sizeof(cfloat), run * S * sizeof(cfloat), std::size_t(coils_), stream);
-    gpu::copy_device(d_traj + done * S * 2, d_traj_.data() + slot * S * 2,
-                     run * S * 2 * sizeof(float), stream);
+    gpu::copy_device(d_traj + done * S * 2, d_traj_.data() + slot * S * 2, run * S * 2 * sizeof(float),
+                     stream);
     done += run;
     serial += run;
   }

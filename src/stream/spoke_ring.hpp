@@ -10,18 +10,18 @@
 // the stall reaches the sender through ZeroMQ's high-water marks and nothing is lost.
 #pragma once
 #include <chrono>
-#include <memory>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <vector>
 
 #include "core/buffer.hpp"
-#include "gpu/device_memory.hpp"
-#include "gpu/pinned_buffer.hpp"
 #include "core/frame.hpp"
 #include "core/spoke.hpp"
+#include "gpu/device_memory.hpp"
+#include "gpu/pinned_buffer.hpp"
 
 namespace radstream {
 

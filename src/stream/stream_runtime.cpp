@@ -30,9 +30,10 @@ StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry) : c
     recorder_ = std::make_unique<Recorder>(record_options(cfg_.sinks, cfg_.sinks.record), metrics_);
   recording_ = cfg_.sinks.record;
   if (!cfg_.stream.curve_key.empty()) {
-    zap_ = std::make_unique<ZapHandler>(zctx_, read_curve_allow_list(cfg_.stream.curve_clients), metrics_.auth_denied);
-    log::info("security: CURVE on (key {}, {} admitted by {})", cfg_.stream.curve_key,
-              "the public keys", cfg_.stream.curve_clients);
+    zap_ = std::make_unique<ZapHandler>(zctx_, read_curve_allow_list(cfg_.stream.curve_clients),
+                                        metrics_.auth_denied);
+    log::info("security: CURVE on (key {}, {} admitted by {})", cfg_.stream.curve_key, "the public keys",
+              cfg_.stream.curve_clients);
   }
   const int slices = cfg_.stream.slices;
   metrics_.slice_count = slices;
@@ -116,7 +117,8 @@ void StreamRuntime::set_recon(const ReconParams& p, int slice) {
   if (slice < -1 || slice >= slices())
     throw ConfigError(fmt::format("slice {} is outside 0..{}", slice, slices() - 1));
   p.validate();
-  const BackendDecision b = resolve_backend(p.backend);  // an unusable backend is refused here, with the reason
+  const BackendDecision b =
+      resolve_backend(p.backend);  // an unusable backend is refused here, with the reason
   if (!cfg_.placement.gpus.empty() && b.backend != Backend::Cuda)
     throw ConfigError("placement.gpus is set: the slices stay on their GPUs (backend cuda)");
   for (int s = 0; s < slices(); ++s)
@@ -209,7 +211,8 @@ void StreamRuntime::sink_loop() {
 void StreamRuntime::report_loop() {
   try {
     const auto period = std::chrono::duration<double>(cfg_.sinks.report_interval_s);
-    auto next = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(period);
+    auto next =
+        std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(period);
     std::unique_lock lock(report_m_);
     // No line of zeros while nothing has come (a sender still starting, precomputing): one "waiting" line now
     // and then every 10 s; and while nothing changes (a stream ended, a sender lost), one line every 10 s.
@@ -220,11 +223,13 @@ void StreamRuntime::report_loop() {
       if (report_cv_.wait_until(lock, next, [&] { return !running_.load(); })) break;
       next += std::chrono::duration_cast<std::chrono::nanoseconds>(period);
       const std::int64_t now = monotonic_ns();
-      const std::uint64_t activity = metrics_.messages.load() + metrics_.frames.load() + metrics_.frames_failed.load();
+      const std::uint64_t activity =
+          metrics_.messages.load() + metrics_.frames.load() + metrics_.frames_failed.load();
       const bool quiet_due = last_quiet_ns == 0 || now - last_quiet_ns >= quiet_every_ns;
       if (metrics_.messages.load() == 0) {
         if (quiet_due)
-          log::info("run: waiting for a sender on {} ({:.0f} s)", endpoint(), elapsed_s()), last_quiet_ns = now;
+          log::info("run: waiting for a sender on {} ({:.0f} s)", endpoint(), elapsed_s()),
+              last_quiet_ns = now;
         continue;
       }
       if (activity == seen && !quiet_due) continue;

@@ -1,9 +1,9 @@
 // The streaming runtime (DESIGN.md section 6), wired from its parts: the ingest thread (stream/ingest) feeds
 // the spoke rings (one per slice); one ReconWorker per slice (stream/recon_worker: FrameScheduler + chain, on
 // its GPU with placement.gpus) makes that slice's frames, so a slice that fails stops only itself; the sink
-// thread hands them to the Sinks (stream/sink: image publisher, image files); the LatestFrame mailbox holds the
-// newest for a viewer (one per slice); the Recorder (ingest's tap, its own thread) writes every spoke; a reporter prints one
-// status line a second. Queue policies:
+// thread hands them to the Sinks (stream/sink: image publisher, image files); the LatestFrame mailbox holds
+// the newest for a viewer (one per slice); the Recorder (ingest's tap, its own thread) writes every spoke; a
+// reporter prints one status line a second. Queue policies:
 //  - ingest -> ring: never drops; the ingest waits only while the worker copies a window it would overwrite;
 //  - ring -> reconstruction: the newest due frame wins when behind (frames, not spokes, are skipped and
 //    counted); frames.skip_when_behind: false makes every frame, in order, while the ring still holds it;
@@ -24,7 +24,6 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "wire/curve.hpp"
 #include "stream/frame_result.hpp"
 #include "stream/ingest.hpp"
 #include "stream/latest_frame.hpp"
@@ -34,6 +33,7 @@
 #include "stream/recorder.hpp"
 #include "stream/run_config.hpp"
 #include "stream/sink.hpp"
+#include "wire/curve.hpp"
 #include "wire/wire.hpp"
 
 namespace radstream {
@@ -53,8 +53,8 @@ class StreamRuntime {
   // Between frames, while running. Throws ConfigError naming a bad value.
   void set_window(int w);
   void set_stride(int s);
-  // New reconstruction settings (method, DCF, kernel, FFT engine, backend...), validated and resolved here, in
-  // the caller (an unusable backend is refused with the reason), applied between frames by rebuilding the
+  // New reconstruction settings (method, DCF, kernel, FFT engine, backend...), validated and resolved here,
+  // in the caller (an unusable backend is refused with the reason), applied between frames by rebuilding the
   // chain. The running chain stays when they are refused.
   // slice -1: every slice; k: slice k only (the others keep theirs).
   void set_recon(const ReconParams& p, int slice = -1);
@@ -80,7 +80,9 @@ class StreamRuntime {
 
   Metrics& metrics() { return metrics_; }
   double elapsed_s() const;
-  std::shared_ptr<const FrameResult> latest(int slice = 0) const { return latest_.at(std::size_t(slice))->get(); }
+  std::shared_ptr<const FrameResult> latest(int slice = 0) const {
+    return latest_.at(std::size_t(slice))->get();
+  }
   // Until slice `slice` has made n frames.
   bool wait_frames(std::uint64_t n, std::chrono::milliseconds timeout, int slice = 0) const {
     return latest_.at(std::size_t(slice))->wait_count(n, timeout);
@@ -106,7 +108,8 @@ class StreamRuntime {
   RunConfig cfg_;
   Metrics metrics_;
   zmq::context_t zctx_;
-  std::unique_ptr<ZapHandler> zap_;  // CURVE's allow-list for this context's sockets (before them, after zctx_)
+  std::unique_ptr<ZapHandler>
+      zap_;  // CURVE's allow-list for this context's sockets (before them, after zctx_)
   std::unique_ptr<Ingest> ingest_;
   std::vector<std::unique_ptr<ReconWorker>> workers_;  // one per slice
   std::vector<std::unique_ptr<Sink>> sinks_;

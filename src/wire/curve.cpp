@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "wire/endpoint.hpp"
 
 namespace radstream {
 namespace {
@@ -61,8 +62,10 @@ void write_curve_key_files(const CurveKeys& keys, const std::string& stem, bool 
     throw IoError("keygen: " + key + " or " + pub + " exists; choose another name or pass --overwrite");
   const auto dir = std::filesystem::path(stem).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir);
-  write_file(key, "# radstream CURVE key pair: keep it secret\npublic = " + keys.public_key +
-                      "\nsecret = " + keys.secret_key + "\n", 0600, overwrite);
+  write_file(key,
+             "# radstream CURVE key pair: keep it secret\npublic = " + keys.public_key +
+                 "\nsecret = " + keys.secret_key + "\n",
+             0600, overwrite);
   write_file(pub, "# radstream CURVE public key\npublic = " + keys.public_key + "\n", 0644, overwrite);
 }
 
@@ -75,9 +78,11 @@ CurveKeys read_curve_key_file(const std::string& path, bool need_secret) {
     if (const auto v = value_of(line, "public"); !v.empty()) k.public_key = v;
     if (const auto v = value_of(line, "secret"); !v.empty()) k.secret_key = v;
   }
-  if (!is_z85_key(k.public_key)) throw ConfigError("CURVE key file " + path + " has no valid 'public = <40 Z85>' line");
+  if (!is_z85_key(k.public_key))
+    throw ConfigError("CURVE key file " + path + " has no valid 'public = <40 Z85>' line");
   if (need_secret && !is_z85_key(k.secret_key))
-    throw ConfigError("CURVE key file " + path + " has no valid 'secret = ...' line (give the .key file, not the .pub)");
+    throw ConfigError("CURVE key file " + path +
+                      " has no valid 'secret = ...' line (give the .key file, not the .pub)");
   if (need_secret) {
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 077))
@@ -96,8 +101,8 @@ std::set<std::string> read_curve_allow_list(const std::string& path) {
     if (t.empty() || t[0] == '#') continue;  // (only whole-line comments: '#' is a Z85 character)
     if (const auto v = value_of(t, "public"); !v.empty()) t = v;
     if (!is_z85_key(t))
-      throw ConfigError(fmt::format("CURVE allow-list {} line {}: '{}' is not a 40-character Z85 public key", path, n,
-                                    t.substr(0, 60)));
+      throw ConfigError(fmt::format("CURVE allow-list {} line {}: '{}' is not a 40-character Z85 public key",
+                                    path, n, t.substr(0, 60)));
     keys.insert(t);
   }
   if (keys.empty()) throw ConfigError("CURVE allow-list " + path + " lists no public key");
@@ -117,10 +122,11 @@ void make_curve_client(zmq::socket_t& s, const CurveKeys& client, const std::str
 }
 
 bool is_local_endpoint(const std::string& endpoint) {
-  if (endpoint.rfind("ipc://", 0) == 0 || endpoint.rfind("inproc://", 0) == 0) return true;
-  if (endpoint.rfind("tcp://", 0) != 0) return false;
-  const std::string host = endpoint.substr(6, endpoint.rfind(':') - 6);
-  return host.rfind("127.", 0) == 0 || host == "localhost" || host == "[::1]";
+  try {
+    return parse_endpoint(endpoint, "endpoint").local;
+  } catch (const ConfigError&) {
+    return false;  // what cannot be classified is never taken for local
+  }
 }
 
 ZapHandler::ZapHandler(zmq::context_t& ctx, std::set<std::string> allowed, std::atomic<std::uint64_t>& denied)
@@ -152,7 +158,8 @@ void ZapHandler::run() noexcept {
       // RFC 27: version, request id, domain, address, routing id, mechanism, credentials...
       bool ok = false;
       std::string who = "?", address = req.size() > 3 ? req[3].to_string() : "?";
-      if (req.size() >= 7 && req[0].to_string() == "1.0" && req[5].to_string() == "CURVE" && req[6].size() == 32) {
+      if (req.size() >= 7 && req[0].to_string() == "1.0" && req[5].to_string() == "CURVE" &&
+          req[6].size() == 32) {
         std::array<char, 41> z85{};
         zmq_z85_encode(z85.data(), static_cast<const std::uint8_t*>(req[6].data()), 32);
         who = z85.data();
@@ -161,13 +168,15 @@ void ZapHandler::run() noexcept {
       if (!ok) {
         ++denied_;
         if (logged.size() < 100 && logged.insert(who).second)
-          log::warn("security: refused a connection from {} with key {} (not on the CURVE allow-list)", address, who);
+          log::warn("security: refused a connection from {} with key {} (not on the CURVE allow-list)",
+                    address, who);
       }
       const std::string id = req.size() > 1 ? req[1].to_string() : "";
-      const std::array<std::string, 6> reply{"1.0", id, ok ? "200" : "400", ok ? "OK" : "key not allowed",
-                                             ok ? who : "", ""};
+      const std::array<std::string, 6> reply{
+          "1.0", id, ok ? "200" : "400", ok ? "OK" : "key not allowed", ok ? who : "", ""};
       for (std::size_t i = 0; i < reply.size(); ++i)
-        sock_.send(zmq::buffer(reply[i]), i + 1 < reply.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+        sock_.send(zmq::buffer(reply[i]),
+                   i + 1 < reply.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
     } catch (const std::exception& e) {
       log::error("security: the ZAP handler hit an error: {}", e.what());
     }

@@ -4,7 +4,8 @@
 // receiver's allow-list. Keys are Z85 text (40 characters). Key files:
 //   NAME.key (mode 0600):  public = <Z85>\n secret = <Z85>\n   -- a key pair, kept by its owner
 //   NAME.pub:              public = <Z85>\n                    -- handed to the other side
-// An allow-list file holds one public key per line (a bare Z85 key or a "public = ..." line; lines starting with # are comments).
+// An allow-list file holds one public key per line (a bare Z85 key or a "public = ..." line; lines starting
+// with # are comments).
 #pragma once
 #include <atomic>
 #include <cstdint>

@@ -6,11 +6,12 @@
 #include <cstring>
 #include <random>
 
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "io/mrd_file.hpp"
 #include "wire/curve.hpp"
-#include "core/clock.hpp"
+#include "wire/endpoint.hpp"
 
 namespace radstream {
 
@@ -51,39 +52,27 @@ std::uint32_t new_stream_id() {
 }
 
 void validate_endpoint(const std::string& endpoint, const std::string& what) {
-  const auto bad = [&](const std::string& why) {
-    return ConfigError(what + " '" + endpoint + "' " + why + " (e.g. tcp://127.0.0.1:5555)");
-  };
-  if (endpoint.rfind("ipc://", 0) == 0 || endpoint.rfind("inproc://", 0) == 0) return;
-  if (endpoint.rfind("tcp://", 0) != 0) throw bad("is not a ZeroMQ endpoint");
-  const auto colon = endpoint.rfind(':');
-  if (colon == std::string::npos || colon < 6) throw bad("has no port");
-  const std::string port = endpoint.substr(colon + 1);
-  if (port == "*") return;
-  long v = -1;
-  try {
-    std::size_t used = 0;
-    v = std::stol(port, &used);
-    if (used != port.size()) v = -1;
-  } catch (const std::exception&) {
-  }
-  if (v < 1 || v > 65535) throw bad("has port " + port + ", outside 1..65535");
+  parse_endpoint(endpoint, what);
 }
 
 void wait_for_receiver(Sender& sender, const std::string& endpoint, double seconds) {
   if (seconds <= 0) return;
   if (!sender.wait_for_peer(std::chrono::milliseconds(long(seconds * 1000))))
-    throw IoError(fmt::format("no receiver at {} after {:.0f} s (start `radstream run` there first, or pass "
-                              "--no-wait to send regardless)",
-                              endpoint, seconds));
+    throw IoError(
+        fmt::format("no receiver at {} after {:.0f} s (start `radstream run` there first, or pass "
+                    "--no-wait to send regardless)",
+                    endpoint, seconds));
   log::info("sender: a receiver is connected at {}", endpoint);
 }
 
 void SenderParams::validate() const {
-  validate_endpoint(endpoint, "sender endpoint");
+  // A bound sender that other hosts can reach would hand them the spokes: CURVE, or an explicit --insecure.
+  check_endpoint_exposure("sender endpoint", endpoint, bind, !curve_server_key.empty(), insecure,
+                          "connect and receive the spokes (patient data)");
   if (sndhwm < 1) throw ConfigError(fmt::format("sndhwm {} must be >= 1", sndhwm));
   if (curve_server_key.empty() != curve_key.empty())
-    throw ConfigError("--curve-server-key (the receiver's .pub) and --curve-key (this sender's .key) go together");
+    throw ConfigError(
+        "--curve-server-key (the receiver's .pub) and --curve-key (this sender's .key) go together");
 }
 
 Sender::Sender(zmq::context_t& ctx, const SenderParams& p, std::uint32_t stream_id)
@@ -92,10 +81,10 @@ Sender::Sender(zmq::context_t& ctx, const SenderParams& p, std::uint32_t stream_
   sock_.set(zmq::sockopt::sndhwm, p.sndhwm);
   sock_.set(zmq::sockopt::linger, p.linger_ms);
   sock_.set(zmq::sockopt::sndtimeo, 100);  // a waiting send returns every 100 ms to poll the stop check
-  monitor_ = monitor_socket(ctx, sock_,
-                            ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
-                                ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL,
-                            "sender");
+  monitor_ = monitor_socket(
+      ctx, sock_,
+      ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL,
+      "sender");
   if (!p.curve_server_key.empty())
     make_curve_client(sock_, read_curve_key_file(p.curve_key, true),
                       read_curve_key_file(p.curve_server_key, false).public_key);
@@ -126,12 +115,14 @@ bool Sender::wait_for_peer(std::chrono::milliseconds timeout) {
     }
     if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) return true;
     if (id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
-      throw IoError("the receiver refused this sender: its CURVE key (--curve-key) is not on the receiver's "
-                    "allow-list (stream.curve_clients)");
+      throw IoError(
+          "the receiver refused this sender: its CURVE key (--curve-key) is not on the receiver's "
+          "allow-list (stream.curve_clients)");
     if (id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL && !refused_logged_) {
       refused_logged_ = true;  // ZeroMQ retries; the wait goes on, and its time-out names the endpoint
-      log::warn("sender: the handshake with the receiver failed: one side uses CURVE and the other does not, or "
-                "--curve-server-key is not the receiver's public key");
+      log::warn(
+          "sender: the handshake with the receiver failed: one side uses CURVE and the other does not, or "
+          "--curve-server-key is not the receiver's public key");
     }
   }
 }
@@ -227,7 +218,8 @@ void Sender::close() {
 
 const char* delivery_note(SendSocket s) {
   return s == SendSocket::Push
-             ? "push: no acknowledgement from the receiver; it never drops, and the receiver's spokes= counts what arrived"
+             ? "push: no acknowledgement from the receiver; it never drops, and the receiver's spokes= "
+               "counts what arrived"
              : "pub: no acknowledgement; a slow subscriber drops, and its missing= counts the gaps";
 }
 

@@ -5,8 +5,8 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
-#include <span>
 #include <functional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <zmq.hpp>
@@ -24,11 +24,12 @@ inline constexpr EnumTable<SendSocket, 2> kSendSockets{
 struct SenderParams {
   std::string endpoint = "tcp://127.0.0.1:5555";
   SendSocket socket = SendSocket::Push;  // push | pub
-  bool bind = false;            // connect by default (the receiver binds)
-  int sndhwm = 1000;            // messages queued before PUSH blocks / PUB drops
-  int linger_ms = 2000;         // how long close() waits for queued messages
-  std::string curve_server_key;  // CURVE: the receiver's public key file (.pub); empty: no CURVE
-  std::string curve_key;         // CURVE: this sender's key pair file (.key), on the receiver's allow-list
+  bool bind = false;                     // connect by default (the receiver binds)
+  int sndhwm = 1000;                     // messages queued before PUSH blocks / PUB drops
+  int linger_ms = 2000;                  // how long close() waits for queued messages
+  std::string curve_server_key;          // CURVE: the receiver's public key file (.pub); empty: no CURVE
+  std::string curve_key;  // CURVE: this sender's key pair file (.key), on the receiver's allow-list
+  bool insecure = false;  // allow binding a non-local endpoint without CURVE (warned)
 
   template <class V>
   void visit(V& v) {
@@ -37,14 +38,19 @@ struct SenderParams {
     v.field("bind", bind, "bind the endpoint instead of connecting");
     v.field("sndhwm", sndhwm, 1, 1 << 20, "messages queued before PUSH blocks / PUB drops");
     v.field("linger_ms", linger_ms, 0, 600000, "how long closing waits for queued messages, ms");
-    v.field("curve_server_key", curve_server_key, "CURVE: the receiver's public key file (.pub from radstream keygen)");
-    v.field("curve_key", curve_key, "CURVE: this sender's key pair file (.key), on the receiver's allow-list");
+    v.field("curve_server_key", curve_server_key,
+            "CURVE: the receiver's public key file (.pub from radstream keygen)");
+    v.field("curve_key", curve_key,
+            "CURVE: this sender's key pair file (.key), on the receiver's allow-list");
+    v.field(
+        "insecure", insecure,
+        "allow binding a non-local (or wildcard) endpoint without CURVE: any host could receive the spokes");
   }
   void validate() const;  // throws ConfigError naming the bad value
 };
 
-// Thrown by a send that was waiting (no receiver, or a stalled one at the high-water mark) when the stop check
-// said stop: Ctrl-C and SIGTERM end a blocked sender within about 0.1 s.
+// Thrown by a send that was waiting (no receiver, or a stalled one at the high-water mark) when the stop
+// check said stop: Ctrl-C and SIGTERM end a blocked sender within about 0.1 s.
 struct SendInterrupted : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -95,7 +101,7 @@ class Sender {
   bool closed_ = false;
 };
 
-std::uint32_t new_stream_id();                          // random, never 0
+std::uint32_t new_stream_id();  // random, never 0
 // Throws ConfigError naming the endpoint unless it is tcp://HOST:PORT (PORT 1..65535, or * when binding),
 // ipc://PATH or inproc://NAME.
 void validate_endpoint(const std::string& endpoint, const std::string& what);

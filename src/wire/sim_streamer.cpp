@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <ctime>
 
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "io/mrd_file.hpp"
-#include "core/clock.hpp"
 
 namespace radstream {
 namespace {}  // namespace
@@ -16,8 +16,9 @@ SimStreamer::SimStreamer(const SimParams& sim, const StreamerParams& p) : sim_(s
   if (p.header_every_s <= 0) throw ConfigError("header interval must be > 0 s");
   p.sender.validate();
   if (p.pool > 0 && p.pool % sim.slices != 0)
-    throw ConfigError(fmt::format("pool {} must be a multiple of the slices {} (each slice's spokes cycle together)",
-                                  p.pool, sim.slices));
+    throw ConfigError(
+        fmt::format("pool {} must be a multiple of the slices {} (each slice's spokes cycle together)",
+                    p.pool, sim.slices));
   if (p.pool > 0) {
     log::info("simulate: precomputing {} spokes ({} samples x {} coils)", p.pool, sim_.samples(), sim.coils);
     pool_ = sim_.spokes(0, p.pool);
@@ -106,8 +107,8 @@ std::uint64_t SimStreamer::run(const std::function<bool()>& interrupted) {
     }
     if (stop_ || (interrupted && interrupted())) sender.set_linger_ms(200);  // prompt on Ctrl-C
     sender.close();
-    log::info("simulate: sent {} spokes in {:.2f} s ({})", sender.spokes_sent(), double(monotonic_ns() - t0) * 1e-9,
-              delivery_note(p_.sender.socket));
+    log::info("simulate: sent {} spokes in {:.2f} s ({})", sender.spokes_sent(),
+              double(monotonic_ns() - t0) * 1e-9, delivery_note(p_.sender.socket));
   } catch (const SendInterrupted&) {  // Ctrl-C, SIGTERM or stop() while no receiver took the spokes
     log::info("simulate: stopped after {} spokes while waiting for a receiver", sender.spokes_sent());
   }

@@ -20,7 +20,8 @@ struct StreamerParams {
   double header_every_s = 1.0;
   std::uint32_t stream_id = 0;  // 0: random
   bool unpaced = false;         // as fast as the socket takes them (acquisition time = send time)
-  double wait_for_peer_s = 0;   // > 0: wait this long for a receiver first, then fail (IoError); 0: do not wait
+  double wait_for_peer_s =
+      0;  // > 0: wait this long for a receiver first, then fail (IoError); 0: do not wait
 };
 
 class SimStreamer {

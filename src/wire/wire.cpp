@@ -4,8 +4,8 @@
 #include <ismrmrd/ismrmrd.h>
 #include <ismrmrd/version.h>
 
-#include <bit>
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 

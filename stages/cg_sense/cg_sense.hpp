@@ -1,5 +1,6 @@
 // CG-SENSE (seed 000; Pruessmann's iterative SENSE on the redesign's operators): the frame's image x solves
-//   (E^H E + lambda_abs I + mu_abs D^H D) x = E^H y,   lambda_abs = lambda * sum_j w_j * max_p sum_c |S_c(p)|^2
+//   (E^H E + lambda_abs I + mu_abs D^H D) x = E^H y,   lambda_abs = lambda * sum_j w_j * max_p sum_c
+//   |S_c(p)|^2
 // (mu_abs = smoothness times the same scale; D: periodic finite differences, seed 001's C; off by default)
 // by conjugate gradients, E the SENSE operator with the frame's coil maps (frame.coil_maps) and trajectory,
 // the normal operator through the Toeplitz PSF kernel (made per frame from the trajectory) unless toeplitz is
@@ -10,11 +11,12 @@
 // wait (a CUDA graph holds the whole solve); deadline mode (deadline_ms > 0) runs iterations while the next
 // one fits the budget, at least one, at most `iterations`, and reports the count.
 // Coil split: with split_parts > 1 the frame's coils are split over that many partitions (host
-// threads on the cpu backend; GPUs on cuda: split_gpus, else GPUs 0..split_parts-1), one allreduce of the image per
-// CG iteration (noncart/coil_split_sense.hpp), but only once the unsplit solve is slow: the first 5 frames are
-// solved on one device and timed, and the split starts when their median exceeds split_above_ms (0: from the
-// first frame). Not with smoothness or a deadline; the split solve is not captured in the chain's CUDA graph.
-// Input [coils][spokes][samples]; output the complex image [N][N] (a "magnitude" stage follows for display).
+// threads on the cpu backend; GPUs on cuda: split_gpus, else GPUs 0..split_parts-1), one allreduce of the
+// image per CG iteration (noncart/coil_split_sense.hpp), but only once the unsplit solve is slow: the first 5
+// frames are solved on one device and timed, and the split starts when their median exceeds split_above_ms
+// (0: from the first frame). Not with smoothness or a deadline; the split solve is not captured in the
+// chain's CUDA graph. Input [coils][spokes][samples]; output the complex image [N][N] (a "magnitude" stage
+// follows for display).
 #pragma once
 #include <memory>
 #include <string>
@@ -27,48 +29,57 @@
 namespace radstream {
 
 struct CgSenseParams {
-  int iterations = 10;        // CG iterations per frame (the cap in deadline mode)
-  double lambda = 1e-2;       // Tikhonov weight, relative (see above)
-  double smoothness = 0.0;    // weight of ||D x||^2 (periodic finite differences), relative like lambda
-  double deadline_ms = 0.0;   // 0: fixed count; > 0: the solver's time budget per frame
-  bool warm_start = true;     // start from the previous frame's image
-  bool toeplitz = true;       // normal operator through the PSF kernel (else gridding both ways)
-  std::string sens;           // coil maps file (BART [N N 1 coils]); empty: estimated from the data
-  int maps_matrix = 48;       // estimated maps: the low-resolution matrix they are computed on
-  int maps_every = 64;        // estimated maps in a stream: refreshed every this many frames
-  int split_parts = 0;        // coil split partitions (0 or 1: off)
-  std::string split_gpus;     // cuda: the partitions' GPUs, "0,1" (empty: 0..split_parts-1)
+  int iterations = 10;          // CG iterations per frame (the cap in deadline mode)
+  double lambda = 1e-2;         // Tikhonov weight, relative (see above)
+  double smoothness = 0.0;      // weight of ||D x||^2 (periodic finite differences), relative like lambda
+  double deadline_ms = 0.0;     // 0: fixed count; > 0: the solver's time budget per frame
+  bool warm_start = true;       // start from the previous frame's image
+  bool toeplitz = true;         // normal operator through the PSF kernel (else gridding both ways)
+  std::string sens;             // coil maps file (BART [N N 1 coils]); empty: estimated from the data
+  int maps_matrix = 48;         // estimated maps: the low-resolution matrix they are computed on
+  int maps_every = 64;          // estimated maps in a stream: refreshed every this many frames
+  int split_parts = 0;          // coil split partitions (0 or 1: off)
+  std::string split_gpus;       // cuda: the partitions' GPUs, "0,1" (empty: 0..split_parts-1)
   double split_above_ms = 2.0;  // split only when the unsplit solve's median exceeds this (0: always)
 
   template <class V>
   void visit(V& v) {
-    v.field("iterations", iterations, 1, 1000, "cg-sense: CG iterations per frame (the most, with a deadline)");
+    v.field("iterations", iterations, 1, 1000,
+            "cg-sense: CG iterations per frame (the most, with a deadline)");
     v.field("lambda", lambda, 0.0, 1e3,
             "cg-sense: Tikhonov weight relative to the largest diagonal entry of E^H E");
     v.field("smoothness", smoothness, 0.0, 1e3,
-            "cg-sense: weight of the finite-difference smoothness penalty ||D x||^2, relative like lambda (0 = off)");
+            "cg-sense: weight of the finite-difference smoothness penalty ||D x||^2, relative like lambda (0 "
+            "= off)");
     v.field("deadline_ms", deadline_ms, 0.0, 1e4,
             "cg-sense: stop iterating when the next iteration would pass this many ms (0 = fixed count)");
     v.field("warm_start", warm_start, "cg-sense: start each frame from the previous frame's image");
     v.field("toeplitz", toeplitz, "cg-sense: apply E^H E through the Toeplitz PSF kernel (2x-padded FFTs)");
-    v.field("sens", sens, "cg-sense / sense combination: coil maps file, BART [N N 1 coils] (empty = estimate)");
-    v.field("maps_matrix", maps_matrix, 8, 512, "estimated coil maps: low-resolution matrix they are computed on");
-    v.field("maps_every", maps_every, 1, 100000, "estimated coil maps: refresh every this many frames in a stream");
-    v.field("split_parts", split_parts, 0, 64,
-            "cg-sense: split each frame's coils over this many partitions (cpu: threads; cuda: GPUs) (0 = off)");
-    v.field("split_gpus", split_gpus, "cg-sense: the coil split's GPUs, e.g. \"0,1\" (empty = 0..split_parts-1)");
+    v.field("sens", sens,
+            "cg-sense / sense combination: coil maps file, BART [N N 1 coils] (empty = estimate)");
+    v.field("maps_matrix", maps_matrix, 8, 512,
+            "estimated coil maps: low-resolution matrix they are computed on");
+    v.field("maps_every", maps_every, 1, 100000,
+            "estimated coil maps: refresh every this many frames in a stream");
+    v.field(
+        "split_parts", split_parts, 0, 64,
+        "cg-sense: split each frame's coils over this many partitions (cpu: threads; cuda: GPUs) (0 = off)");
+    v.field("split_gpus", split_gpus,
+            "cg-sense: the coil split's GPUs, e.g. \"0,1\" (empty = 0..split_parts-1)");
     v.field("split_above_ms", split_above_ms, 0.0, 1e4,
-            "cg-sense: split only when the one-device solve's median (first 5 frames) is above this many ms (0 = always)");
+            "cg-sense: split only when the one-device solve's median (first 5 frames) is above this many ms "
+            "(0 = always)");
   }
 };
 
-// The coil split's partitions on the cuda backend: split_gpus parsed, or 0..split_parts-1 (ConfigError naming a
-// bad entry or a count that disagrees with split_parts).
+// The coil split's partitions on the cuda backend: split_gpus parsed, or 0..split_parts-1 (ConfigError naming
+// a bad entry or a count that disagrees with split_parts).
 std::vector<int> cg_sense_split_gpus(const CgSenseParams& p);
 // The one line the stage logs when it decides (split: over `parts`; else why not), outside CUDA code.
 void log_cg_sense_split(std::size_t coils, int parts, double median_ms, double above_ms, bool split);
 
-std::unique_ptr<Stage> make_cg_sense_cpu(const CgSenseParams& p, const NufftKernel& kernel, FftPlanner planner);
+std::unique_ptr<Stage> make_cg_sense_cpu(const CgSenseParams& p, const NufftKernel& kernel,
+                                         FftPlanner planner);
 std::unique_ptr<Stage> make_cg_sense_cuda(const CgSenseParams& p, const NufftKernel& kernel);  // CUDA builds
 
 }  // namespace radstream

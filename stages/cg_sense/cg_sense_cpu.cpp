@@ -1,9 +1,9 @@
 #include <sstream>
 
-#include "stages/cg_sense/cg_sense_stage.hpp"
 #include "core/log.hpp"
 #include "linalg/finite_difference.hpp"
 #include "noncart/sense_operator_cpu.hpp"
+#include "stages/cg_sense/cg_sense_stage.hpp"
 
 namespace radstream {
 
@@ -37,23 +37,28 @@ std::vector<int> cg_sense_split_gpus(const CgSenseParams& p) {
 
 void log_cg_sense_split(std::size_t coils, int parts, double median_ms, double above_ms, bool split) {
   if (!split)
-    log::info("cg_sense: one-device solve median {:.2f} ms <= split_above_ms {:.2f}: coils not split", median_ms,
-              above_ms);
+    log::info("cg_sense: one-device solve median {:.2f} ms <= split_above_ms {:.2f}: coils not split",
+              median_ms, above_ms);
   else if (above_ms <= 0)
     log::info("cg_sense: {} coils split over {} partitions (split_above_ms = 0)", coils, parts);
   else
-    log::info("cg_sense: {} coils split over {} partitions (one-device solve median {:.2f} ms > split_above_ms {:.2f})",
-              coils, parts, median_ms, above_ms);
+    log::info(
+        "cg_sense: {} coils split over {} partitions (one-device solve median {:.2f} ms > split_above_ms "
+        "{:.2f})",
+        coils, parts, median_ms, above_ms);
 }
 
-std::unique_ptr<Stage> make_cg_sense_cpu(const CgSenseParams& p, const NufftKernel& kernel, FftPlanner planner) {
+std::unique_ptr<Stage> make_cg_sense_cpu(const CgSenseParams& p, const NufftKernel& kernel,
+                                         FftPlanner planner) {
   return std::make_unique<CgSenseStage<SenseOperatorCpu>>(
       p, Location::Host,
       [p, kernel, planner](int N, int coils, std::size_t points, Context& ctx) {
         return std::make_unique<SenseOperatorCpu>(N, coils, points, kernel, p.toeplitz, ctx.threads, planner);
       },
       [](Context&) { return make_vector_ops_cpu(); },
-      [](int N, Context&) -> std::unique_ptr<LinearOperator> { return std::make_unique<FiniteDifferenceCpu>(N); },
+      [](int N, Context&) -> std::unique_ptr<LinearOperator> {
+        return std::make_unique<FiniteDifferenceCpu>(N);
+      },
       [p, kernel](int N, int coils, std::size_t points, const CoilSplitOptions& o) {
         return make_coil_split_sense_cpu(N, coils, points, kernel, o, p.split_parts);
       });

@@ -1,6 +1,6 @@
-#include "stages/cg_sense/cg_sense_stage.hpp"
 #include "linalg/finite_difference.hpp"
 #include "noncart/sense_operator_cuda.hpp"
+#include "stages/cg_sense/cg_sense_stage.hpp"
 
 namespace radstream {
 

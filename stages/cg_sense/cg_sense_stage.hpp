@@ -8,12 +8,12 @@
 #include <optional>
 #include <vector>
 
-#include "stages/cg_sense/cg_sense.hpp"
 #include "core/error.hpp"
 #include "gpu/device_memory.hpp"
 #include "gpu/handles.hpp"
 #include "linalg/conjugate_gradient.hpp"
 #include "noncart/coil_split_sense.hpp"
+#include "stages/cg_sense/cg_sense.hpp"
 
 namespace radstream {
 
@@ -23,11 +23,11 @@ class CgSenseStage final : public Stage {
   using OpFactory = std::function<std::unique_ptr<Op>(int N, int coils, std::size_t points, Context&)>;
   using OpsFactory = std::function<std::unique_ptr<VectorOps>(Context&)>;
   using RegFactory = std::function<std::unique_ptr<LinearOperator>(int N, Context&)>;
-  using SplitFactory =
-      std::function<std::unique_ptr<CoilSplitSense>(int N, int coils, std::size_t points, const CoilSplitOptions&)>;
+  using SplitFactory = std::function<std::unique_ptr<CoilSplitSense>(int N, int coils, std::size_t points,
+                                                                     const CoilSplitOptions&)>;
 
-  CgSenseStage(const CgSenseParams& p, Location loc, OpFactory make_op, OpsFactory make_ops, RegFactory make_reg,
-               SplitFactory make_split)
+  CgSenseStage(const CgSenseParams& p, Location loc, OpFactory make_op, OpsFactory make_ops,
+               RegFactory make_reg, SplitFactory make_split)
       : p_(p),
         loc_(loc),
         make_op_(std::move(make_op)),
@@ -68,7 +68,8 @@ class CgSenseStage final : public Stage {
     expect_view("cg_sense", "input", in, in_ext_, loc_);
     expect_view("cg_sense", "output", out, out_ext_, loc_);
     if (frame.coil_maps.version == 0)
-      throw InputError("cg_sense: no coil maps for this frame (give --sens S.cfl, or let radstream estimate them)");
+      throw InputError(
+          "cg_sense: no coil maps for this frame (give --sens S.cfl, or let radstream estimate them)");
     expect_view("cg_sense", "coil maps", frame.coil_maps.data, maps_ext_, loc_);
     if (frame.coil_maps.data.data != maps_) {
       maps_ = frame.coil_maps.data.data;
@@ -163,7 +164,8 @@ class CgSenseStage final : public Stage {
       end_->record(ctx.stream);
       pending_probe_ = true;
     } else {
-      probe_ms_.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      probe_ms_.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       decide();
     }
   }
@@ -173,14 +175,16 @@ class CgSenseStage final : public Stage {
     std::vector<double> v = probe_ms_;
     std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(v.size() / 2), v.end());
     const double median = v[v.size() / 2];
-    if (median > p_.split_above_ms) start_split(median);
-    else log_cg_sense_split(in_ext_[0], 1, median, p_.split_above_ms, false);
+    if (median > p_.split_above_ms)
+      start_split(median);
+    else
+      log_cg_sense_split(in_ext_[0], 1, median, p_.split_above_ms, false);
   }
 
   void process_split(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context& ctx) {
     if (loc_ == Location::Device) {
-      split_->set_frame_device(frame.traj.data, in.data, frame.coil_maps.data.data, frame.coil_maps.peak_power,
-                               ctx.stream, frame.coil_maps.version);
+      split_->set_frame_device(frame.traj.data, in.data, frame.coil_maps.data.data,
+                               frame.coil_maps.peak_power, ctx.stream, frame.coil_maps.version);
     } else {
       split_->set_frame(frame.traj.data, in.data, frame.coil_maps.data.data, frame.coil_maps.version);
     }
@@ -196,7 +200,8 @@ class CgSenseStage final : public Stage {
   // does not pay the GPU's lazy module loading (a deadline frame would overrun by it).
   void warm_up(const Extents& input, Context& ctx) {
     const std::size_t points = input[1] * input[2];
-    Vector maps(input[0] * pixels_, loc_), traj(points, loc_), data(input[0] * points, loc_), x(pixels_, loc_);
+    Vector maps(input[0] * pixels_, loc_), traj(points, loc_), data(input[0] * points, loc_),
+        x(pixels_, loc_);
     op_->set_maps(maps.data());
     op_->set_points(reinterpret_cast<const float*>(traj.data()), nullptr);  // 2 x points zero floats
     op_->adjoint(data.data(), b_.data());

@@ -13,17 +13,21 @@ namespace radstream {
 enum class CoilCombineMethod { Rss, Sense };
 inline constexpr EnumTable<CoilCombineMethod, 2> kCoilCombineMethods{
     "coil combination", {{{CoilCombineMethod::Rss, "rss"}, {CoilCombineMethod::Sense, "sense"}}}};
-inline CoilCombineMethod parse_coil_combine(const std::string& name) { return kCoilCombineMethods.parse(name); }
-inline std::string to_string(CoilCombineMethod v) { return kCoilCombineMethods.name(v); }
+inline CoilCombineMethod parse_coil_combine(const std::string& name) {
+  return kCoilCombineMethods.parse(name);
+}
+inline std::string to_string(CoilCombineMethod v) {
+  return kCoilCombineMethods.name(v);
+}
 
 struct CoilCombineParams {
   CoilCombineMethod method = CoilCombineMethod::Rss;
 
   template <class V>
   void visit(V& v) {
-    v.choice(
-        "coil_combine", method, kCoilCombineMethods,
-        "coil combination (rss: root-sum-of-squares; sense: weighted by the coil maps, abs(sum conj(S) x) / sum abs(S)^2)");
+    v.choice("coil_combine", method, kCoilCombineMethods,
+             "coil combination (rss: root-sum-of-squares; sense: weighted by the coil maps, abs(sum conj(S) "
+             "x) / sum abs(S)^2)");
   }
 };
 

@@ -1,7 +1,7 @@
 #include <cmath>
 
-#include "stages/coil_combine/coil_combine.hpp"
 #include "core/error.hpp"
+#include "stages/coil_combine/coil_combine.hpp"
 
 namespace radstream {
 

@@ -1,6 +1,6 @@
 // CUDA coil combination (root-sum-of-squares or sensitivity-weighted) and magnitude: one thread per pixel.
-#include "stages/coil_combine/coil_combine.hpp"
 #include "gpu/cuda_check.cuh"
+#include "stages/coil_combine/coil_combine.hpp"
 
 namespace radstream {
 namespace {
@@ -16,8 +16,8 @@ __global__ void rss(const float2* __restrict__ in, long pixels, int coils, float
   out[p] = make_float2(sqrtf(s), 0.f);
 }
 
-__global__ void sense_combine(const float2* __restrict__ in, const float2* __restrict__ maps, long pixels, int coils,
-                              float2* __restrict__ out) {
+__global__ void sense_combine(const float2* __restrict__ in, const float2* __restrict__ maps, long pixels,
+                              int coils, float2* __restrict__ out) {
   const long p = long(blockIdx.x) * blockDim.x + threadIdx.x;
   if (p >= pixels) return;
   float re = 0.f, im = 0.f, den = 0.f;

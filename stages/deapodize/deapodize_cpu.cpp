@@ -1,7 +1,7 @@
 #include <fmt/format.h>
 
-#include "stages/deapodize/deapodize.hpp"
 #include "noncart/kaiser_bessel.hpp"
+#include "stages/deapodize/deapodize.hpp"
 
 namespace radstream {
 

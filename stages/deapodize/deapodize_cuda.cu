@@ -1,9 +1,9 @@
 // CUDA deapodization and crop: one thread per output pixel and coil, tables from make_deapodize_table.
 
-#include "stages/deapodize/deapodize.hpp"
 #include "gpu/cuda_check.cuh"
 #include "gpu/device_memory.hpp"
 #include "noncart/kaiser_bessel.hpp"
+#include "stages/deapodize/deapodize.hpp"
 
 namespace radstream {
 namespace {

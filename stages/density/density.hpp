@@ -18,19 +18,24 @@ enum class DcfMethod {
   Voronoi,  // analytic Voronoi areas of radial samples: angular gaps of the actual spoke angles x radial
             // extent
 };
-inline constexpr EnumTable<DcfMethod, 4> kDcfMethods{
-    "density compensation", {{{DcfMethod::None, "none"}, {DcfMethod::Ramp, "ramp"}, {DcfMethod::RampDc, "ramp-dc"}, {DcfMethod::Voronoi, "voronoi"}}}};
-inline DcfMethod parse_dcf(const std::string& name) { return kDcfMethods.parse(name); }
-inline std::string to_string(DcfMethod v) { return kDcfMethods.name(v); }
+inline constexpr EnumTable<DcfMethod, 4> kDcfMethods{"density compensation",
+                                                     {{{DcfMethod::None, "none"},
+                                                       {DcfMethod::Ramp, "ramp"},
+                                                       {DcfMethod::RampDc, "ramp-dc"},
+                                                       {DcfMethod::Voronoi, "voronoi"}}}};
+inline DcfMethod parse_dcf(const std::string& name) {
+  return kDcfMethods.parse(name);
+}
+inline std::string to_string(DcfMethod v) {
+  return kDcfMethods.name(v);
+}
 
 struct DensityParams {
   DcfMethod method = DcfMethod::RampDc;
 
   template <class V>
   void visit(V& v) {
-    v.choice(
-        "dcf", method, kDcfMethods,
-        "density compensation");
+    v.choice("dcf", method, kDcfMethods, "density compensation");
   }
 };
 

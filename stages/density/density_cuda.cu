@@ -5,14 +5,13 @@
 #include <cmath>
 
 #include "core/math.hpp"
-#include "stages/density/density.hpp"
 #include "gpu/cuda_check.cuh"
 #include "gpu/device_memory.hpp"
 #include "noncart/radial_geometry.hpp"
+#include "stages/density/density.hpp"
 
 namespace radstream {
 namespace {
-
 
 __device__ double half_angle(const float* traj, int S, int h) {
   const SpokeAxis a = spoke_axis(traj + size_t(h / 2) * S * 2, S);

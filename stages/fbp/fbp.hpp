@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "core/math.hpp"
 #include "core/enum_table.hpp"
+#include "core/math.hpp"
 #include "fft/fft_params.hpp"
 #include "noncart/radial_geometry.hpp"
 #include "stage/stage.hpp"
@@ -31,9 +31,14 @@ namespace radstream {
 
 enum class FbpFilter { RamLak, SheppLogan, Hann };
 inline constexpr EnumTable<FbpFilter, 3> kFbpFilters{
-    "FBP filter", {{{FbpFilter::RamLak, "ram-lak"}, {FbpFilter::SheppLogan, "shepp-logan"}, {FbpFilter::Hann, "hann"}}}};
-inline FbpFilter parse_fbp_filter(const std::string& name) { return kFbpFilters.parse(name); }
-inline std::string to_string(FbpFilter v) { return kFbpFilters.name(v); }
+    "FBP filter",
+    {{{FbpFilter::RamLak, "ram-lak"}, {FbpFilter::SheppLogan, "shepp-logan"}, {FbpFilter::Hann, "hann"}}}};
+inline FbpFilter parse_fbp_filter(const std::string& name) {
+  return kFbpFilters.parse(name);
+}
+inline std::string to_string(FbpFilter v) {
+  return kFbpFilters.name(v);
+}
 
 struct FbpParams {
   FbpFilter filter = FbpFilter::RamLak;
@@ -41,9 +46,7 @@ struct FbpParams {
 
   template <class V>
   void visit(V& v) {
-    v.choice(
-        "fbp_filter", filter, kFbpFilters,
-        "FBP filter");
+    v.choice("fbp_filter", filter, kFbpFilters, "FBP filter");
     v.field("fbp_cutoff", cutoff, 0.05, 1.0, "FBP filter cut-off, fraction of Nyquist");
   }
 };

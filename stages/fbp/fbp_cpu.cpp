@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "core/math.hpp"
 #include "core/error.hpp"
+#include "core/math.hpp"
 #include "stages/fbp/fbp.hpp"
 
 namespace radstream {
@@ -14,7 +14,8 @@ namespace {
 // The frame's spoke lines, fitted once per frame by the chain.
 const std::vector<SpokeLine>& spoke_lines(const FrameContext& frame, const char* stage, int spokes) {
   if (!frame.lines || int(frame.lines->lines().size()) != spokes)
-    throw InputError(fmt::format("{}: the frame context carries no spoke lines for {} spokes", stage, spokes));
+    throw InputError(
+        fmt::format("{}: the frame context carries no spoke lines for {} spokes", stage, spokes));
   return frame.lines->lines();
 }
 
@@ -42,7 +43,8 @@ class FbpProjectCpu final : public Stage {
     P_ = fbp_fft_size(S_);
     out_ext_ = Extents{input[0], input[1], std::size_t(P_)};
     plan_ = FftwPlan({P_}, int(input[0] * input[1]), FftDirection::Inverse,
-                     fft_.planner == FftPlanner::Estimate ? FftPlanner::Estimate : FftPlanner::Measure, ctx.threads);
+                     fft_.planner == FftPlanner::Estimate ? FftPlanner::Estimate : FftPlanner::Measure,
+                     ctx.threads);
     return out_ext_;
   }
 

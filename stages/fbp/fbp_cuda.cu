@@ -8,14 +8,13 @@
 #include <string>
 
 #include "core/math.hpp"
-#include "stages/fbp/fbp.hpp"
 #include "fft/custom_fft.cuh"
 #include "gpu/cuda_check.cuh"
 #include "gpu/device_memory.hpp"
+#include "stages/fbp/fbp.hpp"
 
 namespace radstream {
 namespace {
-
 
 // out[r][j] for j < P: the filtered spectrum of row r placed at its frequency, times (-1)^j.
 __global__ void fbp_filter(const float2* __restrict__ in, long rows, int spokes, int S, int P, int filter,
@@ -39,8 +38,8 @@ __global__ void fbp_filter(const float2* __restrict__ in, long rows, int spokes,
 
 // Per spoke, from the frame's lines (fitted once per frame by the chain, shares of angle included):
 // (cos, sin) x P dk, the share of angle and the phase slope of the spoke's offset.
-__global__ void csw_from_lines(const SpokeLine* __restrict__ lines, int spokes, int P, float4* __restrict__ csw,
-                               float* __restrict__ phase) {
+__global__ void csw_from_lines(const SpokeLine* __restrict__ lines, int spokes, int P,
+                               float4* __restrict__ csw, float* __restrict__ phase) {
   const int p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p >= spokes) return;
   const SpokeLine l = lines[p];
@@ -169,11 +168,12 @@ class FbpProjectCuda final : public Stage {
     expect_view("fbp_project", "output", out, out_ext_, Location::Device);
     auto stream = static_cast<cudaStream_t>(ctx.stream);
     auto* o = reinterpret_cast<float2*>(out.data);
-    if (!frame.d_lines) throw InputError("fbp_project: the frame context carries no spoke lines on the device");
+    if (!frame.d_lines)
+      throw InputError("fbp_project: the frame context carries no spoke lines on the device");
     const long total = rows_ * P_;
-    fbp_filter<<<unsigned((total + 255) / 256), 256, 0, stream>>>(
-        reinterpret_cast<const float2*>(in.data), rows_, spokes_, S_, P_, int(p_.filter),
-        float(p_.cutoff), frame.d_lines, o);
+    fbp_filter<<<unsigned((total + 255) / 256), 256, 0, stream>>>(reinterpret_cast<const float2*>(in.data),
+                                                                  rows_, spokes_, S_, P_, int(p_.filter),
+                                                                  float(p_.cutoff), frame.d_lines, o);
     CUDA_CHECK_LAUNCH("fbp_filter");
     if (custom_)
       customfft::rows_1d(o, rows_, P_, true, reinterpret_cast<const float2*>(tw_.data()), stream);
@@ -208,7 +208,8 @@ class BackprojectCuda final : public Stage {
     if (!(input == expect))
       throw ConfigError("backproject: input " + input.str() + " is not the projections " + expect.str());
     if (g.spokes > kMaxDeviceSpokes)
-      throw ConfigError("backproject: more than " + std::to_string(kMaxDeviceSpokes) + " spokes per frame on the GPU");
+      throw ConfigError("backproject: more than " + std::to_string(kMaxDeviceSpokes) +
+                        " spokes per frame on the GPU");
     g_ = g;
     in_ext_ = input;
     P_ = P;
@@ -221,10 +222,11 @@ class BackprojectCuda final : public Stage {
   void process(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context& ctx) override {
     expect_view("backproject", "input", in, in_ext_, Location::Device);
     expect_view("backproject", "output", out, out_ext_, Location::Device);
-    if (!frame.d_lines) throw InputError("backproject: the frame context carries no spoke lines on the device");
+    if (!frame.d_lines)
+      throw InputError("backproject: the frame context carries no spoke lines on the device");
     auto stream = static_cast<cudaStream_t>(ctx.stream);
     csw_from_lines<<<unsigned((g_.spokes + 255) / 256), 256, 0, stream>>>(frame.d_lines, g_.spokes, P_,
-                                                                           csw_.data(), phase_.data());
+                                                                          csw_.data(), phase_.data());
     CUDA_CHECK_LAUNCH("csw_from_lines");
     const int N = g_.matrix, C = g_.coils;
     const int cg = C <= 1 ? 1 : C <= 2 ? 2 : C <= 4 ? 4 : 8;

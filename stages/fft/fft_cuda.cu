@@ -1,9 +1,9 @@
 // cuFFT engine: one batched 2D C2C plan over the coils, made once in configure (its work area allocated
 // there), bound to the pipeline's stream in process.
 
-#include "stages/fft/fft.hpp"
 #include "gpu/cuda_check.cuh"
 #include "gpu/device_memory.hpp"
+#include "stages/fft/fft.hpp"
 
 namespace radstream {
 namespace {
@@ -55,8 +55,7 @@ class FftCufft final : public Stage {
 void prepare_fft_in_place(View<const cfloat> in, View<cfloat> out, const Extents& ext, Context& ctx) {
   expect_view("fft", "input", in, ext, Location::Device);
   expect_view("fft", "output", out, ext, Location::Device);
-  if (in.data != out.data)
-    gpu::copy_device(out.data, in.data, out.size() * sizeof(cfloat), ctx.stream);
+  if (in.data != out.data) gpu::copy_device(out.data, in.data, out.size() * sizeof(cfloat), ctx.stream);
 }
 
 std::unique_ptr<Stage> make_fft_cuda(const FftParams& p, FftDirection dir) {

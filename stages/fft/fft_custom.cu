@@ -7,9 +7,9 @@
 
 #include "core/math.hpp"
 #include "fft/custom_fft.cuh"
-#include "stages/fft/fft.hpp"
 #include "gpu/cuda_check.cuh"
 #include "gpu/device_memory.hpp"
+#include "stages/fft/fft.hpp"
 
 namespace radstream {
 

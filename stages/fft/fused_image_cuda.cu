@@ -11,12 +11,12 @@
 #include <algorithm>
 #include <string>
 
-#include "noncart/nufft_kernel.hpp"
 #include "fft/custom_fft.cuh"
-#include "stages/fft/fft.hpp"
 #include "gpu/cuda_check.cuh"
 #include "gpu/device_memory.hpp"
 #include "noncart/kaiser_bessel.hpp"
+#include "noncart/nufft_kernel.hpp"
+#include "stages/fft/fft.hpp"
 
 namespace radstream {
 namespace {

@@ -3,8 +3,8 @@
 // into its own grid (no atomics needed).
 #include <fmt/format.h>
 
-#include "stages/gridding/gridding.hpp"
 #include "noncart/nufft_plan_cpu.hpp"
+#include "stages/gridding/gridding.hpp"
 
 namespace radstream {
 namespace {
@@ -33,7 +33,8 @@ class GriddingCpu final : public Stage {
     const std::size_t n = std::size_t(g_.spokes) * g_.samples;
     const NufftPlanCpu* plan = frame.cpu_plan;
     if (!plan || plan->points() != n || plan->grid()[0] != G_ || plan->dims() != 2)
-      throw InputError(fmt::format("gridding: the frame context carries no {}^2 point plan with {} points", G_, n));
+      throw InputError(
+          fmt::format("gridding: the frame context carries no {}^2 point plan with {} points", G_, n));
     plan->spread(in.data, out.data, g_.coils);
   }
 

@@ -2,8 +2,8 @@
 // per frame by the chain on its stream, then the per-tile gather).
 #include <string>
 
-#include "stages/gridding/gridding.hpp"
 #include "noncart/nufft_plan_cuda.hpp"
+#include "stages/gridding/gridding.hpp"
 
 namespace radstream {
 namespace {
@@ -32,8 +32,8 @@ class GriddingCuda final : public Stage {
     const std::size_t n = std::size_t(g_.spokes) * g_.samples;
     NufftPlanCuda* plan = frame.cuda_plan;
     if (!plan || plan->points() != n || plan->grid() != G_)
-      throw InputError("gridding: the frame context carries no " + std::to_string(G_) + "^2 point plan with " +
-                       std::to_string(n) + " points");
+      throw InputError("gridding: the frame context carries no " + std::to_string(G_) +
+                       "^2 point plan with " + std::to_string(n) + " points");
     if (plan->stream() != ctx.stream) throw InputError("gridding: the point plan runs on another stream");
     plan->spread(in.data, out.data, g_.coils);
   }

@@ -90,7 +90,8 @@ inline std::vector<cfloat> run_stage(const std::string& name, Backend b, const R
     std::unique_ptr<NufftPlanCpu> plan;
     if (stage->spec().point_plan) {
       const int G = oversampled_grid_size(r.g.matrix, p.gridding.oversampling);
-      plan = std::make_unique<NufftPlanCpu>(2, std::array<int, 3>{G, G, 1}, p.gridding.kernel(), r.traj.size() / 2);
+      plan = std::make_unique<NufftPlanCpu>(2, std::array<int, 3>{G, G, 1}, p.gridding.kernel(),
+                                            r.traj.size() / 2);
       plan->set_points(r.traj.data(), r.traj.size() / 2);
       frame.cpu_plan = plan.get();
     }

@@ -16,16 +16,18 @@ using namespace radstream;
 
 namespace {
 
-#define REQUIRE_TWO_GPUS_AND_NCCL()                                                                        \
-  do {                                                                                                    \
-    RADSTREAM_REQUIRE_GPU();                                                                              \
-    std::string why;                                                                                      \
-    if (gpu::query().device_count < 2) why = "fewer than 2 GPUs";                                         \
-    else if (!nccl_available(&why)) why = "NCCL: " + why;                                                  \
-    if (!why.empty()) {                                                                                   \
-      if (test::env_flag("RADSTREAM_REQUIRE_MULTI_GPU")) FAIL() << why;                                   \
-      GTEST_SKIP() << why << "; set RADSTREAM_REQUIRE_MULTI_GPU=1 to fail instead";                       \
-    }                                                                                                     \
+#define REQUIRE_TWO_GPUS_AND_NCCL()                                                 \
+  do {                                                                              \
+    RADSTREAM_REQUIRE_GPU();                                                        \
+    std::string why;                                                                \
+    if (gpu::query().device_count < 2)                                              \
+      why = "fewer than 2 GPUs";                                                    \
+    else if (!nccl_available(&why))                                                 \
+      why = "NCCL: " + why;                                                         \
+    if (!why.empty()) {                                                             \
+      if (test::env_flag("RADSTREAM_REQUIRE_MULTI_GPU")) FAIL() << why;             \
+      GTEST_SKIP() << why << "; set RADSTREAM_REQUIRE_MULTI_GPU=1 to fail instead"; \
+    }                                                                               \
   } while (0)
 
 struct Case {
@@ -66,8 +68,10 @@ void expect_two_partitions_equal_one(const std::vector<int>& devices, const std:
     auto host = make_coil_split_sense_cpu(64, 8, points, kernel, o, 2);
     const auto a = solve(*one, c), b = solve(*two, c), h = solve(*host, c);
     const double two_vs_one = test::rel_error(b, a), gpu_vs_host = test::rel_error(b, h);
-    std::printf("coil split, partitions on GPUs %d and %d (%s sums), %d iterations: vs 1 partition %.3g, vs the "
-                "host twin %.3g\n", devices[0], devices[1], reduce.c_str(), iterations, two_vs_one, gpu_vs_host);
+    std::printf(
+        "coil split, partitions on GPUs %d and %d (%s sums), %d iterations: vs 1 partition %.3g, vs the "
+        "host twin %.3g\n",
+        devices[0], devices[1], reduce.c_str(), iterations, two_vs_one, gpu_vs_host);
     EXPECT_LT(two_vs_one, 1e-6) << iterations << " iterations";
     if (iterations == 4) {
       EXPECT_LT(gpu_vs_host, 1e-4);  // the CPU and GPU NUFFTs agree to ~1e-5 (test_sense_cuda)

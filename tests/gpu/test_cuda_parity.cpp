@@ -49,8 +49,7 @@ TEST(CudaParity, CufftMatchesFftwAllSizes) {
       r.in.resize(r.in_ext.size());
       for (auto& v : r.in) v = cfloat(d(rng), d(rng));
       const auto p = params();
-      const double e = rel_error(run_stage("fft", Backend::Cuda, p, r),
-                                 run_stage("fft", Backend::Cpu, p, r));
+      const double e = rel_error(run_stage("fft", Backend::Cuda, p, r), run_stage("fft", Backend::Cpu, p, r));
       std::printf("FFT %dx%d batch %d: cuFFT vs FFTW %.3g\n", G, G, batch, e);
       EXPECT_LE(e, 1e-5) << G << " batch " << batch;
     }
@@ -135,8 +134,9 @@ TEST(CudaParity, GpuGriddingVsExactNudft) {
 TEST(CudaParity, ExampleStageStateAcrossFrames) {
   RADSTREAM_REQUIRE_GPU();
   Registry reg = default_registry();
-  reg.add_twins("temporal_mean", [](const ReconParams&) { return make_temporal_mean_cpu(0.5f); },
-                RADSTREAM_CUDA_TWIN([](const ReconParams&) { return make_temporal_mean_cuda(0.5f); }));
+  reg.add_twins(
+      "temporal_mean", [](const ReconParams&) { return make_temporal_mean_cpu(0.5f); },
+      RADSTREAM_CUDA_TWIN([](const ReconParams&) { return make_temporal_mean_cuda(0.5f); }));
   SimParams sp;
   sp.matrix = 64;
   sp.coils = 4;

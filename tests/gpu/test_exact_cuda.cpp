@@ -8,7 +8,6 @@
 #include "exact/exact_cpu.hpp"
 #include "exact/exact_cuda.hpp"
 #include "exact/exact_inputs.hpp"
-#include "sim/phantom3d.hpp"
 #include "exact/exact_recon.hpp"
 #include "exact/exact_slices.hpp"
 #include "exact/segmented_toeplitz.hpp"
@@ -23,6 +22,7 @@
 #include "noncart/sense_operator_cpu.hpp"
 #include "noncart/sense_operator_cuda.hpp"
 #include "reference/exact_test_util.hpp"
+#include "sim/phantom3d.hpp"
 
 using namespace radstream;
 using namespace radstream::exacttest;
@@ -39,8 +39,8 @@ std::vector<cfloat> download(const DeviceBuffer<cfloat>& d, gpu::StreamRef s) {
   return h;
 }
 
-// A device operator of the model applied to random data (adjoint, seed 1) and voxels (forward, seed 2), with the
-// double-precision sums beside the results.
+// A device operator of the model applied to random data (adjoint, seed 1) and voxels (forward, seed 2), with
+// the double-precision sums beside the results.
 struct Applied {
   std::vector<cfloat> d, x, adjoint, forward;
   std::vector<cd> adjoint_ref, forward_ref;
@@ -110,8 +110,8 @@ TEST(ExactCuda, FieldOperatorsMatchTheDoubleSums) {
     expect_twins(m, false, 1e-5, gradients ? "field + gradients" : "field map");
     expect_twins(m, true, 5e-5, gradients ? "field + gradients" : "field map");
   }
-  // Gradients without an off-resonance map (seed 001's data): the row-recurrence kernels; a third of the voxels
-  // without gradients, 37 columns so that runs are ragged.
+  // Gradients without an off-resonance map (seed 001's data): the row-recurrence kernels; a third of the
+  // voxels without gradients, 37 columns so that runs are ragged.
   ExactModel g = random_model(ExactGrid::image(37, 2), 2500, 14);
   add_field(g, 15, true);
   std::fill(g.fm.begin(), g.fm.end(), 0.0f);
@@ -181,13 +181,13 @@ TEST(ExactCuda, Seed001CaseMatchesTheDoubleTwin) {
     o.fast_math = true;
     const double fast = rel_err(exact_reconstruct(in.model, in.kdata, 1, o).image, ref);
     EXPECT_LE(fast, 1e-3);
-    std::cout << "seed 001 case (" << (limit ? "stored matrix" : "on the fly") << "), GPU vs double twin NRMSE: accurate "
-              << nrmse << ", fast trig " << fast << "\n";
+    std::cout << "seed 001 case (" << (limit ? "stored matrix" : "on the fly")
+              << "), GPU vs double twin NRMSE: accurate " << nrmse << ", fast trig " << fast << "\n";
   }
 }
 
-// The stored matrix on the GPU: against the double sums and its host twin, the adjoint test, and the same bits on
-// every application (no atomics; partial sums in a fixed order).
+// The stored matrix on the GPU: against the double sums and its host twin, the adjoint test, and the same
+// bits on every application (no atomics; partial sums in a fixed order).
 TEST(ExactCuda, StoredMatrixMatchesTheDoubleSumsAndItsHostTwin) {
   RADSTREAM_REQUIRE_GPU();
   gpu::Stream stream;
@@ -321,8 +321,9 @@ TEST(ExactCuda, SegmentedToeplitzMatchesTheCpuTwin) {
   auto d_maps = upload(maps, s);
   auto d_x = upload(x, s);
   for (int L : {3, 4}) {
-    SegmentedToeplitzSpec spec{N, C, maps.data(), test::smooth_field_map(N, 80.0),
-                               test::readout_times(spokes, samples, 2e-3, 8e-5), L};
+    SegmentedToeplitzSpec spec{
+        N, C, maps.data(), test::smooth_field_map(N, 80.0), test::readout_times(spokes, samples, 2e-3, 8e-5),
+        L};
     auto hs = std::make_shared<SenseOperatorCpu>(N, C, Mt, kernel, false);
     hs->set_maps(maps.data());
     hs->set_points(traj.data());
@@ -345,7 +346,8 @@ TEST(ExactCuda, SegmentedToeplitzMatchesTheCpuTwin) {
     g.normal_direct(d_x.data(), d_zd.data());
     const auto z = download(d_z, s);
     const double vs_cpu = rel_err(z, hz), vs_direct = rel_err(z, download(d_zd, s));
-    std::printf("%d segments: GPU Toeplitz vs CPU twin %.3g, vs GPU forward-then-adjoint %.3g\n", L, vs_cpu, vs_direct);
+    std::printf("%d segments: GPU Toeplitz vs CPU twin %.3g, vs GPU forward-then-adjoint %.3g\n", L, vs_cpu,
+                vs_direct);
     EXPECT_LE(vs_cpu, 1e-5);
     EXPECT_LE(vs_direct, 1e-4);
     EXPECT_LE(check_adjoint(g).relative_error, 1e-5);
@@ -374,9 +376,9 @@ TEST(ExactCuda, SlicesSpreadOverTheGpus) {
   EXPECT_THROW(exact_reconstruct_slices(slices, 1, o, devices + 1), ConfigError);
 }
 
-// Seed 000's 3D case (128^3, M = 284,592, without and with 1 % noise): CG with the anatomical prior against the
-// density-compensated adjoint, scored like the seed (percent error against the true phantom): the iterative
-// error at most 0.35 times the gridding-like error (the seed: 12 % vs 42 %, 16 % vs 47 %).
+// Seed 000's 3D case (128^3, M = 284,592, without and with 1 % noise): CG with the anatomical prior against
+// the density-compensated adjoint, scored like the seed (percent error against the true phantom): the
+// iterative error at most 0.35 times the gridding-like error (the seed: 12 % vs 42 %, 16 % vs 47 %).
 TEST(ExactCuda, ThreeDCaseWithTheAnatomicalPriorReachesTheSeedsRatio) {
   RADSTREAM_REQUIRE_GPU();
   const auto regions = region_labels_3d(shepp_logan_3d(), 128);
@@ -394,8 +396,9 @@ TEST(ExactCuda, ThreeDCaseWithTheAnatomicalPriorReachesTheSeedsRatio) {
     o.lambda = 10;
     o.regions = regions;
     const double cg = score_image(exact_reconstruct(m, c.data, 1, o).image, c.truth, false).percent_error;
-    std::printf("3D case, noise %.2f: CG with the anatomical prior %.1f %%, DCF adjoint %.1f %%, ratio %.2f\n", noise,
-                cg, adjoint, cg / adjoint);
+    std::printf(
+        "3D case, noise %.2f: CG with the anatomical prior %.1f %%, DCF adjoint %.1f %%, ratio %.2f\n", noise,
+        cg, adjoint, cg / adjoint);
     EXPECT_LE(cg / adjoint, 0.35) << "noise " << noise;
   }
 }

@@ -1,10 +1,10 @@
 // FBP on the GPU against its CPU twin: each stage on random data (golden, linear 360-degree and shifted
 // spokes), and the whole FBP chain with both FFT engines on the phantom. Skips without a GPU;
 // RADSTREAM_REQUIRE_GPU=1 makes that a failure.
-#include "stages/fbp/fbp.hpp"
 #include "gpu/gpu_test_util.hpp"
 #include "io/frame_io.hpp"
 #include "sim/simulator.hpp"
+#include "stages/fbp/fbp.hpp"
 
 using namespace radstream;
 using namespace radstream::gputest;

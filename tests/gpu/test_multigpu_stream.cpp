@@ -7,16 +7,17 @@
 #include "gpu/gpu_test_util.hpp"
 #include "io/mrd_file.hpp"
 #include "sim/simulator.hpp"
-#include "wire/sender.hpp"
 #include "stream/stream_runtime.hpp"
 #include "stream/stream_test_util.hpp"
+#include "wire/sender.hpp"
 
 using namespace radstream;
 using namespace std::chrono_literals;
 
 namespace {
 
-std::vector<std::vector<FrameResult>> run_two_slices(const std::string& gpus, int port, std::vector<int>& placed) {
+std::vector<std::vector<FrameResult>> run_two_slices(const std::string& gpus, int port,
+                                                     std::vector<int>& placed) {
   RunConfig cfg = streamtest::small_config(port, false);
   cfg.stream.slices = 2;
   cfg.frames.window = 64;
@@ -47,10 +48,12 @@ std::vector<std::vector<FrameResult>> run_two_slices(const std::string& gpus, in
   for (const Spoke& spoke : sim.spokes(0, 2 * 256)) s.send_spoke(spoke.header, spoke);
   s.close();
   const int want = (256 - 64) / 32 + 1;
-  EXPECT_TRUE(p.wait_frames(std::uint64_t(want), 30s, 0) && p.wait_frames(std::uint64_t(want), 30s, 1)) << p.report();
+  EXPECT_TRUE(p.wait_frames(std::uint64_t(want), 30s, 0) && p.wait_frames(std::uint64_t(want), 30s, 1))
+      << p.report();
   p.stop();
   for (auto& v : out)
-    std::sort(v.begin(), v.end(), [](const FrameResult& a, const FrameResult& b) { return a.number < b.number; });
+    std::sort(v.begin(), v.end(),
+              [](const FrameResult& a, const FrameResult& b) { return a.number < b.number; });
   return out;
 }
 
@@ -75,5 +78,6 @@ TEST(MultiGpuStream, TwoSlicesOnTwoGpusEqualOneGpu) {
       EXPECT_LT(err, 1e-6) << "slice " << s << " frame " << i;
     }
   }
-  std::printf("two slices on GPUs 0 and 1: %zu + %zu frames, equal to one GPU's\n", two[0].size(), two[1].size());
+  std::printf("two slices on GPUs 0 and 1: %zu + %zu frames, equal to one GPU's\n", two[0].size(),
+              two[1].size());
 }

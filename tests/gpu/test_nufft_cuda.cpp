@@ -78,9 +78,9 @@ TEST(NufftCuda, InterpAndSpreadMatchTheCpuPlan) {
   }
 }
 
-// The deterministic spread (the coil split's): the same bits on every run, re-planned frames included, and the
-// CPU plan's grid to 1e-5, on a radial frame whose centre tiles take many chunks (400 spokes of 256 through a
-// 512 grid) and on random points.
+// The deterministic spread (the coil split's): the same bits on every run, re-planned frames included, and
+// the CPU plan's grid to 1e-5, on a radial frame whose centre tiles take many chunks (400 spokes of 256
+// through a 512 grid) and on random points.
 TEST(NufftCuda, DeterministicSpreadGivesTheSameBitsEveryRun) {
   RADSTREAM_REQUIRE_GPU();
   Stream st;
@@ -169,7 +169,8 @@ TEST(NufftCuda, OperatorMatchesCpuTwinWithCoils) {
   EXPECT_LE(ea, 1e-5);
 }
 
-// CG-NUFFT with Tikhonov on both backends; then the fixed-count solve captured in one CUDA graph and replayed.
+// CG-NUFFT with Tikhonov on both backends; then the fixed-count solve captured in one CUDA graph and
+// replayed.
 TEST(NufftCuda, CgMatchesTheCpuSolverAndReplaysAsAGraph) {
   RADSTREAM_REQUIRE_GPU();
   Stream st;

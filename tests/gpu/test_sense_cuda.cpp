@@ -52,7 +52,8 @@ TEST(SenseCuda, AdjointTestAndParityWithTheCpuOperator) {
   const auto x = random_vec(P, 5), y = random_vec(coils * n, 6);
   auto d_x = upload(x, s);
   auto d_y = upload(y, s);
-  // The frame path's spread (atomics) and the coil split's deterministic one (NufftPlanCuda::set_deterministic).
+  // The frame path's spread (atomics) and the coil split's deterministic one
+  // (NufftPlanCuda::set_deterministic).
   for (int mode = 0; mode < 4; ++mode) {
     const bool weighted = mode & 1, det = mode >= 2;
     SenseOperatorCuda gpu_op(N, coils, n, kAccurate, true, s);
@@ -74,9 +75,10 @@ TEST(SenseCuda, AdjointTestAndParityWithTheCpuOperator) {
     gpu_op.normal_direct(d_x.data(), d_dx.data());
     const double ef = rel_error(download(d_fy, s), fy), ea = rel_error(download(d_ax, s), ax);
     const double en = rel_error(download(d_nx, s), nx), et = rel_error(download(d_nx, s), download(d_dx, s));
-    std::printf("sense cuda (weighted %d, deterministic %d): adjoint test %.3g; vs cpu: forward %.3g adjoint %.3g "
-                "toeplitz normal %.3g; toeplitz vs forward-adjoint on the GPU %.3g; weight sum %.1f vs %.1f\n",
-                int(weighted), int(det), a.relative_error, ef, ea, en, et, gpu_op.weight_sum(), cpu_op.weight_sum());
+    std::printf(
+        "sense cuda (weighted %d, deterministic %d): adjoint test %.3g; vs cpu: forward %.3g adjoint %.3g "
+        "toeplitz normal %.3g; toeplitz vs forward-adjoint on the GPU %.3g; weight sum %.1f vs %.1f\n",
+        int(weighted), int(det), a.relative_error, ef, ea, en, et, gpu_op.weight_sum(), cpu_op.weight_sum());
     EXPECT_LT(a.relative_error, 1e-5);
     EXPECT_LT(ef, 1e-4);
     EXPECT_LT(ea, 1e-4);
@@ -107,11 +109,12 @@ TEST(SenseCuda, CgSenseFramesMatchTheCpuChainWithGraphWarmStartAndDeadline) {
     c->configure(first.geometry);
     c->set_coil_maps(maps.view());
   }
-  // A whole frame from the same (zero) start, 6 iterations: the backends agree to 1e-4. Further on, CG in float
-  // amplifies rounding: on the CPU alone a 1e-7 perturbation of the data moves the 12-iteration image by 6e-5
-  // and the 30-iteration one by 7e-4 (measured, docs/benchmarks.md), so FFTW-vs-cuFFT rounding (~2e-7 per
-  // operator application) gives 1e-4..6e-3 after 12 iterations on this undersampled 48-spoke window: held to
-  // 1e-2 there, for frames from zero and for warm-started sequences (each backend from its own previous frame).
+  // A whole frame from the same (zero) start, 6 iterations: the backends agree to 1e-4. Further on, CG in
+  // float amplifies rounding: on the CPU alone a 1e-7 perturbation of the data moves the 12-iteration image
+  // by 6e-5 and the 30-iteration one by 7e-4 (measured, docs/benchmarks.md), so FFTW-vs-cuFFT rounding (~2e-7
+  // per operator application) gives 1e-4..6e-3 after 12 iterations on this undersampled 48-spoke window: held
+  // to 1e-2 there, for frames from zero and for warm-started sequences (each backend from its own previous
+  // frame).
   {
     ReconParams cold = p;
     cold.cg.warm_start = false;
@@ -139,7 +142,8 @@ TEST(SenseCuda, CgSenseFramesMatchTheCpuChainWithGraphWarmStartAndDeadline) {
     c->set_coil_maps(maps.view());
   }
   for (int f = 0; f < frames; ++f) {
-    const Frame fr = frame_from_spokes(sim.header(), std::span(spokes).subspan(std::size_t(f) * stride, window));
+    const Frame fr =
+        frame_from_spokes(sim.header(), std::span(spokes).subspan(std::size_t(f) * stride, window));
     auto run = [&](ReconChain& c) {
       const auto v = c.reconstruct(fr);
       return std::vector<cfloat>(v.data, v.data + v.size());
@@ -147,8 +151,10 @@ TEST(SenseCuda, CgSenseFramesMatchTheCpuChainWithGraphWarmStartAndDeadline) {
     const double e_cold = rel_error(run(gpu_cold), run(cpu_cold));
     const double e_warm = rel_error(run(gpu_chain), run(cpu));
     const SolverStats sc = cpu.solver_stats(), sg = gpu_chain.solver_stats();
-    std::printf("cg-sense frame %d: cuda vs cpu %.3g from zero, %.3g warm-started (graph %d); residual cpu %.3g "
-                "cuda %.3g\n", f, e_cold, e_warm, int(gpu_chain.uses_graph()), sc.residual, sg.residual);
+    std::printf(
+        "cg-sense frame %d: cuda vs cpu %.3g from zero, %.3g warm-started (graph %d); residual cpu %.3g "
+        "cuda %.3g\n",
+        f, e_cold, e_warm, int(gpu_chain.uses_graph()), sc.residual, sg.residual);
     EXPECT_LE(e_cold, 1e-2);
     EXPECT_LE(e_warm, 1e-2);
     EXPECT_TRUE(gpu_chain.uses_graph());

@@ -15,7 +15,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kMpiEnv = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 ";
+const char* kMpiEnv =
+    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 ";
 
 bool have_mpirun(std::string& why) {
   if (test::run_command("command -v mpirun").exit_code == 0) return true;
@@ -23,13 +24,13 @@ bool have_mpirun(std::string& why) {
   return false;
 }
 
-#define REQUIRE_MPI()                                                                         \
-  do {                                                                                        \
-    std::string why;                                                                          \
-    if (!have_mpirun(why)) {                                                                  \
-      if (test::env_flag("RADSTREAM_REQUIRE_MPI")) FAIL() << why;                             \
-      GTEST_SKIP() << why << "; set RADSTREAM_REQUIRE_MPI=1 to fail instead";                 \
-    }                                                                                         \
+#define REQUIRE_MPI()                                                         \
+  do {                                                                        \
+    std::string why;                                                          \
+    if (!have_mpirun(why)) {                                                  \
+      if (test::env_flag("RADSTREAM_REQUIRE_MPI")) FAIL() << why;             \
+      GTEST_SKIP() << why << "; set RADSTREAM_REQUIRE_MPI=1 to fail instead"; \
+    }                                                                         \
   } while (0)
 
 // 8 recordings (64 spokes, 32^2, 2 coils, each its own stream id and noise) and a sweep of 2 sets.
@@ -37,8 +38,9 @@ void make_inputs(const test::TempDir& dir) {
   std::ofstream list(dir / "list.txt");
   for (int i = 1; i <= 8; ++i) {
     const std::string f = "rec" + std::to_string(i) + ".h5";
-    const auto r = test::run_command(test::radstream_binary() + " simulate --out " + (dir / f) +
-                                     " --spokes 64 --matrix 32 --coils 2 --snr 20 --stream-id " + std::to_string(i));
+    const auto r =
+        test::run_command(test::radstream_binary() + " simulate --out " + (dir / f) +
+                          " --spokes 64 --matrix 32 --coils 2 --snr 20 --stream-id " + std::to_string(i));
     ASSERT_EQ(r.exit_code, 0) << r.output;
     list << f << "\n";
   }
@@ -50,7 +52,8 @@ void make_inputs(const test::TempDir& dir) {
 }
 
 std::string batch_args(const test::TempDir& dir, const std::string& out) {
-  return " batch --files " + (dir / "list.txt") + " --param-sweep " + (dir / "sweep.yaml") + " --out " + (dir / out);
+  return " batch --files " + (dir / "list.txt") + " --param-sweep " + (dir / "sweep.yaml") + " --out " +
+         (dir / out);
 }
 
 nlohmann::json metrics(const test::TempDir& dir, const std::string& out) {
@@ -108,8 +111,9 @@ TEST(Batch, FourRanksDoEveryItemOnceByteIdenticalToOneRankAndARerunFinishesAKill
   EXPECT_EQ(expect_same_images(dir, "one", "four"), 32);
 
   // Rank 2 dies in the middle of its second item: the job fails, some items are missing.
-  auto killed = test::run_command(std::string(kMpiEnv) + "RADSTREAM_BATCH_DIE=2:1 mpirun -x RADSTREAM_BATCH_DIE -np 4 " +
-                                  bin + batch_args(dir, "killed"));
+  auto killed = test::run_command(std::string(kMpiEnv) +
+                                  "RADSTREAM_BATCH_DIE=2:1 mpirun -x RADSTREAM_BATCH_DIE -np 4 " + bin +
+                                  batch_args(dir, "killed"));
   EXPECT_NE(killed.exit_code, 0) << killed.output;
   int done_before = 0;
   for (const auto& e : fs::directory_iterator(dir / "killed")) done_before += e.path().extension() == ".json";
@@ -131,21 +135,21 @@ TEST(Batch, BadSweepsAndFilesAreNamed) {
   std::ofstream(dir / "bad.yaml") << "sets:\n  - name: a\n    recon: {methd: gridding}\n";
   std::ofstream(dir / "list.txt") << "missing.h5\n";
   const std::string bin = test::radstream_binary();
-  auto r = test::run_command(bin + " batch --files " + (dir / "list.txt") + " --param-sweep " + (dir / "bad.yaml") +
-                             " --out " + (dir / "out"));
+  auto r = test::run_command(bin + " batch --files " + (dir / "list.txt") + " --param-sweep " +
+                             (dir / "bad.yaml") + " --out " + (dir / "out"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("set 'a'"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("methd"), std::string::npos) << r.output;
   std::ofstream(dir / "good.yaml") << "sets:\n  - name: a\n    recon: {method: gridding}\n";
-  r = test::run_command(bin + " batch --files " + (dir / "list.txt") + " --param-sweep " + (dir / "good.yaml") +
-                        " --out " + (dir / "out"));
+  r = test::run_command(bin + " batch --files " + (dir / "list.txt") + " --param-sweep " +
+                        (dir / "good.yaml") + " --out " + (dir / "out"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("missing.h5"), std::string::npos) << r.output;
   // A recording that is not one: its item fails, named, the run goes on and exits 1; nothing is marked done.
   std::ofstream(dir / "garbage.h5") << "this is not an HDF5 file\n";
   std::ofstream(dir / "list2.txt") << "garbage.h5\n";
-  r = test::run_command(bin + " batch --files " + (dir / "list2.txt") + " --param-sweep " + (dir / "good.yaml") +
-                        " --out " + (dir / "out2"));
+  r = test::run_command(bin + " batch --files " + (dir / "list2.txt") + " --param-sweep " +
+                        (dir / "good.yaml") + " --out " + (dir / "out2"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("garbage.h5 x a failed"), std::string::npos) << r.output;
   const auto m = metrics(dir, "out2");

@@ -1,9 +1,9 @@
 // The radstream program as a user runs it: bad input gives a clear error and a non-zero exit, never a crash.
 #include <gtest/gtest.h>
 
-#include <sstream>
 #include <ismrmrd/dataset.h>
 #include <ismrmrd/ismrmrd.h>
+#include <sstream>
 
 #include <algorithm>
 #include <chrono>
@@ -178,8 +178,8 @@ TEST(Cli, BenchJsonNamesVersionSkippedCasesAndRefusesUnknownCases) {
   test::TempDir dir;
   const std::string cases = std::string(" --cases-dir ") + RADSTREAM_CONFIG_DIR + "/bench";
   expect_failure(radstream_cmd("bench --case R99" + cases), 2, "R99");
-  auto r = radstream_cmd("bench --case R2 R2-fbp --frames 2 --warmup 0 --backend cpu --out " + dir / "b.json" +
-                         cases);
+  auto r = radstream_cmd("bench --case R2 R2-fbp --frames 2 --warmup 0 --backend cpu --out " +
+                         dir / "b.json" + cases);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream f(dir / "b.json");
   const auto j = nlohmann::json::parse(f);
@@ -204,20 +204,22 @@ TEST(Cli, BenchJsonNamesVersionSkippedCasesAndRefusesUnknownCases) {
 }
 
 // The benchmark judges each case against its target (clauses on the case's own result), says the
-// build type and the machine's load, prints the verdicts in its summary, refuses a target it cannot parse, and
-// draws the scaling cases as plots.
+// build type and the machine's load, prints the verdicts in its summary, refuses a target it cannot parse,
+// and draws the scaling cases as plots.
 TEST(Cli, BenchJudgesTargetsSaysBuildTypeAndLoadAndPlotsScaling) {
   test::TempDir dir;
   std::filesystem::create_directories(dir / "cases");
   const auto write_case = [&](const std::string& name, const std::string& target) {
     std::ofstream(dir / ("cases/" + name + ".yaml"))
         << "bench:\n  name: " << name << "\n  spokes: 32\n  samples: 64\n  coils: 2\n  matrix: 32\n"
-        << "  backend: cpu\n  target: \"" << target << "\"\nrecon:\n  backend: cpu\n  fftw_planner: estimate\n";
+        << "  backend: cpu\n  target: \"" << target
+        << "\"\nrecon:\n  backend: cpu\n  fftw_planner: estimate\n";
   };
   write_case("T-pass", "/frame_ms/median <= 100000; /frames_per_s >= 0.001");
   write_case("T-fail", "/frame_ms/median <= 0");
   write_case("T-missing", "/no/such/metric >= 1");
-  auto r = radstream_cmd("bench --frames 2 --warmup 0 --cases-dir " + dir / "cases" + " --out " + dir / "b.json");
+  auto r =
+      radstream_cmd("bench --frames 2 --warmup 0 --cases-dir " + dir / "cases" + " --out " + dir / "b.json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream f(dir / "b.json");
   const auto j = nlohmann::json::parse(f);
@@ -244,7 +246,8 @@ TEST(Cli, BenchJudgesTargetsSaysBuildTypeAndLoadAndPlotsScaling) {
     res["cases"].push_back({{"case", name}, {"backend", "cuda"}, {"frame_ms", {{"median", ms}}}});
   };
   add("R1", 0.28);
-  for (const auto& [c, ms] : std::vector<std::pair<int, double>>{{1, 0.02}, {4, 0.05}, {8, 0.08}, {16, 0.15}, {64, 0.6}})
+  for (const auto& [c, ms] :
+       std::vector<std::pair<int, double>>{{1, 0.02}, {4, 0.05}, {8, 0.08}, {16, 0.15}, {64, 0.6}})
     add("R7-coils-" + std::to_string(c), ms);
   add("R7-matrix-512", 0.7);
   std::ofstream(dir / "res.json") << res.dump();
@@ -286,11 +289,13 @@ TEST(Cli, ReadmeKeyTableIsTheGeneratedOne) {
 TEST(Cli, ReconOptionsAreGeneratedFromTheParameterDeclarations) {
   test::TempDir dir;
   write_small_bart_pair(dir);
-  const std::string io = " --traj " + dir / "t" + " --kspace " + dir / "k" + " --matrix 16 --out " + dir / "o.cfl";
+  const std::string io =
+      " --traj " + dir / "t" + " --kspace " + dir / "k" + " --matrix 16 --out " + dir / "o.cfl";
   expect_failure(radstream_cmd("recon --kernel-width 40" + io), 2, "--kernel-width 40");
   expect_failure(radstream_cmd("recon --cuda-graph maybe" + io), 2, "--cuda-graph maybe");
   expect_failure(radstream_cmd("recon --fft-fused yes --fbp-filter box" + io), 2, "box");
-  const auto ok = radstream_cmd("recon --backend cpu --kernel-width 6 --lut-resolution 2048 --fftw-planner estimate" + io);
+  const auto ok = radstream_cmd(
+      "recon --backend cpu --kernel-width 6 --lut-resolution 2048 --fftw-planner estimate" + io);
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
   EXPECT_NE(ok.output.find("W 6"), std::string::npos) << ok.output;
   expect_failure(radstream_cmd("run --headless --duration 0.1 --dcf magic"), 2, "--dcf magic");
@@ -314,7 +319,8 @@ TEST(Cli, ConvertTurnsABartPairIntoAStreamFileThatReconstructsTheSame) {
   expect_failure(radstream_cmd("convert " + pair + " --out " + dir / "s.h5"), 2, "--overwrite");
   r = radstream_cmd("recon --backend cpu " + pair + " --out " + dir / "a.cfl");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = radstream_cmd("recon --backend cpu --input " + dir / "s.h5" + " --start 41 --count 41 --out " + dir / "b.cfl");
+  r = radstream_cmd("recon --backend cpu --input " + dir / "s.h5" + " --start 41 --count 41 --out " +
+                    dir / "b.cfl");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto a = read_cfl(dir / "a.cfl").data, b = read_cfl(dir / "b.cfl").data;
   const double e = test::rel_error(b, a);
@@ -328,7 +334,8 @@ TEST(Cli, ConvertTurnsABartPairIntoAStreamFileThatReconstructsTheSame) {
   EXPECT_EQ(r.output.find("foreign"), std::string::npos) << r.output;
   std::printf("replay of 123 spokes at 200/s: %.2f s\n", s);
   EXPECT_GT(s, 0.55);
-  if (test::real_data_dir().empty() || !std::filesystem::exists(test::real_data_dir() / "cardiac-25spokes-12coils"))
+  if (test::real_data_dir().empty() ||
+      !std::filesystem::exists(test::real_data_dir() / "cardiac-25spokes-12coils"))
     return;
   const auto src = test::real_data_dir() / "cardiac-25spokes-12coils";
   r = radstream_cmd("convert --traj " + (src / "traj").string() + " --kspace " + (src / "ksp").string() +
@@ -342,7 +349,8 @@ TEST(Cli, ConvertTurnsABartPairIntoAStreamFileThatReconstructsTheSame) {
 TEST(Cli, BadOutputPathsAndNonFiniteInputAreRefusedUpFront) {
   test::TempDir dir;
   write_small_bart_pair(dir);
-  const std::string pair = "recon --backend cpu --traj " + dir / "t" + " --kspace " + dir / "k" + " --matrix 8";
+  const std::string pair =
+      "recon --backend cpu --traj " + dir / "t" + " --kspace " + dir / "k" + " --matrix 8";
   expect_failure(radstream_cmd(pair + " --out " + dir / "nofolder/x.cfl"), 3, "does not exist");
   expect_failure(radstream_cmd(pair + " --out " + dir / "x.jpg"), 2, "must end in .cfl or .png");
   auto k = read_cfl(dir / "k");
@@ -352,7 +360,8 @@ TEST(Cli, BadOutputPathsAndNonFiniteInputAreRefusedUpFront) {
 }
 
 // Every command checks its outputs before any work, names the option and the path, and an
-// HDF5 failure is one line (libismrmrd used to print the HDF5 error stack, then radstream the same stack again).
+// HDF5 failure is one line (libismrmrd used to print the HDF5 error stack, then radstream the same stack
+// again).
 TEST(Cli, EveryCommandChecksItsOutputsBeforeAnyWork) {
   test::TempDir dir;
   const std::string sim = "simulate --spokes 16 --matrix 32 --coils 2 --out ";
@@ -360,7 +369,9 @@ TEST(Cli, EveryCommandChecksItsOutputsBeforeAnyWork) {
   const auto size = std::filesystem::file_size(dir / "s.h5");
   expect_failure(radstream_cmd(sim + dir / "s.h5"), 2, "--overwrite");  // never replaced silently
   EXPECT_EQ(std::filesystem::file_size(dir / "s.h5"), size);
-  EXPECT_EQ(radstream_cmd("simulate --spokes 32 --matrix 32 --coils 2 --overwrite --out " + dir / "s.h5").exit_code, 0);
+  EXPECT_EQ(
+      radstream_cmd("simulate --spokes 32 --matrix 32 --coils 2 --overwrite --out " + dir / "s.h5").exit_code,
+      0);
   EXPECT_GT(std::filesystem::file_size(dir / "s.h5"), size);
   EXPECT_EQ(radstream_cmd(sim + dir / "made/for/it/s.h5").exit_code, 0);  // folders are made
   const auto bad = radstream_cmd(sim + "/proc/radstream-test/s.h5");
@@ -380,7 +391,8 @@ TEST(Cli, EveryCommandChecksItsOutputsBeforeAnyWork) {
   expect_failure(radstream_cmd("demo --headless --out-dir /proc/radstream-test/demo"), 3, "--out-dir");
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 20.0);
   // A folder where a file is meant.
-  expect_failure(radstream_cmd("bench --case R1 --backend cpu --out " + dir.path().string()), 2, "is a folder");
+  expect_failure(radstream_cmd("bench --case R1 --backend cpu --out " + dir.path().string()), 2,
+                 "is a folder");
 }
 
 // One orientation. The .png and the .cfl of the same reconstruction agree pixel for pixel:
@@ -419,9 +431,10 @@ TEST(Cli, PngAndCflOutputsShareOneOrientation) {
   EXPECT_LT(transposed, same - 0.05);
 }
 
-// Every option of every command comes from a declaration (a params struct's visit(), app/declared_options.hpp):
-// the generated options sit in "Declared: <section>" groups of the help, so any option in the plain "Options:"
-// group other than --help was added by hand. The subcommands are read from the program's own help.
+// Every option of every command comes from a declaration (a params struct's visit(),
+// app/declared_options.hpp): the generated options sit in "Declared: <section>" groups of the help, so any
+// option in the plain "Options:" group other than --help was added by hand. The subcommands are read from the
+// program's own help.
 TEST(Cli, EveryOptionComesFromADeclaration) {
   const auto top = radstream_cmd("--help");
   ASSERT_EQ(top.exit_code, 0) << top.output;

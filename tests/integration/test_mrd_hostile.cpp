@@ -46,8 +46,8 @@ void forge_header_field(const std::string& path, std::size_t i, const char* fiel
 
 std::string simulate(const test::TempDir& dir, const std::string& name, int spokes) {
   const std::string path = dir / name;
-  const auto r = radstream_cmd("simulate --out " + path + " --matrix 32 --coils 2 --spokes " +
-                               std::to_string(spokes));
+  const auto r =
+      radstream_cmd("simulate --out " + path + " --matrix 32 --coils 2 --spokes " + std::to_string(spokes));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   return path;
 }
@@ -62,7 +62,7 @@ TEST(MrdHostile, HeadersThatLieAboutTheStoredArraysAreRefusedWithExit3) {
   };
   // More samples or coils than stored (libismrmrd would copy past its buffers), fewer, and 3 trajectory
   // dimensions over a 2-D trajectory.
-  const Case cases[] = {{"number_of_samples", 4096}, {"number_of_samples", 63}, {"active_channels", 64},
+  const Case cases[] = {{"number_of_samples", 4096}, {"number_of_samples", 63},    {"active_channels", 64},
                         {"active_channels", 1},      {"trajectory_dimensions", 3}, {"number_of_samples", 0}};
   int k = 0;
   for (const auto& c : cases) {
@@ -97,8 +97,9 @@ TEST(MrdHostile, AFileHeldOpenForWritingCanBeReadByAnotherProcess) {
   EXPECT_TRUE(std::filesystem::exists(dir / "x.png"));
 }
 
-// Random byte mutations of a recording (its metadata and its arrays): every run ends with exit 0 (the bytes hit
-// data only) or 3 (refused with a reason), never a signal. The 1,000-file version: scripts/fuzz_mrd_files.sh.
+// Random byte mutations of a recording (its metadata and its arrays): every run ends with exit 0 (the bytes
+// hit data only) or 3 (refused with a reason), never a signal. The 1,000-file version:
+// scripts/fuzz_mrd_files.sh.
 TEST(MrdHostile, MutatedRecordingsNeverCrashTheReaders) {
   test::TempDir dir;
   const std::string clean = simulate(dir, "clean.h5", 32);
@@ -117,7 +118,7 @@ TEST(MrdHostile, MutatedRecordingsNeverCrashTheReaders) {
     std::ofstream(path, std::ios::binary).write(m.data(), std::streamsize(m.size()));
     const auto r = radstream_cmd("recon --backend cpu --input " + path + " --out " + (dir / "m.png"));
     ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 3) << "mutation " << k << ": exit " << r.exit_code << "\n"
-                                                       << r.output;
+                                                      << r.output;
     (r.exit_code == 0 ? read_fine : refused)++;
   }
   std::printf("mutated recordings: %d read, %d refused with exit 3, 0 crashes\n", read_fine, refused);

@@ -1,6 +1,6 @@
-// Random exact models for the exact-path tests (CPU and GPU): trajectories inside |k| <= 0.5 cycles per pixel,
-// symmetric about k = 0 on request, field maps and gradients of the seed 001 case's size, and the relative
-// error against a double-precision result.
+// Random exact models for the exact-path tests (CPU and GPU): trajectories inside |k| <= 0.5 cycles per
+// pixel, symmetric about k = 0 on request, field maps and gradients of the seed 001 case's size, and the
+// relative error against a double-precision result.
 #pragma once
 #include <complex>
 #include <random>

@@ -13,12 +13,12 @@
 #include "linalg/conjugate_gradient.hpp"
 #include "noncart/sense_operator_cpu.hpp"
 #include "recon/coil_map_estimate.hpp"
+#include "recon/coil_map_source.hpp"
 #include "recon/recon_chain.hpp"
+#include "reference_util.hpp"
 #include "sim/coil_maps.hpp"
 #include "sim/phantom.hpp"
 #include "sim/simulator.hpp"
-#include "recon/coil_map_source.hpp"
-#include "reference_util.hpp"
 #include "test_util.hpp"
 
 using namespace radstream;
@@ -39,7 +39,8 @@ HostBuffer<cfloat> analytic_maps(int coils, int N, bool unit_rss = false) {
   for (int c = 0; c < coils; ++c)
     for (int y = 0; y < N; ++y)
       for (int x = 0; x < N; ++x)
-        m[(std::size_t(c) * N + y) * N + x] = cfloat(cm.value(c, (x - N / 2) * 2.0 / N, (y - N / 2) * 2.0 / N));
+        m[(std::size_t(c) * N + y) * N + x] =
+            cfloat(cm.value(c, (x - N / 2) * 2.0 / N, (y - N / 2) * 2.0 / N));
   if (unit_rss) {
     const std::size_t P = std::size_t(N) * N;
     for (std::size_t p = 0; p < P; ++p) {
@@ -82,14 +83,19 @@ TEST(CgSense, NoWorseThanBartPicsWithTheSameMapsAndBetterThanGridding) {
   bart(dir, fmt::format("phantom -x {} truth", N));
   bart(dir, "pics -S -l2 -r 0.001 -i 100 -t traj ksp sens bart_pics");
   const std::string common = fmt::format("--traj traj.cfl --kspace ksp.cfl --matrix {}", N);
-  radstream_recon(dir, common + " --method cg-sense --sens sens --iterations 100 --lambda 0.001 --out ours.cfl");
+  radstream_recon(dir,
+                  common + " --method cg-sense --sens sens --iterations 100 --lambda 0.001 --out ours.cfl");
   radstream_recon(dir, common + " --method cg-sense --iterations 100 --out ours_est.cfl");
   radstream_recon(dir, common + " --dcf ramp --out grid.cfl");
   const auto truth = mag(dir / "truth");
-  const double ours = nrmse_scaled(mag(dir / "ours"), truth), theirs = nrmse_scaled(mag(dir / "bart_pics"), truth);
-  const double est = nrmse_scaled(mag(dir / "ours_est"), truth), grid = nrmse_scaled(mag(dir / "grid"), truth);
-  std::printf("NRMSE vs truth (48 spokes, 8 coils, 128^2): cg-sense %.4f, bart pics %.4f, cg-sense with estimated "
-              "maps %.4f, gridding adjoint %.4f\n", ours, theirs, est, grid);
+  const double ours = nrmse_scaled(mag(dir / "ours"), truth),
+               theirs = nrmse_scaled(mag(dir / "bart_pics"), truth);
+  const double est = nrmse_scaled(mag(dir / "ours_est"), truth),
+               grid = nrmse_scaled(mag(dir / "grid"), truth);
+  std::printf(
+      "NRMSE vs truth (48 spokes, 8 coils, 128^2): cg-sense %.4f, bart pics %.4f, cg-sense with estimated "
+      "maps %.4f, gridding adjoint %.4f\n",
+      ours, theirs, est, grid);
   EXPECT_LE(ours, 1.05 * theirs);
   EXPECT_LE(ours, 0.6 * grid);
   EXPECT_LE(est, 0.7 * grid);
@@ -117,13 +123,16 @@ TEST(CgSense, EstimatedMapsDoAlmostAsWellAsTheTrueAnalyticMaps) {
   const HostBuffer<cfloat> est = estimate_coil_maps(frame.data.view(), frame.traj.view(), s.matrix);
   const double with_est = solve(est);
   std::printf("(with the true maps as they are, intensity shading included: %.4f)\n", with_raw);
-  std::printf("cg-sense NRMSE vs the phantom (64 spokes, 8 coils): true maps (unit RSS) %.4f, estimated maps %.4f (ratio %.3f)\n",
-              with_true, with_est, with_est / with_true);
+  std::printf(
+      "cg-sense NRMSE vs the phantom (64 spokes, 8 coils): true maps (unit RSS) %.4f, estimated maps %.4f "
+      "(ratio %.3f)\n",
+      with_true, with_est, with_est / with_true);
   EXPECT_LE(with_est, 1.2 * with_true);
   // Without the refinement against the data (Walsh alone) the same maps give ~1.5x: the refinement matters.
   CoilMapEstimate walsh_only;
   walsh_only.refine.matrix = 0;
-  const double with_walsh = solve(estimate_coil_maps(frame.data.view(), frame.traj.view(), s.matrix, walsh_only));
+  const double with_walsh =
+      solve(estimate_coil_maps(frame.data.view(), frame.traj.view(), s.matrix, walsh_only));
   std::printf("(Walsh alone, no refinement: %.4f, ratio %.3f)\n", with_walsh, with_walsh / with_true);
   EXPECT_LT(with_est, with_walsh);
 }
@@ -162,9 +171,9 @@ TEST(CgSense, WarmStartReachesTheColdResidualInAtMostFourIterations) {
   EXPECT_LE(warm.iterations, 4);
 }
 
-// A stream's maps: the first frame gets the quick local estimate (usable within the first window), the refined
-// one follows from the next frame on a helper thread and is handed over between frames as a new version; it
-// equals the offline estimate of that frame.
+// A stream's maps: the first frame gets the quick local estimate (usable within the first window), the
+// refined one follows from the next frame on a helper thread and is handed over between frames as a new
+// version; it equals the offline estimate of that frame.
 TEST(CgSense, AStreamGetsQuickMapsFirstAndTheRefinedOnesNext) {
   SimParams s;
   s.matrix = 64;
@@ -172,7 +181,9 @@ TEST(CgSense, AStreamGetsQuickMapsFirstAndTheRefinedOnesNext) {
   s.snr = 30;
   const Simulator sim(s);
   const auto spokes = sim.spokes(0, 96);
-  auto frame_at = [&](int first) { return frame_from_spokes(sim.header(), std::span(spokes).subspan(first, 64)); };
+  auto frame_at = [&](int first) {
+    return frame_from_spokes(sim.header(), std::span(spokes).subspan(first, 64));
+  };
   ReconParams p = cg_params(5, true);
   p.cg.maps_every = 1000;
   const Registry reg = default_registry();
@@ -185,8 +196,10 @@ TEST(CgSense, AStreamGetsQuickMapsFirstAndTheRefinedOnesNext) {
   CoilMapEstimate walsh_only;
   walsh_only.refine.matrix = 0;
   const HostBuffer<cfloat> quick = estimate_coil_maps(f0.data.view(), f0.traj.view(), s.matrix, walsh_only);
-  EXPECT_LE(test::rel_error(std::vector<cfloat>(chain.coil_maps().data, chain.coil_maps().data + quick.size()),
-                            std::vector<cfloat>(quick.begin(), quick.end())), 1e-6);
+  EXPECT_LE(
+      test::rel_error(std::vector<cfloat>(chain.coil_maps().data, chain.coil_maps().data + quick.size()),
+                      std::vector<cfloat>(quick.begin(), quick.end())),
+      1e-6);
   EXPECT_TRUE(source.wants_frame(chain));
   EXPECT_FALSE(source.update(chain, f1));  // starts the refinement from f1
   source.wait();
@@ -198,16 +211,19 @@ TEST(CgSense, AStreamGetsQuickMapsFirstAndTheRefinedOnesNext) {
   const double from_quick = test::rel_error(now, std::vector<cfloat>(quick.begin(), quick.end()));
   // Not bit-equal: the helper reads the compacted band on 2 threads, and the fit's 30 CG iterations amplify
   // the different rounding; but it is that estimate, far closer to it than to the quick one.
-  std::printf("refined maps handed over in the stream vs the offline estimate of that frame: %.3g (vs the quick "
-              "maps: %.3g)\n", e, from_quick);
+  std::printf(
+      "refined maps handed over in the stream vs the offline estimate of that frame: %.3g (vs the quick "
+      "maps: %.3g)\n",
+      e, from_quick);
   EXPECT_LE(e, 0.1);
   EXPECT_LT(e, 0.5 * from_quick);
   EXPECT_EQ(source.estimates(), 2u);
 }
 
 // The live stage's coil split on the cpu backend (host partitions): with split_above_ms = 0 every
-// frame is split and equals the one-device frame; with a threshold the first 5 frames are solved on one device
-// and timed, and the split starts on the 6th only when their median is above it; bad settings are named.
+// frame is split and equals the one-device frame; with a threshold the first 5 frames are solved on one
+// device and timed, and the split starts on the 6th only when their median is above it; bad settings are
+// named.
 TEST(CgSense, CoilSplitInTheStageEqualsOneDeviceAndStartsOnlyAboveItsThreshold) {
   const SimParams s = moving_noiseless(64, 8);
   const Simulator sim(s);
@@ -226,7 +242,8 @@ TEST(CgSense, CoilSplitInTheStageEqualsOneDeviceAndStartsOnlyAboveItsThreshold) 
     ReconChain chain(p, Backend::Cpu, reg);
     Run r;
     for (int f = 0; f < frames; ++f) {
-      const Frame frame = frame_from_spokes(sim.header(), std::span(spokes).subspan(std::size_t(f * stride), window));
+      const Frame frame =
+          frame_from_spokes(sim.header(), std::span(spokes).subspan(std::size_t(f * stride), window));
       if (f == 0) {
         chain.configure(frame.geometry);
         chain.set_coil_maps(maps.view());
@@ -244,8 +261,10 @@ TEST(CgSense, CoilSplitInTheStageEqualsOneDeviceAndStartsOnlyAboveItsThreshold) 
     EXPECT_EQ(never.parts[f], 1) << f;
     EXPECT_EQ(soon.parts[f], f < 5 ? 1 : 4) << f;
     EXPECT_EQ(never.images[f], one.images[f]) << f;
-    const double e2 = test::rel_error(always.images[f], one.images[f]), e4 = test::rel_error(soon.images[f], one.images[f]);
-    if (f == frames - 1) std::printf("stage coil split vs one device, 4 iterations: 2 parts %.3g, 4 parts %.3g\n", e2, e4);
+    const double e2 = test::rel_error(always.images[f], one.images[f]),
+                 e4 = test::rel_error(soon.images[f], one.images[f]);
+    if (f == frames - 1)
+      std::printf("stage coil split vs one device, 4 iterations: 2 parts %.3g, 4 parts %.3g\n", e2, e4);
     EXPECT_LT(e2, 1e-5) << f;
     EXPECT_LT(e4, 1e-5) << f;
   }

@@ -1,6 +1,7 @@
-// The stored exact matrix (dense_exact.hpp) on the host: its F and F^H against the double-precision direct sums
-// (with the field model and without), the adjoint test, repeated applications bit-identical, and seed 001's CG
-// through it against the double twin (and equal to the on-the-fly sums' CG within the twin tolerance).
+// The stored exact matrix (dense_exact.hpp) on the host: its F and F^H against the double-precision direct
+// sums (with the field model and without), the adjoint test, repeated applications bit-identical, and seed
+// 001's CG through it against the double twin (and equal to the on-the-fly sums' CG within the twin
+// tolerance).
 #include <gtest/gtest.h>
 
 #include "exact/dense_exact.hpp"
@@ -68,6 +69,6 @@ TEST(DenseExact, Seed001CgThroughTheStoredMatrixMatchesTheDoubleTwin) {
   EXPECT_FALSE(fly.matrix);
   EXPECT_LE(rel_err(fly.image, ref), 1e-4);
   std::cout << "seed 001 CG on the host: stored matrix NRMSE " << nrmse << " (matrix " << stored.matrix_ms
-            << " ms, CG " << stored.cg_ms << " ms); on the fly " << rel_err(fly.image, ref) << " (CG " << fly.cg_ms
-            << " ms)\n";
+            << " ms, CG " << stored.cg_ms << " ms); on the fly " << rel_err(fly.image, ref) << " (CG "
+            << fly.cg_ms << " ms)\n";
 }

@@ -1,7 +1,8 @@
-// Seed 000's anatomically constrained reconstruction: first differences across the anatomy's boundaries are left
-// out of C. The CSR drops exactly those rows (a piecewise-constant image has C x = 0), the phantom's labels mark
-// partial-volume voxels as regions of their own, and on a reduced 3D case (24^3, the 128^3 case's sampling
-// ratio) CG with the prior beats plain CG and the density-compensated adjoint against the true phantom.
+// Seed 000's anatomically constrained reconstruction: first differences across the anatomy's boundaries are
+// left out of C. The CSR drops exactly those rows (a piecewise-constant image has C x = 0), the phantom's
+// labels mark partial-volume voxels as regions of their own, and on a reduced 3D case (24^3, the 128^3 case's
+// sampling ratio) CG with the prior beats plain CG and the density-compensated adjoint against the true
+// phantom.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -36,15 +37,17 @@ TEST(ExactAnatomical, PhantomLabelsMarkPartialVolumesAsRegionsOfTheirOwn) {
   std::set<int> whole;
   std::size_t boundary = 0;
   for (int v : labels) {
-    if (v < 0) ++boundary;
-    else whole.insert(v);
+    if (v < 0)
+      ++boundary;
+    else
+      whole.insert(v);
   }
   EXPECT_GT(boundary, 0u);
   EXPECT_LT(boundary, labels.size() / 2);
-  EXPECT_GE(whole.size(), 4u);      // outside, the skull, the brain, inner ellipsoids
-  EXPECT_EQ(labels[0], 0);          // a corner lies outside every ellipsoid
+  EXPECT_GE(whole.size(), 4u);  // outside, the skull, the brain, inner ellipsoids
+  EXPECT_EQ(labels[0], 0);      // a corner lies outside every ellipsoid
   const std::size_t centre = (std::size_t(n / 2) * n + n / 2) * n + n / 2;
-  EXPECT_GT(labels[centre], 0);     // the centre lies inside the head
+  EXPECT_GT(labels[centre], 0);  // the centre lies inside the head
 }
 
 TEST(ExactAnatomical, PriorBeatsPlainCgAndTheDensityCompensatedAdjoint) {
@@ -63,8 +66,8 @@ TEST(ExactAnatomical, PriorBeatsPlainCgAndTheDensityCompensatedAdjoint) {
   o.regions = region_labels_3d(shepp_logan_3d(), n);
   o.lambda = 10;
   const double anat = score_image(exact_reconstruct(m, c.data, 1, o).image, c.truth, false).percent_error;
-  std::printf("24^3: DCF adjoint %.1f %%, CG %.1f %%, CG with the anatomical prior %.1f %% (ratio %.2f)\n", adjoint,
-              plain, anat, anat / adjoint);
+  std::printf("24^3: DCF adjoint %.1f %%, CG %.1f %%, CG with the anatomical prior %.1f %% (ratio %.2f)\n",
+              adjoint, plain, anat, anat / adjoint);
   EXPECT_LT(anat, 0.7 * plain);
   EXPECT_LT(anat / adjoint, 0.5);
   o.regions.resize(5);

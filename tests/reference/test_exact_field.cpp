@@ -11,9 +11,9 @@
 #include "exact/exact_inputs.hpp"
 #include "exact/exact_recon.hpp"
 #include "exact/time_segmented.hpp"
+#include "io/cfl.hpp"
 #include "linalg/adjoint_check.hpp"
 #include "noncart/nufft_operator_cpu.hpp"
-#include "io/cfl.hpp"
 #include "reference/exact_test_util.hpp"
 #include "test_util.hpp"
 
@@ -133,16 +133,17 @@ TEST(ExactField, CliFhdAndCgExactOnCflInputs) {
   write_cfl(p("t"), {3, S, P}, traj);
   write_cfl(p("k"), {1, S, P}, ksp);
   const std::string bin = RADSTREAM_BIN;
-  auto r = test::run_command(bin + " recon --method fhd --backend cpu --traj " + p("t") + " --kspace " + p("k") +
-                             " --matrix 16 --out " + p("fhd.cfl") + " --report " + p("fhd.json") + " 2>&1");
+  auto r =
+      test::run_command(bin + " recon --method fhd --backend cpu --traj " + p("t") + " --kspace " + p("k") +
+                        " --matrix 16 --out " + p("fhd.cfl") + " --report " + p("fhd.json") + " 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const CflArray fhd = read_cfl(p("fhd"));
   ASSERT_EQ(fhd.squeezed(), (std::vector<long>{16, 16}));
   std::vector<cd> ref(N * N);
   exact_adjoint_cpu<double>(m.filled(), d.data(), ref.data());
   EXPECT_LE(rel_err(fhd.data, ref), 2e-5);
-  r = test::run_command(bin + " recon --method cg-exact --backend cpu --iterations 6 --lambda 0.5 --traj " + p("t") +
-                        " --kspace " + p("k") + " --matrix 16 --out " + p("cg.cfl") + " 2>&1");
+  r = test::run_command(bin + " recon --method cg-exact --backend cpu --iterations 6 --lambda 0.5 --traj " +
+                        p("t") + " --kspace " + p("k") + " --matrix 16 --out " + p("cg.cfl") + " 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto cg_ref = exact_cg_reference(m, ksp.data(), 6, 0.5);
   EXPECT_LE(rel_err(read_cfl(p("cg")).data, cg_ref), 1e-4);
@@ -155,17 +156,19 @@ TEST(ExactField, CliFhdAndCgExactOnCflInputs) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const CflArray st = read_cfl(p("stack"));
   ASSERT_EQ(st.squeezed(), (std::vector<long>{16, 16, 2}));
-  const std::vector<cfloat> first(st.data.begin(), st.data.begin() + 256), second(st.data.begin() + 256, st.data.end());
+  const std::vector<cfloat> first(st.data.begin(), st.data.begin() + 256),
+      second(st.data.begin() + 256, st.data.end());
   EXPECT_LE(rel_err(first, ref), 2e-5);
   std::vector<cd> ref2(ref);
   for (auto& v : ref2) v *= 2.0;
   EXPECT_LE(rel_err(second, ref2), 2e-5);
   // Mistakes are named.
-  r = test::run_command(bin + " recon --method fhd --backend cpu --fast-math --traj " + p("t") + " --kspace " +
-                        p("k") + " --matrix 16 --out " + p("x.cfl") + " 2>&1");
+  r = test::run_command(bin + " recon --method fhd --backend cpu --fast-math --traj " + p("t") +
+                        " --kspace " + p("k") + " --matrix 16 --out " + p("x.cfl") + " 2>&1");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("--fast-math"), std::string::npos) << r.output;
-  r = test::run_command(bin + " recon --method gridding --impatient " + p("") + " --out " + p("x.cfl") + " 2>&1");
+  r = test::run_command(bin + " recon --method gridding --impatient " + p("") + " --out " + p("x.cfl") +
+                        " 2>&1");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("--impatient goes with --method fhd or cg-exact"), std::string::npos) << r.output;
   r = test::run_command(bin + " recon --method cg-exact --dcf ramp --traj " + p("t") + " --kspace " + p("k") +
@@ -178,8 +181,9 @@ TEST(ExactField, CliCgExactOnTheSeed001Case) {
   RADSTREAM_REQUIRE_IMPATIENT_DATA("64x64x1");
   test::TempDir dir;
   const std::string out = (dir.path() / "seed001.png").string();
-  const auto r = test::run_command(std::string(RADSTREAM_BIN) + " recon --method cg-exact --backend cpu --impatient " +
-                                   (test::impatient_data_dir() / "64x64x1").string() + " --out " + out + " 2>&1");
+  const auto r =
+      test::run_command(std::string(RADSTREAM_BIN) + " recon --method cg-exact --backend cpu --impatient " +
+                        (test::impatient_data_dir() / "64x64x1").string() + " --out " + out + " 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("3770 samples x 1 coil(s), 1 x 64 x 64 voxels, field map no, gradients yes"),
             std::string::npos)
@@ -187,7 +191,8 @@ TEST(ExactField, CliCgExactOnTheSeed001Case) {
   EXPECT_NE(r.output.find("F and F^H from the stored matrix (118 MiB"), std::string::npos) << r.output;
   EXPECT_TRUE(std::filesystem::exists(out));
   // --matrix-limit-mb: 0 recomputes every term (no stored-matrix line); a negative value names itself.
-  const std::string base = std::string(RADSTREAM_BIN) + " recon --method cg-exact --backend cpu --iterations 1 --impatient " +
+  const std::string base = std::string(RADSTREAM_BIN) +
+                           " recon --method cg-exact --backend cpu --iterations 1 --impatient " +
                            (test::impatient_data_dir() / "64x64x1").string() + " --out " + out;
   const auto fly = test::run_command(base + " --matrix-limit-mb 0 2>&1");
   ASSERT_EQ(fly.exit_code, 0) << fly.output;
@@ -195,21 +200,24 @@ TEST(ExactField, CliCgExactOnTheSeed001Case) {
   const auto bad = test::run_command(base + " --matrix-limit-mb -5 2>&1");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.output.find("--matrix-limit-mb -5 must be >= 0"), std::string::npos) << bad.output;
-  // --regions: one region everywhere is plain C (the same image bits); a label that is not a whole number, or a
-  // file of the wrong size, is named.
-  const std::string plain_cfl = (dir.path() / "plain.cfl").string(), one_cfl = (dir.path() / "one.cfl").string();
-  ASSERT_EQ(test::run_command(base.substr(0, base.find(" --out ")) + " --out " + plain_cfl + " 2>&1").exit_code, 0);
+  // --regions: one region everywhere is plain C (the same image bits); a label that is not a whole number, or
+  // a file of the wrong size, is named.
+  const std::string plain_cfl = (dir.path() / "plain.cfl").string(),
+                    one_cfl = (dir.path() / "one.cfl").string();
+  ASSERT_EQ(
+      test::run_command(base.substr(0, base.find(" --out ")) + " --out " + plain_cfl + " 2>&1").exit_code, 0);
   std::vector<cfloat> labels(64 * 64, cfloat(3.0f, 0.0f));
   write_cfl((dir.path() / "regions").string(), {64, 64}, labels);
-  const auto one = test::run_command(base.substr(0, base.find(" --out ")) + " --out " + one_cfl + " --regions " +
-                                     (dir.path() / "regions.cfl").string() + " 2>&1");
+  const auto one = test::run_command(base.substr(0, base.find(" --out ")) + " --out " + one_cfl +
+                                     " --regions " + (dir.path() / "regions.cfl").string() + " 2>&1");
   ASSERT_EQ(one.exit_code, 0) << one.output;
   EXPECT_EQ(read_cfl(one_cfl).data, read_cfl(plain_cfl).data);
   labels[100] = cfloat(0.5f, 0.0f);
   write_cfl((dir.path() / "half").string(), {64, 64}, labels);
   const auto half = test::run_command(base + " --regions " + (dir.path() / "half.cfl").string() + " 2>&1");
   EXPECT_NE(half.exit_code, 0);
-  EXPECT_NE(half.output.find("label 0.5 of voxel 100 is not a whole number"), std::string::npos) << half.output;
+  EXPECT_NE(half.output.find("label 0.5 of voxel 100 is not a whole number"), std::string::npos)
+      << half.output;
   write_cfl((dir.path() / "small").string(), {8, 8}, std::vector<cfloat>(64));
   const auto small = test::run_command(base + " --regions " + (dir.path() / "small.cfl").string() + " 2>&1");
   EXPECT_NE(small.exit_code, 0);
@@ -236,14 +244,15 @@ TEST(ExactField, TimeSegmentationConvergesToTheExactFieldOperator) {
   auto nufft = std::make_shared<NufftOperatorCpu>(2, std::array<int, 3>{24, 24, 1}, 1, m.samples(),
                                                   NufftKernel{6, 2.0, 4096});
   nufft->set_points(traj.data());
-  for (const auto& [name, f] : {std::pair<const char*, std::shared_ptr<LinearOperator>>{"exact F", exact_f},
-                                {"NUFFT", nufft}}) {
+  for (const auto& [name, f] :
+       {std::pair<const char*, std::shared_ptr<LinearOperator>>{"exact F", exact_f}, {"NUFFT", nufft}}) {
     double previous = 1e9;
     for (int L : {1, 2, 4, 8, 16}) {
       TimeSegmentedCpu g(f, m.fm, m.t, L);
       std::vector<cfloat> y(m.samples());
       g.forward(x.data(), y.data());
-      for (const auto& v : y) ASSERT_TRUE(std::isfinite(v.real()) && std::isfinite(v.imag())) << name << " L " << L;
+      for (const auto& v : y)
+        ASSERT_TRUE(std::isfinite(v.real()) && std::isfinite(v.imag())) << name << " L " << L;
       const double err = rel_err(y, ref);
       std::cout << name << ", " << L << " segments: relative error " << err << "\n";
       if (L > 1) EXPECT_LT(err, previous) << name << " L " << L;

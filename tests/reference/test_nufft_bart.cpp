@@ -1,5 +1,6 @@
-// `radstream nufft` and `radstream nufft --adjoint` against `bart nufft` / `bart nufft -a`, run by the test on
-// BART-made radial data (2D and a small 3D case) and on random 3D points: NRMSE after a complex scalar fit.
+// `radstream nufft` and `radstream nufft --adjoint` against `bart nufft` / `bart nufft -a`, run by the test
+// on BART-made radial data (2D and a small 3D case) and on random 3D points: NRMSE after a complex scalar
+// fit.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -17,12 +18,14 @@ namespace {
 using test::bart;
 
 void ours(const test::TempDir& dir, const std::string& args) {
-  const auto r = test::run_command("cd " + dir.path().string() + " && " + test::radstream_binary() + " nufft " + args);
+  const auto r =
+      test::run_command("cd " + dir.path().string() + " && " + test::radstream_binary() + " nufft " + args);
   ASSERT_EQ(r.exit_code, 0) << "radstream nufft " << args << "\n" << r.output;
 }
 
 // ||a - s b|| / ||a|| with the complex s that minimizes it; also returns s.
-double fitted_nrmse(const std::string& a_path, const std::string& b_path, std::complex<double>* scale = nullptr) {
+double fitted_nrmse(const std::string& a_path, const std::string& b_path,
+                    std::complex<double>* scale = nullptr) {
   const CflArray a = read_cfl(a_path), b = read_cfl(b_path);
   EXPECT_EQ(a.data.size(), b.data.size());
   std::complex<double> num = 0;
@@ -120,8 +123,8 @@ TEST(NufftCli, BadDimsAndTrajectoryAreNamed) {
                              (dir / "ksp") + " " + (dir / "out"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("8:7"), std::string::npos) << r.output;
-  r = test::run_command(test::radstream_binary() + " nufft -a -d 8:8 -t " + (dir / "traj") + " " + (dir / "ksp") +
-                        " " + (dir / "out"));
+  r = test::run_command(test::radstream_binary() + " nufft -a -d 8:8 -t " + (dir / "traj") + " " +
+                        (dir / "ksp") + " " + (dir / "out"));
   EXPECT_EQ(r.exit_code, 4) << r.output;
   EXPECT_NE(r.output.find("3 coordinates"), std::string::npos) << r.output;
 }

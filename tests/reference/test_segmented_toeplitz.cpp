@@ -30,10 +30,10 @@ TEST(SegmentedToeplitz, PairsCoverEachUnorderedPairOnce) {
   seg.weights = {1.f, 0.25f, 0.f, 0.75f};  // [2][2]
   const auto w = segment_pair_weights(seg);
   ASSERT_EQ(w.size(), 6u);
-  EXPECT_EQ(w[0], cfloat(1.f));       // (0,0), m = 0
-  EXPECT_EQ(w[1], cfloat(0.0625f));   // (0,0), m = 1
-  EXPECT_EQ(w[3], cfloat(0.1875f));   // (0,1), m = 1
-  EXPECT_EQ(w[5], cfloat(0.5625f));   // (1,1), m = 1
+  EXPECT_EQ(w[0], cfloat(1.f));      // (0,0), m = 0
+  EXPECT_EQ(w[1], cfloat(0.0625f));  // (0,0), m = 1
+  EXPECT_EQ(w[3], cfloat(0.1875f));  // (0,1), m = 1
+  EXPECT_EQ(w[5], cfloat(0.5625f));  // (1,1), m = 1
 }
 
 TEST(SegmentedToeplitz, NormalEqualsTheTimeSegmentedForwardThenAdjoint) {
@@ -41,8 +41,9 @@ TEST(SegmentedToeplitz, NormalEqualsTheTimeSegmentedForwardThenAdjoint) {
   const auto traj = test::golden_trajectory(spokes, samples);
   const std::size_t Mt = traj.size() / 2;
   const auto maps = test::smooth_coil_maps(N, C);
-  SegmentedToeplitzSpec spec{N, C, maps.data(), test::smooth_field_map(N, 80.0),
-                             test::readout_times(spokes, samples, 2e-3, 8e-5), 4};
+  SegmentedToeplitzSpec spec{
+      N, C, maps.data(), test::smooth_field_map(N, 80.0), test::readout_times(spokes, samples, 2e-3, 8e-5),
+      4};
   auto sense = std::make_shared<SenseOperatorCpu>(N, C, Mt, kAccurate, false);
   sense->set_maps(maps.data());
   sense->set_points(traj.data());

@@ -14,8 +14,9 @@ namespace radstream::streamtest {
 
 using namespace std::chrono_literals;
 
-// The tests' fixed ports are 26xxx/27xxx, each used by one test only: below Linux's ephemeral range (32768-60999),
-// where another process's outgoing connection could hold the port a test binds while ctest runs tests in parallel.
+// The tests' fixed ports are 26xxx/27xxx, each used by one test only: below Linux's ephemeral range
+// (32768-60999), where another process's outgoing connection could hold the port a test binds while ctest
+// runs tests in parallel.
 inline std::string tcp(int port) {
   return "tcp://127.0.0.1:" + std::to_string(port);
 }

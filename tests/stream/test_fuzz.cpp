@@ -6,11 +6,11 @@
 
 #include <chrono>
 #include <cmath>
-#include <random>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -19,8 +19,8 @@
 #include "sim/simulator.hpp"
 #include "stream/ingest.hpp"
 #include "stream/stream_test_util.hpp"
-#include "wire/wire.hpp"
 #include "test_util.hpp"
+#include "wire/wire.hpp"
 
 using namespace radstream;
 using namespace radstream::wire;
@@ -64,7 +64,8 @@ TEST(Fuzz, RandomAndMutatedMessagesNeverCrashTheDecoderOrTheIngest) {
   ip.endpoint = "inproc://fuzz";
   ip.max_samples = 4096;
   ip.max_coils = 16;
-  ip.sender_timeout_s = 0.05;  // the stream the fuzz left followed falls silent quickly (one stream per pipeline)
+  ip.sender_timeout_s =
+      0.05;  // the stream the fuzz left followed falls silent quickly (one stream per pipeline)
   Ingest ingest(ctx, ip, metrics, false, 16);
   Limits limits;
   limits.max_samples = 4096;
@@ -136,9 +137,9 @@ TEST(Fuzz, RandomAndMutatedMessagesNeverCrashTheDecoderOrTheIngest) {
 // The fuzz through a real socket into a running pipeline - its reconstruction thread making
 // frames the whole time - with the value classes that hurt: huge finite trajectory values, forged sequence
 // numbers and timestamps, foreign stream headers, besides the byte mutations above. 200,000 messages; the
-// pipeline must survive, count them, fail no frame, keep >= 99.9 % of the good spokes, and take a valid stream
-// afterwards. (Before the ring kept the next frame's spokes, 15,180 of 18,466 frames failed here, and an
-// overwritten window's zero arrival time made the pipeline p99 3e7 ms.)
+// pipeline must survive, count them, fail no frame, keep >= 99.9 % of the good spokes, and take a valid
+// stream afterwards. (Before the ring kept the next frame's spokes, 15,180 of 18,466 frames failed here, and
+// an overwritten window's zero arrival time made the pipeline p99 3e7 ms.)
 TEST(Fuzz, ThroughASocketIntoARunningPipeline) {
   SimParams sp;
   sp.matrix = 16;
@@ -172,7 +173,8 @@ TEST(Fuzz, ThroughASocketIntoARunningPipeline) {
     return encode_text(h, stream_header_to_xml(sim.header()));
   };
   std::uint64_t seq = 0;
-  const auto spoke_msg = [&](std::uint32_t id, std::uint64_t sequence, std::int64_t acquired, const Spoke& s) {
+  const auto spoke_msg = [&](std::uint32_t id, std::uint64_t sequence, std::int64_t acquired,
+                             const Spoke& s) {
     Envelope e;
     e.type = std::uint16_t(MsgType::Spoke);
     e.sequence = sequence;
@@ -204,7 +206,8 @@ TEST(Fuzz, ThroughASocketIntoARunningPipeline) {
       send(spoke_msg(7, ++seq, std::int64_t(rng() >> 1) * (rng() % 2 ? 1 : -1), s));
       good.insert(seq);
     } else if (mode == 7) {  // a foreign stream's header or spoke
-      send(rng() % 2 ? header_of(std::uint32_t(100 + rng() % 50)) : spoke_msg(std::uint32_t(100 + rng() % 50), k, 0, s));
+      send(rng() % 2 ? header_of(std::uint32_t(100 + rng() % 50))
+                     : spoke_msg(std::uint32_t(100 + rng() % 50), k, 0, s));
     } else {  // a byte mutation of a good spoke
       Parts m = spoke_msg(7, ++seq, monotonic_ns(), s);
       auto& f = m[rng() % m.size()];
@@ -213,7 +216,8 @@ TEST(Fuzz, ThroughASocketIntoARunningPipeline) {
     }
   }
   const Metrics& m = p.metrics();
-  ASSERT_TRUE(streamtest::eventually([&] { return m.messages.load() >= std::uint64_t(n + 1); }, std::chrono::seconds(60)))
+  ASSERT_TRUE(streamtest::eventually([&] { return m.messages.load() >= std::uint64_t(n + 1); },
+                                     std::chrono::seconds(60)))
       << m.messages.load() << " of " << n + 1 << " messages arrived";
   const auto frames_after_fuzz = m.frames.load();
   // A valid stream afterwards: the fuzzed stream closes, a new one is followed and reconstructed.
@@ -222,8 +226,10 @@ TEST(Fuzz, ThroughASocketIntoARunningPipeline) {
   c.stream_id = 7;
   send(encode_bare(c));
   send(header_of(8));
-  for (int i = 0; i < 48; ++i) send(spoke_msg(8, std::uint64_t(i + 1), monotonic_ns(), spokes[std::size_t(i)]));
-  ASSERT_TRUE(streamtest::eventually([&] { return m.messages.load() >= std::uint64_t(n + 51); }, std::chrono::seconds(60)));
+  for (int i = 0; i < 48; ++i)
+    send(spoke_msg(8, std::uint64_t(i + 1), monotonic_ns(), spokes[std::size_t(i)]));
+  ASSERT_TRUE(streamtest::eventually([&] { return m.messages.load() >= std::uint64_t(n + 51); },
+                                     std::chrono::seconds(60)));
   // Every frame is wanted: all of stream 7's (W 16, stride 8), then stream 8's 48 spokes make 5 more.
   const auto expected = [&] { return (m.spokes.load() - 48) / 8 - 1 + 48 / 8 - 1; };
   EXPECT_TRUE(streamtest::eventually([&] { return m.spokes.load() >= 48 && m.frames.load() >= expected(); },
@@ -237,14 +243,16 @@ TEST(Fuzz, ThroughASocketIntoARunningPipeline) {
     for (std::size_t i = 0; i < rec.count(); ++i) {
       const RawSpoke r = rec.read(i);
       std::int32_t seq_lo = 0;
-      std::memcpy(&seq_lo, r.acq_header.data() + offsetof(ISMRMRD::ISMRMRD_AcquisitionHeader, user_int) + 7 * 4,
+      std::memcpy(&seq_lo,
+                  r.acq_header.data() + offsetof(ISMRMRD::ISMRMRD_AcquisitionHeader, user_int) + 7 * 4,
                   sizeof seq_lo);  // user_int[7]: the sequence number (low 32 bits)
       if (good.count(std::uint32_t(seq_lo))) found.insert(std::uint32_t(seq_lo));
     }
   }
   const std::size_t kept = found.size();
   const double kept_fraction = double(kept) / double(good.size());
-  std::printf("socket fuzz: %zu of %zu good spokes kept (%.4f %%)\n", kept, good.size(), 100.0 * kept_fraction);
+  std::printf("socket fuzz: %zu of %zu good spokes kept (%.4f %%)\n", kept, good.size(),
+              100.0 * kept_fraction);
   EXPECT_GE(kept_fraction, 0.999);
   if (const char* json = std::getenv("RADSTREAM_FUZZ_JSON")) {
     auto j = m.to_json(0);
@@ -253,13 +261,14 @@ TEST(Fuzz, ThroughASocketIntoARunningPipeline) {
     j["good_spokes_kept"] = kept;
     std::ofstream(json) << j.dump(1) << "\n";
   }
-  std::printf("socket fuzz: %llu messages, %llu spokes taken, %llu frames (%llu failed), rejected: traj_range %llu, "
-              "foreign_stream %llu, total %llu; clock_invalid frames %llu\n",
-              (unsigned long long)m.messages.load(), (unsigned long long)m.spokes.load(),
-              (unsigned long long)m.frames.load(), (unsigned long long)m.frames_failed.load(),
-              (unsigned long long)m.rejected[int(Reject::TrajRange)].load(),
-              (unsigned long long)m.rejected[int(Reject::ForeignStream)].load(),
-              (unsigned long long)m.rejected_total(), (unsigned long long)m.clock_invalid.load());
+  std::printf(
+      "socket fuzz: %llu messages, %llu spokes taken, %llu frames (%llu failed), rejected: traj_range %llu, "
+      "foreign_stream %llu, total %llu; clock_invalid frames %llu\n",
+      (unsigned long long)m.messages.load(), (unsigned long long)m.spokes.load(),
+      (unsigned long long)m.frames.load(), (unsigned long long)m.frames_failed.load(),
+      (unsigned long long)m.rejected[int(Reject::TrajRange)].load(),
+      (unsigned long long)m.rejected[int(Reject::ForeignStream)].load(),
+      (unsigned long long)m.rejected_total(), (unsigned long long)m.clock_invalid.load());
   EXPECT_EQ(m.frames_failed.load(), 0u);
   // Every frame was wanted (no skipping): the ingest waited for the reconstruction instead of overwriting.
   EXPECT_EQ(m.frames_skipped.load(), 0u);

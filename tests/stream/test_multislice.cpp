@@ -31,7 +31,8 @@ std::vector<std::vector<FrameResult>> by_slice(const std::vector<FrameResult>& f
   std::vector<std::vector<FrameResult>> out{std::size_t(slices)};
   for (const auto& f : frames) out.at(std::size_t(f.slice)).push_back(f);
   for (auto& v : out)
-    std::sort(v.begin(), v.end(), [](const FrameResult& a, const FrameResult& b) { return a.number < b.number; });
+    std::sort(v.begin(), v.end(),
+              [](const FrameResult& a, const FrameResult& b) { return a.number < b.number; });
   return out;
 }
 
@@ -52,11 +53,14 @@ TEST(MultiSlice, ThreeSlicesMakeTheFramesOfThreeSingleSliceRuns) {
     Rig rig(cfg, 41);
     rig.s.send_header(xml);
     for (const auto& s : spokes) rig.s.send_spoke(s.header, s);
-    ASSERT_TRUE(eventually([&] {
-      for (int k = 0; k < kSlices; ++k)
-        if (rig.p.metrics().slice(k).frames.load() < std::uint64_t(frames_per_slice)) return false;
-      return true;
-    }, 60s)) << rig.p.report();
+    ASSERT_TRUE(eventually(
+        [&] {
+          for (int k = 0; k < kSlices; ++k)
+            if (rig.p.metrics().slice(k).frames.load() < std::uint64_t(frames_per_slice)) return false;
+          return true;
+        },
+        60s))
+        << rig.p.report();
     rig.p.stop();
     const Metrics& m = rig.p.metrics();
     EXPECT_EQ(m.spokes.load(), std::uint64_t(kSlices * kPerSlice)) << "spokes lost over PUSH/PULL";
@@ -112,11 +116,14 @@ TEST(MultiSlice, AFailingSliceStopsOnlyItselfVisibly) {
   SpokeHeader stray = spokes[0].header;
   stray.slice = 7;  // not one this run takes
   rig.s.send_spoke(stray, spokes[0]);
-  ASSERT_TRUE(eventually([&] {
-    return rig.p.metrics().slice(0).frames.load() >= 5 && rig.p.metrics().slice(2).frames.load() >= 5 &&
-           rig.p.metrics().slice(1).frames_failed.load() >= 1 &&
-           rig.p.metrics().rejected[int(wire::Reject::SliceRange)].load() == 1;
-  }, 60s)) << rig.p.report();
+  ASSERT_TRUE(eventually(
+      [&] {
+        return rig.p.metrics().slice(0).frames.load() >= 5 && rig.p.metrics().slice(2).frames.load() >= 5 &&
+               rig.p.metrics().slice(1).frames_failed.load() >= 1 &&
+               rig.p.metrics().rejected[int(wire::Reject::SliceRange)].load() == 1;
+      },
+      60s))
+      << rig.p.report();
   EXPECT_EQ(rig.p.metrics().slice(1).frames.load(), 0u);
   EXPECT_NE(rig.p.last_error(1).find("/nonexistent/maps"), std::string::npos) << rig.p.last_error(1);
   EXPECT_TRUE(rig.p.last_error(0).empty()) << rig.p.last_error(0);

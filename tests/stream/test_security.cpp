@@ -5,17 +5,17 @@
 
 #include <chrono>
 #include <fstream>
-#include <thread>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "io/mrd_file.hpp"
 #include "recon/registry.hpp"
 #include "sim/simulator.hpp"
-#include "wire/curve.hpp"
-#include "wire/sender.hpp"
 #include "stream/stream_runtime.hpp"
 #include "stream/stream_test_util.hpp"
 #include "test_util.hpp"
+#include "wire/curve.hpp"
+#include "wire/sender.hpp"
 
 using namespace radstream;
 
@@ -37,15 +37,15 @@ TEST(Security, CurveAdmitsOnlyTheSendersOnTheAllowList) {
             std::filesystem::perms::none);
   EXPECT_EQ(read_curve_allow_list(dir / "allowed").size(), 1u);
   const std::string bin = test::radstream_binary(), ep = "tcp://127.0.0.1:26211";
-  const std::string sim = bin + " simulate --endpoint " + ep + " --matrix 32 --coils 2 --spokes 200 --rate 2000 ";
+  const std::string sim =
+      bin + " simulate --endpoint " + ep + " --matrix 32 --coils 2 --spokes 200 --rate 2000 ";
   const std::string script =
-      bin + " run --headless --backend cpu --endpoint " + ep + " --duration 7 --curve-key " + (dir / "server.key") +
-      " --curve-clients " + (dir / "allowed") + " --metrics-json " + (dir / "m.json") + " > " + (dir / "run.log") +
-      " 2>&1 & pid=$!; sleep 0.5; " +
-      sim + "--wait 1.5 --curve-server-key " + (dir / "server.pub") + " --curve-key " + (dir / "intruder.key") +
-      " 2>&1; echo INTRUDER_RC=$?; " + sim + "--wait 1.5 2>&1; echo PLAIN_RC=$?; " + sim +
-      "--wait 3 --curve-server-key " + (dir / "server.pub") + " --curve-key " + (dir / "client.key") +
-      " 2>&1; echo CLIENT_RC=$?; wait $pid; cat " +
+      bin + " run --headless --backend cpu --endpoint " + ep + " --duration 7 --curve-key " +
+      (dir / "server.key") + " --curve-clients " + (dir / "allowed") + " --metrics-json " + (dir / "m.json") +
+      " > " + (dir / "run.log") + " 2>&1 & pid=$!; sleep 0.5; " + sim + "--wait 1.5 --curve-server-key " +
+      (dir / "server.pub") + " --curve-key " + (dir / "intruder.key") + " 2>&1; echo INTRUDER_RC=$?; " + sim +
+      "--wait 1.5 2>&1; echo PLAIN_RC=$?; " + sim + "--wait 3 --curve-server-key " + (dir / "server.pub") +
+      " --curve-key " + (dir / "client.key") + " 2>&1; echo CLIENT_RC=$?; wait $pid; cat " +
       (dir / "run.log");
   const auto r = test::run_command(script);
   EXPECT_NE(r.output.find("INTRUDER_RC=3"), std::string::npos) << r.output;
@@ -65,11 +65,13 @@ TEST(Security, ANonLocalBindNeedsCurveOrInsecureAndIpcWorksLocally) {
   auto r = radstream_cmd("run --headless --backend cpu --endpoint tcp://*:26212 --duration 0.3");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("reachable from other hosts and CURVE is off"), std::string::npos) << r.output;
-  r = radstream_cmd("run --headless --backend cpu --endpoint tcp://0.0.0.0:26212 --publish tcp://127.0.0.1:26213 "
-                    "--duration 0.3");
+  r = radstream_cmd(
+      "run --headless --backend cpu --endpoint tcp://0.0.0.0:26212 --publish tcp://127.0.0.1:26213 "
+      "--duration 0.3");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  r = radstream_cmd("run --headless --backend cpu --endpoint tcp://127.0.0.1:26212 --publish tcp://*:26213 "
-                    "--duration 0.3");
+  r = radstream_cmd(
+      "run --headless --backend cpu --endpoint tcp://127.0.0.1:26212 --publish tcp://*:26213 "
+      "--duration 0.3");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("could read the images"), std::string::npos) << r.output;
   r = radstream_cmd("run --headless --backend cpu --endpoint tcp://*:26212 --insecure --duration 0.3");
@@ -83,10 +85,10 @@ TEST(Security, ANonLocalBindNeedsCurveOrInsecureAndIpcWorksLocally) {
   EXPECT_NE(r.output.find("lists no public key"), std::string::npos) << r.output;
   // ipc:// (a socket file, guarded by file permissions) for senders on this host.
   const std::string ep = "ipc://" + (dir / "stream.sock"), bin = test::radstream_binary();
-  r = test::run_command(bin + " run --headless --backend cpu --endpoint " + ep + " --until-close --duration 20 " +
-                        "--metrics-json " + (dir / "m.json") + " > /dev/null 2>&1 & pid=$!; sleep 0.4; " + bin +
-                        " simulate --endpoint " + ep + " --matrix 32 --coils 2 --spokes 100 --rate 2000; wait $pid;" +
-                        " echo RUN_RC=$?");
+  r = test::run_command(bin + " run --headless --backend cpu --endpoint " + ep +
+                        " --until-close --duration 20 " + "--metrics-json " + (dir / "m.json") +
+                        " > /dev/null 2>&1 & pid=$!; sleep 0.4; " + bin + " simulate --endpoint " + ep +
+                        " --matrix 32 --coils 2 --spokes 100 --rate 2000; wait $pid;" + " echo RUN_RC=$?");
   EXPECT_NE(r.output.find("RUN_RC=0"), std::string::npos) << r.output;
   std::ifstream mf(dir / "m.json");
   EXPECT_EQ(nlohmann::json::parse(mf).at("spokes").get<int>(), 100);
@@ -96,8 +98,8 @@ TEST(Security, ANonLocalBindNeedsCurveOrInsecureAndIpcWorksLocally) {
 // nothing (its handshake is refused and counted).
 TEST(Security, OnlyAllowListedSubscribersReceiveTheImages) {
   test::TempDir dir;
-  const CurveKeys server = generate_curve_keys(), viewer = generate_curve_keys(), intruder = generate_curve_keys(),
-                  sender = generate_curve_keys();
+  const CurveKeys server = generate_curve_keys(), viewer = generate_curve_keys(),
+                  intruder = generate_curve_keys(), sender = generate_curve_keys();
   write_curve_key_files(server, dir / "server", false);
   write_curve_key_files(sender, dir / "sender", false);
   { std::ofstream(dir / "allowed") << viewer.public_key << "\n" << sender.public_key << "\n"; }
@@ -139,4 +141,45 @@ TEST(Security, OnlyAllowListedSubscribersReceiveTheImages) {
   p.stop();
   EXPECT_GE(p.metrics().auth_denied.load(), 1u);
   EXPECT_EQ(p.metrics().spokes.load(), 64u);
+}
+
+// One endpoint parser for every socket of every command: ZeroMQ's source;destination form (which can bind
+// every address behind a loopback-looking prefix) and anything it cannot classify are refused; a bound
+// sender (simulate --bind, replay --bind) on an address other hosts can reach needs CURVE or --insecure, as
+// the receiver does.
+TEST(Security, EveryEndpointGoesThroughOneParserWithoutHoles) {
+  test::TempDir dir;
+  auto refused = [](const test::CommandResult& r, const std::string& needle) {
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(needle), std::string::npos) << "missing '" << needle << "' in:\n" << r.output;
+  };
+  refused(radstream_cmd(
+              "run --headless --backend cpu --endpoint 'tcp://127.0.0.1:0;0.0.0.0:26230' --duration 0.3"),
+          "source;destination");
+  refused(radstream_cmd("run --headless --backend cpu --endpoint tcp://127.0.0.1:26231 --publish "
+                        "'tcp://127.0.0.1:0;0.0.0.0:26232' --duration 0.3"),
+          "source;destination");
+  refused(radstream_cmd("run --headless --backend cpu --endpoint udp://127.0.0.1:26233 --duration 0.3"),
+          "not one radstream uses");
+  refused(radstream_cmd("run --headless --backend cpu --endpoint tcp://eth0:26234 --duration 0.3"),
+          "reachable from other hosts");
+  refused(radstream_cmd("run --headless --backend cpu --endpoint tcp://127.0.0.1 --duration 0.3"),
+          "HOST:PORT");
+  refused(
+      radstream_cmd("simulate --bind --endpoint tcp://*:26235 --spokes 4 --no-wait --matrix 32 --coils 2"),
+      "reachable from other hosts");
+  refused(radstream_cmd("simulate --bind --endpoint 'tcp://127.0.0.1:0;0.0.0.0:26236' --spokes 4 --no-wait"),
+          "source;destination");
+  ASSERT_EQ(radstream_cmd("simulate --spokes 8 --matrix 32 --coils 2 --out " + (dir / "s.h5")).exit_code, 0);
+  refused(radstream_cmd("replay " + (dir / "s.h5") + " --bind --endpoint tcp://0.0.0.0:26237 --no-wait"),
+          "reachable from other hosts");
+  // Loopback and an explicit --insecure still work.
+  auto r = radstream_cmd(
+      "simulate --bind --socket pub --endpoint tcp://127.0.0.1:26238 --spokes 4 --no-wait --matrix 32 "
+      "--coils 2");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = radstream_cmd("replay " + (dir / "s.h5") +
+                    " --bind --insecure --socket pub --endpoint tcp://*:26239 --no-wait --speed max");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("open to other hosts without authentication"), std::string::npos) << r.output;
 }

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <fstream>
 #include <future>
-#include <regex>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <thread>
 
 #include "io/cfl.hpp"
@@ -18,9 +18,9 @@
 #include "recon/coil_map_estimate.hpp"
 #include "sim/simulator.hpp"
 #include "stream/stream_runtime.hpp"
-#include "wire/sender.hpp"
 #include "stream/stream_test_util.hpp"
 #include "test_util.hpp"
+#include "wire/sender.hpp"
 
 using namespace radstream;
 using namespace std::chrono_literals;
@@ -279,7 +279,8 @@ TEST(Stream, EveryBadInputIsCountedAndThePipelineGoesOn) {
   nan.data[7] = cfloat(std::nanf(""), 0);
   send(wire::encode_spoke(env(33, 32), nan));  // non-finite
   ASSERT_FALSE(spokes[32].traj.empty());
-  for (float huge : {2e7f, 1e30f, -1e9f}) {  // finite, and far outside k-space: used to crash the CPU gridding
+  for (float huge :
+       {2e7f, 1e30f, -1e9f}) {  // finite, and far outside k-space: used to crash the CPU gridding
     Spoke far = spokes[32];
     far.traj[5] = huge;
     send(wire::encode_spoke(env(33, 32), far));
@@ -381,7 +382,8 @@ TEST(Stream, SenderKilledAndRestartedMidStream) {
   ASSERT_TRUE(eventually([&] { return p.metrics().spokes >= 80; }));
   // The restarted sender is a new stream: its frames start over (window 32, stride 16: 40 spokes make one),
   // never mixing its spokes with those of the sender that died.
-  ASSERT_TRUE(eventually([&] { return p.metrics().frames + p.metrics().frames_skipped >= frames_before + 1; }));
+  ASSERT_TRUE(
+      eventually([&] { return p.metrics().frames + p.metrics().frames_skipped >= frames_before + 1; }));
   std::this_thread::sleep_for(200ms);
   EXPECT_EQ(p.metrics().frames + p.metrics().frames_skipped, frames_before + 1);
   p.stop();
@@ -438,8 +440,8 @@ TEST(Stream, RecordingChecksItsPathAndNeverReplacesAFileSilently) {
   EXPECT_NE(r.output.find("recording: 100 spokes in " + rec), std::string::npos) << r.output;
   const auto size = std::filesystem::file_size(rec);
   // The same name again: refused before anything is received, the first recording intact.
-  r = test::run_command(bin + " run --headless --backend cpu --endpoint " + tcp(26112) + " --duration 1 --record " +
-                        rec);
+  r = test::run_command(bin + " run --headless --backend cpu --endpoint " + tcp(26112) +
+                        " --duration 1 --record " + rec);
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find(rec + " exists"), std::string::npos) << r.output;
   EXPECT_EQ(std::filesystem::file_size(rec), size);
@@ -465,17 +467,19 @@ TEST(Stream, ARecordingInterruptedBySigintOrSigtermIsCompleteAndReplayable) {
     const std::string rec = dir / "rec.h5", metrics = dir / "m.json";
     // The simulator streams 3000 spokes at 1000/s; the run is signalled after about 1.2 s, mid-stream.
     const std::string script =
-        bin + " run --headless --backend cpu --endpoint " + tcp(port) + " --window 32 --stride 16 --duration 60" +
-        " --record " + rec + " --metrics-json " + metrics + " > " + (dir / "run.log") + " 2>&1 & pid=$!; " + bin +
-        " simulate --endpoint " + tcp(port) + " --matrix 32 --coils 2 --rate 1000 --spokes 3000 --snr 30" +
-        " > " + (dir / "sim.log") + " 2>&1 & sim=$!; sleep 1.5; kill -" + sig + " $pid; wait $pid; echo RUN_RC=$?;" +
+        bin + " run --headless --backend cpu --endpoint " + tcp(port) +
+        " --window 32 --stride 16 --duration 60" + " --record " + rec + " --metrics-json " + metrics + " > " +
+        (dir / "run.log") + " 2>&1 & pid=$!; " + bin + " simulate --endpoint " + tcp(port) +
+        " --matrix 32 --coils 2 --rate 1000 --spokes 3000 --snr 30" + " > " + (dir / "sim.log") +
+        " 2>&1 & sim=$!; sleep 1.5; kill -" + sig + " $pid; wait $pid; echo RUN_RC=$?;" +
         " kill $sim 2>/dev/null; wait $sim 2>/dev/null; cat " + (dir / "run.log");
     ++port;
     const auto r = test::run_command(script);
     ASSERT_NE(r.output.find("RUN_RC=0"), std::string::npos) << sig << "\n" << r.output;
     std::ifstream mf(metrics);
     const auto m = nlohmann::json::parse(mf);
-    const auto received = m.at("spokes").get<std::uint64_t>(), recorded = m.at("recorded").get<std::uint64_t>();
+    const auto received = m.at("spokes").get<std::uint64_t>(),
+               recorded = m.at("recorded").get<std::uint64_t>();
     const auto rec_file = read_mrd(rec);
     std::printf("SIG%s mid-stream: %llu spokes received, %llu recorded, %zu in the file\n", sig,
                 (unsigned long long)received, (unsigned long long)recorded, rec_file.spokes.size());
@@ -483,12 +487,13 @@ TEST(Stream, ARecordingInterruptedBySigintOrSigtermIsCompleteAndReplayable) {
     EXPECT_LT(received, 3000u) << "the signal came mid-stream";
     EXPECT_EQ(recorded, received);
     EXPECT_EQ(rec_file.spokes.size(), received);
-    EXPECT_NE(r.output.find("recording: " + std::to_string(received) + " spokes in " + rec), std::string::npos)
+    EXPECT_NE(r.output.find("recording: " + std::to_string(received) + " spokes in " + rec),
+              std::string::npos)
         << r.output;
     for (std::size_t i = 1; i < rec_file.spokes.size(); ++i)  // in order, none twice
       ASSERT_EQ(rec_file.spokes[i].header.spoke_index, rec_file.spokes[i - 1].header.spoke_index + 1) << i;
-    const auto recon = test::run_command(bin + " recon --backend cpu --input " + rec + " --start 0 --count 64 --out " +
-                                         (dir / "img.png"));
+    const auto recon = test::run_command(bin + " recon --backend cpu --input " + rec +
+                                         " --start 0 --count 64 --out " + (dir / "img.png"));
     EXPECT_EQ(recon.exit_code, 0) << recon.output;
   }
 }
@@ -500,19 +505,22 @@ TEST(Stream, ARecordingSurvivesSigkillUpToItsLastFlush) {
   test::TempDir dir;
   const std::string rec = dir / "rec.h5";
   const std::string script =
-      bin + " run --headless --backend cpu --endpoint " + tcp(26131) + " --window 32 --stride 16 --duration 60" +
-      " --record " + rec + " > " + (dir / "run.log") + " 2>&1 & pid=$!; " + bin + " simulate --endpoint " +
-      tcp(26131) + " --matrix 32 --coils 2 --rate 1000 --spokes 6000 > /dev/null 2>&1 & sim=$!; sleep 2.6; " +
+      bin + " run --headless --backend cpu --endpoint " + tcp(26131) +
+      " --window 32 --stride 16 --duration 60" + " --record " + rec + " > " + (dir / "run.log") +
+      " 2>&1 & pid=$!; " + bin + " simulate --endpoint " + tcp(26131) +
+      " --matrix 32 --coils 2 --rate 1000 --spokes 6000 > /dev/null 2>&1 & sim=$!; sleep 2.6; " +
       "kill -KILL $pid; wait $pid; echo RUN_RC=$?; kill $sim 2>/dev/null; wait $sim 2>/dev/null";
   const auto r = test::run_command(script);
   ASSERT_NE(r.output.find("RUN_RC=137"), std::string::npos) << r.output;
   const auto file = read_mrd(rec);
-  std::printf("SIGKILL after about 2.3 s of spokes at 1000/s: %zu spokes readable in the file\n", file.spokes.size());
+  std::printf("SIGKILL after about 2.3 s of spokes at 1000/s: %zu spokes readable in the file\n",
+              file.spokes.size());
   EXPECT_GE(file.spokes.size(), 800u) << "at least the flush at 1 s";
   EXPECT_LT(file.spokes.size(), 3000u);
   for (std::size_t i = 1; i < file.spokes.size(); ++i)
     ASSERT_EQ(file.spokes[i].header.spoke_index, file.spokes[i - 1].header.spoke_index + 1) << i;
-  const auto recon = test::run_command(bin + " recon --backend cpu --input " + rec + " --count 64 --out " + (dir / "x.png"));
+  const auto recon =
+      test::run_command(bin + " recon --backend cpu --input " + rec + " --count 64 --out " + (dir / "x.png"));
   EXPECT_EQ(recon.exit_code, 0) << recon.output;
 }
 
@@ -525,9 +533,10 @@ TEST(Stream, ARecordingOnAFillingDiskStopsCleanlyAndTheRunFails) {
   test::TempDir dir;
   const std::string rec = dir / "rec.h5", metrics = dir / "m.json";
   const std::string script =
-      "(trap '' XFSZ; ulimit -f 8192; exec " + bin + " run --headless --backend cpu --endpoint " + tcp(26132) +
-      " --window 32 --stride 16 --until-close --duration 30 --record " + rec + " --metrics-json " + metrics +
-      ") > " + (dir / "run.log") + " 2>&1 & pid=$!; sleep 0.3; " + bin + " simulate --endpoint " + tcp(26132) +
+      "(trap '' XFSZ; ulimit -f 8192; exec " + bin + " run --headless --backend cpu --endpoint " +
+      tcp(26132) + " --window 32 --stride 16 --until-close --duration 30 --record " + rec +
+      " --metrics-json " + metrics + ") > " + (dir / "run.log") + " 2>&1 & pid=$!; sleep 0.3; " + bin +
+      " simulate --endpoint " + tcp(26132) +
       " --matrix 32 --coils 2 --rate 2000 --spokes 8000 > /dev/null 2>&1; wait $pid; echo RUN_RC=$?; cat " +
       (dir / "run.log");
   const auto r = test::run_command(script);
@@ -540,8 +549,8 @@ TEST(Stream, ARecordingOnAFillingDiskStopsCleanlyAndTheRunFails) {
   EXPECT_GT(m.at("frames").get<std::uint64_t>(), 0u);
   EXPECT_EQ(m.at("record_failures").get<std::uint64_t>(), received - recorded);
   const auto file = read_mrd(rec);
-  std::printf("file size limit 8 MiB: %llu of %llu spokes recorded, %zu readable\n", (unsigned long long)recorded,
-              (unsigned long long)received, file.spokes.size());
+  std::printf("file size limit 8 MiB: %llu of %llu spokes recorded, %zu readable\n",
+              (unsigned long long)recorded, (unsigned long long)received, file.spokes.size());
   EXPECT_EQ(file.spokes.size(), recorded);
   EXPECT_GT(recorded, 500u);
   EXPECT_LT(recorded, received);
@@ -554,15 +563,15 @@ TEST(Stream, RecordingFilesAreCappedPerRunAndNeverReplaceAFile) {
   test::TempDir dir;
   { std::ofstream(dir / "rec_2.h5") << "someone else's file"; }
   { std::ofstream(dir / "c.yaml") << "sinks:\n  record_max_files: 2\n"; }
-  std::string script = bin + " run -c " + (dir / "c.yaml") + " --headless --backend cpu --endpoint " + tcp(26133) +
-                       " --window 32 --stride 16 --duration 8 --record " + (dir / "rec.h5") + " > " +
-                       (dir / "run.log") + " 2>&1 & pid=$!; sleep 0.3; ";
+  std::string script = bin + " run -c " + (dir / "c.yaml") + " --headless --backend cpu --endpoint " +
+                       tcp(26133) + " --window 32 --stride 16 --duration 8 --record " + (dir / "rec.h5") +
+                       " > " + (dir / "run.log") + " 2>&1 & pid=$!; sleep 0.3; ";
   // Three streams, one after the other, each closed and taken in before the next starts: a sender that starts
   // while the previous stream's close is still queued is foreign_stream by design (one stream per pipeline),
   // and ZeroMQ's fair queueing interleaves two senders' backlogs (seen on a 16-core GPU host).
   for (int k = 0; k < 3; ++k)
-    script += bin + " simulate --endpoint " + tcp(26133) + " --matrix 16 --coils 1 --rate 2000 --spokes 100 " +
-              "> /dev/null 2>&1; sleep 0.5; ";
+    script += bin + " simulate --endpoint " + tcp(26133) +
+              " --matrix 16 --coils 1 --rate 2000 --spokes 100 " + "> /dev/null 2>&1; sleep 0.5; ";
   script += "wait $pid; echo RUN_RC=$?; cat " + (dir / "run.log");
   const auto r = test::run_command(script);
   EXPECT_NE(r.output.find("RUN_RC=3"), std::string::npos) << r.output;
@@ -576,8 +585,9 @@ TEST(Stream, RecordingFilesAreCappedPerRunAndNeverReplaceAFile) {
   EXPECT_FALSE(std::filesystem::exists(dir / "rec_4.h5"));
 }
 
-// A file from `simulate --out` is radstream's own: replay recognizes it (verbatim), paces it by its acquisition
-// times (2 s of spokes take 2 s at --speed 1, +-2 %), and the close message carries the real count.
+// A file from `simulate --out` is radstream's own: replay recognizes it (verbatim), paces it by its
+// acquisition times (2 s of spokes take 2 s at --speed 1, +-2 %), and the close message carries the real
+// count.
 TEST(Stream, ReplayOfASimulatedFileRunsInRealTime) {
   test::TempDir dir;
   const std::string bin = test::radstream_binary();
@@ -603,28 +613,35 @@ TEST(Stream, ReplayOfASimulatedFileRunsInRealTime) {
   EXPECT_NEAR(paced, 1.995, 0.04);  // spoke 0 at t = 0, spoke 399 at 399 / 200 s
   const auto got = run.get();
   ASSERT_EQ(got.exit_code, 0) << got.output;
-  EXPECT_NE(got.output.find("closed by the sender after 400 spokes (400 received, 0 missing)"), std::string::npos)
+  EXPECT_NE(got.output.find("closed by the sender after 400 spokes (400 received, 0 missing)"),
+            std::string::npos)
       << got.output;
 }
 
-// Senders that know: an endpoint with an impossible port is refused naming it (exit 2); with nobody listening,
-// simulate and replay fail after --wait seconds saying so (exit 3) instead of reporting spokes sent to nobody;
+// Senders that know: an endpoint with an impossible port is refused naming it (exit 2); with nobody
+// listening, simulate and replay fail after --wait seconds saying so (exit 3) instead of reporting spokes
+// sent to nobody;
 // --no-wait sends regardless.
 TEST(Stream, SendersRefuseBadEndpointsAndWaitForAReceiver) {
   test::TempDir dir;
   const std::string bin = test::radstream_binary();
-  auto r = test::run_command(bin + " simulate --endpoint tcp://127.0.0.1:99999 --spokes 10 --matrix 32 --coils 2");
+  auto r =
+      test::run_command(bin + " simulate --endpoint tcp://127.0.0.1:99999 --spokes 10 --matrix 32 --coils 2");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("99999"), std::string::npos) << r.output;
-  r = test::run_command(bin + " simulate --endpoint " + tcp(26116) + " --wait 0.5 --spokes 10 --matrix 32 --coils 2");
+  r = test::run_command(bin + " simulate --endpoint " + tcp(26116) +
+                        " --wait 0.5 --spokes 10 --matrix 32 --coils 2");
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("no receiver at " + tcp(26116)), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("sent 10"), std::string::npos) << r.output;
-  ASSERT_EQ(test::run_command(bin + " simulate --out " + dir / "s.h5" + " --spokes 10 --matrix 32 --coils 2").exit_code, 0);
+  ASSERT_EQ(test::run_command(bin + " simulate --out " + dir / "s.h5" + " --spokes 10 --matrix 32 --coils 2")
+                .exit_code,
+            0);
   r = test::run_command(bin + " replay " + dir / "s.h5" + " --endpoint " + tcp(26117) + " --wait 0.5");
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("no receiver"), std::string::npos) << r.output;
-  r = test::run_command(bin + " simulate --endpoint " + tcp(26118) + " --no-wait --spokes 10 --rate 1000 --matrix 32 --coils 2");
+  r = test::run_command(bin + " simulate --endpoint " + tcp(26118) +
+                        " --no-wait --spokes 10 --rate 1000 --matrix 32 --coils 2");
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
@@ -660,15 +677,16 @@ TEST(Stream, AHeaderWhoseRingIsTooLargeIsRejectedAndTheStreamGoesOn) {
 }
 
 // Through the real binary: a sender's text cannot forge a status line or drive the terminal (one
-// printable line), and forged acquisition times (the far past, the future) are counted as clock_invalid and kept
-// out of the latency figures instead of giving p50 = -3.2e12 ms.
+// printable line), and forged acquisition times (the far past, the future) are counted as clock_invalid and
+// kept out of the latency figures instead of giving p50 = -3.2e12 ms.
 TEST(Stream, ForgedClocksAndSenderTextDoNotPoisonMetricsOrLogs) {
   test::TempDir dir;
   const std::string bin = test::radstream_binary();
   const int port = 26125;
   auto run = std::async(std::launch::async, [&] {
-    return test::run_command(bin + " run --headless --backend cpu --endpoint " + tcp(port) +
-                             " --window 32 --stride 16 --no-skip --until-close --duration 20 --metrics-json " + (dir / "m.json"));
+    return test::run_command(
+        bin + " run --headless --backend cpu --endpoint " + tcp(port) +
+        " --window 32 --stride 16 --no-skip --until-close --duration 20 --metrics-json " + (dir / "m.json"));
   });
   std::this_thread::sleep_for(300ms);
   const Simulator sim(small_sim());
@@ -682,7 +700,8 @@ TEST(Stream, ForgedClocksAndSenderTextDoNotPoisonMetricsOrLogs) {
   const auto spokes = sim.spokes(0, 96);
   for (int i = 0; i < 96; ++i) {
     SpokeHeader h = spokes[i].header;
-    h.acquired_ns = i < 32 ? monotonic_ns() - 3'200'000'000'000'000 : (i < 64 ? monotonic_ns() + 5'000'000'000 : monotonic_ns());
+    h.acquired_ns = i < 32 ? monotonic_ns() - 3'200'000'000'000'000
+                           : (i < 64 ? monotonic_ns() + 5'000'000'000 : monotonic_ns());
     s.send_spoke(h, spokes[i]);
   }
   s.close();
@@ -711,8 +730,8 @@ TEST(Stream, ForgedClocksAndSenderTextDoNotPoisonMetricsOrLogs) {
 
 // Through the real binary: one stream per pipeline. A second sender (another stream id, another
 // geometry) that starts while the first one streams is refused as foreign_stream: it neither reconfigures the
-// pipeline nor starts a recording file nor mixes its spokes into the frames. When the first stream closes, the
-// next header is followed, and the run says so.
+// pipeline nor starts a recording file nor mixes its spokes into the frames. When the first stream closes,
+// the next header is followed, and the run says so.
 TEST(Stream, OneStreamPerPipelineASecondSenderWaitsForTheFirstToClose) {
   test::TempDir dir;
   const std::string bin = test::radstream_binary();
@@ -765,16 +784,21 @@ TEST(Stream, OneStreamPerPipelineASecondSenderWaitsForTheFirstToClose) {
 TEST(Stream, BlockedSendersStopWithinHalfASecondOfASignal) {
   test::TempDir dir;
   const std::string bin = test::radstream_binary();
-  ASSERT_EQ(test::run_command(bin + " simulate --out " + (dir / "s.h5") + " --spokes 64 --matrix 32 --coils 2").exit_code, 0);
+  ASSERT_EQ(
+      test::run_command(bin + " simulate --out " + (dir / "s.h5") + " --spokes 64 --matrix 32 --coils 2")
+          .exit_code,
+      0);
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"simulate --no-wait --endpoint " + tcp(26141) + " --matrix 32 --coils 2 --rate 2000 --spokes 1000000", "INT"},
+      {"simulate --no-wait --endpoint " + tcp(26141) + " --matrix 32 --coils 2 --rate 2000 --spokes 1000000",
+       "INT"},
       {"simulate --endpoint " + tcp(26142) + " --matrix 32 --coils 2 --spokes 100", "TERM"},
       {"replay " + (dir / "s.h5") + " --endpoint " + tcp(26143), "INT"},
       {"replay " + (dir / "s.h5") + " --no-wait --loop --endpoint " + tcp(26144), "TERM"}};
   for (const auto& [args, sig] : cases) {
-    const auto r = test::run_command(bin + " " + args + " > " + (dir / "log") + " 2>&1 & pid=$!; sleep 1.5; " +
-                                     "t0=$(date +%s%N); kill -" + sig + " $pid; wait $pid; rc=$?; t1=$(date +%s%N); " +
-                                     "echo ELAPSED_MS=$(( (t1 - t0) / 1000000 )) RC=$rc; cat " + (dir / "log"));
+    const auto r =
+        test::run_command(bin + " " + args + " > " + (dir / "log") + " 2>&1 & pid=$!; sleep 1.5; " +
+                          "t0=$(date +%s%N); kill -" + sig + " $pid; wait $pid; rc=$?; t1=$(date +%s%N); " +
+                          "echo ELAPSED_MS=$(( (t1 - t0) / 1000000 )) RC=$rc; cat " + (dir / "log"));
     std::smatch m;
     ASSERT_TRUE(std::regex_search(r.output, m, std::regex("ELAPSED_MS=([0-9]+) RC=([0-9]+)"))) << r.output;
     const int ms = std::stoi(m[1].str());
@@ -783,7 +807,8 @@ TEST(Stream, BlockedSendersStopWithinHalfASecondOfASignal) {
     EXPECT_LT(ms, 500) << args << "\n" << r.output;
     const int rc = std::stoi(m[2].str());  // 0 (simulate) or replay's documented 130, after its own message
     EXPECT_TRUE(rc == 0 || rc == 130) << r.output;
-    EXPECT_TRUE(r.output.find("interrupted") != std::string::npos || r.output.find("stopped") != std::string::npos)
+    EXPECT_TRUE(r.output.find("interrupted") != std::string::npos ||
+                r.output.find("stopped") != std::string::npos)
         << "the sender's own clean stop, not a kill by the signal: " << r.output;
   }
 }
@@ -793,16 +818,19 @@ TEST(Stream, BlockedSendersStopWithinHalfASecondOfASignal) {
 TEST(Stream, ARecordingReplayedTwiceIsReceivedTwice) {
   test::TempDir dir;
   const std::string bin = test::radstream_binary();
-  ASSERT_EQ(test::run_command(bin + " simulate --out " + dir / "s.h5" + " --spokes 120 --matrix 32 --coils 2").exit_code,
+  ASSERT_EQ(test::run_command(bin + " simulate --out " + dir / "s.h5" + " --spokes 120 --matrix 32 --coils 2")
+                .exit_code,
             0);
   RunConfig cfg = config(26128);
   const Registry reg = default_registry();
   StreamRuntime p(cfg, reg);
   p.start();
   for (int k = 0; k < 2; ++k) {
-    const auto r = test::run_command(bin + " replay " + dir / "s.h5" + " --speed max --endpoint " + cfg.stream.endpoint);
+    const auto r =
+        test::run_command(bin + " replay " + dir / "s.h5" + " --speed max --endpoint " + cfg.stream.endpoint);
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    ASSERT_TRUE(eventually([&] { return p.metrics().spokes >= std::uint64_t(120 * (k + 1)); })) << "replay " << k;
+    ASSERT_TRUE(eventually([&] { return p.metrics().spokes >= std::uint64_t(120 * (k + 1)); }))
+        << "replay " << k;
   }
   p.stop();
   EXPECT_EQ(p.metrics().spokes.load(), 240u);
@@ -819,7 +847,8 @@ TEST(Stream, CgSenseLiveEqualsOfflineReconOfTheSameWindows) {
   cfg.recon.cg.iterations = 6;
   const Simulator maps_sim(small_sim());
   const Frame calib = frame_from_spokes(maps_sim.header(), maps_sim.spokes(0, 32));
-  const HostBuffer<cfloat> maps = estimate_coil_maps(calib.data.view(), calib.traj.view(), maps_sim.header().matrix);
+  const HostBuffer<cfloat> maps =
+      estimate_coil_maps(calib.data.view(), calib.traj.view(), maps_sim.header().matrix);
   test::TempDir dir;
   const int N = maps_sim.header().matrix, C = maps_sim.header().coils;
   write_cfl(dir / "sens", {N, N, 1, C}, maps.view().span());
@@ -850,9 +879,10 @@ TEST(Stream, CgSenseLiveEqualsOfflineReconOfTheSameWindows) {
     const Frame ref = frame_from_spokes(sim.header(), std::span(spokes).subspan(f.first_spoke, 32));
     const auto img = offline.reconstruct(ref);
     const double e = rel_error(f.image, std::vector<cfloat>(img.data, img.data + img.size()));
-    std::printf("cg-sense frame %llu (spokes %llu..%llu): %d iterations, residual %.3g; streamed vs offline %.3g\n",
-                (unsigned long long)f.number, (unsigned long long)f.first_spoke, (unsigned long long)f.last_spoke,
-                f.iterations, f.residual, e);
+    std::printf(
+        "cg-sense frame %llu (spokes %llu..%llu): %d iterations, residual %.3g; streamed vs offline %.3g\n",
+        (unsigned long long)f.number, (unsigned long long)f.first_spoke, (unsigned long long)f.last_spoke,
+        f.iterations, f.residual, e);
     EXPECT_EQ(f.iterations, 6);
     EXPECT_LE(e, 1e-5);
   }

@@ -7,14 +7,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <future>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "io/frame_io.hpp"
 #include "gpu/cuda_runtime.hpp"
+#include "io/frame_io.hpp"
 #include "io/mrd_file.hpp"
 #include "io/mrd_raw.hpp"
 #include "io/mrd_reader.hpp"
@@ -22,9 +22,9 @@
 #include "stream/frame_gaps.hpp"
 #include "stream/spoke_ring.hpp"
 #include "stream/stream_runtime.hpp"
-#include "wire/sender.hpp"
 #include "stream/stream_test_util.hpp"
 #include "test_util.hpp"
+#include "wire/sender.hpp"
 
 using namespace radstream;
 using namespace std::chrono_literals;
@@ -167,7 +167,8 @@ TEST(StreamControl, ReplayOfAFileWithoutEnvelopesPacedByRate) {
   test::TempDir dir;
   const std::string bin = test::radstream_binary();
   const std::string file = dir / "foreign.h5";
-  auto r = test::run_command(bin + " simulate --out " + (dir / "ours.h5") + " --spokes 96 --matrix 32 --coils 2");
+  auto r =
+      test::run_command(bin + " simulate --out " + (dir / "ours.h5") + " --spokes 96 --matrix 32 --coils 2");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   {  // another tool's file: the same acquisitions without radstream's envelope fields (user_int all 0)
     MrdReader in(dir / "ours.h5");
@@ -249,7 +250,8 @@ TEST(StreamControl, MethodSwitchToFbpBetweenFrames) {
 }
 
 // Settings are resolved when applied: asking for the CUDA backend where no GPU is usable is refused in the
-// caller with a message naming the reason (it used to abort the reconstruction thread), and the stream goes on.
+// caller with a message naming the reason (it used to abort the reconstruction thread), and the stream goes
+// on.
 TEST(StreamControl, UnusableBackendIsRefusedWhenAppliedAndTheRunGoesOn) {
   if (gpu::query().available && gpu::cuda_stages_built()) GTEST_SKIP() << "a GPU is usable here";
   const RunConfig cfg = config(26208);
@@ -277,8 +279,8 @@ TEST(StreamControl, UnusableBackendIsRefusedWhenAppliedAndTheRunGoesOn) {
   EXPECT_EQ(p.metrics().frames_failed.load(), 0u);
 }
 
-// `run --until-close --no-skip` behind a slow reconstruction (one CPU thread, 192^2 x 8 coils, the stream sent
-// at 4000 spokes/s) makes every frame due at the close before it stops: (400 - 64) / 16 + 1 = 22.
+// `run --until-close --no-skip` behind a slow reconstruction (one CPU thread, 192^2 x 8 coils, the stream
+// sent at 4000 spokes/s) makes every frame due at the close before it stops: (400 - 64) / 16 + 1 = 22.
 TEST(StreamControl, UntilCloseDrainsEveryDueFrameUnderASlowBackend) {
   test::TempDir dir;
   const std::string bin = test::radstream_binary();
@@ -286,7 +288,8 @@ TEST(StreamControl, UntilCloseDrainsEveryDueFrameUnderASlowBackend) {
   auto run = std::async(std::launch::async, [&] {
     return test::run_command(bin + " run --headless --endpoint " + ep +
                              " --backend cpu --threads 1 --window 64 --stride 16 --no-skip --until-close "
-                             "--duration 120 --metrics-json " + (dir / "m.json"));
+                             "--duration 120 --metrics-json " +
+                             (dir / "m.json"));
   });
   std::this_thread::sleep_for(300ms);
   const auto sim = test::run_command(bin + " simulate --endpoint " + ep +
@@ -322,12 +325,14 @@ TEST(StreamControl, NotDrainedFromANewStreamUntilItsDueFrameIsMade) {
   while (p.metrics().frames.load() == 0 && std::chrono::steady_clock::now() < end) {
     const bool due = p.metrics().spokes.load() >= std::uint64_t(cfg.frames.window);
     const bool drained = p.drained();
-    if (due && drained && p.metrics().frames.load() == 0) ++violations;  // frames counts before drained is set
+    if (due && drained && p.metrics().frames.load() == 0)
+      ++violations;  // frames counts before drained is set
     samples += due;
     std::this_thread::sleep_for(200us);
   }
   p.stop();
-  std::printf("drained() sampled %d times with a frame due and none made: %d said drained\n", samples, violations);
+  std::printf("drained() sampled %d times with a frame due and none made: %d said drained\n", samples,
+              violations);
   EXPECT_EQ(p.metrics().frames.load(), 1u);
   EXPECT_GT(samples, 0);
   EXPECT_EQ(violations, 0);
@@ -399,9 +404,9 @@ TEST(StreamControl, AKeptWindowHoldsTheWriterUntilTheReaderMovesOn) {
 TEST(StreamControl, FrameGapsAreCountedWithTheirCause) {
   FrameGaps g(100);
   const std::int64_t ms = 1'000'000, t0 = 1000 * ms;
-  g.frame(t0, t0 - 5 * ms, 3, 0);               // the first image
-  g.frame(t0 + 40 * ms, t0 + 35 * ms, 3, 0);    // 40 ms: no gap
-  g.frame(t0 + 300 * ms, t0 + 295 * ms, 3, 0);  // its spokes came 255 ms after the previous image: input
+  g.frame(t0, t0 - 5 * ms, 3, 0);                 // the first image
+  g.frame(t0 + 40 * ms, t0 + 35 * ms, 3, 0);      // 40 ms: no gap
+  g.frame(t0 + 300 * ms, t0 + 295 * ms, 3, 0);    // its spokes came 255 ms after the previous image: input
   g.frame(t0 + 500 * ms, t0 + 320 * ms, 150, 0);  // spokes there at once, 150 ms to make: reconstruction
   g.frame(t0 + 700 * ms, t0 + 520 * ms, 5, 0);    // spokes there, quick to make, late: scheduling
   EXPECT_EQ(g.count(), 3u);
@@ -414,8 +419,8 @@ TEST(StreamControl, FrameGapsAreCountedWithTheirCause) {
   EXPECT_NEAR(j["last"][0]["input_wait_ms"].get<double>(), 255.0, 1e-9);
 }
 
-// The session latency series holds a fixed histogram, so a day-long run uses the memory of its first frame; its
-// percentiles are within half a bin (0.6 %) of the exact ones and its maximum is exact.
+// The session latency series holds a fixed histogram, so a day-long run uses the memory of its first frame;
+// its percentiles are within half a bin (0.6 %) of the exact ones and its maximum is exact.
 TEST(StreamControl, SessionLatencyPercentilesFromAFixedHistogram) {
   LatencySeries s(0);
   std::vector<double> v;

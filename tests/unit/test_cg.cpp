@@ -14,8 +14,8 @@
 #include <omp.h>
 
 #include "linalg/adjoint_check.hpp"
-#include "linalg/vector_ops.hpp"
 #include "linalg/conjugate_gradient.hpp"
+#include "linalg/vector_ops.hpp"
 #include "noncart/nufft_operator_cpu.hpp"
 
 using namespace radstream;
@@ -29,7 +29,10 @@ std::atomic<long> g_news{0};  // operator new calls in this test binary (test in
 class MatrixOperator final : public LinearOperator {
  public:
   MatrixOperator(std::vector<cd> m, std::size_t rows, std::size_t cols)
-      : LinearOperator(Extents{cols}, Extents{rows}, Location::Host), m_(std::move(m)), rows_(rows), cols_(cols) {}
+      : LinearOperator(Extents{cols}, Extents{rows}, Location::Host),
+        m_(std::move(m)),
+        rows_(rows),
+        cols_(cols) {}
   void forward(const cfloat* x, cfloat* y) override {
     for (std::size_t r = 0; r < rows_; ++r) {
       cd s = 0;
@@ -52,8 +55,8 @@ class MatrixOperator final : public LinearOperator {
 };
 
 // Solves (A^H A + lambda I) x = b densely in double (Gaussian elimination with partial pivoting).
-std::vector<cd> dense_normal_solve(const std::vector<cd>& a, std::size_t rows, std::size_t cols, double lambda,
-                                   const std::vector<cd>& b) {
+std::vector<cd> dense_normal_solve(const std::vector<cd>& a, std::size_t rows, std::size_t cols,
+                                   double lambda, const std::vector<cd>& b) {
   const std::size_t n = cols;
   std::vector<cd> m(n * (n + 1));
   for (std::size_t i = 0; i < n; ++i) {
@@ -136,8 +139,12 @@ void* operator new(std::size_t n) {
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
 
 TEST(Cg, ExplicitSpdSystemMatchesDenseDoubleSolve) {
   const std::size_t rows = 60, cols = 40;
@@ -172,7 +179,8 @@ TEST(Cg, TinyNudftNormalEquationWithTikhonovMatchesDenseSolve) {
       cg.solve(op, b.data(), x.data(), {.max_iterations = 300, .tolerance = 1e-7, .lambda = lambda}, false);
   const auto ref = dense_normal_solve(op.m(), points, N * N, lambda, bd);
   const double e = rel_err(x.data(), ref);
-  std::printf("CG on the 8x8 NUDFT normal equation (lambda 5): %d iterations, error %.2e\n", rep.iterations, e);
+  std::printf("CG on the 8x8 NUDFT normal equation (lambda 5): %d iterations, error %.2e\n", rep.iterations,
+              e);
   EXPECT_LE(e, 1e-4);
 
   // The same normal equation through the NUFFT operator (W 6): the plan's accuracy bounds the difference.
@@ -288,6 +296,7 @@ TEST(Cg, HostDotIsTheSameBitsForAnyThreadCountAndMatchesTheDoubleSum) {
   for (double v : got) EXPECT_EQ(v, got[0]);
   ops->dot_re(x.data(), y.data(), 5, 0);  // fewer values than blocks
   double small = 0;
-  for (std::size_t i = 0; i < 5; ++i) small += double(x[i].real()) * y[i].real() + double(x[i].imag()) * y[i].imag();
+  for (std::size_t i = 0; i < 5; ++i)
+    small += double(x[i].real()) * y[i].real() + double(x[i].imag()) * y[i].imag();
   EXPECT_NEAR(ops->read(0), small, 1e-12);
 }

@@ -7,10 +7,10 @@
 #include "io/frame_io.hpp"
 #include "io/image_stats.hpp"
 #include "recon/recon_chain.hpp"
-#include "tests/stages/temporal_mean/temporal_mean.hpp"
 #include "sim/coil_maps.hpp"
 #include "sim/phantom.hpp"
 #include "sim/simulator.hpp"
+#include "tests/stages/temporal_mean/temporal_mean.hpp"
 
 using namespace radstream;
 
@@ -115,7 +115,8 @@ TEST(Chain, DensityCompensationChoicesAllReconstruct) {
 // not allow it, or writes one buffer twice, is refused when configured.
 TEST(Chain, RecipesAreDataAndRegistryKeysAreStageNames) {
   const Registry reg = default_registry();
-  for (const auto& key : reg.names(Backend::Cpu)) EXPECT_EQ(reg.create(key, Backend::Cpu, cpu_params())->name(), key);
+  for (const auto& key : reg.names(Backend::Cpu))
+    EXPECT_EQ(reg.create(key, Backend::Cpu, cpu_params())->name(), key);
   ReconParams p = cpu_params();
   const Recipe grid = recipe_for(p, Backend::Cpu);
   ASSERT_EQ(grid.steps.size(), 5u);
@@ -135,11 +136,13 @@ TEST(Chain, RecipesAreDataAndRegistryKeysAreStageNames) {
   ReconChain bad_in_place(cpu_params(), Backend::Cpu, reg,
                           Recipe{"bad", {{"density", "weighted"}, {"gridding", "weighted"}}});
   EXPECT_THROW(bad_in_place.configure(g), ConfigError);
-  ReconChain twice(cpu_params(), Backend::Cpu, reg,
-                   Recipe{"twice", {{"density", "weighted"}, {"gridding", "grid"}, {"fft", "x"}, {"deapodize", "grid"}}});
+  ReconChain twice(
+      cpu_params(), Backend::Cpu, reg,
+      Recipe{"twice", {{"density", "weighted"}, {"gridding", "grid"}, {"fft", "x"}, {"deapodize", "grid"}}});
   EXPECT_THROW(twice.configure(g), ConfigError);
   // A partial recipe: the chain's output is its last buffer (the gridded k-space, [coils][G][G]).
-  ReconChain partial(cpu_params(), Backend::Cpu, reg, Recipe{"grid-only", {{"density", "weighted"}, {"gridding", "grid"}}});
+  ReconChain partial(cpu_params(), Backend::Cpu, reg,
+                     Recipe{"grid-only", {{"density", "weighted"}, {"gridding", "grid"}}});
   partial.configure(g);
   Frame f(g);
   for (std::size_t i = 0; i < f.data.size(); ++i) f.data[i] = cfloat(1.f, 0.f);
@@ -198,15 +201,16 @@ TEST(Chain, FrameContextCarriesThePreviousResult) {
 }
 
 // Every stage that declares state gets its own: a stage that keeps its previous output (add_previous) and the
-// example stage with a declared state buffer (temporal_mean, alpha 1/2) in one chain, each reading only its own
-// state. Frame k's add_previous output is k I (I the frame's image), so the mean after it is 0.5 I, 1.25 I,
-// 2.125 I; a new stream (reset_state) starts both from zeros again. The example stage comes in through one
+// example stage with a declared state buffer (temporal_mean, alpha 1/2) in one chain, each reading only its
+// own state. Frame k's add_previous output is k I (I the frame's image), so the mean after it is 0.5 I, 1.25
+// I, 2.125 I; a new stream (reset_state) starts both from zeros again. The example stage comes in through one
 // registry line and one recipe line, as docs/architecture.md's walk-through says.
 TEST(Chain, EachStageKeepsItsOwnState) {
   Registry reg = default_registry();
   reg.add("add_previous", Backend::Cpu, [](const ReconParams&) { return std::make_unique<AddPrevious>(); });
-  reg.add_twins("temporal_mean", [](const ReconParams&) { return make_temporal_mean_cpu(0.5f); },
-                RADSTREAM_CUDA_TWIN([](const ReconParams&) { return make_temporal_mean_cuda(0.5f); }));
+  reg.add_twins(
+      "temporal_mean", [](const ReconParams&) { return make_temporal_mean_cpu(0.5f); },
+      RADSTREAM_CUDA_TWIN([](const ReconParams&) { return make_temporal_mean_cuda(0.5f); }));
   Recipe r = recipe_for(cpu_params(), Backend::Cpu);
   r.steps.push_back({"add_previous", "summed"});
   r.steps.push_back({"temporal_mean", "smoothed"});

@@ -55,7 +55,8 @@ TEST(CoilSplit, HostReduceSumsExactlyInEveryPartition) {
   std::vector<std::thread> t;
   for (int p = 0; p < parts; ++p)
     t.emplace_back([&, p] {
-      for (int round = 0; round < 3; ++round) group->part(p).allreduce_sum(v[p].data(), n - std::size_t(round));
+      for (int round = 0; round < 3; ++round)
+        group->part(p).allreduce_sum(v[p].data(), n - std::size_t(round));
     });
   for (auto& th : t) th.join();
   // Round 0 sums all n; each later round doubles by P the shorter prefix again.
@@ -106,7 +107,8 @@ namespace {
 // unsplit solver as disturbed as any other summation order would disturb it (the float CG's own floor).
 class RoundingNoise final : public LinearOperator {
  public:
-  explicit RoundingNoise(SenseOperatorCpu& op) : LinearOperator(op.domain(), op.codomain(), Location::Host), op_(op) {}
+  explicit RoundingNoise(SenseOperatorCpu& op)
+      : LinearOperator(op.domain(), op.codomain(), Location::Host), op_(op) {}
   void forward(const cfloat* x, cfloat* y) override { op_.forward(x, y); }
   void adjoint(const cfloat* y, cfloat* x) override { op_.adjoint(y, x); }
   void normal(const cfloat* x, cfloat* z) override {
@@ -125,9 +127,9 @@ class RoundingNoise final : public LinearOperator {
 };
 
 struct SplitCase {
-  std::vector<double> err;  // split (1, 2, 4 partitions) vs the unsplit solver
+  std::vector<double> err;                  // split (1, 2, 4 partitions) vs the unsplit solver
   std::vector<std::vector<cfloat>> images;  // the split's images (1, 2, 4 partitions)
-  double floor = 0;         // the unsplit solver disturbed at rounding level vs itself
+  double floor = 0;                         // the unsplit solver disturbed at rounding level vs itself
 };
 
 // 8 coils, 32^2, 40 golden-angle spokes of 64, the object plus noise; CG-SENSE with lambda 1e-2 (relative).
@@ -179,8 +181,10 @@ SplitCase split_case(int iterations) {
     split->image(img.data());
     out.err.push_back(test::rel_error(img, reference));
     out.images.push_back(img);
-    std::printf("coil split, %d iterations, %d partition(s): vs unsplit %.3g (rounding floor %.3g), residual %.4g "
-                "(unsplit %.4g)\n", iterations, parts, out.err.back(), out.floor, r.residual, ref_report.residual);
+    std::printf(
+        "coil split, %d iterations, %d partition(s): vs unsplit %.3g (rounding floor %.3g), residual %.4g "
+        "(unsplit %.4g)\n",
+        iterations, parts, out.err.back(), out.floor, r.residual, ref_report.residual);
     EXPECT_EQ(split->coils_of(parts - 1).second, coils);
     EXPECT_EQ(r.iterations, iterations);
   }
@@ -190,12 +194,13 @@ SplitCase split_case(int iterations) {
 
 }  // namespace
 
-// The split's sums are formed in double per partition, added in double and rounded once: 1, 2 and 4 partitions
-// give the same bits. Against the unsplit float solver (float coil sums), where the float CG reproduces itself
-// to 1e-6 (up to 4-5 iterations here), the split agrees to 1e-6 (4 iterations).
+// The split's sums are formed in double per partition, added in double and rounded once: 1, 2 and 4
+// partitions give the same bits. Against the unsplit float solver (float coil sums), where the float CG
+// reproduces itself to 1e-6 (up to 4-5 iterations here), the split agrees to 1e-6 (4 iterations).
 TEST(CoilSplit, SplitCgSenseEqualsTheUnsplitSolverWith1_2_4Partitions) {
   const SplitCase c = split_case(4);
-  for (std::size_t i = 1; i < c.images.size(); ++i) EXPECT_EQ(c.images[i], c.images[0]) << "partitions case " << i;
+  for (std::size_t i = 1; i < c.images.size(); ++i)
+    EXPECT_EQ(c.images[i], c.images[0]) << "partitions case " << i;
   for (double e : c.err) EXPECT_LT(e, 1e-6);
 }
 
@@ -205,7 +210,8 @@ TEST(CoilSplit, SplitCgSenseEqualsTheUnsplitSolverWith1_2_4Partitions) {
 // and 4 partitions (what M3's "error vs one GPU" asks of the GPUs).
 TEST(CoilSplit, SplitCgSenseAt10IterationsStaysWithinTheFloatSolversOwnFloor) {
   const SplitCase c = split_case(10);
-  for (std::size_t i = 1; i < c.images.size(); ++i) EXPECT_EQ(c.images[i], c.images[0]) << "partitions case " << i;
+  for (std::size_t i = 1; i < c.images.size(); ++i)
+    EXPECT_EQ(c.images[i], c.images[0]) << "partitions case " << i;
   EXPECT_GT(c.floor, 0.0);
   for (double e : c.err) EXPECT_LT(e, 4 * c.floor + 1e-6);
 }
@@ -239,10 +245,10 @@ TEST(CoilSplit, MapsAreTakenAgainOnlyWhenTheirVersionChanges) {
   auto fresh = make_coil_split_sense_cpu(N, coils, points, kKernel, o, 2, 1);
   const auto with_maps = image_of(*split, maps, 7);
   const auto with_other = image_of(*fresh, other, 0);
-  EXPECT_GT(test::rel_error(with_other, with_maps), 1e-2);            // the two maps give different images
-  EXPECT_EQ(image_of(*split, other, 7), with_maps);                   // same version: the held maps
-  EXPECT_EQ(image_of(*split, other, 8), with_other);                  // new version: taken
-  EXPECT_EQ(image_of(*split, maps, 0), with_maps);                    // 0: always taken
+  EXPECT_GT(test::rel_error(with_other, with_maps), 1e-2);  // the two maps give different images
+  EXPECT_EQ(image_of(*split, other, 7), with_maps);         // same version: the held maps
+  EXPECT_EQ(image_of(*split, other, 8), with_other);        // new version: taken
+  EXPECT_EQ(image_of(*split, maps, 0), with_maps);          // 0: always taken
   EXPECT_EQ(image_of(*split, other, 0), with_other);
 }
 
@@ -280,9 +286,11 @@ TEST(CoilSplit, TheWatchdogAbortsAPartitionStuckInItsReduction) {
   const auto t0 = std::chrono::steady_clock::now();
   std::string what;
   try {
-    threads.run([&](int p) {
-      if (p == 1) g.block();
-    }, 0.3);
+    threads.run(
+        [&](int p) {
+          if (p == 1) g.block();
+        },
+        0.3);
   } catch (const std::exception& e) {
     what = e.what();
   }
@@ -292,9 +300,11 @@ TEST(CoilSplit, TheWatchdogAbortsAPartitionStuckInItsReduction) {
   // The partition threads came back and serve the next call (a healthy one returns normally).
   int ran = 0;
   std::mutex m;
-  threads.run([&](int) {
-    std::lock_guard lock(m);
-    ++ran;
-  }, 5.0);
+  threads.run(
+      [&](int) {
+        std::lock_guard lock(m);
+        ++ran;
+      },
+      5.0);
   EXPECT_EQ(ran, 2);
 }

@@ -102,7 +102,8 @@ TEST(Display, ObjectPresetIgnoresTheBrightRim) {
 
 TEST(Display, TipFinderLocatesTheCatheterTipInNoisyRasterizedPhantoms) {
   for (int n : {96, 128, 256})
-    for (const auto& [tx, ty] : std::vector<std::pair<double, double>>{{0.0, 0.15}, {0.3, -0.05}, {-0.25, 0.35}}) {
+    for (const auto& [tx, ty] :
+         std::vector<std::pair<double, double>>{{0.0, 0.15}, {0.3, -0.05}, {-0.25, 0.35}}) {
       const auto img = phantom_with_tip(n, tx, ty, 0.02, unsigned(n + 10 * tx));
       const Tip t = find_tip(img, n);
       EXPECT_TRUE(t.found) << n << " " << tx << " " << ty;
@@ -136,8 +137,8 @@ TEST(Display, TipFinderLocatesTheTipInAGriddingReconstruction) {
   std::vector<float> mag(std::size_t(sp.matrix) * sp.matrix);
   for (std::size_t i = 0; i < mag.size(); ++i) mag[i] = std::abs(img.data[i]);
   const Tip t = find_tip(mag, sp.matrix);
-  std::printf("tip in the reconstruction: (%.2f, %.2f), contrast %.3g (threshold %.3g)\n", t.x, t.y, t.contrast,
-              t.threshold);
+  std::printf("tip in the reconstruction: (%.2f, %.2f), contrast %.3g (threshold %.3g)\n", t.x, t.y,
+              t.contrast, t.threshold);
   EXPECT_TRUE(t.found);
   EXPECT_NEAR(t.x, to_pixel(0.0, 128), 1.5);
   EXPECT_NEAR(t.y, to_pixel(0.15, 128), 1.5);

@@ -72,8 +72,8 @@ TEST(FrameScheduler, WindowChangesMidStream) {
   FrameScheduler s;
   s.reset(32, 8, true);
   ASSERT_TRUE(s.next(32));
-  s.advance();                    // next ends at 40
-  s.set_window(128);              // a larger window waits for its spokes
+  s.advance();        // next ends at 40
+  s.set_window(128);  // a larger window waits for its spokes
   EXPECT_FALSE(s.next(100));
   auto d = s.next(128);
   ASSERT_TRUE(d);

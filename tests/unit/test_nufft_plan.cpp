@@ -109,8 +109,10 @@ TEST(NufftPlan, SpreadAndInterpOfThePlanAreAdjoint) {
   plan.interp(g.data(), ys.data(), 1);
   plan.spread(p.samples.data(), gs.data(), 1);
   std::complex<double> lhs = 0, rhs = 0;
-  for (std::size_t j = 0; j < p.points; ++j) lhs += std::conj(std::complex<double>(ys[j])) * std::complex<double>(p.samples[j]);
-  for (std::size_t i = 0; i < g.size(); ++i) rhs += std::conj(std::complex<double>(g[i])) * std::complex<double>(gs[i]);
+  for (std::size_t j = 0; j < p.points; ++j)
+    lhs += std::conj(std::complex<double>(ys[j])) * std::complex<double>(p.samples[j]);
+  for (std::size_t i = 0; i < g.size(); ++i)
+    rhs += std::conj(std::complex<double>(g[i])) * std::complex<double>(gs[i]);
   EXPECT_LE(std::abs(lhs - rhs) / std::abs(lhs), 1e-5);
 }
 

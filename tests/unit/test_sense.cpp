@@ -1,6 +1,6 @@
-// The SENSE operator on the CPU: the adjoint test (weighted and not), the Toeplitz normal against forward-then-
-// adjoint and against the exact E^H W E in double, and CG-SENSE on a tiny problem against the dense
-// least-squares solution in double.
+// The SENSE operator on the CPU: the adjoint test (weighted and not), the Toeplitz normal against
+// forward-then- adjoint and against the exact E^H W E in double, and CG-SENSE on a tiny problem against the
+// dense least-squares solution in double.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -39,7 +39,8 @@ std::vector<float> ramp_weights(const std::vector<float>& traj) {
   return w;
 }
 
-// The dense E [coils * points][N * N] in double: S_c(p) exp(-2 pi i k_j . p), p = index - N/2, times sqrt(w_j).
+// The dense E [coils * points][N * N] in double: S_c(p) exp(-2 pi i k_j . p), p = index - N/2, times
+// sqrt(w_j).
 std::vector<cd> dense_sense(int N, int coils, const std::vector<float>& traj, const std::vector<cfloat>& maps,
                             const std::vector<float>& w) {
   const std::size_t n = traj.size() / 2, P = std::size_t(N) * N;
@@ -48,9 +49,11 @@ std::vector<cd> dense_sense(int N, int coils, const std::vector<float>& traj, co
     for (std::size_t j = 0; j < n; ++j)
       for (int y = 0; y < N; ++y)
         for (int x = 0; x < N; ++x) {
-          const double ph = -2 * M_PI * (double(traj[2 * j]) * (x - N / 2) + double(traj[2 * j + 1]) * (y - N / 2));
+          const double ph =
+              -2 * M_PI * (double(traj[2 * j]) * (x - N / 2) + double(traj[2 * j + 1]) * (y - N / 2));
           const std::size_t p = std::size_t(y) * N + x;
-          e[(c * n + j) * P + p] = cd(maps[c * P + p]) * std::polar(1.0, ph) * (w.empty() ? 1.0 : std::sqrt(double(w[j])));
+          e[(c * n + j) * P + p] =
+              cd(maps[c * P + p]) * std::polar(1.0, ph) * (w.empty() ? 1.0 : std::sqrt(double(w[j])));
         }
   return e;
 }
@@ -131,8 +134,8 @@ TEST(Sense, ToeplitzNormalEqualsForwardThenAdjointAndTheExactNormal) {
     const auto e = dense_sense(N, coils, traj, maps, weighted ? w : std::vector<float>{});
     const auto z_exact = dense_normal_apply(e, coils * traj.size() / 2, x.size(), x);
     const double vs_direct = test::rel_error(z_t, z_d), vs_exact = rel_error_d(z_t, z_exact);
-    std::printf("toeplitz (weighted %d): vs forward-adjoint %.3g, vs exact E^H W E %.3g\n", int(weighted), vs_direct,
-                vs_exact);
+    std::printf("toeplitz (weighted %d): vs forward-adjoint %.3g, vs exact E^H W E %.3g\n", int(weighted),
+                vs_direct, vs_exact);
     EXPECT_LT(vs_direct, 1e-4);
     EXPECT_LT(vs_exact, 1e-4);
   }

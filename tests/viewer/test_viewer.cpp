@@ -5,8 +5,8 @@
 // xvfb-run is missing; RADSTREAM_REQUIRE_DISPLAY=1 makes that a failure (CI sets it).
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
 #include <stb_image.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <fstream>
@@ -37,12 +37,13 @@ bool have_xvfb() {
 }
 
 // Skips the test where xvfb-run is missing, unless RADSTREAM_REQUIRE_DISPLAY=1 (CI) makes that a failure.
-#define SKIP_WITHOUT_XVFB()                                                                           \
-  do {                                                                                                \
-    if (!have_xvfb()) {                                                                               \
-      if (test::env_flag("RADSTREAM_REQUIRE_DISPLAY")) FAIL() << "xvfb-run is not installed";        \
-      GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb); RADSTREAM_REQUIRE_DISPLAY=1 fails instead"; \
-    }                                                                                                 \
+#define SKIP_WITHOUT_XVFB()                                                                                 \
+  do {                                                                                                      \
+    if (!have_xvfb()) {                                                                                     \
+      if (test::env_flag("RADSTREAM_REQUIRE_DISPLAY")) FAIL() << "xvfb-run is not installed";               \
+      GTEST_SKIP()                                                                                          \
+          << "xvfb-run is not installed (apt-get install xvfb); RADSTREAM_REQUIRE_DISPLAY=1 fails instead"; \
+    }                                                                                                       \
   } while (0)
 
 }  // namespace
@@ -123,7 +124,8 @@ TEST(Viewer, UnderXvfbShowsTheReconstructionPanelsAndControls) {
   // The LIVE marker (green) at the image's top right while frames flow; the JSON says not stale.
   long green = 0;
   for (int y = int(ry) + 4; y < int(ry) + 28 && y < h; ++y)
-    for (int x = int(std::min(rx + rw, json_number(json, "panel_x"))) - 156; x < int(std::min(rx + rw, json_number(json, "panel_x"))) - 14 && x < w; ++x) {
+    for (int x = int(std::min(rx + rw, json_number(json, "panel_x"))) - 156;
+         x < int(std::min(rx + rw, json_number(json, "panel_x"))) - 14 && x < w; ++x) {
       const unsigned char* q = px + (std::size_t(y) * w + x) * 3;
       if (q[1] > 110 && q[0] < 60 && q[2] < 60) ++green;
     }
@@ -177,10 +179,11 @@ TEST(Viewer, UnusableBackendAppliedInThePanelIsRefusedAndTheRunGoesOn) {
   if (gpu::query().available && gpu::cuda_stages_built()) GTEST_SKIP() << "a GPU is usable here";
   test::TempDir dir;
   const std::string shot = dir / "shot.png";
-  const auto r = test::run_command("xvfb-run -a -s '-screen 0 1280x1024x24' " + test::radstream_binary() +
-                                   " demo --backend cpu --matrix 64 --coils 2 --rate 400 --pool 256 --window 32"
-                                   " --stride 16 --apply-backend cuda --screenshot " + shot +
-                                   " --screenshot-after 3 --close-after 3.5 --out-dir " + dir / "demo");
+  const auto r =
+      test::run_command("xvfb-run -a -s '-screen 0 1280x1024x24' " + test::radstream_binary() +
+                        " demo --backend cpu --matrix 64 --coils 2 --rate 400 --pool 256 --window 32"
+                        " --stride 16 --apply-backend cuda --screenshot " +
+                        shot + " --screenshot-after 3 --close-after 3.5 --out-dir " + dir / "demo");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("viewer: apply backend cuda"), std::string::npos) << r.output;
   std::ifstream jf(shot + ".json");
@@ -201,10 +204,11 @@ TEST(Viewer, AnImageThatStopsBeingRenewedIsDimmedUnderANoNewDataBanner) {
   SKIP_WITHOUT_XVFB();
   test::TempDir dir;
   const std::string shot = (std::filesystem::path(RADSTREAM_ARTIFACT_DIR) / "viewer_stale.png").string();
-  const auto r = test::run_command("xvfb-run -a -s '-screen 0 1280x1024x24' " + test::radstream_binary() +
-                                   " demo --backend cpu --matrix 96 --coils 2 --rate 400 --pool 256 --window 64"
-                                   " --stride 16 --stop-sending-after 2 --stale-after 1 --screenshot " + shot +
-                                   " --screenshot-after 4 --close-after 4.5 --out-dir " + dir / "demo");
+  const auto r =
+      test::run_command("xvfb-run -a -s '-screen 0 1280x1024x24' " + test::radstream_binary() +
+                        " demo --backend cpu --matrix 96 --coils 2 --rate 400 --pool 256 --window 64"
+                        " --stride 16 --stop-sending-after 2 --stale-after 1 --screenshot " +
+                        shot + " --screenshot-after 4 --close-after 4.5 --out-dir " + dir / "demo");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream jf(shot + ".json");
   const std::string json((std::istreambuf_iterator<char>(jf)), std::istreambuf_iterator<char>());
@@ -233,7 +237,8 @@ TEST(Viewer, AnImageThatStopsBeingRenewedIsDimmedUnderANoNewDataBanner) {
     }
   EXPECT_GT(double(border_red) / double(border), 0.6) << "the red alert border";
   // The rest of the image is dimmed: its 99th percentile below ~40 % (undimmed, the skull ring is white and
-  // covers a few % of the image; the overlay's orientation labels, white on purpose, cover a fraction of 1 %).
+  // covers a few % of the image; the overlay's orientation labels, white on purpose, cover a fraction of 1
+  // %).
   std::vector<int> values;
   for (int y = int(ry) + 30; y < int(ry + rh) - 30 && y < h; ++y) {
     if (y >= by - 2 && y < by + 46) continue;
@@ -245,8 +250,8 @@ TEST(Viewer, AnImageThatStopsBeingRenewedIsDimmedUnderANoNewDataBanner) {
   stbi_image_free(px);
   std::nth_element(values.begin(), values.begin() + std::ptrdiff_t(values.size() * 99 / 100), values.end());
   const int brightest = values.empty() ? 255 : values[values.size() * 99 / 100];
-  std::printf("stale viewer: age %.2f s, banner %.0f %% red, image pixels' 99th percentile %d\n", json_number(json, "age_s"),
-              100.0 * double(red) / double(banner), brightest);
+  std::printf("stale viewer: age %.2f s, banner %.0f %% red, image pixels' 99th percentile %d\n",
+              json_number(json, "age_s"), 100.0 * double(red) / double(banner), brightest);
   EXPECT_GT(double(red) / double(banner), 0.6);
   EXPECT_LE(brightest, 110);
 }
@@ -258,7 +263,8 @@ template <class F>
 double share(const unsigned char* px, int w, int h, int x0, int y0, int x1, int y1, F keep) {
   long hit = 0, all = 0;
   for (int y = std::max(0, y0); y < std::min(h, y1); ++y)
-    for (int x = std::max(0, x0); x < std::min(w, x1); ++x, ++all) hit += keep(px + (std::size_t(y) * w + x) * 3);
+    for (int x = std::max(0, x0); x < std::min(w, x1); ++x, ++all)
+      hit += keep(px + (std::size_t(y) * w + x) * 3);
   return all ? double(hit) / double(all) : 0.0;
 }
 
@@ -273,11 +279,12 @@ TEST(Viewer, ClinicalDisplayShowsTheImageAloneWithTheTipMarkedAndMirrored) {
   test::TempDir dir;
   const std::string shot = (std::filesystem::path(RADSTREAM_ARTIFACT_DIR) / "viewer_clinical.png").string();
   const int n = 128, pool = 2048, rate = 400;
-  const auto r = test::run_command(
-      "xvfb-run -a -s '-screen 0 1280x1024x24' " + test::radstream_binary() +
-      " demo --backend cpu --matrix 128 --coils 4 --rate 400 --pool 2048 --window 48 --stride 16 --stale-after 30"
-      " --clinical --preset object --tip-marker --flip-x --screenshot " + shot +
-      " --screenshot-after 3 --close-after 3.5 --out-dir " + dir / "demo");
+  const auto r =
+      test::run_command("xvfb-run -a -s '-screen 0 1280x1024x24' " + test::radstream_binary() +
+                        " demo --backend cpu --matrix 128 --coils 4 --rate 400 --pool 2048 --window 48 "
+                        "--stride 16 --stale-after 30"
+                        " --clinical --preset object --tip-marker --flip-x --screenshot " +
+                        shot + " --screenshot-after 3 --close-after 3.5 --out-dir " + dir / "demo");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream jf(shot + ".json");
   const auto j = nlohmann::json::parse(jf);
@@ -311,13 +318,15 @@ TEST(Viewer, ClinicalDisplayShowsTheImageAloneWithTheTipMarkedAndMirrored) {
   const double ex = (n - 1) - (tx * n / 2 + n / 2), ey = ty * n / 2 + n / 2;
   ASSERT_TRUE(j.at("tip").at("shown").get<bool>()) << j.dump();
   const double fx = j.at("tip").at("x"), fy = j.at("tip").at("y");
-  std::printf("clinical: tip found at (%.1f, %.1f), simulator (mirrored) (%.1f, %.1f); %.1f %% of the side drawn\n",
-              fx, fy, ex, ey, 100 * panel);
+  std::printf(
+      "clinical: tip found at (%.1f, %.1f), simulator (mirrored) (%.1f, %.1f); %.1f %% of the side drawn\n",
+      fx, fy, ex, ey, 100 * panel);
   EXPECT_NEAR(fx, ex, 3.0);
   EXPECT_NEAR(fy, ey, 3.0);
   const double sx = rx + (fx + 0.5) / n * rw, sy = ry + (fy + 0.5) / n * rh, rad = std::max(12.0, rw * 0.035);
   const auto cyan = [](const unsigned char* p) { return p[2] > 200 && p[1] > 180 && p[0] < 80; };
-  const double ring = share(px, iw, ih, int(sx - rad - 3), int(sy - rad - 3), int(sx + rad + 3), int(sy + rad + 3), cyan);
+  const double ring =
+      share(px, iw, ih, int(sx - rad - 3), int(sy - rad - 3), int(sx + rad + 3), int(sy + rad + 3), cyan);
   EXPECT_GT(ring, 0.05) << "the tip ring around (" << sx << ", " << sy << ")";
   stbi_image_free(px);
   EXPECT_EQ(rate, 400);
@@ -329,10 +338,11 @@ TEST(Viewer, ASmallScreenShowsEverythingAndThePanelScrolls) {
   SKIP_WITHOUT_XVFB();
   test::TempDir dir;
   const std::string shot = dir / "small.png";
-  const auto r = test::run_command("xvfb-run -a -s '-screen 0 1024x768x24' " + test::radstream_binary() +
-                                   " demo --backend cpu --matrix 64 --coils 2 --rate 400 --pool 256 --window 32"
-                                   " --stride 16 --screenshot " + shot +
-                                   " --screenshot-after 2.5 --close-after 3 --out-dir " + dir / "demo");
+  const auto r =
+      test::run_command("xvfb-run -a -s '-screen 0 1024x768x24' " + test::radstream_binary() +
+                        " demo --backend cpu --matrix 64 --coils 2 --rate 400 --pool 256 --window 32"
+                        " --stride 16 --screenshot " +
+                        shot + " --screenshot-after 2.5 --close-after 3 --out-dir " + dir / "demo");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream jf(shot + ".json");
   const auto j = nlohmann::json::parse(jf);
@@ -346,7 +356,8 @@ TEST(Viewer, ASmallScreenShowsEverythingAndThePanelScrolls) {
   EXPECT_LE(ry + rh, j.at("fb")[1].get<double>() + 0.5);
   EXPECT_GT(rw, 500.0);
   EXPECT_TRUE(j.at("panels_shown").get<bool>());
-  EXPECT_GT(j.at("panel_scroll_max").get<double>(), 0.0) << "the panel's content is taller than 768 and scrolls";
+  EXPECT_GT(j.at("panel_scroll_max").get<double>(), 0.0)
+      << "the panel's content is taller than 768 and scrolls";
   int iw = 0, ih = 0, ch = 0;
   unsigned char* px = stbi_load(shot.c_str(), &iw, &ih, &ch, 3);
   ASSERT_NE(px, nullptr);
@@ -364,10 +375,11 @@ TEST(Viewer, ThreeSlicesSideBySideEachShowsItsOwnPlane) {
   SKIP_WITHOUT_XVFB();
   test::TempDir dir;
   const std::string shot = (std::filesystem::path(RADSTREAM_ARTIFACT_DIR) / "viewer_slices.png").string();
-  const auto r = test::run_command("xvfb-run -a -s '-screen 0 1280x800x24' " + test::radstream_binary() +
-                                   " demo --backend cpu --slices 3 --matrix 128 --coils 4 --rate 600 --pool 384"
-                                   " --window 96 --stride 16 --stale-after 30 --screenshot " +
-                                   shot + " --screenshot-after 3 --close-after 4 --out-dir " + dir / "demo");
+  const auto r =
+      test::run_command("xvfb-run -a -s '-screen 0 1280x800x24' " + test::radstream_binary() +
+                        " demo --backend cpu --slices 3 --matrix 128 --coils 4 --rate 600 --pool 384"
+                        " --window 96 --stride 16 --stale-after 30 --screenshot " +
+                        shot + " --screenshot-after 3 --close-after 4 --out-dir " + dir / "demo");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   int w = 0, h = 0, ch = 0;
   unsigned char* px = stbi_load(shot.c_str(), &w, &h, &ch, 3);
@@ -392,8 +404,10 @@ TEST(Viewer, ThreeSlicesSideBySideEachShowsItsOwnPlane) {
     std::printf("slice %d: outline %d x %d px\n", k, bw, bh);
     ASSERT_GT(bw, 40) << "slice " << k << " shows no image";
     ASSERT_GT(bh, 40) << "slice " << k << " shows no image";
-    if (k == 1) EXPECT_GT(bw, bh) << "slice 1 (turned by 90 degrees) should lie on its side";
-    else EXPECT_GT(bh, bw) << "slice " << k << " should stand upright";
+    if (k == 1)
+      EXPECT_GT(bw, bh) << "slice 1 (turned by 90 degrees) should lie on its side";
+    else
+      EXPECT_GT(bh, bw) << "slice " << k << " should stand upright";
   }
   stbi_image_free(px);
   std::ifstream mf(dir / "demo/metrics.json");

@@ -32,6 +32,8 @@ class TemporalMeanCpu final : public Stage {
 
 }  // namespace
 
-std::unique_ptr<Stage> make_temporal_mean_cpu(float alpha) { return std::make_unique<TemporalMeanCpu>(alpha); }
+std::unique_ptr<Stage> make_temporal_mean_cpu(float alpha) {
+  return std::make_unique<TemporalMeanCpu>(alpha);
+}
 
 }  // namespace radstream

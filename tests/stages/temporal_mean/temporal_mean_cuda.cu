@@ -4,10 +4,12 @@
 namespace radstream {
 namespace {
 
-__global__ void temporal_mean_kernel(const float2* in, float2* out, float2* state, float alpha, std::size_t n) {
+__global__ void temporal_mean_kernel(const float2* in, float2* out, float2* state, float alpha,
+                                     std::size_t n) {
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  const float2 v = make_float2(alpha * in[i].x + (1.f - alpha) * state[i].x, alpha * in[i].y + (1.f - alpha) * state[i].y);
+  const float2 v =
+      make_float2(alpha * in[i].x + (1.f - alpha) * state[i].x, alpha * in[i].y + (1.f - alpha) * state[i].y);
   out[i] = v;
   state[i] = v;
 }
@@ -39,6 +41,8 @@ class TemporalMeanCuda final : public Stage {
 
 }  // namespace
 
-std::unique_ptr<Stage> make_temporal_mean_cuda(float alpha) { return std::make_unique<TemporalMeanCuda>(alpha); }
+std::unique_ptr<Stage> make_temporal_mean_cuda(float alpha) {
+  return std::make_unique<TemporalMeanCuda>(alpha);
+}
 
 }  // namespace radstream
