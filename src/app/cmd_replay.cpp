@@ -33,8 +33,8 @@ struct ReplayControl {
   double rate = 0;  // spokes/s for files without usable timestamps
   double wait_s = 10;
   bool no_wait = false;
-  double tick_us =
-      2500;  // MRD acquisition_time_stamp tick: 2.5 ms (the scanners' and radstream's convention)
+  double tick_us = 2500;   // MRD acquisition_time_stamp tick: 2.5 ms (scanners' and radstream's convention)
+  double max_gap_s = 2.0;  // longest wait between two spokes; a larger jump of the timestamps is shortened
 
   template <class V>
   void visit(V& v) {
@@ -48,6 +48,10 @@ struct ReplayControl {
     v.field("count", count, -1L, 1L << 40, "number of spokes (-1: all)");
     v.field("rate", rate, 0.0, 1e9,
             "spokes per second for files without radstream timestamps (0: their timestamps)");
+    v.field("max_gap", max_gap_s, 0.001, 86400.0,
+            "longest wait between two spokes, s: a larger jump of the recording's timestamps is shortened to "
+            "this "
+            "(and said)");
     v.field("tick_us", tick_us, 1e-3, 1e9, "MRD acquisition_time_stamp tick in microseconds (2500: 2.5 ms)");
   }
 };
@@ -94,7 +98,9 @@ int run_replay(const ReplayArgs& a) {
               verbatim ? ", verbatim" : (ours ? ", restamped" : ", a foreign file: new envelopes"));
     sender.send_header(reader.xml());
     std::uint64_t seq = 0;
-    std::int64_t t0 = monotonic_ns(), rec0 = 0;
+    std::int64_t t0 = monotonic_ns(), rec0 = 0, prev_rec = 0, skipped_ns = 0;
+    const std::int64_t max_gap_ns = std::int64_t(a.max_gap_s * 1e9);
+    long jumps = 0, backs = 0;
     std::size_t sent = 0;
     bool first_pass = true;
     do {
@@ -117,9 +123,34 @@ int run_replay(const ReplayArgs& a) {
           rec = std::int64_t(double(i - a.start) * 1e9 / a.rate);
         else
           rec = std::int64_t(double(h.acquisition_time_stamp) * a.tick_us * 1e3);
-        if (i == std::size_t(a.start) && first_pass) rec0 = rec;
-        const std::int64_t due = t0 + std::int64_t(double(rec - rec0) / speed);
-        if (!max_speed) sleep_until_ns(due);
+        if (i == std::size_t(a.start)) {
+          if (first_pass) rec0 = rec;
+          prev_rec = rec;  // each pass starts at its first spoke's time
+        }
+        // A jump of the timestamps (hours, a clock reset, a garbled stamp) is shortened to --max-gap; one
+        // going back is not waited for. Each kind is said once, with the spoke where it happened.
+        const std::int64_t gap = rec - prev_rec;
+        if (gap > max_gap_ns) {
+          skipped_ns += gap - max_gap_ns;
+          if (!jumps++)
+            log::warn(
+                "replay: the timestamps jump by {:.1f} s before spoke {}; waits are capped at {} s "
+                "(--max-gap)",
+                double(gap) * 1e-9, i, a.max_gap_s);
+        } else if (gap < 0) {
+          skipped_ns += gap;
+          if (!backs++)
+            log::warn("replay: the timestamps go back by {:.3f} s before spoke {}; sent without waiting",
+                      double(-gap) * 1e-9, i);
+        }
+        prev_rec = rec;
+        const std::int64_t due = t0 + std::int64_t(double(rec - rec0 - skipped_ns) / speed);
+        if (!max_speed) {
+          // In slices of at most 50 ms, so that Ctrl-C and SIGTERM stop a long wait at once.
+          while (monotonic_ns() < due && !interrupt.requested())
+            sleep_until_ns(std::min(due, monotonic_ns() + 50'000'000));
+          if (interrupt.requested()) continue;  // the check at the top of the loop closes and returns
+        }
         wire::Envelope e;
         e.type = std::uint16_t(wire::MsgType::Spoke);
         if (verbatim) {
@@ -145,6 +176,7 @@ int run_replay(const ReplayArgs& a) {
       first_pass = false;
       if (a.loop) {
         t0 = monotonic_ns();
+        skipped_ns = 0;
         sender.send_header(reader.xml());
       }
     } while (a.loop);

@@ -4,6 +4,7 @@
 // and exit 0), and headers that are links to /dev/zero or FIFOs (they used to be read without end). Each is
 // refused with exit 3 and a message naming the file, at once.
 #include <gtest/gtest.h>
+#include <hdf5.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -169,4 +170,71 @@ TEST(HostileFiles, HeadersThatAreDevicesOrFifosAreRefusedAtOnce) {
   expect_refused(radstream_cmd(recon), "k.hdr", "Dimensions");
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(s, 20.0) << "a device or FIFO header was read until the time-out";
+}
+
+namespace {
+// Adds `add_hi` to the high word of spoke i's recorded acquisition time (user_int[1]; radstream's envelope
+// keeps the time in ns as user_int[0] + 2^32 user_int[1]) with an HDF5 partial compound write: the file
+// now says its clock jumped there.
+void forge_acquired_time(const std::string& path, std::size_t i, std::int32_t add_hi) {
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  const hid_t d = H5Dopen2(f, "/dataset/data", H5P_DEFAULT);
+  const hsize_t eight = 8;
+  const hid_t arr = H5Tarray_create2(H5T_NATIVE_INT32, 1, &eight);
+  const hid_t inner = H5Tcreate(H5T_COMPOUND, 8 * sizeof(std::int32_t));
+  H5Tinsert(inner, "user_int", 0, arr);
+  const hid_t outer = H5Tcreate(H5T_COMPOUND, 8 * sizeof(std::int32_t));
+  H5Tinsert(outer, "head", 0, inner);
+  const hid_t fs = H5Dget_space(d), ms = H5Screate(H5S_SCALAR);
+  const hsize_t start = i, one = 1;
+  H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, nullptr, &one, nullptr);
+  std::int32_t u[8] = {};
+  EXPECT_GE(H5Dread(d, outer, ms, fs, H5P_DEFAULT, u), 0);
+  EXPECT_NE(u[6], 0) << "not a radstream recording";
+  u[1] += add_hi;
+  EXPECT_GE(H5Dwrite(d, outer, ms, fs, H5P_DEFAULT, u), 0);
+  H5Sclose(ms);
+  H5Sclose(fs);
+  H5Tclose(outer);
+  H5Tclose(inner);
+  H5Tclose(arr);
+  H5Dclose(d);
+  H5Fclose(f);
+}
+}  // namespace
+
+// A recording whose timestamps jump by an hour used to make `replay --speed 1` wait that hour, deaf to Ctrl-C
+// and SIGTERM. The wait is capped (--max-gap, default 2 s) and said; a long allowed wait still ends within
+// 0.5 s of SIGTERM or SIGINT.
+TEST(HostileFiles, AReplayWhoseTimestampsJumpIsCappedAndStopsOnSignals) {
+  test::TempDir tmp;
+  const std::string file = (fs::path(tmp.path()) / "jump.h5").string();
+  ASSERT_EQ(radstream_cmd("simulate --spokes 40 --matrix 32 --coils 2 --rate 400 --out " + file).exit_code,
+            0);
+  forge_acquired_time(file, 20,
+                      840);  // +840 x 2^32 ns: about an hour from spoke 20 on... for that spoke alone
+  auto t0 = std::chrono::steady_clock::now();
+  const auto r = radstream_cmd("replay " + file + " --socket pub --no-wait --endpoint tcp://127.0.0.1:26250");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("jump by 3607"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("go back by 3607"), std::string::npos) << r.output;  // and back at spoke 21
+  EXPECT_NE(r.output.find("sent 40 spokes"), std::string::npos) << r.output;
+  EXPECT_LT(s, 2.0 + 0.1 + 5.0) << "the capped gap (2 s), the spokes' own 0.1 s, and start-up";
+  for (const char* sig : {"TERM", "INT"}) {
+    const std::string pidfile = (fs::path(tmp.path()) / "pid").string();
+    const std::string cmd =
+        test::radstream_binary() + " replay " + file +
+        " --socket pub --no-wait --max-gap 3600 --endpoint tcp://127.0.0.1:26251 & echo $! > " + pidfile +
+        "; sleep 1; t0=$(date +%s%N); kill -" + sig + " $(cat " + pidfile + "); wait $(cat " + pidfile +
+        "); rc=$?; t1=$(date +%s%N); echo "
+        "rc=$rc ms=$(( (t1 - t0) / 1000000 ))";
+    const auto k = test::run_command("bash -c '" + cmd + "'");
+    const auto at = k.output.find("ms=");
+    ASSERT_NE(at, std::string::npos) << k.output;
+    const int ms = std::stoi(k.output.substr(at + 3));
+    EXPECT_LE(ms, 500) << sig << ": " << k.output;
+    EXPECT_NE(k.output.find("rc=130"), std::string::npos) << sig << ": " << k.output;
+  }
 }
