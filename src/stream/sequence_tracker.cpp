@@ -42,7 +42,12 @@ SequenceTracker::Verdict SequenceTracker::see(std::uint32_t stream_id, std::uint
       return Verdict::Jump;
     }
     const std::uint64_t first = pending_first_;  // confirmed: the sender's numbering moved on
+    // The same stream went on past a hole wider than the window (a SUB tap that lost thousands of spokes):
+    // every number skipped is a message that never came, whatever the window can still tell apart.
+    missing_ += first - last_ - 1;
+    ++gaps_;
     restart(stream_id, seq);
+    --streams_;  // the same stream, not a new one
     for (std::uint64_t s = first; s <= seq; ++s) mark(s);
     if (jumps_ >= kConfirm - 1) jumps_ -= kConfirm - 1;  // they were real
     return Verdict::NewStream;

@@ -3,7 +3,9 @@
 // whose sequence is behind the highest seen, so that a sender restarted with the same id, or a recording
 // replayed twice, is received whole. A forward jump beyond the window (a corrupted number, or a sender that
 // really jumped) is not believed at once: the message is a Jump (its data are fine; the numbering stays), and
-// only kConfirm consecutive numbers after it make the jump the new numbering. One bad number loses nothing.
+// only kConfirm consecutive numbers after it make the jump the new numbering, and the numbers it skipped
+// count as missing (a tap that lost more than the window used to report 0 missing). One bad number loses
+// nothing.
 #pragma once
 #include <bitset>
 #include <cstdint>

@@ -200,6 +200,22 @@ TEST(SequenceTracker, AJumpAheadIsBelievedOnlyWhenConfirmed) {
   EXPECT_EQ(t.see(5, 9001), V::Duplicate);  // part of the confirmed run
   EXPECT_EQ(t.duplicates(), 1u);
   EXPECT_EQ(t.jumps(), 1u);  // only the corrupted one stays counted
+  // The numbers the confirmed jump skipped never came: 41..8999 are missing, one gap, still one stream.
+  EXPECT_EQ(t.missing(), 8959u);
+  EXPECT_EQ(t.gaps(), 1u);
+  EXPECT_EQ(t.streams(), 1u);
+}
+
+// A tap (SUB) that loses more spokes than the window (6,451 here) reports them all missing, as a reader of
+// the sender's count finds; it used to say 0.
+TEST(SequenceTracker, AHoleWiderThanTheWindowIsCountedMissing) {
+  SequenceTracker t;
+  for (std::uint64_t s = 1; s <= 1000; ++s) t.see(9, s);
+  for (std::uint64_t s = 1000 + 6452; s <= 12000; ++s) t.see(9, s);
+  EXPECT_EQ(t.missing(), 6451u);
+  EXPECT_EQ(t.gaps(), 1u);
+  EXPECT_EQ(t.streams(), 1u);
+  EXPECT_EQ(t.duplicates(), 0u);
 }
 
 // A close, or a stream header whose sequence is behind, ends the numbering: a sender restarted with the same
