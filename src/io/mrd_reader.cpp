@@ -137,6 +137,10 @@ std::string read_xml(hid_t file, const std::string& path) {
   if (!type.ok() || H5Tget_class(type.get()) != H5T_STRING || H5Sget_simple_extent_npoints(space.get()) != 1)
     throw IoError(fmt::format("{}: dataset/xml is not one string", path));
   Id mem(H5Tcopy(H5T_C_S1), H5Tclose);
+  // The file's character set (ASCII as ISMRMRD writes it, or UTF-8 as h5py and others do): HDF5 converts
+  // between none of them, so the memory type takes the stored one.
+  const H5T_cset_t cset = H5Tget_cset(type.get());
+  if (cset == H5T_CSET_ASCII || cset == H5T_CSET_UTF8) H5Tset_cset(mem.get(), cset);
   if (H5Tis_variable_str(type.get()) > 0) {
     H5Tset_size(mem.get(), H5T_VARIABLE);
     char* text = nullptr;

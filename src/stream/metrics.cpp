@@ -250,6 +250,8 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
   j["recorder_waits"] = recorder_waits.load();
   j["record_failures"] = record_failures.load();
   j["published"] = published.load();
+  j["subscriptions"] = subscriptions.load();
+  j["publisher_resets"] = publisher_resets.load();
   j["images_written"] = images_written.load();
   j["sink_dropped"] = sink_dropped.load();
   j["latency_ms"] = {{"end_to_end", radstream::to_json(end_to_end.summary())},

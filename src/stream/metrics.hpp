@@ -100,7 +100,9 @@ class Metrics {
       0};  // frames whose sender time was not plausible (kept out of latency)
   // Sinks.
   std::atomic<std::uint64_t> recorded{0}, recorder_waits{0}, record_failures{0}, published{0},
-      images_written{0}, sink_dropped{0};
+      images_written{0}, sink_dropped{0},
+      subscriptions{0},     // subscription messages taken in by the image publisher
+      publisher_resets{0};  // times the publisher was made anew past its cap of distinct subscriptions
 
   // Latency series, ms: end_to_end = last spoke acquired -> image ready; arrival = last spoke arrived ->
   // image ready; plus one per reconstruction stage and "assemble".

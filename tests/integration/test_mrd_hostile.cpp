@@ -124,3 +124,34 @@ TEST(MrdHostile, MutatedRecordingsNeverCrashTheReaders) {
   std::printf("mutated recordings: %d read, %d refused with exit 3, 0 crashes\n", read_fine, refused);
   EXPECT_GT(refused, 0);
 }
+
+// An MRD file whose XML header is stored as a UTF-8 string (h5py and other writers do that; ISMRMRD writes
+// ASCII) is read like any other: HDF5 converts between no character sets, and such a file used to be refused.
+TEST(MrdHostile, AnXmlHeaderStoredAsUtf8IsRead) {
+  test::TempDir dir;
+  const std::string path = simulate(dir, "utf8.h5", 48);
+  std::string xml;
+  {
+    MrdReader r(path);
+    xml = r.xml();
+  }
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  ASSERT_GE(H5Ldelete(f, "/dataset/xml", H5P_DEFAULT), 0);
+  const hid_t t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(t, H5T_VARIABLE);
+  H5Tset_cset(t, H5T_CSET_UTF8);
+  const hid_t s = H5Screate(H5S_SCALAR);
+  const hid_t d = H5Dcreate2(f, "/dataset/xml", t, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(d, 0);
+  const char* text = xml.c_str();
+  ASSERT_GE(H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, &text), 0);
+  H5Dclose(d);
+  H5Sclose(s);
+  H5Tclose(t);
+  H5Fclose(f);
+  const auto r = radstream_cmd("recon --backend cpu --input " + path + " --out " + (dir / "x.png"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  MrdReader back(path);
+  EXPECT_EQ(back.xml(), xml);
+}

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <thread>
 
 #include "io/mrd_file.hpp"
@@ -182,4 +183,70 @@ TEST(Security, EveryEndpointGoesThroughOneParserWithoutHoles) {
                     " --bind --insecure --socket pub --endpoint tcp://*:26239 --no-wait --speed max");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("open to other hosts without authentication"), std::string::npos) << r.output;
+}
+
+namespace {
+long rss_kib(const std::string& pid) {
+  std::ifstream f("/proc/" + pid + "/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
+}
+}  // namespace
+
+// One image subscriber that sends 300,000 distinct random 16-byte subscriptions must not grow the receiver:
+// a PUB socket kept them all (950,000 took it to 2.1 GB; these 300,000 added 240 MB on the previous main).
+// The publisher counts the distinct topics its XPUB passes up and, past 4,096, makes the socket anew; its
+// memory stays flat, the resets are counted, and a plain subscriber gets images again once the flood stops.
+TEST(Security, ASubscriptionFloodDoesNotGrowTheReceiver) {
+  test::TempDir dir;
+  const std::string bin = test::radstream_binary();
+  const std::string pidfile = dir / "run.pid";
+  test::run_command(bin + " run --headless --backend cpu --endpoint tcp://127.0.0.1:26260 --publish " +
+                    "tcp://127.0.0.1:26261 --window 32 --stride 8 --duration 30 --metrics-json " +
+                    (dir / "m.json") + " > " + (dir / "run.log") + " 2>&1 & echo $! > " + pidfile);
+  test::run_command(bin + " simulate --endpoint tcp://127.0.0.1:26260 --matrix 32 --coils 2 --rate 400 " +
+                    "--duration 28 > " + (dir / "sim.log") + " 2>&1 & echo $! > " + (dir / "sim.pid"));
+  std::string pid, sim;
+  std::ifstream(pidfile) >> pid;
+  std::ifstream(dir / "sim.pid") >> sim;
+  ASSERT_FALSE(pid.empty());
+  zmq::context_t ctx(1);
+  zmq::socket_t good(ctx, zmq::socket_type::sub);
+  good.set(zmq::sockopt::subscribe, "");
+  good.set(zmq::sockopt::rcvtimeo, 5000);
+  good.connect("tcp://127.0.0.1:26261");
+  zmq::message_t m;
+  ASSERT_TRUE(good.recv(m)) << "no image before the flood";
+  while (good.recv(m, zmq::recv_flags::dontwait)) {
+  }
+  const long before = rss_kib(pid);
+  {
+    zmq::socket_t flood(ctx, zmq::socket_type::sub);
+    flood.set(zmq::sockopt::linger, 0);
+    flood.set(zmq::sockopt::sndhwm, 0);  // no subscription dropped on the way
+    flood.connect("tcp://127.0.0.1:26261");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // connected: each subscription goes out
+    std::mt19937 rng(7);
+    std::string topic(16, '\0');
+    for (int i = 0; i < 300000; ++i) {  // random bytes: every trie node spans the whole byte range
+      for (auto& c : topic) c = char(rng() & 0xff);
+      flood.set(zmq::sockopt::subscribe, topic);
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(4));  // the subscriptions reach the receiver
+    const long after = rss_kib(pid);
+    std::printf("receiver RSS %ld KiB before, %ld KiB after 300,000 subscriptions\n", before, after);
+    EXPECT_LT(after - before, 64 * 1024) << "KiB";
+  }
+  int images = 0;
+  for (int k = 0; k < 40 && images < 5 && good.recv(m); ++k) images += m.more() ? 0 : 1;
+  EXPECT_GE(images, 5) << "the plain subscriber gets images again";
+  test::run_command("kill " + sim + " " + pid + "; while kill -0 " + pid +
+                    " 2>/dev/null; do sleep 0.1; done");
+  std::ifstream mf(dir / "m.json");
+  ASSERT_TRUE(mf.good()) << "no metrics";
+  const auto j = nlohmann::json::parse(mf);
+  EXPECT_GE(j.at("publisher_resets").get<long>(), 1);
+  EXPECT_GE(j.at("subscriptions").get<long>(), 4096);
 }
