@@ -57,11 +57,22 @@ void validate_endpoint(const std::string& endpoint, const std::string& what) {
 
 void wait_for_receiver(Sender& sender, const std::string& endpoint, double seconds) {
   if (seconds <= 0) return;
-  if (!sender.wait_for_peer(std::chrono::milliseconds(long(seconds * 1000))))
+  if (!sender.wait_for_peer(std::chrono::milliseconds(long(seconds * 1000)))) {
+    // Something listens there but no handshake completed: with CURVE that is a wrong server key (the receiver
+    // cannot read this sender's hello and drops it), not a missing receiver.
+    if (sender.reached_peer())
+      throw IoError(
+          fmt::format("a receiver is listening at {} but no handshake with it completed in {:.0f} s{}: {}",
+                      endpoint, seconds, sender.handshake_failed() ? " (it failed)" : "",
+                      sender.uses_curve()
+                          ? "--curve-server-key is probably not that receiver's public key (its .pub from "
+                            "radstream keygen), or the receiver does not use CURVE"
+                          : "the receiver uses CURVE: give --curve-server-key and --curve-key"));
     throw IoError(
         fmt::format("no receiver at {} after {:.0f} s (start `radstream run` there first, or pass "
                     "--no-wait to send regardless)",
                     endpoint, seconds));
+  }
   log::info("sender: a receiver is connected at {}", endpoint);
 }
 
@@ -76,15 +87,16 @@ void SenderParams::validate() const {
 }
 
 Sender::Sender(zmq::context_t& ctx, const SenderParams& p, std::uint32_t stream_id)
-    : sock_(ctx, socket_type(p.socket)), stream_id_(stream_id) {
+    : sock_(ctx, socket_type(p.socket)), curve_(!p.curve_server_key.empty()), stream_id_(stream_id) {
   p.validate();
   sock_.set(zmq::sockopt::sndhwm, p.sndhwm);
   sock_.set(zmq::sockopt::linger, p.linger_ms);
   sock_.set(zmq::sockopt::sndtimeo, 100);  // a waiting send returns every 100 ms to poll the stop check
-  monitor_ = monitor_socket(
-      ctx, sock_,
-      ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL,
-      "sender");
+  monitor_ = monitor_socket(ctx, sock_,
+                            ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                                ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                                ZMQ_EVENT_CONNECTED | ZMQ_EVENT_ACCEPTED,
+                            "sender");
   if (!p.curve_server_key.empty())
     make_curve_client(sock_, read_curve_key_file(p.curve_key, true),
                       read_curve_key_file(p.curve_server_key, false).public_key);
@@ -114,6 +126,9 @@ bool Sender::wait_for_peer(std::chrono::milliseconds timeout) {
       if (!monitor_.recv(rest, zmq::recv_flags::none)) break;
     }
     if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) return true;
+    if (id == ZMQ_EVENT_CONNECTED || id == ZMQ_EVENT_ACCEPTED) reached_ = true;
+    if (id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL || id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
+      handshake_failed_ = true;
     if (id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
       throw IoError(
           "the receiver refused this sender: its CURVE key (--curve-key) is not on the receiver's "

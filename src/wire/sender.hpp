@@ -85,6 +85,11 @@ class Sender {
 
   // Waits until a receiver has connected (the ZeroMQ handshake with a peer is done). False on timeout.
   bool wait_for_peer(std::chrono::milliseconds timeout);
+  // After a wait that timed out: whether a TCP connection was made (something listens there), whether a
+  // handshake was seen to fail, and whether this sender uses CURVE (to name the likely cause).
+  bool reached_peer() const { return reached_; }
+  bool handshake_failed() const { return handshake_failed_; }
+  bool uses_curve() const { return curve_; }
   std::uint64_t spokes_sent() const { return seq_; }
   std::uint32_t stream_id() const { return stream_id_; }
   // Messages that a PUB socket dropped are not visible here; PUSH never drops.
@@ -95,7 +100,7 @@ class Sender {
   std::function<bool()> stop_;
   zmq::socket_t sock_;
   zmq::socket_t monitor_;  // this socket's connection events (handshakes with peers)
-  bool refused_logged_ = false;
+  bool refused_logged_ = false, reached_ = false, handshake_failed_ = false, curve_ = false;
   std::uint32_t stream_id_;
   std::uint64_t seq_ = 0;
   bool closed_ = false;

@@ -45,15 +45,22 @@ TEST(Security, CurveAdmitsOnlyTheSendersOnTheAllowList) {
       (dir / "server.key") + " --curve-clients " + (dir / "allowed") + " --metrics-json " + (dir / "m.json") +
       " > " + (dir / "run.log") + " 2>&1 & pid=$!; sleep 0.5; " + sim + "--wait 1.5 --curve-server-key " +
       (dir / "server.pub") + " --curve-key " + (dir / "intruder.key") + " 2>&1; echo INTRUDER_RC=$?; " + sim +
-      "--wait 1.5 2>&1; echo PLAIN_RC=$?; " + sim + "--wait 3 --curve-server-key " + (dir / "server.pub") +
-      " --curve-key " + (dir / "client.key") + " 2>&1; echo CLIENT_RC=$?; wait $pid; cat " +
-      (dir / "run.log");
+      "--wait 1.5 2>&1; echo PLAIN_RC=$?; " + sim + "--wait 1.5 --curve-server-key " +
+      (dir / "intruder.pub") + " --curve-key " + (dir / "client.key") + " 2>&1; echo WRONGKEY_RC=$?; " + sim +
+      "--wait 3 --curve-server-key " + (dir / "server.pub") + " --curve-key " + (dir / "client.key") +
+      " 2>&1; echo CLIENT_RC=$?; wait $pid; cat " + (dir / "run.log");
   const auto r = test::run_command(script);
   EXPECT_NE(r.output.find("INTRUDER_RC=3"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("refused this sender: its CURVE key"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("PLAIN_RC=0"), std::string::npos) << r.output;  // no CURVE: never connected
+  // A wrong server key (another key pair's .pub): named as such, not as a missing receiver.
+  EXPECT_NE(r.output.find("WRONGKEY_RC=3"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--curve-server-key is probably not that receiver's public key"), std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("CLIENT_RC=0"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("not on the CURVE allow-list"), std::string::npos) << r.output;
+  // A sender without CURVE reached the receiver: it is told the receiver uses CURVE, not "no receiver".
+  EXPECT_NE(r.output.find("the receiver uses CURVE: give --curve-server-key"), std::string::npos) << r.output;
   std::ifstream mf(dir / "m.json");
   const auto m = nlohmann::json::parse(mf);
   EXPECT_EQ(m.at("spokes").get<int>(), 200) << "only the allow-listed sender's spokes";
