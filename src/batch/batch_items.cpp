@@ -61,7 +61,17 @@ std::string hex16(std::uint64_t v) {
   return fmt::format("{:016x}", v);
 }
 
+// A recording or a file list must be a regular file: /dev/zero, a FIFO or a link to one would be read
+// without end (hashing a recording reads it whole).
+void expect_regular_file(const std::string& path, const char* what) {
+  std::error_code ec;
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec))
+    throw IoError(std::string("batch: ") + what + " " + path +
+                  " is not a regular file (a device, FIFO or folder)");
+}
+
 Fnv hash_file(const std::string& path) {
+  expect_regular_file(path, "recording");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw IoError("batch: cannot read " + path);
   Fnv h;
@@ -137,6 +147,7 @@ std::vector<std::string> expand_file_list(const std::vector<std::string>& args) 
   for (const auto& a : args) {
     const fs::path p(a);
     if (p.extension() == ".txt" || p.extension() == ".list") {
+      expect_regular_file(a, "file list");
       std::ifstream f(a);
       if (!f) throw IoError("batch: cannot read the file list " + a);
       std::string line;

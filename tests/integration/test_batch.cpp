@@ -3,7 +3,10 @@
 // rank killed mid-item (RADSTREAM_BATCH_DIE) fails the job, and the rerun makes only the missing items. Needs
 // mpirun (Open MPI): skipped with the reason without it, failed instead with RADSTREAM_REQUIRE_MPI=1 (CI).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -156,4 +159,23 @@ TEST(Batch, BadSweepsAndFilesAreNamed) {
   EXPECT_EQ(m["failed"], 1);
   EXPECT_EQ(m["missing_after"], 1);
   EXPECT_NE(m["failures"][0]["file"].get<std::string>().find("garbage.h5"), std::string::npos);
+}
+
+// A device or a FIFO given as a recording or as a file list is refused at once, named (it used to be read
+// without end: hashing a recording reads it whole).
+TEST(Batch, DevicesAndFifosAreRefusedAtOnce) {
+  test::TempDir dir;
+  std::ofstream(dir / "good.yaml") << "sets:\n  - name: a\n    recon: {method: gridding}\n";
+  std::filesystem::create_symlink("/dev/zero", dir / "zero.txt");
+  ASSERT_EQ(mkfifo((dir / "fifo.h5").c_str(), 0600), 0);
+  const std::string bin = test::radstream_binary();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const std::string& f : {std::string("/dev/zero"), dir / "zero.txt", dir / "fifo.h5"}) {
+    const auto r = test::run_command("timeout 20 " + bin + " batch --files " + f + " --param-sweep " +
+                                     (dir / "good.yaml") + " --out " + (dir / "out"));
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.exit_code, 124) << "hung on " << f << ": " << r.output;
+    EXPECT_NE(r.output.find("is not a regular file"), std::string::npos) << r.output;
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 15.0);
 }
