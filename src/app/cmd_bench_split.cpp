@@ -32,16 +32,6 @@
 namespace radstream::app {
 namespace {
 
-struct SplitArgs {
-  std::string case_file = "config/bench/R8.yaml";
-  std::string backend = "cuda";
-  std::vector<int> parts{1, 2};
-  std::vector<int> gpus;  // empty: 0..max(parts)-1
-  int frames = 30, warmup = 3;
-  std::string out;
-};
-
-// SplitArgs as declared: the lists as typed, turned into numbers (named when they are not) by split_args().
 struct SplitOptions {
   std::string case_file = "config/bench/R8.yaml";
   std::string backend = "cuda";
@@ -81,17 +71,15 @@ std::vector<int> whole_numbers(const std::vector<std::string>& v, const char* op
   return out;
 }
 
-SplitArgs split_args(const SplitOptions& o) {
-  SplitArgs a;
-  a.case_file = o.case_file;
-  a.backend = o.backend;
-  a.parts = whole_numbers(o.parts, "--parts");
-  a.gpus = parse_gpu_list(o.gpus, "--gpus", true);
-  a.frames = o.frames;
-  a.warmup = o.warmup;
-  a.out = o.out;
-  return a;
-}
+// The options with their lists as numbers (each named when it is not one).
+struct SplitArgs : SplitOptions {
+  std::vector<int> part_counts;  // the first is the reference
+  std::vector<int> gpu_list;     // empty: 0..max(parts)-1
+  explicit SplitArgs(const SplitOptions& o)
+      : SplitOptions(o),
+        part_counts(whole_numbers(o.parts, "--parts")),
+        gpu_list(parse_gpu_list(o.gpus, "--gpus", true)) {}
+};
 
 double rel_error(const std::vector<cfloat>& a, const std::vector<cfloat>& b) {
   double num = 0, den = 0;
@@ -115,8 +103,8 @@ int run_bench_split(const SplitArgs& a) {
   const ReconParams rp = ReconParams::from_config(root["recon"]);
   const bool cuda = a.backend == "cuda";
   const auto info = gpu::query();
-  const int need = *std::max_element(a.parts.begin(), a.parts.end());
-  std::vector<int> gpus = a.gpus;
+  const int need = *std::max_element(a.part_counts.begin(), a.part_counts.end());
+  std::vector<int> gpus = a.gpu_list;
   if (gpus.empty())
     for (int i = 0; i < need; ++i) gpus.push_back(i);
   if (cuda) {
@@ -144,8 +132,8 @@ int run_bench_split(const SplitArgs& a) {
   o.lambda = rp.cg.lambda;
   o.toeplitz = rp.cg.toeplitz;
   log::info("bench-split {}: {} spokes x {} x {} coils -> {}^2, {} iterations, {} partitions {} on {}",
-            c.name, c.spokes, c.samples, c.coils, N, o.iterations, a.parts.size(), fmt::join(a.parts, "/"),
-            a.backend);
+            c.name, c.spokes, c.samples, c.coils, N, o.iterations, a.part_counts.size(),
+            fmt::join(a.part_counts, "/"), a.backend);
 
   nlohmann::ordered_json js;
   js["radstream_version"] = RADSTREAM_VERSION;
@@ -165,7 +153,7 @@ int run_bench_split(const SplitArgs& a) {
   js["runs"] = nlohmann::ordered_json::array();
   std::vector<cfloat> reference;
   double base_ms = 0;
-  for (int parts : a.parts) {
+  for (int parts : a.part_counts) {
     std::unique_ptr<CoilSplitSense> s =
         cuda ? make_coil_split_sense_cuda(N, c.coils, points, rp.gridding.kernel(), o,
                                           std::vector<int>(gpus.begin(), gpus.begin() + parts))
@@ -215,7 +203,7 @@ int run_bench_split(const SplitArgs& a) {
 
 Runner add_bench_split(CLI::App& app) {
   return declared_command(app, "bench-split", SplitOptions{}, {},
-                          [](const SplitOptions& o) { return run_bench_split(split_args(o)); });
+                          [](const SplitOptions& o) { return run_bench_split(SplitArgs(o)); });
 }
 
 }  // namespace radstream::app

@@ -222,21 +222,17 @@ void ReconChain::allocate_state() {
   state_.resize(stages_.size());
   for (std::size_t i = 0; i < stages_.size(); ++i) {
     StageState& st = state_[i];
-    st.keeps_output = specs_[i].previous_output;
+    const bool keeps = specs_[i].previous_output;
     std::vector<Extents> exts;
-    if (st.keeps_output)
-      exts.push_back(cuda ? d_buffers_[output_of_[i]].extents() : buffers_[output_of_[i]].extents());
+    if (keeps) exts.push_back(cuda ? d_buffers_[output_of_[i]].extents() : buffers_[output_of_[i]].extents());
     exts.insert(exts.end(), specs_[i].state.begin(), specs_[i].state.end());
-    for (const Extents& e : exts) {
-      if (cuda)
-        st.device.emplace_back(e);
-      else
-        st.host.emplace_back(e);
-    }
-    const std::size_t first = st.keeps_output ? 1 : 0;
     for (std::size_t k = 0; k < exts.size(); ++k) {
-      const View<cfloat> v = cuda ? st.device[k].view() : st.host[k].view();
-      if (k < first)
+      if (cuda)
+        st.device.emplace_back(exts[k]);
+      else
+        st.host.emplace_back(exts[k]);
+      const View<cfloat> v = cuda ? st.device.back().view() : st.host.back().view();
+      if (keeps && k == 0)
         st.previous = v;
       else
         st.views.push_back(v);
@@ -254,9 +250,8 @@ void ReconChain::reset_state() {
 }
 
 void ReconChain::keep_output(std::size_t stage, View<const cfloat> out) {
-  const StageState& st = state_[stage];
-  if (!st.keeps_output) return;
-  cfloat* dst = const_cast<cfloat*>(st.previous.data);
+  cfloat* dst = state_[stage].previous.data;
+  if (!dst) return;
   if (ctx_.backend == Backend::Cuda)
     gpu::copy_device(dst, out.data, out.size() * sizeof(cfloat), ctx_.stream);
   else

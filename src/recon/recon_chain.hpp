@@ -117,11 +117,10 @@ class ReconChain {
   std::size_t points_off_ = 0;
   // Each stage's own state (StageSpec): its previous output and its declared buffers, on the backend.
   struct StageState {
-    bool keeps_output = false;
-    std::vector<HostBuffer<cfloat>> host;      // [0] the previous output when keeps_output, then spec.state
+    std::vector<HostBuffer<cfloat>> host;  // [0] the previous output when the spec keeps it, then spec.state
     std::vector<DeviceBuffer<cfloat>> device;  // the same on the CUDA backend
-    std::vector<View<cfloat>> views;           // of the declared state buffers (after the previous output)
-    View<const cfloat> previous;
+    View<cfloat> previous;                     // the previous output's buffer; empty when not kept
+    std::vector<View<cfloat>> views;           // the declared state buffers
   };
   std::vector<StageState> state_;
   std::vector<StageSpec> specs_;

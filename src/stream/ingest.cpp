@@ -9,6 +9,7 @@
 #include "io/mrd_file.hpp"
 #include "stream/recorder.hpp"
 #include "wire/curve.hpp"
+#include "wire/endpoint.hpp"
 #include "wire/sender.hpp"
 
 namespace radstream {
@@ -20,7 +21,7 @@ zmq::socket_type socket_type(ReceiveSocket s) {
 }  // namespace
 
 void IngestParams::validate() const {
-  validate_endpoint(endpoint, "stream.endpoint");
+  parse_endpoint(endpoint, "stream.endpoint");
 }
 
 Ingest::Ingest(zmq::context_t& ctx, const IngestParams& p, Metrics& metrics, bool device_ring, int max_window,

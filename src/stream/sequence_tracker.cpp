@@ -2,14 +2,14 @@
 
 namespace radstream {
 
-void SequenceTracker::restart(std::uint32_t stream_id, std::uint64_t seq) {
+void SequenceTracker::restart(std::uint32_t stream_id, std::uint64_t seq, bool new_stream) {
   pending_ = false;
   started_ = true;
   stream_ = stream_id;
   last_ = seq;
   window_.reset();
   mark(seq);
-  ++streams_;
+  if (new_stream) ++streams_;
 }
 
 void SequenceTracker::header(std::uint32_t stream_id, std::uint64_t seq) {
@@ -46,8 +46,7 @@ SequenceTracker::Verdict SequenceTracker::see(std::uint32_t stream_id, std::uint
     // every number skipped is a message that never came, whatever the window can still tell apart.
     missing_ += first - last_ - 1;
     ++gaps_;
-    restart(stream_id, seq);
-    --streams_;  // the same stream, not a new one
+    restart(stream_id, seq, false);  // the same stream, renumbered
     for (std::uint64_t s = first; s <= seq; ++s) mark(s);
     if (jumps_ >= kConfirm - 1) jumps_ -= kConfirm - 1;  // they were real
     return Verdict::NewStream;

@@ -43,7 +43,7 @@ class SequenceTracker {
   bool started_ = false;
   std::uint32_t stream_ = 0;
   std::uint64_t last_ = 0;  // highest sequence seen
-  void restart(std::uint32_t stream_id, std::uint64_t seq);
+  void restart(std::uint32_t stream_id, std::uint64_t seq, bool new_stream = true);
   std::bitset<kWindow> window_;
   std::uint64_t missing_ = 0, gaps_ = 0, duplicates_ = 0, late_ = 0, streams_ = 0, jumps_ = 0;
   // An unconfirmed jump: its first and last numbers and how many consecutive ones came.

@@ -10,7 +10,6 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "wire/endpoint.hpp"
 
 namespace radstream {
 namespace {
@@ -119,14 +118,6 @@ void make_curve_client(zmq::socket_t& s, const CurveKeys& client, const std::str
   s.set(zmq::sockopt::curve_serverkey, server_public_key);
   s.set(zmq::sockopt::curve_publickey, client.public_key);
   s.set(zmq::sockopt::curve_secretkey, client.secret_key);
-}
-
-bool is_local_endpoint(const std::string& endpoint) {
-  try {
-    return parse_endpoint(endpoint, "endpoint").local;
-  } catch (const ConfigError&) {
-    return false;  // what cannot be classified is never taken for local
-  }
 }
 
 ZapHandler::ZapHandler(zmq::context_t& ctx, std::set<std::string> allowed, std::atomic<std::uint64_t>& denied)

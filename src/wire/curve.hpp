@@ -33,9 +33,6 @@ std::set<std::string> read_curve_allow_list(const std::string& path);
 void make_curve_server(zmq::socket_t& s, const CurveKeys& server);
 void make_curve_client(zmq::socket_t& s, const CurveKeys& client, const std::string& server_public_key);
 
-// True for endpoints only this host can reach: ipc://, inproc://, tcp:// on 127.x.x.x, localhost or [::1].
-bool is_local_endpoint(const std::string& endpoint);
-
 // The ZAP handler of one ZeroMQ context: answers every CURVE handshake of that context's server sockets,
 // admitting the keys on the allow-list. Runs its own thread; the first refusal of each key is logged.
 class ZapHandler {

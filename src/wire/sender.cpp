@@ -51,10 +51,6 @@ std::uint32_t new_stream_id() {
   return id;
 }
 
-void validate_endpoint(const std::string& endpoint, const std::string& what) {
-  parse_endpoint(endpoint, what);
-}
-
 void wait_for_receiver(Sender& sender, const std::string& endpoint, double seconds) {
   if (seconds <= 0) return;
   if (!sender.wait_for_peer(std::chrono::milliseconds(long(seconds * 1000)))) {

@@ -107,9 +107,6 @@ class Sender {
 };
 
 std::uint32_t new_stream_id();  // random, never 0
-// Throws ConfigError naming the endpoint unless it is tcp://HOST:PORT (PORT 1..65535, or * when binding),
-// ipc://PATH or inproc://NAME.
-void validate_endpoint(const std::string& endpoint, const std::string& what);
 // A sender's first step: wait up to `seconds` (> 0) for a receiver, else throw IoError saying so (a sender
 // never reports success to nobody). seconds <= 0: do not wait.
 void wait_for_receiver(Sender& sender, const std::string& endpoint, double seconds);

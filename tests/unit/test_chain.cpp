@@ -172,6 +172,25 @@ class AddPrevious final : public Stage {
  private:
   Extents ext_;
 };
+
+// A 48-spoke frame of the 32^2 two-coil phantom.
+Frame small_frame() {
+  SimParams sp;
+  sp.matrix = 32;
+  sp.coils = 2;
+  const Simulator sim(sp);
+  return frame_from_spokes(sim.header(), sim.spokes(0, 48));
+}
+
+// |got - factor ref| / |factor ref|, in double.
+double rel_to_multiple(View<const cfloat> got, const std::vector<cfloat>& ref, double factor) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    num += std::norm(std::complex<double>(got.data[i]) - factor * std::complex<double>(ref[i]));
+    den += std::norm(factor * std::complex<double>(ref[i]));
+  }
+  return std::sqrt(num / den);
+}
 }  // namespace
 
 TEST(Chain, FrameContextCarriesThePreviousResult) {
@@ -180,22 +199,14 @@ TEST(Chain, FrameContextCarriesThePreviousResult) {
   Recipe r = recipe_for(cpu_params(), Backend::Cpu);
   r.steps.push_back({"add_previous", "summed"});
   ReconChain chain(cpu_params(), Backend::Cpu, reg, r);
-  SimParams sp;
-  sp.matrix = 32;
-  sp.coils = 2;
-  const Simulator sim(sp);
-  const Frame f = frame_from_spokes(sim.header(), sim.spokes(0, 48));
+  const Frame f = small_frame();
   chain.configure(f.geometry);
   const auto first = chain.reconstruct(f);
   const std::vector<cfloat> one(first.data, first.data + first.size());
   const auto second = chain.reconstruct(f);
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < one.size(); ++i) {
-    num += std::norm(std::complex<double>(second.data[i]) - 2.0 * std::complex<double>(one[i]));
-    den += std::norm(2.0 * std::complex<double>(one[i]));
-  }
-  EXPECT_LE(std::sqrt(num / den), 1e-6);  // frame 2 = its image + frame 1's output (zeros before frame 1)
-  chain.configure(f.geometry);            // a new geometry starts from zeros again
+  EXPECT_LE(rel_to_multiple(second, one, 2.0),
+            1e-6);              // frame 2 = its image + frame 1's output (zeros before frame 1)
+  chain.configure(f.geometry);  // a new geometry starts from zeros again
   const auto again = chain.reconstruct(f);
   for (std::size_t i = 0; i < one.size(); ++i) EXPECT_EQ(again.data[i], one[i]);
 }
@@ -215,25 +226,13 @@ TEST(Chain, EachStageKeepsItsOwnState) {
   r.steps.push_back({"add_previous", "summed"});
   r.steps.push_back({"temporal_mean", "smoothed"});
   ReconChain chain(cpu_params(), Backend::Cpu, reg, r);
-  SimParams sp;
-  sp.matrix = 32;
-  sp.coils = 2;
-  const Simulator sim(sp);
-  const Frame f = frame_from_spokes(sim.header(), sim.spokes(0, 48));
+  const Frame f = small_frame();
   chain.configure(f.geometry);
-  Recipe plain_recipe = recipe_for(cpu_params(), Backend::Cpu);
-  ReconChain plain(cpu_params(), Backend::Cpu, reg, plain_recipe);
+  ReconChain plain(cpu_params(), Backend::Cpu, reg, recipe_for(cpu_params(), Backend::Cpu));
   plain.configure(f.geometry);
   const auto img = plain.reconstruct(f);
   const std::vector<cfloat> I(img.data, img.data + img.size());
-  auto rel_to = [&](View<const cfloat> got, double factor) {
-    double num = 0, den = 0;
-    for (std::size_t i = 0; i < I.size(); ++i) {
-      num += std::norm(std::complex<double>(got.data[i]) - factor * std::complex<double>(I[i]));
-      den += std::norm(factor * std::complex<double>(I[i]));
-    }
-    return std::sqrt(num / den);
-  };
+  auto rel_to = [&](View<const cfloat> got, double factor) { return rel_to_multiple(got, I, factor); };
   const double expected[] = {0.5, 1.25, 2.125};
   for (double e : expected) EXPECT_LE(rel_to(chain.reconstruct(f), e), 1e-6) << "expected " << e << " I";
   chain.reset_state();
