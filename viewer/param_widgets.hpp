@@ -49,10 +49,16 @@ class ParamWidgets {
   template <class E, std::size_t N>
   void choice(const char* key, E& value, const EnumTable<E, N>& table, const char* help) {
     std::array<const char*, N> items{};
-    for (std::size_t i = 0; i < N; ++i) items[i] = table.items[i].name;
-    int idx = int(table.index(value));
-    if (ImGui::Combo(key, &idx, items.data(), int(N))) {
-      value = table.items[std::size_t(idx)].value;
+    std::array<std::size_t, N> of{};  // combo row -> table index (offline values are not offered)
+    int rows = 0, idx = 0;
+    for (std::size_t i = 0; i < N; ++i) {
+      if (table.items[i].offline) continue;
+      if (i == table.index(value)) idx = rows;
+      of[std::size_t(rows)] = i;
+      items[std::size_t(rows++)] = table.items[i].name;
+    }
+    if (ImGui::Combo(key, &idx, items.data(), rows)) {
+      value = table.items[of[std::size_t(idx)]].value;
       changed = true;
     }
     tooltip(help);

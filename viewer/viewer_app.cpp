@@ -241,10 +241,28 @@ void Viewer::Impl::apply_recon() {
   }
 }
 
+void Viewer::Impl::move_window_slider(int window) {
+  ui_window = window;
+  p.set_window(ui_window);
+}
+
+std::string Viewer::Impl::apply_backend(const std::string& backend) {
+  try {
+    ui_recon.backend = parse_backend(backend);
+    apply_recon();
+  } catch (const std::exception& e) {
+    message = e.what();
+  }
+  return message;
+}
+
+void Viewer::Impl::close() {
+  glfwSetWindowShouldClose(win, GLFW_TRUE);
+}
+
 long Viewer::run() {
   Impl& s = *impl_;
   s.t0 = s.last_fps_t = monotonic_ns();
-  bool screenshot_pending = false;
   while (!glfwWindowShouldClose(s.win)) {
     glfwPollEvents();
     if (glfwGetWindowAttrib(s.win, GLFW_ICONIFIED)) {
@@ -252,23 +270,8 @@ long Viewer::run() {
       continue;
     }
     const double t = double(monotonic_ns() - s.t0) * 1e-9;
-    if (s.opt.set_window > 0 && !s.window_set && t >= 1.0) {  // as if the slider were moved
-      s.window_set = true;
-      s.ui_window = s.opt.set_window;
-      s.p.set_window(s.ui_window);
-    }
-    if (!s.opt.apply_backend.empty() && !s.backend_applied && t >= 1.5) {  // as if chosen and Apply pressed
-      s.backend_applied = true;
-      try {
-        s.ui_recon.backend = parse_backend(s.opt.apply_backend);
-        s.apply_recon();
-      } catch (const std::exception& e) {
-        s.message = e.what();
-      }
-      log::info("viewer: apply backend {}: {}", s.opt.apply_backend, s.message);
-    }
-    if ((s.opt.close_after_s > 0 && t >= s.opt.close_after_s) || (s.opt.should_close && s.opt.should_close()))
-      glfwSetWindowShouldClose(s.win, GLFW_TRUE);
+    if (s.opt.driver) s.opt.driver->step(t, s);
+    if (s.opt.should_close && s.opt.should_close()) s.close();
     const auto before = s.shown;
     s.upload_latest();
     const bool fresh = s.shown && s.shown != before;
@@ -294,10 +297,9 @@ long Viewer::run() {
     s.view->draw(s.disp, Rect{area.x * sx, area.y * sy, area.w * sx, area.h * sy}, fb_w, fb_h);
     s.draw_slices(full, sx, sy, fb_w, fb_h);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
-    if (!s.opt.screenshot.empty() && !s.screenshot_done && t >= s.opt.screenshot_after_s && s.shown) {
-      screenshot_pending = true;
-      s.write_screenshot(fb_w, fb_h, area);
-      s.screenshot_done = true;
+    if (!s.pending_screenshot.empty()) {
+      s.write_screenshot(s.pending_screenshot, fb_w, fb_h, area);
+      s.pending_screenshot.clear();
     }
     glfwSwapBuffers(s.win);
     const std::int64_t now = monotonic_ns();
@@ -317,7 +319,6 @@ long Viewer::run() {
       s.last_fps_t = now;
     }
   }
-  static_cast<void>(screenshot_pending);
   const auto g = s.p.metrics().glass.summary();
   log::info("viewer: closed; {} frames shown, acquired -> on glass p50 {:.2f} ms, p99 {:.2f} ms", s.displayed,
             g.p50, g.p99);

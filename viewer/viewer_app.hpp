@@ -4,12 +4,14 @@
 // poll, new frame, build the UI, render, swap (vsync on), sleep while iconified, reverse-order shutdown.
 #pragma once
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
 #include "display/orientation.hpp"
 #include "display/window_presets.hpp"
 #include "stream/stream_runtime.hpp"
+#include "viewer/viewer_driver.hpp"
 
 namespace radstream::viewer {
 
@@ -30,18 +32,9 @@ struct ViewerOptions {
   std::string snapshot_dir = "out/snapshots";  // `s` / the Snapshot button write PNGs here
   std::string
       record_path;  // what `r` records into; empty: out/record/stream-YYYYmmdd-HHMMSS.h5 (never overwritten)
-  // For tests and unattended runs: after `screenshot_after_s`, read back the framebuffer into `screenshot`
-  // (PNG) with a JSON beside it (the frame shown, where its image is, the window); `set_window` > 0 moves
-  // the window slider to that value at 1 s (through the same code path as the slider); close the window
-  // (as a user would) after `close_after_s`.
-  std::string screenshot;
-  double screenshot_after_s = 3.0;
-  int set_window = 0;
-  // Non-empty: at 1.5 s choose this backend in the reconstruction panel and press Apply (the same code path),
-  // so a test can see a refused setting reported in the panel (and in the screenshot's JSON) while the run
-  // goes on.
-  std::string apply_backend;
-  double close_after_s = 0;
+  // Tests and unattended runs act on the viewer through a driver (viewer_driver.hpp), stepped once per pass
+  // of the loop; none: the user alone.
+  std::shared_ptr<ViewerDriver> driver;
   // Freshness: past this age (seconds since the shown frame's last spoke arrived) the image is dimmed under a
   // red "NO NEW DATA" banner; 0 = automatic, three frame intervals as measured from the stream (>= 0.3 s).
   double stale_after_s = 0;

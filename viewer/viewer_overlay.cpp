@@ -118,7 +118,7 @@ void Viewer::Impl::overlay(const Rect& area) {
   dl->AddText(ImVec2(bx, by - 18), IM_COL32(255, 255, 255, 255), fmt::format("{:g} mm", bar_mm).c_str());
 }
 
-void Viewer::Impl::write_screenshot(int fb_w, int fb_h, const Rect& area) {
+void Viewer::Impl::write_screenshot(const std::string& shot, int fb_w, int fb_h, const Rect& area) {
   std::vector<unsigned char> rgb(std::size_t(fb_w) * fb_h * 3);
   glPixelStorei(GL_PACK_ALIGNMENT, 1);
   glReadBuffer(GL_BACK);
@@ -127,7 +127,7 @@ void Viewer::Impl::write_screenshot(int fb_w, int fb_h, const Rect& area) {
   for (int y = 0; y < fb_h; ++y)
     std::copy_n(rgb.data() + std::size_t(fb_h - 1 - y) * fb_w * 3, std::size_t(fb_w) * 3,
                 flipped.data() + std::size_t(y) * fb_w * 3);
-  const std::filesystem::path path(opt.screenshot);
+  const std::filesystem::path path(shot);
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   if (!stbi_write_png(path.c_str(), fb_w, fb_h, 3, flipped.data(), fb_w * 3))
     log::error("viewer: cannot write {}", path.string());

@@ -39,7 +39,7 @@ struct SliceView {
   bool dirty = false;
 };
 
-struct Viewer::Impl {
+struct Viewer::Impl final : ViewerControls {
   StreamRuntime& p;
   ViewerOptions opt;
   GLFWwindow* win = nullptr;
@@ -62,8 +62,8 @@ struct Viewer::Impl {
   ReconParams ui_recon;
   char record_name[512] = {};
   std::string message;
-  bool screenshot_done = false, window_set = false, backend_applied = false;
-  float panel_scroll_max = 0.f;  // how far the side panel scrolls (0: everything fits)
+  std::string pending_screenshot;  // a driver's request, written after this pass renders
+  float panel_scroll_max = 0.f;    // how far the side panel scrolls (0: everything fits)
   // Freshness of the image on screen.
   double frame_interval_s = 0;  // smoothed time between the arrivals of consecutive frames
   double shown_glass_ms = -1;   // the shown frame's acquired -> on glass latency
@@ -94,7 +94,14 @@ struct Viewer::Impl {
   void toggle_fullscreen();
   void toggle_clinical();
   void apply_recon();
-  void write_screenshot(int fb_w, int fb_h, const Rect& area);
+  void write_screenshot(const std::string& path, int fb_w, int fb_h, const Rect& area);
+
+  // ViewerControls: what a driver may do, through the user's code paths.
+  void move_window_slider(int window) override;
+  std::string apply_backend(const std::string& backend) override;
+  bool frame_shown() const override { return shown != nullptr; }
+  void request_screenshot(const std::string& path) override { pending_screenshot = path; }
+  void close() override;
 };
 
 }  // namespace radstream::viewer

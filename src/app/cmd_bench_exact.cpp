@@ -18,10 +18,10 @@
 #include "bench/bench_report.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "exact/exact_inputs.hpp"
 #include "exact/exact_recon.hpp"
 #include "fft/fftw_plan.hpp"
 #include "gpu/cuda_runtime.hpp"
+#include "io/exact_inputs.hpp"
 #include "recon/backend.hpp"
 #include "sim/phantom3d.hpp"
 

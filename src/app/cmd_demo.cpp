@@ -4,6 +4,7 @@
 // and the metrics JSON instead, and say so.
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -13,10 +14,12 @@
 #include "app/recon_options.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/trajectory.hpp"
 #include "io/output_path.hpp"
 #include "stream/stream_runtime.hpp"
 #include "wire/sim_streamer.hpp"
 #ifdef RADSTREAM_HAVE_VIEWER
+#include "viewer/scripted_driver.hpp"
 #include "viewer/viewer_app.hpp"
 #endif
 
@@ -74,6 +77,11 @@ int run_demo(DemoArgs a) {
   InterruptWatch interrupt;
   if (a.frames < 1 || a.window < 1 || a.stride < 1 || a.snapshot_every < 1)
     throw ConfigError("--frames, --window, --stride and --snapshot-every must be >= 1");
+  try {  // the phantom's settings are checked before anything starts or is written
+    parse_angle_scheme(a.sim.angles);
+  } catch (const ConfigError& e) {
+    throw ConfigError("--angles " + a.sim.angles + ": " + e.what());
+  }
   check_output_folder(a.out_dir, "--out-dir");
   a.sim.motion = true;
   if (a.sim.slices >= 1 && a.pool % a.sim.slices)  // each slice's spokes cycle together
@@ -95,6 +103,12 @@ int run_demo(DemoArgs a) {
 #ifndef RADSTREAM_HAVE_VIEWER
   if (!headless) log::info("demo: this build has no viewer (RADSTREAM_VIEWER=OFF or GLFW/ImGui missing)");
   headless = true;
+#else
+  if (!headless && !std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY")) {
+    // Said before anything starts: without a display the pipeline and the simulator start once, headless.
+    log::info("demo: no display (DISPLAY and WAYLAND_DISPLAY are unset); running headless");
+    headless = true;
+  }
 #endif
   if (headless) {
     cfg.sinks.images = a.out_dir;
@@ -126,11 +140,9 @@ int run_demo(DemoArgs a) {
     try {
       viewer::ViewerOptions vo;
       vo.snapshot_dir = (std::filesystem::path(a.out_dir) / "snapshots").string();
-      vo.screenshot = a.screenshot;
-      vo.screenshot_after_s = a.screenshot_after_s;
-      vo.close_after_s = a.close_after_s;
-      vo.set_window = a.set_window;
-      vo.apply_backend = a.apply_backend;
+      const viewer::ViewerScript script{a.screenshot, a.screenshot_after_s, a.set_window, a.apply_backend,
+                                        a.close_after_s};
+      if (!script.empty()) vo.driver = std::make_shared<viewer::ScriptedDriver>(script);
       vo.stale_after_s = a.stale_after_s;
       vo.clinical = a.display.clinical;
       vo.preset = a.display.preset;

@@ -1,5 +1,7 @@
 // radstream simulate: the analytic phantom as a scanner streams it: over ZeroMQ at a spoke rate
 // (--endpoint), or into an MRD file (--out).
+#include <algorithm>
+#include <cmath>
 #include <ctime>
 #include <memory>
 
@@ -37,8 +39,10 @@ struct SimControl {
     v.field("overwrite", overwrite, "allow --out to replace an existing file");
     v.field("wait", wait_s, 0.0, 1e6, "seconds to wait for a receiver before failing");
     v.field("no_wait", no_wait, "send even when no receiver is connected");
-    v.field("spokes", spokes, -1L, 1L << 40, "number of spokes (-1: a file 256, a stream endless)");
-    v.field("duration", duration_s, 0.0, 1e9, "stream for this many seconds (0: until Ctrl-C)");
+    v.field("spokes", spokes, -1L, 1L << 40,
+            "number of spokes (-1: a file 256 or --duration x --rate, a stream endless)");
+    v.field("duration", duration_s, 0.0, 1e9,
+            "stream for this many seconds (0: until Ctrl-C); with --out, write this many seconds of spokes");
     v.field("pool", pool, 0, 1 << 24,
             "precompute this many spokes and send them cyclically (rates beyond live generation)");
     v.field("header_every", header_every_s, 0.0, 3600.0, "seconds between repeated stream headers");
@@ -53,7 +57,12 @@ struct SimArgs : SimControl {
 };
 
 int write_file(const SimArgs& a) {
-  const long n_spokes = a.spokes < 0 ? 256 : a.spokes;
+  if (a.spokes >= 0 && a.duration_s > 0)
+    throw ConfigError("simulate --out: --spokes and --duration both say how many spokes to write; give one");
+  // --duration D with --out: the D seconds a scanner at --rate would take, D x rate spokes.
+  const long n_spokes = a.spokes >= 0      ? a.spokes
+                        : a.duration_s > 0 ? std::max(1L, std::lround(a.duration_s * a.sim.rate_hz))
+                                           : 256;
   if (n_spokes < 1) throw ConfigError("--spokes " + std::to_string(n_spokes) + " must be >= 1");
   check_output_file(a.out, "--out", a.overwrite);  // before the simulator's set-up: never replaced silently
   const Simulator sim(a.sim);

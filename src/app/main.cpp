@@ -5,6 +5,7 @@
 #include <map>
 
 #include "app/commands.hpp"
+#include "app/declared_options.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/param_reader.hpp"
@@ -14,6 +15,21 @@
 #include "stream/stream_runtime.hpp"
 #include "version.hpp"
 
+namespace {
+
+struct ProgramOptions {
+  bool version = false;
+  std::string log_level = "info";
+
+  template <class V>
+  void visit(V& v) {
+    v.field("version", version, "print the version and the commit, then exit");
+    v.field("log_level", log_level, "trace|debug|info|warn|error|off");
+  }
+};
+
+}  // namespace
+
 int main(int argc, char** argv) {
   radstream::hdf5_skip_exit_cleanup();  // a recording abandoned after a write error stays as last flushed
   spdlog::set_default_logger(spdlog::stderr_color_mt("radstream"));
@@ -21,14 +37,14 @@ int main(int argc, char** argv) {
 
   CLI::App app{"radstream: real-time reconstruction of radial MRI streams (CPU and CUDA)"};
   app.require_subcommand(0, 1);
-  app.set_version_flag("--version",
-                       std::string("radstream ") + RADSTREAM_VERSION + " (commit " + RADSTREAM_COMMIT + ")");
-  std::string level = "info";
-  app.add_option("--log-level", level, "trace|debug|info|warn|error|off")->capture_default_str();
+  // The program's own options, declared like every command's; given before or after the subcommand.
+  auto program = std::make_shared<radstream::app::DeclaredOptions>();
+  program->add(app, "program", ProgramOptions{});
 
   std::map<CLI::App*, radstream::app::Runner> runners;
   auto add = [&](const char* name, const char* help, auto adder) {
     CLI::App* sub = app.add_subcommand(name, help);
+    sub->fallthrough();  // radstream recon --log-level warn: the program's option after the subcommand
     runners[sub] = adder(*sub);
   };
   add("recon", "offline reconstruction of a BART .cfl pair or an MRD .h5 file to .cfl or .png",
@@ -70,12 +86,23 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);  // prints the help, the version or the error
     return code == 0 ? 0 : 2;      // a bad command line is a configuration error: exit 2, as documented
   }
+  ProgramOptions po;
+  try {
+    program->apply("program", po);
+    radstream::log::set_level(po.log_level);
+  } catch (const radstream::ConfigError& e) {
+    std::cerr << "radstream: " << e.what() << "\n";
+    return 2;
+  }
+  if (po.version) {
+    std::cout << "radstream " << RADSTREAM_VERSION << " (commit " << RADSTREAM_COMMIT << ")\n";
+    return 0;
+  }
   if (app.get_subcommands().empty()) {  // a subcommand is required (--version and --help are handled above)
     std::cerr << app.help() << "\nradstream: a subcommand is required\n";
     return 2;
   }
   try {
-    radstream::log::set_level(level);
     for (auto& [sub, run] : runners)
       if (sub->parsed()) return run();
   } catch (const radstream::ConfigError& e) {

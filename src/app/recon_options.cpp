@@ -14,7 +14,7 @@ void add_recon_options(CLI::App& app, DeclaredOptions& o, bool config_option) {
   o.add(app, "recon", ReconParams{}, style);
 }
 
-ReconParams resolve_recon(const DeclaredOptions& o) {
+ReconParams resolve_recon(const DeclaredOptions& o, bool exact_methods) {
   ConfigFileArg f;
   o.apply("file", f);
   ReconParams p;
@@ -32,7 +32,7 @@ ReconParams resolve_recon(const DeclaredOptions& o) {
     }
   }
   o.apply("recon", p);
-  p.validate();
+  p.validate(exact_methods);
   return p;
 }
 

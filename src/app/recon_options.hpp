@@ -27,7 +27,8 @@ inline DeclaredOptions::Style config_file_style() {
 // Adds the recon section's options (and, with config_option, -c/--config: its recon: section sets the
 // defaults; a subcommand with a config of its own, like run, says false).
 void add_recon_options(CLI::App& app, DeclaredOptions& o, bool config_option = true);
-// Defaults <- config file <- command line; validated. Throws ConfigError naming the option and value.
-ReconParams resolve_recon(const DeclaredOptions& o);
+// Defaults <- config file <- command line; validated (the exact methods only where exact_methods: recon).
+// Throws ConfigError naming the option and value.
+ReconParams resolve_recon(const DeclaredOptions& o, bool exact_methods = false);
 
 }  // namespace radstream::app

@@ -18,6 +18,7 @@ template <class E>
 struct EnumName {
   E value;
   const char* name;
+  bool offline = false;  // a value only an offline command takes (the viewer's combo leaves it out)
 };
 
 template <class E, std::size_t N>

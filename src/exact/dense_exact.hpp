@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "exact/exact_model.hpp"
+#include "core/exact_model.hpp"
 #include "gpu/handles.hpp"
 #include "linalg/linear_operator.hpp"
 

@@ -5,7 +5,7 @@
 #pragma once
 #include <complex>
 
-#include "exact/exact_model.hpp"
+#include "core/exact_model.hpp"
 #include "linalg/linear_operator.hpp"
 
 namespace radstream {

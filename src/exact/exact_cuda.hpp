@@ -8,7 +8,7 @@
 // hardware
 // __sincosf on the reduced phase instead of sincospif. CUDA builds only (else the constructor throws).
 #pragma once
-#include "exact/exact_model.hpp"
+#include "core/exact_model.hpp"
 #include "gpu/handles.hpp"
 #include "linalg/linear_operator.hpp"
 

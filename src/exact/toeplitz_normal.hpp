@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "exact/exact_model.hpp"
+#include "core/exact_model.hpp"
 #include "fft/cufft_plan.hpp"
 #include "fft/fftw_plan.hpp"
 #include "linalg/linear_operator.hpp"

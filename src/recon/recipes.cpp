@@ -24,6 +24,9 @@ const std::vector<RecipeStep> kGrid{{"density", "weighted"}, {"gridding", "grid"
 }  // namespace
 
 Recipe recipe_for(const ReconParams& p, Backend backend) {
+  if (is_exact_method(p.method))
+    throw ConfigError(std::string("method ") + to_string(p.method) +
+                      " is the exact path (exact/exact_recon.hpp), not a stage chain");
   if (p.method == ReconMethod::CgSense)
     return {"cg-sense", {{"cg_sense", "solution"}, {"magnitude", "image"}}};
   if (p.method == ReconMethod::Fbp)

@@ -10,13 +10,16 @@ ReconParams ReconParams::from_config(const YAML::Node& node) {
   ParamReader reader(node, "recon");
   p.visit(reader);
   reader.finish();
-  p.validate();
+  p.validate(true);  // the caller says whether its command takes the exact methods
   return p;
 }
 
-void ReconParams::validate() const {
+void ReconParams::validate(bool exact_methods) const {
   ParamChecker checker("recon");
   const_cast<ReconParams*>(this)->visit(checker);
+  if (is_exact_method(method) && !exact_methods)
+    throw ConfigError(std::string("recon.method = ") + to_string(method) +
+                      " is the exact path, offline only: radstream recon --method " + to_string(method));
   if (gridding.width % 2)
     throw ConfigError("recon.kernel_width = " + std::to_string(gridding.width) + " must be even");
   beatty_beta(gridding.width, gridding.oversampling);  // throws when undefined

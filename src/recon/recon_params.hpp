@@ -17,10 +17,18 @@
 
 namespace radstream {
 
-enum class ReconMethod { Gridding, Fbp, CgSense };
-inline constexpr EnumTable<ReconMethod, 3> kReconMethods{
-    "reconstruction method",
-    {{{ReconMethod::Gridding, "gridding"}, {ReconMethod::Fbp, "fbp"}, {ReconMethod::CgSense, "cg-sense"}}}};
+// fhd and cg-exact are the seeds' exact path (exact/exact_recon.hpp): direct sums with the field model,
+// offline only (radstream recon), with the cg keys' iterations and lambda.
+enum class ReconMethod { Gridding, Fbp, CgSense, Fhd, CgExact };
+inline constexpr EnumTable<ReconMethod, 5> kReconMethods{"reconstruction method",
+                                                         {{{ReconMethod::Gridding, "gridding"},
+                                                           {ReconMethod::Fbp, "fbp"},
+                                                           {ReconMethod::CgSense, "cg-sense"},
+                                                           {ReconMethod::Fhd, "fhd", true},
+                                                           {ReconMethod::CgExact, "cg-exact", true}}}};
+inline bool is_exact_method(ReconMethod m) {
+  return m == ReconMethod::Fhd || m == ReconMethod::CgExact;
+}
 inline ReconMethod parse_recon_method(const std::string& name) {
   return kReconMethods.parse(name);
 }
@@ -44,7 +52,8 @@ struct ReconParams {
   void visit(V& v) {
     v.choice(
         "method", method, kReconMethods,
-        "reconstruction method (fbp: filtered backprojection; cg-sense: iterative SENSE with coil maps)");
+        "reconstruction method (fbp: filtered backprojection; cg-sense: iterative SENSE with coil maps; fhd, "
+        "cg-exact: the exact path, recon only)");
     v.choice("backend", backend, kBackendChoices, "where to reconstruct (auto: CUDA when a GPU is present)");
     v.field("threads", threads, 0, 1024, "CPU worker threads (0 = all hardware threads)");
     v.field("cuda_graph", cuda_graph,
@@ -59,8 +68,9 @@ struct ReconParams {
 
   // Reads the keys of `node` (the `recon:` map) over the defaults. Throws ConfigError naming a bad key.
   static ReconParams from_config(const YAML::Node& node);
-  // Checks ranges and combinations (e.g. kernel width even, Beatty's beta defined). Throws ConfigError.
-  void validate() const;
+  // Checks ranges and combinations (e.g. kernel width even, Beatty's beta defined). Throws ConfigError. The
+  // exact methods (offline only) are refused unless exact_methods says this is the recon command.
+  void validate(bool exact_methods = false) const;
   // One line per key: name, default, range, help.
   static std::vector<std::string> describe();
 };

@@ -19,17 +19,24 @@ void FrameGaps::frame(std::int64_t ready_ns, std::int64_t arrival_ns, double mak
   std::lock_guard lock(m_);
   const std::int64_t prev = prev_ready_ns_;
   prev_ready_ns_ = ready_ns;
+  if (prev_arrival_ns_ != 0 && arrival_ns > prev_arrival_ns_) {
+    arrival_intervals_ms_.push_back(double(arrival_ns - prev_arrival_ns_) * 1e-6);
+    if (arrival_intervals_ms_.size() > 16) arrival_intervals_ms_.pop_front();
+    const double pace = *std::min_element(arrival_intervals_ms_.begin(), arrival_intervals_ms_.end());
+    effective_ms_ = std::max(threshold_ms_, 1.5 * pace);
+  }
+  if (arrival_ns > prev_arrival_ns_) prev_arrival_ns_ = arrival_ns;
   if (prev == 0) return;  // the first image: no interval yet
   const double gap_ms = double(ready_ns - prev) * 1e-6;
   max_ms_ = std::max(max_ms_, gap_ms);
-  if (gap_ms <= threshold_ms_) return;
+  if (gap_ms <= effective_ms_) return;
   Gap g;
   g.t_s = double(ready_ns - since_ns) * 1e-9;
   g.gap_ms = gap_ms;
   g.input_wait_ms = arrival_ns > prev ? double(arrival_ns - prev) * 1e-6 : 0.0;
   g.make_ms = make_ms;
-  g.cause = g.input_wait_ms > threshold_ms_ ? Input
-            : make_ms > 0.5 * threshold_ms_ ? Reconstruction
+  g.cause = g.input_wait_ms > effective_ms_ ? Input
+            : make_ms > 0.5 * effective_ms_ ? Reconstruction
                                             : Scheduling;
   ++count_;
   ++by_cause_[g.cause];
@@ -51,6 +58,7 @@ nlohmann::ordered_json FrameGaps::to_json() const {
   std::lock_guard lock(m_);
   nlohmann::ordered_json j;
   j["threshold_ms"] = threshold_ms_;
+  j["effective_threshold_ms"] = effective_ms_;
   j["count"] = count_;
   j["max_ms"] = max_ms_;
   for (int c = 0; c < kCauses; ++c) j["by_cause"][name(Cause(c))] = by_cause_[std::size_t(c)];

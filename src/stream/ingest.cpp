@@ -161,14 +161,29 @@ bool Ingest::follows(std::uint32_t id, wire::MsgType type, std::int64_t now) {
   const bool silent = double(now - followed_last_ns_) * 1e-9 > p_.sender_timeout_s;
   if (type != wire::MsgType::Header || p_.accept_stream_id != 0 || !(followed_closed_ || silent))
     return false;
-  log::info("ingest: stream {} {}; now following stream {}", *followed_,
-            followed_closed_ ? "closed"
-                             : fmt::format("silent for {:.1f} s", double(now - followed_last_ns_) * 1e-9),
-            id);
+  if (events_.allow(now))
+    log::info("ingest: stream {} {}; now following stream {}", *followed_,
+              followed_closed_ ? "closed"
+                               : fmt::format("silent for {:.1f} s", double(now - followed_last_ns_) * 1e-9),
+              id);
   followed_ = id;
   followed_last_ns_ = now;
   followed_closed_ = false;
   return true;
+}
+
+bool Ingest::EventBudget::allow(std::int64_t now) {
+  if (now - window_start > 10'000'000'000) {
+    if (left_out > 0)
+      log::info("ingest: {} more stream events since the last such line were not logged (at most 5 per 10 s)",
+                left_out);
+    window_start = now;
+    used = 0;
+    left_out = 0;
+  }
+  if (used++ < 5) return true;
+  ++left_out;
+  return false;
 }
 
 void Ingest::run() {
@@ -228,6 +243,9 @@ void Ingest::run() {
       reject(wire::Reject::Limits, std::string("could not be handled: ") + e.what());
     }
   }
+  if (events_.left_out > 0)
+    log::info("ingest: {} more stream events since the last such line were not logged (at most 5 per 10 s)",
+              events_.left_out);
 }
 
 void Ingest::handle(std::span<const std::span<const std::byte>> parts) {
@@ -343,11 +361,12 @@ void Ingest::on_header(const wire::Message& m, bool continues) {
   lock.unlock();
   cv_.notify_all();
   if (!first) ++metrics_.reconfigurations;
-  log::info("ingest: stream header {}: matrix {}, {} samples (readout os {}), {} coils{}", m.env.stream_id,
-            h.matrix, h.samples, h.readout_os, h.coils,
-            first           ? ""
-            : same_geometry ? " (a new stream: its frames start over)"
-                            : " (geometry changed: reconfiguring)");
+  if (first || events_.allow(monotonic_ns()))
+    log::info("ingest: stream header {}: matrix {}, {} samples (readout os {}), {} coils{}", m.env.stream_id,
+              h.matrix, h.samples, h.readout_os, h.coils,
+              first           ? ""
+              : same_geometry ? " (a new stream: its frames start over)"
+                              : " (geometry changed: reconfiguring)");
   std::lock_guard rl(rec_m_);
   if (recorder_) recorder_->start_file(m.text);
 }

@@ -150,18 +150,14 @@ class Ingest {
   std::int64_t followed_last_ns_ = 0;      // its last accepted message
   bool followed_closed_ = false;
   std::array<bool, wire::kRejectCount> logged_{};
-  // Stream events (close, text, new stream) are logged at most 5 times per 10 s: a broken sender cannot
-  // flood the log.
+  // Stream events (headers, stream switches, closes, texts, restarts) are logged at most 5 times per 10 s:
+  // a broken or hostile sender cannot flood the log. The next window's first line says how many were left
+  // out (they are all counted in the metrics).
   struct EventBudget {
     std::int64_t window_start = 0;
     int used = 0;
-    bool allow(std::int64_t now) {
-      if (now - window_start > 10'000'000'000) {
-        window_start = now;
-        used = 0;
-      }
-      return used++ < 5;
-    }
+    long left_out = 0;
+    bool allow(std::int64_t now);
   } events_;
 };
 

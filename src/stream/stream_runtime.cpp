@@ -98,6 +98,17 @@ void StreamRuntime::stop() {
     }
   }
   log::info("run: {}", metrics_.line(elapsed_s()));
+  const auto spokes = metrics_.spokes.load();
+  if (metrics_.frames.load() == 0 && spokes > 0 && !workers_.empty() &&
+      spokes < std::uint64_t(window()) * std::uint64_t(std::max(1, cfg_.stream.slices)))
+    log::warn("run: no frame: {} spokes arrived, fewer than one window of {} spokes per slice (--window)",
+              spokes, window());
+  const auto made = metrics_.frames.load(), skipped = metrics_.frames_skipped.load();
+  if (skipped > made)
+    log::warn(
+        "run: {} of {} frames were skipped to stay live (the reconstruction could not keep up); for a "
+        "recording where every frame matters, run with --no-skip",
+        skipped, made + skipped);
   write_metrics_json();
 }
 

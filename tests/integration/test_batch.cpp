@@ -94,6 +94,14 @@ TEST(Batch, FourRanksDoEveryItemOnceByteIdenticalToOneRankAndARerunFinishesAKill
   auto one = test::run_command(bin + batch_args(dir, "one"));  // one process (an MPI singleton)
   ASSERT_EQ(one.exit_code, 0) << one.output;
   EXPECT_EQ(metrics(dir, "one")["done"], 16);
+  // A rerun that finds everything done adds its report; the first run's figures are kept, not replaced.
+  auto again = test::run_command(bin + batch_args(dir, "one"));
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_EQ(metrics(dir, "one")["done"], 0);
+  EXPECT_EQ(metrics(dir, "one")["already_done"], 16);
+  ASSERT_EQ(metrics(dir, "one")["previous_runs"].size(), 1u);
+  EXPECT_EQ(metrics(dir, "one")["previous_runs"][0]["done"], 16);
+  EXPECT_GT(metrics(dir, "one")["previous_runs"][0]["frames"].get<int>(), 0);
 
   auto four = test::run_command(kMpiEnv + std::string("mpirun -np 4 ") + bin + batch_args(dir, "four"));
   ASSERT_EQ(four.exit_code, 0) << four.output;

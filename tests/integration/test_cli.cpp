@@ -203,6 +203,28 @@ TEST(Cli, BenchJsonNamesVersionSkippedCasesAndRefusesUnknownCases) {
   EXPECT_NE(r.output.find("radstream 0.1.0 (commit "), std::string::npos) << r.output;
 }
 
+// Run from another folder, bench finds config/bench beside the program; a GPU case skipped on a machine
+// without a GPU is said once, with what would run it (--backend cpu); R7-coils-1 has no target, so the run
+// passes either way.
+TEST(Cli, BenchRunsOutsideTheRepositoryAndSaysOnceWhatRunsASkippedCase) {
+  test::TempDir dir;
+  const auto r = test::run_command("cd " + dir.path().string() + " && " + test::radstream_binary() +
+                                   " bench --case R7-coils-1 --frames 1 --warmup 0 --out " + dir / "b.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream f(dir / "b.json");
+  const auto j = nlohmann::json::parse(f);
+  ASSERT_EQ(j.at("cases").size() + j.at("skipped").size(), 1u) << j.dump(1);
+  if (!j.at("skipped").empty()) {
+    const std::string why = j.at("skipped")[0].at("reason");
+    EXPECT_NE(why.find("--backend cpu runs it on the CPU"), std::string::npos) << why;
+    std::size_t lines = 0;
+    for (std::size_t at = r.output.find("needs a GPU"); at != std::string::npos;
+         at = r.output.find("needs a GPU", at + 1))
+      ++lines;
+    EXPECT_EQ(lines, 1u) << r.output;
+  }
+}
+
 // The benchmark judges each case against its target (clauses on the case's own result), says the
 // build type and the machine's load, prints the verdicts in its summary, refuses a target it cannot parse,
 // and draws the scaling cases as plots.
@@ -220,7 +242,9 @@ TEST(Cli, BenchJudgesTargetsSaysBuildTypeAndLoadAndPlotsScaling) {
   write_case("T-missing", "/no/such/metric >= 1");
   auto r =
       radstream_cmd("bench --frames 2 --warmup 0 --cases-dir " + dir / "cases" + " --out " + dir / "b.json");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // A failed target is a failed benchmark (exit 1, said last), the JSON written all the same.
+  ASSERT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("bench: 2 target(s) failed"), std::string::npos) << r.output;
   std::ifstream f(dir / "b.json");
   const auto j = nlohmann::json::parse(f);
   EXPECT_EQ(j.at("build_type"), "Release");
@@ -452,6 +476,7 @@ TEST(Cli, EveryOptionComesFromADeclaration) {
   }
   ASSERT_GE(subs.size(), 13u) << top.output;
   std::size_t declared = 0;
+  subs.insert(subs.begin(), "");  // the program's own options (--version, --log-level) first
   for (const std::string& sub : subs) {
     const auto h = radstream_cmd(sub + " --help");
     ASSERT_EQ(h.exit_code, 0) << sub << ":\n" << h.output;
@@ -462,7 +487,7 @@ TEST(Cli, EveryOptionComesFromADeclaration) {
         group = line;
         continue;
       }
-      if (line.rfind("  -", 0) != 0) continue;
+      if (group == "Subcommands:" || line.rfind("  -", 0) != 0) continue;
       if (group.rfind("Declared: ", 0) == 0) {
         ++declared;
         continue;
@@ -473,4 +498,75 @@ TEST(Cli, EveryOptionComesFromADeclaration) {
   }
   std::printf("%zu subcommands, %zu declared options\n", subs.size(), declared);
   EXPECT_GE(declared, 150u);
+}
+
+// recon --matrix 0 is named as a bad size, not as a missing option.
+TEST(Cli, MatrixZeroIsABadSizeNotAMissingOption) {
+  test::TempDir dir;
+  write_small_bart_pair(dir);
+  const std::string io = " --traj " + dir / "t" + " --kspace " + dir / "k" + " --out " + dir / "o.cfl";
+  expect_failure(radstream_cmd("recon --matrix 0" + io), 2, "--matrix 0: the image matrix N must be >= 1");
+  expect_failure(radstream_cmd("recon" + io), 2, "--matrix N is required");
+}
+
+// A bad phantom setting is refused before demo writes anything into its output folder.
+TEST(Cli, DemoRefusesABadAngleSchemeBeforeWritingAnything) {
+  test::TempDir dir;
+  expect_failure(radstream_cmd("demo --headless --angles foo --out-dir " + dir / "d"), 2, "--angles foo");
+  EXPECT_FALSE(std::filesystem::exists(dir / "d/metrics.json"));
+}
+
+// simulate --out honours --duration: D seconds at --rate are D x rate spokes in the file; with --spokes as
+// well it is refused, naming both.
+TEST(Cli, SimulateOutWritesTheSpokesOfItsDuration) {
+  test::TempDir dir;
+  const auto r =
+      radstream_cmd("simulate --out " + dir / "d.h5" + " --duration 0.5 --rate 400 --matrix 32 --coils 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_mrd(dir / "d.h5").spokes.size(), 200u);
+  expect_failure(radstream_cmd("simulate --out " + dir / "e.h5" + " --duration 1 --spokes 10 --matrix 32"), 2,
+                 "--spokes and --duration");
+}
+
+// The program's options are declared too and work after the subcommand: recon --log-level warn quiets the
+// info lines; a bad level is named.
+TEST(Cli, TheLogLevelIsTakenAfterTheSubcommandToo) {
+  const auto top = radstream_cmd("--help");
+  EXPECT_NE(top.output.find("Declared: program"), std::string::npos) << top.output;
+  const auto bad = radstream_cmd("recon --log-level loud --out x.png");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("'loud'"), std::string::npos) << bad.output;
+  const auto quiet =
+      radstream_cmd("recon --log-level warn --method fhd --traj a.cfl --kspace b.cfl --out x.png");
+  EXPECT_EQ(quiet.output.find("not expected"), std::string::npos) << quiet.output;
+  EXPECT_EQ(quiet.output.find("[info]"), std::string::npos) << quiet.output;
+  const auto v = radstream_cmd("--version");
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_NE(v.output.find("radstream 0.1.0 (commit "), std::string::npos) << v.output;
+}
+
+// --method has one meaning everywhere: fhd and cg-exact are values of the declared recon.method (no routing
+// on the raw string), taken by recon, refused by the streaming commands with the reason, and their iterations
+// and lambda are the declared cg keys (range-checked by the same reader, not parsed by hand).
+TEST(Cli, TheExactMethodsAreDeclaredMethodsOfRecon) {
+  const auto keys = radstream_cmd("config-keys");
+  EXPECT_NE(keys.output.find("one of gridding | fbp | cg-sense | fhd | cg-exact"), std::string::npos)
+      << keys.output;
+  for (const char* cmd : {"run --method fhd", "demo --method cg-exact"}) {
+    const auto r = radstream_cmd(cmd);
+    EXPECT_NE(r.exit_code, 0) << cmd;
+    EXPECT_NE(r.output.find("is the exact path, offline only: radstream recon --method"), std::string::npos)
+        << cmd << ":\n"
+        << r.output;
+  }
+  const test::TempDir dir;
+  const auto bad =
+      radstream_cmd("recon --method cg-exact --iterations 0 --traj a.cfl --kspace b.cfl --matrix 8 --out " +
+                    (dir / "x.cfl"));
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("recon.iterations"), std::string::npos) << bad.output;
+  const auto lam = radstream_cmd(
+      "recon --method fhd --lambda x --traj a.cfl --kspace b.cfl --matrix 8 --out " + (dir / "x.cfl"));
+  EXPECT_NE(lam.exit_code, 0);
+  EXPECT_NE(lam.output.find("--lambda"), std::string::npos) << lam.output;
 }

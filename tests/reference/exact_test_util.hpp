@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "exact/exact_model.hpp"
+#include "core/exact_model.hpp"
 
 namespace radstream::exacttest {
 

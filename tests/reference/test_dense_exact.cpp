@@ -6,8 +6,8 @@
 
 #include "exact/dense_exact.hpp"
 #include "exact/exact_cpu.hpp"
-#include "exact/exact_inputs.hpp"
 #include "exact/exact_recon.hpp"
+#include "io/exact_inputs.hpp"
 #include "linalg/adjoint_check.hpp"
 #include "reference/exact_test_util.hpp"
 #include "test_util.hpp"

@@ -7,8 +7,8 @@
 
 #include <set>
 
-#include "exact/exact_inputs.hpp"
 #include "exact/exact_recon.hpp"
+#include "io/exact_inputs.hpp"
 #include "linalg/csr_matrix.hpp"
 #include "sim/phantom3d.hpp"
 

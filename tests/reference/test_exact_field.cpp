@@ -8,10 +8,10 @@
 #include <numbers>
 
 #include "exact/exact_cpu.hpp"
-#include "exact/exact_inputs.hpp"
 #include "exact/exact_recon.hpp"
 #include "exact/time_segmented.hpp"
 #include "io/cfl.hpp"
+#include "io/exact_inputs.hpp"
 #include "linalg/adjoint_check.hpp"
 #include "noncart/nufft_operator_cpu.hpp"
 #include "reference/exact_test_util.hpp"

@@ -21,6 +21,7 @@
 #include "stream/stream_test_util.hpp"
 #include "test_util.hpp"
 #include "wire/sender.hpp"
+#include "wire/wire.hpp"
 
 using namespace radstream;
 using namespace std::chrono_literals;
@@ -886,4 +887,45 @@ TEST(Stream, CgSenseLiveEqualsOfflineReconOfTheSameWindows) {
     EXPECT_EQ(f.iterations, 6);
     EXPECT_LE(e, 1e-5);
   }
+}
+
+// Through the real binary: 2,000 stream switches (a new stream id each time, a header then a close) write a
+// bounded log: stream events at most 5 per 10 s, then one line with how many were left out; before, two
+// lines per switch.
+TEST(Stream, StreamSwitchesDoNotFloodTheLog) {
+  const std::string bin = test::radstream_binary();
+  const int port = 26129;
+  auto run = std::async(std::launch::async, [&] {
+    return test::run_command(bin + " run --headless --backend cpu --endpoint " + tcp(port) +
+                             " --window 32 --stride 16 --duration 12");
+  });
+  std::this_thread::sleep_for(300ms);
+  const Simulator sim(small_sim());
+  const std::string xml = stream_header_to_xml(sim.header());
+  zmq::context_t ctx(1);
+  SenderParams sp;
+  sp.endpoint = tcp(port);
+  Sender s(ctx, sp, 1);
+  ASSERT_TRUE(s.wait_for_peer(std::chrono::milliseconds(5000)));
+  std::uint64_t seq = 0;
+  constexpr int kStreams = 2000;
+  for (std::uint32_t id = 1; id <= kStreams; ++id) {
+    wire::Envelope e;
+    e.stream_id = id;
+    e.type = std::uint16_t(wire::MsgType::Header);
+    e.sequence = seq++;
+    s.send_parts(wire::encode_text(e, xml));
+    e.type = std::uint16_t(wire::MsgType::Close);
+    e.sequence = seq++;
+    s.send_parts(wire::encode_bare(e));
+  }
+  const auto r = run.get();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::size_t ingest_lines = 0;
+  for (std::size_t at = r.output.find("ingest:"); at != std::string::npos;
+       at = r.output.find("ingest:", at + 1))
+    ++ingest_lines;
+  EXPECT_LT(ingest_lines, 40u) << r.output.substr(0, 4000);
+  EXPECT_NE(r.output.find("more stream events since the last such line were not logged"), std::string::npos)
+      << r.output.substr(0, 4000);
 }

@@ -419,6 +419,26 @@ TEST(StreamControl, FrameGapsAreCountedWithTheirCause) {
   EXPECT_NEAR(j["last"][0]["input_wait_ms"].get<double>(), 255.0, 1e-9);
 }
 
+// At 10 frames/s (images every 100 ms, a few ms of jitter) there are no frame gaps for the pace itself: the
+// threshold follows the stream's frame interval. A sender's 400 ms pause is still one gap, its cause input.
+TEST(StreamControl, FrameGapsFollowTheStreamsOwnFrameInterval) {
+  FrameGaps g(100);
+  const std::int64_t ms = 1'000'000;
+  std::int64_t t = 1000 * ms;
+  for (int i = 0; i < 60; ++i) {
+    const std::int64_t jitter = (i % 3 - 1) * 6 * ms;  // -6, 0, +6 ms
+    t += 100 * ms;
+    g.frame(t + jitter + 4 * ms, t, 3, 0);
+  }
+  EXPECT_EQ(g.count(), 0u);
+  EXPECT_NEAR(g.to_json()["effective_threshold_ms"].get<double>(), 150.0, 1e-9);
+  t += 400 * ms;  // the sender pauses
+  g.frame(t + 4 * ms, t, 3, 0);
+  EXPECT_EQ(g.count(), 1u);
+  EXPECT_EQ(g.to_json()["by_cause"]["input"], 1);
+  EXPECT_NEAR(g.to_json()["effective_threshold_ms"].get<double>(), 150.0, 1e-9);
+}
+
 // The session latency series holds a fixed histogram, so a day-long run uses the memory of its first frame;
 // its percentiles are within half a bin (0.6 %) of the exact ones and its maximum is exact.
 TEST(StreamControl, SessionLatencyPercentilesFromAFixedHistogram) {

@@ -1,4 +1,4 @@
-#include "exact/exact_model.hpp"
+#include "core/exact_model.hpp"
 
 #include <cmath>
 

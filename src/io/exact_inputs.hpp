@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/buffer.hpp"
-#include "exact/exact_model.hpp"
+#include "core/exact_model.hpp"
 
 namespace radstream {
 

@@ -1,4 +1,4 @@
-#include "exact/exact_inputs.hpp"
+#include "io/exact_inputs.hpp"
 
 #include <fmt/format.h>
 #include <algorithm>
@@ -115,6 +115,7 @@ std::vector<float> real_part(const CflArray& a) {
 }  // namespace
 
 ExactInputs load_cfl_exact(const CflExactArgs& a) {
+  if (a.matrix < 0) throw ConfigError("--matrix N is required with --traj/--kspace");
   if (a.matrix < 2) throw ConfigError(fmt::format("--matrix {} must be >= 2", a.matrix));
   if (a.dims != 2 && a.dims != 3) throw ConfigError(fmt::format("--dims {} must be 2 or 3", a.dims));
   const CflArray t = read_cfl(a.traj), k = read_cfl(a.kspace);

@@ -1,0 +1,79 @@
+#include "recon/offline_recon.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "io/cfl.hpp"
+#include "io/frame_io.hpp"
+#include "io/mrd_check.hpp"
+#include "io/mrd_file.hpp"
+#include "recon/backend.hpp"
+#include "recon/recon_chain.hpp"
+
+namespace radstream {
+
+void run_offline_recon(const OfflineRecon& a, const ReconParams& params) {
+  if (a.input.empty() == (a.traj.empty() && a.kspace.empty()))
+    throw ConfigError("give either --input FILE.h5 or both --traj T.cfl and --kspace K.cfl");
+  if (a.input.empty() && (a.traj.empty() || a.kspace.empty()))
+    throw ConfigError("--traj and --kspace go together");
+  if (a.repeat < 1) throw ConfigError("--repeat " + std::to_string(a.repeat) + " must be >= 1");
+  if (a.matrix == 0) throw ConfigError("--matrix 0: the image matrix N must be >= 1");
+  check_image_output(a.out);  // before any work: a bad extension or a missing folder is said at once
+
+  Frame frame;
+  if (!a.input.empty()) {
+    check_mrd_in_child(a.input, a.start, a.count);  // a file that crashes HDF5 is refused, not a crash here
+    const MrdRecording rec = read_mrd(a.input, a.start, a.count);
+    if (a.count > 0 && long(rec.spokes.size()) < a.count)
+      log::warn("{}: --count {} from spoke {} asks for more than the file has; using the {} there are",
+                a.input, a.count, a.start, rec.spokes.size());
+    StreamHeader h = rec.header;
+    if (a.matrix > 0) h.matrix = a.matrix;
+    frame = frame_from_spokes(h, rec.spokes);
+    log::info("{}: {} spokes from spoke {}", a.input, rec.spokes.size(), a.start);
+  } else {
+    if (a.matrix <= 0) throw ConfigError("--matrix N is required with --traj/--kspace");
+    const CflArray t = read_cfl(a.traj), k = read_cfl(a.kspace);
+    frame = frame_from_bart(t, k, a.matrix, a.traj + " + " + a.kspace);
+  }
+  const Geometry& g = frame.geometry;
+
+  const BackendDecision backend = resolve_backend(params.backend);
+  log::info("backend: {} ({})", to_string(backend.backend), backend.reason);
+  const Registry registry = default_registry();
+  ReconChain chain(params, backend.backend, registry);
+  const auto t0 = std::chrono::steady_clock::now();
+  chain.configure(g);
+  const double plan_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  log::info("configured for {} (dcf {}, W {}, sigma {}, planning {:.1f} ms)", g.str(),
+            to_string(params.density.method), params.gridding.width, params.gridding.oversampling, plan_ms);
+
+  chain.fix_coil_maps(frame);  // the file, or an estimate from these data, when the recipe reads coil maps
+
+  std::vector<double> times;
+  View<const cfloat> image;
+  for (int r = 0; r < a.repeat; ++r) {
+    const auto s = std::chrono::steady_clock::now();
+    image = chain.reconstruct(frame);
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
+  }
+  std::sort(times.begin(), times.end());
+  std::string stages;
+  for (const auto& t : chain.timings()) stages += fmt::format(" {} {:.2f}", t.stage, t.ms);
+  log::info(
+      "reconstruction: median {:.2f} ms over {} run(s) (min {:.2f}, max {:.2f}); last run by stage (ms):{}",
+      times[times.size() / 2], times.size(), times.front(), times.back(), stages);
+  const SolverStats solver = chain.solver_stats();
+  if (solver.present)
+    log::info("cg-sense: {} iterations, relative residual {:.3g}", solver.iterations, solver.residual);
+  write_image(a.out, image.span(), g.matrix);
+  log::info("wrote {}", a.out);
+}
+
+}  // namespace radstream

@@ -1,0 +1,35 @@
+// One offline reconstruction through the stage chain (radstream recon with gridding, fbp, cg-sense, ...):
+// a window of an MRD file or a BART trajectory/k-space pair in, the combined image out, timed over repeats.
+#pragma once
+#include <string>
+
+#include "recon/recon_params.hpp"
+
+namespace radstream {
+
+// The data and the output of one reconstruction (the method's settings are ReconParams').
+struct OfflineRecon {
+  std::string traj, kspace, input, out;
+  int matrix = -1;  // -1: not given
+  long start = 0, count = -1;
+  int repeat = 1;
+
+  template <class V>
+  void visit(V& v) {
+    v.field("traj", traj, "BART trajectory [3 samples spokes] in BART units (+-N/2)");
+    v.field("kspace", kspace, "BART k-space [1 samples spokes coils]");
+    v.field("input", input, "MRD .h5 file (instead of --traj/--kspace)");
+    v.field("matrix", matrix, -1, 1 << 14,
+            "image matrix N (required with --traj; overrides the MRD header; -1: not given)");
+    v.field("start", start, 0L, 1L << 40, "first spoke of an MRD file");
+    v.field("count", count, -1L, 1L << 40, "number of spokes of an MRD file (-1: all)");
+    v.field("out", out, "output .cfl ([N N] complex, combined magnitude) or .png (8-bit grey)");
+    v.field("repeat", repeat, 1, 1 << 20, "reconstruct this many times and report the median time");
+  }
+};
+
+// Reads the data, configures the chain, takes the coil maps (the file's or estimated), reconstructs `repeat`
+// times (the median logged) and writes `out`. Throws ConfigError naming the option, InputError/IoError.
+void run_offline_recon(const OfflineRecon& job, const ReconParams& params);
+
+}  // namespace radstream

@@ -1,0 +1,32 @@
+// The driver of the demo's test options (--screenshot, --set-window, --apply-backend, --close-after): each
+// action once, at its time.
+#pragma once
+#include <string>
+
+#include "viewer/viewer_driver.hpp"
+
+namespace radstream::viewer {
+
+struct ViewerScript {
+  std::string screenshot;  // PNG (and JSON beside it) after screenshot_after_s, once a frame is shown
+  double screenshot_after_s = 3.0;
+  int set_window = 0;         // > 0: the window slider moved to this value at 1 s
+  std::string apply_backend;  // non-empty: this backend chosen and Apply pressed at 1.5 s
+  double close_after_s = 0;   // > 0: the window closed at this time
+
+  bool empty() const {
+    return screenshot.empty() && set_window <= 0 && apply_backend.empty() && close_after_s <= 0;
+  }
+};
+
+class ScriptedDriver : public ViewerDriver {
+ public:
+  explicit ScriptedDriver(ViewerScript script) : s_(std::move(script)) {}
+  void step(double t, ViewerControls& controls) override;
+
+ private:
+  ViewerScript s_;
+  bool window_set_ = false, backend_applied_ = false, screenshot_requested_ = false;
+};
+
+}  // namespace radstream::viewer
