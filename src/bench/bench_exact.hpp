@@ -38,6 +38,9 @@ double median(std::vector<double> v);
 // {"median_ms", "min_ms", "max_ms", "runs"}
 nlohmann::ordered_json stats(const std::vector<double>& v);
 
+// Runs the chosen cases and writes the JSON (--out, else stdout). Throws ConfigError for an unknown case.
+int run_bench_exact(const BenchExactArgs& a);
+
 nlohmann::ordered_json bench_s4(const BenchExactArgs& a, bool gpu);
 nlohmann::ordered_json bench_slices(const BenchExactArgs& a, bool gpu);
 
