@@ -28,7 +28,8 @@ struct SplitOptions {
   }
 };
 
-// Runs every partition count and writes the JSON (--out, else stdout). Throws ConfigError naming a bad option.
+// Runs every partition count and writes the JSON (--out, else stdout). Throws ConfigError naming a bad
+// option.
 int run_bench_split(const SplitOptions& options);
 
 }  // namespace radstream::app
