@@ -73,8 +73,9 @@ struct DemoArgs : DemoControl {
   DisplayChoice display;
 };
 
-int run_demo(DemoArgs a) {
-  InterruptWatch interrupt;
+// The run's configuration: the simulator's stream on any free loopback port, the demo's window, metrics
+// (and, headless, PNG snapshots) in the output folder. Checks the options before anything starts.
+RunConfig demo_config(DemoArgs& a, bool headless) {
   if (a.frames < 1 || a.window < 1 || a.stride < 1 || a.snapshot_every < 1)
     throw ConfigError("--frames, --window, --stride and --snapshot-every must be >= 1");
   try {  // the phantom's settings are checked before anything starts or is written
@@ -82,38 +83,83 @@ int run_demo(DemoArgs a) {
   } catch (const ConfigError& e) {
     throw ConfigError("--angles " + a.sim.angles + ": " + e.what());
   }
+  if (a.sim.slices < 1 || a.sim.slices > kMaxSlices)
+    throw ConfigError(fmt::format("--slices {} is outside 1..{}", a.sim.slices, kMaxSlices));
   check_output_folder(a.out_dir, "--out-dir");
   a.sim.motion = true;
-  if (a.sim.slices >= 1 && a.pool % a.sim.slices)  // each slice's spokes cycle together
-    a.pool += a.sim.slices - a.pool % a.sim.slices;
-  if (a.pool > 0) a.sim.motion_period_s = double(a.pool) / a.sim.rate_hz;  // the pool loops seamlessly
+  if (a.pool % a.sim.slices) a.pool += a.sim.slices - a.pool % a.sim.slices;  // slices cycle together
+  if (a.pool > 0) a.sim.motion_period_s = double(a.pool) / a.sim.rate_hz;     // the pool loops seamlessly
   RunConfig cfg;
   cfg.recon = a.recon;
   cfg.stream.endpoint = "tcp://127.0.0.1:*";  // any free port; the simulator connects to it
   cfg.frames.window = a.window;
   cfg.frames.stride = a.stride;
   cfg.frames.max_window = std::max(1024, a.window);
-  if (a.sim.slices < 1 || a.sim.slices > kMaxSlices)
-    throw ConfigError(fmt::format("--slices {} is outside 1..{}", a.sim.slices, kMaxSlices));
   cfg.stream.slices = a.sim.slices;
   cfg.placement.gpus = a.gpus;
   cfg.sinks.metrics_json = (std::filesystem::path(a.out_dir) / "metrics.json").string();
   cfg.sinks.report_interval_s = 1.0;
-  bool headless = a.headless;
-#ifndef RADSTREAM_HAVE_VIEWER
-  if (!headless) log::info("demo: this build has no viewer (RADSTREAM_VIEWER=OFF or GLFW/ImGui missing)");
-  headless = true;
-#else
-  if (!headless && !std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY")) {
-    // Said before anything starts: without a display the pipeline and the simulator start once, headless.
-    log::info("demo: no display (DISPLAY and WAYLAND_DISPLAY are unset); running headless");
-    headless = true;
-  }
-#endif
   if (headless) {
     cfg.sinks.images = a.out_dir;
     cfg.sinks.image_every = a.snapshot_every;
   }
+  return cfg;
+}
+
+// Whether a window can be opened: a build with the viewer and a display.
+bool want_viewer(const DemoArgs& a) {
+#ifndef RADSTREAM_HAVE_VIEWER
+  if (!a.headless) log::info("demo: this build has no viewer (RADSTREAM_VIEWER=OFF or GLFW/ImGui missing)");
+  return false;
+#else
+  if (a.headless) return false;
+  if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY")) {
+    // Said before anything starts: without a display the pipeline and the simulator start once, headless.
+    log::info("demo: no display (DISPLAY and WAYLAND_DISPLAY are unset); running headless");
+    return false;
+  }
+  return true;
+#endif
+}
+
+#ifdef RADSTREAM_HAVE_VIEWER
+// Shows the stream until the window is closed; throws viewer::Unavailable when no window can be opened.
+void show(StreamRuntime& p, const DemoArgs& a, InterruptWatch& interrupt) {
+  viewer::ViewerOptions vo;
+  vo.snapshot_dir = (std::filesystem::path(a.out_dir) / "snapshots").string();
+  const viewer::ViewerScript script{a.screenshot, a.screenshot_after_s, a.set_window, a.apply_backend,
+                                    a.close_after_s};
+  if (!script.empty()) vo.driver = std::make_shared<viewer::ScriptedDriver>(script);
+  vo.stale_after_s = a.stale_after_s;
+  vo.clinical = a.display.clinical;
+  vo.preset = a.display.preset;
+  vo.tip_marker = a.display.tip_marker;
+  vo.orientation = a.display.orientation;
+  vo.should_close = [&] { return interrupt.requested(); };
+  viewer::Viewer v(p, vo);
+  v.run();
+}
+#endif
+
+// Test hook: the sender goes quiet after S seconds while the viewer stays (the freshness banner's test).
+std::jthread quiet_after(SimStreamer& streamer, double s) {
+  if (s <= 0) return {};
+  return std::jthread([&streamer, s](std::stop_token st) {
+    try {
+      const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(s);
+      while (!st.stop_requested() && std::chrono::steady_clock::now() < end)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (!st.stop_requested()) streamer.stop();
+    } catch (const std::exception& e) {
+      log::error("demo: {}", e.what());
+    }
+  });
+}
+
+int run_demo(DemoArgs a) {
+  InterruptWatch interrupt;
+  bool headless = !want_viewer(a);
+  const RunConfig cfg = demo_config(a, headless);
   const Registry registry = default_registry();
   StreamRuntime p(cfg, registry);
   p.start();
@@ -122,47 +168,23 @@ int run_demo(DemoArgs a) {
   sp.pool = a.pool;
   SimStreamer streamer(a.sim, sp);
   streamer.start();
-  // Test hook: the sender goes quiet after S seconds while the viewer stays (the freshness banner's test).
-  std::jthread quiet;
-  if (a.stop_sending_after_s > 0)
-    quiet = std::jthread([&streamer, s = a.stop_sending_after_s](std::stop_token st) {
-      try {
-        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(s);
-        while (!st.stop_requested() && std::chrono::steady_clock::now() < end)
-          std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        if (!st.stop_requested()) streamer.stop();
-      } catch (const std::exception& e) {
-        log::error("demo: {}", e.what());
-      }
-    });
+  std::jthread quiet = quiet_after(streamer, a.stop_sending_after_s);
+  const auto stop_all = [&] {
+    if (quiet.joinable()) {  // before stopping the streamer here: never two stop() calls at once
+      quiet.request_stop();
+      quiet.join();
+    }
+    streamer.stop();
+    p.stop();
+  };
 #ifdef RADSTREAM_HAVE_VIEWER
   if (!headless) {
     try {
-      viewer::ViewerOptions vo;
-      vo.snapshot_dir = (std::filesystem::path(a.out_dir) / "snapshots").string();
-      const viewer::ViewerScript script{a.screenshot, a.screenshot_after_s, a.set_window, a.apply_backend,
-                                        a.close_after_s};
-      if (!script.empty()) vo.driver = std::make_shared<viewer::ScriptedDriver>(script);
-      vo.stale_after_s = a.stale_after_s;
-      vo.clinical = a.display.clinical;
-      vo.preset = a.display.preset;
-      vo.tip_marker = a.display.tip_marker;
-      vo.orientation = a.display.orientation;
-      vo.should_close = [&] { return interrupt.requested(); };
-      viewer::Viewer v(p, vo);
-      v.run();
-    } catch (const viewer::Unavailable& e) {
+      show(p, a, interrupt);
+    } catch (const viewer::Unavailable& e) {  // a display that would not open a window: start over headless
       log::info("demo: no viewer ({}); running headless: {} frames, PNG snapshots and metrics in {}",
                 e.what(), a.frames, a.out_dir);
-      headless = true;
-      p.stop();
-      if (quiet.joinable()) {
-        quiet.request_stop();
-        quiet.join();
-      }
-      streamer.stop();
-      cfg.sinks.images = a.out_dir;
-      cfg.sinks.image_every = a.snapshot_every;
+      stop_all();
       a.headless = true;
       return run_demo(a);
     }
@@ -175,12 +197,7 @@ int run_demo(DemoArgs a) {
     while (p.metrics().frames.load() < std::uint64_t(a.frames) && !interrupt.requested())
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (quiet.joinable()) {  // before stopping the streamer here: never two stop() calls at once
-    quiet.request_stop();
-    quiet.join();
-  }
-  streamer.stop();
-  p.stop();
+  stop_all();
   return 0;
 }
 

@@ -20,7 +20,8 @@
 
 namespace radstream {
 
-int replay_recording(const ReplayControl& a, const SenderParams& sender_params, const std::function<bool()>& stop) {
+int replay_recording(const ReplayControl& a, const SenderParams& sender_params,
+                     const std::function<bool()>& stop) {
   check_mrd_in_child(a.file, a.start, a.count);  // a file that crashes HDF5 is refused, not a crash here
   MrdReader reader(a.file);
   const StreamHeader header = stream_header_from_xml(reader.xml(), a.file);
@@ -106,8 +107,7 @@ int replay_recording(const ReplayControl& a, const SenderParams& sender_params, 
         const std::int64_t due = t0 + std::int64_t(double(rec - rec0 - skipped_ns) / speed);
         if (!max_speed) {
           // In slices of at most 50 ms, so that Ctrl-C and SIGTERM stop a long wait at once.
-          while (monotonic_ns() < due && !stop())
-            sleep_until_ns(std::min(due, monotonic_ns() + 50'000'000));
+          while (monotonic_ns() < due && !stop()) sleep_until_ns(std::min(due, monotonic_ns() + 50'000'000));
           if (stop()) continue;  // the check at the top of the loop closes and returns
         }
         wire::Envelope e;

@@ -40,7 +40,9 @@ struct ReplayControl {
 };
 
 // Sends the recording's header and spokes (looping with --loop) until done or `stop` says so. Returns the
-// exit status: 0 sent, 130 interrupted. Throws ConfigError naming a bad option, IoError/InputError for the file.
-int replay_recording(const ReplayControl& control, const SenderParams& sender, const std::function<bool()>& stop);
+// exit status: 0 sent, 130 interrupted. Throws ConfigError naming a bad option, IoError/InputError for the
+// file.
+int replay_recording(const ReplayControl& control, const SenderParams& sender,
+                     const std::function<bool()>& stop);
 
 }  // namespace radstream
