@@ -6,8 +6,10 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -45,6 +47,7 @@ std::uint64_t room_for(const std::string& path) {
 
 Recorder::Recorder(const RecordOptions& options, Metrics& metrics) : o_(options), metrics_(metrics) {
   namespace fs = std::filesystem;
+  if (const char* f = std::getenv("RADSTREAM_TEST_RECORD_FAIL_AFTER")) fail_after_ = std::atol(f);
   const std::string& path = o_.path;
   if (path.size() < 4 || path.substr(path.size() - 3) != ".h5")
     throw ConfigError("record: '" + path + "' must be an .h5 file name");
@@ -182,15 +185,20 @@ void Recorder::run() {
     w.reset();
   };
   const auto flush_every = std::chrono::duration<double>(o_.flush_s > 0 ? o_.flush_s : 1e9);
-  auto last_flush = std::chrono::steady_clock::now();
-  bool dirty = false, failed = false;
+  // A new file's first spokes reach the disk within 0.2 s (a run killed early still leaves them).
+  const auto first_flush =
+      std::min<std::chrono::duration<double>>(flush_every, std::chrono::milliseconds(200));
+  auto last_flush = std::chrono::steady_clock::now(), file_start = last_flush;
+  bool dirty = false, failed = false, flushed_spokes = false;
   std::size_t count_at_check = 0, spoke_bytes = 0;
+  std::size_t flushed = 0;  // spokes of the current file on the disk as of its last flush
   for (;;) {
     Item it;
     bool have = false;
     {
       std::unique_lock lock(m_);
-      cv_.wait_for(lock, flush_every, [&] { return !q_.empty() || stopping_; });
+      cv_.wait_for(lock, flushed_spokes ? flush_every : first_flush,
+                   [&] { return !q_.empty() || stopping_; });
       if (!q_.empty()) {
         it = std::move(q_.front());
         q_.pop_front();
@@ -216,7 +224,11 @@ void Recorder::run() {
           continue;
         }
         w = std::make_unique<MrdRawWriter>(p, it.xml);
-        dirty = true;
+        w->flush();  // a readable file with its header and no spokes from the start
+        dirty = false;
+        flushed_spokes = false;
+        flushed = 0;
+        file_start = std::chrono::steady_clock::now();
         count_at_check = 0;
         std::lock_guard lock(m_);
         current_ = p;
@@ -228,6 +240,9 @@ void Recorder::run() {
           continue;
         }
         if (!w) continue;  // spokes before any header are not accepted by the ingest
+        if (fail_after_ >= 0 && long(w->count()) >= fail_after_)
+          throw IoError(fmt::format("{}: write error after {} spokes (RADSTREAM_TEST_RECORD_FAIL_AFTER)",
+                                    w->path(), w->count()));
         w->append(it.spoke.acq_header, it.spoke.traj, it.spoke.data);
         spoke_bytes = it.bytes;
         dirty = true;
@@ -238,9 +253,13 @@ void Recorder::run() {
       // What is written reaches the disk at least every flush_s, and whenever the stream pauses, so that a
       // crash or SIGKILL leaves a readable file.
       const auto now = std::chrono::steady_clock::now();
-      if (w && dirty && (now - last_flush >= flush_every || !have)) {
+      if (w && dirty &&
+          (now - last_flush >= flush_every || !have ||
+           (!flushed_spokes && now - file_start >= first_flush))) {
         w->flush();
         dirty = false;
+        flushed_spokes = true;
+        flushed = w->count();
         last_flush = now;
         // Stop while the file can still be closed properly: room for 1 MiB and twice what came since the
         // last check. A disk that fills anyway is the write error below.
@@ -264,7 +283,20 @@ void Recorder::run() {
       fail(e.what(), have && it.xml.empty());
       if (w) {
         w->abandon();  // never touched again: the file stays readable as last flushed
-        log::info("record: {} keeps the spokes of its last flush (of {} written)", w->path(), w->count());
+        // The counters say what a reader of the file finds: the spokes written after the last flush are
+        // not in it, so they are failures, not recorded.
+        const std::size_t lost = w->count() - flushed;
+        metrics_.recorded -= lost;
+        metrics_.record_failures += lost;
+        {
+          std::lock_guard lock(m_);
+          written_ -= std::min(written_, lost);
+          failures_ += lost;
+        }
+        log::info(
+            "record: {} keeps the {} spokes of its last flush ({} written after it are counted as not "
+            "recorded)",
+            w->path(), flushed, lost);
         w.reset();
       }
     }

@@ -72,6 +72,9 @@ class Recorder {
   bool first_claimed_ = false;  // the constructor created NAME.h5 (removed at the end if never written)
   std::string current_;
   std::size_t written_ = 0, failures_ = 0;
+  // Tests: a write error after this many spokes of a file (RADSTREAM_TEST_RECORD_FAIL_AFTER; -1: never), to
+  // check the accounting of a disk that fails mid-file.
+  long fail_after_ = -1;
   std::string first_error_;
   std::thread thread_;
 };

@@ -557,6 +557,56 @@ TEST(Stream, ARecordingOnAFillingDiskStopsCleanlyAndTheRunFails) {
   EXPECT_LT(recorded, received);
 }
 
+// A write error in the middle of a file (forced after 300 spokes through the test hook): the counters say
+// what a reader of the file finds. The spokes written after the last flush are not in the file, so they are
+// counted as not recorded, never as recorded; recorded + record_failures = received.
+TEST(Stream, AfterAWriteErrorTheCountersEqualWhatTheFileHolds) {
+  const std::string bin = test::radstream_binary();
+  test::TempDir dir;
+  const std::string rec = dir / "rec.h5", metrics = dir / "m.json";
+  const std::string script =
+      "(RADSTREAM_TEST_RECORD_FAIL_AFTER=300 exec " + bin + " run --headless --backend cpu --endpoint " +
+      tcp(26134) + " --window 32 --stride 16 --until-close --duration 30 --record " + rec +
+      " --metrics-json " + metrics + ") > " + (dir / "run.log") + " 2>&1 & pid=$!; sleep 0.3; " + bin +
+      " simulate --endpoint " + tcp(26134) +
+      " --matrix 32 --coils 2 --rate 2000 --spokes 2000 > /dev/null 2>&1; wait $pid; echo RUN_RC=$?; cat " +
+      (dir / "run.log");
+  const auto r = test::run_command(script);
+  EXPECT_NE(r.output.find("RUN_RC=3"), std::string::npos) << r.output;
+  std::ifstream mf(metrics);
+  const auto m = nlohmann::json::parse(mf);
+  const auto received = m.at("spokes").get<std::uint64_t>(), recorded = m.at("recorded").get<std::uint64_t>();
+  EXPECT_EQ(received, 2000u);
+  const auto file = read_mrd(rec);
+  std::printf("write error after 300 spokes: %llu recorded by the counters, %zu in the file\n",
+              (unsigned long long)recorded, file.spokes.size());
+  EXPECT_EQ(file.spokes.size(), recorded) << r.output;
+  EXPECT_LE(recorded, 300u);
+  EXPECT_EQ(m.at("record_failures").get<std::uint64_t>(), received - recorded);
+}
+
+// A run killed 0.8 s after it started (its stream about half a second old, before the periodic flush at 1 s)
+// still leaves a readable file with the spokes of its first flush (within 0.2 s of the file's start), not an
+// empty or torn one.
+TEST(Stream, ARecordingKilledEarlyHoldsItsFirstFlush) {
+  const std::string bin = test::radstream_binary();
+  test::TempDir dir;
+  const std::string rec = dir / "rec.h5";
+  const std::string script =
+      bin + " run --headless --backend cpu --endpoint " + tcp(26137) +
+      " --window 32 --stride 16 --duration 60" + " --record " + rec + " > " + (dir / "run.log") +
+      " 2>&1 & pid=$!; sleep 0.2; " + bin + " simulate --endpoint " + tcp(26137) +
+      " --matrix 32 --coils 2 --rate 1000 --spokes 6000 > /dev/null 2>&1 & sim=$!; sleep 0.6; " +
+      "kill -KILL $pid; wait $pid; echo RUN_RC=$?; kill $sim 2>/dev/null; wait $sim 2>/dev/null";
+  const auto r = test::run_command(script);
+  ASSERT_NE(r.output.find("RUN_RC=137"), std::string::npos) << r.output;
+  const auto file = read_mrd(rec);
+  std::printf("SIGKILL 0.8 s after the start: %zu spokes readable\n", file.spokes.size());
+  EXPECT_GE(file.spokes.size(), 50u) << "the first flush within 0.2 s";
+  for (std::size_t i = 1; i < file.spokes.size(); ++i)
+    ASSERT_EQ(file.spokes[i].header.spoke_index, file.spokes[i - 1].header.spoke_index + 1) << i;
+}
+
 // One file per stream, never over an existing file, at most sinks.record_max_files per run:
 // a stream beyond the cap is not recorded, and that is an error the run reports (exit 3).
 TEST(Stream, RecordingFilesAreCappedPerRunAndNeverReplaceAFile) {
