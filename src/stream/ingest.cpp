@@ -243,6 +243,7 @@ void Ingest::run() {
       reject(wire::Reject::Limits, std::string("could not be handled: ") + e.what());
     }
   }
+  if (!held_.empty()) drop_held_spokes("spokes held for a stream header that never came");
   if (events_.left_out > 0)
     log::info("ingest: {} more stream events since the last such line were not logged (at most 5 per 10 s)",
               events_.left_out);
@@ -270,6 +271,7 @@ void Ingest::handle(std::span<const std::span<const std::byte>> parts) {
           seq_.started() && seq_.stream_id() == d.msg.env.stream_id && d.msg.env.sequence >= seq_.last();
       seq_.header(d.msg.env.stream_id, d.msg.env.sequence);
       on_header(d.msg, continues);
+      if (!held_.empty()) take_held_spokes(d.msg.env.stream_id);
       return;
     }
     case wire::MsgType::Heartbeat:
@@ -289,10 +291,74 @@ void Ingest::handle(std::span<const std::span<const std::byte>> parts) {
                   d.msg.env.stream_id, d.msg.env.spoke_index, metrics_.spokes.load(),
                   metrics_.missing.load());
       return;
-    case wire::MsgType::Spoke:
+    case wire::MsgType::Spoke: {
+      bool header_seen = false;
+      {
+        std::lock_guard lock(m_);
+        header_seen = !rings_.empty();
+      }
+      if (!header_seen) {
+        hold_early_spoke(d.msg.env.stream_id, parts);
+        return;
+      }
       on_spoke(d.msg, parts[1]);
       return;
+    }
   }
+}
+
+void Ingest::hold_early_spoke(std::uint32_t stream_id, std::span<const std::span<const std::byte>> parts) {
+  if (!held_.empty() && stream_id != held_stream_)
+    drop_held_spokes("held spokes of another stream (a new stream began before any header)");
+  std::size_t bytes = 0;
+  for (const auto& p : parts) bytes += p.size();
+  if (held_bytes_ + bytes > kMaxHeldBytes) {
+    reject(wire::Reject::NoHeader,
+           fmt::format("a spoke arrived before any stream header, and {} MiB of such spokes are already held",
+                       kMaxHeldBytes >> 20));
+    return;
+  }
+  if (held_.empty() && events_.allow(monotonic_ns()))
+    log::info(
+        "ingest: spokes of stream {} before its header (started mid-stream?): held until the header comes",
+        stream_id);
+  held_stream_ = stream_id;
+  std::vector<std::vector<std::byte>> copy;
+  for (const auto& p : parts) copy.emplace_back(p.begin(), p.end());
+  held_.push_back(std::move(copy));
+  held_bytes_ += bytes;
+  ++metrics_.held_before_header;
+}
+
+void Ingest::take_held_spokes(std::uint32_t header_stream_id) {
+  {
+    std::lock_guard lock(m_);
+    if (rings_.empty()) return;  // the header was refused: the spokes wait for a usable one
+  }
+  if (header_stream_id != held_stream_) {
+    drop_held_spokes("held spokes of a stream whose header never came");
+    return;
+  }
+  auto held = std::move(held_);
+  held_.clear();
+  held_bytes_ = 0;
+  std::vector<std::span<const std::byte>> spans;
+  for (const auto& msg : held) {
+    spans.clear();
+    std::size_t bytes = 0;
+    for (const auto& p : msg) {
+      spans.emplace_back(p.data(), p.size());
+      bytes += p.size();
+    }
+    metrics_.bytes -= bytes;  // counted when they arrived
+    handle(spans);
+  }
+}
+
+void Ingest::drop_held_spokes(const std::string& why) {
+  for (std::size_t i = 0; i < held_.size(); ++i) reject(wire::Reject::NoHeader, why);
+  held_.clear();
+  held_bytes_ = 0;
 }
 
 void Ingest::on_header(const wire::Message& m, bool continues) {

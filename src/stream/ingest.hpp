@@ -122,6 +122,16 @@ class Ingest {
   void on_header(const wire::Message& m, bool continues);
   void on_spoke(const wire::Message& m, std::span<const std::byte> acq_header);
   void reject(wire::Reject r, const std::string& detail);
+  // Spokes that come before any stream header (a receiver started or restarted mid-stream) are held, up to
+  // kMaxHeldBytes, until the stream's repeated header comes, then taken in order; those of another stream,
+  // those over the bound and those no header ever claims are counted as no_header.
+  static constexpr std::size_t kMaxHeldBytes = std::size_t(64) << 20;
+  void hold_early_spoke(std::uint32_t stream_id, std::span<const std::span<const std::byte>> parts);
+  void take_held_spokes(std::uint32_t header_stream_id);
+  void drop_held_spokes(const std::string& why);
+  std::deque<std::vector<std::vector<std::byte>>> held_;
+  std::size_t held_bytes_ = 0;
+  std::uint32_t held_stream_ = 0;
   // One stream per pipeline: whether a message of stream `id` is taken (false: counted as foreign_stream).
   bool follows(std::uint32_t id, wire::MsgType type, std::int64_t now);
 

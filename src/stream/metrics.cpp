@@ -238,6 +238,7 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
   j["closes"] = closes.load();
   j["streams"] = streams.load();
   j["reconfigurations"] = reconfigurations.load();
+  j["held_before_header"] = held_before_header.load();
   j["missing"] = missing.load();
   j["gaps"] = gaps.load();
   j["frame_gaps"] = frame_gaps.to_json();

@@ -88,6 +88,8 @@ class Metrics {
   std::atomic<std::uint64_t> messages{0}, spokes{0}, bytes{0}, headers{0}, heartbeats{0}, texts{0}, closes{0};
   std::array<std::atomic<std::uint64_t>, wire::kRejectCount> rejected{};
   std::atomic<std::uint64_t> missing{0}, gaps{0}, streams{0}, reconfigurations{0};
+  // Spokes that came before their stream header and were held for it (taken when it came, else no_header).
+  std::atomic<std::uint64_t> held_before_header{0};
   // Connections (the receive socket's monitor): peers that connected and that went away (closed, or dropped
   // by ZeroMQ, e.g. for an oversized message), and CURVE handshakes refused (key not on the allow-list).
   std::atomic<std::uint64_t> peers_connected{0}, peers_disconnected{0}, handshake_failures{0}, auth_denied{0};
