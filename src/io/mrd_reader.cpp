@@ -186,6 +186,7 @@ MrdReader::MrdReader(const std::string& path) : path_(path) {
             fmt::format("{}: dataset/data does not hold MRD acquisitions (head, traj, data)", path));
       mem_type_ = stored_type();
       count_ = std::size_t(n);
+      declared_ = std::make_unique<MrdDeclaredLengths>(data_, path);
     }
   } catch (...) {
     close();
@@ -209,6 +210,7 @@ RawSpoke MrdReader::read(std::size_t i) {
   Stored s{};
   herr_t got = -1;
   const QuietHdf5 quiet;
+  if (declared_) declared_->check(i);  // before HDF5 allocates what the file declares
   Id mem_space(H5Screate(H5S_SCALAR), H5Sclose);
   {
     Id file_space(H5Dget_space(hid_t(data_)), H5Sclose);

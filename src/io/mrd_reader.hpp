@@ -1,12 +1,15 @@
 // Reads the acquisitions of an MRD (ISMRMRD v1) HDF5 file with radstream's own code on the HDF5 C library, so
 // that a crafted file cannot make it read past what is stored: each acquisition's trajectory and data are
 // read as the lengths the file stores, and an acquisition whose header disagrees with them (libismrmrd sizes
-// its copy from the header) is an IoError naming the file and the acquisition. The file is opened read-only
+// its copy from the header) is an IoError naming the file and the acquisition, found before HDF5 allocates
+// them (mrd_declared_lengths.hpp). The file is opened read-only
 // and without HDF5's file lock, so several processes can read one file (also one still being recorded).
 #pragma once
 #include <cstddef>
+#include <memory>
 #include <string>
 
+#include "io/mrd_declared_lengths.hpp"
 #include "io/mrd_raw.hpp"
 
 namespace radstream {
@@ -31,6 +34,7 @@ class MrdReader {
   std::string path_, xml_;
   std::size_t count_ = 0;
   long long file_ = -1, data_ = -1, mem_type_ = -1;  // HDF5 ids (hid_t), -1: none
+  std::unique_ptr<MrdDeclaredLengths> declared_;     // checked before each read allocates
   void close() noexcept;
 };
 

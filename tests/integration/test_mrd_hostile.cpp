@@ -3,8 +3,11 @@
 // program (`recon --input`, `replay`): exit 3 with a message naming the file, never a crash, a hang or a read
 // past what is stored. And a file that another process holds open for writing can still be read.
 #include <gtest/gtest.h>
+
 #include <hdf5.h>
 #include <ismrmrd/dataset.h>
+#include <cstring>
+#include <vector>
 
 #include <filesystem>
 #include <fstream>
@@ -84,6 +87,70 @@ TEST(MrdHostile, HeadersThatLieAboutTheStoredArraysAreRefusedWithExit3) {
     r = radstream_cmd("replay " + path + " --endpoint tcp://127.0.0.1:26171 --rate 100000");
     EXPECT_EQ(r.exit_code, 3) << c.field << " = " << c.value << "\n" << r.output;
   }
+}
+
+namespace {
+
+// Rewrites acquisition 0's stored element (chunks of one element, as radstream writes them) so that its
+// header and its two variable-length descriptors agree on samples x coils far beyond the file: the lengths
+// HDF5 would allocate before any check.
+void forge_declared_lengths(const std::string& path, std::uint16_t samples, std::uint16_t coils) {
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  const hid_t d = H5Dopen2(f, "/dataset/data", H5P_DEFAULT);
+  const hid_t t = H5Dget_type(d);
+  const auto at = [](hid_t type, const char* name) {
+    return H5Tget_member_offset(type, unsigned(H5Tget_member_index(type, name)));
+  };
+  const hid_t head = H5Tget_member_type(t, unsigned(H5Tget_member_index(t, "head")));
+  const std::size_t h0 = at(t, "head");
+  hsize_t first = 0, stored = 0;
+  ASSERT_GE(H5Dget_chunk_storage_size(d, &first, &stored), 0);
+  ASSERT_EQ(stored, H5Tget_size(t));
+  std::vector<unsigned char> e(stored);
+  std::uint32_t filters = 0;
+  ASSERT_GE(H5Dread_chunk(d, H5P_DEFAULT, &first, &filters, e.data()), 0);
+  const std::uint16_t dims = 2;
+  const std::uint32_t traj = std::uint32_t(samples) * dims, data = 2u * samples * coils;
+  std::memcpy(&e[h0 + at(head, "number_of_samples")], &samples, 2);
+  std::memcpy(&e[h0 + at(head, "active_channels")], &coils, 2);
+  std::memcpy(&e[h0 + at(head, "trajectory_dimensions")], &dims, 2);
+  std::memcpy(&e[at(t, "traj")], &traj, 4);
+  std::memcpy(&e[at(t, "data")], &data, 4);
+  ASSERT_GE(H5Dwrite_chunk(d, H5P_DEFAULT, 0, &first, e.size(), e.data()), 0);
+  H5Tclose(head);
+  H5Tclose(t);
+  H5Dclose(d);
+  H5Fclose(f);
+}
+
+}  // namespace
+
+// A file of about 100 KB whose first acquisition declares 65535 samples x 32767 coils (17 GB of data) with a
+// header that agrees: refused by name before HDF5 allocates anything, in little memory (before, the reader
+// allocated what the file declared, gigabytes for a small file).
+TEST(MrdHostile, DeclaredLengthsBeyondTheFileAreRefusedBeforeAnyAllocation) {
+  test::TempDir dir;
+  const std::string path = simulate(dir, "big.h5", 48);
+  forge_declared_lengths(path, 65535, 32767);
+  try {
+    MrdReader reader(path);
+    (void)reader.read(0);
+    ADD_FAILURE() << "the forged acquisition was read";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("acquisition 0 declares"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("more than the whole file holds"), std::string::npos) << e.what();
+  }
+  const auto r =
+      test::run_command("/usr/bin/time -f 'PEAK_KB=%M' " + test::radstream_binary() +
+                        " recon --backend cpu --input " + path + " --out " + (dir / "x.png") + " 2>&1");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("acquisition 0 declares"), std::string::npos) << r.output;
+  const auto peak = r.output.find("PEAK_KB=");
+  ASSERT_NE(peak, std::string::npos) << r.output;
+  const long kb = std::stol(r.output.substr(peak + 8));
+  std::printf("recon --input of the forged file: peak %ld KB\n", kb);
+  EXPECT_LT(kb, 300L * 1024) << r.output;
 }
 
 // A recording still open for writing (libismrmrd holds it read-write, with HDF5's lock) can be read by
