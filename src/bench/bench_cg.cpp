@@ -10,7 +10,9 @@
 #include "bench/bench_stages.hpp"
 #include "core/log.hpp"
 #include "io/cfl.hpp"
+#include "io/frame_io.hpp"
 #include "recon/coil_map_estimate.hpp"
+#include "sim/simulator.hpp"
 #ifdef RADSTREAM_HAVE_CUDA
 #include "fft/cufft_plan.hpp"
 #include "gpu/device_memory.hpp"
@@ -28,6 +30,16 @@ void write_bart_pair(const std::string& dir, const Frame& f) {
   }
   write_cfl(dir + "/t", {3, g.samples, g.spokes}, traj);
   write_cfl(dir + "/k", {1, g.samples, g.spokes, g.coils}, f.data.view().span());
+}
+
+Frame bench_frame(int matrix, int samples, int coils, int spokes) {
+  SimParams sp;
+  sp.matrix = matrix;
+  sp.readout_os = double(samples) / matrix;
+  sp.coils = coils;
+  sp.snr = 50;
+  const Simulator sim(sp);
+  return frame_from_spokes(sim.header(), sim.spokes(0, spokes));
 }
 
 HostBuffer<cfloat> bench_maps(const Frame& f) {

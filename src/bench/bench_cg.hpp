@@ -14,6 +14,9 @@ namespace radstream::app {
 // The frame as BART's pair in `dir`: t [3 samples spokes] (BART units), k [1 samples spokes coils].
 void write_bart_pair(const std::string& dir, const Frame& f);
 
+// The case's frame: the simulator's first `spokes` spokes at the case's matrix, samples and coils (SNR 50).
+Frame bench_frame(int matrix, int samples, int coils, int spokes);
+
 // Maps for a chain case that reads them: estimated once from the case's frame (not timed: "maps given").
 HostBuffer<cfloat> bench_maps(const Frame& f);
 

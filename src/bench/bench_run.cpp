@@ -156,13 +156,7 @@ nlohmann::ordered_json fft_engines_case(const BenchCase& c, const Registry& regi
 nlohmann::ordered_json chain_case(const BenchCase& c, bool moved_to_cpu, const Registry& registry, int frames,
                                   int warmup) {
   const Backend b = c.backend;
-  SimParams sp;
-  sp.matrix = c.matrix;
-  sp.readout_os = double(c.samples) / c.matrix;
-  sp.coils = c.coils;
-  sp.snr = 50;
-  const Simulator sim(sp);
-  const Frame f = frame_from_spokes(sim.header(), sim.spokes(0, c.spokes));
+  const Frame f = bench_frame(c.matrix, c.samples, c.coils, c.spokes);
   ReconChain chain(c.recon, b, registry);
   chain.configure(f.geometry);
   HostBuffer<cfloat> maps;

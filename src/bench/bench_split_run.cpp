@@ -97,13 +97,7 @@ int run_bench_split(const SplitOptions& options) {
         throw ConfigError(
             fmt::format("bench-split: --gpus {}: this host has GPUs 0..{}", g, info.device_count - 1));
   }
-  SimParams sp;
-  sp.matrix = c.matrix;
-  sp.readout_os = double(c.samples) / c.matrix;
-  sp.coils = c.coils;
-  sp.snr = 50;
-  const Simulator sim(sp);
-  const Frame f = frame_from_spokes(sim.header(), sim.spokes(0, c.spokes));
+  const Frame f = bench_frame(c.matrix, c.samples, c.coils, c.spokes);
   const HostBuffer<cfloat> maps = bench_maps(f);
   const int N = c.matrix;
   const std::size_t points = std::size_t(c.spokes) * c.samples, pixels = std::size_t(N) * N;

@@ -19,7 +19,8 @@ long long offset_of(hid_t t, const char* name) {
 }
 
 std::uint32_t u32_at(const unsigned char* p) {
-  return std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 | std::uint32_t(p[3]) << 24;
+  return std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 |
+         std::uint32_t(p[3]) << 24;
 }
 std::uint16_t u16_at(const unsigned char* p) {
   return std::uint16_t(p[0] | p[1] << 8);
@@ -27,14 +28,16 @@ std::uint16_t u16_at(const unsigned char* p) {
 
 }  // namespace
 
-MrdDeclaredLengths::MrdDeclaredLengths(long long dataset, const std::string& path) : dataset_(dataset), path_(path) {
+MrdDeclaredLengths::MrdDeclaredLengths(long long dataset, const std::string& path)
+    : dataset_(dataset), path_(path) {
   std::error_code ec;
   file_bytes_ = std::filesystem::file_size(path, ec);
   if (ec) return;
   const hid_t d = hid_t(dataset);
   const hid_t type = H5Dget_type(d);
   if (type < 0) return;
-  const long long traj = offset_of(type, "traj"), data = offset_of(type, "data"), head = offset_of(type, "head");
+  const long long traj = offset_of(type, "traj"), data = offset_of(type, "data"),
+                  head = offset_of(type, "head");
   const int head_index = H5Tget_member_index(type, "head");
   long long samples = -1, channels = -1, dims = -1;
   if (head_index >= 0) {
@@ -67,7 +70,8 @@ MrdDeclaredLengths::MrdDeclaredLengths(long long dataset, const std::string& pat
   if (plist < 0) return;
   const H5D_layout_t layout = H5Pget_layout(plist);
   hsize_t chunk = 0;
-  if (layout == H5D_CHUNKED && H5Pget_nfilters(plist) == 0 && H5Pget_chunk(plist, 1, &chunk) == 1 && chunk > 0) {
+  if (layout == H5D_CHUNKED && H5Pget_nfilters(plist) == 0 && H5Pget_chunk(plist, 1, &chunk) == 1 &&
+      chunk > 0) {
     chunk_ = chunk;
     layout_ = Layout::Chunked;
   } else if (layout == H5D_CONTIGUOUS) {
@@ -114,10 +118,11 @@ void MrdDeclaredLengths::check(std::size_t i) {
                     "x {} coils x {} dimensions ({} and {}); not read",
                     path_, i, traj, data, S, C, D, S * D, 2 * S * C));
   if ((traj + data) * sizeof(float) > file_bytes_)
-    throw IoError(fmt::format("{}: acquisition {} declares {} floats ({:.1f} MiB), more than the whole file holds "
-                              "({:.1f} MiB); not read",
-                              path_, i, traj + data, double((traj + data) * sizeof(float)) / 1048576.0,
-                              double(file_bytes_) / 1048576.0));
+    throw IoError(
+        fmt::format("{}: acquisition {} declares {} floats ({:.1f} MiB), more than the whole file holds "
+                    "({:.1f} MiB); not read",
+                    path_, i, traj + data, double((traj + data) * sizeof(float)) / 1048576.0,
+                    double(file_bytes_) / 1048576.0));
 }
 
 }  // namespace radstream

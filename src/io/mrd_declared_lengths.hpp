@@ -31,8 +31,9 @@ class MrdDeclaredLengths {
   std::uint64_t file_bytes_ = 0;
   std::size_t elem_ = 0;  // bytes of one stored element
   std::size_t traj_at_ = 0, data_at_ = 0, samples_at_ = 0, channels_at_ = 0, dims_at_ = 0;
-  std::uint64_t chunk_ = 0, cached_ = UINT64_MAX;  // elements per chunk; the first element of the cached chunk
-  std::uint64_t contiguous_at_ = 0;                // file offset of the contiguous storage
+  std::uint64_t chunk_ = 0,
+                cached_ = UINT64_MAX;  // elements per chunk; the first element of the cached chunk
+  std::uint64_t contiguous_at_ = 0;    // file offset of the contiguous storage
   std::vector<unsigned char> buf_;
   const unsigned char* element(std::size_t i);
 };
