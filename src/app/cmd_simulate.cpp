@@ -89,13 +89,16 @@ int stream(const SimArgs& a) {
   InterruptWatch interrupt;
   StreamerParams sp;
   sp.sender = a.sender;
-  sp.spokes = a.spokes >= 0 ? a.spokes : a.duration_s > 0 ? long(a.duration_s * a.sim.rate_hz) : -1;
+  sp.spokes = a.spokes;
+  sp.duration_s = a.duration_s;  // wall time: a machine that cannot keep up still stops on time
   sp.pool = a.pool;
   sp.header_every_s = a.header_every_s;
   sp.stream_id = a.stream_id;
   sp.wait_for_peer_s = a.no_wait ? 0.0 : a.wait_s;
   SimStreamer streamer(a.sim, sp);
   streamer.run([&] { return interrupt.requested(); });
+  // An endless stream ends with Ctrl-C; one of a given length that was interrupted is incomplete.
+  if (!streamer.complete() && (a.spokes >= 0 || a.duration_s > 0)) return 130;
   return 0;
 }
 

@@ -49,7 +49,8 @@ int replay_recording(const ReplayControl& a, const SenderParams& sender_params,
   const bool verbatim = ours && !a.loop && !a.restamp;
   zmq::context_t ctx(1);
   Sender sender(ctx, sender_params, verbatim ? std::uint32_t(h0.user_int[6]) : new_stream_id());
-  sender.set_stop(stop);  // Ctrl-C ends a send that waits for a receiver
+  sender.set_stop(stop);
+  sender.set_stall_limit(a.no_wait ? 0.0 : a.wait_s, sender_params.endpoint);
   try {
     wait_for_receiver(sender, sender_params.endpoint, a.no_wait ? 0.0 : a.wait_s);
     log::info("replay: {} spokes of {} ({} samples x {} coils) to {}, {}{}", end - a.start, a.file,

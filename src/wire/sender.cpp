@@ -159,11 +159,20 @@ void Sender::set_linger_ms(int ms) {
 }
 
 void Sender::send_frame(zmq::message_t& m, zmq::send_flags f) {
+  std::int64_t since = 0;
   while (!sock_.send(m, f)) {  // timed out: nobody takes it yet
     if (stop_ && stop_()) {
       sock_.set(zmq::sockopt::linger, 0);  // what is queued is dropped: the user asked to stop
       closed_ = true;
       throw SendInterrupted("stopped while waiting for a receiver to take the message");
+    }
+    const std::int64_t now = monotonic_ns();
+    if (!since) since = now;
+    if (stall_limit_s_ > 0 && seq_ > 0 && double(now - since) * 1e-9 > stall_limit_s_) {
+      sock_.set(zmq::sockopt::linger, 0);
+      closed_ = true;
+      throw IoError(fmt::format("receiver at {} gone after {} spokes: it took nothing for {:.0f} s (--wait)",
+                                endpoint_, seq_, stall_limit_s_));
     }
   }
 }

@@ -80,6 +80,12 @@ class Sender {
   // Polled while a send waits (every 100 ms): true makes the send throw SendInterrupted, drops what is queued
   // (linger 0) and leaves the sender closed.
   void set_stop(std::function<bool()> stop) { stop_ = std::move(stop); }
+  // A receiver that takes nothing for this long (a PUSH with its receiver gone: sends block) makes the send
+  // throw IoError "receiver at E gone after N spokes" (0: wait for ever, the in-process demo).
+  void set_stall_limit(double seconds, std::string endpoint) {
+    stall_limit_s_ = seconds;
+    endpoint_ = std::move(endpoint);
+  }
   // How long closing waits for queued messages to leave (after an interrupt: briefly, so Ctrl-C is prompt).
   void set_linger_ms(int ms);
 
@@ -104,6 +110,8 @@ class Sender {
   std::uint32_t stream_id_;
   std::uint64_t seq_ = 0;
   bool closed_ = false;
+  double stall_limit_s_ = 0;
+  std::string endpoint_;
 };
 
 std::uint32_t new_stream_id();  // random, never 0

@@ -49,13 +49,17 @@ std::uint64_t SimStreamer::run(const std::function<bool()>& interrupted) {
   zmq::context_t ctx(1);
   Sender sender(ctx, p_.sender, p_.stream_id ? p_.stream_id : new_stream_id());
   sender.set_stop([&] { return stop_.load() || (interrupted && interrupted()); });
+  sender.set_stall_limit(p_.wait_for_peer_s, p_.sender.endpoint);
+  complete_ = false;
   try {
     wait_for_receiver(sender, p_.sender.endpoint, p_.wait_for_peer_s);
     const std::string xml = stream_header_to_xml(sim_.header());
     const double rate = sim_.params().rate_hz;
     log::info("simulate: streaming {} spokes/s to {} ({} {}), stream id {}, {}", rate, p_.sender.endpoint,
               kSendSockets.name(p_.sender.socket), p_.sender.bind ? "bind" : "connect", sender.stream_id(),
-              p_.spokes < 0 ? std::string("until stopped") : std::to_string(p_.spokes) + " spokes");
+              p_.spokes >= 0      ? std::to_string(p_.spokes) + " spokes"
+              : p_.duration_s > 0 ? fmt::format("for {} s", p_.duration_s)
+                                  : std::string("until stopped"));
     const std::int64_t t0 = monotonic_ns();
     const double period = 1e9 / rate;
     const std::int64_t header_ns = std::int64_t(p_.header_every_s * 1e9);
@@ -63,12 +67,18 @@ std::uint64_t SimStreamer::run(const std::function<bool()>& interrupted) {
     const int batch = std::clamp(int(rate / 50), 1, 256);
     std::vector<Spoke> live;
     std::uint64_t live_first = 0;
-    bool warned = false;
+    std::int64_t warned_at = 0;  // the last behind-schedule warning (repeated every 5 s while it grows)
+    double warned_ms = 0;
+    bool cut = false;  // stopped by duration_s
     sender.send_header(xml);
     const int slices = sim_.params().slices;
     std::uint64_t i = 0;
     for (; p_.spokes < 0 || std::int64_t(i) < p_.spokes; ++i) {
       if (stop_ || (interrupted && interrupted())) break;
+      if (p_.duration_s > 0 && double(monotonic_ns() - t0) * 1e-9 >= p_.duration_s) {
+        cut = true;
+        break;
+      }
       const std::int64_t due = t0 + std::int64_t(double(i) * period);
       if (pool_.empty() && i >= live_first + live.size()) {
         live = sim_.spokes(i, batch);
@@ -85,11 +95,13 @@ std::uint64_t SimStreamer::run(const std::function<bool()>& interrupted) {
         if (now < due) sleep_until_ns(due);
         const std::int64_t late = monotonic_ns() - due;
         if (late > max_late_) max_late_ = late;
-        if (!warned && now - due > 500000000) {
-          warned = true;
+        const double behind_ms = double(now - due) * 1e-6;
+        if (behind_ms > 500 && behind_ms > warned_ms && (!warned_at || now - warned_at >= 5'000'000'000)) {
+          warned_at = now;
+          warned_ms = behind_ms;
           log::warn(
-              "simulate: {:.0f} ms behind schedule: this machine cannot make {} spokes/s live; use a pool",
-              double(now - due) * 1e-6, rate);
+              "simulate: {:.0f} ms behind schedule: this machine cannot make {} spokes/s live; use --pool",
+              behind_ms, rate);
         }
         h.acquired_ns = due;
       }
@@ -105,12 +117,24 @@ std::uint64_t SimStreamer::run(const std::function<bool()>& interrupted) {
         next_report += 2000000000;
       }
     }
-    if (stop_ || (interrupted && interrupted())) sender.set_linger_ms(200);  // prompt on Ctrl-C
+    const bool stopped = stop_ || (interrupted && interrupted());
+    if (stopped) sender.set_linger_ms(200);  // prompt on Ctrl-C
     sender.close();
-    log::info("simulate: sent {} spokes in {:.2f} s ({})", sender.spokes_sent(),
-              double(monotonic_ns() - t0) * 1e-9, delivery_note(p_.sender.socket));
+    const double took = double(monotonic_ns() - t0) * 1e-9;
+    log::info("simulate: sent {} spokes in {:.2f} s ({})", sender.spokes_sent(), took,
+              delivery_note(p_.sender.socket));
+    if (cut) {
+      const auto due = std::uint64_t(p_.duration_s * rate);
+      if (due > i)
+        log::warn(
+            "simulate: --duration {} s reached: {} of the {} spokes due at {} spokes/s were not sent "
+            "(this machine could not keep up; use --pool)",
+            p_.duration_s, due - i, due, rate);
+    }
+    complete_ = !stopped && (cut || p_.spokes < 0 || std::int64_t(i) >= p_.spokes);
   } catch (const SendInterrupted&) {  // Ctrl-C, SIGTERM or stop() while no receiver took the spokes
-    log::info("simulate: stopped after {} spokes while waiting for a receiver", sender.spokes_sent());
+    log::warn("simulate: stopped after {} spokes while waiting for a receiver to take them",
+              sender.spokes_sent());
   }
   return sender.spokes_sent();
 }

@@ -15,13 +15,15 @@ namespace radstream {
 
 struct StreamerParams {
   SenderParams sender;
-  long spokes = -1;  // -1: endless (until stop)
-  int pool = 0;      // > 0: precompute this many spokes and send them cyclically
+  long spokes = -1;       // -1: endless (until stop)
+  double duration_s = 0;  // > 0: stop after this much wall time, whatever was sent (the rest is reported)
+  int pool = 0;           // > 0: precompute this many spokes and send them cyclically
   double header_every_s = 1.0;
   std::uint32_t stream_id = 0;  // 0: random
   bool unpaced = false;         // as fast as the socket takes them (acquisition time = send time)
-  double wait_for_peer_s =
-      0;  // > 0: wait this long for a receiver first, then fail (IoError); 0: do not wait
+  // > 0: wait this long for a receiver first, then fail (IoError); the same limit for a receiver that stops
+  // taking spokes mid-stream ("gone"). 0: do not wait, and wait for ever on a stalled receiver.
+  double wait_for_peer_s = 0;
 };
 
 class SimStreamer {
@@ -34,6 +36,8 @@ class SimStreamer {
   void start();  // run() on a thread of its own
   void stop();
   std::uint64_t sent() const { return sent_; }
+  // Whether the last run() sent all it was asked for (false: stopped, interrupted or cut by duration_s).
+  bool complete() const { return complete_; }
   std::int64_t max_late_ns() const { return max_late_; }  // the latest a spoke went out after its due time
 
  private:
@@ -43,6 +47,7 @@ class SimStreamer {
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> sent_{0};
   std::atomic<std::int64_t> max_late_{0};
+  std::atomic<bool> complete_{false};
   std::thread thread_;
 };
 

@@ -1017,3 +1017,28 @@ TEST(Stream, SpokesBeforeTheRepeatedHeaderAreKeptForIt) {
   EXPECT_EQ(m.missing.load(), 0u);
   EXPECT_GE(m.frames.load(), 1u);
 }
+
+// Senders never hang: a receiver that goes away mid-stream is treated like a missing one (after --wait
+// seconds: exit 3, "receiver at E gone after N spokes"), and simulate --duration D stops at D seconds of wall
+// time with exit 0. Before, the sender blocked for ever once its receiver was gone.
+TEST(Stream, SendersNeverHangWhenTheReceiverGoesAway) {
+  const std::string bin = test::radstream_binary();
+  test::TempDir dir;
+  const auto timed = [&](const std::string& sender, const std::string& receiver_s, int port) {
+    return test::run_command(bin + " run --headless --backend cpu --endpoint " + tcp(port) +
+                             " --window 32 --stride 16 --duration " + receiver_s + " > " + (dir / "run.log") +
+                             " 2>&1 & sleep 0.3; t0=$(date +%s%N); " + bin + " " + sender + " --endpoint " +
+                             tcp(port) +
+                             " 2>&1; echo SENDER_RC=$?; t1=$(date +%s%N); echo MS=$(((t1-t0)/1000000)); "
+                             "wait");
+  };
+  const auto ms_of = [](const std::string& out) { return std::stol(out.substr(out.find("MS=") + 3)); };
+  auto r = timed("simulate --matrix 32 --coils 2 --rate 2000 --spokes 1000000 --wait 2", "1.5", 26152);
+  EXPECT_NE(r.output.find("SENDER_RC=3"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("gone after"), std::string::npos) << r.output;
+  EXPECT_LT(ms_of(r.output), 9000) << r.output;
+  r = timed("simulate --matrix 32 --coils 2 --rate 400 --duration 1", "4", 26153);
+  EXPECT_NE(r.output.find("SENDER_RC=0"), std::string::npos) << r.output;
+  EXPECT_LT(ms_of(r.output), 2500) << r.output;
+  EXPECT_GE(ms_of(r.output), 900) << r.output;
+}
