@@ -305,7 +305,7 @@ long Viewer::run() {
     const std::int64_t now = monotonic_ns();
     if (fresh) {  // the frame's "shown" time is this swap
       ++s.displayed;
-      if (sender_clock_plausible(s.shown->last_acquired_ns, now)) {
+      if (!s.p.metrics().recorded_clock.load() && sender_clock_plausible(s.shown->last_acquired_ns, now)) {
         const double ms = double(now - s.shown->last_acquired_ns) * 1e-6;
         s.glass.add(float(ms));
         s.shown_glass_ms = ms;
@@ -320,8 +320,11 @@ long Viewer::run() {
     }
   }
   const auto g = s.p.metrics().glass.summary();
-  log::info("viewer: closed; {} frames shown, acquired -> on glass p50 {:.2f} ms, p99 {:.2f} ms", s.displayed,
-            g.p50, g.p99);
+  if (g.count == 0)  // no frame with this session's clock (a verbatim replay, or none shown): no figure
+    log::info("viewer: closed; {} frames shown, acquired -> on glass n/a", s.displayed);
+  else
+    log::info("viewer: closed; {} frames shown, acquired -> on glass p50 {:.2f} ms, p99 {:.2f} ms",
+              s.displayed, g.p50, g.p99);
   return s.displayed;
 }
 

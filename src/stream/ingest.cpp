@@ -267,6 +267,15 @@ void Ingest::handle(std::span<const std::span<const std::byte>> parts) {
   switch (type) {
     case wire::MsgType::Header: {
       ++metrics_.headers;
+      {
+        const bool recorded = (d.msg.env.flags & wire::kFlagRecordedClock) != 0;
+        if (recorded && !metrics_.recorded_clock.exchange(true) && events_.allow(monotonic_ns()))
+          log::info(
+              "ingest: stream {} carries recorded timestamps (a verbatim replay): no latency is measured for "
+              "it (replay --restamp gives this session's clock)",
+              d.msg.env.stream_id);
+        if (!recorded) metrics_.recorded_clock = false;
+      }
       const bool continues =
           seq_.started() && seq_.stream_id() == d.msg.env.stream_id && d.msg.env.sequence >= seq_.last();
       seq_.header(d.msg.env.stream_id, d.msg.env.sequence);

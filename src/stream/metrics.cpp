@@ -110,7 +110,11 @@ void Metrics::add_frame_latency(std::int64_t acquired, std::int64_t arrived, std
   arrival.add(double(ready - arrived) * 1e-6);
   sm.arrival.add(double(ready - arrived) * 1e-6);
   pipeline_recent.add(double(ready - arrived) * 1e-6, now);
-  if (acquired <= 0) return;  // the sender gave no acquisition time
+  if (acquired <= 0) return;    // the sender gave no acquisition time
+  if (recorded_clock.load()) {  // a recording's times: no latency of this session
+    ++recorded_clock_frames;
+    return;
+  }
   if (!sender_clock_plausible(acquired, arrived)) {
     ++clock_invalid;  // a forged or foreign clock: counted, never averaged into the latency figures
     return;
@@ -187,9 +191,11 @@ std::string Metrics::line(double t) {
   // (arrived -> ready) and the sender's lag (acquired -> arrived), p50/p99 in ms; flags only when they apply.
   std::string line = fmt::format(
       "t={:.0f}s fps={:.1f} sps={:.0f} spokes={} frames={} skip={} fail={} miss={} bad={}{} "
-      "pipe={:.1f}/{:.1f}ms lag={:.1f}/{:.1f}ms",
+      "pipe={:.1f}/{:.1f}ms lag={}",
       t, fps, sps, s, f, frames_skipped.load(), frames_failed.load(), missing.load(), rejected_total(),
-      bad.empty() ? "" : "(" + bad + ")", pipe.p50, pipe.p99, lag.p50, lag.p99);
+      bad.empty() ? "" : "(" + bad + ")", pipe.p50, pipe.p99,
+      recorded_clock.load() ? std::string("n/a (recorded timestamps; replay --restamp)")
+                            : fmt::format("{:.1f}/{:.1f}ms", lag.p50, lag.p99));
   const auto glass_now = glass_recent.summary(now);
   if (glass_now.count > 0) line += fmt::format(" glass={:.0f}/{:.0f}ms", glass_now.p50, glass_now.p99);
   if (gaps) line += fmt::format(" gaps={}", gaps.load());
@@ -232,6 +238,7 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
   j["frames_per_s"] = t > 0 ? double(frames.load()) / t : 0.0;
   j["frames_skipped"] = frames_skipped.load();
   j["clock_invalid"] = clock_invalid.load();
+  j["recorded_clock_frames"] = recorded_clock_frames.load();
   j["frames_failed"] = frames_failed.load();
   j["headers"] = headers.load();
   j["heartbeats"] = heartbeats.load();

@@ -98,6 +98,10 @@ class Metrics {
   std::atomic<bool> stream_ended{false};  // the sender closed its stream cleanly (until the next message)
   // Reconstruction.
   std::atomic<std::uint64_t> frames{0}, frames_skipped{0}, frames_failed{0};
+  // The followed stream's header says its spokes carry recorded acquisition times (a verbatim replay): its
+  // frames are kept out of lag, end-to-end and glass latency, counted here instead.
+  std::atomic<bool> recorded_clock{false};
+  std::atomic<std::uint64_t> recorded_clock_frames{0};
   std::atomic<std::uint64_t> clock_invalid{
       0};  // frames whose sender time was not plausible (kept out of latency)
   // Sinks.

@@ -57,7 +57,7 @@ int replay_recording(const ReplayControl& a, const SenderParams& sender_params,
               header.samples, header.coils, sender_params.endpoint,
               max_speed ? "as fast as possible" : fmt::format("speed {}", speed),
               verbatim ? ", verbatim" : (ours ? ", restamped" : ", a foreign file: new envelopes"));
-    sender.send_header(reader.xml());
+    sender.send_header(reader.xml(), verbatim ? wire::kFlagRecordedClock : 0u);
     std::uint64_t seq = 0;
     std::int64_t t0 = monotonic_ns(), rec0 = 0, prev_rec = 0, skipped_ns = 0;
     const std::int64_t max_gap_ns = std::int64_t(a.max_gap_s * 1e9);
@@ -137,7 +137,7 @@ int replay_recording(const ReplayControl& a, const SenderParams& sender_params,
       if (a.loop) {
         t0 = monotonic_ns();
         skipped_ns = 0;
-        sender.send_header(reader.xml());
+        sender.send_header(reader.xml(), verbatim ? wire::kFlagRecordedClock : 0u);
       }
     } while (a.loop);
     sender.close();

@@ -184,8 +184,10 @@ void Sender::send_parts(const wire::Parts& parts) {
   }
 }
 
-void Sender::send_header(const std::string& xml) {
-  send_parts(wire::encode_text(control(wire::MsgType::Header), xml));
+void Sender::send_header(const std::string& xml, std::uint32_t flags) {
+  wire::Envelope e = control(wire::MsgType::Header);
+  e.flags = flags;
+  send_parts(wire::encode_text(e, xml));
 }
 
 void Sender::send_text(const std::string& text) {

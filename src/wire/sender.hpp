@@ -60,7 +60,7 @@ class Sender {
   Sender(zmq::context_t& ctx, const SenderParams& p, std::uint32_t stream_id);
   ~Sender();
 
-  void send_header(const std::string& xml);
+  void send_header(const std::string& xml, std::uint32_t flags = 0);  // flags: wire::kFlag*
   void send_text(const std::string& text);
   void heartbeat();
   // Sends the spoke (its header's acquired_ns and index are used; sent_ns is stamped now). The angle travels

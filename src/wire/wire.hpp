@@ -25,6 +25,10 @@ constexpr std::size_t kAcqHeaderBytes = 340;
 
 enum class MsgType : std::uint16_t { Header = 3, Close = 4, Text = 5, Spoke = 1008, Heartbeat = 4097 };
 
+// Envelope flags of a stream header: its spokes carry a recording's acquisition times (a verbatim replay),
+// not this session's clock, so their age is no latency.
+constexpr std::uint32_t kFlagRecordedClock = 1u;
+
 // Byte offsets: magic 0 (u32), version 4 (u16), type 6 (u16), sequence 8 (u64), stream_id 16 (u32),
 // flags 20 (u32), spoke_index 24 (u64), acquired_ns 32 (i64), sent_ns 40 (i64), angle 48 (f64, NaN when
 // unknown), reserved 56 (u32, 0), checksum 60 (u32: FNV-1a of bytes 0..59).

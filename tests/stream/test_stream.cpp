@@ -1042,3 +1042,36 @@ TEST(Stream, SendersNeverHangWhenTheReceiverGoesAway) {
   EXPECT_LT(ms_of(r.output), 2500) << r.output;
   EXPECT_GE(ms_of(r.output), 900) << r.output;
 }
+
+// Recorded clocks are not latencies: a verbatim replay marks its stream header (kFlagRecordedClock), and run
+// keeps its frames out of lag, end-to-end and glass latency (the status line says n/a) instead of reporting a
+// recording's age as lag or counting CLOCK_INVALID; with --restamp the latencies are measured as usual.
+TEST(Stream, AVerbatimReplaysRecordedClockIsNotReportedAsLatency) {
+  const std::string bin = test::radstream_binary();
+  test::TempDir dir;
+  ASSERT_EQ(
+      test::run_command(bin + " simulate --out " + (dir / "s.h5") + " --spokes 400 --matrix 32 --coils 2")
+          .exit_code,
+      0);
+  for (const bool restamp : {false, true}) {
+    const std::string m = dir / (restamp ? "m2.json" : "m1.json");
+    const auto r = test::run_command(
+        bin + " run --headless --backend cpu --endpoint " + tcp(26154) +
+        " --window 32 --stride 16 --no-skip --until-close --duration 20 --metrics-json " + m +
+        " 2>&1 & sleep 0.3; " + bin + " replay " + (dir / "s.h5") + " --speed 4 --endpoint " + tcp(26154) +
+        (restamp ? " --restamp" : "") + " > /dev/null 2>&1; wait");
+    std::ifstream mf(m);
+    const auto j = nlohmann::json::parse(mf);
+    EXPECT_GT(j.at("frames").get<int>(), 0) << r.output;
+    EXPECT_EQ(j.at("clock_invalid").get<int>(), 0) << r.output;
+    if (!restamp) {
+      EXPECT_GT(j.at("recorded_clock_frames").get<int>(), 0) << r.output;
+      EXPECT_EQ(j.at("latency_ms").at("end_to_end").at("count").get<int>(), 0) << j.dump(1);
+      EXPECT_NE(r.output.find("lag=n/a (recorded timestamps; replay --restamp)"), std::string::npos)
+          << r.output;
+    } else {
+      EXPECT_EQ(j.at("recorded_clock_frames").get<int>(), 0) << r.output;
+      EXPECT_GT(j.at("latency_ms").at("end_to_end").at("count").get<int>(), 0) << j.dump(1);
+    }
+  }
+}
