@@ -104,9 +104,15 @@ void Viewer::Impl::upload_latest() {
   if (frozen) return;
   auto f = p.latest();
   if (!f || f == shown) return;
-  if (shown && shown->last_arrival_ns > 0 && f->last_arrival_ns > shown->last_arrival_ns) {
-    const double dt = double(f->last_arrival_ns - shown->last_arrival_ns) * 1e-9;
-    frame_interval_s = frame_interval_s > 0 ? 0.8 * frame_interval_s + 0.2 * dt : dt;
+  // The stream's nominal frame interval: the time its spokes took to arrive per spoke, times the stride. Not
+  // the interval between shown frames, which stretches when frames are skipped (a pipeline that cannot keep
+  // up must not widen its own freshness limit).
+  if (shown && shown->last_arrival_ns > 0 && f->last_arrival_ns > shown->last_arrival_ns &&
+      f->slice == shown->slice && f->end_serial > shown->end_serial) {
+    const double per_spoke = double(f->last_arrival_ns - shown->last_arrival_ns) * 1e-9 /
+                             double(f->end_serial - shown->end_serial);
+    const double nominal = per_spoke * double(std::max(1, p.stride()));
+    frame_interval_s = frame_interval_s > 0 ? 0.8 * frame_interval_s + 0.2 * nominal : nominal;
   }
   shown = f;  // shown_glass_ms keeps the previous frame's latency until this one reaches the glass
   raw.resize(f->image.size());

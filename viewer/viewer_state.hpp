@@ -65,7 +65,7 @@ struct Viewer::Impl final : ViewerControls {
   std::string pending_screenshot;  // a driver's request, written after this pass renders
   float panel_scroll_max = 0.f;    // how far the side panel scrolls (0: everything fits)
   // Freshness of the image on screen.
-  double frame_interval_s = 0;  // smoothed time between the arrivals of consecutive frames
+  double frame_interval_s = 0;  // smoothed nominal frame interval: stride x the time per arriving spoke
   double shown_glass_ms = -1;   // the shown frame's acquired -> on glass latency
   struct Freshness {
     double age_s = 0, limit_s = 0;
