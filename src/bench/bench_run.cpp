@@ -34,11 +34,7 @@
 #include "version.hpp"
 
 namespace radstream::app {
-namespace {
 
-// One case per file of config/bench/*.yaml: a `bench:` section (the fields above) and an optional `recon:`.
-// The default folder, config/bench, is looked for in the working directory, then beside the program
-// (build/radstream -> config/bench of its source tree; an installed bin/radstream -> share/radstream).
 std::string find_cases_dir(const std::string& dir) {
   namespace fs = std::filesystem;
   if (dir != "config/bench" || fs::is_directory(dir)) return dir;
@@ -51,6 +47,9 @@ std::string find_cases_dir(const std::string& dir) {
   return dir;
 }
 
+namespace {
+
+// One case per file of config/bench/*.yaml: a `bench:` section (the fields above) and an optional `recon:`.
 std::vector<BenchCase> load_cases(const std::string& dir) {
   namespace fs = std::filesystem;
   if (!fs::is_directory(dir))
@@ -336,7 +335,7 @@ int run_bench(const BenchRun& a) {
     if (std::none_of(cases.begin(), cases.end(), [&](const BenchCase& c) { return c.name == name; })) {
       std::string known;
       for (const auto& c : cases) known += (known.empty() ? "" : " ") + c.name;
-      throw ConfigError("bench: no case '" + name + "' in " + a.cases_dir + " (cases: " + known + ")");
+      throw ConfigError("bench: no case '" + name + "' in " + cases_dir + " (cases: " + known + ")");
     }
   for (BenchCase c : cases) {
     if (!a.cases.empty() && std::find(a.cases.begin(), a.cases.end(), c.name) == a.cases.end()) continue;

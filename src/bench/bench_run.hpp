@@ -33,4 +33,9 @@ struct BenchRun {
 // every target passed, 1 when one failed. Throws ConfigError for an unknown case or a bad folder.
 int run_bench(const BenchRun& run);
 
+// The default case folder, config/bench, as found from here: in the working directory, else beside the
+// program (build/radstream -> config/bench of its source tree; an installed bin/radstream ->
+// share/radstream). Any other folder is returned as given.
+std::string find_cases_dir(const std::string& dir);
+
 }  // namespace radstream::app

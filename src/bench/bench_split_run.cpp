@@ -15,6 +15,7 @@
 #include "bench/bench_case.hpp"
 #include "bench/bench_cg.hpp"
 #include "bench/bench_report.hpp"
+#include "bench/bench_run.hpp"
 #include "bench/bench_split_run.hpp"
 #include "bench/bench_stages.hpp"
 #include "core/error.hpp"
@@ -75,7 +76,8 @@ int run_bench_split(const SplitOptions& options) {
   if (a.backend != "cuda" && a.backend != "cpu")
     throw ConfigError("--backend " + a.backend + ": cuda or cpu");
   if (a.frames < 1 || a.warmup < 0) throw ConfigError("--frames must be >= 1 and --warmup >= 0");
-  const YAML::Node root = YAML::LoadFile(a.case_file);
+  const YAML::Node root = YAML::LoadFile(
+      a.case_file == "config/bench/R8.yaml" ? find_cases_dir("config/bench") + "/R8.yaml" : a.case_file);
   BenchCase c;
   ParamReader reader(root["bench"], "bench");
   c.visit(reader);
