@@ -1,6 +1,9 @@
 // radstream: real-time radial MRI reconstruction. One binary, one subcommand per job.
 #include <spdlog/sinks/stdout_color_sinks.h>
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <iostream>
 #include <map>
 
@@ -16,6 +19,21 @@
 #include "version.hpp"
 
 namespace {
+
+// A receiver's sockets, recordings and outputs all take descriptors: the soft limit (often 1,024) is raised
+// to the hard one (at most 65,536) where the system allows, so that a flood of connections meets ZeroMQ's own
+// limits first. Returns the limits before and after (equal when nothing changed).
+std::pair<rlim_t, rlim_t> raise_descriptor_limit() {
+  rlimit l{};
+  if (getrlimit(RLIMIT_NOFILE, &l) != 0) return {0, 0};
+  const rlim_t before = l.rlim_cur;
+  const rlim_t want = l.rlim_max == RLIM_INFINITY ? rlim_t(65536) : std::min<rlim_t>(l.rlim_max, 65536);
+  if (want > l.rlim_cur) {
+    l.rlim_cur = want;
+    if (setrlimit(RLIMIT_NOFILE, &l) != 0) return {before, before};
+  }
+  return {before, l.rlim_cur};
+}
 
 struct ProgramOptions {
   bool version = false;
@@ -94,6 +112,8 @@ int main(int argc, char** argv) {
     std::cerr << "radstream: " << e.what() << "\n";
     return 2;
   }
+  if (const auto [before, after] = raise_descriptor_limit(); after != before)
+    radstream::log::debug("descriptors: soft limit raised from {} to {}", before, after);
   if (po.version) {
     std::cout << "radstream " << RADSTREAM_VERSION << " (commit " << RADSTREAM_COMMIT << ")\n";
     return 0;

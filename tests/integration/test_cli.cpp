@@ -545,6 +545,14 @@ TEST(Cli, TheLogLevelIsTakenAfterTheSubcommandToo) {
   EXPECT_NE(v.output.find("radstream 0.1.0 (commit "), std::string::npos) << v.output;
 }
 
+// The soft descriptor limit is raised to the hard one at start-up (a receiver's connections, recordings and
+// outputs all take descriptors).
+TEST(Cli, TheSoftDescriptorLimitIsRaisedAtStartUp) {
+  const auto r = test::run_command("bash -c 'ulimit -Sn 300; ulimit -Hn 4096; " + test::radstream_binary() +
+                                   " --log-level debug config-keys 2>&1 | head -3'");
+  EXPECT_NE(r.output.find("descriptors: soft limit raised from 300 to 4096"), std::string::npos) << r.output;
+}
+
 // --method has one meaning everywhere: fhd and cg-exact are values of the declared recon.method (no routing
 // on the raw string), taken by recon, refused by the streaming commands with the reason, and their iterations
 // and lambda are the declared cg keys (range-checked by the same reader, not parsed by hand).
