@@ -20,9 +20,9 @@ void FrameGaps::frame(std::int64_t ready_ns, std::int64_t arrival_ns, double mak
   const std::int64_t prev = prev_ready_ns_;
   prev_ready_ns_ = ready_ns;
   if (prev_arrival_ns_ != 0 && arrival_ns > prev_arrival_ns_) {
-    arrival_intervals_ms_.push_back(double(arrival_ns - prev_arrival_ns_) * 1e-6);
-    if (arrival_intervals_ms_.size() > 16) arrival_intervals_ms_.pop_front();
-    const double pace = *std::min_element(arrival_intervals_ms_.begin(), arrival_intervals_ms_.end());
+    intervals_ms_[intervals_++ % intervals_ms_.size()] = double(arrival_ns - prev_arrival_ns_) * 1e-6;
+    const double pace = *std::min_element(intervals_ms_.begin(),
+                                          intervals_ms_.begin() + std::min(intervals_, intervals_ms_.size()));
     effective_ms_ = std::max(threshold_ms_, 1.5 * pace);
   }
   if (arrival_ns > prev_arrival_ns_) prev_arrival_ns_ = arrival_ns;

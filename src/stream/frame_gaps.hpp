@@ -42,7 +42,8 @@ class FrameGaps {
   double threshold_ms_;  // the floor (100 ms)
   double effective_ms_;  // the floor or 1.5 x the stream's frame interval
   std::int64_t prev_arrival_ns_ = 0;
-  std::deque<double> arrival_intervals_ms_;  // the last 16
+  std::array<double, 16> intervals_ms_{};  // the last 16 arrival intervals (a ring; `intervals_` of them set)
+  std::size_t intervals_ = 0;
   mutable std::mutex m_;
   std::int64_t prev_ready_ns_ = 0;
   std::uint64_t count_ = 0;

@@ -300,19 +300,9 @@ void Ingest::handle(std::span<const std::span<const std::byte>> parts) {
                   d.msg.env.stream_id, d.msg.env.spoke_index, metrics_.spokes.load(),
                   metrics_.missing.load());
       return;
-    case wire::MsgType::Spoke: {
-      bool header_seen = false;
-      {
-        std::lock_guard lock(m_);
-        header_seen = !rings_.empty();
-      }
-      if (!header_seen) {
-        hold_early_spoke(d.msg.env.stream_id, parts);
-        return;
-      }
-      on_spoke(d.msg, parts[1]);
+    case wire::MsgType::Spoke:
+      on_spoke(d.msg, parts);
       return;
-    }
   }
 }
 
@@ -446,7 +436,8 @@ void Ingest::on_header(const wire::Message& m, bool continues) {
   if (recorder_) recorder_->start_file(m.text);
 }
 
-void Ingest::on_spoke(const wire::Message& m, std::span<const std::byte> acq_header) {
+void Ingest::on_spoke(const wire::Message& m, std::span<const std::span<const std::byte>> parts) {
+  const std::span<const std::byte> acq_header = parts[1];
   std::shared_ptr<SpokeRing> ring;
   StreamHeader h;
   bool any = false;
@@ -456,8 +447,8 @@ void Ingest::on_spoke(const wire::Message& m, std::span<const std::byte> acq_hea
     if (m.head.slice < rings_.size()) ring = rings_[m.head.slice];
     h = state_.header;
   }
-  if (!any) {
-    reject(wire::Reject::NoHeader, "a spoke arrived before any stream header");
+  if (!any) {  // held for its stream's header (counted as no_header if none claims it)
+    hold_early_spoke(m.env.stream_id, parts);
     return;
   }
   if (!ring) {

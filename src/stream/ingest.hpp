@@ -120,7 +120,7 @@ class Ingest {
   // `continues`: the header repeats that of the stream in hand (same id, neither closed nor restarted), so
   // its frames go on; any other header starts new frames, even of the same geometry.
   void on_header(const wire::Message& m, bool continues);
-  void on_spoke(const wire::Message& m, std::span<const std::byte> acq_header);
+  void on_spoke(const wire::Message& m, std::span<const std::span<const std::byte>> parts);
   void reject(wire::Reject r, const std::string& detail);
   // Spokes that come before any stream header (a receiver started or restarted mid-stream) are held, up to
   // kMaxHeldBytes, until the stream's repeated header comes, then taken in order; those of another stream,

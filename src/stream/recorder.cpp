@@ -188,8 +188,8 @@ void Recorder::run() {
   // A new file's first spokes reach the disk within 0.2 s (a run killed early still leaves them).
   const auto first_flush =
       std::min<std::chrono::duration<double>>(flush_every, std::chrono::milliseconds(200));
-  auto last_flush = std::chrono::steady_clock::now(), file_start = last_flush;
-  bool dirty = false, failed = false, flushed_spokes = false;
+  auto last_flush = std::chrono::steady_clock::now(), file_start = last_flush, last_check = last_flush;
+  bool dirty = false, failed = false;
   std::size_t count_at_check = 0, spoke_bytes = 0;
   std::size_t flushed = 0;  // spokes of the current file on the disk as of its last flush
   for (;;) {
@@ -197,8 +197,7 @@ void Recorder::run() {
     bool have = false;
     {
       std::unique_lock lock(m_);
-      cv_.wait_for(lock, flushed_spokes ? flush_every : first_flush,
-                   [&] { return !q_.empty() || stopping_; });
+      cv_.wait_for(lock, flushed > 0 ? flush_every : first_flush, [&] { return !q_.empty() || stopping_; });
       if (!q_.empty()) {
         it = std::move(q_.front());
         q_.pop_front();
@@ -226,7 +225,6 @@ void Recorder::run() {
         w = std::make_unique<MrdRawWriter>(p, it.xml);
         w->flush();  // a readable file with its header and no spokes from the start
         dirty = false;
-        flushed_spokes = false;
         flushed = 0;
         file_start = std::chrono::steady_clock::now();
         count_at_check = 0;
@@ -254,15 +252,16 @@ void Recorder::run() {
       // crash or SIGKILL leaves a readable file.
       const auto now = std::chrono::steady_clock::now();
       if (w && dirty &&
-          (now - last_flush >= flush_every || !have ||
-           (!flushed_spokes && now - file_start >= first_flush))) {
+          (now - last_flush >= flush_every || !have || (flushed == 0 && now - file_start >= first_flush))) {
         w->flush();
         dirty = false;
-        flushed_spokes = true;
         flushed = w->count();
         last_flush = now;
-        // Stop while the file can still be closed properly: room for 1 MiB and twice what came since the
-        // last check. A disk that fills anyway is the write error below.
+      }
+      // Stop while the file can still be closed properly: every 0.1 s (whatever the flush cadence), room for
+      // 1 MiB and twice what came since the last check. A disk that fills anyway is the write error below.
+      if (w && now - last_check >= std::chrono::milliseconds(100)) {
+        last_check = now;
         const std::size_t n = w->count();
         const std::uint64_t need =
             (1u << 20) + 2 * std::uint64_t(n - count_at_check) * std::max<std::size_t>(spoke_bytes, 1);

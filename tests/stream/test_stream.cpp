@@ -531,22 +531,27 @@ TEST(Stream, ARecordingSurvivesSigkillUpToItsLastFlush) {
   EXPECT_EQ(recon.exit_code, 0) << recon.output;
 }
 
+// `run` recording to DIR/rec.h5 with its metrics in DIR/m.json until the stream closes, started after
+// `prefix` (shell settings or an environment assignment), fed `spokes` simulated spokes at 2000/s; the output
+// carries RUN_RC=<exit status> and the run's log.
+test::CommandResult recorded_run(const test::TempDir& dir, const std::string& prefix, int port, int spokes) {
+  const std::string bin = test::radstream_binary();
+  return test::run_command(
+      "(" + prefix + " exec " + bin + " run --headless --backend cpu --endpoint " + tcp(port) +
+      " --window 32 --stride 16 --until-close --duration 30 --record " + (dir / "rec.h5") +
+      " --metrics-json " + (dir / "m.json") + ") > " + (dir / "run.log") + " 2>&1 & pid=$!; sleep 0.3; " +
+      bin + " simulate --endpoint " + tcp(port) + " --matrix 32 --coils 2 --rate 2000 --spokes " +
+      std::to_string(spokes) + " > /dev/null 2>&1; wait $pid; echo RUN_RC=$?; cat " + (dir / "run.log"));
+}
+
 // A disk that fills (here the file size limit, ulimit -f, with SIGXFSZ ignored as a full disk
 // gives ENOSPC, not a signal): the recording stops while the file can still be closed, says so once, counts
 // every spoke not recorded (RECORD_FAILED, record_failures), the reconstruction goes on, and the run exits 3.
 // The file holds every spoke up to the stop and reads back.
 TEST(Stream, ARecordingOnAFillingDiskStopsCleanlyAndTheRunFails) {
-  const std::string bin = test::radstream_binary();
   test::TempDir dir;
   const std::string rec = dir / "rec.h5", metrics = dir / "m.json";
-  const std::string script =
-      "(trap '' XFSZ; ulimit -f 8192; exec " + bin + " run --headless --backend cpu --endpoint " +
-      tcp(26132) + " --window 32 --stride 16 --until-close --duration 30 --record " + rec +
-      " --metrics-json " + metrics + ") > " + (dir / "run.log") + " 2>&1 & pid=$!; sleep 0.3; " + bin +
-      " simulate --endpoint " + tcp(26132) +
-      " --matrix 32 --coils 2 --rate 2000 --spokes 8000 > /dev/null 2>&1; wait $pid; echo RUN_RC=$?; cat " +
-      (dir / "run.log");
-  const auto r = test::run_command(script);
+  const auto r = recorded_run(dir, "trap '' XFSZ; ulimit -f 8192;", 26132, 8000);
   EXPECT_NE(r.output.find("RUN_RC=3"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("recording stopped and the file closed after"), std::string::npos) << r.output;
   std::ifstream mf(metrics);
@@ -567,17 +572,9 @@ TEST(Stream, ARecordingOnAFillingDiskStopsCleanlyAndTheRunFails) {
 // what a reader of the file finds. The spokes written after the last flush are not in the file, so they are
 // counted as not recorded, never as recorded; recorded + record_failures = received.
 TEST(Stream, AfterAWriteErrorTheCountersEqualWhatTheFileHolds) {
-  const std::string bin = test::radstream_binary();
   test::TempDir dir;
   const std::string rec = dir / "rec.h5", metrics = dir / "m.json";
-  const std::string script =
-      "(RADSTREAM_TEST_RECORD_FAIL_AFTER=300 exec " + bin + " run --headless --backend cpu --endpoint " +
-      tcp(26134) + " --window 32 --stride 16 --until-close --duration 30 --record " + rec +
-      " --metrics-json " + metrics + ") > " + (dir / "run.log") + " 2>&1 & pid=$!; sleep 0.3; " + bin +
-      " simulate --endpoint " + tcp(26134) +
-      " --matrix 32 --coils 2 --rate 2000 --spokes 2000 > /dev/null 2>&1; wait $pid; echo RUN_RC=$?; cat " +
-      (dir / "run.log");
-  const auto r = test::run_command(script);
+  const auto r = recorded_run(dir, "RADSTREAM_TEST_RECORD_FAIL_AFTER=300", 26134, 2000);
   EXPECT_NE(r.output.find("RUN_RC=3"), std::string::npos) << r.output;
   std::ifstream mf(metrics);
   const auto m = nlohmann::json::parse(mf);
