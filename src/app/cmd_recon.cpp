@@ -1,12 +1,53 @@
 // radstream recon: offline reconstruction, the interface other tools script. The stage chain's methods go
 // through run_offline_recon, the exact path's (fhd, cg-exact) through run_exact_job.
+#include <algorithm>
+
 #include "app/commands.hpp"
 #include "app/recon_options.hpp"
 #include "core/error.hpp"
 #include "recon/exact_job.hpp"
+#include "recon/nlinv_job.hpp"
 #include "recon/offline_recon.hpp"
 
 namespace radstream::app {
+
+namespace {
+
+// The keys a parameter struct declares (its visit()), to tell which options belong to a method.
+struct KeyNames {
+  std::vector<std::string> keys;
+  template <class... A>
+  void field(const char* key, A&&...) {
+    keys.emplace_back(key);
+  }
+  template <class... A>
+  void choice(const char* key, A&&...) {
+    keys.emplace_back(key);
+  }
+  bool has(const std::string& k) const { return std::find(keys.begin(), keys.end(), k) != keys.end(); }
+};
+
+KeyNames nlinv_keys() {
+  KeyNames names;
+  NlinvParams{}.visit(names);
+  return names;
+}
+
+int run_nlinv(const DeclaredOptions& o, const OfflineRecon& io, const ExactJob& exact,
+              const ReconParams& params) {
+  for (const std::string& flag : exact.given_flags())
+    throw ConfigError(flag + " goes with --method fhd or cg-exact");
+  const KeyNames nlinv = nlinv_keys();
+  for (const std::string& key : o.given_keys("recon"))
+    if (key != "method" && key != "backend" && key != "threads" && !nlinv.has(key))
+      throw ConfigError(o.option_of("recon", key) + " does not apply to --method nlinv");
+  if (!io.input.empty())
+    throw ConfigError("--method nlinv reads --traj/--kspace (BART's rtnlinv layouts), not --input");
+  run_nlinv_job(NlinvJob{io.traj, io.kspace, io.out, io.matrix}, params);
+  return 0;
+}
+
+}  // namespace
 
 Runner add_recon(CLI::App& app) {
   auto o = std::make_shared<DeclaredOptions>();
@@ -23,6 +64,10 @@ Runner add_recon(CLI::App& app) {
     o->apply("io", io);
     o->apply("exact", exact);
     const ReconParams params = resolve_recon(*o, true);
+    if (params.method == ReconMethod::Nlinv) return run_nlinv(*o, io, exact, params);
+    const KeyNames nlinv = nlinv_keys();
+    for (const std::string& key : o->given_keys("recon"))
+      if (nlinv.has(key)) throw ConfigError(o->option_of("recon", key) + " goes with --method nlinv");
     if (!is_exact_method(params.method)) {
       for (const std::string& flag : exact.given_flags())
         throw ConfigError(flag + " goes with --method fhd or cg-exact");

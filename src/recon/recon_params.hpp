@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/enum_table.hpp"
+#include "nlinv/nlinv_params.hpp"
 #include "recon/backend.hpp"
 #include "stages/cg_sense/cg_sense.hpp"
 #include "stages/coil_combine/coil_combine.hpp"
@@ -18,16 +19,22 @@
 namespace radstream {
 
 // fhd and cg-exact are the seeds' exact path (exact/exact_recon.hpp): direct sums with the field model,
-// offline only (radstream recon), with the cg keys' iterations and lambda.
-enum class ReconMethod { Gridding, Fbp, CgSense, Fhd, CgExact };
-inline constexpr EnumTable<ReconMethod, 5> kReconMethods{"reconstruction method",
+// offline only (radstream recon), with the cg keys' iterations and lambda. nlinv (nlinv/nlinv_cpu.hpp) is a
+// time series of BART layouts, offline only in this version (radstream recon).
+enum class ReconMethod { Gridding, Fbp, CgSense, Fhd, CgExact, Nlinv };
+inline constexpr EnumTable<ReconMethod, 6> kReconMethods{"reconstruction method",
                                                          {{{ReconMethod::Gridding, "gridding"},
                                                            {ReconMethod::Fbp, "fbp"},
                                                            {ReconMethod::CgSense, "cg-sense"},
                                                            {ReconMethod::Fhd, "fhd", true},
-                                                           {ReconMethod::CgExact, "cg-exact", true}}}};
+                                                           {ReconMethod::CgExact, "cg-exact", true},
+                                                           {ReconMethod::Nlinv, "nlinv", true}}}};
 inline bool is_exact_method(ReconMethod m) {
   return m == ReconMethod::Fhd || m == ReconMethod::CgExact;
+}
+// The methods radstream recon runs and the stream runtime does not (yet).
+inline bool is_offline_method(ReconMethod m) {
+  return is_exact_method(m) || m == ReconMethod::Nlinv;
 }
 inline ReconMethod parse_recon_method(const std::string& name) {
   return kReconMethods.parse(name);
@@ -47,13 +54,15 @@ struct ReconParams {
   CoilCombineParams combine;
   FbpParams fbp;
   CgSenseParams cg;
+  NlinvParams nlinv;
 
   template <class V>
   void visit(V& v) {
     v.choice(
         "method", method, kReconMethods,
         "reconstruction method (fbp: filtered backprojection; cg-sense: iterative SENSE with coil maps; fhd, "
-        "cg-exact: the exact path, recon only)");
+        "cg-exact: the exact path, recon only; nlinv: nonlinear inversion, image and coils together, recon "
+        "only)");
     v.choice("backend", backend, kBackendChoices, "where to reconstruct (auto: CUDA when a GPU is present)");
     v.field("threads", threads, 0, 1024, "CPU worker threads (0 = all hardware threads)");
     v.field("cuda_graph", cuda_graph,
@@ -64,6 +73,7 @@ struct ReconParams {
     combine.visit(v);
     fbp.visit(v);
     cg.visit(v);
+    nlinv.visit(v);
   }
 
   // Reads the keys of `node` (the `recon:` map) over the defaults. Throws ConfigError naming a bad key.

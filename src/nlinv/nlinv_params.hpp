@@ -1,0 +1,48 @@
+// NLINV's settings (Uecker et al. 2008/2010, BART's rtnlinv): the Newton steps of the IRGNM and their
+// regularization schedule, the oversampled grid the model lives on, the Sobolev weight on the coils and the
+// temporal damping toward the previous frame. Declared once; the CLI flags, the YAML keys under `recon:` and
+// `radstream config-keys` all come from visit().
+#pragma once
+#include <string>
+
+#include "core/enum_table.hpp"
+
+namespace radstream {
+
+// rho * ||c|| (BART's default, the coil-normalized image) or rho alone (BART's rtnlinv -N).
+enum class NlinvOutput { Combined, Rho };
+inline constexpr EnumTable<NlinvOutput, 2> kNlinvOutputs{
+    "NLINV output", {{{NlinvOutput::Combined, "combined"}, {NlinvOutput::Rho, "rho"}}}};
+
+struct NlinvParams {
+  int newton = 8;                  // Newton steps per frame (BART: -i, default 8)
+  double grid_os = 2.0;            // grid oversampling of the model (BART: 2)
+  double sobolev_a = 220.0;        // W = (1 + a |k|^2)^(l/2) (BART: a = 220)
+  double sobolev_l = 32.0;         // (BART: b = 32)
+  double temporal_damping = 0.9;   // x_ref = damping x the previous frame's solution (BART: -T 0.9)
+  double alpha_min = 0.0;          // alpha_n -> (alpha_n - alpha_min) / redu + alpha_min
+  double alpha_reduction = 2.0;    // redu
+  int newton_cg_max = 100;         // CG iterations per Newton step at most (BART: 100)
+  NlinvOutput output = NlinvOutput::Combined;
+
+  template <class V>
+  void visit(V& v) {
+    v.field("newton", newton, 1, 100, "nlinv: Newton steps per frame (IRGNM; BART's default 8)");
+    v.field("grid_os", grid_os, 1.5, 2.0,
+            "nlinv: oversampling of the Cartesian grid the model is fitted on (2 as BART; 1.5 is faster, its "
+            "Toeplitz kernel wraps)");
+    v.field("sobolev_a", sobolev_a, 1e-3, 1e6, "nlinv: a of the coils' Sobolev weight (1 + a |k|^2)^(l/2)");
+    v.field("sobolev_l", sobolev_l, 0.0, 256.0, "nlinv: l of the coils' Sobolev weight (1 + a |k|^2)^(l/2)");
+    v.field("temporal_damping", temporal_damping, 0.0, 1.0,
+            "nlinv: each frame is regularized toward this times the previous frame's solution (0 = none)");
+    v.field("alpha_min", alpha_min, 0.0, 1.0, "nlinv: the floor of the regularization alpha (starts at 1)");
+    v.field("alpha_reduction", alpha_reduction, 1.0, 100.0,
+            "nlinv: alpha is divided by this at each Newton step (BART's redu, 2)");
+    v.field("newton_cg_max", newton_cg_max, 1, 10000,
+            "nlinv: CG iterations per Newton step at most (stops earlier by BART's rule)");
+    v.choice("nlinv_output", output, kNlinvOutputs,
+             "nlinv: combined = rho times the coils' root-sum-of-squares (BART's default); rho = rho alone");
+  }
+};
+
+}  // namespace radstream

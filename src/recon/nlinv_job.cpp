@@ -1,0 +1,116 @@
+#include "recon/nlinv_job.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "io/cfl.hpp"
+#include "nlinv/nlinv_cpu.hpp"
+
+namespace radstream {
+
+namespace {
+
+constexpr int kTimeDim = 10;
+
+// The product of the extents of dims [from, to).
+long extent(const CflArray& a, int from, int to) {
+  long n = 1;
+  for (int d = from; d < to; ++d) n *= a.dim(d);
+  return n;
+}
+
+void check_layouts(const NlinvJob& job, const CflArray& t, const CflArray& k) {
+  if (t.dim(0) != 3)
+    throw InputError(fmt::format("{}: the trajectory's first dimension is {}, not 3 (kx, ky, kz)", job.traj, t.dim(0)));
+  if (k.dim(0) != 1)
+    throw InputError(fmt::format("{}: the k-space's first dimension is {}; BART's rtnlinv layout is [1 samples "
+                                 "spokes coils 1 ... frames]",
+                                 job.kspace, k.dim(0)));
+  if (k.dim(1) != t.dim(1) || k.dim(2) != t.dim(2))
+    throw InputError(fmt::format("{} has {} samples x {} spokes, the trajectory {} x {}", job.kspace, k.dim(1),
+                                 k.dim(2), t.dim(1), t.dim(2)));
+  for (int d = 3; d < 16; ++d)
+    if (d != kTimeDim && t.dim(d) != 1)
+      throw InputError(fmt::format("{}: dimension {} is {}; only the turns (dimension 10) may be > 1", job.traj, d,
+                                   t.dim(d)));
+  for (int d = 4; d < 16; ++d)
+    if (d != kTimeDim && k.dim(d) != 1)
+      throw InputError(fmt::format("{}: dimension {} is {}; only coils (3) and frames (10) may be > 1", job.kspace,
+                                   d, k.dim(d)));
+}
+
+int matrix_of(const NlinvJob& job, const CflArray& t) {
+  if (job.matrix > 0) {
+    if (job.matrix % 2) throw ConfigError(fmt::format("--matrix {}: nlinv needs an even matrix", job.matrix));
+    return job.matrix;
+  }
+  double kmax = 0;
+  for (std::size_t i = 0; i < t.data.size(); i += 3)
+    for (int a = 0; a < 2; ++a) {
+      const float v = (a == 0 ? t.data[i] : t.data[i + 1]).real();
+      if (!std::isfinite(v)) throw InputError(fmt::format("{}: coordinate {} is not finite", job.traj, i / 3));
+      kmax = std::max(kmax, double(std::abs(v)));
+    }
+  const int n = 2 * int(std::ceil(kmax - 1e-6));
+  if (n < 2) throw InputError(fmt::format("{}: the coordinates span |k| <= {}; no image matrix follows", job.traj, kmax));
+  return n;
+}
+
+}  // namespace
+
+void run_nlinv_job(const NlinvJob& job, const ReconParams& params) {
+  if (job.traj.empty() || job.kspace.empty())
+    throw ConfigError("--method nlinv reads --traj T.cfl and --kspace K.cfl (BART's rtnlinv layouts)");
+  if (job.out.empty()) throw ConfigError("--method nlinv needs --out X.cfl");
+  if (params.backend == BackendChoice::Cuda)
+    throw ConfigError("--method nlinv runs on the cpu backend in this version (--backend cpu or auto)");
+  const CflArray t = read_cfl(job.traj);
+  const CflArray k = read_cfl(job.kspace);
+  check_layouts(job, t, k);
+  const int n = matrix_of(job, t);
+  const long samples = k.dim(1), spokes = k.dim(2), coils = k.dim(3);
+  const long frames = k.dim(kTimeDim), turns = t.dim(kTimeDim);
+  const std::size_t points = std::size_t(samples * spokes);
+  const long frame_values = extent(k, 0, 4);
+  // The trajectory per turn in cycles per pixel, [points][2].
+  std::vector<std::vector<float>> traj(std::size_t(turns), std::vector<float>(points * 2));
+  for (long turn = 0; turn < turns; ++turn)
+    for (std::size_t i = 0; i < points; ++i)
+      for (int a = 0; a < 2; ++a) {
+        const float v = t.data[std::size_t(turn) * points * 3 + i * 3 + std::size_t(a)].real();
+        if (!std::isfinite(v))
+          throw InputError(fmt::format("{}: turn {} point {} is not finite", job.traj, turn, i));
+        traj[std::size_t(turn)][i * 2 + std::size_t(a)] = v / float(n);
+      }
+  NlinvCpu nlinv(n, int(coils), points, params.nlinv, params.threads);
+  std::vector<cfloat> out(std::size_t(n) * n * std::size_t(frames));
+  log::info("nlinv: {} frame(s) of {} spokes x {} samples x {} coils -> {}x{} on a {}x{} grid, {} Newton steps",
+            frames, spokes, samples, coils, n, n, nlinv.model().grid(), nlinv.model().grid(), params.nlinv.newton);
+  std::vector<double> ms;
+  for (long f = 0; f < frames; ++f) {
+    const cfloat* s = k.data.data() + std::size_t(f * frame_values);
+    for (long i = 0; i < frame_values; ++i)
+      if (!std::isfinite(s[i].real()) || !std::isfinite(s[i].imag()))
+        throw InputError(fmt::format("{}: frame {} holds a sample that is not finite (index {})", job.kspace, f, i));
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto rep = nlinv.reconstruct(traj[std::size_t(f % turns)].data(), s, out.data() + std::size_t(f) * n * n);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    log::info("nlinv: frame {}/{}: {:.1f} ms, {} CG iterations over {} Newton steps, residual {:.4g}", f + 1, frames,
+              ms.back(), rep.irgnm.cg_iterations, rep.irgnm.newton_steps, rep.irgnm.final_residual);
+  }
+  std::vector<long> dims(16, 1);
+  dims[0] = n;
+  dims[1] = n;
+  dims[kTimeDim] = frames;
+  write_cfl(job.out, dims, out);
+  std::sort(ms.begin(), ms.end());
+  log::info("nlinv: wrote {} ({} frame(s)), median {:.1f} ms per frame", job.out, frames, ms[ms.size() / 2]);
+}
+
+}  // namespace radstream
