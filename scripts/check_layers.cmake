@@ -1,6 +1,6 @@
 # The layers' include arrows, checked at every build (cmake -DROOT=<repo> -P scripts/check_layers.cmake): an
 # #include "dir/file" that runs upward (or sideways between stages) fails the build with the file and line.
-#   core <- gpu <- fft, linalg <- noncart, exact <- stage (the stage API) <- stages/<x> <- recon <- stream
+#   core <- gpu <- fft, linalg <- noncart, exact <- nlinv (on noncart) <- stage (the stage API) <- stages/<x> <- recon <- stream
 #   <- viewer, bench, batch <- app
 #   io and sim sit on core only; wire (both ends of the spoke protocol) on core, io and sim; recon also uses io
 #   (coil maps from a file), stream uses wire, io and sim.
@@ -11,7 +11,7 @@ set(allowed_linalg core gpu linalg)
 set(allowed_noncart core gpu fft linalg noncart)
 set(allowed_exact core gpu fft linalg exact)
 set(allowed_nlinv core gpu fft linalg noncart nlinv)
-set(allowed_stage core gpu fft linalg noncart stage)
+set(allowed_stage core gpu fft linalg noncart nlinv stage)
 set(allowed_io core io)
 set(allowed_sim core sim)
 set(allowed_display core io display)

@@ -41,8 +41,10 @@ int run_nlinv(const DeclaredOptions& o, const OfflineRecon& io, const ExactJob& 
   for (const std::string& key : o.given_keys("recon"))
     if (key != "method" && key != "backend" && key != "threads" && !nlinv.has(key))
       throw ConfigError(o.option_of("recon", key) + " does not apply to --method nlinv");
-  if (!io.input.empty())
-    throw ConfigError("--method nlinv reads --traj/--kspace (BART's rtnlinv layouts), not --input");
+  if (!io.input.empty()) {  // one window of an MRD file through the chain's nlinv stage
+    run_offline_recon(io, params);
+    return 0;
+  }
   run_nlinv_job(NlinvJob{io.traj, io.kspace, io.out, io.matrix}, params);
   return 0;
 }

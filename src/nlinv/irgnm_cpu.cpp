@@ -76,7 +76,8 @@ IrgnmReport IrgnmCpu::solve(const NlinvParams& p, cfloat* x, const cfloat* x_ref
     model_.linearize(x);
     model_.value(r_data_.data());
 #pragma omp parallel for
-    for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(m); ++i) r_data_[std::size_t(i)] = y[i] - r_data_[std::size_t(i)];
+    for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(m); ++i)
+      r_data_[std::size_t(i)] = y[i] - r_data_[std::size_t(i)];
     rep.final_residual = std::sqrt(norm2(r_data_.data(), m));
     model_.derivative_adjoint(r_data_.data(), b_.data());
     const float a_f = float(alpha);

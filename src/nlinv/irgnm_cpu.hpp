@@ -8,15 +8,10 @@
 #include <cstddef>
 
 #include "core/buffer.hpp"
+#include "nlinv/nlinv_engine.hpp"
 #include "nlinv/nlinv_model_cpu.hpp"
 
 namespace radstream {
-
-struct IrgnmReport {
-  int newton_steps = 0;
-  int cg_iterations = 0;         // over all Newton steps
-  double final_residual = 0;     // ||y - F(x)|| before the last step
-};
 
 class IrgnmCpu {
  public:

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -33,7 +34,15 @@ NlinvCpu::NlinvCpu(int matrix, int coils, std::size_t points, const NlinvParams&
   ones_ = HostBuffer<cfloat>(Extents{points});
   psf_image_ = HostBuffer<cfloat>(Extents{model_->pixels()});
   for (auto& v : ones_) v = cfloat{1.f, 0.f};
+  reset();
+}
+
+void NlinvCpu::reset() {
+  std::fill(x_.begin(), x_.end(), cfloat{});
   for (std::size_t i = 0; i < model_->pixels(); ++i) x_[i] = cfloat{1.f, 0.f};  // rho = 1, c = 0
+  std::fill(ref_.begin(), ref_.end(), cfloat{});
+  scaling_ = -1;
+  first_ = true;
 }
 
 void NlinvCpu::grid_frame(const float* traj, const cfloat* samples) {
@@ -65,7 +74,8 @@ NlinvFrameReport NlinvCpu::reconstruct(const float* traj, const cfloat* samples,
     double s = 0;
     for (std::size_t i = 0; i < m; ++i) s += std::norm(std::complex<double>(y_[i]));
     if (!(s > 0) || !std::isfinite(s))
-      throw InputError("nlinv: the stream's first frame has no signal (its gridded k-space is zero or not finite)");
+      throw InputError(
+          "nlinv: the stream's first frame has no signal (its gridded k-space is zero or not finite)");
     scaling_ = 100.0 / std::sqrt(s);
   }
   const float sc = float(scaling_);

@@ -1,6 +1,6 @@
 // One stream's NLINV on the CPU (BART's rtnlinv, frame by frame): each frame's spokes are gridded once onto
-// the model's oversampled grid (y_j = U A^H s_j, A the NUFFT on the G x G grid scaled as unitary for the N x N
-// image, as BART's nufft and its factor 2 do) and its transfer function D made from the same trajectory;
+// the model's oversampled grid (y_j = U A^H s_j, A the NUFFT on the G x G grid scaled as unitary for the N x
+// N image, as BART's nufft and its factor 2 do) and its transfer function D made from the same trajectory;
 // every frame's data are scaled by 100 / ||y|| of the stream's first frame; the IRGNM starts from the
 // previous frame's solution (the first from rho = 1, c = 0) and is regularized toward temporal_damping times
 // it. Frames of one stream must share the matrix and the coil count; a new stream is a new object.
@@ -10,23 +10,20 @@
 
 #include "core/buffer.hpp"
 #include "nlinv/irgnm_cpu.hpp"
+#include "nlinv/nlinv_engine.hpp"
 #include "nlinv/nlinv_model_cpu.hpp"
 #include "noncart/nufft_operator_cpu.hpp"
 
 namespace radstream {
 
-struct NlinvFrameReport {
-  IrgnmReport irgnm;
-  double scaling = 0;  // the stream's data scale (100 / ||y|| of the first frame)
-};
-
-class NlinvCpu {
+class NlinvCpu final : public NlinvEngine {
  public:
   // matrix N, coils J, points: samples per frame (spokes x samples); threads 0 = all.
   NlinvCpu(int matrix, int coils, std::size_t points, const NlinvParams& p, int threads);
 
   // traj [points][2] in cycles per pixel of the N x N image; samples [coils][points]; out [N*N].
-  NlinvFrameReport reconstruct(const float* traj, const cfloat* samples, cfloat* out);
+  NlinvFrameReport reconstruct(const float* traj, const cfloat* samples, cfloat* out) override;
+  void reset() override;
 
   NlinvModelCpu& model() { return *model_; }
   // The solution x = (rho, chat) of the last frame.

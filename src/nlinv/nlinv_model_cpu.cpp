@@ -19,7 +19,8 @@ NlinvModelCpu::NlinvModelCpu(int matrix, int grid, int coils, const NlinvParams&
   if (matrix < 2 || matrix % 2)
     throw ConfigError(fmt::format("nlinv: the image matrix {} must be even and >= 2", matrix));
   if (grid < matrix || grid % 4)
-    throw ConfigError(fmt::format("nlinv: the grid {} must be a multiple of 4 and >= the matrix {}", grid, matrix));
+    throw ConfigError(
+        fmt::format("nlinv: the grid {} must be a multiple of 4 and >= the matrix {}", grid, matrix));
   if (coils < 1) throw ConfigError(fmt::format("nlinv: {} coils; at least one is needed", coils));
   weight_ = HostBuffer<float>(Extents{px_});
   for (int y = 0; y < g_; ++y)
@@ -27,7 +28,8 @@ NlinvModelCpu::NlinvModelCpu(int matrix, int grid, int coils, const NlinvParams&
       // frequency index of the unshifted DFT layout, centred: [-G/2, G/2) over G
       const double ky = double(y < g_ / 2 ? y : y - g_) / g_;
       const double kx = double(x < g_ / 2 ? x : x - g_) / g_;
-      weight_[std::size_t(y) * g_ + x] = float(std::pow(1.0 + p.sobolev_a * (kx * kx + ky * ky), -p.sobolev_l / 2));
+      weight_[std::size_t(y) * g_ + x] =
+          float(std::pow(1.0 + p.sobolev_a * (kx * kx + ky * ky), -p.sobolev_l / 2));
     }
   pattern_ = HostBuffer<cfloat>(Extents{px_});
   rho_ = HostBuffer<cfloat>(Extents{px_});
@@ -132,7 +134,8 @@ void NlinvModelCpu::derivative_adjoint(const cfloat* r, cfloat* out) {
 void NlinvModelCpu::normal(const cfloat* v, cfloat* out) {
   derivative(v, work_.data());
 #pragma omp parallel for
-  for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(px_ * j_); ++i) work_[std::size_t(i)] *= pattern_[std::size_t(i) % px_];
+  for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(px_ * j_); ++i)
+    work_[std::size_t(i)] *= pattern_[std::size_t(i) % px_];
   derivative_adjoint(work_.data(), out);
 }
 

@@ -15,14 +15,14 @@ inline constexpr EnumTable<NlinvOutput, 2> kNlinvOutputs{
     "NLINV output", {{{NlinvOutput::Combined, "combined"}, {NlinvOutput::Rho, "rho"}}}};
 
 struct NlinvParams {
-  int newton = 8;                  // Newton steps per frame (BART: -i, default 8)
-  double grid_os = 2.0;            // grid oversampling of the model (BART: 2)
-  double sobolev_a = 220.0;        // W = (1 + a |k|^2)^(l/2) (BART: a = 220)
-  double sobolev_l = 32.0;         // (BART: b = 32)
-  double temporal_damping = 0.9;   // x_ref = damping x the previous frame's solution (BART: -T 0.9)
-  double alpha_min = 0.0;          // alpha_n -> (alpha_n - alpha_min) / redu + alpha_min
-  double alpha_reduction = 2.0;    // redu
-  int newton_cg_max = 100;         // CG iterations per Newton step at most (BART: 100)
+  int newton = 8;                 // Newton steps per frame (BART: -i, default 8)
+  double grid_os = 2.0;           // grid oversampling of the model (BART: 2)
+  double sobolev_a = 220.0;       // W = (1 + a |k|^2)^(l/2) (BART: a = 220)
+  double sobolev_l = 32.0;        // (BART: b = 32)
+  double temporal_damping = 0.9;  // x_ref = damping x the previous frame's solution (BART: -T 0.9)
+  double alpha_min = 0.0;         // alpha_n -> (alpha_n - alpha_min) / redu + alpha_min
+  double alpha_reduction = 2.0;   // redu
+  int newton_cg_max = 100;        // CG iterations per Newton step at most (BART: 100)
   NlinvOutput output = NlinvOutput::Combined;
 
   template <class V>

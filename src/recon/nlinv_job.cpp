@@ -27,22 +27,24 @@ long extent(const CflArray& a, int from, int to) {
 
 void check_layouts(const NlinvJob& job, const CflArray& t, const CflArray& k) {
   if (t.dim(0) != 3)
-    throw InputError(fmt::format("{}: the trajectory's first dimension is {}, not 3 (kx, ky, kz)", job.traj, t.dim(0)));
+    throw InputError(
+        fmt::format("{}: the trajectory's first dimension is {}, not 3 (kx, ky, kz)", job.traj, t.dim(0)));
   if (k.dim(0) != 1)
-    throw InputError(fmt::format("{}: the k-space's first dimension is {}; BART's rtnlinv layout is [1 samples "
-                                 "spokes coils 1 ... frames]",
-                                 job.kspace, k.dim(0)));
+    throw InputError(
+        fmt::format("{}: the k-space's first dimension is {}; BART's rtnlinv layout is [1 samples "
+                    "spokes coils 1 ... frames]",
+                    job.kspace, k.dim(0)));
   if (k.dim(1) != t.dim(1) || k.dim(2) != t.dim(2))
-    throw InputError(fmt::format("{} has {} samples x {} spokes, the trajectory {} x {}", job.kspace, k.dim(1),
-                                 k.dim(2), t.dim(1), t.dim(2)));
+    throw InputError(fmt::format("{} has {} samples x {} spokes, the trajectory {} x {}", job.kspace,
+                                 k.dim(1), k.dim(2), t.dim(1), t.dim(2)));
   for (int d = 3; d < 16; ++d)
     if (d != kTimeDim && t.dim(d) != 1)
-      throw InputError(fmt::format("{}: dimension {} is {}; only the turns (dimension 10) may be > 1", job.traj, d,
-                                   t.dim(d)));
+      throw InputError(fmt::format("{}: dimension {} is {}; only the turns (dimension 10) may be > 1",
+                                   job.traj, d, t.dim(d)));
   for (int d = 4; d < 16; ++d)
     if (d != kTimeDim && k.dim(d) != 1)
-      throw InputError(fmt::format("{}: dimension {} is {}; only coils (3) and frames (10) may be > 1", job.kspace,
-                                   d, k.dim(d)));
+      throw InputError(fmt::format("{}: dimension {} is {}; only coils (3) and frames (10) may be > 1",
+                                   job.kspace, d, k.dim(d)));
 }
 
 int matrix_of(const NlinvJob& job, const CflArray& t) {
@@ -54,11 +56,14 @@ int matrix_of(const NlinvJob& job, const CflArray& t) {
   for (std::size_t i = 0; i < t.data.size(); i += 3)
     for (int a = 0; a < 2; ++a) {
       const float v = (a == 0 ? t.data[i] : t.data[i + 1]).real();
-      if (!std::isfinite(v)) throw InputError(fmt::format("{}: coordinate {} is not finite", job.traj, i / 3));
+      if (!std::isfinite(v))
+        throw InputError(fmt::format("{}: coordinate {} is not finite", job.traj, i / 3));
       kmax = std::max(kmax, double(std::abs(v)));
     }
   const int n = 2 * int(std::ceil(kmax - 1e-6));
-  if (n < 2) throw InputError(fmt::format("{}: the coordinates span |k| <= {}; no image matrix follows", job.traj, kmax));
+  if (n < 2)
+    throw InputError(
+        fmt::format("{}: the coordinates span |k| <= {}; no image matrix follows", job.traj, kmax));
   return n;
 }
 
@@ -90,19 +95,22 @@ void run_nlinv_job(const NlinvJob& job, const ReconParams& params) {
       }
   NlinvCpu nlinv(n, int(coils), points, params.nlinv, params.threads);
   std::vector<cfloat> out(std::size_t(n) * n * std::size_t(frames));
-  log::info("nlinv: {} frame(s) of {} spokes x {} samples x {} coils -> {}x{} on a {}x{} grid, {} Newton steps",
-            frames, spokes, samples, coils, n, n, nlinv.model().grid(), nlinv.model().grid(), params.nlinv.newton);
+  log::info(
+      "nlinv: {} frame(s) of {} spokes x {} samples x {} coils -> {}x{} on a {}x{} grid, {} Newton steps",
+      frames, spokes, samples, coils, n, n, nlinv.model().grid(), nlinv.model().grid(), params.nlinv.newton);
   std::vector<double> ms;
   for (long f = 0; f < frames; ++f) {
     const cfloat* s = k.data.data() + std::size_t(f * frame_values);
     for (long i = 0; i < frame_values; ++i)
       if (!std::isfinite(s[i].real()) || !std::isfinite(s[i].imag()))
-        throw InputError(fmt::format("{}: frame {} holds a sample that is not finite (index {})", job.kspace, f, i));
+        throw InputError(
+            fmt::format("{}: frame {} holds a sample that is not finite (index {})", job.kspace, f, i));
     const auto t0 = std::chrono::steady_clock::now();
-    const auto rep = nlinv.reconstruct(traj[std::size_t(f % turns)].data(), s, out.data() + std::size_t(f) * n * n);
+    const auto rep =
+        nlinv.reconstruct(traj[std::size_t(f % turns)].data(), s, out.data() + std::size_t(f) * n * n);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    log::info("nlinv: frame {}/{}: {:.1f} ms, {} CG iterations over {} Newton steps, residual {:.4g}", f + 1, frames,
-              ms.back(), rep.irgnm.cg_iterations, rep.irgnm.newton_steps, rep.irgnm.final_residual);
+    log::info("nlinv: frame {}/{}: {:.1f} ms, {} CG iterations over {} Newton steps, residual {:.4g}", f + 1,
+              frames, ms.back(), rep.irgnm.cg_iterations, rep.irgnm.newton_steps, rep.irgnm.final_residual);
   }
   std::vector<long> dims(16, 1);
   dims[0] = n;

@@ -24,8 +24,7 @@ const std::vector<RecipeStep> kGrid{{"density", "weighted"}, {"gridding", "grid"
 }  // namespace
 
 Recipe recipe_for(const ReconParams& p, Backend backend) {
-  if (p.method == ReconMethod::Nlinv)
-    throw ConfigError("method nlinv is a solver of its own (nlinv/nlinv_cpu.hpp), not a stage chain");
+  if (p.method == ReconMethod::Nlinv) return {"nlinv", {{"nlinv", "solution"}, {"magnitude", "image"}}};
   if (is_exact_method(p.method))
     throw ConfigError(std::string("method ") + to_string(p.method) +
                       " is the exact path (exact/exact_recon.hpp), not a stage chain");

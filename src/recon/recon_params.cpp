@@ -20,10 +20,6 @@ void ReconParams::validate(bool exact_methods) const {
   if (is_exact_method(method) && !exact_methods)
     throw ConfigError(std::string("recon.method = ") + to_string(method) +
                       " is the exact path, offline only: radstream recon --method " + to_string(method));
-  if (method == ReconMethod::Nlinv && !exact_methods)
-    throw ConfigError(
-        "recon.method = nlinv runs offline only in this version: radstream recon --method nlinv --traj T.cfl "
-        "--kspace K.cfl --out X.cfl");
   if (gridding.width % 2)
     throw ConfigError("recon.kernel_width = " + std::to_string(gridding.width) + " must be even");
   beatty_beta(gridding.width, gridding.oversampling);  // throws when undefined

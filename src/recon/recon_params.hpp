@@ -19,8 +19,8 @@
 namespace radstream {
 
 // fhd and cg-exact are the seeds' exact path (exact/exact_recon.hpp): direct sums with the field model,
-// offline only (radstream recon), with the cg keys' iterations and lambda. nlinv (nlinv/nlinv_cpu.hpp) is a
-// time series of BART layouts, offline only in this version (radstream recon).
+// offline only (radstream recon), with the cg keys' iterations and lambda. nlinv (nlinv/nlinv_engine.hpp)
+// runs as the nlinv stage in streams and on BART's rtnlinv layouts in radstream recon.
 enum class ReconMethod { Gridding, Fbp, CgSense, Fhd, CgExact, Nlinv };
 inline constexpr EnumTable<ReconMethod, 6> kReconMethods{"reconstruction method",
                                                          {{{ReconMethod::Gridding, "gridding"},
@@ -28,13 +28,9 @@ inline constexpr EnumTable<ReconMethod, 6> kReconMethods{"reconstruction method"
                                                            {ReconMethod::CgSense, "cg-sense"},
                                                            {ReconMethod::Fhd, "fhd", true},
                                                            {ReconMethod::CgExact, "cg-exact", true},
-                                                           {ReconMethod::Nlinv, "nlinv", true}}}};
+                                                           {ReconMethod::Nlinv, "nlinv"}}}};
 inline bool is_exact_method(ReconMethod m) {
   return m == ReconMethod::Fhd || m == ReconMethod::CgExact;
-}
-// The methods radstream recon runs and the stream runtime does not (yet).
-inline bool is_offline_method(ReconMethod m) {
-  return is_exact_method(m) || m == ReconMethod::Nlinv;
 }
 inline ReconMethod parse_recon_method(const std::string& name) {
   return kReconMethods.parse(name);
@@ -61,8 +57,7 @@ struct ReconParams {
     v.choice(
         "method", method, kReconMethods,
         "reconstruction method (fbp: filtered backprojection; cg-sense: iterative SENSE with coil maps; fhd, "
-        "cg-exact: the exact path, recon only; nlinv: nonlinear inversion, image and coils together, recon "
-        "only)");
+        "cg-exact: the exact path, recon only; nlinv: nonlinear inversion, image and coils together)");
     v.choice("backend", backend, kBackendChoices, "where to reconstruct (auto: CUDA when a GPU is present)");
     v.field("threads", threads, 0, 1024, "CPU worker threads (0 = all hardware threads)");
     v.field("cuda_graph", cuda_graph,

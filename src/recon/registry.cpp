@@ -8,6 +8,7 @@
 #include "stages/fbp/fbp.hpp"
 #include "stages/fft/fft.hpp"
 #include "stages/gridding/gridding.hpp"
+#include "stages/nlinv/nlinv.hpp"
 
 namespace radstream {
 
@@ -76,6 +77,8 @@ void register_stages(Registry& r) {
   r.add_twins(
       "cg_sense", [](P p) { return make_cg_sense_cpu(p.cg, p.gridding.kernel(), p.fft.planner); },
       RADSTREAM_CUDA_TWIN([](P p) { return make_cg_sense_cuda(p.cg, p.gridding.kernel()); }));
+  r.add_twins(
+      "nlinv", [](P p) { return make_nlinv_cpu(p.nlinv); }, nullptr);
 }
 
 Registry default_registry() {
