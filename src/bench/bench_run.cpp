@@ -213,7 +213,11 @@ nlohmann::ordered_json chain_case(const BenchCase& c, bool moved_to_cpu, const R
       j["bart_over_ours_wall"] = j["bart_nufft_rss_command_ms"].get<double>() / w.median;
   }
   const SolverStats solver = chain.solver_stats();
-  if (solver.present) {
+  if (solver.present && c.recon.method == ReconMethod::Nlinv) {
+    j["cg_iterations_last_frame"] = solver.iterations;  // over all Newton steps
+    j["newton_steps"] = c.recon.nlinv.newton;
+    j["grid_os"] = c.recon.nlinv.grid_os;
+  } else if (solver.present) {
     j["iterations"] = solver.iterations;
     j["residual"] = solver.residual;
     j["toeplitz"] = c.recon.cg.toeplitz;

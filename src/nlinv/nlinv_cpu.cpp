@@ -1,13 +1,6 @@
 #include "nlinv/nlinv_cpu.hpp"
 
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <cmath>
-#include <cstring>
-
-#include "core/error.hpp"
-#include "core/log.hpp"
+#include "linalg/vector_ops.hpp"
 
 namespace radstream {
 
@@ -20,29 +13,19 @@ NufftKernel nlinv_kernel() {
 }  // namespace
 
 NlinvCpu::NlinvCpu(int matrix, int coils, std::size_t points, const NlinvParams& p, int threads)
-    : p_(p), n_(matrix), j_(coils), points_(points) {
-  const int g = nlinv_grid_size(matrix, p.grid_os);
-  model_ = std::make_unique<NlinvModelCpu>(matrix, g, coils, p, threads);
-  irgnm_ = std::make_unique<IrgnmCpu>(*model_);
+    : NlinvSolver(
+          p, std::make_unique<NlinvModelCpu>(matrix, nlinv_grid_size(matrix, p.grid_os), coils, p, threads),
+          make_vector_ops_cpu()),
+      n_(matrix),
+      j_(coils) {
+  const int g = model_->grid();
   nufft_ = std::make_unique<NufftOperatorCpu>(2, std::array<int, 3>{g, g, 1}, coils, points, nlinv_kernel(),
                                               FftPlanner::Estimate, threads);
   psf_ = std::make_unique<NufftOperatorCpu>(2, std::array<int, 3>{g, g, 1}, 1, points, nlinv_kernel(),
                                             FftPlanner::Estimate, threads);
-  y_ = HostBuffer<cfloat>(Extents{model_->data_size()});
-  x_ = HostBuffer<cfloat>(Extents{model_->unknowns()});
-  ref_ = HostBuffer<cfloat>(Extents{model_->unknowns()});
   ones_ = HostBuffer<cfloat>(Extents{points});
   psf_image_ = HostBuffer<cfloat>(Extents{model_->pixels()});
   for (auto& v : ones_) v = cfloat{1.f, 0.f};
-  reset();
-}
-
-void NlinvCpu::reset() {
-  std::fill(x_.begin(), x_.end(), cfloat{});
-  for (std::size_t i = 0; i < model_->pixels(); ++i) x_[i] = cfloat{1.f, 0.f};  // rho = 1, c = 0
-  std::fill(ref_.begin(), ref_.end(), cfloat{});
-  scaling_ = -1;
-  first_ = true;
 }
 
 void NlinvCpu::grid_frame(const float* traj, const cfloat* samples) {
@@ -50,10 +33,9 @@ void NlinvCpu::grid_frame(const float* traj, const cfloat* samples) {
   const std::size_t px = model_->pixels();
   // y_j = U A^H s_j with A = E / N (E the unscaled NUDFT on the G x G grid): unitary for the N x N image.
   nufft_->set_points(traj);
-  nufft_->adjoint(samples, y_.data());
-  model_->unitary(y_.data(), j_, false);
-  const float inv_n = 1.f / float(n_);
-  for (auto& v : y_) v *= inv_n;
+  nufft_->adjoint(samples, y());
+  model_->unitary(y(), j_, false);
+  model_->scale(y(), model_->data_size(), 1.f / float(n_));
   // D = DFT of the point spread function h = A^H A delta = E^H 1 / N^2, rolled so that offset 0 is cell 0.
   psf_->set_points(traj);
   psf_->adjoint(ones_.data(), psf_image_.data());
@@ -63,31 +45,19 @@ void NlinvCpu::grid_frame(const float* traj, const cfloat* samples) {
     for (int x = 0; x < g; ++x)
       d[std::size_t(y) * g + x] = psf_image_[std::size_t((y + half) % g) * g + std::size_t((x + half) % g)];
   model_->unitary(d, 1, false);
-  const float scale = float(g) / (float(n_) * float(n_));  // unnormalized DFT = G U
-  for (std::size_t i = 0; i < px; ++i) d[i] *= scale;
-}
-
-NlinvFrameReport NlinvCpu::reconstruct(const float* traj, const cfloat* samples, cfloat* out) {
-  grid_frame(traj, samples);
-  const std::size_t m = model_->data_size();
-  if (scaling_ < 0) {
-    double s = 0;
-    for (std::size_t i = 0; i < m; ++i) s += std::norm(std::complex<double>(y_[i]));
-    if (!(s > 0) || !std::isfinite(s))
-      throw InputError(
-          "nlinv: the stream's first frame has no signal (its gridded k-space is zero or not finite)");
-    scaling_ = 100.0 / std::sqrt(s);
-  }
-  const float sc = float(scaling_);
-  for (std::size_t i = 0; i < m; ++i) y_[i] *= sc;
-  NlinvFrameReport rep;
-  rep.scaling = scaling_;
-  rep.irgnm = irgnm_->solve(p_, x_.data(), first_ ? nullptr : ref_.data(), y_.data());
-  const float damp = float(p_.temporal_damping);
-  for (std::size_t i = 0; i < x_.size(); ++i) ref_[i] = damp * x_[i];
-  first_ = false;
-  model_->image(p_.output, out);
-  return rep;
+  model_->scale(d, px, float(g) / (float(n_) * float(n_)));  // the unnormalized DFT = G U
 }
 
 }  // namespace radstream
+
+#ifndef RADSTREAM_HAVE_CUDA
+#include "core/error.hpp"
+#include "nlinv/nlinv_cuda.hpp"
+
+namespace radstream {
+std::unique_ptr<NlinvSolver> make_nlinv_cuda_engine(int, int, std::size_t, const NlinvParams&,
+                                                    gpu::StreamRef) {
+  throw CudaError("make_nlinv_cuda_engine", "this build has no CUDA backend", __FILE__, __LINE__);
+}
+}  // namespace radstream
+#endif

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -9,28 +10,10 @@
 
 namespace radstream {
 
-int nlinv_grid_size(int matrix, double grid_os) {
-  const int g = int(std::ceil(grid_os * matrix - 1e-9));
-  return (g + 3) / 4 * 4;
-}
-
 NlinvModelCpu::NlinvModelCpu(int matrix, int grid, int coils, const NlinvParams& p, int threads)
-    : n_(matrix), g_(grid), j_(coils), px_(std::size_t(grid) * std::size_t(grid)), lo_((grid - matrix) / 2) {
-  if (matrix < 2 || matrix % 2)
-    throw ConfigError(fmt::format("nlinv: the image matrix {} must be even and >= 2", matrix));
-  if (grid < matrix || grid % 4)
-    throw ConfigError(
-        fmt::format("nlinv: the grid {} must be a multiple of 4 and >= the matrix {}", grid, matrix));
-  if (coils < 1) throw ConfigError(fmt::format("nlinv: {} coils; at least one is needed", coils));
+    : NlinvModel(matrix, grid, coils) {
   weight_ = HostBuffer<float>(Extents{px_});
-  for (int y = 0; y < g_; ++y)
-    for (int x = 0; x < g_; ++x) {
-      // frequency index of the unshifted DFT layout, centred: [-G/2, G/2) over G
-      const double ky = double(y < g_ / 2 ? y : y - g_) / g_;
-      const double kx = double(x < g_ / 2 ? x : x - g_) / g_;
-      weight_[std::size_t(y) * g_ + x] =
-          float(std::pow(1.0 + p.sobolev_a * (kx * kx + ky * ky), -p.sobolev_l / 2));
-    }
+  nlinv_sobolev_weight(g_, p, weight_.data());
   pattern_ = HostBuffer<cfloat>(Extents{px_});
   rho_ = HostBuffer<cfloat>(Extents{px_});
   coils_ = HostBuffer<cfloat>(Extents{px_ * j_});
@@ -48,7 +31,16 @@ void NlinvModelCpu::fft(cfloat* data, int batch, bool inverse) const {
     (inverse ? inv_1_ : fwd_1_).execute(data);
 }
 
-void NlinvModelCpu::unitary(cfloat* data, int batch, bool inverse) const {
+void NlinvModelCpu::scale(cfloat* data, std::size_t n, float s) {
+#pragma omp parallel for
+  for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(n); ++i) data[i] *= s;
+}
+
+void NlinvModelCpu::set(cfloat* data, std::size_t n, cfloat v) {
+  std::fill(data, data + n, v);
+}
+
+void NlinvModelCpu::unitary(cfloat* data, int batch, bool inverse) {
   fft(data, batch, inverse);
   const float s = 1.f / float(g_);
   const std::size_t n = px_ * std::size_t(batch);
@@ -139,7 +131,7 @@ void NlinvModelCpu::normal(const cfloat* v, cfloat* out) {
   derivative_adjoint(work_.data(), out);
 }
 
-void NlinvModelCpu::image(NlinvOutput output, cfloat* out) const {
+void NlinvModelCpu::image(NlinvOutput output, cfloat* out) {
   for (int y = 0; y < n_; ++y)
     for (int x = 0; x < n_; ++x) {
       const std::size_t p = std::size_t(y + lo_) * g_ + std::size_t(x + lo_);
@@ -152,8 +144,5 @@ void NlinvModelCpu::image(NlinvOutput output, cfloat* out) const {
       out[std::size_t(y) * n_ + x] = v;
     }
 }
-
-NlinvJacobianCpu::NlinvJacobianCpu(NlinvModelCpu& model)
-    : LinearOperator(Extents{model.unknowns()}, Extents{model.data_size()}, Location::Host), model_(model) {}
 
 }  // namespace radstream

@@ -1,85 +1,39 @@
-// NLINV's forward model on the CPU, formulated as BART's rtnlinv (Uecker et al. 2008, 2010): on a Cartesian
-// grid of G x G cells (G = grid_os x N, the image's FOV enlarged with the same pixel size) the unknowns are
-// x = (rho, chat_1..chat_J): the image rho [G*G] and each coil's k-space coefficients chat_j [G*G], with the
-// coil image c_j = U^H (w . chat_j), w = (1 + a |k|^2)^(-l/2) the Sobolev weight (k per axis the frequency
-// index over G, in [-1/2, 1/2)), U the unitary 2D DFT. The model of the frame's gridded k-space is
-//   F(x)_j = D . G(x)_j,   G(x)_j = U (M rho c_j),
-// M the mask of the central N x N pixels, D the frame's Toeplitz transfer function (the DFT of its point
-// spread function A^H A delta on the grid). With the data y_j = U (A^H s_j) (A the NUFFT of the frame's
-// spokes, s its samples) a Gauss-Newton step on ||y - F(x)|| in BART's form,
-//   (DG^H D DG + alpha I) dx = DG^H (y - F(x)) + alpha (x_ref - x),
-// is exactly one on the raw samples ||s - A M rho c||^2: DG^H D DG = (A M DG')^H (A M DG') and
-// DG^H y = (A M DG')^H s (DG' the Jacobian of M rho c). So every application is FFTs and pointwise products.
-// Arrays are [coil][G][G], x fastest, the image's centre at cell G/2 (as the NUFFT operator's).
+// NLINV's model on the CPU (nlinv/nlinv_model.hpp): FFTW plans for J and for one G x G array, OpenMP loops
+// for the pointwise products.
 #pragma once
 #include <cstddef>
 
 #include "core/buffer.hpp"
 #include "fft/fftw_plan.hpp"
-#include "linalg/linear_operator.hpp"
-#include "nlinv/nlinv_params.hpp"
+#include "nlinv/nlinv_model.hpp"
 
 namespace radstream {
 
-// The grid of the model for an image matrix N at oversampling os: the smallest multiple of 4 >= os N (a
-// multiple of 4 keeps every coil's array 64-byte aligned in the unknowns' vector).
-int nlinv_grid_size(int matrix, double grid_os);
-
-class NlinvModelCpu {
+class NlinvModelCpu final : public NlinvModel {
  public:
   NlinvModelCpu(int matrix, int grid, int coils, const NlinvParams& p, int threads);
 
-  int matrix() const { return n_; }
-  int grid() const { return g_; }
-  int coils() const { return j_; }
-  std::size_t pixels() const { return px_; }               // G*G
-  std::size_t unknowns() const { return px_ * (1 + j_); }  // rho then the J coils
-  std::size_t data_size() const { return px_ * j_; }
-
-  // The frame's transfer function D [G*G] (written by the caller before linearize()).
-  cfloat* pattern() { return pattern_.data(); }
-  const cfloat* pattern() const { return pattern_.data(); }
+  Location location() const override { return Location::Host; }
+  cfloat* pattern() override { return pattern_.data(); }
   const float* sobolev() const { return weight_.data(); }
-
-  // Sets the point of linearization x [unknowns()]: keeps rho and computes the coil images c_j.
-  void linearize(const cfloat* x);
-  // out [J][G*G] = F(x) at the point of linearization.
-  void value(cfloat* out);
-  // out [J][G*G] = DG v (the Jacobian of G, without D).
-  void derivative(const cfloat* v, cfloat* out);
-  // out [unknowns()] = DG^H r.
-  void derivative_adjoint(const cfloat* r, cfloat* out);
-  // out = DG^H D DG v (uses an internal data-sized workspace).
-  void normal(const cfloat* v, cfloat* out);
-
+  void linearize(const cfloat* x) override;
+  void value(cfloat* out) override;
+  void derivative(const cfloat* v, cfloat* out) override;
+  void derivative_adjoint(const cfloat* r, cfloat* out) override;
+  void normal(const cfloat* v, cfloat* out) override;
+  void image(NlinvOutput output, cfloat* out) override;
+  void unitary(cfloat* data, int batch, bool inverse) override;
+  void scale(cfloat* data, std::size_t n, float s) override;
+  void set(cfloat* data, std::size_t n, cfloat v) override;
   // The coil images c_j [J][G*G] at the point of linearization.
   const cfloat* coil_images() const { return coils_.data(); }
-  // The output [N*N], the centre of the grid: rho * sqrt(sum_j |c_j|^2) (combined) or rho.
-  void image(NlinvOutput output, cfloat* out) const;
-  // In place: U (or U^H) of `batch` (1 or J) arrays of G x G, 64-byte aligned.
-  void unitary(cfloat* data, int batch, bool inverse) const;
 
  private:
   void fft(cfloat* data, int batch, bool inverse) const;
 
-  int n_, g_, j_;
-  std::size_t px_;
-  int lo_;  // first cell of the mask per axis
   HostBuffer<float> weight_;
   HostBuffer<cfloat> pattern_, rho_, coils_, work_;
   FftwPlan fwd_j_, inv_j_, fwd_1_, inv_1_;
-};
-
-// The Jacobian DG as a linear operator ((1 + J) G^2 -> J G^2) at the model's current point, for the adjoint
-// test and the finite-difference test.
-class NlinvJacobianCpu final : public LinearOperator {
- public:
-  explicit NlinvJacobianCpu(NlinvModelCpu& model);
-  void forward(const cfloat* x, cfloat* y) override { model_.derivative(x, y); }
-  void adjoint(const cfloat* y, cfloat* x) override { model_.derivative_adjoint(y, x); }
-
- private:
-  NlinvModelCpu& model_;
 };
 
 }  // namespace radstream

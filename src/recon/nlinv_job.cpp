@@ -9,8 +9,12 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "gpu/device_memory.hpp"
+#include "gpu/handles.hpp"
 #include "io/cfl.hpp"
 #include "nlinv/nlinv_cpu.hpp"
+#include "nlinv/nlinv_cuda.hpp"
+#include "recon/backend.hpp"
 
 namespace radstream {
 
@@ -67,14 +71,67 @@ int matrix_of(const NlinvJob& job, const CflArray& t) {
   return n;
 }
 
+// A frame of host data through the engine of either backend.
+class FrameSolver {
+ public:
+  virtual ~FrameSolver() = default;
+  virtual NlinvFrameReport frame(std::size_t turn, const cfloat* samples, cfloat* out) = 0;
+  virtual int grid() = 0;
+};
+
+class HostFrames final : public FrameSolver {
+ public:
+  HostFrames(int n, int coils, std::size_t points, const NlinvParams& p, int threads,
+             const std::vector<std::vector<float>>& traj)
+      : nlinv_(n, coils, points, p, threads), traj_(traj) {}
+  NlinvFrameReport frame(std::size_t turn, const cfloat* samples, cfloat* out) override {
+    return nlinv_.reconstruct(traj_[turn].data(), samples, out);
+  }
+  int grid() override { return nlinv_.model().grid(); }
+
+ private:
+  NlinvCpu nlinv_;
+  const std::vector<std::vector<float>>& traj_;
+};
+
+class CudaFrames final : public FrameSolver {
+ public:
+  CudaFrames(int n, int coils, std::size_t points, const NlinvParams& p,
+             const std::vector<std::vector<float>>& traj, std::size_t frame_values)
+      : n_(n), points_(points) {
+    engine_ = make_nlinv_cuda_engine(n, coils, points, p, stream_.get());
+    d_traj_ = DeviceBuffer<float>(Extents{traj.size() * points * 2});
+    for (std::size_t t = 0; t < traj.size(); ++t)
+      gpu::copy_to_device(d_traj_.data() + t * points * 2, traj[t].data(), points * 2 * sizeof(float),
+                          stream_.get());
+    d_samples_ = DeviceBuffer<cfloat>(Extents{frame_values});
+    d_out_ = DeviceBuffer<cfloat>(Extents{std::size_t(n) * n});
+  }
+  NlinvFrameReport frame(std::size_t turn, const cfloat* samples, cfloat* out) override {
+    gpu::copy_to_device(d_samples_.data(), samples, d_samples_.size() * sizeof(cfloat), stream_.get());
+    const auto rep =
+        engine_->reconstruct(d_traj_.data() + turn * points_ * 2, d_samples_.data(), d_out_.data());
+    gpu::copy_to_host(out, d_out_.data(), d_out_.size() * sizeof(cfloat), stream_.get());
+    gpu::synchronize(stream_.get());
+    return rep;
+  }
+  int grid() override { return engine_->model().grid(); }
+
+ private:
+  int n_;
+  std::size_t points_;
+  gpu::Stream stream_;
+  std::unique_ptr<NlinvSolver> engine_;
+  DeviceBuffer<float> d_traj_;
+  DeviceBuffer<cfloat> d_samples_, d_out_;
+};
+
 }  // namespace
 
 void run_nlinv_job(const NlinvJob& job, const ReconParams& params) {
   if (job.traj.empty() || job.kspace.empty())
     throw ConfigError("--method nlinv reads --traj T.cfl and --kspace K.cfl (BART's rtnlinv layouts)");
   if (job.out.empty()) throw ConfigError("--method nlinv needs --out X.cfl");
-  if (params.backend == BackendChoice::Cuda)
-    throw ConfigError("--method nlinv runs on the cpu backend in this version (--backend cpu or auto)");
   const CflArray t = read_cfl(job.traj);
   const CflArray k = read_cfl(job.kspace);
   check_layouts(job, t, k);
@@ -93,11 +150,18 @@ void run_nlinv_job(const NlinvJob& job, const ReconParams& params) {
           throw InputError(fmt::format("{}: turn {} point {} is not finite", job.traj, turn, i));
         traj[std::size_t(turn)][i * 2 + std::size_t(a)] = v / float(n);
       }
-  NlinvCpu nlinv(n, int(coils), points, params.nlinv, params.threads);
+  const BackendDecision backend = resolve_backend(params.backend);
+  log::info("nlinv: {}", backend.reason);
+  std::unique_ptr<FrameSolver> solver;
+  if (backend.backend == Backend::Cuda)
+    solver =
+        std::make_unique<CudaFrames>(n, int(coils), points, params.nlinv, traj, std::size_t(frame_values));
+  else
+    solver = std::make_unique<HostFrames>(n, int(coils), points, params.nlinv, params.threads, traj);
   std::vector<cfloat> out(std::size_t(n) * n * std::size_t(frames));
   log::info(
       "nlinv: {} frame(s) of {} spokes x {} samples x {} coils -> {}x{} on a {}x{} grid, {} Newton steps",
-      frames, spokes, samples, coils, n, n, nlinv.model().grid(), nlinv.model().grid(), params.nlinv.newton);
+      frames, spokes, samples, coils, n, n, solver->grid(), solver->grid(), params.nlinv.newton);
   std::vector<double> ms;
   for (long f = 0; f < frames; ++f) {
     const cfloat* s = k.data.data() + std::size_t(f * frame_values);
@@ -106,8 +170,7 @@ void run_nlinv_job(const NlinvJob& job, const ReconParams& params) {
         throw InputError(
             fmt::format("{}: frame {} holds a sample that is not finite (index {})", job.kspace, f, i));
     const auto t0 = std::chrono::steady_clock::now();
-    const auto rep =
-        nlinv.reconstruct(traj[std::size_t(f % turns)].data(), s, out.data() + std::size_t(f) * n * n);
+    const auto rep = solver->frame(std::size_t(f % turns), s, out.data() + std::size_t(f) * n * n);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     log::info("nlinv: frame {}/{}: {:.1f} ms, {} CG iterations over {} Newton steps, residual {:.4g}", f + 1,
               frames, ms.back(), rep.irgnm.cg_iterations, rep.irgnm.newton_steps, rep.irgnm.final_residual);

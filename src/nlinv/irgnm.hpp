@@ -1,0 +1,35 @@
+// The iteratively regularized Gauss-Newton method of NLINV, as BART's iter4_irgnm runs it for nlinv, on either
+// backend (the model's location; VectorOps at the same place): Newton steps n = 0..N-1, each solving
+//   (DG^H D DG + alpha_n I) h = DG^H (y - F(x_n)) + alpha_n (x_ref - x_n),   x_{n+1} = x_n + h
+// by conjugate gradients from h = 0 (at most newton_cg_max iterations, stopped by BART's legacy rule
+// ||r|| <= (0.1 ||b||)^2, the original Matlab nlinv's), then alpha <- (alpha - alpha_min) / redu + alpha_min,
+// alpha_0 = 1. The stopping rule reads |r| on the host after each CG iteration (one wait per iteration on the
+// GPU). Every vector is made at construction: a frame allocates nothing.
+#pragma once
+#include <memory>
+
+#include "linalg/vector_ops.hpp"
+#include "nlinv/nlinv_engine.hpp"
+#include "nlinv/nlinv_model.hpp"
+
+namespace radstream {
+
+
+class Irgnm {
+ public:
+  Irgnm(NlinvModel& model, std::unique_ptr<VectorOps> ops);
+  ~Irgnm();
+  // x [unknowns] is updated in place; x_ref may be null (zero); y [data_size]; all at the model's location.
+  IrgnmReport solve(const NlinvParams& p, cfloat* x, const cfloat* x_ref, const cfloat* y);
+  VectorOps& ops() { return *ops_; }
+
+ private:
+  int cg(double alpha, int max_iter, const cfloat* b);
+
+  NlinvModel& model_;
+  std::unique_ptr<VectorOps> ops_;
+  struct Vectors;
+  std::unique_ptr<Vectors> v_;
+};
+
+}  // namespace radstream

@@ -1,0 +1,39 @@
+// NLINV's model on the GPU (nlinv/nlinv_model.hpp), the CPU twin's operations as kernels on one stream and
+// cuFFT plans for J and for one G x G array; enqueued, never synchronized. CUDA builds only.
+#pragma once
+#include "fft/cufft_plan.hpp"
+#include "gpu/device_memory.hpp"
+#include "nlinv/nlinv_model.hpp"
+
+namespace radstream {
+
+class NlinvModelCuda final : public NlinvModel {
+ public:
+  NlinvModelCuda(int matrix, int grid, int coils, const NlinvParams& p, gpu::StreamRef stream);
+
+  Location location() const override { return Location::Device; }
+  gpu::StreamRef stream() const override { return stream_; }
+  cfloat* pattern() override { return pattern_.data(); }
+  void linearize(const cfloat* x) override;
+  void value(cfloat* out) override;
+  void derivative(const cfloat* v, cfloat* out) override;
+  void derivative_adjoint(const cfloat* r, cfloat* out) override;
+  void normal(const cfloat* v, cfloat* out) override;
+  void image(NlinvOutput output, cfloat* out) override;
+  void unitary(cfloat* data, int batch, bool inverse) override;
+  void scale(cfloat* data, std::size_t n, float s) override;
+  void set(cfloat* data, std::size_t n, cfloat v) override;
+  // D from the point spread function image [G*G] (centre at G/2): rolled to offset 0 at cell 0, transformed,
+  // times `scale` (d and psf may not alias).
+  void pattern_from_psf(const cfloat* psf, float scale);
+
+ private:
+  void fft(cfloat* data, int batch, bool inverse) const;
+
+  gpu::StreamRef stream_;
+  DeviceBuffer<float> weight_;
+  DeviceBuffer<cfloat> pattern_, rho_, coils_, work_;
+  CufftPlan fft_j_, fft_1_;
+};
+
+}  // namespace radstream

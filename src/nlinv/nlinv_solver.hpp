@@ -1,0 +1,41 @@
+// One stream's NLINV (BART's rtnlinv, frame by frame), the backend-neutral part: each frame's spokes are
+// gridded once onto the model's oversampled grid by the backend (grid_frame: y_j = U A^H s_j, A the NUFFT on
+// the G x G grid scaled as unitary for the N x N image, as BART's nufft and its factor 2 do; and the transfer
+// function D from the same trajectory); every frame's data are scaled by 100 / ||y|| of the stream's first
+// frame; the IRGNM starts from the previous frame's solution (the first from rho = 1, c = 0) and is
+// regularized toward temporal_damping times it. NlinvCpu and NlinvCuda supply the model and the gridding.
+#pragma once
+#include <memory>
+
+#include "nlinv/irgnm.hpp"
+#include "nlinv/located_buffer.hpp"
+#include "nlinv/nlinv_engine.hpp"
+#include "nlinv/nlinv_model.hpp"
+
+namespace radstream {
+
+class NlinvSolver : public NlinvEngine {
+ public:
+  NlinvFrameReport reconstruct(const float* traj, const cfloat* samples, cfloat* out) override;
+  void reset() override;
+
+  NlinvModel& model() { return *model_; }
+  // The solution x = (rho, chat) of the last frame and the frame's gridded, scaled data y [J][G*G].
+  const cfloat* solution() const { return x_.data(); }
+  const cfloat* gridded() const { return y_.data(); }
+  // Grids a frame: y = U A^H s and the transfer function D (into the model); no scaling.
+  virtual void grid_frame(const float* traj, const cfloat* samples) = 0;
+
+ protected:
+  NlinvSolver(const NlinvParams& p, std::unique_ptr<NlinvModel> model, std::unique_ptr<VectorOps> ops);
+  cfloat* y() { return y_.data(); }
+
+  NlinvParams p_;
+  std::unique_ptr<NlinvModel> model_;
+  std::unique_ptr<Irgnm> irgnm_;
+  LocatedBuffer y_, x_, ref_;
+  double scaling_ = -1;
+  bool first_ = true;
+};
+
+}  // namespace radstream

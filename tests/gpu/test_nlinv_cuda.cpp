@@ -1,0 +1,129 @@
+// NLINV's CUDA twin against the CPU twin on the same frame: the gridded data y and the transfer function D,
+// F, DG and DG^H at the same point, the Jacobian's adjoint test on the device, and whole NLINV frames (a
+// stream of three, so the warm start and the temporal damping are compared too).
+#include <gtest/gtest.h>
+
+#include <numbers>
+#include <random>
+#include <vector>
+
+#include "gpu/handles.hpp"
+#include "gpu_test_util.hpp"
+#include "linalg/adjoint_check.hpp"
+#include "nlinv/nlinv_cpu.hpp"
+#include "nlinv/nlinv_cuda.hpp"
+
+using namespace radstream;
+using namespace radstream::gputest;
+
+namespace {
+
+constexpr int kN = 48, kCoils = 4, kSpokes = 13, kSamples = 96;
+
+std::vector<float> radial(int turn) {
+  std::vector<float> t(std::size_t(kSpokes) * kSamples * 2);
+  for (int s = 0; s < kSpokes; ++s)
+    spoke_coordinates(std::numbers::pi * (s + turn / 3.0) / kSpokes, kSamples,
+                      std::span<float>(t.data() + std::size_t(s) * kSamples * 2, std::size_t(kSamples) * 2));
+  return t;
+}
+
+std::vector<cfloat> rnd(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<cfloat> v(n);
+  for (auto& x : v) x = {d(rng), d(rng)};
+  return v;
+}
+
+template <class T>
+std::vector<T> down(const T* d, std::size_t n, gpu::StreamRef s) {
+  std::vector<T> v(n);
+  gpu::copy_to_host(v.data(), d, n * sizeof(T), s);
+  gpu::synchronize(s);
+  return v;
+}
+
+}  // namespace
+
+TEST(NlinvCuda, TheModelMatchesTheCpuTwin) {
+  RADSTREAM_REQUIRE_GPU();
+  gpu::Stream stream;
+  const NlinvParams p;
+  const std::size_t points = std::size_t(kSpokes) * kSamples;
+  NlinvCpu cpu(kN, kCoils, points, p, 0);
+  auto gpu_engine = make_nlinv_cuda_engine(kN, kCoils, points, p, stream.get());
+  const auto traj = radial(0);
+  const auto samples = rnd(points * kCoils, 3);
+  const auto d_traj = upload(traj, stream.get());
+  const auto d_samples = upload(samples, stream.get());
+  cpu.grid_frame(traj.data(), samples.data());
+  gpu_engine->grid_frame(d_traj.data(), d_samples.data());
+  NlinvModel& mc = cpu.model();
+  NlinvModel& mg = gpu_engine->model();
+  const std::size_t px = mc.pixels(), m = mc.data_size(), n = mc.unknowns();
+  std::vector<cfloat> y_cpu(cpu.gridded(), cpu.gridded() + m);
+  EXPECT_LT(rel_error(down(gpu_engine->gridded(), m, stream.get()), y_cpu), 1e-5) << "gridded data";
+  std::vector<cfloat> d_cpu(mc.pattern(), mc.pattern() + px);
+  EXPECT_LT(rel_error(down(mg.pattern(), px, stream.get()), d_cpu), 1e-5) << "transfer function";
+
+  const auto x = rnd(n, 5), v = rnd(n, 6), r = rnd(m, 7);
+  const auto d_x = upload(x, stream.get()), d_v = upload(v, stream.get()), d_r = upload(r, stream.get());
+  DeviceBuffer<cfloat> d_out(Extents{n});
+  std::vector<cfloat> out(n);
+  mc.linearize(x.data());
+  mg.linearize(d_x.data());
+  mc.value(out.data());
+  mg.value(d_out.data());
+  EXPECT_LT(rel_error(down(d_out.data(), m, stream.get()), std::vector<cfloat>(out.begin(), out.begin() + m)),
+            1e-5)
+      << "F";
+  mc.derivative(v.data(), out.data());
+  mg.derivative(d_v.data(), d_out.data());
+  EXPECT_LT(rel_error(down(d_out.data(), m, stream.get()), std::vector<cfloat>(out.begin(), out.begin() + m)),
+            1e-5)
+      << "DG";
+  mc.derivative_adjoint(r.data(), out.data());
+  mg.derivative_adjoint(d_r.data(), d_out.data());
+  EXPECT_LT(rel_error(down(d_out.data(), n, stream.get()), out), 1e-5) << "DG^H";
+  mc.normal(v.data(), out.data());
+  mg.normal(d_v.data(), d_out.data());
+  EXPECT_LT(rel_error(down(d_out.data(), n, stream.get()), out), 1e-5) << "DG^H D DG";
+
+  NlinvJacobian jac(mg);
+  const auto adj = check_adjoint(jac, 9);
+  EXPECT_LT(adj.relative_error, 1e-5) << adj.lhs << " vs " << adj.rhs;
+}
+
+TEST(NlinvCuda, AStreamOfFramesMatchesTheCpuTwin) {
+  RADSTREAM_REQUIRE_GPU();
+  gpu::Stream stream;
+  NlinvParams p;
+  p.newton = 6;
+  const std::size_t points = std::size_t(kSpokes) * kSamples;
+  NlinvCpu cpu(kN, kCoils, points, p, 0);
+  auto gpu_engine = make_nlinv_cuda_engine(kN, kCoils, points, p, stream.get());
+  // Three frames of the analytic phantom on rotating turns of the same spokes.
+  SimParams sp;
+  sp.matrix = kN;
+  sp.coils = kCoils;
+  const Simulator sim(sp);
+  const auto phantom = sim.ellipses_at(0);
+  DeviceBuffer<cfloat> d_out(Extents{std::size_t(kN) * kN});
+  for (int f = 0; f < 3; ++f) {
+    const auto traj = radial(f);
+    std::vector<cfloat> samples(points * kCoils);
+    for (int c = 0; c < kCoils; ++c)
+      for (std::size_t i = 0; i < points; ++i)
+        samples[std::size_t(c) * points + i] = cfloat(sim.kspace(phantom, c, traj[2 * i], traj[2 * i + 1]));
+    std::vector<cfloat> img_cpu(std::size_t(kN) * kN);
+    const auto rc = cpu.reconstruct(traj.data(), samples.data(), img_cpu.data());
+    const auto d_traj = upload(traj, stream.get());
+    const auto d_samples = upload(samples, stream.get());
+    const auto rg = gpu_engine->reconstruct(d_traj.data(), d_samples.data(), d_out.data());
+    const double e = rel_error(down(d_out.data(), d_out.size(), stream.get()), img_cpu);
+    std::printf("nlinv frame %d: cpu %d CG iterations, cuda %d; cuda vs cpu %.3g\n", f, rc.irgnm.cg_iterations,
+                rg.irgnm.cg_iterations, e);
+    EXPECT_LT(e, 1e-3) << "frame " << f;
+  }
+}
