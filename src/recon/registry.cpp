@@ -78,7 +78,8 @@ void register_stages(Registry& r) {
       "cg_sense", [](P p) { return make_cg_sense_cpu(p.cg, p.gridding.kernel(), p.fft.planner); },
       RADSTREAM_CUDA_TWIN([](P p) { return make_cg_sense_cuda(p.cg, p.gridding.kernel()); }));
   r.add_twins(
-      "nlinv", [](P p) { return make_nlinv_cpu(p.nlinv); }, nullptr);
+      "nlinv", [](P p) { return make_nlinv_cpu(p.nlinv); },
+      RADSTREAM_CUDA_TWIN([](P p) { return make_nlinv_cuda(p.nlinv); }));
 }
 
 Registry default_registry() {
