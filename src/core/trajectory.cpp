@@ -11,7 +11,9 @@ AngleScheme parse_angle_scheme(const std::string& name) {
   if (name == "linear360") return AngleScheme::Linear360;
   if (name == "golden") return AngleScheme::Golden;
   if (name == "tiny-golden" || name == "tinygolden") return AngleScheme::TinyGolden;
-  throw ConfigError("angle scheme '" + name + "' is not one of linear180, linear360, golden, tiny-golden");
+  if (name == "turns") return AngleScheme::Turns;
+  throw ConfigError("angle scheme '" + name +
+                    "' is not one of linear180, linear360, golden, tiny-golden, turns");
 }
 
 std::string to_string(AngleScheme s) {
@@ -24,6 +26,8 @@ std::string to_string(AngleScheme s) {
       return "golden";
     case AngleScheme::TinyGolden:
       return "tiny-golden";
+    case AngleScheme::Turns:
+      return "turns";
   }
   return "unknown";
 }
@@ -31,8 +35,12 @@ std::string to_string(AngleScheme s) {
 void AngleSpec::validate() const {
   if (scheme == AngleScheme::TinyGolden && (tiny_n < 2 || tiny_n > 10))
     throw ConfigError("tiny golden angle order " + std::to_string(tiny_n) + " is outside 2..10");
-  if ((scheme == AngleScheme::Linear180 || scheme == AngleScheme::Linear360) && spokes_per_rotation < 1)
+  if ((scheme == AngleScheme::Linear180 || scheme == AngleScheme::Linear360 ||
+       scheme == AngleScheme::Turns) &&
+      spokes_per_rotation < 1)
     throw ConfigError("spokes per rotation " + std::to_string(spokes_per_rotation) + " must be >= 1");
+  if (scheme == AngleScheme::Turns && (turns < 1 || turns > 1024))
+    throw ConfigError("turns " + std::to_string(turns) + " is outside 1..1024");
 }
 
 double AngleSpec::increment() const {
@@ -45,12 +53,20 @@ double AngleSpec::increment() const {
       return kPi / kGoldenRatio;
     case AngleScheme::TinyGolden:
       return kPi / (kGoldenRatio + tiny_n - 1);
+    case AngleScheme::Turns:
+      return kPi / spokes_per_rotation;
   }
   return 0.0;
 }
 
 double AngleSpec::angle(std::int64_t spoke_index) const {
   double a = 0.0;
+  if (scheme == AngleScheme::Turns) {
+    const std::int64_t s = spokes_per_rotation;
+    const std::int64_t i = spoke_index < 0 ? 0 : spoke_index;
+    const std::int64_t frame = i / s, j = i % s;
+    return kPi * (double(j) + double(frame % turns) / turns) / double(s);
+  }
   if (scheme == AngleScheme::Linear180 || scheme == AngleScheme::Linear360) {
     // Exact modulo on the integer index so that angles repeat bit for bit every rotation.
     const std::int64_t i = spoke_index % spokes_per_rotation;

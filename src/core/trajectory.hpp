@@ -15,19 +15,22 @@ enum class AngleScheme {
   Linear360,   // 2 pi / P spacing: P spokes cover 360 degrees
   Golden,      // 180 deg / phi = 111.246 deg
   TinyGolden,  // 180 deg / (phi + N - 1), N = 2..10
+  Turns,       // real-time radial MRI's turns (BART's traj -r -t T): frame f of S spokes at
+               // pi (j + (f mod T) / T) / S, j = 0..S-1, S = spokes_per_rotation
 };
 
-AngleScheme parse_angle_scheme(const std::string& name);  // linear180|linear360|golden|tiny-golden
+AngleScheme parse_angle_scheme(const std::string& name);  // linear180|linear360|golden|tiny-golden|turns
 std::string to_string(AngleScheme s);
 
 // How spoke angles are generated.
 struct AngleSpec {
   AngleScheme scheme = AngleScheme::Golden;
   int tiny_n = 5;                 // order of the tiny golden angle, 2..10
-  int spokes_per_rotation = 256;  // P for the linear schemes
+  int spokes_per_rotation = 256;  // P for the linear schemes; S, the spokes of a frame, for turns
+  int turns = 5;                  // T for turns
 
   void validate() const;                         // throws ConfigError naming the bad value
-  double increment() const;                      // radians between consecutive spokes
+  double increment() const;                      // radians between consecutive spokes (of a frame: turns)
   double angle(std::int64_t spoke_index) const;  // radians, in [0, 2 pi)
 };
 

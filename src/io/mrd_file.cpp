@@ -35,7 +35,7 @@ int scheme_code(AngleScheme s) {
 }
 
 AngleScheme scheme_from_code(long c, const std::string& ctx) {
-  if (c < 0 || c > 3) throw IoError(fmt::format("{}: angle_scheme {} is not 0..3", ctx, c));
+  if (c < 0 || c > 4) throw IoError(fmt::format("{}: angle_scheme {} is not 0..4", ctx, c));
   return static_cast<AngleScheme>(c);
 }
 
@@ -68,7 +68,8 @@ std::string stream_header_to_xml(const StreamHeader& h) {
   td.identifier = kTrajId;
   td.userParameterLong = {{"angle_scheme", scheme_code(h.angles.scheme)},
                           {"tiny_golden_n", h.angles.tiny_n},
-                          {"spokes_per_rotation", h.angles.spokes_per_rotation}};
+                          {"spokes_per_rotation", h.angles.spokes_per_rotation},
+                          {"turns", h.angles.turns}};
   td.userParameterDouble = {
       {"readout_oversampling", h.readout_os}, {"trajectory_scale", 1.0}, {"spoke_rate_hz", h.spoke_rate_hz}};
   td.comment = std::string("k in cycles/pixel of the reconstructed matrix; angle in user_float[0] (radians)");
@@ -106,6 +107,7 @@ StreamHeader stream_header_from_xml(const std::string& xml, const std::string& c
       if (p.name == "angle_scheme") h.angles.scheme = scheme_from_code(p.value, ctx);
       if (p.name == "tiny_golden_n") h.angles.tiny_n = int(p.value);
       if (p.name == "spokes_per_rotation") h.angles.spokes_per_rotation = int(p.value);
+      if (p.name == "turns" && p.value >= 1 && p.value <= 1024) h.angles.turns = int(p.value);
     }
     for (const auto& p : e.trajectoryDescription->userParameterDouble) {
       if (p.name == "readout_oversampling") h.readout_os = float(p.value);

@@ -1,5 +1,5 @@
-// The iteratively regularized Gauss-Newton method of NLINV, as BART's iter4_irgnm runs it for nlinv, on either
-// backend (the model's location; VectorOps at the same place): Newton steps n = 0..N-1, each solving
+// The iteratively regularized Gauss-Newton method of NLINV, as BART's iter4_irgnm runs it for nlinv, on
+// either backend (the model's location; VectorOps at the same place): Newton steps n = 0..N-1, each solving
 //   (DG^H D DG + alpha_n I) h = DG^H (y - F(x_n)) + alpha_n (x_ref - x_n),   x_{n+1} = x_n + h
 // by conjugate gradients from h = 0 (at most newton_cg_max iterations, stopped by BART's legacy rule
 // ||r|| <= (0.1 ||b||)^2, the original Matlab nlinv's), then alpha <- (alpha - alpha_min) / redu + alpha_min,
@@ -13,7 +13,6 @@
 #include "nlinv/nlinv_model.hpp"
 
 namespace radstream {
-
 
 class Irgnm {
  public:

@@ -17,10 +17,9 @@ NufftKernel nlinv_kernel() {
 class NlinvCuda final : public NlinvSolver {
  public:
   NlinvCuda(int matrix, int coils, std::size_t points, const NlinvParams& p, gpu::StreamRef stream)
-      : NlinvSolver(p,
-                    std::make_unique<NlinvModelCuda>(matrix, nlinv_grid_size(matrix, p.grid_os), coils, p,
-                                                     stream),
-                    make_vector_ops_cuda(stream)),
+      : NlinvSolver(
+            p, std::make_unique<NlinvModelCuda>(matrix, nlinv_grid_size(matrix, p.grid_os), coils, p, stream),
+            make_vector_ops_cuda(stream)),
         n_(matrix),
         j_(coils),
         stream_(stream) {

@@ -18,7 +18,8 @@ NlinvModel::NlinvModel(int matrix, int grid, int coils)
   if (matrix < 2 || matrix % 2)
     throw ConfigError(fmt::format("nlinv: the image matrix {} must be even and >= 2", matrix));
   if (grid < matrix || grid % 4)
-    throw ConfigError(fmt::format("nlinv: the grid {} must be a multiple of 4 and >= the matrix {}", grid, matrix));
+    throw ConfigError(
+        fmt::format("nlinv: the grid {} must be a multiple of 4 and >= the matrix {}", grid, matrix));
   if (coils < 1) throw ConfigError(fmt::format("nlinv: {} coils; at least one is needed", coils));
 }
 
@@ -33,6 +34,7 @@ void nlinv_sobolev_weight(int g, const NlinvParams& p, float* w) {
 }
 
 NlinvJacobian::NlinvJacobian(NlinvModel& model)
-    : LinearOperator(Extents{model.unknowns()}, Extents{model.data_size()}, model.location()), model_(model) {}
+    : LinearOperator(Extents{model.unknowns()}, Extents{model.data_size()}, model.location()),
+      model_(model) {}
 
 }  // namespace radstream

@@ -39,7 +39,7 @@ class NlinvModel {
   int matrix() const { return n_; }
   int grid() const { return g_; }
   int coils() const { return j_; }
-  std::size_t pixels() const { return px_; }                // G*G
+  std::size_t pixels() const { return px_; }               // G*G
   std::size_t unknowns() const { return px_ * (1 + j_); }  // rho then the J coils
   std::size_t data_size() const { return px_ * j_; }
 

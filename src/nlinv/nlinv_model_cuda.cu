@@ -14,7 +14,7 @@ unsigned blocks(std::size_t n) {
   return unsigned(b < 65535u * 16 ? (b ? b : 1) : 65535u * 16);
 }
 
-#define GRID_STRIDE(i, n)                                                                \
+#define GRID_STRIDE(i, n)                                                           \
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < (n); \
        i += std::size_t(gridDim.x) * blockDim.x)
 
@@ -101,8 +101,8 @@ __global__ void set_kernel(float2* d, std::size_t n, float2 v) {
 }
 
 // out[y][x] (N x N) = rho * sqrt(sum_j |c_j|^2) (combined) or rho at cell (y + lo, x + lo).
-__global__ void image_kernel(const float2* rho, const float2* c, float2* out, int g, int lo, int nm, int coils,
-                             std::size_t px, bool combined) {
+__global__ void image_kernel(const float2* rho, const float2* c, float2* out, int g, int lo, int nm,
+                             int coils, std::size_t px, bool combined) {
   GRID_STRIDE(i, std::size_t(nm) * nm) {
     const int y = int(i / nm), x = int(i % nm);
     const std::size_t p = std::size_t(y + lo) * g + std::size_t(x + lo);
@@ -165,8 +165,8 @@ void NlinvModelCuda::linearize(const cfloat* x) {
 void NlinvModelCuda::value(cfloat* out) {
   auto s = static_cast<cudaStream_t>(stream_);
   const std::size_t n = px_ * j_;
-  masked_product<<<blocks(n), kThreads, 0, s>>>(CF2(rho_.data()), CF2(coils_.data()), F2(out), px_, n, g_, lo_,
-                                                n_);
+  masked_product<<<blocks(n), kThreads, 0, s>>>(CF2(rho_.data()), CF2(coils_.data()), F2(out), px_, n, g_,
+                                                lo_, n_);
   CUDA_CHECK_LAUNCH("nlinv masked_product");
   fft(out, j_, false);
   pattern_scale<<<blocks(n), kThreads, 0, s>>>(F2(out), CF2(pattern_.data()), px_, n, 1.f / float(g_));
@@ -180,8 +180,8 @@ void NlinvModelCuda::derivative(const cfloat* v, cfloat* out) {
   weight_scale<<<blocks(n), kThreads, 0, s>>>(CF2(v + px_), F2(out), weight_.data(), px_, n, sc);
   CUDA_CHECK_LAUNCH("nlinv weight_scale");
   fft(out, j_, true);
-  derivative_combine<<<blocks(n), kThreads, 0, s>>>(CF2(v), CF2(rho_.data()), CF2(coils_.data()), F2(out), px_,
-                                                    n, g_, lo_, n_, sc);
+  derivative_combine<<<blocks(n), kThreads, 0, s>>>(CF2(v), CF2(rho_.data()), CF2(coils_.data()), F2(out),
+                                                    px_, n, g_, lo_, n_, sc);
   CUDA_CHECK_LAUNCH("nlinv derivative_combine");
   fft(out, j_, false);
 }
@@ -193,8 +193,8 @@ void NlinvModelCuda::derivative_adjoint(const cfloat* r, cfloat* out) {
   cfloat* t = out + px_;
   gpu::copy_device(t, r, n * sizeof(cfloat), stream_);
   fft(t, j_, true);
-  adjoint_combine<<<blocks(px_), kThreads, 0, s>>>(F2(out), CF2(rho_.data()), CF2(coils_.data()), F2(t), px_, j_,
-                                                   g_, lo_, n_, sc);
+  adjoint_combine<<<blocks(px_), kThreads, 0, s>>>(F2(out), CF2(rho_.data()), CF2(coils_.data()), F2(t), px_,
+                                                   j_, g_, lo_, n_, sc);
   CUDA_CHECK_LAUNCH("nlinv adjoint_combine");
   fft(t, j_, false);
   weight_scale<<<blocks(n), kThreads, 0, s>>>(CF2(t), F2(t), weight_.data(), px_, n, sc);
@@ -212,9 +212,8 @@ void NlinvModelCuda::normal(const cfloat* v, cfloat* out) {
 
 void NlinvModelCuda::image(NlinvOutput output, cfloat* out) {
   auto s = static_cast<cudaStream_t>(stream_);
-  image_kernel<<<blocks(std::size_t(n_) * n_), kThreads, 0, s>>>(CF2(rho_.data()), CF2(coils_.data()), F2(out),
-                                                                  g_, lo_, n_, j_, px_,
-                                                                  output == NlinvOutput::Combined);
+  image_kernel<<<blocks(std::size_t(n_) * n_), kThreads, 0, s>>>(
+      CF2(rho_.data()), CF2(coils_.data()), F2(out), g_, lo_, n_, j_, px_, output == NlinvOutput::Combined);
   CUDA_CHECK_LAUNCH("nlinv image");
 }
 

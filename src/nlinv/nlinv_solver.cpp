@@ -6,7 +6,8 @@
 
 namespace radstream {
 
-NlinvSolver::NlinvSolver(const NlinvParams& p, std::unique_ptr<NlinvModel> model, std::unique_ptr<VectorOps> ops)
+NlinvSolver::NlinvSolver(const NlinvParams& p, std::unique_ptr<NlinvModel> model,
+                         std::unique_ptr<VectorOps> ops)
     : p_(p),
       model_(std::move(model)),
       irgnm_(std::make_unique<Irgnm>(*model_, std::move(ops))),
@@ -33,7 +34,8 @@ NlinvFrameReport NlinvSolver::reconstruct(const float* traj, const cfloat* sampl
     o.dot_re(y_.data(), y_.data(), m, 7);
     const double s = o.read(7);
     if (!(s > 0) || !std::isfinite(s))
-      throw InputError("nlinv: the stream's first frame has no signal (its gridded k-space is zero or not finite)");
+      throw InputError(
+          "nlinv: the stream's first frame has no signal (its gridded k-space is zero or not finite)");
     scaling_ = 100.0 / std::sqrt(s);
   }
   model_->scale(y_.data(), m, float(scaling_));

@@ -30,6 +30,7 @@ Simulator::Simulator(const SimParams& p) : p_(p), coils_(p.coils) {
   header_.angles.scheme = parse_angle_scheme(p.angles);
   header_.angles.tiny_n = p.tiny_n;
   header_.angles.spokes_per_rotation = p.spokes_per_rotation;
+  header_.angles.turns = p.turns;
   header_.spoke_rate_hz = p.rate_hz;
   header_.validate();
   if (p.snr > 0) {

@@ -21,9 +21,10 @@ struct SimParams {
   int matrix = 256;
   double readout_os = 2.0;  // samples per spoke = readout_os x matrix
   int coils = 8;
-  std::string angles = "golden";  // linear180 | linear360 | golden | tiny-golden
+  std::string angles = "golden";  // linear180 | linear360 | golden | tiny-golden | turns
   int tiny_n = 5;
-  int spokes_per_rotation = 256;  // for linear schemes
+  int spokes_per_rotation = 256;  // for linear schemes; spokes per frame for turns
+  int turns = 5;                  // turns: frames until the angles repeat
   double snr = 0.0;               // RMS signal / RMS noise of the k-space samples; 0 = no noise
   bool motion = false;            // a small bright ellipse moving along a figure-of-eight
   double motion_period_s = 4.0;
@@ -40,10 +41,14 @@ struct SimParams {
     v.field("matrix", matrix, 8, 4096, "reconstructed matrix N (image N x N)");
     v.field("readout_oversampling", readout_os, 1.0, 8.0, "readout oversampling (samples per spoke / N)");
     v.field("coils", coils, 1, 64, "receive coils");
-    v.field("angles", angles, "angle scheme: linear180|linear360|golden|tiny-golden");
+    v.field(
+        "angles", angles,
+        "angle scheme: linear180|linear360|golden|tiny-golden|turns (turns: frames of spokes_per_rotation "
+        "spokes, each turned by 1/turns of the spoke spacing, as BART's traj -r -t)");
     v.field("tiny_golden_n", tiny_n, 2, 10, "order N of the tiny golden angle 180/(phi+N-1)");
     v.field("spokes_per_rotation", spokes_per_rotation, 1, 1 << 20,
-            "spokes per rotation of the linear schemes");
+            "spokes per rotation of the linear schemes; spokes per frame of turns");
+    v.field("turns", turns, 1, 1024, "turns: frames until the angles repeat (BART's traj -t)");
     v.field("snr", snr, 0.0, 1e9, "k-space SNR (RMS signal / RMS noise); 0 = noiseless");
     v.field("motion", motion, "add a moving catheter-tip ellipse");
     v.field("motion_period_s", motion_period_s, 0.1, 3600.0, "period of the tip's path in seconds");

@@ -122,8 +122,8 @@ TEST(NlinvCuda, AStreamOfFramesMatchesTheCpuTwin) {
     const auto d_samples = upload(samples, stream.get());
     const auto rg = gpu_engine->reconstruct(d_traj.data(), d_samples.data(), d_out.data());
     const double e = rel_error(down(d_out.data(), d_out.size(), stream.get()), img_cpu);
-    std::printf("nlinv frame %d: cpu %d CG iterations, cuda %d; cuda vs cpu %.3g\n", f, rc.irgnm.cg_iterations,
-                rg.irgnm.cg_iterations, e);
+    std::printf("nlinv frame %d: cpu %d CG iterations, cuda %d; cuda vs cpu %.3g\n", f,
+                rc.irgnm.cg_iterations, rg.irgnm.cg_iterations, e);
     EXPECT_LT(e, 1e-3) << "frame " << f;
   }
 }

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -66,4 +67,28 @@ TEST(Trajectory, ParsesSchemeNamesAndRejectsOthers) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("spiral"), std::string::npos);
   }
+}
+
+// Real-time radial MRI's turns (BART's traj -r -t T, whose angle phi is the same; BART draws a spoke along
+// (sin phi, cos phi), radstream along (cos phi, sin phi)): frame f of S spokes at pi (j + (f mod T)/T) / S,
+// so T consecutive frames interleave into T S equally spaced angles over 180 degrees, and frame f + T repeats
+// frame f bit for bit.
+TEST(Trajectory, TurnsInterleaveTheirFramesAndRepeatAfterTFrames) {
+  AngleSpec a;
+  a.scheme = parse_angle_scheme("turns");
+  a.spokes_per_rotation = 13;
+  a.turns = 5;
+  a.validate();
+  EXPECT_EQ(to_string(a.scheme), "turns");
+  EXPECT_DOUBLE_EQ(a.angle(0), 0.0);
+  EXPECT_DOUBLE_EQ(a.angle(1), kPi / 13);
+  EXPECT_DOUBLE_EQ(a.angle(13), kPi * (0.2) / 13);             // frame 1, spoke 0
+  EXPECT_DOUBLE_EQ(a.angle(3 * 13 + 4), kPi * (4.6) / 13);     // frame 3, spoke 4
+  EXPECT_DOUBLE_EQ(a.angle(7 * 13 + 5), a.angle(2 * 13 + 5));  // frame 7 = frame 2
+  std::vector<double> all;
+  for (int i = 0; i < 5 * 13; ++i) all.push_back(a.angle(i));
+  std::sort(all.begin(), all.end());
+  for (std::size_t k = 0; k < all.size(); ++k) EXPECT_NEAR(all[k], kPi * double(k) / 65, 1e-12) << k;
+  a.turns = 0;
+  EXPECT_THROW(a.validate(), ConfigError);
 }
