@@ -13,13 +13,14 @@ NufftKernel nlinv_kernel() {
 }  // namespace
 
 NlinvCpu::NlinvCpu(int matrix, int coils, std::size_t points, const NlinvParams& p, int threads)
-    : NlinvSolver(
-          p, std::make_unique<NlinvModelCpu>(matrix, nlinv_grid_size(matrix, p.grid_os), coils, p, threads),
-          make_vector_ops_cpu()),
+    : NlinvSolver(p,
+                  std::make_unique<NlinvModelCpu>(matrix, nlinv_grid_size(matrix, p.grid_os),
+                                                  nlinv_model_coils(coils, p), p, threads),
+                  make_vector_ops_cpu(), coils, points),
       n_(matrix),
-      j_(coils) {
+      j_(nlinv_model_coils(coils, p)) {
   const int g = model_->grid();
-  nufft_ = std::make_unique<NufftOperatorCpu>(2, std::array<int, 3>{g, g, 1}, coils, points, nlinv_kernel(),
+  nufft_ = std::make_unique<NufftOperatorCpu>(2, std::array<int, 3>{g, g, 1}, j_, points, nlinv_kernel(),
                                               FftPlanner::Estimate, threads);
   psf_ = std::make_unique<NufftOperatorCpu>(2, std::array<int, 3>{g, g, 1}, 1, points, nlinv_kernel(),
                                             FftPlanner::Estimate, threads);

@@ -17,14 +17,15 @@ NufftKernel nlinv_kernel() {
 class NlinvCuda final : public NlinvSolver {
  public:
   NlinvCuda(int matrix, int coils, std::size_t points, const NlinvParams& p, gpu::StreamRef stream)
-      : NlinvSolver(
-            p, std::make_unique<NlinvModelCuda>(matrix, nlinv_grid_size(matrix, p.grid_os), coils, p, stream),
-            make_vector_ops_cuda(stream)),
+      : NlinvSolver(p,
+                    std::make_unique<NlinvModelCuda>(matrix, nlinv_grid_size(matrix, p.grid_os),
+                                                     nlinv_model_coils(coils, p), p, stream),
+                    make_vector_ops_cuda(stream), coils, points),
         n_(matrix),
-        j_(coils),
+        j_(nlinv_model_coils(coils, p)),
         stream_(stream) {
     const int g = model_->grid();
-    nufft_ = std::make_unique<NufftOperatorCuda>(g, coils, points, nlinv_kernel(), stream);
+    nufft_ = std::make_unique<NufftOperatorCuda>(g, j_, points, nlinv_kernel(), stream);
     psf_ = std::make_unique<NufftOperatorCuda>(g, 1, points, nlinv_kernel(), stream);
     ones_ = DeviceBuffer<cfloat>(Extents{points});
     psf_image_ = DeviceBuffer<cfloat>(Extents{model_->pixels()});

@@ -15,6 +15,7 @@
 // is at location().
 #pragma once
 #include <cstddef>
+#include <vector>
 
 #include "core/buffer.hpp"
 #include "gpu/handles.hpp"
@@ -63,6 +64,12 @@ class NlinvModel {
   virtual void scale(cfloat* data, std::size_t n, float s) = 0;
   // data [n] = v.
   virtual void set(cfloat* data, std::size_t n, cfloat v) = 0;
+  // Coil compression: the matrix [in_coils][coils()] (host) kept for compress(in [in_coils][points], out
+  // [coils()][points]).
+  virtual void set_compression(const std::vector<cfloat>& matrix, int in_coils) = 0;
+  virtual void compress(const cfloat* in, cfloat* out, std::size_t points) = 0;
+  // host [n] <- src [n] at location() (waits for it).
+  virtual void to_host(cfloat* host, const cfloat* src, std::size_t n) = 0;
 
  protected:
   int n_, g_, j_;

@@ -40,6 +40,28 @@ void NlinvModelCpu::set(cfloat* data, std::size_t n, cfloat v) {
   std::fill(data, data + n, v);
 }
 
+void NlinvModelCpu::set_compression(const std::vector<cfloat>& matrix, int in_coils) {
+  compression_ = matrix;
+  in_coils_ = in_coils;
+}
+
+void NlinvModelCpu::compress(const cfloat* in, cfloat* out, std::size_t points) {
+#pragma omp parallel for
+  for (std::ptrdiff_t pi = 0; pi < std::ptrdiff_t(points); ++pi) {
+    const std::size_t p = std::size_t(pi);
+    for (int v = 0; v < j_; ++v) {
+      cfloat acc{};
+      for (int a = 0; a < in_coils_; ++a)
+        acc += in[std::size_t(a) * points + p] * compression_[std::size_t(a) * j_ + v];
+      out[std::size_t(v) * points + p] = acc;
+    }
+  }
+}
+
+void NlinvModelCpu::to_host(cfloat* host, const cfloat* src, std::size_t n) {
+  std::copy(src, src + n, host);
+}
+
 void NlinvModelCpu::unitary(cfloat* data, int batch, bool inverse) {
   fft(data, batch, inverse);
   const float s = 1.f / float(g_);

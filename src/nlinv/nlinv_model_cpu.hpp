@@ -25,6 +25,9 @@ class NlinvModelCpu final : public NlinvModel {
   void unitary(cfloat* data, int batch, bool inverse) override;
   void scale(cfloat* data, std::size_t n, float s) override;
   void set(cfloat* data, std::size_t n, cfloat v) override;
+  void set_compression(const std::vector<cfloat>& matrix, int in_coils) override;
+  void compress(const cfloat* in, cfloat* out, std::size_t points) override;
+  void to_host(cfloat* host, const cfloat* src, std::size_t n) override;
   // The coil images c_j [J][G*G] at the point of linearization.
   const cfloat* coil_images() const { return coils_.data(); }
 
@@ -33,6 +36,8 @@ class NlinvModelCpu final : public NlinvModel {
 
   HostBuffer<float> weight_;
   HostBuffer<cfloat> pattern_, rho_, coils_, work_;
+  std::vector<cfloat> compression_;
+  int in_coils_ = 0;
   FftwPlan fwd_j_, inv_j_, fwd_1_, inv_1_;
 };
 

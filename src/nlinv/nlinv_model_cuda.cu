@@ -128,6 +128,22 @@ __global__ void roll_kernel(const float2* psf, float2* d, int g) {
   }
 }
 
+// out[v][p] = sum_a in[a][p] w[a][v]
+__global__ void compress_kernel(const float2* in, float2* out, const float2* w, int in_coils, int coils,
+                                std::size_t points) {
+  GRID_STRIDE(p, points) {
+    for (int v = 0; v < coils; ++v) {
+      float2 acc = make_float2(0.f, 0.f);
+      for (int a = 0; a < in_coils; ++a) {
+        const float2 t = cmul(in[std::size_t(a) * points + p], w[a * coils + v]);
+        acc.x += t.x;
+        acc.y += t.y;
+      }
+      out[std::size_t(v) * points + p] = acc;
+    }
+  }
+}
+
 }  // namespace
 
 NlinvModelCuda::NlinvModelCuda(int matrix, int grid, int coils, const NlinvParams& p, gpu::StreamRef stream)
@@ -232,6 +248,25 @@ void NlinvModelCuda::set(cfloat* data, std::size_t n, cfloat v) {
   auto s = static_cast<cudaStream_t>(stream_);
   set_kernel<<<blocks(n), kThreads, 0, s>>>(F2(data), n, make_float2(v.real(), v.imag()));
   CUDA_CHECK_LAUNCH("nlinv set");
+}
+
+void NlinvModelCuda::set_compression(const std::vector<cfloat>& matrix, int in_coils) {
+  compression_ = DeviceBuffer<cfloat>(Extents{matrix.size()});
+  gpu::copy_to_device(compression_.data(), matrix.data(), matrix.size() * sizeof(cfloat), stream_);
+  gpu::synchronize(stream_);  // the host matrix may go
+  in_coils_ = in_coils;
+}
+
+void NlinvModelCuda::compress(const cfloat* in, cfloat* out, std::size_t points) {
+  auto s = static_cast<cudaStream_t>(stream_);
+  compress_kernel<<<blocks(points), kThreads, 0, s>>>(CF2(in), F2(out), CF2(compression_.data()), in_coils_,
+                                                      j_, points);
+  CUDA_CHECK_LAUNCH("nlinv compress");
+}
+
+void NlinvModelCuda::to_host(cfloat* host, const cfloat* src, std::size_t n) {
+  gpu::copy_to_host(host, src, n * sizeof(cfloat), stream_);
+  gpu::synchronize(stream_);
 }
 
 void NlinvModelCuda::pattern_from_psf(const cfloat* psf, float sc) {

@@ -23,6 +23,9 @@ class NlinvModelCuda final : public NlinvModel {
   void unitary(cfloat* data, int batch, bool inverse) override;
   void scale(cfloat* data, std::size_t n, float s) override;
   void set(cfloat* data, std::size_t n, cfloat v) override;
+  void set_compression(const std::vector<cfloat>& matrix, int in_coils) override;
+  void compress(const cfloat* in, cfloat* out, std::size_t points) override;
+  void to_host(cfloat* host, const cfloat* src, std::size_t n) override;
   // D from the point spread function image [G*G] (centre at G/2): rolled to offset 0 at cell 0, transformed,
   // times `scale` (d and psf may not alias).
   void pattern_from_psf(const cfloat* psf, float scale);
@@ -32,7 +35,8 @@ class NlinvModelCuda final : public NlinvModel {
 
   gpu::StreamRef stream_;
   DeviceBuffer<float> weight_;
-  DeviceBuffer<cfloat> pattern_, rho_, coils_, work_;
+  DeviceBuffer<cfloat> pattern_, rho_, coils_, work_, compression_;
+  int in_coils_ = 0;
   CufftPlan fft_j_, fft_1_;
 };
 

@@ -23,6 +23,7 @@ struct NlinvParams {
   double alpha_min = 0.0;         // alpha_n -> (alpha_n - alpha_min) / redu + alpha_min
   double alpha_reduction = 2.0;   // redu
   int newton_cg_max = 100;        // CG iterations per Newton step at most (BART: 100)
+  int virtual_coils = 0;          // coil compression (PCA of the stream's first frame); 0 = off
   NlinvOutput output = NlinvOutput::Combined;
 
   template <class V>
@@ -40,6 +41,9 @@ struct NlinvParams {
             "nlinv: alpha is divided by this at each Newton step (BART's redu, 2)");
     v.field("newton_cg_max", newton_cg_max, 1, 10000,
             "nlinv: CG iterations per Newton step at most (stops earlier by BART's rule)");
+    v.field("virtual_coils", virtual_coils, 0, 64,
+            "nlinv: compress the coils to this many virtual coils, the principal components of the stream's "
+            "first frame as bart cc -p computes them, kept for the stream (0 = off)");
     v.choice("nlinv_output", output, kNlinvOutputs,
              "nlinv: combined = rho times the coils' root-sum-of-squares (BART's default); rho = rho alone");
   }

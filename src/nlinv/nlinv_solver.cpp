@@ -3,17 +3,27 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
+#include "nlinv/coil_compression.hpp"
 
 namespace radstream {
 
+int nlinv_model_coils(int input_coils, const NlinvParams& p) {
+  return p.virtual_coils > 0 && p.virtual_coils < input_coils ? p.virtual_coils : input_coils;
+}
+
 NlinvSolver::NlinvSolver(const NlinvParams& p, std::unique_ptr<NlinvModel> model,
-                         std::unique_ptr<VectorOps> ops)
+                         std::unique_ptr<VectorOps> ops, int input_coils, std::size_t points)
     : p_(p),
       model_(std::move(model)),
       irgnm_(std::make_unique<Irgnm>(*model_, std::move(ops))),
       y_(model_->data_size(), model_->location()),
       x_(model_->unknowns(), model_->location()),
-      ref_(model_->unknowns(), model_->location()) {
+      ref_(model_->unknowns(), model_->location()),
+      in_coils_(input_coils),
+      points_(points) {
+  if (in_coils_ != model_->coils())
+    compressed_ = LocatedBuffer(points * std::size_t(model_->coils()), model_->location());
   reset();
 }
 
@@ -24,9 +34,25 @@ void NlinvSolver::reset() {
   model_->set(x_.data(), model_->pixels(), cfloat{1.f, 0.f});  // rho = 1, c = 0
   scaling_ = -1;
   first_ = true;
+  compression_ready_ = false;  // a new stream: new principal components
 }
 
 NlinvFrameReport NlinvSolver::reconstruct(const float* traj, const cfloat* samples, cfloat* out) {
+  if (in_coils_ != model_->coils()) {
+    if (!compression_ready_) {  // once per stream, from its first frame
+      std::vector<cfloat> host(std::size_t(in_coils_) * points_);
+      model_->to_host(host.data(), samples, host.size());
+      const CoilCompression cc = coil_compression(host.data(), in_coils_, points_, model_->coils());
+      model_->set_compression(cc.matrix, in_coils_);
+      log::info(
+          "nlinv: {} coils compressed to {} virtual coils (principal components of the stream's first "
+          "frame: {:.2f}% of its energy)",
+          in_coils_, model_->coils(), 100.0 * cc.kept_energy);
+      compression_ready_ = true;
+    }
+    model_->compress(samples, compressed_.data(), points_);
+    samples = compressed_.data();
+  }
   grid_frame(traj, samples);
   VectorOps& o = irgnm_->ops();
   const std::size_t m = model_->data_size();

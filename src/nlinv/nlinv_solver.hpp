@@ -3,7 +3,9 @@
 // the G x G grid scaled as unitary for the N x N image, as BART's nufft and its factor 2 do; and the transfer
 // function D from the same trajectory); every frame's data are scaled by 100 / ||y|| of the stream's first
 // frame; the IRGNM starts from the previous frame's solution (the first from rho = 1, c = 0) and is
-// regularized toward temporal_damping times it. NlinvCpu and NlinvCuda supply the model and the gridding.
+// regularized toward temporal_damping times it. With virtual_coils (fewer than the input's coils) the samples
+// are first compressed by the principal components of the stream's first frame (nlinv/coil_compression.hpp),
+// kept until reset(). NlinvCpu and NlinvCuda supply the model and the gridding.
 #pragma once
 #include <memory>
 
@@ -13,6 +15,9 @@
 #include "nlinv/nlinv_model.hpp"
 
 namespace radstream {
+
+// The coils the model works on: virtual_coils when it compresses (0 < V < the input's), else the input's.
+int nlinv_model_coils(int input_coils, const NlinvParams& p);
 
 class NlinvSolver : public NlinvEngine {
  public:
@@ -27,7 +32,8 @@ class NlinvSolver : public NlinvEngine {
   virtual void grid_frame(const float* traj, const cfloat* samples) = 0;
 
  protected:
-  NlinvSolver(const NlinvParams& p, std::unique_ptr<NlinvModel> model, std::unique_ptr<VectorOps> ops);
+  NlinvSolver(const NlinvParams& p, std::unique_ptr<NlinvModel> model, std::unique_ptr<VectorOps> ops,
+              int input_coils, std::size_t points);
   cfloat* y() { return y_.data(); }
 
   NlinvParams p_;
@@ -36,6 +42,10 @@ class NlinvSolver : public NlinvEngine {
   LocatedBuffer y_, x_, ref_;
   double scaling_ = -1;
   bool first_ = true;
+  int in_coils_;
+  std::size_t points_;
+  LocatedBuffer compressed_;  // the frame's virtual coils [V][points] when compressing
+  bool compression_ready_ = false;
 };
 
 }  // namespace radstream

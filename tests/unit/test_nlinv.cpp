@@ -13,6 +13,8 @@
 #include "io/frame_io.hpp"
 #include "io/image_stats.hpp"
 #include "linalg/adjoint_check.hpp"
+#include "linalg/hermitian_eigen.hpp"
+#include "nlinv/coil_compression.hpp"
 #include "nlinv/nlinv_cpu.hpp"
 #include "noncart/nufft_operator_cpu.hpp"
 #include "sim/coil_maps.hpp"
@@ -221,4 +223,54 @@ TEST(Nlinv, TheSeriesConvergesAndFollowsTheMotion) {
   EXPECT_LT(still.vs_now[4], still.vs_now[0]);
   EXPECT_LE(mean_of(moving.vs_now, 10), 1.2 * mean_of(still.vs_now, 10));
   EXPECT_LT(mean_of(moving.vs_now, 10), mean_of(moving.vs_first, 10));
+}
+
+TEST(Nlinv, HermitianEigenDecomposesARandomHermitianMatrix) {
+  constexpr int n = 12;
+  std::mt19937 rng(4);
+  std::normal_distribution<double> d;
+  std::vector<std::complex<double>> a(n * n);
+  for (int r = 0; r < n; ++r)
+    for (int c = r; c < n; ++c) {
+      a[r * n + c] = r == c ? std::complex<double>(d(rng), 0) : std::complex<double>(d(rng), d(rng));
+      a[c * n + r] = std::conj(a[r * n + c]);
+    }
+  const auto e = hermitian_eigen(a, n);
+  for (int k = 1; k < n; ++k) EXPECT_GE(e.values[k - 1], e.values[k]);
+  double worst = 0, unitary = 0;
+  for (int k = 0; k < n; ++k)
+    for (int r = 0; r < n; ++r) {
+      std::complex<double> av = 0;
+      for (int c = 0; c < n; ++c) av += a[r * n + c] * e.vectors[c * n + k];
+      worst = std::max(worst, std::abs(av - e.values[k] * e.vectors[r * n + k]));
+      std::complex<double> g = 0;  // (V^H V)_{k r}
+      for (int c = 0; c < n; ++c) g += std::conj(e.vectors[c * n + k]) * e.vectors[c * n + r];
+      unitary = std::max(unitary, std::abs(g - (k == r ? 1.0 : 0.0)));
+    }
+  EXPECT_LT(worst, 1e-10);
+  EXPECT_LT(unitary, 1e-12);
+}
+
+// Data of rank 3 in 8 coils: 3 virtual coils keep all of its energy and give the data back exactly
+// (x_a = sum_v y_v conj(W_av)); 2 keep less.
+TEST(Nlinv, CoilCompressionKeepsTheDataOfLowRank) {
+  constexpr int coils = 8, rank = 3;
+  constexpr std::size_t points = 500;
+  const auto src = random_vector(rank * points, 21);
+  const auto mix = random_vector(rank * coils, 22);
+  std::vector<cfloat> x(coils * points);
+  for (int a = 0; a < coils; ++a)
+    for (std::size_t p = 0; p < points; ++p)
+      for (int s = 0; s < rank; ++s) x[a * points + p] += mix[s * coils + a] * src[s * points + p];
+  const auto cc = coil_compression(x.data(), coils, points, rank);
+  EXPECT_NEAR(cc.kept_energy, 1.0, 1e-6);
+  std::vector<cfloat> back(x.size());
+  for (std::size_t p = 0; p < points; ++p)
+    for (int v = 0; v < rank; ++v) {
+      cfloat y{};
+      for (int a = 0; a < coils; ++a) y += x[a * points + p] * cc.matrix[a * rank + v];
+      for (int a = 0; a < coils; ++a) back[a * points + p] += y * std::conj(cc.matrix[a * rank + v]);
+    }
+  EXPECT_LT(rel_diff(back, x), 1e-5);
+  EXPECT_LT(coil_compression(x.data(), coils, points, 2).kept_energy, 0.999);
 }
