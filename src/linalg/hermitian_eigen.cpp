@@ -62,7 +62,8 @@ HermitianEigen hermitian_eigen(std::vector<std::complex<double>> a, int n) {
   e.vectors.resize(std::size_t(n) * n);
   for (int k = 0; k < n; ++k) {
     e.values[std::size_t(k)] = at(order[std::size_t(k)], order[std::size_t(k)]).real();
-    for (int r = 0; r < n; ++r) e.vectors[std::size_t(r) * n + k] = v[std::size_t(r) * n + order[std::size_t(k)]];
+    for (int r = 0; r < n; ++r)
+      e.vectors[std::size_t(r) * n + k] = v[std::size_t(r) * n + order[std::size_t(k)]];
   }
   return e;
 }

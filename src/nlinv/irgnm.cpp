@@ -1,5 +1,6 @@
 #include "nlinv/irgnm.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "nlinv/located_buffer.hpp"
@@ -24,6 +25,21 @@ Irgnm::Irgnm(NlinvModel& model, std::unique_ptr<VectorOps> ops)
 
 Irgnm::~Irgnm() = default;
 
+void Irgnm::set_clock(std::function<double()> elapsed_ms) {
+  clock_ = std::move(elapsed_ms);
+}
+
+double Irgnm::now_ms() const {
+  if (clock_) return clock_();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+}
+
+bool Irgnm::past_deadline(double t, double next_ms) const {
+  // The next piece of work (timed as the slowest of its kind so far, with a margin of half again) and the
+  // output that follows it (about one CG iteration) must still fit.
+  return deadline_ms_ > 0 && t + 1.5 * (next_ms + slowest_cg_) > deadline_ms_;
+}
+
 int Irgnm::cg(double alpha, int max_iter, const cfloat* b) {
   const std::size_t n = model_.unknowns();
   VectorOps& o = *ops_;
@@ -44,20 +60,41 @@ int Irgnm::cg(double alpha, int max_iter, const cfloat* b) {
     o.cg_step(h, r, p, ap, n, rr, kPQ);
     o.dot_re(r, r, n, rr_new);
     ++it;
-    const double rs = o.read(rr_new);
+    const double rs = o.read(rr_new);  // waits for the iteration: the clock below sees it done
     if (rs <= eps * eps) break;
+    if (deadline_ms_ > 0) {
+      const double t = now_ms();
+      slowest_cg_ = std::max(slowest_cg_, t - t_last_);
+      t_last_ = t;
+      if (past_deadline(t, 0)) {
+        stopped_early_ = true;
+        break;
+      }
+    }
     o.cg_direction(p, r, n, rr_new, rr);
     std::swap(rr, rr_new);
   }
   return it;
 }
 
-IrgnmReport Irgnm::solve(const NlinvParams& p, cfloat* x, const cfloat* x_ref, const cfloat* y) {
+IrgnmReport Irgnm::solve(const NlinvParams& p, cfloat* x, const cfloat* x_ref, const cfloat* y,
+                         std::chrono::steady_clock::time_point start) {
   IrgnmReport rep;
   const std::size_t n = model_.unknowns(), m = model_.data_size();
   VectorOps& o = *ops_;
   double alpha = 1.0;
+  start_ = start;
+  deadline_ms_ = p.deadline_ms;
+  stopped_early_ = false;
+  slowest_cg_ = slowest_setup_ = 0;
   for (int step = 0; step < p.newton; ++step) {
+    if (deadline_ms_ > 0 && step > 0) {  // a further Newton step needs its set-up and one CG iteration
+      if (past_deadline(now_ms(), slowest_setup_)) {
+        stopped_early_ = true;
+        break;
+      }
+    }
+    const double t_setup = deadline_ms_ > 0 ? now_ms() : 0;
     model_.linearize(x);
     model_.value(v_->r_data.data());
     o.rsub(v_->r_data.data(), y, m);  // r = y - F(x)
@@ -65,11 +102,19 @@ IrgnmReport Irgnm::solve(const NlinvParams& p, cfloat* x, const cfloat* x_ref, c
     model_.derivative_adjoint(v_->r_data.data(), v_->b.data());
     if (x_ref) o.axpy(v_->b.data(), float(alpha), x_ref, n);
     o.axpy(v_->b.data(), -float(alpha), x, n);
+    if (deadline_ms_ > 0) {
+      o.dot_re(v_->b.data(), v_->b.data(), n, kPQ);
+      o.read(kPQ);  // waits for the set-up, so that its time is its own
+      t_last_ = now_ms();
+      slowest_setup_ = std::max(slowest_setup_, t_last_ - t_setup);
+    }
     rep.cg_iterations += cg(alpha, p.newton_cg_max, v_->b.data());
     o.axpy(x, 1.f, v_->h.data(), n);
     alpha = (alpha - p.alpha_min) / p.alpha_reduction + p.alpha_min;
     ++rep.newton_steps;
+    if (stopped_early_) break;  // the best iterate reached: this step's partial solve applied
   }
+  rep.stopped_early = stopped_early_;
   rep.final_residual = std::sqrt(o.read(kRes));
   model_.linearize(x);  // the coil images of the solution, for the output
   return rep;

@@ -6,6 +6,8 @@
 // alpha_0 = 1. The stopping rule reads |r| on the host after each CG iteration (one wait per iteration on the
 // GPU). Every vector is made at construction: a frame allocates nothing.
 #pragma once
+#include <chrono>
+#include <functional>
 #include <memory>
 
 #include "linalg/vector_ops.hpp"
@@ -19,16 +21,27 @@ class Irgnm {
   Irgnm(NlinvModel& model, std::unique_ptr<VectorOps> ops);
   ~Irgnm();
   // x [unknowns] is updated in place; x_ref may be null (zero); y [data_size]; all at the model's location.
-  IrgnmReport solve(const NlinvParams& p, cfloat* x, const cfloat* x_ref, const cfloat* y);
+  // With p.deadline_ms > 0 the solve stops early, keeping the iterate reached, when the next CG iteration or
+  // Newton step (timed as the slowest so far, with a margin) would end past `start` + deadline_ms.
+  IrgnmReport solve(const NlinvParams& p, cfloat* x, const cfloat* x_ref, const cfloat* y,
+                    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now());
   VectorOps& ops() { return *ops_; }
+  // Tests: the clock the deadline reads (ms since the solve's start); empty: the steady clock.
+  void set_clock(std::function<double()> elapsed_ms);
 
  private:
   int cg(double alpha, int max_iter, const cfloat* b);
+  double now_ms() const;
+  bool past_deadline(double t, double next_ms) const;
 
   NlinvModel& model_;
   std::unique_ptr<VectorOps> ops_;
   struct Vectors;
   std::unique_ptr<Vectors> v_;
+  std::function<double()> clock_;
+  std::chrono::steady_clock::time_point start_;
+  double deadline_ms_ = 0, slowest_cg_ = 0, slowest_setup_ = 0, t_last_ = 0;
+  bool stopped_early_ = false;
 };
 
 }  // namespace radstream

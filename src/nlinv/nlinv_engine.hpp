@@ -7,13 +7,15 @@ namespace radstream {
 
 struct IrgnmReport {
   int newton_steps = 0;
-  int cg_iterations = 0;      // over all Newton steps
-  double final_residual = 0;  // ||y - F(x)|| before the last step
+  int cg_iterations = 0;       // over all Newton steps
+  double final_residual = 0;   // ||y - F(x)|| before the last step
+  bool stopped_early = false;  // the deadline ended the solve before its Newton steps were done
 };
 
 struct NlinvFrameReport {
   IrgnmReport irgnm;
   double scaling = 0;  // the stream's data scale (100 / ||y|| of the first frame)
+  double ms = 0;       // the frame's wall time, gridding to image (all work done)
 };
 
 class NlinvEngine {

@@ -24,6 +24,7 @@ struct NlinvParams {
   double alpha_reduction = 2.0;   // redu
   int newton_cg_max = 100;        // CG iterations per Newton step at most (BART: 100)
   int virtual_coils = 0;          // coil compression (PCA of the stream's first frame); 0 = off
+  double deadline_ms = 0;         // 0: every Newton step; > 0: the frame's budget (stops early, best iterate)
   NlinvOutput output = NlinvOutput::Combined;
 
   template <class V>
@@ -44,6 +45,10 @@ struct NlinvParams {
     v.field("virtual_coils", virtual_coils, 0, 64,
             "nlinv: compress the coils to this many virtual coils, the principal components of the stream's "
             "first frame as bart cc -p computes them, kept for the stream (0 = off)");
+    v.field(
+        "nlinv_deadline_ms", deadline_ms, 0.0, 1e4,
+        "nlinv: each frame's budget: stop when the next CG iteration or Newton step would pass it, with the "
+        "best iterate reached (0 = every Newton step)");
     v.choice("nlinv_output", output, kNlinvOutputs,
              "nlinv: combined = rho times the coils' root-sum-of-squares (BART's default); rho = rho alone");
   }

@@ -1,5 +1,6 @@
 #include "nlinv/nlinv_solver.hpp"
 
+#include <chrono>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -38,6 +39,7 @@ void NlinvSolver::reset() {
 }
 
 NlinvFrameReport NlinvSolver::reconstruct(const float* traj, const cfloat* samples, cfloat* out) {
+  const auto start = std::chrono::steady_clock::now();
   if (in_coils_ != model_->coils()) {
     if (!compression_ready_) {  // once per stream, from its first frame
       std::vector<cfloat> host(std::size_t(in_coils_) * points_);
@@ -67,11 +69,16 @@ NlinvFrameReport NlinvSolver::reconstruct(const float* traj, const cfloat* sampl
   model_->scale(y_.data(), m, float(scaling_));
   NlinvFrameReport rep;
   rep.scaling = scaling_;
-  rep.irgnm = irgnm_->solve(p_, x_.data(), first_ ? nullptr : ref_.data(), y_.data());
+  rep.irgnm = irgnm_->solve(p_, x_.data(), first_ ? nullptr : ref_.data(), y_.data(), start);
   o.copy(ref_.data(), x_.data(), x_.size());
   model_->scale(ref_.data(), ref_.size(), float(p_.temporal_damping));
   first_ = false;
   model_->image(p_.output, out);
+  if (model_->location() == Location::Device) {
+    cfloat probe;
+    model_->to_host(&probe, out, 1);  // waits for the image: the frame's time is its whole work
+  }
+  rep.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return rep;
 }
 

@@ -25,6 +25,7 @@ class NlinvSolver : public NlinvEngine {
   void reset() override;
 
   NlinvModel& model() { return *model_; }
+  Irgnm& irgnm() { return *irgnm_; }
   // The solution x = (rho, chat) of the last frame and the frame's gridded, scaled data y [J][G*G].
   const cfloat* solution() const { return x_.data(); }
   const cfloat* gridded() const { return y_.data(); }

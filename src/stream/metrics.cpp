@@ -45,6 +45,7 @@ Percentiles percentiles_of(std::vector<double> v) {
   p.p50 = at(0.5);
   p.p95 = at(0.95);
   p.p99 = at(0.99);
+  p.p999 = at(0.999);
   p.max = v.back();
   return p;
 }
@@ -70,6 +71,7 @@ Percentiles LatencySeries::summary() const {
   p.p50 = at(0.5);
   p.p95 = at(0.95);
   p.p99 = at(0.99);
+  p.p999 = at(0.999);
   p.max = max_;
   return p;
 }
@@ -220,7 +222,8 @@ std::string Metrics::line(double t) {
 }
 
 nlohmann::ordered_json to_json(const Percentiles& p) {
-  return {{"count", p.count}, {"p50", p.p50}, {"p95", p.p95}, {"p99", p.p99}, {"max", p.max}};
+  return {{"count", p.count}, {"p50", p.p50},    {"p95", p.p95},
+          {"p99", p.p99},     {"p99.9", p.p999}, {"max", p.max}};
 }
 
 nlohmann::ordered_json Metrics::to_json(double t) const {
@@ -281,7 +284,8 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
   if (last_iterations >= 0)
     j["solver"] = {{"iterations", radstream::to_json(solver_iterations.summary())},
                    {"residual", radstream::to_json(solver_residual.summary())},
-                   {"deadline_misses", deadline_misses.load()}};
+                   {"deadline_misses", deadline_misses.load()},
+                   {"deadline_early_stops", deadline_stops.load()}};
   return j;
 }
 

@@ -28,9 +28,9 @@ inline bool sender_clock_plausible(std::int64_t acquired_ns, std::int64_t seen_n
 
 struct Percentiles {
   std::size_t count = 0;
-  double p50 = 0, p95 = 0, p99 = 0, max = 0;
+  double p50 = 0, p95 = 0, p99 = 0, p999 = 0, max = 0;
 };
-nlohmann::ordered_json to_json(const Percentiles& p);  // {"count", "p50", "p95", "p99", "max"}
+nlohmann::ordered_json to_json(const Percentiles& p);  // {"count", "p50", "p95", "p99", "p99.9", "max"}
 
 // A session series: 200 log-spaced bins a decade from 1e-3 to 1e6 ms, plus one below and one above. A
 // percentile is the geometric centre of the bin that holds it, clamped to the exact minimum and maximum.
@@ -134,7 +134,8 @@ class Metrics {
   // An iterative reconstruction's report per frame (cg-sense): iterations and final relative residual.
   LatencySeries solver_iterations{0}, solver_residual{0};
   std::atomic<int> last_iterations{-1};
-  std::atomic<std::uint64_t> deadline_misses{0};  // frames whose solve ran past recon.deadline_ms
+  std::atomic<std::uint64_t> deadline_misses{0};  // frames whose solve ran past its deadline (cg or nlinv)
+  std::atomic<std::uint64_t> deadline_stops{0};   // frames a deadline stopped early (best iterate delivered)
   std::atomic<double> last_residual{0};
   void add_solver(int iterations, double residual);
   std::vector<std::pair<std::string, Percentiles>> stage_summaries() const;

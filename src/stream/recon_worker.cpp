@@ -136,7 +136,10 @@ bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t e
     out.iterations = solver.iterations;
     out.residual = solver.residual;
     metrics_.add_solver(solver.iterations, solver.residual);
-    if (recon_.cg.deadline_ms > 0 && solver.ms > recon_.cg.deadline_ms) ++metrics_.deadline_misses;
+    const double deadline =
+        recon_.method == ReconMethod::Nlinv ? recon_.nlinv.deadline_ms : recon_.cg.deadline_ms;
+    if (deadline > 0 && solver.ms > deadline) ++metrics_.deadline_misses;
+    if (solver.stopped_early) ++metrics_.deadline_stops;
   }
   out.make_ms = double(out.ready_ns - t0) * 1e-6;
   metrics_.add_stage("frame_total", out.make_ms);

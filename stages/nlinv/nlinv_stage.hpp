@@ -38,6 +38,8 @@ class NlinvStage final : public Stage {
     stats_.present = true;
     stats_.iterations = rep.irgnm.cg_iterations;
     stats_.residual = rep.irgnm.final_residual / 100.0;  // the data are scaled to norm 100
+    stats_.ms = rep.ms;
+    stats_.stopped_early = rep.irgnm.stopped_early;
   }
   SolverStats solver_stats() override { return stats_; }
 

@@ -274,3 +274,40 @@ TEST(Nlinv, CoilCompressionKeepsTheDataOfLowRank) {
   EXPECT_LT(rel_diff(back, x), 1e-5);
   EXPECT_LT(coil_compression(x.data(), coils, points, 2).kept_energy, 0.999);
 }
+
+// The deadline on a clock the test drives: every reading advances it by 1 ms (a CG iteration or a Newton
+// step's set-up costs 1 ms), the budget is 12 ms. The solve stops early, its last reading within the budget,
+// and the image it delivers is the iterate reached (finite, and closer to the full solve's than the start).
+TEST(Nlinv, ADeadlineStopsTheSolveEarlyWithTheBestIterate) {
+  SimParams sp;
+  sp.matrix = 32;
+  sp.coils = 3;
+  const Simulator sim(sp);
+  const Frame fr = frame_from_spokes(sim.header(), sim.spokes(0, 21));
+  NlinvParams full;
+  full.newton = 6;
+  NlinvCpu reference(32, 3, std::size_t(21) * sim.samples(), full, 1);
+  std::vector<cfloat> img_full(32 * 32), img(32 * 32);
+  const auto rep_full = reference.reconstruct(fr.traj.data(), fr.data.data(), img_full.data());
+  EXPECT_FALSE(rep_full.irgnm.stopped_early);
+
+  NlinvParams p = full;
+  p.deadline_ms = 12;
+  NlinvCpu limited(32, 3, std::size_t(21) * sim.samples(), p, 1);
+  double clock = 0, last = 0;
+  limited.irgnm().set_clock([&] {
+    clock += 1.0;
+    last = clock;
+    return clock;
+  });
+  const auto rep = limited.reconstruct(fr.traj.data(), fr.data.data(), img.data());
+  std::printf(
+      "deadline 12 ms: %d Newton steps, %d CG iterations (full: %d, %d); last clock reading %.0f ms\n",
+      rep.irgnm.newton_steps, rep.irgnm.cg_iterations, rep_full.irgnm.newton_steps,
+      rep_full.irgnm.cg_iterations, last);
+  EXPECT_TRUE(rep.irgnm.stopped_early);
+  EXPECT_LE(last, 12.0);
+  EXPECT_LT(rep.irgnm.cg_iterations, rep_full.irgnm.cg_iterations);
+  for (const auto& v : img) ASSERT_TRUE(std::isfinite(v.real()) && std::isfinite(v.imag()));
+  EXPECT_LT(nrmse_scaled(magnitude(img), magnitude(img_full)), 0.9);
+}
