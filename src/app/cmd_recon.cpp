@@ -42,10 +42,11 @@ int run_nlinv(const DeclaredOptions& o, const OfflineRecon& io, const ExactJob& 
     if (key != "method" && key != "backend" && key != "threads" && !nlinv.has(key))
       throw ConfigError(o.option_of("recon", key) + " does not apply to --method nlinv");
   if (!io.input.empty()) {  // one window of an MRD file through the chain's nlinv stage
+    if (!io.sens_out.empty()) throw ConfigError("--sens-out is written by --method nlinv on --traj/--kspace");
     run_offline_recon(io, params);
     return 0;
   }
-  run_nlinv_job(NlinvJob{io.traj, io.kspace, io.out, io.matrix}, params);
+  run_nlinv_job(NlinvJob{io.traj, io.kspace, io.out, io.sens_out, io.matrix}, params);
   return 0;
 }
 
@@ -67,6 +68,7 @@ Runner add_recon(CLI::App& app) {
     o->apply("exact", exact);
     const ReconParams params = resolve_recon(*o, true);
     if (params.method == ReconMethod::Nlinv) return run_nlinv(*o, io, exact, params);
+    if (!io.sens_out.empty()) throw ConfigError("--sens-out goes with --method nlinv");
     const KeyNames nlinv = nlinv_keys();
     for (const std::string& key : o->given_keys("recon"))
       if (nlinv.has(key)) throw ConfigError(o->option_of("recon", key) + " goes with --method nlinv");

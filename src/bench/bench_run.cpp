@@ -17,6 +17,7 @@
 
 #include "bench/bench_case.hpp"
 #include "bench/bench_cg.hpp"
+#include "bench/bench_nlinv.hpp"
 #include "bench/bench_plot.hpp"
 #include "bench/bench_report.hpp"
 #include "bench/bench_stages.hpp"
@@ -165,9 +166,12 @@ nlohmann::ordered_json chain_case(const BenchCase& c, bool moved_to_cpu, const R
   }
   std::map<std::string, std::vector<double>> stage_ms;
   std::vector<double> wall, gpu_sum;
+  std::vector<cfloat> last_image;
   for (int i = 0; i < warmup + frames; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    chain.reconstruct(f);
+    const auto image = chain.reconstruct(f);
+    if (i + 1 == warmup + frames && image.loc != Location::Device)
+      last_image.assign(image.data, image.data + image.size());
     const double w = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (i < warmup) continue;
     wall.push_back(w);
@@ -217,6 +221,11 @@ nlohmann::ordered_json chain_case(const BenchCase& c, bool moved_to_cpu, const R
     j["cg_iterations_last_frame"] = solver.iterations;  // over all Newton steps
     j["newton_steps"] = c.recon.nlinv.newton;
     j["grid_os"] = c.recon.nlinv.grid_os;
+    if (b == Backend::Cpu) {  // N3: BART's rtnlinv on the same frames, same machine
+      const auto bart = bart_rtnlinv_reference(f, c.recon.nlinv, warmup + frames, last_image);
+      j["bart_rtnlinv"] = bart;
+      if (!bart.is_null()) j["ours_over_bart_wall"] = w.median / bart["ms_per_frame"].get<double>();
+    }
   } else if (solver.present) {
     j["iterations"] = solver.iterations;
     j["residual"] = solver.residual;

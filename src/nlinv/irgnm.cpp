@@ -86,7 +86,10 @@ IrgnmReport Irgnm::solve(const NlinvParams& p, cfloat* x, const cfloat* x_ref, c
   start_ = start;
   deadline_ms_ = p.deadline_ms;
   stopped_early_ = false;
-  slowest_cg_ = slowest_setup_ = 0;
+  // The slowest times are kept from frame to frame (fading by 2% a frame): a frame's first checks then know
+  // what its work costs before it has timed any of it.
+  slowest_cg_ *= 0.98;
+  slowest_setup_ *= 0.98;
   for (int step = 0; step < p.newton; ++step) {
     if (deadline_ms_ > 0 && step > 0) {  // a further Newton step needs its set-up and one CG iteration
       if (past_deadline(now_ms(), slowest_setup_)) {

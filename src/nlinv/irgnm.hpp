@@ -28,6 +28,8 @@ class Irgnm {
   VectorOps& ops() { return *ops_; }
   // Tests: the clock the deadline reads (ms since the solve's start); empty: the steady clock.
   void set_clock(std::function<double()> elapsed_ms);
+  // Drops the slowest times kept for the deadline's predictions.
+  void forget_timings() { slowest_cg_ = slowest_setup_ = 0; }
 
  private:
   int cg(double alpha, int max_iter, const cfloat* b);

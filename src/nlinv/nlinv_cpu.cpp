@@ -12,18 +12,19 @@ NufftKernel nlinv_kernel() {
 }
 }  // namespace
 
-NlinvCpu::NlinvCpu(int matrix, int coils, std::size_t points, const NlinvParams& p, int threads)
+NlinvCpu::NlinvCpu(int matrix, int coils, std::size_t points, const NlinvParams& p, int threads,
+                   FftPlanner planner)
     : NlinvSolver(p,
                   std::make_unique<NlinvModelCpu>(matrix, nlinv_grid_size(matrix, p.grid_os),
-                                                  nlinv_model_coils(coils, p), p, threads),
+                                                  nlinv_model_coils(coils, p), p, threads, planner),
                   make_vector_ops_cpu(), coils, points),
       n_(matrix),
       j_(nlinv_model_coils(coils, p)) {
   const int g = model_->grid();
   nufft_ = std::make_unique<NufftOperatorCpu>(2, std::array<int, 3>{g, g, 1}, j_, points, nlinv_kernel(),
-                                              FftPlanner::Estimate, threads);
+                                              planner, threads);
   psf_ = std::make_unique<NufftOperatorCpu>(2, std::array<int, 3>{g, g, 1}, 1, points, nlinv_kernel(),
-                                            FftPlanner::Estimate, threads);
+                                            planner, threads);
   ones_ = HostBuffer<cfloat>(Extents{points});
   psf_image_ = HostBuffer<cfloat>(Extents{model_->pixels()});
   for (auto& v : ones_) v = cfloat{1.f, 0.f};

@@ -12,7 +12,8 @@ namespace radstream {
 class NlinvCpu final : public NlinvSolver {
  public:
   // matrix N, coils J, points: samples per frame (spokes x samples); threads 0 = all.
-  NlinvCpu(int matrix, int coils, std::size_t points, const NlinvParams& p, int threads);
+  NlinvCpu(int matrix, int coils, std::size_t points, const NlinvParams& p, int threads,
+           FftPlanner planner = FftPlanner::Estimate);
   // traj [points][2] in cycles per pixel of the N x N image; samples [coils][points]; host arrays.
   void grid_frame(const float* traj, const cfloat* samples) override;
 

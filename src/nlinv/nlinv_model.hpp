@@ -68,6 +68,8 @@ class NlinvModel {
   // [coils()][points]).
   virtual void set_compression(const std::vector<cfloat>& matrix, int in_coils) = 0;
   virtual void compress(const cfloat* in, cfloat* out, std::size_t points) = 0;
+  // out [J][N][N] (at location()): the coil images c_j of the point of linearization, the grid's centre.
+  virtual void coil_maps(cfloat* out) = 0;
   // host [n] <- src [n] at location() (waits for it).
   virtual void to_host(cfloat* host, const cfloat* src, std::size_t n) = 0;
 

@@ -10,7 +10,8 @@
 
 namespace radstream {
 
-NlinvModelCpu::NlinvModelCpu(int matrix, int grid, int coils, const NlinvParams& p, int threads)
+NlinvModelCpu::NlinvModelCpu(int matrix, int grid, int coils, const NlinvParams& p, int threads,
+                             FftPlanner planner)
     : NlinvModel(matrix, grid, coils) {
   weight_ = HostBuffer<float>(Extents{px_});
   nlinv_sobolev_weight(g_, p, weight_.data());
@@ -18,10 +19,10 @@ NlinvModelCpu::NlinvModelCpu(int matrix, int grid, int coils, const NlinvParams&
   rho_ = HostBuffer<cfloat>(Extents{px_});
   coils_ = HostBuffer<cfloat>(Extents{px_ * j_});
   work_ = HostBuffer<cfloat>(Extents{px_ * j_});
-  fwd_j_ = FftwPlan({g_, g_}, j_, FftDirection::Forward, FftPlanner::Estimate, threads);
-  inv_j_ = FftwPlan({g_, g_}, j_, FftDirection::Inverse, FftPlanner::Estimate, threads);
-  fwd_1_ = FftwPlan({g_, g_}, 1, FftDirection::Forward, FftPlanner::Estimate, threads);
-  inv_1_ = FftwPlan({g_, g_}, 1, FftDirection::Inverse, FftPlanner::Estimate, threads);
+  fwd_j_ = FftwPlan({g_, g_}, j_, FftDirection::Forward, planner, threads);
+  inv_j_ = FftwPlan({g_, g_}, j_, FftDirection::Inverse, planner, threads);
+  fwd_1_ = FftwPlan({g_, g_}, 1, FftDirection::Forward, planner, threads);
+  inv_1_ = FftwPlan({g_, g_}, 1, FftDirection::Inverse, planner, threads);
 }
 
 void NlinvModelCpu::fft(cfloat* data, int batch, bool inverse) const {
@@ -58,6 +59,14 @@ void NlinvModelCpu::compress(const cfloat* in, cfloat* out, std::size_t points) 
   }
 }
 
+void NlinvModelCpu::coil_maps(cfloat* out) {
+  for (int j = 0; j < j_; ++j)
+    for (int y = 0; y < n_; ++y)
+      for (int x = 0; x < n_; ++x)
+        out[(std::size_t(j) * n_ + y) * n_ + x] =
+            coils_[std::size_t(j) * px_ + std::size_t(y + lo_) * g_ + std::size_t(x + lo_)];
+}
+
 void NlinvModelCpu::to_host(cfloat* host, const cfloat* src, std::size_t n) {
   std::copy(src, src + n, host);
 }
@@ -70,48 +79,69 @@ void NlinvModelCpu::unitary(cfloat* data, int batch, bool inverse) {
   for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(n); ++i) data[i] *= s;
 }
 
-namespace {
-// True inside the mask: the central N x N cells [lo, lo + N) per axis.
-inline bool in_mask(std::size_t p, int g, int lo, int n) {
-  const int y = int(p / std::size_t(g)), x = int(p % std::size_t(g));
-  return y >= lo && y < lo + n && x >= lo && x < lo + n;
-}
-}  // namespace
+// The loops run over rows (coil j, grid row y) so that the index arithmetic is per row and the inner loops
+// are contiguous; the mask is whole rows (y outside [lo, lo + N)) and the columns [lo, lo + N) of the others.
 
 void NlinvModelCpu::linearize(const cfloat* x) {
   std::memcpy(static_cast<void*>(rho_.data()), x, px_ * sizeof(cfloat));
   const cfloat* chat = x + px_;
   const float s = 1.f / float(g_);  // 1 / sqrt(G^2): U^H
+  const std::ptrdiff_t rows = std::ptrdiff_t(j_) * g_;
 #pragma omp parallel for
-  for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(px_ * j_); ++i)
-    coils_[std::size_t(i)] = chat[i] * (weight_[std::size_t(i) % px_] * s);
+  for (std::ptrdiff_t r = 0; r < rows; ++r) {
+    const std::size_t o = std::size_t(r) * g_, w = std::size_t(r % g_) * g_;
+    for (int c = 0; c < g_; ++c) coils_[o + c] = chat[o + c] * (weight_[w + c] * s);
+  }
   fft(coils_.data(), j_, true);
 }
 
 void NlinvModelCpu::value(cfloat* out) {
+  const std::ptrdiff_t rows = std::ptrdiff_t(j_) * g_;
 #pragma omp parallel for
-  for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(px_ * j_); ++i) {
-    const std::size_t p = std::size_t(i) % px_;
-    out[i] = in_mask(p, g_, lo_, n_) ? rho_[p] * coils_[std::size_t(i)] : cfloat{};
+  for (std::ptrdiff_t r = 0; r < rows; ++r) {
+    const int y = int(r % g_);
+    cfloat* o = out + std::size_t(r) * g_;
+    std::fill(o, o + g_, cfloat{});
+    if (y < lo_ || y >= lo_ + n_) continue;
+    const cfloat* c = coils_.data() + std::size_t(r) * g_;
+    const cfloat* rho = rho_.data() + std::size_t(y) * g_;
+    for (int x = lo_; x < lo_ + n_; ++x) o[x] = rho[x] * c[x];
   }
   fft(out, j_, false);
   const float s = 1.f / float(g_);
 #pragma omp parallel for
-  for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(px_ * j_); ++i) out[i] *= pattern_[std::size_t(i) % px_] * s;
+  for (std::ptrdiff_t r = 0; r < rows; ++r) {
+    cfloat* o = out + std::size_t(r) * g_;
+    const cfloat* d = pattern_.data() + std::size_t(r % g_) * g_;
+    for (int x = 0; x < g_; ++x) o[x] *= d[x] * s;
+  }
 }
 
 void NlinvModelCpu::derivative(const cfloat* v, cfloat* out) {
   const cfloat* drho = v;
   const cfloat* dchat = v + px_;
   const float s = 1.f / float(g_);
+  const std::ptrdiff_t rows = std::ptrdiff_t(j_) * g_;
 #pragma omp parallel for
-  for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(px_ * j_); ++i)
-    out[i] = dchat[i] * (weight_[std::size_t(i) % px_] * s);
+  for (std::ptrdiff_t r = 0; r < rows; ++r) {
+    const std::size_t o = std::size_t(r) * g_, w = std::size_t(r % g_) * g_;
+    for (int c = 0; c < g_; ++c) out[o + c] = dchat[o + c] * (weight_[w + c] * s);
+  }
   fft(out, j_, true);  // out_j = dc_j
 #pragma omp parallel for
-  for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(px_ * j_); ++i) {
-    const std::size_t p = std::size_t(i) % px_;
-    out[i] = in_mask(p, g_, lo_, n_) ? (drho[p] * coils_[std::size_t(i)] + rho_[p] * out[i]) * s : cfloat{};
+  for (std::ptrdiff_t r = 0; r < rows; ++r) {
+    const int y = int(r % g_);
+    cfloat* o = out + std::size_t(r) * g_;
+    if (y < lo_ || y >= lo_ + n_) {
+      std::fill(o, o + g_, cfloat{});
+      continue;
+    }
+    const cfloat* c = coils_.data() + std::size_t(r) * g_;
+    const cfloat* rho = rho_.data() + std::size_t(y) * g_;
+    const cfloat* dr = drho + std::size_t(y) * g_;
+    std::fill(o, o + lo_, cfloat{});
+    for (int x = lo_; x < lo_ + n_; ++x) o[x] = (dr[x] * c[x] + rho[x] * o[x]) * s;
+    std::fill(o + lo_ + n_, o + g_, cfloat{});
   }
   fft(out, j_, false);
 }
@@ -123,33 +153,46 @@ void NlinvModelCpu::derivative_adjoint(const cfloat* r, cfloat* out) {
   std::memcpy(static_cast<void*>(t), r, px_ * j_ * sizeof(cfloat));
   fft(t, j_, true);
 #pragma omp parallel for
-  for (std::ptrdiff_t pi = 0; pi < std::ptrdiff_t(px_); ++pi) {
-    const std::size_t p = std::size_t(pi);
-    if (!in_mask(p, g_, lo_, n_)) {
-      drho[p] = {};
-      for (int j = 0; j < j_; ++j) t[std::size_t(j) * px_ + p] = {};
-      continue;
+  for (int y = 0; y < g_; ++y) {
+    const std::size_t row = std::size_t(y) * g_;
+    const bool inside = y >= lo_ && y < lo_ + n_;
+    for (int x = 0; x < g_; ++x) {
+      const std::size_t p = row + std::size_t(x);
+      if (!inside || x < lo_ || x >= lo_ + n_) {
+        drho[p] = {};
+        for (int j = 0; j < j_; ++j) t[std::size_t(j) * px_ + p] = {};
+        continue;
+      }
+      cfloat acc{};
+      const cfloat rho_c = std::conj(rho_[p]) * s;
+      for (int j = 0; j < j_; ++j) {
+        const std::size_t i = std::size_t(j) * px_ + p;
+        const cfloat tj = t[i];
+        acc += std::conj(coils_[i]) * tj;
+        t[i] = rho_c * tj;
+      }
+      drho[p] = acc * s;
     }
-    cfloat acc{};
-    const cfloat rho_c = std::conj(rho_[p]) * s;
-    for (int j = 0; j < j_; ++j) {
-      const std::size_t i = std::size_t(j) * px_ + p;
-      const cfloat tj = t[i];
-      acc += std::conj(coils_[i]) * tj;
-      t[i] = rho_c * tj;
-    }
-    drho[p] = acc * s;
   }
   fft(t, j_, false);
+  const std::ptrdiff_t rows = std::ptrdiff_t(j_) * g_;
 #pragma omp parallel for
-  for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(px_ * j_); ++i) t[i] *= weight_[std::size_t(i) % px_] * s;
+  for (std::ptrdiff_t rr = 0; rr < rows; ++rr) {
+    cfloat* o = t + std::size_t(rr) * g_;
+    const float* w = weight_.data() + std::size_t(rr % g_) * g_;
+    for (int x = 0; x < g_; ++x) o[x] *= w[x] * s;
+  }
 }
 
 void NlinvModelCpu::normal(const cfloat* v, cfloat* out) {
   derivative(v, work_.data());
+  const std::ptrdiff_t rows = std::ptrdiff_t(j_) * g_;
 #pragma omp parallel for
-  for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(px_ * j_); ++i)
-    work_[std::size_t(i)] *= pattern_[std::size_t(i) % px_];
+  for (std::ptrdiff_t r = 0; r < rows; ++r) {
+    cfloat* o = work_.data() + std::size_t(r) * g_;
+    const cfloat* d = pattern_.data() + std::size_t(r % g_) * g_;
+    for (int x = 0; x < g_; ++x) o[x] *= d[x];
+  }
   derivative_adjoint(work_.data(), out);
 }
 

@@ -11,7 +11,8 @@ namespace radstream {
 
 class NlinvModelCpu final : public NlinvModel {
  public:
-  NlinvModelCpu(int matrix, int grid, int coils, const NlinvParams& p, int threads);
+  NlinvModelCpu(int matrix, int grid, int coils, const NlinvParams& p, int threads,
+                FftPlanner planner = FftPlanner::Estimate);
 
   Location location() const override { return Location::Host; }
   cfloat* pattern() override { return pattern_.data(); }
@@ -28,6 +29,7 @@ class NlinvModelCpu final : public NlinvModel {
   void set_compression(const std::vector<cfloat>& matrix, int in_coils) override;
   void compress(const cfloat* in, cfloat* out, std::size_t points) override;
   void to_host(cfloat* host, const cfloat* src, std::size_t n) override;
+  void coil_maps(cfloat* out) override;
   // The coil images c_j [J][G*G] at the point of linearization.
   const cfloat* coil_images() const { return coils_.data(); }
 

@@ -144,6 +144,16 @@ __global__ void compress_kernel(const float2* in, float2* out, const float2* w, 
   }
 }
 
+// out[j][y][x] = c[j][y + lo][x + lo]
+__global__ void crop_coils(const float2* c, float2* out, int g, int lo, int nm, int coils, std::size_t px) {
+  GRID_STRIDE(i, std::size_t(coils) * nm * nm) {
+    const int j = int(i / (std::size_t(nm) * nm));
+    const std::size_t r = i % (std::size_t(nm) * nm);
+    const int y = int(r / nm), x = int(r % nm);
+    out[i] = c[std::size_t(j) * px + std::size_t(y + lo) * g + std::size_t(x + lo)];
+  }
+}
+
 }  // namespace
 
 NlinvModelCuda::NlinvModelCuda(int matrix, int grid, int coils, const NlinvParams& p, gpu::StreamRef stream)
@@ -262,6 +272,13 @@ void NlinvModelCuda::compress(const cfloat* in, cfloat* out, std::size_t points)
   compress_kernel<<<blocks(points), kThreads, 0, s>>>(CF2(in), F2(out), CF2(compression_.data()), in_coils_,
                                                       j_, points);
   CUDA_CHECK_LAUNCH("nlinv compress");
+}
+
+void NlinvModelCuda::coil_maps(cfloat* out) {
+  auto s = static_cast<cudaStream_t>(stream_);
+  const std::size_t n = std::size_t(j_) * n_ * n_;
+  crop_coils<<<blocks(n), kThreads, 0, s>>>(CF2(coils_.data()), F2(out), g_, lo_, n_, j_, px_);
+  CUDA_CHECK_LAUNCH("nlinv crop_coils");
 }
 
 void NlinvModelCuda::to_host(cfloat* host, const cfloat* src, std::size_t n) {

@@ -26,6 +26,7 @@ class NlinvModelCuda final : public NlinvModel {
   void set_compression(const std::vector<cfloat>& matrix, int in_coils) override;
   void compress(const cfloat* in, cfloat* out, std::size_t points) override;
   void to_host(cfloat* host, const cfloat* src, std::size_t n) override;
+  void coil_maps(cfloat* out) override;
   // D from the point spread function image [G*G] (centre at G/2): rolled to offset 0 at cell 0, transformed,
   // times `scale` (d and psf may not alias).
   void pattern_from_psf(const cfloat* psf, float scale);

@@ -38,6 +38,29 @@ void NlinvSolver::reset() {
   compression_ready_ = false;  // a new stream: new principal components
 }
 
+int NlinvSolver::coil_maps(std::vector<cfloat>& host) {
+  const std::size_t n = std::size_t(model_->coils()) * model_->matrix() * model_->matrix();
+  if (maps_.size() != n) maps_ = LocatedBuffer(n, model_->location());  // once, on the first call
+  model_->coil_maps(maps_.data());
+  host.resize(n);
+  model_->to_host(host.data(), maps_.data(), n);
+  return model_->coils();
+}
+
+void NlinvSolver::warm_up() {
+  const Location loc = model_->location();
+  LocatedBuffer traj(points_, loc);  // 2 x points zero floats: every sample at k = 0
+  LocatedBuffer samples(points_ * std::size_t(in_coils_), loc),
+      out(std::size_t(model_->matrix()) * model_->matrix(), loc);
+  irgnm_->ops().zero(traj.data(), traj.size());
+  model_->set(samples.data(), samples.size(), cfloat{1.f, 0.f});
+  quiet_ = true;
+  reconstruct(reinterpret_cast<const float*>(traj.data()), samples.data(), out.data());
+  quiet_ = false;
+  irgnm_->forget_timings();  // the warm-up's first runs are no measure of a frame's
+  reset();
+}
+
 NlinvFrameReport NlinvSolver::reconstruct(const float* traj, const cfloat* samples, cfloat* out) {
   const auto start = std::chrono::steady_clock::now();
   if (in_coils_ != model_->coils()) {
@@ -46,10 +69,11 @@ NlinvFrameReport NlinvSolver::reconstruct(const float* traj, const cfloat* sampl
       model_->to_host(host.data(), samples, host.size());
       const CoilCompression cc = coil_compression(host.data(), in_coils_, points_, model_->coils());
       model_->set_compression(cc.matrix, in_coils_);
-      log::info(
-          "nlinv: {} coils compressed to {} virtual coils (principal components of the stream's first "
-          "frame: {:.2f}% of its energy)",
-          in_coils_, model_->coils(), 100.0 * cc.kept_energy);
+      if (!quiet_)
+        log::info(
+            "nlinv: {} coils compressed to {} virtual coils (principal components of the stream's first "
+            "frame: {:.2f}% of its energy)",
+            in_coils_, model_->coils(), 100.0 * cc.kept_energy);
       compression_ready_ = true;
     }
     model_->compress(samples, compressed_.data(), points_);

@@ -23,6 +23,13 @@ class NlinvSolver : public NlinvEngine {
  public:
   NlinvFrameReport reconstruct(const float* traj, const cfloat* samples, cfloat* out) override;
   void reset() override;
+  // One frame on synthetic data, then reset(): every kernel and FFT plan runs once, so that the first real
+  // frame does not pay the GPU's lazy module loading or FFTW's first-run costs (a deadline frame would
+  // overrun by them). Allocates (configure time only).
+  void warm_up();
+  // The last frame's coil sensitivities c_j, [J][N][N] on the host (J: the model's coils, virtual ones when
+  // it compresses), and J.
+  int coil_maps(std::vector<cfloat>& host);
 
   NlinvModel& model() { return *model_; }
   Irgnm& irgnm() { return *irgnm_; }
@@ -46,7 +53,9 @@ class NlinvSolver : public NlinvEngine {
   int in_coils_;
   std::size_t points_;
   LocatedBuffer compressed_;  // the frame's virtual coils [V][points] when compressing
+  LocatedBuffer maps_;        // [J][N][N]: coil_maps()' staging
   bool compression_ready_ = false;
+  bool quiet_ = false;  // warm_up: no log lines
 };
 
 }  // namespace radstream

@@ -77,17 +77,19 @@ class FrameSolver {
   virtual ~FrameSolver() = default;
   virtual NlinvFrameReport frame(std::size_t turn, const cfloat* samples, cfloat* out) = 0;
   virtual int grid() = 0;
+  virtual int coil_maps(std::vector<cfloat>& host) = 0;
 };
 
 class HostFrames final : public FrameSolver {
  public:
-  HostFrames(int n, int coils, std::size_t points, const NlinvParams& p, int threads,
+  HostFrames(int n, int coils, std::size_t points, const NlinvParams& p, int threads, FftPlanner planner,
              const std::vector<std::vector<float>>& traj)
-      : nlinv_(n, coils, points, p, threads), traj_(traj) {}
+      : nlinv_(n, coils, points, p, threads, planner), traj_(traj) {}
   NlinvFrameReport frame(std::size_t turn, const cfloat* samples, cfloat* out) override {
     return nlinv_.reconstruct(traj_[turn].data(), samples, out);
   }
   int grid() override { return nlinv_.model().grid(); }
+  int coil_maps(std::vector<cfloat>& host) override { return nlinv_.coil_maps(host); }
 
  private:
   NlinvCpu nlinv_;
@@ -116,6 +118,7 @@ class CudaFrames final : public FrameSolver {
     return rep;
   }
   int grid() override { return engine_->model().grid(); }
+  int coil_maps(std::vector<cfloat>& host) override { return engine_->coil_maps(host); }
 
  private:
   int n_;
@@ -157,7 +160,8 @@ void run_nlinv_job(const NlinvJob& job, const ReconParams& params) {
     solver =
         std::make_unique<CudaFrames>(n, int(coils), points, params.nlinv, traj, std::size_t(frame_values));
   else
-    solver = std::make_unique<HostFrames>(n, int(coils), points, params.nlinv, params.threads, traj);
+    solver = std::make_unique<HostFrames>(n, int(coils), points, params.nlinv, params.threads,
+                                          params.fft.planner, traj);
   std::vector<cfloat> out(std::size_t(n) * n * std::size_t(frames));
   log::info(
       "nlinv: {} frame(s) of {} spokes x {} samples x {} coils -> {}x{} on a {}x{} grid, {} Newton steps",
@@ -180,6 +184,12 @@ void run_nlinv_job(const NlinvJob& job, const ReconParams& params) {
   dims[1] = n;
   dims[kTimeDim] = frames;
   write_cfl(job.out, dims, out);
+  if (!job.sens_out.empty()) {
+    std::vector<cfloat> maps;
+    const int j = solver->coil_maps(maps);
+    write_cfl(job.sens_out, {n, n, 1, j}, maps);
+    log::info("nlinv: wrote the last frame's {} coil sensitivities to {}", j, job.sens_out);
+  }
   std::sort(ms.begin(), ms.end());
   log::info("nlinv: wrote {} ({} frame(s)), median {:.1f} ms per frame", job.out, frames, ms[ms.size() / 2]);
 }

@@ -10,7 +10,7 @@
 namespace radstream {
 
 struct NlinvJob {
-  std::string traj, kspace, out;
+  std::string traj, kspace, out, sens_out;
   int matrix = -1;  // -1: from the trajectory (2 ceil(max |k|), as BART estimates it)
 };
 

@@ -9,7 +9,7 @@ namespace radstream {
 
 // The data and the output of one reconstruction (the method's settings are ReconParams').
 struct OfflineRecon {
-  std::string traj, kspace, input, out;
+  std::string traj, kspace, input, out, sens_out;
   int matrix = -1;  // -1: not given
   long start = 0, count = -1;
   int repeat = 1;
@@ -25,6 +25,9 @@ struct OfflineRecon {
     v.field("count", count, -1L, 1L << 40, "number of spokes of an MRD file (-1: all)");
     v.field("out", out, "output .cfl ([N N] complex, combined magnitude) or .png (8-bit grey)");
     v.field("repeat", repeat, 1, 1 << 20, "reconstruct this many times and report the median time");
+    v.field("sens_out", sens_out,
+            "--method nlinv: write the last frame's estimated coil sensitivities here (BART [N N 1 coils], "
+            "usable as --sens of cg-sense on the same coils; virtual coils when compressed)");
   }
 };
 

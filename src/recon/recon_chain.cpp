@@ -11,6 +11,12 @@
 
 namespace radstream {
 
+int ReconChain::estimated_coil_maps(std::vector<cfloat>& host) const {
+  for (const auto& s : stages_)
+    if (const int n = s->estimated_coil_maps(host)) return n;
+  return 0;
+}
+
 ReconChain::ReconChain(const ReconParams& params, Backend backend, const Registry& registry)
     : ReconChain(params, backend, registry, recipe_for(params, backend)) {}
 

@@ -68,6 +68,9 @@ class ReconChain {
   // Throws InputError when the chain does not keep them (the fused custom-FFT tail).
   View<const cfloat> coil_images();
   bool keeps_coil_images() const { return recipe_.has_buffer("coil_images"); }
+  // The coil sensitivities a stage of the recipe estimated itself (nlinv), [coils][N][N] on the host, and
+  // their count (0: none; the coils may be virtual ones).
+  int estimated_coil_maps(std::vector<cfloat>& host) const;
   const Recipe& recipe() const { return recipe_; }
   // True when the CUDA frames replay a captured CUDA graph.
   bool uses_graph() const { return !graph_.empty(); }

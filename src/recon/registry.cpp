@@ -78,7 +78,7 @@ void register_stages(Registry& r) {
       "cg_sense", [](P p) { return make_cg_sense_cpu(p.cg, p.gridding.kernel(), p.fft.planner); },
       RADSTREAM_CUDA_TWIN([](P p) { return make_cg_sense_cuda(p.cg, p.gridding.kernel()); }));
   r.add_twins(
-      "nlinv", [](P p) { return make_nlinv_cpu(p.nlinv); },
+      "nlinv", [](P p) { return make_nlinv_cpu(p.nlinv, p.fft.planner); },
       RADSTREAM_CUDA_TWIN([](P p) { return make_nlinv_cuda(p.nlinv); }));
 }
 

@@ -129,6 +129,12 @@ bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t e
     for (std::size_t i = 0; i < px; ++i)
       out.image[i] = cfloat(std::abs(maps.data[std::size_t(coil) * px + i]), 0.f);
     out.coil = coil;
+  } else if (coil >= 0 && coil < chain.estimated_coil_maps(estimated_maps_)) {
+    // nlinv: its own estimate of the sensitivities (of the virtual coils when it compresses them).
+    const std::size_t px = out.image.size();
+    for (std::size_t i = 0; i < px; ++i)
+      out.image[i] = cfloat(std::abs(estimated_maps_[std::size_t(coil) * px + i]), 0.f);
+    out.coil = coil;
   }
   for (const auto& t : chain.timings()) metrics_.add_stage(t.stage, t.ms);
   const SolverStats solver = chain.solver_stats();

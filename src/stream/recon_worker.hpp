@@ -75,6 +75,7 @@ class ReconWorker {
   std::atomic<std::uint64_t> seen_generation_{0};  // the ingest generation drained_ speaks of
   std::thread thread_;
   OnceLog once_;
+  std::vector<cfloat> estimated_maps_;  // the worker thread's: a stage's own coil maps for the coil view
 
   mutable std::mutex settings_m_;  // guards recon_ and pending_
   ReconParams recon_;

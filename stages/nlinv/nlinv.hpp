@@ -5,12 +5,13 @@
 #pragma once
 #include <memory>
 
+#include "fft/fftw_plan.hpp"
 #include "nlinv/nlinv_params.hpp"
 #include "stage/stage.hpp"
 
 namespace radstream {
 
-std::unique_ptr<Stage> make_nlinv_cpu(const NlinvParams& p);
+std::unique_ptr<Stage> make_nlinv_cpu(const NlinvParams& p, FftPlanner planner);
 std::unique_ptr<Stage> make_nlinv_cuda(const NlinvParams& p);  // CUDA builds
 
 }  // namespace radstream

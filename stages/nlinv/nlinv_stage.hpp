@@ -27,6 +27,7 @@ class NlinvStage final : public Stage {
     if (input.rank != 3) throw ConfigError("nlinv: expects [coils][spokes][samples], got " + input.str());
     in_ = input;
     engine_ = make_(g.matrix, int(input[0]), input[1] * input[2], ctx);
+    engine_->warm_up();
     return Extents{std::size_t(g.matrix), std::size_t(g.matrix)};
   }
   void process(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context& ctx) override {
@@ -42,6 +43,9 @@ class NlinvStage final : public Stage {
     stats_.stopped_early = rep.irgnm.stopped_early;
   }
   SolverStats solver_stats() override { return stats_; }
+  int estimated_coil_maps(std::vector<cfloat>& host) override {
+    return engine_ && stats_.present ? engine_->coil_maps(host) : 0;
+  }
 
  private:
   bool read_flag(const cfloat* flag, Context& ctx) const {

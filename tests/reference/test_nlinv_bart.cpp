@@ -73,12 +73,22 @@ TEST(NlinvBart, OneFrameIsBartsNlinv) {
   make_series(dir);
   bart(dir, "slice 10 0 traj traj1");
   bart(dir, "slice 10 0 ksp5 ksp1");
-  bart(dir, "nlinv -i 6 -t traj1 ksp1 bart_one");
-  reftest::radstream_recon(dir, "--method nlinv --newton 6 --traj traj1 --kspace ksp1 --out ours_one");
+  bart(dir, "nlinv -i 6 -t traj1 ksp1 bart_one bart_sens");
+  bart(dir, fmt::format("resize -c 0 {} 1 {} bart_sens bart_sens_n", kN, kN));  // BART's are on the 2x grid
+  reftest::radstream_recon(
+      dir, "--method nlinv --newton 6 --traj traj1 --kspace ksp1 --out ours_one --sens-out ours_sens");
   const auto a = reftest::mag((dir.path() / "ours_one").string());
   const auto b = reftest::mag((dir.path() / "bart_one").string());
   ASSERT_EQ(a.size(), std::size_t(kN) * kN);
   EXPECT_LT(nrmse_scaled(a, b), 0.01);
+  // The estimated sensitivities, [N N 1 coils]: BART's (cropped to the FOV) within 2%.
+  const CflArray ours_sens = read_cfl((dir.path() / "ours_sens").string());
+  ASSERT_EQ(ours_sens.dim(0), kN);
+  ASSERT_EQ(ours_sens.dim(3), 8);
+  const auto sa = magnitude(ours_sens.data);
+  const auto sb = reftest::mag((dir.path() / "bart_sens_n").string());
+  ASSERT_EQ(sa.size(), sb.size());
+  EXPECT_LT(nrmse_scaled(sa, sb), 0.02);
 }
 
 // Coil compression: radstream's --virtual-coils 4 (principal components of the first frame) against BART

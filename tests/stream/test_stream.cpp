@@ -951,12 +951,8 @@ TEST(Stream, NlinvLiveEqualsOfflineReconOfTheSameWindows) {
   cfg.recon.nlinv.newton = 5;
   const Registry reg = default_registry();
   StreamRuntime p(cfg, reg);
-  std::mutex m;
-  std::vector<FrameResult> frames;
-  p.on_frame([&](const FrameResult& f) {
-    std::lock_guard lock(m);
-    frames.push_back(f);
-  });
+  Collector collected;
+  collected.attach(p);
   p.start();
   const Simulator sim(small_sim());
   const auto spokes = sim.spokes(0, 96);
@@ -965,7 +961,7 @@ TEST(Stream, NlinvLiveEqualsOfflineReconOfTheSameWindows) {
   p.stop();
   EXPECT_EQ(p.metrics().frames_skipped.load(), 0u);
   EXPECT_EQ(p.metrics().frames_failed.load(), 0u);
-  std::lock_guard lock(m);
+  const auto frames = collected.get();
   ASSERT_GE(frames.size(), 3u);
   ReconChain offline(cfg.recon, Backend::Cpu, reg);
   offline.configure(sim.header().geometry(32));
@@ -991,6 +987,43 @@ TEST(Stream, NlinvLiveEqualsOfflineReconOfTheSameWindows) {
   const auto again = offline.reconstruct(
       frame_from_spokes(sim.header(), std::span(spokes).subspan(frames.front().first_spoke, 32)));
   EXPECT_LE(rel_error(std::vector<cfloat>(again.data, again.data + again.size()), first), 1e-6);
+  // The stage's own coil sensitivities: 3 coils of 32 x 32, non-zero, what the viewer's coil view shows.
+  std::vector<cfloat> maps;
+  ASSERT_EQ(offline.estimated_coil_maps(maps), 3);
+  ASSERT_EQ(maps.size(), std::size_t(3) * 32 * 32);
+  double power = 0;
+  for (const auto& v : maps) power += std::norm(v);
+  EXPECT_GT(power, 0.0);
+}
+
+// The viewer's coil view under nlinv (no per-coil images, no maps file): frames show |c_k| of the stage's own
+// estimate.
+TEST(Stream, NlinvCoilViewShowsItsEstimatedSensitivities) {
+  RunConfig cfg = small_config(26157, false);
+  cfg.recon.method = ReconMethod::Nlinv;
+  cfg.recon.nlinv.newton = 4;
+  const Registry reg = default_registry();
+  StreamRuntime p(cfg, reg);
+  Collector collected;
+  collected.attach(p);
+  p.set_coil_view(1);
+  p.start();
+  const Simulator sim(small_sim());
+  send_paced(cfg.stream.endpoint, sim, sim.spokes(0, 64), 12);
+  ASSERT_TRUE(eventually([&] { return p.metrics().frames >= 3; }, 60s));
+  p.stop();
+  const auto frames = collected.get();
+  ASSERT_FALSE(frames.empty());
+  for (const auto& f : frames) {
+    EXPECT_EQ(f.coil, 1);
+    double power = 0;
+    for (const auto& v : f.image) {
+      EXPECT_EQ(v.imag(), 0.f);
+      EXPECT_GE(v.real(), 0.f);
+      power += v.real();
+    }
+    EXPECT_GT(power, 0.0);
+  }
 }
 
 // Through the real binary: 2,000 stream switches (a new stream id each time, a header then a close) write a

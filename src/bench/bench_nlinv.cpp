@@ -1,0 +1,57 @@
+#include "bench/bench_nlinv.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <vector>
+
+#include "bench/bench_cg.hpp"
+#include "bench/bench_stages.hpp"
+#include "io/cfl.hpp"
+#include "io/frame_io.hpp"
+#include "io/image_stats.hpp"
+
+namespace radstream::app {
+
+nlohmann::ordered_json bart_rtnlinv_reference(const Frame& f, const NlinvParams& p, int frames,
+                                              std::span<const cfloat> ours) {
+  if (std::system("bart version > /dev/null 2>&1") != 0) return nullptr;
+  const auto dir = std::filesystem::temp_directory_path() / "radstream_bench_rtnlinv";
+  std::filesystem::create_directories(dir);
+  const Geometry& g = f.geometry;
+  write_bart_pair(dir.string(), f);
+  const std::size_t frame_values = f.data.size();
+  std::vector<cfloat> series(frame_values * std::size_t(frames));
+  for (int i = 0; i < frames; ++i)
+    std::copy(f.data.begin(), f.data.end(), series.begin() + std::ptrdiff_t(frame_values) * i);
+  write_cfl((dir / "ks").string(), {1, g.samples, g.spokes, g.coils, 1, 1, 1, 1, 1, 1, frames}, series);
+  std::string input = "ks";
+  if (p.virtual_coils > 0 && p.virtual_coils < g.coils) {
+    const std::string cc = fmt::format("cd {} && bart cc -p {} -A ks kc > /dev/null 2>&1", dir.string(), p.virtual_coils);
+    if (std::system(cc.c_str()) != 0) return nullptr;
+    input = "kc";
+  }
+  const std::string cmd = fmt::format("cd {} && bart rtnlinv -i {} -T {} -t t {} out > /dev/null 2>&1", dir.string(),
+                                      p.newton, p.temporal_damping, input);
+  std::vector<double> ms;
+  for (int i = 0; i < 2; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (std::system(cmd.c_str()) != 0) return nullptr;
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / frames);
+  }
+  const CflArray out = read_cfl((dir / "out").string());
+  const std::size_t px = std::size_t(g.matrix) * g.matrix;
+  nlohmann::ordered_json j = {{"command", fmt::format("bart rtnlinv -i {} -T {} -t t {} out ({} frames)", p.newton,
+                                                      p.temporal_damping, input, frames)},
+                              {"ms_per_frame", stats(ms).median}};
+  if (out.data.size() >= px && ours.size() == px) {
+    const std::span<const cfloat> last(out.data.data() + out.data.size() - px, px);
+    j["nrmse_ours_vs_bart_last_frame"] = nrmse_scaled(magnitude(ours), magnitude(last));
+  }
+  std::filesystem::remove_all(dir);
+  return j;
+}
+
+}  // namespace radstream::app
