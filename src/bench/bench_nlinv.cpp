@@ -29,22 +29,24 @@ nlohmann::ordered_json bart_rtnlinv_reference(const Frame& f, const NlinvParams&
   write_cfl((dir / "ks").string(), {1, g.samples, g.spokes, g.coils, 1, 1, 1, 1, 1, 1, frames}, series);
   std::string input = "ks";
   if (p.virtual_coils > 0 && p.virtual_coils < g.coils) {
-    const std::string cc = fmt::format("cd {} && bart cc -p {} -A ks kc > /dev/null 2>&1", dir.string(), p.virtual_coils);
+    const std::string cc =
+        fmt::format("cd {} && bart cc -p {} -A ks kc > /dev/null 2>&1", dir.string(), p.virtual_coils);
     if (std::system(cc.c_str()) != 0) return nullptr;
     input = "kc";
   }
-  const std::string cmd = fmt::format("cd {} && bart rtnlinv -i {} -T {} -t t {} out > /dev/null 2>&1", dir.string(),
-                                      p.newton, p.temporal_damping, input);
+  const std::string cmd = fmt::format("cd {} && bart rtnlinv -i {} -T {} -t t {} out > /dev/null 2>&1",
+                                      dir.string(), p.newton, p.temporal_damping, input);
   std::vector<double> ms;
   for (int i = 0; i < 2; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     if (std::system(cmd.c_str()) != 0) return nullptr;
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / frames);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
+                 frames);
   }
   const CflArray out = read_cfl((dir / "out").string());
   const std::size_t px = std::size_t(g.matrix) * g.matrix;
-  nlohmann::ordered_json j = {{"command", fmt::format("bart rtnlinv -i {} -T {} -t t {} out ({} frames)", p.newton,
-                                                      p.temporal_damping, input, frames)},
+  nlohmann::ordered_json j = {{"command", fmt::format("bart rtnlinv -i {} -T {} -t t {} out ({} frames)",
+                                                      p.newton, p.temporal_damping, input, frames)},
                               {"ms_per_frame", stats(ms).median}};
   if (out.data.size() >= px && ours.size() == px) {
     const std::span<const cfloat> last(out.data.data() + out.data.size() - px, px);
