@@ -945,14 +945,28 @@ TEST(Stream, CgSenseLiveEqualsOfflineReconOfTheSameWindows) {
 // NLINV live: every frame warm-starts from the stream's previous solution and is regularized toward it (no
 // frame skipped), and each streamed frame equals the offline chain run over the same windows in the same
 // order; a new stream (reset_state) starts afresh: the first window again gives the first frame again.
-TEST(Stream, NlinvLiveEqualsOfflineReconOfTheSameWindows) {
-  RunConfig cfg = small_config(26156, false);
-  cfg.recon.method = ReconMethod::Nlinv;
-  cfg.recon.nlinv.newton = 5;
-  const Registry reg = default_registry();
-  StreamRuntime p(cfg, reg);
+namespace {
+// An NLINV pipeline on `port` (CPU, no frame skipped) that collects its frames; not started.
+struct NlinvRig {
+  RunConfig cfg;
+  Registry reg = default_registry();
+  std::unique_ptr<StreamRuntime> runtime;
   Collector collected;
-  collected.attach(p);
+  NlinvRig(int port, int newton) : cfg(small_config(port, false)) {
+    cfg.recon.method = ReconMethod::Nlinv;
+    cfg.recon.nlinv.newton = newton;
+    runtime = std::make_unique<StreamRuntime>(cfg, reg);
+    collected.attach(*runtime);
+  }
+};
+}  // namespace
+
+TEST(Stream, NlinvLiveEqualsOfflineReconOfTheSameWindows) {
+  NlinvRig rig(26156, 5);
+  const RunConfig& cfg = rig.cfg;
+  const Registry& reg = rig.reg;
+  StreamRuntime& p = *rig.runtime;
+  Collector& collected = rig.collected;
   p.start();
   const Simulator sim(small_sim());
   const auto spokes = sim.spokes(0, 96);
@@ -999,13 +1013,10 @@ TEST(Stream, NlinvLiveEqualsOfflineReconOfTheSameWindows) {
 // The viewer's coil view under nlinv (no per-coil images, no maps file): frames show |c_k| of the stage's own
 // estimate.
 TEST(Stream, NlinvCoilViewShowsItsEstimatedSensitivities) {
-  RunConfig cfg = small_config(26157, false);
-  cfg.recon.method = ReconMethod::Nlinv;
-  cfg.recon.nlinv.newton = 4;
-  const Registry reg = default_registry();
-  StreamRuntime p(cfg, reg);
-  Collector collected;
-  collected.attach(p);
+  NlinvRig rig(26157, 4);
+  const RunConfig& cfg = rig.cfg;
+  StreamRuntime& p = *rig.runtime;
+  Collector& collected = rig.collected;
   p.set_coil_view(1);
   p.start();
   const Simulator sim(small_sim());
