@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -9,9 +10,12 @@
 
 #include "bench/bench_cg.hpp"
 #include "bench/bench_stages.hpp"
+#include "gpu/device_memory.hpp"
+#include "gpu/handles.hpp"
 #include "io/cfl.hpp"
 #include "io/frame_io.hpp"
 #include "io/image_stats.hpp"
+#include "nlinv/nlinv_cuda.hpp"
 
 namespace radstream::app {
 
@@ -54,6 +58,46 @@ nlohmann::ordered_json bart_rtnlinv_reference(const Frame& f, const NlinvParams&
   }
   std::filesystem::remove_all(dir);
   return j;
+}
+
+nlohmann::ordered_json nlinv_operator_times(const Frame& f, const NlinvParams& p, int frames, int warmup) {
+  const Geometry& g = f.geometry;
+  const std::size_t points = std::size_t(g.spokes) * g.samples;
+  gpu::Stream stream;
+  auto engine = make_nlinv_cuda_engine(g.matrix, g.coils, points, p, stream.get());
+  engine->warm_up();
+  DeviceBuffer<float> d_traj(f.traj.extents());
+  DeviceBuffer<cfloat> d_data(f.data.extents()), d_out(Extents{std::size_t(g.matrix) * g.matrix});
+  gpu::copy_to_device(d_traj.data(), f.traj.data(), f.traj.size() * sizeof(float), stream.get());
+  gpu::copy_to_device(d_data.data(), f.data.data(), f.data.size() * sizeof(cfloat), stream.get());
+  std::vector<double> frame_ms, newton_ms, cg_ms;
+  for (int i = 0; i < warmup + frames; ++i) {
+    const NlinvFrameReport r = engine->reconstruct(d_traj.data(), d_data.data(), d_out.data());
+    if (i < warmup) continue;
+    frame_ms.push_back(r.ms);
+    newton_ms.push_back(r.ms / std::max(1, r.irgnm.newton_steps));
+    cg_ms.push_back(r.ms / std::max(1, r.irgnm.cg_iterations));
+  }
+  // The normal operator alone at the last frame's point (the model keeps it).
+  NlinvModel& m = engine->model();
+  DeviceBuffer<cfloat> v(Extents{m.unknowns()}), out(Extents{m.unknowns()});
+  m.set(v.data(), v.size(), cfloat{1.f, 0.f});
+  std::vector<double> normal_ms;
+  for (int i = 0; i < warmup + frames; ++i) {
+    gpu::synchronize(stream.get());
+    const auto t0 = std::chrono::steady_clock::now();
+    m.normal(v.data(), out.data());
+    gpu::synchronize(stream.get());
+    if (i >= warmup)
+      normal_ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return {{"frame_ms", json_stats(stats(frame_ms))},
+          {"normal_operator_ms", json_stats(stats(normal_ms))},
+          {"ms_per_newton_step", stats(newton_ms).median},
+          {"ms_per_cg_iteration_all_in", stats(cg_ms).median},
+          {"grid", m.grid()},
+          {"coils_in_the_model", m.coils()}};
 }
 
 }  // namespace radstream::app

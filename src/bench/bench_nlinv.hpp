@@ -17,4 +17,8 @@ namespace radstream::app {
 nlohmann::ordered_json bart_rtnlinv_reference(const Frame& f, const NlinvParams& p, int frames,
                                               std::span<const cfloat> ours);
 
+// CUDA: one NLINV engine on the case's frame (as many frames as the case, warm): the median time of a frame,
+// of one DG^H D DG application (what each CG iteration applies) and per Newton step and per CG iteration.
+nlohmann::ordered_json nlinv_operator_times(const Frame& f, const NlinvParams& p, int frames, int warmup);
+
 }  // namespace radstream::app

@@ -221,6 +221,7 @@ nlohmann::ordered_json chain_case(const BenchCase& c, bool moved_to_cpu, const R
     j["cg_iterations_last_frame"] = solver.iterations;  // over all Newton steps
     j["newton_steps"] = c.recon.nlinv.newton;
     j["grid_os"] = c.recon.nlinv.grid_os;
+    if (b == Backend::Cuda) j["nlinv_times"] = nlinv_operator_times(f, c.recon.nlinv, frames, warmup);
     if (b == Backend::Cpu) {  // N3: BART's rtnlinv on the same frames, same machine
       const auto bart = bart_rtnlinv_reference(f, c.recon.nlinv, warmup + frames, last_image);
       j["bart_rtnlinv"] = bart;
