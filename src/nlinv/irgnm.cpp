@@ -8,7 +8,7 @@
 namespace radstream {
 
 namespace {
-enum Slot { kBB = 0, kRR = 1, kRRNew = 2, kPQ = 3, kRes = 4 };
+enum Slot { kRR = 0, kRRNew = 1, kPQ = 2, kRes = 3 };
 
 }  // namespace
 

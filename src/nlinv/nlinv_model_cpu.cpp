@@ -82,16 +82,23 @@ void NlinvModelCpu::unitary(cfloat* data, int batch, bool inverse) {
 // The loops run over rows (coil j, grid row y) so that the index arithmetic is per row and the inner loops
 // are contiguous; the mask is whole rows (y outside [lo, lo + N)) and the columns [lo, lo + N) of the others.
 
-void NlinvModelCpu::linearize(const cfloat* x) {
-  std::memcpy(static_cast<void*>(rho_.data()), x, px_ * sizeof(cfloat));
-  const cfloat* chat = x + px_;
-  const float s = 1.f / float(g_);  // 1 / sqrt(G^2): U^H
-  const std::ptrdiff_t rows = std::ptrdiff_t(j_) * g_;
+namespace {
+// out[j][p] = in[j][p] * w[p] * s for the J arrays of G x G (in == out allowed); w: the Sobolev weight or D.
+template <class W>
+void weight_coils(const cfloat* in, cfloat* out, const W* w, float s, int coils, int g) {
+  const std::ptrdiff_t rows = std::ptrdiff_t(coils) * g;
 #pragma omp parallel for
   for (std::ptrdiff_t r = 0; r < rows; ++r) {
-    const std::size_t o = std::size_t(r) * g_, w = std::size_t(r % g_) * g_;
-    for (int c = 0; c < g_; ++c) coils_[o + c] = chat[o + c] * (weight_[w + c] * s);
+    const std::size_t o = std::size_t(r) * g;
+    const W* wr = w + std::size_t(r % g) * g;
+    for (int x = 0; x < g; ++x) out[o + x] = in[o + x] * (wr[x] * s);
   }
+}
+}  // namespace
+
+void NlinvModelCpu::linearize(const cfloat* x) {
+  std::memcpy(static_cast<void*>(rho_.data()), x, px_ * sizeof(cfloat));
+  weight_coils(x + px_, coils_.data(), weight_.data(), 1.f / float(g_), j_, g_);  // 1 / sqrt(G^2): U^H
   fft(coils_.data(), j_, true);
 }
 
@@ -108,13 +115,7 @@ void NlinvModelCpu::value(cfloat* out) {
     for (int x = lo_; x < lo_ + n_; ++x) o[x] = rho[x] * c[x];
   }
   fft(out, j_, false);
-  const float s = 1.f / float(g_);
-#pragma omp parallel for
-  for (std::ptrdiff_t r = 0; r < rows; ++r) {
-    cfloat* o = out + std::size_t(r) * g_;
-    const cfloat* d = pattern_.data() + std::size_t(r % g_) * g_;
-    for (int x = 0; x < g_; ++x) o[x] *= d[x] * s;
-  }
+  weight_coils(out, out, pattern_.data(), 1.f / float(g_), j_, g_);
 }
 
 void NlinvModelCpu::derivative(const cfloat* v, cfloat* out) {
@@ -122,11 +123,7 @@ void NlinvModelCpu::derivative(const cfloat* v, cfloat* out) {
   const cfloat* dchat = v + px_;
   const float s = 1.f / float(g_);
   const std::ptrdiff_t rows = std::ptrdiff_t(j_) * g_;
-#pragma omp parallel for
-  for (std::ptrdiff_t r = 0; r < rows; ++r) {
-    const std::size_t o = std::size_t(r) * g_, w = std::size_t(r % g_) * g_;
-    for (int c = 0; c < g_; ++c) out[o + c] = dchat[o + c] * (weight_[w + c] * s);
-  }
+  weight_coils(dchat, out, weight_.data(), s, j_, g_);
   fft(out, j_, true);  // out_j = dc_j
 #pragma omp parallel for
   for (std::ptrdiff_t r = 0; r < rows; ++r) {
@@ -175,24 +172,12 @@ void NlinvModelCpu::derivative_adjoint(const cfloat* r, cfloat* out) {
     }
   }
   fft(t, j_, false);
-  const std::ptrdiff_t rows = std::ptrdiff_t(j_) * g_;
-#pragma omp parallel for
-  for (std::ptrdiff_t rr = 0; rr < rows; ++rr) {
-    cfloat* o = t + std::size_t(rr) * g_;
-    const float* w = weight_.data() + std::size_t(rr % g_) * g_;
-    for (int x = 0; x < g_; ++x) o[x] *= w[x] * s;
-  }
+  weight_coils(t, t, weight_.data(), s, j_, g_);
 }
 
 void NlinvModelCpu::normal(const cfloat* v, cfloat* out) {
   derivative(v, work_.data());
-  const std::ptrdiff_t rows = std::ptrdiff_t(j_) * g_;
-#pragma omp parallel for
-  for (std::ptrdiff_t r = 0; r < rows; ++r) {
-    cfloat* o = work_.data() + std::size_t(r) * g_;
-    const cfloat* d = pattern_.data() + std::size_t(r % g_) * g_;
-    for (int x = 0; x < g_; ++x) o[x] *= d[x];
-  }
+  weight_coils(work_.data(), work_.data(), pattern_.data(), 1.f, j_, g_);
   derivative_adjoint(work_.data(), out);
 }
 

@@ -34,7 +34,6 @@ void NlinvSolver::reset() {
   o.zero(ref_.data(), ref_.size());
   model_->set(x_.data(), model_->pixels(), cfloat{1.f, 0.f});  // rho = 1, c = 0
   scaling_ = -1;
-  first_ = true;
   compression_ready_ = false;  // a new stream: new principal components
 }
 
@@ -83,8 +82,9 @@ NlinvFrameReport NlinvSolver::reconstruct(const float* traj, const cfloat* sampl
   VectorOps& o = irgnm_->ops();
   const std::size_t m = model_->data_size();
   if (scaling_ < 0) {
-    o.dot_re(y_.data(), y_.data(), m, 7);
-    const double s = o.read(7);
+    constexpr int kScaleSlot = VectorOps::kSlots - 1;  // the IRGNM uses the first ones
+    o.dot_re(y_.data(), y_.data(), m, kScaleSlot);
+    const double s = o.read(kScaleSlot);
     if (!(s > 0) || !std::isfinite(s))
       throw InputError(
           "nlinv: the stream's first frame has no signal (its gridded k-space is zero or not finite)");
@@ -93,10 +93,11 @@ NlinvFrameReport NlinvSolver::reconstruct(const float* traj, const cfloat* sampl
   model_->scale(y_.data(), m, float(scaling_));
   NlinvFrameReport rep;
   rep.scaling = scaling_;
-  rep.irgnm = irgnm_->solve(p_, x_.data(), first_ ? nullptr : ref_.data(), y_.data(), start);
+  // x_ref: damping x the previous solution; zeros (reset()) before the stream's first frame, which is BART's
+  // first-frame reference as well.
+  rep.irgnm = irgnm_->solve(p_, x_.data(), ref_.data(), y_.data(), start);
   o.copy(ref_.data(), x_.data(), x_.size());
   model_->scale(ref_.data(), ref_.size(), float(p_.temporal_damping));
-  first_ = false;
   model_->image(p_.output, out);
   if (model_->location() == Location::Device) {
     cfloat probe;

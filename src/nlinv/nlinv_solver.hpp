@@ -49,7 +49,6 @@ class NlinvSolver : public NlinvEngine {
   std::unique_ptr<Irgnm> irgnm_;
   LocatedBuffer y_, x_, ref_;
   double scaling_ = -1;
-  bool first_ = true;
   int in_coils_;
   std::size_t points_;
   LocatedBuffer compressed_;  // the frame's virtual coils [V][points] when compressing
