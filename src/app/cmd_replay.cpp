@@ -18,6 +18,7 @@ Runner add_replay(CLI::App& app) {
     o->apply("replay", control);
     o->apply("sender", sender);
     InterruptWatch interrupt;
+    if (!control.mrd.empty()) return replay_to_mrd_server(control, [&] { return interrupt.requested(); });
     return replay_recording(control, sender, [&] { return interrupt.requested(); });
   };
 }

@@ -67,6 +67,7 @@ RunConfig load(RunArgs& a) {
   a.options.apply("frames", c.frames);
   a.options.apply("sinks", c.sinks);
   a.options.apply("placement", c.placement);
+  a.options.apply("mrd", c.mrd);
   if (c.frames.window > c.frames.max_window) c.frames.max_window = c.frames.window;
   a.options.apply("recon", c.recon);
   c.validate();
@@ -85,6 +86,7 @@ int run(RunArgs& a) {
             kReceiveSockets.name(cfg.stream.socket), cfg.stream.bind ? "bind" : "connect", cfg.frames.window,
             cfg.frames.stride, kFramings.name(cfg.frames.framing));
   p.start();
+  if (!cfg.mrd.listen.empty()) log::info("run: MRD clients connect to {}", p.mrd_endpoint());
   std::int64_t closed_at = 0;
   auto done = [&] {
     if (interrupt.requested()) {
@@ -141,6 +143,17 @@ Runner add_run(CLI::App& app) {
   o.add(app, "frames", FrameParams{},
         {{{"skip_when_behind", "--no-skip", true, "reconstruct every frame even when behind"}}});
   o.add(app, "placement", PlacementParams{}, {{{"assign", "--gpu-assign"}}});
+  o.add(app, "mrd", MrdServerParams{},
+        {{{"listen", "--mrd-listen"},
+          {"max_sessions", "--mrd-max-sessions"},
+          {"message_timeout_s", "--mrd-message-timeout"},
+          {"idle_timeout_s", "--mrd-idle-timeout"},
+          {"send_timeout_s", "--mrd-send-timeout"},
+          {"drain_timeout_s", "--mrd-drain-timeout"},
+          {"queue_images", "--mrd-queue-images"},
+          {"pixels", "--mrd-pixels"},
+          {"allow", "--mrd-allow"},
+          {"config_dir", "--mrd-config-dir"}}});
   add_recon_options(app, o, false);  // the same reconstruction options as recon (over the config's recon:)
   o.add(app, "sinks", SinkParams{}, {{{"record_overwrite", "--overwrite,--record-overwrite"}}});
   o.add(app, "run", RunControl{});

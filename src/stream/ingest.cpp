@@ -53,6 +53,7 @@ Ingest::Ingest(zmq::context_t& ctx, const IngestParams& p, Metrics& metrics, boo
                                 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH,
                             "ingest");
   bind_or_connect(sock_, p.endpoint, p.bind, "stream.endpoint");
+  endpoint_ = sock_.get(zmq::sockopt::last_endpoint);
 }
 
 void Ingest::set_recorder(Recorder* r) {
@@ -67,7 +68,7 @@ void Ingest::set_recorder(Recorder* r) {
 }
 
 std::string Ingest::bound_endpoint() const {
-  return sock_.get(zmq::sockopt::last_endpoint);
+  return endpoint_;
 }
 
 Ingest::~Ingest() {

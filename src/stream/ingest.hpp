@@ -92,6 +92,8 @@ class Ingest {
   void set_ring_gpus(std::vector<int> gpus) { ring_gpus_ = std::move(gpus); }
   int slices() const { return p_.slices; }
 
+  // A second endpoint the receive socket binds (before start()): the MRD server's inproc feed.
+  void bind_also(const std::string& endpoint) { sock_.bind(endpoint); }
   void start();
   void stop();  // joins the thread
 
@@ -146,6 +148,7 @@ class Ingest {
   std::mutex rec_m_;  // guards recorder_ against set_recorder
   wire::Limits limits_;
   zmq::socket_t sock_;
+  std::string endpoint_;  // the stream endpoint as bound (its port resolved)
   std::thread thread_;
   std::atomic<bool> running_{false};
 

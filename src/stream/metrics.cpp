@@ -281,6 +281,28 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
                       {"arrival_to_ready", radstream::to_json(slice(s).arrival.summary())}}}});
     j["slices"] = sl;
   }
+  if (mrd.on) {
+    static constexpr const char* kFaults[] = {"unknown_id", "too_long", "truncated", "compressed",
+                                              "bad_field",  "timeout",  "io"};
+    nlohmann::ordered_json f;
+    for (std::size_t i = 0; i < mrd.faults.size(); ++i) f[kFaults[i]] = mrd.faults[i].load();
+    j["mrd"] = {{"sessions", mrd.sessions.load()},
+                {"sessions_failed", mrd.sessions_failed.load()},
+                {"busy_refused", mrd.busy_refused.load()},
+                {"address_refused", mrd.address_refused.load()},
+                {"acquisitions", mrd.acquisitions.load()},
+                {"non_imaging", mrd.non_imaging.load()},
+                {"noise", mrd.noise.load()},
+                {"waveforms", mrd.waveforms.load()},
+                {"client_images", mrd.client_images.load()},
+                {"ndarrays", mrd.ndarrays.load()},
+                {"texts", mrd.texts.load()},
+                {"queries", mrd.queries.load()},
+                {"images_sent", mrd.images_sent.load()},
+                {"images_dropped", mrd.images_dropped.load()},
+                {"faults", f},
+                {"arrival_to_sent_ms", radstream::to_json(mrd.arrival_to_sent.summary())}};
+  }
   if (last_iterations >= 0)
     j["solver"] = {{"iterations", radstream::to_json(solver_iterations.summary())},
                    {"residual", radstream::to_json(solver_residual.summary())},

@@ -110,6 +110,15 @@ class Metrics {
       subscriptions{0},     // subscription messages taken in by the image publisher
       publisher_resets{0};  // times the publisher was made anew past its cap of distinct subscriptions
 
+  // The MRD TCP server (stream/mrd_server.hpp), when --mrd-listen is set.
+  struct Mrd {
+    std::atomic<bool> on{false};
+    std::atomic<std::uint64_t> sessions{0}, busy_refused{0}, address_refused{0}, sessions_failed{0},
+        acquisitions{0}, non_imaging{0}, noise{0}, waveforms{0}, client_images{0}, ndarrays{0}, texts{0},
+        queries{0}, images_sent{0}, images_dropped{0};
+    std::array<std::atomic<std::uint64_t>, 7> faults{};  // by mrd::Fault
+    LatencySeries arrival_to_sent;  // the frame's last spoke arrived -> its image message sent, ms
+  } mrd;
   // Latency series, ms: end_to_end = last spoke acquired -> image ready; arrival = last spoke arrived ->
   // image ready; plus one per reconstruction stage and "assemble".
   LatencySeries end_to_end, arrival;

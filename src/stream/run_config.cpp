@@ -76,14 +76,15 @@ RunConfig RunConfig::from_yaml(const YAML::Node& root, const std::string& contex
       for (const auto& kv : root) {
         const auto key = kv.first.as<std::string>();
         if (key != "stream" && key != "frames" && key != "sinks" && key != "recon" && key != "simulate" &&
-            key != "placement")
+            key != "placement" && key != "mrd")
           throw ConfigError("unknown section '" + key +
-                            "' (expected stream, frames, sinks, recon, placement, simulate)");
+                            "' (expected stream, frames, sinks, recon, placement, mrd, simulate)");
       }
     read_section(root, "stream", c.stream);
     read_section(root, "frames", c.frames);
     read_section(root, "sinks", c.sinks);
     read_section(root, "placement", c.placement);
+    read_section(root, "mrd", c.mrd);
     c.recon = ReconParams::from_config(root["recon"]);
     c.validate();
   } catch (const ConfigError& e) {
@@ -110,6 +111,9 @@ void RunConfig::validate() const {
   check_endpoint_exposure("stream.endpoint", stream.endpoint, stream.bind, curve, stream.insecure,
                           "inject spokes");
   check_endpoint_exposure("sinks.publish", sinks.publish, true, curve, stream.insecure, "read the images");
+  mrd.validate(stream.insecure);
+  if (!mrd.listen.empty() && stream.socket != ReceiveSocket::Pull)
+    throw ConfigError("--mrd-listen feeds the ingest like a sender: it needs stream.socket pull (not sub)");
 }
 
 }  // namespace radstream

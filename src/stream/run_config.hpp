@@ -9,6 +9,7 @@
 #include "core/enum_table.hpp"
 #include "recon/recon_params.hpp"
 #include "stream/ingest.hpp"
+#include "stream/mrd_server.hpp"
 
 namespace radstream {
 
@@ -99,8 +100,9 @@ struct RunConfig {
   SinkParams sinks;
   ReconParams recon;
   PlacementParams placement;
-  // Reads the `stream:`, `frames:`, `sinks:`, `recon:` and `placement:` sections; unknown sections or keys
-  // are errors.
+  MrdServerParams mrd;
+  // Reads the `stream:`, `frames:`, `sinks:`, `recon:` and `placement:`, `mrd:` sections; unknown sections or
+  // keys are errors.
   static RunConfig from_yaml(const YAML::Node& root, const std::string& context);
   void validate() const;
 };

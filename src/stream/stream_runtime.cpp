@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "gpu/cuda_runtime.hpp"
+#include "stream/mrd_server.hpp"
 
 namespace radstream {
 namespace {
@@ -51,6 +52,11 @@ StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry) : c
   if (!gpu_of.empty()) ingest_->set_ring_gpus(gpu_of);
   if (!cfg_.frames.skip_when_behind) ingest_->keep_spokes_for_every_frame();
   sinks_ = make_sinks(cfg_.sinks, zctx_, metrics_, cfg_.stream.curve_key);
+  if (!cfg_.mrd.listen.empty()) {  // MRD clients' streams enter the ingest through an inproc socket it binds
+    const std::string inproc = fmt::format("inproc://radstream-mrd-{}", static_cast<const void*>(this));
+    ingest_->bind_also(inproc);
+    mrd_ = std::make_unique<MrdServer>(cfg_.mrd, *this, inproc);
+  }
   for (int s = 0; s < slices; ++s) {
     latest_.push_back(std::make_unique<LatestFrame>());
     workers_.push_back(std::make_unique<ReconWorker>(
@@ -74,11 +80,13 @@ void StreamRuntime::start() {
   ingest_->start();
   for (auto& w : workers_) w->start();
   sink_thread_ = std::thread([this] { sink_loop(); });
+  if (mrd_) mrd_->start();
   if (cfg_.sinks.report_interval_s > 0) reporter_ = std::thread([this] { report_loop(); });
 }
 
 void StreamRuntime::stop() {
   if (!running_.exchange(false)) return;
+  if (mrd_) mrd_->stop();  // its sessions feed the ingest
   ingest_->stop();
   for (auto& w : workers_) w->stop();
   {
@@ -207,6 +215,7 @@ void StreamRuntime::sink_loop() {
       if (sink_q_.empty()) return;
       f = sink_q_.front();
       sink_q_.pop_front();
+      sink_busy_ = true;
     }
     for (std::size_t i = 0; i < sinks_.size(); ++i) {
       try {  // one sink's failure drops the frame for that sink only
@@ -216,7 +225,26 @@ void StreamRuntime::sink_loop() {
         ++metrics_.sink_dropped;
       }
     }
+    if (mrd_) {
+      try {
+        mrd_->consume(*f);
+      } catch (const std::exception& e) {
+        once_.error(2, std::string("the MRD image sink failed: ") + e.what());
+        ++metrics_.sink_dropped;
+      }
+    }
+    std::lock_guard lock(sink_m_);
+    sink_busy_ = false;
   }
+}
+
+bool StreamRuntime::sinks_idle() const {
+  std::lock_guard lock(sink_m_);
+  return sink_q_.empty() && !sink_busy_;
+}
+
+std::string StreamRuntime::mrd_endpoint() const {
+  return mrd_ ? mrd_->endpoint() : std::string();
 }
 
 void StreamRuntime::report_loop() {

@@ -40,6 +40,8 @@ namespace radstream {
 
 using wire::kImageMagic;  // the published image message (wire.hpp)
 
+class MrdServer;
+
 class StreamRuntime {
  public:
   StreamRuntime(const RunConfig& cfg, const Registry& registry);
@@ -79,6 +81,10 @@ class StreamRuntime {
   Backend backend() const { return workers_[0]->backend(); }
 
   Metrics& metrics() { return metrics_; }
+  zmq::context_t& zmq_context() { return zctx_; }
+  // True while no frame waits for the sinks or is being handed to them.
+  bool sinks_idle() const;
+  std::string mrd_endpoint() const;  // the MRD server's endpoint with its port (empty: no --mrd-listen)
   double elapsed_s() const;
   std::shared_ptr<const FrameResult> latest(int slice = 0) const {
     return latest_.at(std::size_t(slice))->get();
@@ -124,13 +130,15 @@ class StreamRuntime {
   std::unique_ptr<Recorder> recorder_;
   std::string recording_, last_recording_;
 
-  std::mutex sink_m_;  // guards sink_q_ and sinks_stop_
+  mutable std::mutex sink_m_;  // guards sink_q_, sink_busy_ and sinks_stop_
   std::condition_variable sink_cv_;
   std::deque<std::shared_ptr<const FrameResult>> sink_q_;
-  bool sinks_stop_ = false;
+  bool sinks_stop_ = false, sink_busy_ = false;
 
   std::mutex report_m_;  // the reporter's sleep
   std::condition_variable report_cv_;
+
+  std::unique_ptr<MrdServer> mrd_;  // last: stopped and destroyed before what its sessions use
 };
 
 }  // namespace radstream

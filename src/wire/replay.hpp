@@ -18,6 +18,10 @@ struct ReplayControl {
   bool no_wait = false;
   double tick_us = 2500;   // MRD acquisition_time_stamp tick: 2.5 ms (scanners' and radstream's convention)
   double max_gap_s = 2.0;  // longest wait between two spokes; a larger jump of the timestamps is shortened
+  std::string mrd;         // tcp://HOST:PORT of an MRD server: send there (MRD over TCP) instead of ZeroMQ
+  std::string config;      // the MRD config name sent first (the server's reconstruction)
+  std::string images_out;  // MRD: the images sent back, into this .h5
+  double mrd_timeout_s = 60;  // MRD: the longest wait for the server's close after ours
 
   template <class V>
   void visit(V& v) {
@@ -36,6 +40,13 @@ struct ReplayControl {
             "this "
             "(and said)");
     v.field("tick_us", tick_us, 1e-3, 1e9, "MRD acquisition_time_stamp tick in microseconds (2500: 2.5 ms)");
+    v.field("mrd", mrd,
+            "send to this MRD (ISMRMRD) server instead, over TCP: tcp://HOST:PORT (Gadgetron, a FIRE server, "
+            "radstream run --mrd-listen)");
+    v.field("config", config, "MRD: the config name sent first (e.g. gridding, nlinv, or the server's own)");
+    v.field("images_out", images_out, "MRD: store the images the server sends back in this .h5 file");
+    v.field("mrd_timeout_s", mrd_timeout_s, 0.1, 86400.0,
+            "MRD: the longest wait for the server's images and close after the last spoke");
   }
 };
 
@@ -44,5 +55,10 @@ struct ReplayControl {
 // file.
 int replay_recording(const ReplayControl& control, const SenderParams& sender,
                      const std::function<bool()>& stop);
+
+// The same recording to an MRD server over TCP (control.mrd): config name, XML header, acquisitions paced as
+// above, close; the images that come back are counted and stored (control.images_out). Returns 0 when the
+// server closed cleanly, 3 when it sent an error or went away, 130 when interrupted.
+int replay_to_mrd_server(const ReplayControl& control, const std::function<bool()>& stop);
 
 }  // namespace radstream

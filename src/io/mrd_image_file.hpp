@@ -1,0 +1,33 @@
+// MRD images into an HDF5 file (the images an MRD server sent back: `replay --mrd ... --images-out OUT.h5`),
+// as ISMRMRD's own tools store them: one image group per series ("images_<series>"), header, attributes
+// and pixels as received.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace ISMRMRD {
+class Dataset;
+}
+
+namespace radstream {
+
+class MrdImageWriter {
+ public:
+  // Creates (or replaces) the file. Throws IoError naming it.
+  explicit MrdImageWriter(const std::string& path);
+  ~MrdImageWriter();
+  MrdImageWriter(const MrdImageWriter&) = delete;
+  MrdImageWriter& operator=(const MrdImageWriter&) = delete;
+  // `head`: the 198-byte ImageHeader; `pixels`: its data (sizes checked). Throws IoError.
+  void append(std::span<const std::byte> head, const std::string& attributes, std::span<const std::byte> pixels);
+  std::size_t count() const { return count_; }
+
+ private:
+  std::string path_;
+  std::unique_ptr<ISMRMRD::Dataset> ds_;
+  std::size_t count_ = 0;
+};
+
+}  // namespace radstream

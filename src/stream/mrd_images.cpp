@@ -1,0 +1,95 @@
+#include "stream/mrd_images.hpp"
+
+#include <fmt/format.h>
+#include <ismrmrd/ismrmrd.h>
+#include <ismrmrd/meta.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "wire/mrd_protocol.hpp"
+
+namespace radstream {
+
+double mrd_image_scale(const FrameResult& f) {
+  float peak = 0.f;
+  for (const cfloat& v : f.image) peak = std::max(peak, std::abs(v.real()));
+  return peak > 0.f ? double((1 << kMrdStoredBits) - 1) / double(peak) : 1.0;
+}
+
+std::vector<std::byte> encode_frame_image(const FrameResult& f, const MrdImageContext& c, MrdPixels pixels) {
+  ISMRMRD::ISMRMRD_AcquisitionHeader a;
+  std::memcpy(&a, c.last_acquisition.data(), sizeof a);
+  ISMRMRD::ISMRMRD_ImageHeader h;
+  ISMRMRD::ismrmrd_init_image_header(&h);
+  const bool int16 = pixels == MrdPixels::Int16;
+  h.data_type = int16 ? ISMRMRD::ISMRMRD_SHORT : ISMRMRD::ISMRMRD_FLOAT;
+  h.image_type = ISMRMRD::ISMRMRD_IMTYPE_MAGNITUDE;
+  h.matrix_size[0] = std::uint16_t(f.matrix);
+  h.matrix_size[1] = std::uint16_t(f.matrix);
+  h.matrix_size[2] = 1;
+  h.channels = 1;
+  std::copy(c.fov_mm, c.fov_mm + 3, h.field_of_view);
+  h.measurement_uid = a.measurement_uid;
+  std::copy(a.position, a.position + 3, h.position);
+  std::copy(a.read_dir, a.read_dir + 3, h.read_dir);
+  std::copy(a.phase_dir, a.phase_dir + 3, h.phase_dir);
+  std::copy(a.slice_dir, a.slice_dir + 3, h.slice_dir);
+  std::copy(a.patient_table_position, a.patient_table_position + 3, h.patient_table_position);
+  h.average = a.idx.average;
+  h.slice = a.idx.slice;
+  h.contrast = a.idx.contrast;
+  h.phase = a.idx.phase;
+  h.repetition = a.idx.repetition;
+  h.set = a.idx.set;
+  h.acquisition_time_stamp = a.acquisition_time_stamp;
+  std::copy(a.physiology_time_stamp, a.physiology_time_stamp + 3, h.physiology_time_stamp);
+  h.image_index = c.index;
+  h.image_series_index = c.series;
+
+  const std::size_t n = std::size_t(f.matrix) * std::size_t(f.matrix);
+  std::vector<std::byte> px;
+  const double scale = mrd_image_scale(f);
+  float peak = 0.f;
+  for (std::size_t i = 0; i < n && i < f.image.size(); ++i) peak = std::max(peak, f.image[i].real());
+  if (int16) {
+    px.resize(n * 2);
+    for (std::size_t i = 0; i < n; ++i) {
+      const double v = i < f.image.size() ? std::max(0.f, f.image[i].real()) * scale : 0.0;
+      const auto s = std::int16_t(std::clamp(std::lround(v), 0L, long((1 << kMrdStoredBits) - 1)));
+      std::memcpy(px.data() + 2 * i, &s, 2);
+    }
+  } else {
+    px.resize(n * 4);
+    for (std::size_t i = 0; i < n; ++i) {
+      const float v = i < f.image.size() ? f.image[i].real() : 0.f;
+      std::memcpy(px.data() + 4 * i, &v, 4);
+    }
+  }
+
+  ISMRMRD::MetaContainer meta;
+  meta.set("DataRole", "Image");
+  meta.append("ImageProcessingHistory", "RADSTREAM");
+  meta.append("ImageProcessingHistory", c.method.c_str());
+  const double top = int16 ? double((1 << kMrdStoredBits) - 1) : double(peak);
+  meta.set("WindowCenter", long(std::lround(top / 2)));
+  meta.set("WindowWidth", long(std::lround(std::max(1.0, top))));
+  meta.set("ImageScale", int16 ? scale : 1.0);
+  meta.set("FrameNumber", long(f.number));
+  meta.set("FirstSpoke", long(f.first_spoke));
+  meta.set("LastSpoke", long(f.last_spoke));
+  meta.set("Window", long(f.window));
+  meta.set("LatencyMs", c.latency_ms);
+  meta.set("Method", c.method.c_str());
+  std::ostringstream attrs;
+  ISMRMRD::serialize(meta, attrs);
+
+  std::vector<std::byte> out;
+  out.reserve(2 + mrd::kImageHeaderBytes + 8 + attrs.str().size() + px.size());
+  mrd::append_image(out, std::span(reinterpret_cast<const std::byte*>(&h), sizeof h), attrs.str(), px);
+  return out;
+}
+
+}  // namespace radstream

@@ -1,0 +1,40 @@
+// A reconstructed frame as an MRD image message (1022) for the client that sent its spokes: the ImageHeader
+// filled from the frame and from the frame's last acquisition (position, directions, measurement uid, time
+// stamps, table position and the slice/average/contrast/phase/repetition/set indices), the ismrmrdMeta
+// attributes (DataRole, ImageProcessingHistory, WindowCenter, WindowWidth, the frame number, the latency, the
+// method) and the pixels, x fastest. Magnitudes go as int16 scaled to 12 stored bits (what scanner image
+// databases take; the scale is in the attribute ImageScale) or as float32.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/enum_table.hpp"
+#include "stream/frame_result.hpp"
+
+namespace radstream {
+
+enum class MrdPixels { Int16, Float };
+inline constexpr EnumTable<MrdPixels, 2> kMrdPixels{
+    "MRD image pixels", {{{MrdPixels::Int16, "int16"}, {MrdPixels::Float, "float"}}}};
+
+struct MrdImageContext {
+  std::array<std::byte, 340> last_acquisition{};  // the frame's last acquisition header (zeros: none)
+  float fov_mm[3] = {256.f, 256.f, 10.f};
+  std::uint16_t series = 1;  // one series per stream and method
+  std::uint16_t index = 0;   // frames of the series, wrapping
+  std::string method;
+  double latency_ms = 0;  // the frame's last spoke arrived -> the image made
+};
+
+constexpr int kMrdStoredBits = 12;
+
+// The whole message (id included), ready to send.
+std::vector<std::byte> encode_frame_image(const FrameResult& f, const MrdImageContext& c, MrdPixels pixels);
+
+// The magnitude a client gets back from an int16 image: stored / ImageScale.
+double mrd_image_scale(const FrameResult& f);
+
+}  // namespace radstream

@@ -1,0 +1,486 @@
+#include "stream/mrd_session.hpp"
+
+#include <fmt/format.h>
+#include <ismrmrd/ismrmrd.h>
+#include <ismrmrd/xml.h>
+#include <sys/socket.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "core/clock.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "io/mrd_file.hpp"
+#include "stream/run_config.hpp"
+#include "stream/stream_runtime.hpp"
+#include "wire/wire.hpp"
+
+namespace radstream {
+
+namespace {
+
+bool flag(std::uint64_t flags, int bit) { return (flags >> (bit - 1)) & 1u; }
+
+// Acquisitions that are not imaging spokes of the stream: skipped and counted. ISMRMRD's flags are 1-based bit
+// numbers; PARALLEL_CALIBRATION_AND_IMAGING (21) is imaging data.
+bool non_imaging(std::uint64_t f) {
+  using namespace ISMRMRD;
+  if (flag(f, ISMRMRD_ACQ_IS_PARALLEL_CALIBRATION) && !flag(f, ISMRMRD_ACQ_IS_PARALLEL_CALIBRATION_AND_IMAGING))
+    return true;
+  for (int b : {ISMRMRD_ACQ_IS_NAVIGATION_DATA, ISMRMRD_ACQ_IS_PHASECORR_DATA, ISMRMRD_ACQ_IS_HPFEEDBACK_DATA,
+                ISMRMRD_ACQ_IS_DUMMYSCAN_DATA, ISMRMRD_ACQ_IS_RTFEEDBACK_DATA,
+                ISMRMRD_ACQ_IS_SURFACECOILCORRECTIONSCAN_DATA, ISMRMRD_ACQ_IS_PHASE_STABILIZATION_REFERENCE,
+                ISMRMRD_ACQ_IS_PHASE_STABILIZATION})
+    if (flag(f, b)) return true;
+  return false;
+}
+
+std::uint32_t fresh_stream_id() {
+  std::random_device rd;
+  std::uint32_t id = 0;
+  while (id == 0) id = rd();
+  return id;
+}
+
+zmq::message_t bytes_message(const void* p, std::size_t n) { return zmq::message_t(p, n); }
+
+std::vector<std::byte> text_message(std::uint16_t id, const std::string& t) {
+  std::vector<std::byte> b;
+  mrd::append_text(b, id, t);
+  return b;
+}
+
+}  // namespace
+
+MrdSession::MrdSession(const MrdServerParams& p, StreamRuntime& rt, const std::string& ingest_endpoint, Fd fd,
+                       std::string peer, std::uint32_t number)
+    : p_(p),
+      rt_(rt),
+      push_(rt.zmq_context(), zmq::socket_type::push),
+      fd_(std::move(fd)),
+      peer_(std::move(peer)),
+      number_(number),
+      stream_id_(fresh_stream_id()),
+      recent_(kRecent),
+      recent_index_(kRecent, ~std::uint64_t(0)) {
+  push_.set(zmq::sockopt::linger, 2000);
+  push_.set(zmq::sockopt::sndhwm, 100000);
+  push_.connect(ingest_endpoint);
+}
+
+MrdSession::~MrdSession() {
+  stop_ = true;
+  {
+    std::lock_guard l(out_m_);
+    closing_ = true;
+  }
+  out_cv_.notify_all();
+  if (reader_.joinable()) reader_.join();
+  if (writer_.joinable()) writer_.join();
+}
+
+void MrdSession::start() {
+  writer_ = std::thread([this] { write_loop(); });
+  reader_ = std::thread([this] { run(); });
+}
+
+void MrdSession::queue(Out o) {
+  {
+    std::lock_guard l(out_m_);
+    if (closing_ || dead_) return;
+    if (o.image) {
+      const auto images = std::count_if(out_.begin(), out_.end(), [](const Out& x) { return x.image; });
+      if (images >= p_.queue_images) {  // a slow client: the oldest image goes, counted
+        for (auto it = out_.begin(); it != out_.end(); ++it)
+          if (it->image) {
+            out_.erase(it);
+            ++rt_.metrics().mrd.images_dropped;
+            break;
+          }
+      }
+    }
+    out_.push_back(std::move(o));
+  }
+  out_cv_.notify_all();
+}
+
+void MrdSession::queue_text(const std::string& text) { queue({text_message(mrd::kText, text), false, 0}); }
+
+void MrdSession::write_loop() {
+  try {
+    for (;;) {
+      Out o;
+      {
+        std::unique_lock l(out_m_);
+        out_cv_.wait(l, [&] { return !out_.empty() || closing_; });
+        if (out_.empty()) return;
+        o = std::move(out_.front());
+        out_.pop_front();
+      }
+      if (dead_) continue;
+      if (!send_all(fd_.get(), o.bytes, p_.send_timeout_s)) {
+        dead_ = true;
+        ++rt_.metrics().mrd.sessions_failed;
+        log::warn("mrd: session {} ({}): the client took no data for {} s or went away; dropped", number_, peer_,
+                  p_.send_timeout_s);
+        ::shutdown(fd_.get(), SHUT_RDWR);  // the reader ends too
+        continue;
+      }
+      if (o.image) {
+        ++rt_.metrics().mrd.images_sent;
+        if (o.arrival_ns > 0) rt_.metrics().mrd.arrival_to_sent.add(double(monotonic_ns() - o.arrival_ns) * 1e-6);
+      }
+    }
+  } catch (const std::exception& e) {
+    dead_ = true;
+    log::error("mrd: session {} writer failed: {}", number_, e.what());
+  }
+}
+
+void MrdSession::run() {
+  try {
+    SocketSource src(fd_.get(), p_.message_timeout_s, p_.idle_timeout_s, &stop_);
+    serve(src);
+  } catch (const mrd::ProtocolError& e) {
+    ++rt_.metrics().mrd.faults[std::size_t(e.fault())];
+    ++rt_.metrics().mrd.sessions_failed;
+    log::warn("mrd: session {} ({}) ends: {} ({})", number_, peer_, e.what(), mrd::to_string(e.fault()));
+    queue_text(fmt::format("ERR radstream: {}", e.what()));
+    std::vector<std::byte> c;
+    mrd::append_close(c);
+    queue({std::move(c), false, 0});
+  } catch (const std::exception& e) {
+    ++rt_.metrics().mrd.sessions_failed;
+    log::error("mrd: session {} ({}) failed: {}", number_, peer_, e.what());
+    queue_text(fmt::format("ERR radstream: {}", e.what()));
+    std::vector<std::byte> c;
+    mrd::append_close(c);
+    queue({std::move(c), false, 0});
+  }
+  if (header_sent_ && !finished_) {  // a stream that ended without the client's close ends here for the ingest
+    try {
+      wire::Envelope env;
+      env.type = std::uint16_t(wire::MsgType::Close);
+      env.stream_id = stream_id_;
+      env.sequence = sequence_;
+      env.spoke_index = sequence_;  // a close carries the number of spokes sent
+      auto parts = wire::encode_bare(env);
+      std::vector<zmq::message_t> msgs;
+      for (auto& part : parts) msgs.push_back(bytes_message(part.data(), part.size()));
+      send_to_ingest(msgs);
+    } catch (const std::exception& e) {
+      log::warn("mrd: session {}: {}", number_, e.what());
+    }
+  }
+  {
+    std::lock_guard l(out_m_);
+    closing_ = true;
+  }
+  out_cv_.notify_all();
+  if (writer_.joinable()) writer_.join();
+  ::shutdown(fd_.get(), SHUT_RDWR);
+  finished_ = true;
+  ended_ = true;
+}
+
+void MrdSession::send_to_ingest(std::vector<zmq::message_t>& parts) {
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    if (!push_.send(parts[i], i + 1 < parts.size() ? zmq::send_flags::sndmore : zmq::send_flags::none))
+      throw Error("the ingest did not take a message");
+}
+
+void MrdSession::serve(mrd::ByteSource& src) {
+  mrd::Limits lim;
+  lim.max_samples = 65535;
+  lim.max_channels = 1024;
+  auto& mm = rt_.metrics().mrd;
+  for (;;) {
+    auto msg = mrd::read_message(src, lim);
+    if (!msg) {
+      if (have_header_)
+        throw mrd::ProtocolError(mrd::Fault::Truncated, "the client went away without a close");
+      log::info("mrd: session {} ({}) closed by the client before any header", number_, peer_);
+      return;
+    }
+    switch (msg->id) {
+      case mrd::kConfigFile:
+        select_config(msg->text, "config name");
+        break;
+      case mrd::kConfigText:
+        select_config(msg->text, "config text");
+        break;
+      case mrd::kHeader:
+        on_header(msg->text);
+        break;
+      case mrd::kText:
+        ++mm.texts;
+        if (have_header_ && !header_sent_ && !msg->text.empty() && msg->text.front() == '{')
+          apply_json_settings(msg->text);
+        else
+          log::info("mrd: session {} text: {}", number_, msg->text.substr(0, 200));
+        break;
+      case mrd::kQuery: {
+        ++mm.queries;
+        std::string answer = msg->text == "ismrmrd::version" ? "1.8.0" : "radstream";
+        std::vector<std::byte> b;
+        mrd::append_response(b, msg->correlation_id, answer);
+        queue({std::move(b), false, 0});
+        break;
+      }
+      case mrd::kAcquisition:
+        on_acquisition(msg->acq);
+        break;
+      case mrd::kWaveform:
+        ++mm.waveforms;
+        break;
+      case mrd::kImage:
+        ++mm.client_images;
+        break;
+      case mrd::kNdArray:
+        ++mm.ndarrays;
+        break;
+      case mrd::kResponse:
+        break;
+      case mrd::kClose:
+        if (have_header_ && !header_sent_) forward_header();  // a header with no acquisition: an empty stream
+        finish_stream();
+        return;
+      default:
+        break;
+    }
+  }
+}
+
+void MrdSession::select_config(const std::string& raw, const std::string& how) {
+  const std::string name = raw;
+  if (name.empty() || name == "default") return;
+  ReconParams r = rt_.recon();
+  std::string choices;
+  for (const auto& e : kReconMethods.items)
+    if (!e.offline) choices += std::string(choices.empty() ? "" : ", ") + e.name;
+  if (how == "config text") {
+    try {
+      const RunConfig c = RunConfig::from_yaml(YAML::Load(name), "MRD config text");
+      rt_.set_recon(c.recon);
+      rt_.set_window(c.frames.window);
+      rt_.set_stride(c.frames.stride);
+      log::info("mrd: session {} config text applied (method {})", number_, to_string(c.recon.method));
+      return;
+    } catch (const std::exception& e) {
+      throw mrd::ProtocolError(mrd::Fault::BadField,
+                               fmt::format("the config text is not a radstream YAML configuration: {}", e.what()));
+    }
+  }
+  try {
+    r.method = parse_recon_method(name);
+    rt_.set_recon(r);
+    log::info("mrd: session {} reconstructs with {}", number_, name);
+    return;
+  } catch (const ConfigError&) {
+  }
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& f : fs::directory_iterator(p_.config_dir, ec))
+    if (f.path().extension() == ".yaml") files.push_back(f.path().stem().string());
+  std::sort(files.begin(), files.end());
+  const bool plain = name.find('/') == std::string::npos && name.find("..") == std::string::npos;
+  const std::string stem = name.size() > 5 && name.ends_with(".yaml") ? name.substr(0, name.size() - 5) : name;
+  if (plain && std::find(files.begin(), files.end(), stem) != files.end()) {
+    const std::string path = (fs::path(p_.config_dir) / (stem + ".yaml")).string();
+    try {
+      const RunConfig c = RunConfig::from_yaml(YAML::LoadFile(path), path);
+      rt_.set_recon(c.recon);
+      rt_.set_window(c.frames.window);
+      rt_.set_stride(c.frames.stride);
+      log::info("mrd: session {} reconstructs with {} (method {})", number_, path, to_string(c.recon.method));
+      return;
+    } catch (const std::exception& e) {
+      throw mrd::ProtocolError(mrd::Fault::BadField, fmt::format("config {}: {}", path, e.what()));
+    }
+  }
+  std::string yaml;
+  for (const auto& f : files) yaml += std::string(yaml.empty() ? "" : ", ") + f;
+  throw mrd::ProtocolError(mrd::Fault::BadField,
+                           fmt::format("unknown config '{}': the choices are the methods {} or a YAML file of {}/ "
+                                       "({})",
+                                       name, choices, p_.config_dir, yaml.empty() ? "none found" : yaml));
+}
+
+void MrdSession::apply_json_settings(const std::string& text) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    log::info("mrd: session {}: a text that is not JSON settings: {}", number_, text.substr(0, 200));
+    return;
+  }
+  const auto params = j.find("parameters");
+  if (params == j.end() || !params->is_object()) return;
+  std::string config;
+  if (auto c = params->find("config"); c != params->end() && c->is_string()) config = *c;
+  if (auto c = params->find("customconfig"); c != params->end() && c->is_string() && !c->get<std::string>().empty())
+    config = *c;
+  if (!config.empty()) select_config(config, "config name");
+}
+
+void MrdSession::on_header(const std::string& xml) {
+  StreamHeader h;
+  try {
+    h = stream_header_from_xml(xml, "the MRD XML header");
+  } catch (const Error& e) {
+    throw mrd::ProtocolError(mrd::Fault::BadField, e.what());
+  }
+  xml_ = xml;
+  have_header_ = true;
+  radstream_xml_ = xml.find("radstream_radial") != std::string::npos;
+  ISMRMRD::IsmrmrdHeader x;
+  ISMRMRD::deserialize(xml.c_str(), x);
+  {
+    std::lock_guard l(frame_m_);
+    const auto& f = x.encoding[0].reconSpace.fieldOfView_mm;
+    fov_[0] = f.x > 0 ? f.x : float(h.fov_mm);
+    fov_[1] = f.y > 0 ? f.y : float(h.fov_mm);
+    fov_[2] = f.z > 0 ? f.z : 10.f;
+  }
+  log::info("mrd: session {} ({}): stream of {} samples x {} coils -> {}x{}", number_, peer_, h.samples,
+            h.coils ? std::to_string(h.coils) : std::string("?"), h.matrix, h.matrix);
+  if (h.coils > 0) forward_header();  // else: the coil count comes with the first acquisition
+}
+
+void MrdSession::forward_header() {
+  wire::Envelope env;
+  env.type = std::uint16_t(wire::MsgType::Header);
+  env.stream_id = stream_id_;
+  env.sequence = sequence_;
+  auto parts = wire::encode_text(env, xml_);
+  std::vector<zmq::message_t> msgs;
+  for (auto& part : parts) msgs.push_back(bytes_message(part.data(), part.size()));
+  send_to_ingest(msgs);
+  header_sent_ = true;
+}
+
+void MrdSession::on_acquisition(const mrd::Acquisition& a) {
+  auto& mm = rt_.metrics().mrd;
+  ++mm.acquisitions;
+  if (flag(a.flags, ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) {
+    ++mm.noise;
+    return;
+  }
+  if (non_imaging(a.flags)) {
+    ++mm.non_imaging;
+    return;
+  }
+  if (!have_header_)
+    throw mrd::ProtocolError(mrd::Fault::BadField, "an acquisition came before the XML header (message 3)");
+  ISMRMRD::ISMRMRD_AcquisitionHeader h;
+  std::memcpy(&h, a.head.data(), sizeof h);
+  if (!header_sent_) {  // the header named no receiver channels: the first spoke's count
+    ISMRMRD::IsmrmrdHeader x;
+    ISMRMRD::deserialize(xml_.c_str(), x);
+    if (!x.acquisitionSystemInformation) x.acquisitionSystemInformation = ISMRMRD::AcquisitionSystemInformation();
+    x.acquisitionSystemInformation->receiverChannels = std::uint16_t(a.channels);
+    std::ostringstream o;
+    ISMRMRD::serialize(x, o);
+    xml_ = o.str();
+    forward_header();
+  }
+  // The spoke's index: radstream's own 64-bit one, else kspace_encode_step_1 unwrapped past 65535.
+  if (radstream_xml_) {
+    spoke_index_ = std::uint64_t(join64(h.user_int[4], h.user_int[5]));
+  } else {
+    const long step = h.idx.kspace_encode_step_1;
+    if (last_step1_ < 0)
+      spoke_index_ = std::uint64_t(step);
+    else if (step < last_step1_ - 32768)
+      spoke_index_ += std::uint64_t(step + 65536 - last_step1_);
+    else
+      spoke_index_ = std::uint64_t(std::int64_t(spoke_index_) + (step - last_step1_));
+    last_step1_ = step;
+  }
+  {
+    std::lock_guard l(frame_m_);
+    recent_[spoke_index_ % kRecent] = a.head;
+    recent_index_[spoke_index_ % kRecent] = spoke_index_;
+  }
+  wire::Envelope env;
+  env.type = std::uint16_t(wire::MsgType::Spoke);
+  env.stream_id = stream_id_;
+  env.sequence = ++sequence_;
+  env.spoke_index = spoke_index_;
+  env.acquired_ns = monotonic_ns();  // its arrival: a scanner's time stamps are not this machine's clock
+  env.sent_ns = env.acquired_ns;
+  env.angle = std::nan("");
+  const auto envb = wire::encode_envelope(env);
+  std::vector<zmq::message_t> msgs;
+  msgs.push_back(bytes_message(envb.data(), envb.size()));
+  msgs.push_back(bytes_message(a.head.data(), a.head.size()));
+  msgs.push_back(bytes_message(a.traj.data(), a.traj.size() * sizeof(float)));
+  msgs.push_back(bytes_message(a.data.data(), a.data.size() * sizeof(cfloat)));
+  send_to_ingest(msgs);
+}
+
+void MrdSession::finish_stream() {
+  auto& m = rt_.metrics();
+  const std::uint64_t closes0 = m.closes.load();
+  if (header_sent_) {
+    wire::Envelope env;
+    env.type = std::uint16_t(wire::MsgType::Close);
+    env.stream_id = stream_id_;
+    env.sequence = sequence_;
+    env.spoke_index = sequence_;  // a close carries the number of spokes sent
+    auto parts = wire::encode_bare(env);
+    std::vector<zmq::message_t> msgs;
+    for (auto& part : parts) msgs.push_back(bytes_message(part.data(), part.size()));
+    send_to_ingest(msgs);
+    // The frames still due: once the ingest has taken the close, until the reconstruction and the sinks are
+    // idle (bounded by drain_timeout_s).
+    const std::int64_t deadline = monotonic_ns() + std::int64_t(p_.drain_timeout_s * 1e9);
+    while (m.closes.load() == closes0 && monotonic_ns() < deadline && !stop_)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    int idle = 0;
+    while (monotonic_ns() < deadline && !stop_ && idle < 3) {
+      idle = rt_.drained() && rt_.sinks_idle() ? idle + 1 : 0;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (monotonic_ns() >= deadline)
+      log::warn("mrd: session {}: frames still due after {} s; closing", number_, p_.drain_timeout_s);
+  }
+  {
+    std::lock_guard l(frame_m_);
+    finished_ = true;  // no more frames for this session
+  }
+  std::vector<std::byte> c;
+  mrd::append_close(c);
+  {  // the close goes after every queued image, then nothing more
+    std::lock_guard l(out_m_);
+    out_.push_back({std::move(c), false, 0});
+  }
+  out_cv_.notify_all();
+  log::info("mrd: session {} ({}) closed: {} acquisitions forwarded", number_, peer_, sequence_);
+}
+
+void MrdSession::send_frame(const FrameResult& f) {
+  MrdImageContext c;
+  {
+    std::lock_guard l(frame_m_);
+    if (finished_) return;
+    const std::size_t k = f.last_spoke % kRecent;
+    if (recent_index_[k] == f.last_spoke) c.last_acquisition = recent_[k];
+    std::copy(fov_, fov_ + 3, c.fov_mm);
+    c.index = image_index_++;
+  }
+  c.series = std::uint16_t(number_ & 0xffffu);
+  c.method = to_string(rt_.recon(f.slice).method);
+  c.latency_ms = f.last_arrival_ns > 0 ? double(monotonic_ns() - f.last_arrival_ns) * 1e-6 : 0.0;
+  queue({encode_frame_image(f, c, p_.pixels), true, f.last_arrival_ns});
+}
+
+}  // namespace radstream

@@ -1,0 +1,91 @@
+// One MRD client connection of the MRD server (stream/mrd_server.hpp): a reader thread that decodes the
+// client's messages (config, XML header, JSON settings, acquisitions, waveforms, close), selects the
+// reconstruction and forwards the stream as wire messages to the ingest; and a writer thread that sends the
+// images, texts and the final close from a bounded queue, so that a slow client delays nobody. Either thread
+// ends the session on a protocol fault, a timeout, a vanished or stalled client, with the reason in the log
+// and the metrics; the pipeline and the other sessions go on.
+#pragma once
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+
+#include "stream/mrd_images.hpp"
+#include "stream/mrd_server.hpp"
+#include "wire/mrd_protocol.hpp"
+#include "wire/tcp_socket.hpp"
+
+namespace radstream {
+
+class MrdSession {
+ public:
+  MrdSession(const MrdServerParams& p, StreamRuntime& rt, const std::string& ingest_endpoint, Fd fd,
+             std::string peer, std::uint32_t number);
+  ~MrdSession();
+  MrdSession(const MrdSession&) = delete;
+  MrdSession& operator=(const MrdSession&) = delete;
+
+  void start();
+  void request_stop() { stop_ = true; }
+  bool ended() const { return ended_; }  // its threads are done (the server may join them)
+  // Whether its stream is in the pipeline (its header forwarded) and its frames are still wanted.
+  bool owns_frames() const { return header_sent_ && !finished_ && !dead_; }
+  void send_frame(const FrameResult& f);  // on the sink thread: encoded and queued
+  std::uint32_t number() const { return number_; }
+
+ private:
+  struct Out {
+    std::vector<std::byte> bytes;
+    bool image = false;          // droppable when the queue is full
+    std::int64_t arrival_ns = 0;  // an image's last spoke arrival (for arrival -> sent)
+  };
+  void run();  // the reader thread
+  void write_loop();
+  void serve(mrd::ByteSource& src);
+  void select_config(const std::string& name, const std::string& how);
+  void apply_json_settings(const std::string& text);
+  void on_header(const std::string& xml);
+  void forward_header();
+  void on_acquisition(const mrd::Acquisition& a);
+  void finish_stream();  // after the client's close: the frames still due, then the close
+  void queue(Out o);
+  void queue_text(const std::string& text);
+  void send_to_ingest(std::vector<zmq::message_t>& parts);
+
+  MrdServerParams p_;
+  StreamRuntime& rt_;
+  zmq::socket_t push_;
+  Fd fd_;
+  std::string peer_;
+  std::uint32_t number_;
+  std::uint32_t stream_id_;
+  std::thread reader_, writer_;
+  std::atomic<bool> stop_{false}, finished_{false}, ended_{false}, dead_{false}, header_sent_{false};
+
+  // The stream (reader thread only, except fov_ and method_ read under frame_m_).
+  std::string xml_;
+  bool have_header_ = false, radstream_xml_ = false;
+  std::uint64_t sequence_ = 0;
+  std::uint64_t spoke_index_ = 0;
+  long last_step1_ = -1;
+
+  std::mutex frame_m_;  // the frames' context: acquisitions by spoke index, fov, method, image index
+  static constexpr std::size_t kRecent = 4096;
+  std::vector<std::array<std::byte, 340>> recent_;
+  std::vector<std::uint64_t> recent_index_;
+  float fov_[3] = {256.f, 256.f, 10.f};
+  std::uint16_t image_index_ = 0;
+
+  std::mutex out_m_;  // the outgoing queue
+  std::condition_variable out_cv_;
+  std::deque<Out> out_;
+  bool closing_ = false;
+};
+
+}  // namespace radstream

@@ -1,0 +1,185 @@
+// replay FILE --mrd tcp://HOST:PORT: a recording to any MRD server (wire/replay.hpp), on the codec the server
+// side uses (wire/mrd_protocol.hpp). A reader thread takes what the server sends meanwhile (images, texts,
+// the close), so that a server that answers while data still flows never blocks on a full socket.
+#include <fmt/format.h>
+#include <ismrmrd/ismrmrd.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "core/clock.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "io/mrd_check.hpp"
+#include "io/mrd_file.hpp"
+#include "io/mrd_image_file.hpp"
+#include "io/mrd_raw.hpp"
+#include "io/mrd_reader.hpp"
+#include "wire/mrd_protocol.hpp"
+#include "wire/replay.hpp"
+#include "wire/tcp_socket.hpp"
+
+namespace radstream {
+
+namespace {
+
+// What the server sent back.
+struct ServerReplies {
+  std::atomic<bool> closed{false}, failed{false}, errored{false};
+  std::atomic<std::uint64_t> images{0}, texts{0};
+  std::string failure;  // under m
+  std::mutex m;
+};
+
+void read_replies(int fd, ServerReplies& r, MrdImageWriter* out, const std::atomic<bool>& stop) {
+  try {
+    SocketSource src(fd, 30.0, 0.0, &stop);
+    mrd::Limits lim;
+    lim.keep_images = true;
+    for (;;) {
+      auto msg = mrd::read_message(src, lim);
+      if (!msg) {
+        if (!r.closed) {
+          std::lock_guard l(r.m);
+          r.failure = "the server closed the connection without an MRD close";
+          r.failed = true;
+        }
+        return;
+      }
+      if (msg->id == mrd::kImage) {
+        ++r.images;
+        if (out) out->append(msg->image.head, msg->image.attributes, msg->image.pixels);
+      } else if (msg->id == mrd::kText) {
+        ++r.texts;
+        if (msg->text.rfind("ERR", 0) == 0) {
+          r.errored = true;
+          log::error("replay: the MRD server says: {}", msg->text);
+        } else if (msg->text.rfind("WRN", 0) == 0) {
+          log::warn("replay: the MRD server says: {}", msg->text);
+        } else {
+          log::info("replay: the MRD server says: {}", msg->text);
+        }
+      } else if (msg->id == mrd::kClose) {
+        r.closed = true;
+        return;
+      }
+    }
+  } catch (const std::exception& e) {
+    if (stop) return;
+    std::lock_guard l(r.m);
+    r.failure = e.what();
+    r.failed = true;
+  }
+}
+
+}  // namespace
+
+int replay_to_mrd_server(const ReplayControl& a, const std::function<bool()>& stop) {
+  check_mrd_in_child(a.file, a.start, a.count);
+  MrdReader reader(a.file);
+  stream_header_from_xml(reader.xml(), a.file);  // a file radstream cannot describe is refused before sending
+  const bool max_speed = a.speed == "max";
+  double speed = 1.0;
+  if (!max_speed) {
+    try {
+      speed = std::stod(a.speed);
+    } catch (const std::exception&) {
+      throw ConfigError("--speed '" + a.speed + "' is not a number or max");
+    }
+    if (!(speed > 0)) throw ConfigError("--speed " + a.speed + " must be > 0 (or max)");
+  }
+  if (a.loop) throw ConfigError("--loop is not available with --mrd (one MRD session sends one scan)");
+  if (a.start < 0 || std::size_t(a.start) > reader.count())
+    throw ConfigError(fmt::format("--start {} is outside 0..{}", a.start, reader.count()));
+  const std::size_t end = a.count < 0 ? reader.count() : std::min(reader.count(), std::size_t(a.start + a.count));
+  if (end <= std::size_t(a.start)) throw ConfigError(a.file + ": no spokes to replay in the range asked for");
+  std::unique_ptr<MrdImageWriter> out;
+  if (!a.images_out.empty()) out = std::make_unique<MrdImageWriter>(a.images_out);
+
+  Fd fd = tcp_connect(a.mrd, std::max(0.5, a.wait_s));
+  ServerReplies replies;
+  std::atomic<bool> stop_reader{false};
+  std::thread reader_thread([&] { read_replies(fd.get(), replies, out.get(), stop_reader); });
+  auto finish = [&](int rc) {
+    stop_reader = true;
+    reader_thread.join();
+    return rc;
+  };
+  auto send = [&](const std::vector<std::byte>& b) {
+    if (!send_all(fd.get(), b, 30.0))
+      throw IoError(fmt::format("the MRD server at {} stopped taking data", a.mrd));
+  };
+  std::size_t sent = 0;
+  const std::int64_t t_start = monotonic_ns();
+  try {
+    log::info("replay: {} acquisitions of {} to the MRD server {}{}, {}", end - a.start, a.file, a.mrd,
+              a.config.empty() ? "" : " (config " + a.config + ")",
+              max_speed ? "as fast as possible" : fmt::format("speed {}", speed));
+    std::vector<std::byte> b;
+    if (!a.config.empty()) mrd::append_config_name(b, a.config);
+    mrd::append_text(b, mrd::kHeader, reader.xml());
+    send(b);
+    std::int64_t rec0 = 0, prev = 0, skipped = 0;
+    const std::int64_t max_gap_ns = std::int64_t(a.max_gap_s * 1e9);
+    for (std::size_t i = std::size_t(a.start); i < end; ++i) {
+      if (stop()) {
+        log::info("replay: interrupted after {} acquisitions", sent);
+        return finish(130);
+      }
+      if (replies.errored || replies.failed || replies.closed) break;
+      const RawSpoke r = reader.read(i);
+      ISMRMRD::ISMRMRD_AcquisitionHeader h;
+      std::memcpy(&h, r.acq_header.data(), sizeof h);
+      if (!max_speed) {  // paced as replay paces ZeroMQ (radstream ns, --rate, or the MRD time stamps)
+        std::int64_t rec = h.user_int[6] != 0 ? join64(h.user_int[0], h.user_int[1])
+                           : a.rate > 0       ? std::int64_t(double(i - a.start) * 1e9 / a.rate)
+                                              : std::int64_t(double(h.acquisition_time_stamp) * a.tick_us * 1e3);
+        if (i == std::size_t(a.start)) rec0 = prev = rec;
+        const std::int64_t gap = rec - prev;
+        if (gap > max_gap_ns) skipped += gap - max_gap_ns;
+        if (gap < 0) skipped += gap;
+        prev = rec;
+        const std::int64_t due = t_start + std::int64_t(double(rec - rec0 - skipped) / speed);
+        while (monotonic_ns() < due && !stop()) sleep_until_ns(std::min(due, monotonic_ns() + 50'000'000));
+      }
+      b.clear();
+      mrd::append_acquisition(b, r.acq_header, r.traj, r.data);
+      send(b);
+      ++sent;
+    }
+    b.clear();
+    mrd::append_close(b);
+    send(b);
+  } catch (const Error& e) {
+    log::error("replay: {}", e.what());
+    ::shutdown(fd.get(), SHUT_RDWR);
+    return finish(3);
+  }
+  // The frames still due come after our close, then the server's close.
+  const std::int64_t deadline = monotonic_ns() + std::int64_t(a.mrd_timeout_s * 1e9);
+  while (!replies.closed && !replies.failed && monotonic_ns() < deadline && !stop())
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const bool timed_out = !replies.closed && !replies.failed && !stop();
+  ::shutdown(fd.get(), SHUT_RDWR);
+  finish(0);
+  log::info("replay: sent {} acquisitions in {:.2f} s; {} images back{}", sent,
+            double(monotonic_ns() - t_start) * 1e-9, replies.images.load(),
+            out ? fmt::format(" (stored in {})", a.images_out) : std::string());
+  if (timed_out) {
+    log::error("replay: the MRD server did not close within {} s of the last acquisition (--mrd-timeout-s)",
+               a.mrd_timeout_s);
+    return 3;
+  }
+  if (replies.failed) {
+    log::error("replay: the MRD server connection failed: {}", replies.failure);
+    return 3;
+  }
+  return replies.errored ? 3 : 0;
+}
+
+}  // namespace radstream
