@@ -36,8 +36,9 @@ void MrdImageWriter::append(std::span<const std::byte> head, const std::string& 
   std::vector<std::byte> px(pixels.begin(), pixels.end());
   im.data = px.data();
   if (std::size_t(ISMRMRD::ismrmrd_size_of_image_data(&im)) != pixels.size())
-    throw IoError(fmt::format("{}: image of {}x{}x{} x {} channels given {} pixel bytes", path_, im.head.matrix_size[0],
-                              im.head.matrix_size[1], im.head.matrix_size[2], im.head.channels, pixels.size()));
+    throw IoError(fmt::format("{}: image of {}x{}x{} x {} channels given {} pixel bytes", path_,
+                              im.head.matrix_size[0], im.head.matrix_size[1], im.head.matrix_size[2],
+                              im.head.channels, pixels.size()));
   try {
     ds_->appendImage(fmt::format("images_{}", im.head.image_series_index), &im);
   } catch (const std::exception& e) {

@@ -21,7 +21,8 @@ class MrdImageWriter {
   MrdImageWriter(const MrdImageWriter&) = delete;
   MrdImageWriter& operator=(const MrdImageWriter&) = delete;
   // `head`: the 198-byte ImageHeader; `pixels`: its data (sizes checked). Throws IoError.
-  void append(std::span<const std::byte> head, const std::string& attributes, std::span<const std::byte> pixels);
+  void append(std::span<const std::byte> head, const std::string& attributes,
+              std::span<const std::byte> pixels);
   std::size_t count() const { return count_; }
 
  private:

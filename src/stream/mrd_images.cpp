@@ -76,12 +76,12 @@ std::vector<std::byte> encode_frame_image(const FrameResult& f, const MrdImageCo
   const double top = int16 ? double((1 << kMrdStoredBits) - 1) : double(peak);
   meta.set("WindowCenter", long(std::lround(top / 2)));
   meta.set("WindowWidth", long(std::lround(std::max(1.0, top))));
-  meta.set("ImageScale", int16 ? scale : 1.0);
+  meta.set("ImageScale", fmt::format("{:.17g}", int16 ? scale : 1.0).c_str());  // full precision
   meta.set("FrameNumber", long(f.number));
   meta.set("FirstSpoke", long(f.first_spoke));
   meta.set("LastSpoke", long(f.last_spoke));
   meta.set("Window", long(f.window));
-  meta.set("LatencyMs", c.latency_ms);
+  meta.set("LatencyMs", fmt::format("{:.3f}", c.latency_ms).c_str());
   meta.set("Method", c.method.c_str());
   std::ostringstream attrs;
   ISMRMRD::serialize(meta, attrs);

@@ -26,7 +26,9 @@ std::vector<std::string> split_list(const std::string& s) {
   }
   return out;
 }
-bool loopback(const std::string& a) { return a == "::1" || a.rfind("127.", 0) == 0 || a == "::ffff:127.0.0.1"; }
+bool loopback(const std::string& a) {
+  return a == "::1" || a.rfind("127.", 0) == 0 || a == "::ffff:127.0.0.1";
+}
 
 // Tells a client it is not served (busy, or an address off the allow-list), then closes.
 void refuse(int fd, const std::string& why) {
@@ -40,7 +42,8 @@ void refuse(int fd, const std::string& why) {
 void MrdServerParams::validate(bool insecure) const {
   if (listen.empty()) return;
   const Endpoint e = parse_endpoint(listen, "--mrd-listen");
-  if (e.transport != "tcp") throw ConfigError(fmt::format("--mrd-listen '{}': MRD clients speak TCP (tcp://HOST:PORT)", listen));
+  if (e.transport != "tcp")
+    throw ConfigError(fmt::format("--mrd-listen '{}': MRD clients speak TCP (tcp://HOST:PORT)", listen));
   if (e.local) return;
   if (!insecure || split_list(allow).empty())
     throw ConfigError(fmt::format(
@@ -57,9 +60,13 @@ MrdServer::MrdServer(const MrdServerParams& p, StreamRuntime& runtime, std::stri
   rt_.metrics().mrd.on = true;
 }
 
-MrdServer::~MrdServer() { stop(); }
+MrdServer::~MrdServer() {
+  stop();
+}
 
-std::string MrdServer::endpoint() const { return listener_->endpoint(); }
+std::string MrdServer::endpoint() const {
+  return listener_->endpoint();
+}
 
 void MrdServer::start() {
   if (thread_.joinable()) return;
@@ -101,7 +108,8 @@ void MrdServer::accept_loop() {
       std::string peer;
       Fd fd = listener_->accept(100, peer);
       if (!fd) continue;
-      if (!allow_.empty() && !loopback(peer) && std::find(allow_.begin(), allow_.end(), peer) == allow_.end()) {
+      if (!allow_.empty() && !loopback(peer) &&
+          std::find(allow_.begin(), allow_.end(), peer) == allow_.end()) {
         ++rt_.metrics().mrd.address_refused;
         log::warn("mrd: a client at {} is not on the allow-list (--mrd-allow); refused", peer);
         refuse(fd.get(), fmt::format("the address {} is not admitted", peer));
@@ -110,12 +118,13 @@ void MrdServer::accept_loop() {
       std::size_t open = 0;
       {
         std::lock_guard l(m_);
-        open = sessions_.size();
+        open = std::size_t(
+            std::count_if(sessions_.begin(), sessions_.end(), [](const auto& s) { return s->active(); }));
       }
       if (open >= std::size_t(p_.max_sessions)) {
         ++rt_.metrics().mrd.busy_refused;
-        log::warn("mrd: a client at {} came while {} session(s) run (--mrd-max-sessions {}); told busy", peer, open,
-                  p_.max_sessions);
+        log::warn("mrd: a client at {} came while {} session(s) run (--mrd-max-sessions {}); told busy", peer,
+                  open, p_.max_sessions);
         refuse(fd.get(), fmt::format("busy: {} session(s) in progress (at most {}); try again later", open,
                                      p_.max_sessions));
         continue;

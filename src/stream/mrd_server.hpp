@@ -33,7 +33,7 @@ struct MrdServerParams {
   double drain_timeout_s = 30.0;    // after a client's close: the longest wait for the frames still due
   int queue_images = 64;            // images waiting for a slow client; beyond, the oldest is dropped
   MrdPixels pixels = MrdPixels::Int16;
-  std::string allow;                 // client addresses admitted beyond loopback (comma-separated)
+  std::string allow;                  // client addresses admitted beyond loopback (comma-separated)
   std::string config_dir = "config";  // where a config name that is not a method finds NAME.yaml
 
   template <class V>
@@ -45,10 +45,12 @@ struct MrdServerParams {
             "an MRD message must arrive whole within this many seconds of its first byte");
     v.field("idle_timeout_s", idle_timeout_s, 0.0, 86400.0,
             "drop an MRD client silent this long between messages (0: never)");
-    v.field("send_timeout_s", send_timeout_s, 0.1, 3600.0, "drop an MRD client that takes no image this long");
+    v.field("send_timeout_s", send_timeout_s, 0.1, 3600.0,
+            "drop an MRD client that takes no image this long");
     v.field("drain_timeout_s", drain_timeout_s, 0.1, 3600.0,
             "after an MRD client's close, the longest wait for the frames still due");
-    v.field("queue_images", queue_images, 1, 100000, "images queued for a slow MRD client (the oldest dropped)");
+    v.field("queue_images", queue_images, 1, 100000,
+            "images queued for a slow MRD client (the oldest dropped)");
     v.choice("pixels", pixels, kMrdPixels, "MRD images as int16 (12 stored bits) or float");
     v.field("allow", allow, "MRD client addresses admitted on a non-loopback endpoint (comma-separated)");
     v.field("config_dir", config_dir, "folder of the YAML files an MRD config name may select");
@@ -67,7 +69,7 @@ class MrdServer : public Sink {
   MrdServer& operator=(const MrdServer&) = delete;
 
   void start();
-  void stop();  // ends every session (their clients get a close) and joins the threads
+  void stop();                   // ends every session (their clients get a close) and joins the threads
   std::string endpoint() const;  // with the port actually bound
 
   // Sink: the frame goes back to the session whose stream the pipeline follows (the oldest open session).

@@ -26,13 +26,16 @@ namespace radstream {
 
 namespace {
 
-bool flag(std::uint64_t flags, int bit) { return (flags >> (bit - 1)) & 1u; }
+bool flag(std::uint64_t flags, int bit) {
+  return (flags >> (bit - 1)) & 1u;
+}
 
-// Acquisitions that are not imaging spokes of the stream: skipped and counted. ISMRMRD's flags are 1-based bit
-// numbers; PARALLEL_CALIBRATION_AND_IMAGING (21) is imaging data.
+// Acquisitions that are not imaging spokes of the stream: skipped and counted. ISMRMRD's flags are 1-based
+// bit numbers; PARALLEL_CALIBRATION_AND_IMAGING (21) is imaging data.
 bool non_imaging(std::uint64_t f) {
   using namespace ISMRMRD;
-  if (flag(f, ISMRMRD_ACQ_IS_PARALLEL_CALIBRATION) && !flag(f, ISMRMRD_ACQ_IS_PARALLEL_CALIBRATION_AND_IMAGING))
+  if (flag(f, ISMRMRD_ACQ_IS_PARALLEL_CALIBRATION) &&
+      !flag(f, ISMRMRD_ACQ_IS_PARALLEL_CALIBRATION_AND_IMAGING))
     return true;
   for (int b : {ISMRMRD_ACQ_IS_NAVIGATION_DATA, ISMRMRD_ACQ_IS_PHASECORR_DATA, ISMRMRD_ACQ_IS_HPFEEDBACK_DATA,
                 ISMRMRD_ACQ_IS_DUMMYSCAN_DATA, ISMRMRD_ACQ_IS_RTFEEDBACK_DATA,
@@ -49,7 +52,9 @@ std::uint32_t fresh_stream_id() {
   return id;
 }
 
-zmq::message_t bytes_message(const void* p, std::size_t n) { return zmq::message_t(p, n); }
+zmq::message_t bytes_message(const void* p, std::size_t n) {
+  return zmq::message_t(p, n);
+}
 
 std::vector<std::byte> text_message(std::uint16_t id, const std::string& t) {
   std::vector<std::byte> b;
@@ -111,7 +116,9 @@ void MrdSession::queue(Out o) {
   out_cv_.notify_all();
 }
 
-void MrdSession::queue_text(const std::string& text) { queue({text_message(mrd::kText, text), false, 0}); }
+void MrdSession::queue_text(const std::string& text) {
+  queue({text_message(mrd::kText, text), false, 0});
+}
 
 void MrdSession::write_loop() {
   try {
@@ -128,14 +135,15 @@ void MrdSession::write_loop() {
       if (!send_all(fd_.get(), o.bytes, p_.send_timeout_s)) {
         dead_ = true;
         ++rt_.metrics().mrd.sessions_failed;
-        log::warn("mrd: session {} ({}): the client took no data for {} s or went away; dropped", number_, peer_,
-                  p_.send_timeout_s);
+        log::warn("mrd: session {} ({}): the client took no data for {} s or went away; dropped", number_,
+                  peer_, p_.send_timeout_s);
         ::shutdown(fd_.get(), SHUT_RDWR);  // the reader ends too
         continue;
       }
       if (o.image) {
         ++rt_.metrics().mrd.images_sent;
-        if (o.arrival_ns > 0) rt_.metrics().mrd.arrival_to_sent.add(double(monotonic_ns() - o.arrival_ns) * 1e-6);
+        if (o.arrival_ns > 0)
+          rt_.metrics().mrd.arrival_to_sent.add(double(monotonic_ns() - o.arrival_ns) * 1e-6);
       }
     }
   } catch (const std::exception& e) {
@@ -145,6 +153,7 @@ void MrdSession::write_loop() {
 }
 
 void MrdSession::run() {
+  std::string error;
   try {
     SocketSource src(fd_.get(), p_.message_timeout_s, p_.idle_timeout_s, &stop_);
     serve(src);
@@ -152,19 +161,14 @@ void MrdSession::run() {
     ++rt_.metrics().mrd.faults[std::size_t(e.fault())];
     ++rt_.metrics().mrd.sessions_failed;
     log::warn("mrd: session {} ({}) ends: {} ({})", number_, peer_, e.what(), mrd::to_string(e.fault()));
-    queue_text(fmt::format("ERR radstream: {}", e.what()));
-    std::vector<std::byte> c;
-    mrd::append_close(c);
-    queue({std::move(c), false, 0});
+    error = e.what();
   } catch (const std::exception& e) {
     ++rt_.metrics().mrd.sessions_failed;
     log::error("mrd: session {} ({}) failed: {}", number_, peer_, e.what());
-    queue_text(fmt::format("ERR radstream: {}", e.what()));
-    std::vector<std::byte> c;
-    mrd::append_close(c);
-    queue({std::move(c), false, 0});
+    error = e.what();
   }
-  if (header_sent_ && !finished_) {  // a stream that ended without the client's close ends here for the ingest
+  if (header_sent_ &&
+      !finished_) {  // a stream that ended without the client's close ends here for the ingest
     try {
       wire::Envelope env;
       env.type = std::uint16_t(wire::MsgType::Close);
@@ -180,13 +184,22 @@ void MrdSession::run() {
     }
   }
   {
+    std::lock_guard l(frame_m_);
+    finished_ = true;  // no more frames, and no longer counted against --mrd-max-sessions
+  }
+  if (!error.empty()) {
+    queue_text(fmt::format("ERR radstream: {}", error));
+    std::vector<std::byte> c;
+    mrd::append_close(c);
+    queue({std::move(c), false, 0});
+  }
+  {
     std::lock_guard l(out_m_);
     closing_ = true;
   }
   out_cv_.notify_all();
   if (writer_.joinable()) writer_.join();
   ::shutdown(fd_.get(), SHUT_RDWR);
-  finished_ = true;
   ended_ = true;
 }
 
@@ -206,7 +219,7 @@ void MrdSession::serve(mrd::ByteSource& src) {
     if (!msg) {
       if (have_header_)
         throw mrd::ProtocolError(mrd::Fault::Truncated, "the client went away without a close");
-      log::info("mrd: session {} ({}) closed by the client before any header", number_, peer_);
+      log::debug("mrd: session {} ({}) ended by the client before any header", number_, peer_);
       return;
     }
     switch (msg->id) {
@@ -274,8 +287,9 @@ void MrdSession::select_config(const std::string& raw, const std::string& how) {
       log::info("mrd: session {} config text applied (method {})", number_, to_string(c.recon.method));
       return;
     } catch (const std::exception& e) {
-      throw mrd::ProtocolError(mrd::Fault::BadField,
-                               fmt::format("the config text is not a radstream YAML configuration: {}", e.what()));
+      throw mrd::ProtocolError(
+          mrd::Fault::BadField,
+          fmt::format("the config text is not a radstream YAML configuration: {}", e.what()));
     }
   }
   try {
@@ -292,7 +306,8 @@ void MrdSession::select_config(const std::string& raw, const std::string& how) {
     if (f.path().extension() == ".yaml") files.push_back(f.path().stem().string());
   std::sort(files.begin(), files.end());
   const bool plain = name.find('/') == std::string::npos && name.find("..") == std::string::npos;
-  const std::string stem = name.size() > 5 && name.ends_with(".yaml") ? name.substr(0, name.size() - 5) : name;
+  const std::string stem =
+      name.size() > 5 && name.ends_with(".yaml") ? name.substr(0, name.size() - 5) : name;
   if (plain && std::find(files.begin(), files.end(), stem) != files.end()) {
     const std::string path = (fs::path(p_.config_dir) / (stem + ".yaml")).string();
     try {
@@ -308,10 +323,11 @@ void MrdSession::select_config(const std::string& raw, const std::string& how) {
   }
   std::string yaml;
   for (const auto& f : files) yaml += std::string(yaml.empty() ? "" : ", ") + f;
-  throw mrd::ProtocolError(mrd::Fault::BadField,
-                           fmt::format("unknown config '{}': the choices are the methods {} or a YAML file of {}/ "
-                                       "({})",
-                                       name, choices, p_.config_dir, yaml.empty() ? "none found" : yaml));
+  throw mrd::ProtocolError(
+      mrd::Fault::BadField,
+      fmt::format("unknown config '{}': the choices are the methods {} or a YAML file of {}/ "
+                  "({})",
+                  name, choices, p_.config_dir, yaml.empty() ? "none found" : yaml));
 }
 
 void MrdSession::apply_json_settings(const std::string& text) {
@@ -326,7 +342,8 @@ void MrdSession::apply_json_settings(const std::string& text) {
   if (params == j.end() || !params->is_object()) return;
   std::string config;
   if (auto c = params->find("config"); c != params->end() && c->is_string()) config = *c;
-  if (auto c = params->find("customconfig"); c != params->end() && c->is_string() && !c->get<std::string>().empty())
+  if (auto c = params->find("customconfig");
+      c != params->end() && c->is_string() && !c->get<std::string>().empty())
     config = *c;
   if (!config.empty()) select_config(config, "config name");
 }
@@ -385,7 +402,8 @@ void MrdSession::on_acquisition(const mrd::Acquisition& a) {
   if (!header_sent_) {  // the header named no receiver channels: the first spoke's count
     ISMRMRD::IsmrmrdHeader x;
     ISMRMRD::deserialize(xml_.c_str(), x);
-    if (!x.acquisitionSystemInformation) x.acquisitionSystemInformation = ISMRMRD::AcquisitionSystemInformation();
+    if (!x.acquisitionSystemInformation)
+      x.acquisitionSystemInformation = ISMRMRD::AcquisitionSystemInformation();
     x.acquisitionSystemInformation->receiverChannels = std::uint16_t(a.channels);
     std::ostringstream o;
     ISMRMRD::serialize(x, o);
@@ -464,7 +482,10 @@ void MrdSession::finish_stream() {
     out_.push_back({std::move(c), false, 0});
   }
   out_cv_.notify_all();
-  log::info("mrd: session {} ({}) closed: {} acquisitions forwarded", number_, peer_, sequence_);
+  if (have_header_)
+    log::info("mrd: session {} ({}) closed: {} acquisitions forwarded", number_, peer_, sequence_);
+  else
+    log::debug("mrd: session {} ({}) closed before any header", number_, peer_);
 }
 
 void MrdSession::send_frame(const FrameResult& f) {

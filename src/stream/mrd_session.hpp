@@ -33,7 +33,10 @@ class MrdSession {
 
   void start();
   void request_stop() { stop_ = true; }
-  bool ended() const { return ended_; }  // its threads are done (the server may join them)
+  bool ended() const { return ended_; }
+  bool active() const {
+    return !finished_;
+  }  // counted against --mrd-max-sessions  // its threads are done (the server may join them)
   // Whether its stream is in the pipeline (its header forwarded) and its frames are still wanted.
   bool owns_frames() const { return header_sent_ && !finished_ && !dead_; }
   void send_frame(const FrameResult& f);  // on the sink thread: encoded and queued
@@ -42,7 +45,7 @@ class MrdSession {
  private:
   struct Out {
     std::vector<std::byte> bytes;
-    bool image = false;          // droppable when the queue is full
+    bool image = false;           // droppable when the queue is full
     std::int64_t arrival_ns = 0;  // an image's last spoke arrival (for arrival -> sent)
   };
   void run();  // the reader thread

@@ -96,7 +96,8 @@ int replay_to_mrd_server(const ReplayControl& a, const std::function<bool()>& st
   if (a.loop) throw ConfigError("--loop is not available with --mrd (one MRD session sends one scan)");
   if (a.start < 0 || std::size_t(a.start) > reader.count())
     throw ConfigError(fmt::format("--start {} is outside 0..{}", a.start, reader.count()));
-  const std::size_t end = a.count < 0 ? reader.count() : std::min(reader.count(), std::size_t(a.start + a.count));
+  const std::size_t end =
+      a.count < 0 ? reader.count() : std::min(reader.count(), std::size_t(a.start + a.count));
   if (end <= std::size_t(a.start)) throw ConfigError(a.file + ": no spokes to replay in the range asked for");
   std::unique_ptr<MrdImageWriter> out;
   if (!a.images_out.empty()) out = std::make_unique<MrdImageWriter>(a.images_out);
@@ -138,7 +139,7 @@ int replay_to_mrd_server(const ReplayControl& a, const std::function<bool()>& st
       if (!max_speed) {  // paced as replay paces ZeroMQ (radstream ns, --rate, or the MRD time stamps)
         std::int64_t rec = h.user_int[6] != 0 ? join64(h.user_int[0], h.user_int[1])
                            : a.rate > 0       ? std::int64_t(double(i - a.start) * 1e9 / a.rate)
-                                              : std::int64_t(double(h.acquisition_time_stamp) * a.tick_us * 1e3);
+                                        : std::int64_t(double(h.acquisition_time_stamp) * a.tick_us * 1e3);
         if (i == std::size_t(a.start)) rec0 = prev = rec;
         const std::int64_t gap = rec - prev;
         if (gap > max_gap_ns) skipped += gap - max_gap_ns;
@@ -156,7 +157,10 @@ int replay_to_mrd_server(const ReplayControl& a, const std::function<bool()>& st
     mrd::append_close(b);
     send(b);
   } catch (const Error& e) {
-    log::error("replay: {}", e.what());
+    // A server that said why it ended the session has said enough (its ERR text is in the log).
+    for (int i = 0; i < 200 && !replies.errored && !replies.closed && !replies.failed; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (!replies.errored) log::error("replay: {}", e.what());
     ::shutdown(fd.get(), SHUT_RDWR);
     return finish(3);
   }

@@ -80,8 +80,8 @@ std::string strip_nul(std::string t) {
 
 std::string read_text_body(ByteSource& s, std::uint64_t n, const Limits& lim, const char* what) {
   if (n > lim.max_text_bytes)
-    throw ProtocolError(Fault::TooLong,
-                        fmt::format("{} declares {} bytes, more than the limit of {}", what, n, lim.max_text_bytes));
+    throw ProtocolError(Fault::TooLong, fmt::format("{} declares {} bytes, more than the limit of {}", what,
+                                                    n, lim.max_text_bytes));
   std::string t(std::size_t(n), '\0');
   read_exact(s, t.data(), t.size(), what);
   return strip_nul(std::move(t));
@@ -95,10 +95,11 @@ void read_acquisition(ByteSource& s, const Limits& lim, Message& m) {
   a.flags = h.flags;
   for (int bit = ISMRMRD::ISMRMRD_ACQ_COMPRESSION1; bit <= ISMRMRD::ISMRMRD_ACQ_COMPRESSION4; ++bit)
     if (h.flags & (std::uint64_t(1) << (bit - 1)))
-      throw ProtocolError(Fault::Compressed,
-                          fmt::format("acquisition {} carries ISMRMRD compression flag {} (ACQ_COMPRESSION{}): "
-                                      "compressed data is not supported; send it uncompressed",
-                                      h.scan_counter, bit, bit - ISMRMRD::ISMRMRD_ACQ_COMPRESSION1 + 1));
+      throw ProtocolError(
+          Fault::Compressed,
+          fmt::format("acquisition {} carries ISMRMRD compression flag {} (ACQ_COMPRESSION{}): "
+                      "compressed data is not supported; send it uncompressed",
+                      h.scan_counter, bit, bit - ISMRMRD::ISMRMRD_ACQ_COMPRESSION1 + 1));
   if (h.number_of_samples == 0 || h.number_of_samples > lim.max_samples)
     throw ProtocolError(Fault::TooLong, fmt::format("acquisition {} has number_of_samples {} (allowed 1..{})",
                                                     h.scan_counter, h.number_of_samples, lim.max_samples));
@@ -106,8 +107,9 @@ void read_acquisition(ByteSource& s, const Limits& lim, Message& m) {
     throw ProtocolError(Fault::TooLong, fmt::format("acquisition {} has active_channels {} (allowed 1..{})",
                                                     h.scan_counter, h.active_channels, lim.max_channels));
   if (h.trajectory_dimensions > lim.max_traj_dims)
-    throw ProtocolError(Fault::TooLong, fmt::format("acquisition {} has trajectory_dimensions {} (allowed 0..{})",
-                                                    h.scan_counter, h.trajectory_dimensions, lim.max_traj_dims));
+    throw ProtocolError(Fault::TooLong,
+                        fmt::format("acquisition {} has trajectory_dimensions {} (allowed 0..{})",
+                                    h.scan_counter, h.trajectory_dimensions, lim.max_traj_dims));
   a.samples = h.number_of_samples;
   a.channels = h.active_channels;
   a.traj_dims = h.trajectory_dimensions;
@@ -125,16 +127,18 @@ void read_image(ByteSource& s, const Limits& lim, Message& m) {
   std::memcpy(&h, im.head.data(), sizeof h);
   const auto attr_len = read_le<std::uint64_t>(s, "an image's attribute length");
   const std::size_t elem = data_type_bytes(h.data_type);
-  if (elem == 0) throw ProtocolError(Fault::BadField, fmt::format("image data_type {} is unknown", h.data_type));
+  if (elem == 0)
+    throw ProtocolError(Fault::BadField, fmt::format("image data_type {} is unknown", h.data_type));
   const std::uint64_t pixels = std::uint64_t(h.matrix_size[0]) * h.matrix_size[1] * h.matrix_size[2] *
                                std::max<std::uint16_t>(h.channels, 1);
   const std::uint64_t body = attr_len + pixels * elem;
   if (attr_len > lim.max_text_bytes || body > lim.max_body_bytes)
-    throw ProtocolError(Fault::TooLong,
-                        fmt::format("image of {}x{}x{} x {} channels with {} attribute bytes: {} bytes, more than "
-                                    "the limit of {}",
-                                    h.matrix_size[0], h.matrix_size[1], h.matrix_size[2], h.channels, attr_len, body,
-                                    lim.max_body_bytes));
+    throw ProtocolError(
+        Fault::TooLong,
+        fmt::format("image of {}x{}x{} x {} channels with {} attribute bytes: {} bytes, more than "
+                    "the limit of {}",
+                    h.matrix_size[0], h.matrix_size[1], h.matrix_size[2], h.channels, attr_len, body,
+                    lim.max_body_bytes));
   m.body_bytes = kImageHeaderBytes + 8 + std::size_t(body);
   if (!lim.keep_images) {
     skip_exact(s, body, "an image");
@@ -152,8 +156,9 @@ void read_waveform(ByteSource& s, const Limits& lim, Message& m) {
   read_exact(s, &h, sizeof h, "a waveform header");
   const std::uint64_t body = std::uint64_t(h.number_of_samples) * h.channels * 4;
   if (body > lim.max_body_bytes)
-    throw ProtocolError(Fault::TooLong, fmt::format("waveform of {} samples x {} channels: {} bytes, over {}",
-                                                    h.number_of_samples, h.channels, body, lim.max_body_bytes));
+    throw ProtocolError(Fault::TooLong,
+                        fmt::format("waveform of {} samples x {} channels: {} bytes, over {}",
+                                    h.number_of_samples, h.channels, body, lim.max_body_bytes));
   skip_exact(s, body, "a waveform");
   m.body_bytes = kWaveformHeaderBytes + std::size_t(body);
 }
@@ -164,7 +169,8 @@ void read_ndarray(ByteSource& s, const Limits& lim, Message& m) {
   const auto ndim = read_le<std::uint16_t>(s, "an NDArray's dimension count");
   const std::size_t elem = data_type_bytes(type);
   if (elem == 0) throw ProtocolError(Fault::BadField, fmt::format("NDArray data type {} is unknown", type));
-  if (ndim > 7) throw ProtocolError(Fault::BadField, fmt::format("NDArray of {} dimensions (at most 7)", ndim));
+  if (ndim > 7)
+    throw ProtocolError(Fault::BadField, fmt::format("NDArray of {} dimensions (at most 7)", ndim));
   std::uint64_t count = 1;
   for (int d = 0; d < ndim; ++d) {
     const auto n = read_le<std::uint64_t>(s, "an NDArray's dimensions");
@@ -173,8 +179,9 @@ void read_ndarray(ByteSource& s, const Limits& lim, Message& m) {
     count *= n;
   }
   if (count > lim.max_body_bytes / elem)
-    throw ProtocolError(Fault::TooLong, fmt::format("NDArray of {} elements of {} bytes, over the limit of {}",
-                                                    count, elem, lim.max_body_bytes));
+    throw ProtocolError(Fault::TooLong,
+                        fmt::format("NDArray of {} elements of {} bytes, over the limit of {}", count, elem,
+                                    lim.max_body_bytes));
   skip_exact(s, count * elem, "an NDArray");
   m.body_bytes = 6 + 8 * std::size_t(ndim) + std::size_t(count * elem);
 }
@@ -231,8 +238,8 @@ std::optional<Message> read_message(ByteSource& src, const Limits& lim) {
     case kHeader:
     case kText: {
       const auto n = read_le<std::uint32_t>(src, "a text length");
-      m.text = read_text_body(src, n, lim,
-                              m.id == kHeader ? "the XML header" : (m.id == kText ? "a text" : "a config text"));
+      m.text = read_text_body(
+          src, n, lim, m.id == kHeader ? "the XML header" : (m.id == kText ? "a text" : "a config text"));
       m.body_bytes = 4 + n;
       break;
     }
@@ -288,7 +295,9 @@ void append_text(std::vector<std::byte>& out, std::uint16_t id, const std::strin
   put<char>(out, '\0');
 }
 
-void append_close(std::vector<std::byte>& out) { put<std::uint16_t>(out, kClose); }
+void append_close(std::vector<std::byte>& out) {
+  put<std::uint16_t>(out, kClose);
+}
 
 void append_query(std::vector<std::byte>& out, std::uint64_t correlation_id, const std::string& q) {
   put<std::uint16_t>(out, kQuery);
@@ -305,17 +314,17 @@ void append_response(std::vector<std::byte>& out, std::uint64_t correlation_id, 
   put_bytes(out, text.data(), text.size());
 }
 
-void append_acquisition(std::vector<std::byte>& out, std::span<const std::byte> head, std::span<const float> traj,
-                        std::span<const cfloat> data) {
+void append_acquisition(std::vector<std::byte>& out, std::span<const std::byte> head,
+                        std::span<const float> traj, std::span<const cfloat> data) {
   if (head.size() != kAcqHeaderBytes) throw std::invalid_argument("an acquisition header is 340 bytes");
   ISMRMRD::ISMRMRD_AcquisitionHeader h;
   std::memcpy(&h, head.data(), sizeof h);
   if (traj.size() != std::size_t(h.number_of_samples) * h.trajectory_dimensions ||
       data.size() != std::size_t(h.number_of_samples) * h.active_channels)
-    throw std::invalid_argument(fmt::format("acquisition of {} samples x {} channels x {} trajectory dimensions "
-                                            "given {} trajectory floats and {} samples",
-                                            h.number_of_samples, h.active_channels, h.trajectory_dimensions,
-                                            traj.size(), data.size()));
+    throw std::invalid_argument(fmt::format(
+        "acquisition of {} samples x {} channels x {} trajectory dimensions "
+        "given {} trajectory floats and {} samples",
+        h.number_of_samples, h.active_channels, h.trajectory_dimensions, traj.size(), data.size()));
   put<std::uint16_t>(out, kAcquisition);
   put_bytes(out, head.data(), head.size());
   put_bytes(out, traj.data(), traj.size_bytes());

@@ -1,7 +1,8 @@
-// The MRD (ISMRMRD v1) streaming protocol, as scanners (Siemens FIRE/OpenRecon through python-ismrmrd-server),
-// Gadgetron's clients and MRD stream files speak it (docs/protocol.md, "MRD over TCP"). Every message is a
-// little-endian uint16 id and a body with no length field of its own: the sizes come from the body's own
-// headers, so a reader must know every message it meets, and cannot re-synchronise after one it does not.
+// The MRD (ISMRMRD v1) streaming protocol, as scanners (Siemens FIRE/OpenRecon through
+// python-ismrmrd-server), Gadgetron's clients and MRD stream files speak it (docs/protocol.md, "MRD over
+// TCP"). Every message is a little-endian uint16 id and a body with no length field of its own: the sizes
+// come from the body's own headers, so a reader must know every message it meets, and cannot re-synchronise
+// after one it does not.
 //   1 config name: 1024 bytes, NUL-padded     2 config text, 3 XML header, 5 text: uint32 length + text
 //   4 close: nothing                           6 query: uint64 reserved, uint64 correlation id, uint64 length
 //   7 response: uint64 correlation id,           + text (Gadgetron's --info)
@@ -9,11 +10,13 @@
 //   1008 acquisition: 340-byte AcquisitionHeader, float32 trajectory [samples][trajectory_dimensions],
 //        complex64 data [active_channels][samples]
 //   1022 image: 198-byte ImageHeader, uint64 attribute length, attributes (ismrmrdMeta XML), pixels
-//   1026 waveform: 40-byte WaveformHeader (naturally aligned, as ISMRMRD's C struct), uint32 [channels][samples]
-//   1030 NDArray: uint16 version, uint16 data type, uint16 ndim, uint64 dims[ndim], the elements
-// (The python server's "MRD Streaming Format.md" gives the waveform header as 240 bytes; ISMRMRD's own struct,
-// which every implementation serialises, is 40: radstream follows the struct.) This file is pure: bytes in,
-// bytes out, every length checked against the limits before anything is allocated, so that it can be fuzzed.
+//   1026 waveform: 40-byte WaveformHeader (naturally aligned, as ISMRMRD's C struct), uint32
+//   [channels][samples] 1030 NDArray: uint16 version, uint16 data type, uint16 ndim, uint64 dims[ndim], the
+//   elements
+// (The python server's "MRD Streaming Format.md" gives the waveform header as 240 bytes; ISMRMRD's own
+// struct, which every implementation serialises, is 40: radstream follows the struct.) This file is pure:
+// bytes in, bytes out, every length checked against the limits before anything is allocated, so that it can
+// be fuzzed.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -121,7 +124,8 @@ struct Message {
 // message, an acquisition with ISMRMRD's compression flags (53-56), or a field no reader could use.
 std::optional<Message> read_message(ByteSource& src, const Limits& limits);
 
-// ---- writing: each appends one whole message to `out` -------------------------------------------------------
+// ---- writing: each appends one whole message to `out`
+// -------------------------------------------------------
 void append_config_name(std::vector<std::byte>& out, const std::string& name);
 // 2, 3, 5: uint32 length + text + a NUL (counted in the length, as python-ismrmrd-server sends it).
 void append_text(std::vector<std::byte>& out, std::uint16_t id, const std::string& text);

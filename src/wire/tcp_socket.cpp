@@ -96,7 +96,9 @@ TcpListener::TcpListener(const std::string& endpoint) {
   if (!fd_) throw ConfigError(fmt::format("MRD listen endpoint {}: cannot listen: {}", endpoint, why));
 }
 
-std::string TcpListener::endpoint() const { return fmt::format("tcp://{}:{}", host_, port_); }
+std::string TcpListener::endpoint() const {
+  return fmt::format("tcp://{}:{}", host_, port_);
+}
 
 Fd TcpListener::accept(int timeout_ms, std::string& peer) {
   pollfd p{fd_.get(), POLLIN, 0};
@@ -165,7 +167,8 @@ std::size_t SocketSource::read_some(std::byte* p, std::size_t n) {
                                              message_s_));
       wait_ms = std::min(wait_ms, std::max(1, int(left * 1000)));
     } else if (idle_s_ > 0 && double(now - idle_start_ns_) * 1e-9 > idle_s_) {
-      throw mrd::ProtocolError(mrd::Fault::Timeout, fmt::format("no message for {} s (a vanished client)", idle_s_));
+      throw mrd::ProtocolError(mrd::Fault::Timeout,
+                               fmt::format("no message for {} s (a vanished client)", idle_s_));
     }
     if (stop_ && stop_->load()) throw mrd::ProtocolError(mrd::Fault::Io, "the server is stopping");
     pollfd pf{fd_, POLLIN, 0};
@@ -175,7 +178,8 @@ std::size_t SocketSource::read_some(std::byte* p, std::size_t n) {
     const ssize_t k = ::recv(fd_, p, n, 0);
     if (k < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
-      throw mrd::ProtocolError(mrd::Fault::Io, fmt::format("the connection failed: {}", std::strerror(errno)));
+      throw mrd::ProtocolError(mrd::Fault::Io,
+                               fmt::format("the connection failed: {}", std::strerror(errno)));
     }
     if (k == 0) return 0;
     if (!in_message_) {

@@ -60,7 +60,8 @@ Fd tcp_connect(const std::string& endpoint, double timeout_s);
 // idle_timeout_s (0: never), or when `stop` is set (checked every 100 ms). Throws ProtocolError(Timeout, Io).
 class SocketSource : public mrd::ByteSource {
  public:
-  SocketSource(int fd, double message_timeout_s, double idle_timeout_s, const std::atomic<bool>* stop = nullptr)
+  SocketSource(int fd, double message_timeout_s, double idle_timeout_s,
+               const std::atomic<bool>* stop = nullptr)
       : fd_(fd), message_s_(message_timeout_s), idle_s_(idle_timeout_s), stop_(stop) {}
   std::size_t read_some(std::byte* p, std::size_t n) override;
   void begin_message() override;

@@ -1,0 +1,396 @@
+// radstream as an MRD server (run --mrd-listen), driven by a protocol client written here from the protocol's
+// description (raw bytes and ISMRMRD's structs, not radstream's codec): every acquisition counted, one image
+// per frame back equal to the offline reconstruction of the same window (float, and int16 within its
+// quantization), a clean close; the faults that end one session (unknown id, a stalled client, a vanished
+// one, a 4 GB length, an unknown config) leave the server and the next session whole; busy; 1000 sessions
+// in a row leak no descriptor; and replay --mrd against run --mrd-listen through the binary.
+#include <gtest/gtest.h>
+#include <ismrmrd/dataset.h>
+#include <ismrmrd/ismrmrd.h>
+#include <ismrmrd/meta.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "io/frame_io.hpp"
+#include "io/mrd_file.hpp"
+#include "recon/recon_chain.hpp"
+#include "recon/registry.hpp"
+#include "sim/simulator.hpp"
+#include "stream/stream_runtime.hpp"
+#include "stream/stream_test_util.hpp"
+#include "test_util.hpp"
+#include "wire/mrd_protocol.hpp"
+
+using namespace radstream;
+using namespace radstream::streamtest;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct ImageBack {
+  ISMRMRD::ISMRMRD_ImageHeader head;
+  std::string attributes;
+  std::vector<std::byte> pixels;
+  double meta(const char* name) const {
+    ISMRMRD::MetaContainer m;
+    ISMRMRD::deserialize(attributes.c_str(), m);
+    return m.as_double(name);
+  }
+};
+
+struct Replies {
+  std::vector<ImageBack> images;
+  std::vector<std::string> texts;
+  bool closed = false;  // an MRD close (4) came
+};
+
+// A client of the protocol as its description says it: id, then the body with its own sizes.
+class RawClient {
+ public:
+  explicit RawClient(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(std::uint16_t(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ok_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    timeval tv{10, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~RawClient() { close(); }
+  bool ok() const { return ok_; }
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+  template <class T>
+  void put(T v) {
+    raw(&v, sizeof v);
+  }
+  void raw(const void* p, std::size_t n) {
+    const auto* b = static_cast<const std::byte*>(p);
+    out_.insert(out_.end(), b, b + n);
+  }
+  void config_name(const std::string& name) {
+    std::array<char, 1024> b{};
+    std::memcpy(b.data(), name.data(), std::min<std::size_t>(name.size(), 1023));
+    put<std::uint16_t>(1);
+    raw(b.data(), b.size());
+  }
+  void text(std::uint16_t id, const std::string& t) {  // with the NUL the python server adds
+    put<std::uint16_t>(id);
+    put<std::uint32_t>(std::uint32_t(t.size() + 1));
+    raw(t.data(), t.size());
+    put<char>('\0');
+  }
+  void acquisition(const Spoke& s, const ISMRMRD::ISMRMRD_AcquisitionHeader* head = nullptr, bool traj = true) {
+    const auto h = acquisition_header_bytes(s.header, s.samples, s.coils, traj ? 2 : 0);
+    put<std::uint16_t>(1008);
+    if (head)
+      raw(head, 340);
+    else
+      raw(h.data(), h.size());
+    if (traj) raw(s.traj.data(), s.traj.size() * 4);
+    raw(s.data.data(), s.data.size() * 8);
+  }
+  // Sends what was put, in pieces of `piece` bytes (0: at once).
+  bool flush(std::size_t piece = 0) {
+    std::size_t off = 0;
+    while (off < out_.size()) {
+      const std::size_t n = piece ? std::min(piece, out_.size() - off) : out_.size() - off;
+      const ssize_t k = ::send(fd_, out_.data() + off, n, MSG_NOSIGNAL);
+      if (k <= 0) return false;
+      off += std::size_t(k);
+    }
+    out_.clear();
+    return true;
+  }
+  bool read_exact(void* p, std::size_t n) {
+    auto* b = static_cast<char*>(p);
+    std::size_t got = 0;
+    while (got < n) {
+      const ssize_t k = ::recv(fd_, b + got, n - got, 0);
+      if (k <= 0) return false;
+      got += std::size_t(k);
+    }
+    return true;
+  }
+  // Everything the server sends until its close, the connection's end or 10 s of silence.
+  Replies read_until_close() {
+    Replies r;
+    for (;;) {
+      std::uint16_t id = 0;
+      if (!read_exact(&id, 2)) return r;
+      if (id == 4) {
+        r.closed = true;
+        return r;
+      }
+      if (id == 5) {
+        std::uint32_t n = 0;
+        if (!read_exact(&n, 4)) return r;
+        std::string t(n, '\0');
+        if (!read_exact(t.data(), n)) return r;
+        while (!t.empty() && t.back() == '\0') t.pop_back();
+        r.texts.push_back(t);
+      } else if (id == 1022) {
+        ImageBack im;
+        std::uint64_t alen = 0;
+        if (!read_exact(&im.head, 198) || !read_exact(&alen, 8)) return r;
+        im.attributes.resize(alen);
+        if (!read_exact(im.attributes.data(), alen)) return r;
+        const std::size_t elem = im.head.data_type == ISMRMRD::ISMRMRD_FLOAT ? 4 : 2;
+        im.pixels.resize(std::size_t(im.head.matrix_size[0]) * im.head.matrix_size[1] * im.head.matrix_size[2] *
+                         im.head.channels * elem);
+        if (!read_exact(im.pixels.data(), im.pixels.size())) return r;
+        r.images.push_back(std::move(im));
+      } else {
+        ADD_FAILURE() << "unexpected message id " << id << " from the server";
+        return r;
+      }
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  bool ok_ = false;
+  std::vector<std::byte> out_;
+};
+
+int port_of(const std::string& endpoint) { return std::stoi(endpoint.substr(endpoint.rfind(':') + 1)); }
+
+SimParams mrd_sim() {
+  SimParams s;
+  s.matrix = 32;
+  s.coils = 3;
+  s.snr = 30;
+  return s;
+}
+
+RunConfig mrd_config(int port, MrdPixels px) {
+  RunConfig c = small_config(port, false);  // every frame
+  c.mrd.listen = "tcp://127.0.0.1:*";
+  c.mrd.pixels = px;
+  c.mrd.message_timeout_s = 0.5;
+  c.mrd.config_dir = RADSTREAM_CONFIG_DIR;
+  return c;
+}
+
+std::vector<float> image_values(const ImageBack& im) {
+  const std::size_t n = std::size_t(im.head.matrix_size[0]) * im.head.matrix_size[1];
+  std::vector<float> v(n);
+  if (im.head.data_type == ISMRMRD::ISMRMRD_FLOAT) {
+    std::memcpy(v.data(), im.pixels.data(), n * 4);
+  } else {
+    const double scale = im.meta("ImageScale");
+    for (std::size_t i = 0; i < n; ++i) {
+      std::int16_t s;
+      std::memcpy(&s, im.pixels.data() + 2 * i, 2);
+      v[i] = float(double(s) / scale);
+    }
+  }
+  return v;
+}
+
+// A stream of 96 spokes through a session; each image back against the offline chain over its window.
+void round_trip(MrdPixels px, int port) {
+  const Registry reg = default_registry();
+  RunConfig cfg = mrd_config(port, px);
+  StreamRuntime p(cfg, reg);
+  p.start();
+  const Simulator sim(mrd_sim());
+  const auto spokes = sim.spokes(0, 96);
+  RawClient c(port_of(p.mrd_endpoint()));
+  ASSERT_TRUE(c.ok());
+  c.config_name("gridding");
+  c.text(3, stream_header_to_xml(sim.header()));
+  for (int i = 0; i < 3; ++i) c.acquisition(spokes[std::size_t(i)]);
+  ASSERT_TRUE(c.flush(1));  // a message in one-byte fragments
+  for (std::size_t i = 3; i < spokes.size(); ++i) c.acquisition(spokes[i]);
+  c.put<std::uint16_t>(4);
+  ASSERT_TRUE(c.flush());
+  const Replies r = c.read_until_close();
+  p.stop();
+  EXPECT_TRUE(r.closed);
+  EXPECT_EQ(p.metrics().mrd.acquisitions.load(), 96u);
+  EXPECT_EQ(p.metrics().spokes.load(), 96u);
+  EXPECT_EQ(p.metrics().rejected_total(), 0u);
+  ASSERT_EQ(r.images.size(), 5u);  // (96 - 32) / 16 + 1 frames, every one sent back
+  EXPECT_EQ(p.metrics().mrd.images_sent.load(), 5u);
+  ReconChain offline(cfg.recon, Backend::Cpu, reg);
+  offline.configure(sim.header().geometry(32));
+  for (std::size_t k = 0; k < r.images.size(); ++k) {
+    const ImageBack& im = r.images[k];
+    EXPECT_EQ(im.head.version, 1);
+    EXPECT_EQ(im.head.matrix_size[0], 32);
+    EXPECT_EQ(im.head.matrix_size[1], 32);
+    EXPECT_EQ(im.head.channels, 1);
+    EXPECT_EQ(im.head.image_type, ISMRMRD::ISMRMRD_IMTYPE_MAGNITUDE);
+    EXPECT_EQ(im.head.image_index, k);
+    EXPECT_EQ(im.head.image_series_index, r.images[0].head.image_series_index);
+    EXPECT_EQ(im.head.attribute_string_len, im.attributes.size());
+    EXPECT_NE(im.attributes.find("<name>DataRole</name>"), std::string::npos);
+    EXPECT_NE(im.attributes.find("<name>WindowCenter</name>"), std::string::npos);
+    EXPECT_NE(im.attributes.find("<name>ImageProcessingHistory</name>"), std::string::npos);
+    EXPECT_EQ(im.meta("FrameNumber"), double(k + 1));
+    const auto first = std::size_t(im.meta("FirstSpoke"));
+    const Frame ref = frame_from_spokes(sim.header(), std::span(spokes).subspan(first, 32));
+    const auto img = offline.reconstruct(ref);
+    const auto got = image_values(im);
+    double err = 0, norm = 0, maxdiff = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const double d = double(got[i]) - double(img.data[i].real());
+      err += d * d;
+      norm += double(img.data[i].real()) * img.data[i].real();
+      maxdiff = std::max(maxdiff, std::abs(d));
+    }
+    if (px == MrdPixels::Float) {
+      EXPECT_LE(std::sqrt(err / norm), 1e-5) << "image " << k;
+    } else {  // int16, 12 stored bits: within half a step of the scale
+      EXPECT_LE(maxdiff, 0.5 / im.meta("ImageScale") * 1.001) << "image " << k;
+      EXPECT_EQ(im.head.data_type, ISMRMRD::ISMRMRD_SHORT);
+    }
+  }
+}
+
+std::size_t open_fds() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST(MrdServer, RoundTripFloatImagesEqualTheOfflineWindows) { round_trip(MrdPixels::Float, 26180); }
+
+TEST(MrdServer, RoundTripInt16ImagesWithinTheirQuantization) { round_trip(MrdPixels::Int16, 26181); }
+
+TEST(MrdServer, FaultsEndOnlyTheirSession) {
+  const Registry reg = default_registry();
+  RunConfig cfg = mrd_config(26182, MrdPixels::Float);
+  StreamRuntime p(cfg, reg);
+  p.start();
+  const int port = port_of(p.mrd_endpoint());
+  const Simulator sim(mrd_sim());
+  const auto spokes = sim.spokes(0, 40);
+  auto& mm = p.metrics().mrd;
+  auto err_text = [](const Replies& r) { return r.texts.empty() ? std::string() : r.texts.front(); };
+  {  // an unknown id
+    RawClient c(port);
+    c.put<std::uint16_t>(999);
+    c.put<std::uint32_t>(0);
+    ASSERT_TRUE(c.flush());
+    const Replies r = c.read_until_close();
+    EXPECT_TRUE(r.closed);
+    EXPECT_NE(err_text(r).find("ERR"), std::string::npos);
+    EXPECT_NE(err_text(r).find("999"), std::string::npos) << err_text(r);
+    EXPECT_EQ(mm.faults[std::size_t(mrd::Fault::UnknownId)].load(), 1u);
+  }
+  {  // a stalled client: part of a header, then nothing (message timeout 0.5 s)
+    RawClient c(port);
+    c.put<std::uint16_t>(3);
+    c.put<std::uint32_t>(100);
+    c.raw("<ismrmrd", 8);
+    ASSERT_TRUE(c.flush());
+    const auto t0 = std::chrono::steady_clock::now();
+    const Replies r = c.read_until_close();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+    EXPECT_NE(err_text(r).find("within"), std::string::npos) << err_text(r);
+    EXPECT_EQ(mm.faults[std::size_t(mrd::Fault::Timeout)].load(), 1u);
+  }
+  {  // a 4 GB header length
+    RawClient c(port);
+    c.put<std::uint16_t>(3);
+    c.put<std::uint32_t>(0xffffffffu);
+    ASSERT_TRUE(c.flush());
+    const Replies r = c.read_until_close();
+    EXPECT_NE(err_text(r).find("4294967295"), std::string::npos) << err_text(r);
+    EXPECT_EQ(mm.faults[std::size_t(mrd::Fault::TooLong)].load(), 1u);
+  }
+  {  // an unknown config name: the choices named, then close
+    RawClient c(port);
+    c.config_name("nonsense");
+    ASSERT_TRUE(c.flush());
+    const Replies r = c.read_until_close();
+    EXPECT_TRUE(r.closed);
+    const std::string t = err_text(r);
+    EXPECT_EQ(t.rfind("ERR", 0), 0u) << t;
+    for (const char* name : {"nonsense", "gridding", "fbp", "cg-sense", "nlinv", "realtime"})
+      EXPECT_NE(t.find(name), std::string::npos) << name << " in " << t;
+  }
+  {  // a client that vanishes mid-acquisition
+    RawClient c(port);
+    c.text(3, stream_header_to_xml(sim.header()));
+    c.acquisition(spokes[0]);
+    c.put<std::uint16_t>(1008);
+    c.raw(spokes[1].data.data(), 100);
+    ASSERT_TRUE(c.flush());
+    c.close();
+    ASSERT_TRUE(eventually([&] { return mm.faults[std::size_t(mrd::Fault::Truncated)].load() == 1u; }));
+  }
+  {  // busy: a second client while one session runs
+    RawClient a(port);
+    a.config_name("fbp");
+    a.text(3, stream_header_to_xml(sim.header()));
+    ASSERT_TRUE(a.flush());
+    ASSERT_TRUE(eventually([&] { return mm.sessions.load() == 6u; }));
+    RawClient b(port);
+    const Replies rb = b.read_until_close();
+    EXPECT_TRUE(rb.closed);
+    EXPECT_NE(err_text(rb).find("busy"), std::string::npos) << err_text(rb);
+    EXPECT_EQ(mm.busy_refused.load(), 1u);
+    for (const auto& s : spokes) a.acquisition(s);
+    a.put<std::uint16_t>(4);
+    ASSERT_TRUE(a.flush());
+    const Replies ra = a.read_until_close();  // the session in hand went on
+    EXPECT_TRUE(ra.closed);
+    EXPECT_EQ(ra.images.size(), 1u);  // (40 - 32) / 16 + 1
+    EXPECT_TRUE(ra.texts.empty());
+  }
+  // 1000 sessions in a row: each closed cleanly, no descriptor left behind.
+  const std::size_t fds = open_fds();
+  for (int i = 0; i < 1000; ++i) {
+    RawClient c(port);
+    c.put<std::uint16_t>(4);
+    ASSERT_TRUE(c.flush());
+    ASSERT_TRUE(c.read_until_close().closed) << "session " << i;
+  }
+  ASSERT_TRUE(eventually([&] { return open_fds() <= fds + 2; })) << open_fds() << " vs " << fds;
+  EXPECT_EQ(mm.sessions.load(), 1006u);
+  p.stop();
+}
+
+// The binaries: replay --mrd into run --mrd-listen, the images stored; an unknown config exits 3.
+TEST(MrdServer, ReplayMrdAgainstRunMrdListen) {
+  test::TempDir dir;
+  const std::string bin = test::radstream_binary();
+  const auto sim = test::run_command(bin + " simulate --out " + (dir / "rec.h5") +
+                                     " --spokes 160 --matrix 32 --coils 3 --snr 30");
+  ASSERT_EQ(sim.exit_code, 0) << sim.output;
+  const std::string run = bin + " run --headless --endpoint " + tcp(26183) +
+                          " --mrd-listen tcp://127.0.0.1:26184 --mrd-config-dir " + std::string(RADSTREAM_CONFIG_DIR) + " --window 32 --stride 16 --no-skip --duration 8 "
+                          "--images '' --metrics-json " +
+                          (dir / "m.json") + " > " + (dir / "run.log") + " 2>&1 & pid=$!; sleep 1.5; ";
+  const auto r = test::run_command(
+      "(" + run + bin + " replay " + (dir / "rec.h5") +
+      " --mrd tcp://127.0.0.1:26184 --config gridding --speed max --images-out " + (dir / "back.h5") + "; rc=$?; " +
+      bin + " replay " + (dir / "rec.h5") + " --mrd tcp://127.0.0.1:26184 --config nonsense; echo rc2=$?; kill -INT $pid; wait $pid; exit $rc)");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("9 images back"), std::string::npos) << r.output;  // (160 - 32) / 16 + 1
+  EXPECT_NE(r.output.find("rc2=3"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("unknown config 'nonsense'"), std::string::npos) << r.output;
+  ISMRMRD::Dataset d((dir / "back.h5").c_str(), "dataset", false);
+  EXPECT_EQ(d.getNumberOfImages("images_1"), 9u);
+  std::ifstream mj(dir / "m.json");
+  const auto j = nlohmann::json::parse(mj);
+  EXPECT_EQ(j["mrd"]["acquisitions"], 160);
+  EXPECT_EQ(j["mrd"]["images_sent"], 9);
+  EXPECT_EQ(j["mrd"]["sessions"], 2);
+}
