@@ -27,6 +27,7 @@ void print_all(Printer make, auto&& out) {
   section("frames", rc.frames);
   section("sinks", rc.sinks);
   section("placement", rc.placement);
+  section("mrd", rc.mrd);
   section("simulate", sp);
 }
 

@@ -29,7 +29,9 @@ struct Bytes {
     return *this;
   }
   Bytes& text(std::uint16_t id, const std::string& t, bool nul) {
-    put<std::uint16_t>(id).put<std::uint32_t>(std::uint32_t(t.size() + (nul ? 1 : 0))).raw(t.data(), t.size());
+    put<std::uint16_t>(id)
+        .put<std::uint32_t>(std::uint32_t(t.size() + (nul ? 1 : 0)))
+        .raw(t.data(), t.size());
     if (nul) put<char>('\0');
     return *this;
   }
@@ -83,9 +85,15 @@ Bytes every_kind() {
   ih.channels = 1;
   const std::string attrs = "<ismrmrdMeta/>";
   ih.attribute_string_len = std::uint32_t(attrs.size());
-  s.put<std::uint16_t>(1022).raw(&ih, sizeof ih).put<std::uint64_t>(attrs.size()).raw(attrs.data(), attrs.size());
+  s.put<std::uint16_t>(1022)
+      .raw(&ih, sizeof ih)
+      .put<std::uint64_t>(attrs.size())
+      .raw(attrs.data(), attrs.size());
   for (int i = 0; i < 12; ++i) s.put<float>(float(i));
-  s.put<std::uint16_t>(1030).put<std::uint16_t>(1).put<std::uint16_t>(ISMRMRD::ISMRMRD_CXFLOAT).put<std::uint16_t>(2);
+  s.put<std::uint16_t>(1030)
+      .put<std::uint16_t>(1)
+      .put<std::uint16_t>(ISMRMRD::ISMRMRD_CXFLOAT)
+      .put<std::uint16_t>(2);
   s.put<std::uint64_t>(3).put<std::uint64_t>(2);
   for (int i = 0; i < 12; ++i) s.put<float>(float(i));
   s.put<std::uint16_t>(4);

@@ -91,7 +91,8 @@ class RawClient {
     raw(t.data(), t.size());
     put<char>('\0');
   }
-  void acquisition(const Spoke& s, const ISMRMRD::ISMRMRD_AcquisitionHeader* head = nullptr, bool traj = true) {
+  void acquisition(const Spoke& s, const ISMRMRD::ISMRMRD_AcquisitionHeader* head = nullptr,
+                   bool traj = true) {
     const auto h = acquisition_header_bytes(s.header, s.samples, s.coils, traj ? 2 : 0);
     put<std::uint16_t>(1008);
     if (head)
@@ -147,8 +148,8 @@ class RawClient {
         im.attributes.resize(alen);
         if (!read_exact(im.attributes.data(), alen)) return r;
         const std::size_t elem = im.head.data_type == ISMRMRD::ISMRMRD_FLOAT ? 4 : 2;
-        im.pixels.resize(std::size_t(im.head.matrix_size[0]) * im.head.matrix_size[1] * im.head.matrix_size[2] *
-                         im.head.channels * elem);
+        im.pixels.resize(std::size_t(im.head.matrix_size[0]) * im.head.matrix_size[1] *
+                         im.head.matrix_size[2] * im.head.channels * elem);
         if (!read_exact(im.pixels.data(), im.pixels.size())) return r;
         r.images.push_back(std::move(im));
       } else {
@@ -164,7 +165,9 @@ class RawClient {
   std::vector<std::byte> out_;
 };
 
-int port_of(const std::string& endpoint) { return std::stoi(endpoint.substr(endpoint.rfind(':') + 1)); }
+int port_of(const std::string& endpoint) {
+  return std::stoi(endpoint.substr(endpoint.rfind(':') + 1));
+}
 
 SimParams mrd_sim() {
   SimParams s;
@@ -268,9 +271,13 @@ std::size_t open_fds() {
 
 }  // namespace
 
-TEST(MrdServer, RoundTripFloatImagesEqualTheOfflineWindows) { round_trip(MrdPixels::Float, 26180); }
+TEST(MrdServer, RoundTripFloatImagesEqualTheOfflineWindows) {
+  round_trip(MrdPixels::Float, 26180);
+}
 
-TEST(MrdServer, RoundTripInt16ImagesWithinTheirQuantization) { round_trip(MrdPixels::Int16, 26181); }
+TEST(MrdServer, RoundTripInt16ImagesWithinTheirQuantization) {
+  round_trip(MrdPixels::Int16, 26181);
+}
 
 TEST(MrdServer, FaultsEndOnlyTheirSession) {
   const Registry reg = default_registry();
@@ -375,13 +382,16 @@ TEST(MrdServer, ReplayMrdAgainstRunMrdListen) {
                                      " --spokes 160 --matrix 32 --coils 3 --snr 30");
   ASSERT_EQ(sim.exit_code, 0) << sim.output;
   const std::string run = bin + " run --headless --endpoint " + tcp(26183) +
-                          " --mrd-listen tcp://127.0.0.1:26184 --mrd-config-dir " + std::string(RADSTREAM_CONFIG_DIR) + " --window 32 --stride 16 --no-skip --duration 8 "
+                          " --mrd-listen tcp://127.0.0.1:26184 --mrd-config-dir " +
+                          std::string(RADSTREAM_CONFIG_DIR) +
+                          " --window 32 --stride 16 --no-skip --duration 8 "
                           "--images '' --metrics-json " +
                           (dir / "m.json") + " > " + (dir / "run.log") + " 2>&1 & pid=$!; sleep 1.5; ";
   const auto r = test::run_command(
       "(" + run + bin + " replay " + (dir / "rec.h5") +
-      " --mrd tcp://127.0.0.1:26184 --config gridding --speed max --images-out " + (dir / "back.h5") + "; rc=$?; " +
-      bin + " replay " + (dir / "rec.h5") + " --mrd tcp://127.0.0.1:26184 --config nonsense; echo rc2=$?; kill -INT $pid; wait $pid; exit $rc)");
+      " --mrd tcp://127.0.0.1:26184 --config gridding --speed max --images-out " + (dir / "back.h5") +
+      "; rc=$?; " + bin + " replay " + (dir / "rec.h5") +
+      " --mrd tcp://127.0.0.1:26184 --config nonsense; echo rc2=$?; kill -INT $pid; wait $pid; exit $rc)");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("9 images back"), std::string::npos) << r.output;  // (160 - 32) / 16 + 1
   EXPECT_NE(r.output.find("rc2=3"), std::string::npos) << r.output;
