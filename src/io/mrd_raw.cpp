@@ -11,12 +11,17 @@
 #include "core/error.hpp"
 #include "io/hdf5_errors.hpp"
 #include "io/mrd_file.hpp"
+#include "io/mrd_stream_file.hpp"
 
 namespace radstream {
 
 MrdRawWriter::MrdRawWriter(const std::string& path, const std::string& xml) : path_(path) {
   std::error_code ec;
   std::filesystem::remove(path, ec);
+  if (path.size() > 4 && path.ends_with(".mrd")) {
+    stream_ = std::make_unique<MrdStreamWriter>(path, xml);
+    return;
+  }
   try {
     quiet_ismrmrd_errors();
     ds_ = std::make_unique<ISMRMRD::Dataset>(path.c_str(), "dataset", true);
@@ -33,6 +38,10 @@ MrdRawWriter::MrdRawWriter(const std::string& path, const std::string& xml) : pa
 }
 
 MrdRawWriter::~MrdRawWriter() {
+  if (stream_) {
+    if (abandoned_) stream_->abandon();
+    return;
+  }
   if (abandoned_) {
     (void)ds_.release();  // deliberately never closed (see abandon())
     return;
@@ -41,6 +50,7 @@ MrdRawWriter::~MrdRawWriter() {
 }
 
 void MrdRawWriter::flush() {
+  if (stream_) return stream_->flush();
   if (H5Fflush(hid_t(flush_id_), H5F_SCOPE_GLOBAL) < 0)
     throw IoError(
         fmt::format("{}: cannot write to the disk after {} acquisitions (disk full?)", path_, count_));
@@ -50,6 +60,11 @@ void MrdRawWriter::append(std::span<const std::byte> bytes, std::span<const floa
                           std::span<const cfloat> data) {
   if (bytes.size() != sizeof(ISMRMRD::ISMRMRD_AcquisitionHeader))
     throw InputError(fmt::format("{}: acquisition header of {} bytes", path_, bytes.size()));
+  if (stream_) {
+    stream_->append(bytes, traj, data);
+    ++count_;
+    return;
+  }
   ISMRMRD::AcquisitionHeader h;
   std::memcpy(static_cast<ISMRMRD::ISMRMRD_AcquisitionHeader*>(&h), bytes.data(), bytes.size());
   const std::size_t S = h.number_of_samples, C = h.active_channels, D = h.trajectory_dimensions;

@@ -18,6 +18,8 @@ class Dataset;
 
 namespace radstream {
 
+class MrdStreamWriter;
+
 struct RawSpoke {
   std::array<std::byte, 340> acq_header;  // MRD AcquisitionHeader, verbatim
   std::vector<float> traj;                // [samples][dims]
@@ -26,7 +28,8 @@ struct RawSpoke {
 
 class MrdRawWriter {
  public:
-  // Creates (or replaces) the file with this XML header text. Throws IoError naming the file.
+  // Creates (or replaces) the file with this XML header text: an MRD stream file when the name ends in .mrd
+  // (io/mrd_stream_file.hpp), else HDF5. Throws IoError naming the file.
   MrdRawWriter(const std::string& path, const std::string& xml);
   ~MrdRawWriter();
   MrdRawWriter(const MrdRawWriter&) = delete;
@@ -47,6 +50,7 @@ class MrdRawWriter {
  private:
   std::string path_;
   std::unique_ptr<ISMRMRD::Dataset> ds_;
+  std::unique_ptr<MrdStreamWriter> stream_;
   long long flush_id_ = -1;
   bool abandoned_ = false;  // a second HDF5 id on the same open file, for H5Fflush (libismrmrd has none)
   std::size_t count_ = 0;

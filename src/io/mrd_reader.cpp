@@ -161,7 +161,12 @@ std::string read_xml(hid_t file, const std::string& path) {
 }  // namespace
 
 MrdReader::MrdReader(const std::string& path) : path_(path) {
-  check_hdf5_file(path);
+  if (sniff_mrd_file(path) == MrdFileKind::Stream) {
+    stream_ = std::make_unique<MrdStreamReader>(path);
+    xml_ = stream_->xml();
+    count_ = stream_->count();
+    return;
+  }
   const QuietHdf5 quiet;
   try {
     Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
@@ -206,6 +211,7 @@ void MrdReader::close() noexcept {
 }
 
 RawSpoke MrdReader::read(std::size_t i) {
+  if (stream_) return stream_->read(i);
   if (i >= count_) throw IoError(fmt::format("{}: acquisition {} is outside 0..{}", path_, i, count_));
   Stored s{};
   herr_t got = -1;

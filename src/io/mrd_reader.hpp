@@ -1,4 +1,5 @@
-// Reads the acquisitions of an MRD (ISMRMRD v1) HDF5 file with radstream's own code on the HDF5 C library, so
+// Reads the acquisitions of an MRD (ISMRMRD v1) file: an MRD stream file (io/mrd_stream_file.hpp, told by its
+// first bytes) through the stream codec, or an HDF5 file with radstream's own code on the HDF5 C library, so
 // that a crafted file cannot make it read past what is stored: each acquisition's trajectory and data are
 // read as the lengths the file stores, and an acquisition whose header disagrees with them (libismrmrd sizes
 // its copy from the header) is an IoError naming the file and the acquisition, found before HDF5 allocates
@@ -11,6 +12,7 @@
 
 #include "io/mrd_declared_lengths.hpp"
 #include "io/mrd_raw.hpp"
+#include "io/mrd_stream_file.hpp"
 
 namespace radstream {
 
@@ -35,6 +37,7 @@ class MrdReader {
   std::size_t count_ = 0;
   long long file_ = -1, data_ = -1, mem_type_ = -1;  // HDF5 ids (hid_t), -1: none
   std::unique_ptr<MrdDeclaredLengths> declared_;     // checked before each read allocates
+  std::unique_ptr<MrdStreamReader> stream_;          // an MRD stream file (told by its first bytes)
   void close() noexcept;
 };
 

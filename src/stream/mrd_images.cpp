@@ -9,7 +9,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "wire/mrd_protocol.hpp"
+#include "io/mrd_protocol.hpp"
 
 namespace radstream {
 

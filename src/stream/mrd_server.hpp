@@ -1,5 +1,5 @@
 // radstream as an MRD (ISMRMRD v1) reconstruction server over TCP (`run --mrd-listen tcp://127.0.0.1:9002`),
-// the protocol FIRE/OpenRecon and Gadgetron clients speak (wire/mrd_protocol.hpp). Each client connection is
+// the protocol FIRE/OpenRecon and Gadgetron clients speak (io/mrd_protocol.hpp). Each client connection is
 // a session (stream/mrd_session.hpp): its config selects the reconstruction, its XML header and acquisitions
 // become wire messages of a stream of their own and enter the ingest through an inproc socket that the ingest
 // also binds, so they meet the same validation, counters, recording, sliding window, viewer and image

@@ -16,9 +16,9 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "io/mrd_protocol.hpp"
 #include "stream/mrd_images.hpp"
 #include "stream/mrd_server.hpp"
-#include "wire/mrd_protocol.hpp"
 #include "wire/tcp_socket.hpp"
 
 namespace radstream {

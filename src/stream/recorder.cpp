@@ -20,9 +20,10 @@ namespace radstream {
 
 namespace {
 
-// The file for the n-th geometry of a recording: NAME.h5, NAME_2.h5, ...
+// The file for the n-th geometry of a recording: NAME.h5, NAME_2.h5, ... (NAME.mrd, NAME_2.mrd, ...)
 std::string nth_file(const std::string& path, int n) {
-  return n == 1 ? path : path.substr(0, path.size() - 3) + "_" + std::to_string(n) + ".h5";
+  const std::size_t dot = path.rfind('.');
+  return n == 1 ? path : path.substr(0, dot) + "_" + std::to_string(n) + path.substr(dot);
 }
 
 // Bytes that can still be written to `path`: the free space of its file system (as an unprivileged user sees
@@ -49,8 +50,8 @@ Recorder::Recorder(const RecordOptions& options, Metrics& metrics) : o_(options)
   namespace fs = std::filesystem;
   if (const char* f = std::getenv("RADSTREAM_TEST_RECORD_FAIL_AFTER")) fail_after_ = std::atol(f);
   const std::string& path = o_.path;
-  if (path.size() < 4 || path.substr(path.size() - 3) != ".h5")
-    throw ConfigError("record: '" + path + "' must be an .h5 file name");
+  if (!path.ends_with(".h5") && !path.ends_with(".mrd"))
+    throw ConfigError("record: '" + path + "' must be an .h5 (MRD HDF5) or .mrd (MRD stream) file name");
   if (o_.max_files < 1) throw ConfigError(fmt::format("record: max_files {} must be >= 1", o_.max_files));
   const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
   std::error_code ec;

@@ -36,8 +36,9 @@ void FrameParams::validate() const {
 void SinkParams::validate() const {
   ParamChecker c("sinks");
   const_cast<SinkParams*>(this)->visit(c);
-  if (!record.empty() && (record.size() < 4 || record.substr(record.size() - 3) != ".h5"))
-    throw ConfigError("sinks.record '" + record + "' must name an .h5 file");
+  if (!record.empty() && !record.ends_with(".h5") && !record.ends_with(".mrd"))
+    throw ConfigError("sinks.record '" + record +
+                      "' must name an .h5 file (MRD HDF5) or an .mrd file (an MRD stream file)");
 }
 
 std::vector<int> PlacementParams::gpu_list(int device_count) const {

@@ -1,5 +1,5 @@
 // replay FILE --mrd tcp://HOST:PORT: a recording to any MRD server (wire/replay.hpp), on the codec the server
-// side uses (wire/mrd_protocol.hpp). A reader thread takes what the server sends meanwhile (images, texts,
+// side uses (io/mrd_protocol.hpp). A reader thread takes what the server sends meanwhile (images, texts,
 // the close), so that a server that answers while data still flows never blocks on a full socket.
 #include <fmt/format.h>
 #include <ismrmrd/ismrmrd.h>
@@ -18,9 +18,9 @@
 #include "io/mrd_check.hpp"
 #include "io/mrd_file.hpp"
 #include "io/mrd_image_file.hpp"
+#include "io/mrd_protocol.hpp"
 #include "io/mrd_raw.hpp"
 #include "io/mrd_reader.hpp"
-#include "wire/mrd_protocol.hpp"
 #include "wire/replay.hpp"
 #include "wire/tcp_socket.hpp"
 

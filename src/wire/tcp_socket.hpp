@@ -1,4 +1,4 @@
-// Plain TCP for the MRD protocol (wire/mrd_protocol.hpp): a listener, a connector, a ByteSource over a
+// Plain TCP for the MRD protocol (io/mrd_protocol.hpp): a listener, a connector, a ByteSource over a
 // connected socket with time limits, and a send with a deadline. POSIX sockets; every call checked; nothing
 // here blocks without a limit, so a client that stalls or vanishes cannot hold a thread for ever.
 #pragma once
@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-#include "wire/mrd_protocol.hpp"
+#include "io/mrd_protocol.hpp"
 
 namespace radstream {
 

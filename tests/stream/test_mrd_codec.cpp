@@ -1,4 +1,4 @@
-// The MRD streaming codec (wire/mrd_protocol.hpp) on bytes built here from ISMRMRD's structs, not by the
+// The MRD streaming codec (io/mrd_protocol.hpp) on bytes built here from ISMRMRD's structs, not by the
 // codec: every message id, fragmentation down to one byte per read, the faults that end a stream (unknown id,
 // lengths over the limits before any allocation, compression, truncation), and a fuzz of the framing.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <random>
 
-#include "wire/mrd_protocol.hpp"
+#include "io/mrd_protocol.hpp"
 
 using namespace radstream;
 

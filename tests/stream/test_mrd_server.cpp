@@ -20,13 +20,13 @@
 
 #include "io/frame_io.hpp"
 #include "io/mrd_file.hpp"
+#include "io/mrd_protocol.hpp"
 #include "recon/recon_chain.hpp"
 #include "recon/registry.hpp"
 #include "sim/simulator.hpp"
 #include "stream/stream_runtime.hpp"
 #include "stream/stream_test_util.hpp"
 #include "test_util.hpp"
-#include "wire/mrd_protocol.hpp"
 
 using namespace radstream;
 using namespace radstream::streamtest;

@@ -14,7 +14,8 @@
 //   [channels][samples] 1030 NDArray: uint16 version, uint16 data type, uint16 ndim, uint64 dims[ndim], the
 //   elements
 // (The python server's "MRD Streaming Format.md" gives the waveform header as 240 bytes; ISMRMRD's own
-// struct, which every implementation serialises, is 40: radstream follows the struct.) This file is pure:
+// struct, which every implementation serialises, is 40: radstream follows the struct.) The same messages
+// make an MRD stream file (io/mrd_stream_file.hpp), hence the codec lives in io. This file is pure:
 // bytes in, bytes out, every length checked against the limits before anything is allocated, so that it can
 // be fuzzed.
 #pragma once

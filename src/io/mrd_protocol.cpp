@@ -1,4 +1,4 @@
-#include "wire/mrd_protocol.hpp"
+#include "io/mrd_protocol.hpp"
 
 #include <fmt/format.h>
 #include <ismrmrd/ismrmrd.h>
