@@ -22,5 +22,6 @@ Runner add_nufft(CLI::App& app);
 Runner add_convert(CLI::App& app);
 Runner add_config_keys(CLI::App& app);
 Runner add_keygen(CLI::App& app);
+Runner add_estdelay(CLI::App& app);
 
 }  // namespace radstream::app

@@ -82,8 +82,12 @@ int main(int argc, char** argv) {
       "the NUFFT plan as a command, like `bart nufft`: image -> k-space, or k-space -> image with --adjoint",
       radstream::app::add_nufft);
   add("convert",
-      "real radial data from a BART .cfl pair into an MRD .h5 stream file (for replay and the viewer)",
+      "real radial data from a BART .cfl pair into an MRD file (for replay and the viewer), or one MRD "
+      "format "
+      "into the other (HDF5 <-> stream file)",
       radstream::app::add_convert);
+  add("estdelay", "gradient delays of radial data by RING, printed as bart estdelay prints them (x:y:xy)",
+      radstream::app::add_estdelay);
   add("bench", "time the reconstruction cases (R1, R2, R4, R7...) and write JSON", radstream::app::add_bench);
   add("bench-exact",
       "time and score the seeds' exact path (S1 F^H d 128^3, S2 seed 001 CG, S3 3D CG) and write JSON",

@@ -60,9 +60,10 @@ MrdFileKind sniff_mrd_file(const std::string& path) {
     if (id == mrd::kConfigFile || id == mrd::kConfigText || id == mrd::kHeader || id == mrd::kText)
       return MrdFileKind::Stream;
   }
-  throw IoError(fmt::format("{}: not an HDF5 (MRD) file, nor an MRD stream file (its first bytes are neither the "
-                            "HDF5 signature nor an MRD config, header or text message)",
-                            path));
+  throw IoError(
+      fmt::format("{}: not an HDF5 (MRD) file, nor an MRD stream file (its first bytes are neither the "
+                  "HDF5 signature nor an MRD config, header or text message)",
+                  path));
 }
 
 MrdStreamReader::MrdStreamReader(const std::string& path) : path_(path) {
@@ -78,9 +79,10 @@ MrdStreamReader::MrdStreamReader(const std::string& path) : path_(path) {
       m = mrd::read_message(src, lim);
     } catch (const mrd::ProtocolError& e) {
       if (e.fault() == mrd::Fault::Truncated && header) {
-        log::warn("{}: the file ends inside a message at byte {} after {} acquisitions (a recording cut "
-                  "short?); those are read",
-                  path, at, offsets_.size());
+        log::warn(
+            "{}: the file ends inside a message at byte {} after {} acquisitions (a recording cut "
+            "short?); those are read",
+            path, at, offsets_.size());
         break;
       }
       std::fclose(f_);
@@ -134,7 +136,8 @@ RawSpoke MrdStreamReader::read(std::size_t i) {
 
 MrdStreamWriter::MrdStreamWriter(const std::string& path, const std::string& xml) : path_(path) {
   f_ = std::fopen(path.c_str(), "wb");
-  if (!f_) throw IoError(fmt::format("{}: cannot create the MRD stream file: {}", path, std::strerror(errno)));
+  if (!f_)
+    throw IoError(fmt::format("{}: cannot create the MRD stream file: {}", path, std::strerror(errno)));
   mrd::append_text(buf_, mrd::kHeader, xml);
   flush();  // the header alone is already a readable file
 }
@@ -166,10 +169,12 @@ void MrdStreamWriter::append(std::span<const std::byte> acq_header, std::span<co
 
 void MrdStreamWriter::flush() {
   if (!buf_.empty() && std::fwrite(buf_.data(), 1, buf_.size(), f_) != buf_.size())
-    throw IoError(fmt::format("{}: cannot write to the disk after {} acquisitions (disk full?)", path_, count_));
+    throw IoError(
+        fmt::format("{}: cannot write to the disk after {} acquisitions (disk full?)", path_, count_));
   buf_.clear();
   if (std::fflush(f_) != 0)
-    throw IoError(fmt::format("{}: cannot write to the disk after {} acquisitions (disk full?)", path_, count_));
+    throw IoError(
+        fmt::format("{}: cannot write to the disk after {} acquisitions (disk full?)", path_, count_));
 }
 
 }  // namespace radstream

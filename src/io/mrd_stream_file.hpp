@@ -42,16 +42,17 @@ class MrdStreamReader {
   std::size_t skipped_ = 0;
 };
 
-// Writes a stream file: the XML header first (as Gadgetron's and BART's readers require), acquisitions as they
-// come, the close at the end (a file without it, from a killed recorder, still reads).
+// Writes a stream file: the XML header first (as Gadgetron's and BART's readers require), acquisitions as
+// they come, the close at the end (a file without it, from a killed recorder, still reads).
 class MrdStreamWriter {
  public:
   MrdStreamWriter(const std::string& path, const std::string& xml);  // throws IoError
   ~MrdStreamWriter();                                                // writes the close
   MrdStreamWriter(const MrdStreamWriter&) = delete;
   MrdStreamWriter& operator=(const MrdStreamWriter&) = delete;
-  void append(std::span<const std::byte> acq_header, std::span<const float> traj, std::span<const cfloat> data);
-  void flush();           // throws IoError (disk full)
+  void append(std::span<const std::byte> acq_header, std::span<const float> traj,
+              std::span<const cfloat> data);
+  void flush();  // throws IoError (disk full)
   void abandon() { abandoned_ = true; }
 
  private:

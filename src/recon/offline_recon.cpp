@@ -1,5 +1,7 @@
 #include "recon/offline_recon.hpp"
 
+#include "noncart/gradient_delay.hpp"
+
 #include <fmt/format.h>
 #include <algorithm>
 #include <chrono>
@@ -42,6 +44,15 @@ void run_offline_recon(const OfflineRecon& a, const ReconParams& params) {
     frame = frame_from_bart(t, k, a.matrix, a.traj + " + " + a.kspace);
   }
   const Geometry& g = frame.geometry;
+  if (a.gradient_delay != "off") {  // the trajectory corrected before any method sees it
+    const GradientDelays d = a.gradient_delay == "auto"
+                                 ? estimate_delays_ring(frame.traj.view().span(), frame.data.view().span(),
+                                                        g.samples, g.spokes, g.coils)
+                                 : parse_gradient_delays(a.gradient_delay, "--gradient-delay");
+    apply_gradient_delays(frame.traj.view().span(), g.samples, g.spokes, d);
+    log::info("gradient delays {} (x:y:xy, samples){}", d.str(),
+              a.gradient_delay == "auto" ? " estimated by RING" : "");
+  }
 
   const BackendDecision backend = resolve_backend(params.backend);
   log::info("backend: {} ({})", to_string(backend.backend), backend.reason);

@@ -13,6 +13,7 @@ struct OfflineRecon {
   int matrix = -1;  // -1: not given
   long start = 0, count = -1;
   int repeat = 1;
+  std::string gradient_delay = "off";  // off | auto | A:B:C (noncart/gradient_delay.hpp)
 
   template <class V>
   void visit(V& v) {
@@ -25,6 +26,10 @@ struct OfflineRecon {
     v.field("count", count, -1L, 1L << 40, "number of spokes of an MRD file (-1: all)");
     v.field("out", out, "output .cfl ([N N] complex, combined magnitude) or .png (8-bit grey)");
     v.field("repeat", repeat, 1, 1 << 20, "reconstruct this many times and report the median time");
+    v.field(
+        "gradient_delay", gradient_delay,
+        "correct the trajectory for gradient delays: off, auto (RING on the data) or A:B:C (BART's traj -q "
+        "x:y:xy, in samples)");
     v.field("sens_out", sens_out,
             "--method nlinv: write the last frame's estimated coil sensitivities here (BART [N N 1 coils], "
             "usable as --sens of cg-sense on the same coils; virtual coils when compressed)");

@@ -22,6 +22,8 @@ zmq::socket_type socket_type(ReceiveSocket s) {
 
 void IngestParams::validate() const {
   parse_endpoint(endpoint, "stream.endpoint");
+  if (gradient_delay != "off" && gradient_delay != "auto")
+    parse_gradient_delays(gradient_delay, "--gradient-delay");
 }
 
 Ingest::Ingest(zmq::context_t& ctx, const IngestParams& p, Metrics& metrics, bool device_ring, int max_window,
@@ -33,6 +35,7 @@ Ingest::Ingest(zmq::context_t& ctx, const IngestParams& p, Metrics& metrics, boo
       recorder_(recorder),
       sock_(ctx, socket_type(p.socket)) {
   p_.validate();
+  delays_ = std::make_unique<DelayCorrector>(p_.gradient_delay, p_.gradient_delay_every, metrics_);
   limits_.max_samples = p.max_samples;
   limits_.max_coils = p.max_coils;
   // No message part may make ZeroMQ allocate more than the largest valid spoke (a peer that tries is
@@ -419,6 +422,7 @@ void Ingest::on_header(const wire::Message& m, bool continues) {
                        max_window_ + p_.ring_margin, h.samples, h.coils, e.what()));
     return;
   }
+  delays_->new_stream(h.samples, h.coils);
   lock.lock();
   rings_ = std::move(rings);
   state_.header = h;
@@ -520,6 +524,7 @@ void Ingest::on_spoke(const wire::Message& m, std::span<const std::span<const st
     if (!std::isfinite(info.head.angle)) info.head.angle = h.angles.angle(std::int64_t(m.head.spoke_index));
     spoke_coordinates(info.head.angle, S, std::span<float>(slot.traj, 2 * std::size_t(S)));
   }
+  if (delays_->active()) delays_->correct(slot.traj, slot.data);  // before the ring's device mirror takes it
   info.arrival_ns = monotonic_ns();
   ring->commit(info);
   ++metrics_.spokes;

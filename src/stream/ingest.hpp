@@ -15,6 +15,7 @@
 
 #include "core/enum_table.hpp"
 #include "core/stream_header.hpp"
+#include "stream/delay_corrector.hpp"
 #include "stream/metrics.hpp"
 #include "stream/sequence_tracker.hpp"
 #include "stream/spoke_ring.hpp"
@@ -43,6 +44,8 @@ struct IngestParams {
   std::string curve_clients;      // CURVE: allow-list of client public keys (with curve_key)
   bool insecure = false;          // allow binding a non-local endpoint without CURVE (warned)
   int slices = 1;                 // slices (MRD idx.slice 0..slices-1) reconstructed, each on its own
+  std::string gradient_delay = "off";  // off | auto | A:B:C (stream/delay_corrector.hpp)
+  long gradient_delay_every = 2000;    // auto: spokes between two RING estimates
 
   template <class V>
   void visit(V& v) {
@@ -71,6 +74,11 @@ struct IngestParams {
         "slices", slices, 1, kMaxSlices,
         "slices (MRD idx.slice 0..N-1) of the stream, each with its own window, frames and worker; a spoke "
         "of another slice is rejected (slice_range)");
+    v.field("gradient_delay", gradient_delay,
+            "gradient-delay correction of every spoke's trajectory: off, auto (RING on the latest 64 spokes, "
+            "again every gradient_delay_every spokes) or A:B:C (BART's traj -q x:y:xy, in samples)");
+    v.field("gradient_delay_every", gradient_delay_every, 64L, 1L << 40,
+            "auto gradient delays: spokes between two RING estimates");
   }
   void validate() const;
 };
@@ -139,6 +147,7 @@ class Ingest {
 
   IngestParams p_;
   Metrics& metrics_;
+  std::unique_ptr<DelayCorrector> delays_;
   bool device_ring_;
   bool keep_all_ = false;
   zmq::socket_t monitor_;  // the receive socket's connection events

@@ -281,6 +281,12 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
                       {"arrival_to_ready", radstream::to_json(slice(s).arrival.summary())}}}});
     j["slices"] = sl;
   }
+  if (delay_estimates.load() > 0 || delay_x.load() != 0 || delay_y.load() != 0 || delay_xy.load() != 0)
+    j["gradient_delay"] = {{"x", delay_x.load()},
+                           {"y", delay_y.load()},
+                           {"xy", delay_xy.load()},
+                           {"estimates", delay_estimates.load()},
+                           {"failures", delay_failures.load()}};
   if (mrd.on) {
     static constexpr const char* kFaults[] = {"unknown_id", "too_long", "truncated", "compressed",
                                               "bad_field",  "timeout",  "io"};

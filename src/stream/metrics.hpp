@@ -110,6 +110,9 @@ class Metrics {
       subscriptions{0},     // subscription messages taken in by the image publisher
       publisher_resets{0};  // times the publisher was made anew past its cap of distinct subscriptions
 
+  // Gradient-delay correction (stream.gradient_delay): the delays in use and the RING estimates made.
+  std::atomic<double> delay_x{0}, delay_y{0}, delay_xy{0};
+  std::atomic<std::uint64_t> delay_estimates{0}, delay_failures{0};
   // The MRD TCP server (stream/mrd_server.hpp), when --mrd-listen is set.
   struct Mrd {
     std::atomic<bool> on{false};

@@ -46,7 +46,8 @@ Parsed parse_stream_file(const std::string& path) {
     } else if (id == 1008) {
       ISMRMRD::ISMRMRD_AcquisitionHeader h;
       f.read(reinterpret_cast<char*>(&h), 340);
-      const std::size_t body = std::size_t(h.number_of_samples) * (h.trajectory_dimensions * 4 + h.active_channels * 8);
+      const std::size_t body =
+          std::size_t(h.number_of_samples) * (h.trajectory_dimensions * 4 + h.active_channels * 8);
       std::vector<char> a(340 + body);
       std::memcpy(a.data(), &h, 340);
       f.read(a.data() + 340, std::streamsize(body));
@@ -72,10 +73,12 @@ std::vector<char> bytes_of(const RawSpoke& r) {
 TEST(MrdStreamFile, ConvertedFromHdf5HoldsTheSameAcquisitionsAndReconstructsTheSame) {
   test::TempDir dir;
   const std::string bin = test::radstream_binary();
-  ASSERT_EQ(test::run_command(bin + " simulate --out " + (dir / "rec.h5") + " --spokes 96 --matrix 32 --coils 3")
-                .exit_code,
-            0);
-  const auto c = test::run_command(bin + " convert --input " + (dir / "rec.h5") + " --out " + (dir / "rec.mrd"));
+  ASSERT_EQ(
+      test::run_command(bin + " simulate --out " + (dir / "rec.h5") + " --spokes 96 --matrix 32 --coils 3")
+          .exit_code,
+      0);
+  const auto c =
+      test::run_command(bin + " convert --input " + (dir / "rec.h5") + " --out " + (dir / "rec.mrd"));
   ASSERT_EQ(c.exit_code, 0) << c.output;
   MrdReader h5(dir / "rec.h5");
   const Parsed p = parse_stream_file(dir / "rec.mrd");
@@ -90,15 +93,19 @@ TEST(MrdStreamFile, ConvertedFromHdf5HoldsTheSameAcquisitionsAndReconstructsTheS
     EXPECT_EQ(p.acquisitions[i], bytes_of(h5.read(i))) << i;
     EXPECT_EQ(bytes_of(mrd.read(i)), bytes_of(h5.read(i))) << i;
   }
-  const auto a = test::run_command(bin + " recon --input " + (dir / "rec.mrd") + " --start 32 --count 32 --threads 1 --out " + (dir / "a.cfl"));
-  const auto b = test::run_command(bin + " recon --input " + (dir / "rec.h5") + " --start 32 --count 32 --threads 1 --out " + (dir / "b.cfl"));
+  const auto a = test::run_command(bin + " recon --input " + (dir / "rec.mrd") +
+                                   " --start 32 --count 32 --threads 1 --out " + (dir / "a.cfl"));
+  const auto b = test::run_command(bin + " recon --input " + (dir / "rec.h5") +
+                                   " --start 32 --count 32 --threads 1 --out " + (dir / "b.cfl"));
   ASSERT_EQ(a.exit_code, 0) << a.output;
   ASSERT_EQ(b.exit_code, 0) << b.output;
   std::ifstream fa(dir / "a.cfl", std::ios::binary), fb(dir / "b.cfl", std::ios::binary);
-  const std::vector<char> va((std::istreambuf_iterator<char>(fa)), {}), vb((std::istreambuf_iterator<char>(fb)), {});
+  const std::vector<char> va((std::istreambuf_iterator<char>(fa)), {}),
+      vb((std::istreambuf_iterator<char>(fb)), {});
   EXPECT_EQ(va, vb);
   // And back: the stream file into HDF5 again, the same acquisitions.
-  ASSERT_EQ(test::run_command(bin + " convert --input " + (dir / "rec.mrd") + " --out " + (dir / "back.h5")).exit_code,
+  ASSERT_EQ(test::run_command(bin + " convert --input " + (dir / "rec.mrd") + " --out " + (dir / "back.h5"))
+                .exit_code,
             0);
   MrdReader back(dir / "back.h5");
   ASSERT_EQ(back.count(), 96u);
@@ -165,7 +172,9 @@ TEST(MrdStreamFile, TheFormatIsToldByTheFirstBytes) {
   }
   // An HDF5 recording named .mrd (as older converters name them) is read as HDF5.
   const std::string bin = test::radstream_binary();
-  ASSERT_EQ(test::run_command(bin + " simulate --out " + (dir / "a.h5") + " --spokes 8 --matrix 16 --coils 2").exit_code, 0);
+  ASSERT_EQ(test::run_command(bin + " simulate --out " + (dir / "a.h5") + " --spokes 8 --matrix 16 --coils 2")
+                .exit_code,
+            0);
   std::filesystem::copy_file(dir / "a.h5", dir / "old.mrd");
   EXPECT_EQ(sniff_mrd_file(dir / "old.mrd"), MrdFileKind::Hdf5);
   EXPECT_EQ(MrdReader(dir / "old.mrd").count(), 8u);
