@@ -1,6 +1,6 @@
-// radstream estdelay --traj T --kspace K: gradient delays from radial data by RING (noncart/gradient_delay.hpp),
-// printed as bart estdelay prints them (x:y:xy, the triple bart traj -q takes), so either tool's output feeds
-// the other.
+// radstream estdelay --traj T --kspace K: gradient delays from radial data by RING
+// (noncart/gradient_delay.hpp), printed as bart estdelay prints them (x:y:xy, the triple bart traj -q takes),
+// so either tool's output feeds the other.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -34,8 +34,9 @@ int run_estdelay(const EstdelayArgs& a) {
   if (t.dim(0) != 3 || S < 4 || P < 2)
     throw InputError(a.traj + ": expected a radial trajectory [3 samples spokes]");
   if (k.dim(0) != 1 || k.dim(1) != S || k.dim(2) != P)
-    throw InputError(fmt::format("{}: k-space [{} {} {}] does not match the trajectory's {} samples x {} spokes", a.kspace,
-                                 k.dim(0), k.dim(1), k.dim(2), S, P));
+    throw InputError(
+        fmt::format("{}: k-space [{} {} {}] does not match the trajectory's {} samples x {} spokes", a.kspace,
+                    k.dim(0), k.dim(1), k.dim(2), S, P));
   const long C = k.dim(3);
   std::vector<float> traj(std::size_t(P * S * 2));
   for (long p = 0; p < P; ++p)

@@ -15,7 +15,8 @@ namespace {
 
 using cfloat = std::complex<float>;
 
-// A spoke's line: unit direction n, sample spacing dk, the fractional sample s0 where it passes k = 0 (along n).
+// A spoke's line: unit direction n, sample spacing dk, the fractional sample s0 where it passes k = 0 (along
+// n).
 struct Line {
   double nx = 0, ny = 0, dk = 0, s0 = 0, theta = 0;
 };
@@ -43,8 +44,8 @@ cfloat interp(const cfloat* y, int samples, double s) {
   for (int k = base - a + 1; k <= base + a; ++k) {
     if (k < 0 || k >= samples) continue;
     const double x = s - k;
-    const double w = std::abs(x) < 1e-12 ? 1.0
-                                         : a * std::sin(M_PI * x) * std::sin(M_PI * x / a) / (M_PI * M_PI * x * x);
+    const double w =
+        std::abs(x) < 1e-12 ? 1.0 : a * std::sin(M_PI * x) * std::sin(M_PI * x / a) / (M_PI * M_PI * x * x);
     acc += w * std::complex<double>(y[k]);
     wsum += w;
   }
@@ -59,7 +60,9 @@ double line_angle(double a, double b) {
 
 }  // namespace
 
-std::string GradientDelays::str() const { return fmt::format("{:.6f}:{:.6f}:{:.6f}", x, y, xy); }
+std::string GradientDelays::str() const {
+  return fmt::format("{:.6f}:{:.6f}:{:.6f}", x, y, xy);
+}
 
 GradientDelays parse_gradient_delays(const std::string& text, const std::string& what) {
   GradientDelays d;
@@ -67,9 +70,10 @@ GradientDelays parse_gradient_delays(const std::string& text, const std::string&
   char c1 = 0, c2 = 0;
   if (!(in >> d.x >> c1 >> d.y >> c2 >> d.xy) || c1 != ':' || c2 != ':' || !in.eof() || !std::isfinite(d.x) ||
       !std::isfinite(d.y) || !std::isfinite(d.xy))
-    throw ConfigError(fmt::format("{} '{}' is not three numbers A:B:C (BART's traj -q x:y:xy, in samples), auto "
-                                  "or off",
-                                  what, text));
+    throw ConfigError(
+        fmt::format("{} '{}' is not three numbers A:B:C (BART's traj -q x:y:xy, in samples), auto "
+                    "or off",
+                    what, text));
   return d;
 }
 
@@ -78,11 +82,13 @@ double delay_along(const GradientDelays& d, double t) {
   return d.y * c * c + d.x * s * s + 2 * d.xy * s * c;
 }
 
-GradientDelays estimate_delays_ring(std::span<const float> traj, std::span<const cfloat> data, int samples, int spokes,
-                                    int coils, const RingParams& prm) {
+GradientDelays estimate_delays_ring(std::span<const float> traj, std::span<const cfloat> data, int samples,
+                                    int spokes, int coils, const RingParams& prm) {
   if (samples < 4 || spokes < 2 || coils < 1)
-    throw InputError(fmt::format("RING needs at least 2 spokes of 4 samples ({} x {} given)", spokes, samples));
-  if (traj.size() != std::size_t(spokes) * samples * 2 || data.size() != std::size_t(coils) * spokes * samples)
+    throw InputError(
+        fmt::format("RING needs at least 2 spokes of 4 samples ({} x {} given)", spokes, samples));
+  if (traj.size() != std::size_t(spokes) * samples * 2 ||
+      data.size() != std::size_t(coils) * spokes * samples)
     throw InputError("RING: trajectory or data sizes disagree with the geometry");
   std::vector<Line> lines(static_cast<std::size_t>(spokes));
   for (int p = 0; p < spokes; ++p) lines[std::size_t(p)] = line_of(traj, samples, p);
@@ -126,7 +132,8 @@ GradientDelays estimate_delays_ring(std::span<const float> traj, std::span<const
     auto cost_table = [&](int gi, int gj) {
       double e = 0;
       for (int c = 0; c < coils; ++c)
-        e += std::norm(table[(std::size_t(i) * coils + c) * NG + gi] - table[(std::size_t(j) * coils + c) * NG + gj]);
+        e += std::norm(table[(std::size_t(i) * coils + c) * NG + gi] -
+                       table[(std::size_t(j) * coils + c) * NG + gj]);
       return e;
     };
     int bi = G, bj = G;
@@ -149,14 +156,17 @@ GradientDelays estimate_delays_ring(std::span<const float> traj, std::span<const
     std::vector<cfloat> vi(std::size_t(coils) * (2 * F + 1)), vj(vi.size());
     for (int u = -F; u <= F; ++u)
       for (int c = 0; c < coils; ++c) {
-        vi[std::size_t(c) * (2 * F + 1) + (u + F)] = interp(spoke_data(i, c), samples, li.s0 + ti + u * prm.step);
-        vj[std::size_t(c) * (2 * F + 1) + (u + F)] = interp(spoke_data(j, c), samples, lj.s0 + tj + u * prm.step);
+        vi[std::size_t(c) * (2 * F + 1) + (u + F)] =
+            interp(spoke_data(i, c), samples, li.s0 + ti + u * prm.step);
+        vj[std::size_t(c) * (2 * F + 1) + (u + F)] =
+            interp(spoke_data(j, c), samples, lj.s0 + tj + u * prm.step);
       }
     for (int u = -F; u <= F; ++u)
       for (int v = -F; v <= F; ++v) {
         double e = 0;
         for (int c = 0; c < coils; ++c)
-          e += std::norm(vi[std::size_t(c) * (2 * F + 1) + (u + F)] - vj[std::size_t(c) * (2 * F + 1) + (v + F)]);
+          e += std::norm(vi[std::size_t(c) * (2 * F + 1) + (u + F)] -
+                         vj[std::size_t(c) * (2 * F + 1) + (v + F)]);
         if (e < fe) {
           fe = e;
           fi = ti + u * prm.step;
@@ -170,12 +180,14 @@ GradientDelays estimate_delays_ring(std::span<const float> traj, std::span<const
   }
   // Solve the 3 x 3 normal equations (Cramer's rule, in double).
   auto det3 = [](const double m[3][3]) {
-    return m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
+    return m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) -
+           m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
            m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
   };
   const double D = det3(A);
   if (pairs < 2 || !(std::abs(D) > 1e-9 * (A[0][0] + A[1][1] + A[2][2] + 1e-30)))
-    throw InputError(fmt::format("RING: the spokes' angles ({} usable pairs) do not determine three delays", pairs));
+    throw InputError(
+        fmt::format("RING: the spokes' angles ({} usable pairs) do not determine three delays", pairs));
   double q[3];
   for (int u = 0; u < 3; ++u) {
     double M[3][3];

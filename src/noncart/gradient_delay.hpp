@@ -5,8 +5,8 @@
 // The delays are the triple BART's `traj -q x:y:xy` takes and `estdelay` prints, in readout samples: a spoke
 // whose readout runs along the unit vector r (in BART's gradient frame) has every sample moved along r by
 // r^T [[x, xy], [xy, y]] r (BART projects the delay onto the read direction). BART's gradient frame swaps the
-// trajectory's first two components, so for a radstream spoke of direction (cos t, sin t) in (kx, ky) the shift
-// is  y cos^2 t + x sin^2 t + 2 xy sin t cos t  samples (tested against `bart traj -q`).
+// trajectory's first two components, so for a radstream spoke of direction (cos t, sin t) in (kx, ky) the
+// shift is  y cos^2 t + x sin^2 t + 2 xy sin t cos t  samples (tested against `bart traj -q`).
 //
 // RING: two spokes that are not parallel still cross at k = 0, which a delay moves along each of them; the
 // sample positions (t_i, t_j) where their multi-coil data agree best give the shifts -t_i and -t_j, and the

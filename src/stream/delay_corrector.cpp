@@ -62,7 +62,8 @@ void DelayCorrector::correct(float* traj, const cfloat* data) {
     std::memcpy(data_.data() + slot * std::size_t(coils_) * samples_, data,
                 sizeof(cfloat) * std::size_t(coils_) * samples_);
     ++seen_;
-    const bool idle = !pending_.valid() || pending_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+    const bool idle =
+        !pending_.valid() || pending_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
     const bool due = seen_ == std::uint64_t(kSpokesPerEstimate) ||
                      (seen_ > std::uint64_t(kSpokesPerEstimate) && seen_ % std::uint64_t(every_) == 0);
     if (due && idle) {
@@ -71,8 +72,8 @@ void DelayCorrector::correct(float* traj, const cfloat* data) {
       std::vector<cfloat> by_coil(data_.size());
       for (int p = 0; p < P; ++p)
         for (int c = 0; c < C; ++c)
-          std::memcpy(by_coil.data() + (std::size_t(c) * P + p) * S, data_.data() + (std::size_t(p) * C + c) * S,
-                      sizeof(cfloat) * S);
+          std::memcpy(by_coil.data() + (std::size_t(c) * P + p) * S,
+                      data_.data() + (std::size_t(p) * C + c) * S, sizeof(cfloat) * S);
       // Estimated aside; the result is taken by the spokes that come after it (and counted at once).
       pending_ = std::async(std::launch::async, [this, t = traj_, d = std::move(by_coil), S, P, C] {
         try {

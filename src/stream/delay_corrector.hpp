@@ -42,8 +42,8 @@ class DelayCorrector {
   std::mutex m_;  // guards current_ (the estimating thread sets it)
   GradientDelays current_;
   int samples_ = 0, coils_ = 0;
-  std::vector<float> traj_;     // the latest spokes, uncorrected: [kSpokesPerEstimate][samples][2]
-  std::vector<cfloat> data_;    // [kSpokesPerEstimate][coils][samples]
+  std::vector<float> traj_;   // the latest spokes, uncorrected: [kSpokesPerEstimate][samples][2]
+  std::vector<cfloat> data_;  // [kSpokesPerEstimate][coils][samples]
   std::uint64_t seen_ = 0;
   std::future<void> pending_;
 };

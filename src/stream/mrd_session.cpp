@@ -360,6 +360,8 @@ void MrdSession::on_header(const std::string& xml) {
   radstream_xml_ = xml.find("radstream_radial") != std::string::npos;
   ISMRMRD::IsmrmrdHeader x;
   ISMRMRD::deserialize(xml.c_str(), x);
+  if (x.acquisitionSystemInformation && x.acquisitionSystemInformation->relativeReceiverNoiseBandwidth)
+    receiver_bandwidth_ = *x.acquisitionSystemInformation->relativeReceiverNoiseBandwidth;
   {
     std::lock_guard l(frame_m_);
     const auto& f = x.encoding[0].reconSpace.fieldOfView_mm;
@@ -387,8 +389,15 @@ void MrdSession::forward_header() {
 void MrdSession::on_acquisition(const mrd::Acquisition& a) {
   auto& mm = rt_.metrics().mrd;
   ++mm.acquisitions;
+  ISMRMRD::ISMRMRD_AcquisitionHeader head;
+  std::memcpy(&head, a.head.data(), sizeof head);
   if (flag(a.flags, ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) {
     ++mm.noise;
+    try {
+      noise_.add_noise(a.data, a.channels, a.samples, head.sample_time_us);
+    } catch (const InputError& e) {
+      throw mrd::ProtocolError(mrd::Fault::BadField, e.what());
+    }
     return;
   }
   if (non_imaging(a.flags)) {
@@ -428,6 +437,27 @@ void MrdSession::on_acquisition(const mrd::Acquisition& a) {
     recent_[spoke_index_ % kRecent] = a.head;
     recent_index_[spoke_index_ % kRecent] = spoke_index_;
   }
+  // Prewhitened by the noise scans that came before (the matrix made at the first imaging spoke).
+  if (noise_.has_noise() && !noise_.ready() && !noise_failed_) {
+    try {
+      noise_.prepare(head.sample_time_us, receiver_bandwidth_);
+      log::info("mrd: session {}: prewhitening: {}", number_, noise_.summary());
+    } catch (const InputError& e) {
+      noise_failed_ = true;
+      log::warn("mrd: session {}: {}", number_, e.what());
+    }
+  }
+  std::vector<cfloat> white;
+  if (noise_.ready()) {
+    if (a.channels * a.samples != int(a.data.size()) ||
+        std::size_t(a.channels) * a.channels != noise_.covariance().size())
+      throw mrd::ProtocolError(mrd::Fault::BadField,
+                               fmt::format("a spoke of {} coils after noise scans of {}", a.channels,
+                                           int(std::sqrt(double(noise_.covariance().size())))));
+    white = a.data;
+    noise_.apply(white, a.samples);
+  }
+  const std::vector<cfloat>& data = noise_.ready() ? white : a.data;
   wire::Envelope env;
   env.type = std::uint16_t(wire::MsgType::Spoke);
   env.stream_id = stream_id_;
@@ -441,7 +471,7 @@ void MrdSession::on_acquisition(const mrd::Acquisition& a) {
   msgs.push_back(bytes_message(envb.data(), envb.size()));
   msgs.push_back(bytes_message(a.head.data(), a.head.size()));
   msgs.push_back(bytes_message(a.traj.data(), a.traj.size() * sizeof(float)));
-  msgs.push_back(bytes_message(a.data.data(), a.data.size() * sizeof(cfloat)));
+  msgs.push_back(bytes_message(data.data(), data.size() * sizeof(cfloat)));
   send_to_ingest(msgs);
 }
 

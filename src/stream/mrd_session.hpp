@@ -19,6 +19,7 @@
 #include "io/mrd_protocol.hpp"
 #include "stream/mrd_images.hpp"
 #include "stream/mrd_server.hpp"
+#include "stream/noise_prewhitener.hpp"
 #include "wire/tcp_socket.hpp"
 
 namespace radstream {
@@ -77,6 +78,9 @@ class MrdSession {
   std::uint64_t sequence_ = 0;
   std::uint64_t spoke_index_ = 0;
   long last_step1_ = -1;
+  NoisePrewhitener noise_;  // from the session's noise acquisitions, applied to every later spoke
+  bool noise_failed_ = false;
+  double receiver_bandwidth_ = 0.793;  // relativeReceiverNoiseBandwidth (Gadgetron's default when absent)
 
   std::mutex frame_m_;  // the frames' context: acquisitions by spoke index, fov, method, image index
   static constexpr std::size_t kRecent = 4096;

@@ -1,7 +1,7 @@
 // Gradient delays (noncart/gradient_delay.hpp) against BART, which the tests run: the triple means what
-// `bart traj -q` means (applied to the nominal trajectory it gives BART's delayed one); RING on BART-made data
-// with known delays finds them (and agrees with `bart estdelay -R`); the corrected image is as good as one of
-// undelayed data; and a stream corrects itself (`run --gradient-delay auto`).
+// `bart traj -q` means (applied to the nominal trajectory it gives BART's delayed one); RING on BART-made
+// data with known delays finds them (and agrees with `bart estdelay -R`); the corrected image is as good as
+// one of undelayed data; and a stream corrects itself (`run --gradient-delay auto`).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -114,8 +114,9 @@ TEST(GradientDelay, TheCorrectedImageIsAsGoodAsOneOfUndelayedData) {
   bart(dir, "phantom -x 128 -s 8 coils");
   bart(dir, "rss 8 coils ref");
   auto recon = [&](const std::string& k, const std::string& gd, const std::string& out) {
-    const auto r = test::run_command(bin + " recon --traj " + (dir / "t") + " --kspace " + (dir / k) +
-                                     " --matrix 128 --threads 1 --gradient-delay " + gd + " --out " + (dir / out));
+    const auto r =
+        test::run_command(bin + " recon --traj " + (dir / "t") + " --kspace " + (dir / k) +
+                          " --matrix 128 --threads 1 --gradient-delay " + gd + " --out " + (dir / out));
     ASSERT_EQ(r.exit_code, 0) << r.output;
   };
   recon("k0", "off", "undelayed.cfl");
@@ -140,10 +141,11 @@ TEST(GradientDelay, AStreamEstimatesItsDelaysAndCorrectsItsSpokes) {
   const auto c = test::run_command(bin + " convert --traj " + (dir / "t") + " --kspace " + (dir / "k") +
                                    " --matrix 128 --repeat 3 --rate 1000 --out " + (dir / "delayed.h5"));
   ASSERT_EQ(c.exit_code, 0) << c.output;
-  const auto r = test::run_command("(" + bin + " run --headless --endpoint tcp://127.0.0.1:26187 --window 63 --stride 63 " +
-                                   "--no-skip --gradient-delay auto --until-close --duration 30 --images '' " +
-                                   "--metrics-json " + (dir / "m.json") + " & pid=$!; sleep 1; " + bin + " replay " +
-                                   (dir / "delayed.h5") + " --endpoint tcp://127.0.0.1:26187 --speed max; wait $pid)");
+  const auto r = test::run_command(
+      "(" + bin + " run --headless --endpoint tcp://127.0.0.1:26187 --window 63 --stride 63 " +
+      "--no-skip --gradient-delay auto --until-close --duration 30 --images '' " + "--metrics-json " +
+      (dir / "m.json") + " & pid=$!; sleep 1; " + bin + " replay " + (dir / "delayed.h5") +
+      " --endpoint tcp://127.0.0.1:26187 --speed max; wait $pid)");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream f(dir / "m.json");
   const auto j = nlohmann::json::parse(f);

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "io/frame_io.hpp"
 #include "io/mrd_file.hpp"
@@ -403,4 +404,138 @@ TEST(MrdServer, ReplayMrdAgainstRunMrdListen) {
   EXPECT_EQ(j["mrd"]["acquisitions"], 160);
   EXPECT_EQ(j["mrd"]["images_sent"], 9);
   EXPECT_EQ(j["mrd"]["sessions"], 2);
+}
+
+// Scanner raw data: spokes without a trajectory get their angles from the header and reconstruct as the same
+// spokes with their trajectory do.
+TEST(MrdServer, SpokesWithoutTrajectoryGiveTheSameImages) {
+  const Registry reg = default_registry();
+  RunConfig cfg = mrd_config(26188, MrdPixels::Float);
+  StreamRuntime p(cfg, reg);
+  p.start();
+  const int port = port_of(p.mrd_endpoint());
+  const Simulator sim(mrd_sim());
+  const auto spokes = sim.spokes(0, 64);
+  std::vector<Replies> got;
+  for (bool traj : {true, false}) {
+    RawClient c(port);
+    c.config_name("gridding");
+    c.text(3, stream_header_to_xml(sim.header()));
+    for (const auto& s : spokes) c.acquisition(s, nullptr, traj);
+    c.put<std::uint16_t>(4);
+    ASSERT_TRUE(c.flush());
+    got.push_back(c.read_until_close());
+  }
+  p.stop();
+  ASSERT_EQ(got[0].images.size(), 3u);
+  ASSERT_EQ(got[1].images.size(), 3u);
+  for (std::size_t k = 0; k < 3; ++k) {
+    const auto a = image_values(got[0].images[k]), b = image_values(got[1].images[k]);
+    double e = 0, n = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      e += double(a[i] - b[i]) * double(a[i] - b[i]);
+      n += double(a[i]) * a[i];
+    }
+    EXPECT_LE(std::sqrt(e / n), 1e-5) << "image " << k;
+  }
+}
+
+// Noise scans first: every later spoke arrives prewhitened, s L^-1 y with Psi = L L^H computed here in double
+// from the noise sent, s = sqrt(2 x 2.5 us / 5 us x 0.793) for noise read at half the bandwidth.
+TEST(MrdServer, NoiseScansPrewhitenEveryLaterSpoke) {
+  test::TempDir dir;
+  const Registry reg = default_registry();
+  RunConfig cfg = mrd_config(26189, MrdPixels::Float);
+  cfg.sinks.record = dir / "white.h5";
+  StreamRuntime p(cfg, reg);
+  p.start();
+  const Simulator sim(mrd_sim());
+  const auto spokes = sim.spokes(0, 40);
+  const int C = 3, S = spokes[0].samples;
+  // Correlated noise: n = M z.
+  const std::complex<double> M[3][3] = {
+      {{1.0, 0}, {0, 0}, {0, 0}}, {{0.5, 0.2}, {0.8, 0}, {0, 0}}, {{-0.3, 0.1}, {0.2, -0.4}, {1.3, 0}}};
+  std::mt19937 rng(7);
+  std::normal_distribution<double> g(0, 0.01);
+  std::vector<std::vector<cfloat>> noise;
+  for (int k = 0; k < 20; ++k) {
+    std::vector<cfloat> n(std::size_t(C) * S);
+    for (int s = 0; s < S; ++s) {
+      std::complex<double> z[3];
+      for (auto& v : z) v = {g(rng), g(rng)};
+      for (int i = 0; i < C; ++i) {
+        std::complex<double> a = 0;
+        for (int j = 0; j < C; ++j) a += M[i][j] * z[j];
+        n[std::size_t(i) * S + s] = cfloat(a);
+      }
+    }
+    noise.push_back(n);
+  }
+  RawClient c(port_of(p.mrd_endpoint()));
+  c.text(3, stream_header_to_xml(sim.header()));
+  for (const auto& n : noise) {
+    Spoke s = spokes[0];
+    s.data = n;
+    s.header.flags = std::uint64_t(1) << (ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT - 1);
+    const auto hb = acquisition_header_bytes(s.header, S, C, 0);
+    ISMRMRD::ISMRMRD_AcquisitionHeader h;
+    std::memcpy(&h, hb.data(), 340);
+    h.sample_time_us = 5.0f;
+    c.acquisition(s, &h, false);
+  }
+  for (const auto& s : spokes) {
+    const auto hb = acquisition_header_bytes(s.header, S, C, 2);
+    ISMRMRD::ISMRMRD_AcquisitionHeader h;
+    std::memcpy(&h, hb.data(), 340);
+    h.sample_time_us = 2.5f;
+    c.acquisition(s, &h, true);
+  }
+  c.put<std::uint16_t>(4);
+  ASSERT_TRUE(c.flush());
+  const Replies r = c.read_until_close();
+  EXPECT_TRUE(r.closed);
+  ASSERT_TRUE(eventually([&] { return p.metrics().recorded.load() == 40u; }));
+  p.stop();
+  EXPECT_EQ(p.metrics().mrd.noise.load(), 20u);
+  // The reference, in double: Psi, its Cholesky factor, L^-1 y.
+  std::complex<double> psi[3][3] = {};
+  std::size_t count = 0;
+  for (const auto& n : noise)
+    for (int s = 0; s < S; ++s, ++count)
+      for (int i = 0; i < C; ++i)
+        for (int j = 0; j < C; ++j)
+          psi[i][j] += std::complex<double>(n[std::size_t(i) * S + s]) *
+                       std::conj(std::complex<double>(n[std::size_t(j) * S + s]));
+  for (auto& row : psi)
+    for (auto& v : row) v /= double(count - 1);
+  std::complex<double> L[3][3] = {};
+  for (int j = 0; j < C; ++j) {
+    double d = psi[j][j].real();
+    for (int k = 0; k < j; ++k) d -= std::norm(L[j][k]);
+    L[j][j] = std::sqrt(d);
+    for (int i = j + 1; i < C; ++i) {
+      std::complex<double> v = psi[i][j];
+      for (int k = 0; k < j; ++k) v -= L[i][k] * std::conj(L[j][k]);
+      L[i][j] = v / L[j][j];
+    }
+  }
+  const double scale = std::sqrt(2.0 * 2.5 / 5.0 * 0.793);
+  const MrdRecording rec = read_mrd(dir / "white.h5");
+  ASSERT_EQ(rec.spokes.size(), 40u);
+  double e = 0, n = 0;
+  for (std::size_t k = 0; k < 40; ++k)
+    for (int s = 0; s < S; ++s) {
+      std::complex<double> x[3];  // L x = y, forward substitution
+      for (int i = 0; i < C; ++i) {
+        std::complex<double> v = spokes[k].data[std::size_t(i) * S + s];
+        for (int j = 0; j < i; ++j) v -= L[i][j] * x[j];
+        x[i] = v / L[i][i];
+      }
+      for (int i = 0; i < C; ++i) {
+        const std::complex<double> want = scale * x[i];
+        e += std::norm(want - std::complex<double>(rec.spokes[k].data[std::size_t(i) * S + s]));
+        n += std::norm(want);
+      }
+    }
+  EXPECT_LE(std::sqrt(e / n), 1e-5);
 }
