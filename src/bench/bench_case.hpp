@@ -9,12 +9,13 @@
 
 namespace radstream::app {
 
-enum class BenchKind { Chain, FftEngines, Ingest, Live };
-inline constexpr EnumTable<BenchKind, 4> kBenchKinds{"bench kind",
+enum class BenchKind { Chain, FftEngines, Ingest, Live, MrdDecode };
+inline constexpr EnumTable<BenchKind, 5> kBenchKinds{"bench kind",
                                                      {{{BenchKind::Chain, "chain"},
                                                        {BenchKind::FftEngines, "fft-engines"},
                                                        {BenchKind::Ingest, "ingest"},
-                                                       {BenchKind::Live, "live"}}}};
+                                                       {BenchKind::Live, "live"},
+                                                       {BenchKind::MrdDecode, "mrd-decode"}}}};
 
 struct BenchCase {
   std::string name, what;
@@ -42,7 +43,7 @@ struct BenchCase {
     v.choice("backend", backend, kBackends, "where the case runs");
     v.choice("kind", kind, kBenchKinds,
              "chain (the whole reconstruction) | fft-engines (R3) | ingest (R6: receive only) | live (R5: "
-             "simulator -> tcp -> pipeline)");
+             "simulator -> tcp -> pipeline) | mrd-decode (MRD1: the MRD codec alone)");
     v.field("rate_hz", rate_hz, 1.0, 1e6, "live: spokes per second");
     v.field("duration_s", duration_s, 0.5, 3600.0, "live: seconds of stream");
     v.field("stride", stride, 1, 1 << 16, "live: a new frame every S spokes");
@@ -61,5 +62,7 @@ nlohmann::ordered_json ingest_case(const BenchCase& c);
 // R5: the simulator at rate_hz over tcp loopback into the whole pipeline (window `spokes`, frame every
 // `stride`); JSON with the latency percentiles (last spoke acquired/arrived -> image ready) and the stages.
 nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry);
+// MRD1: total_spokes MRD acquisitions of coils x samples decoded from memory on one core (bench_mrd.cpp).
+nlohmann::ordered_json mrd_decode_case(const BenchCase& c);
 
 }  // namespace radstream::app

@@ -266,6 +266,9 @@ int print_summary(const nlohmann::ordered_json& js) {
       result = fmt::format("arrival -> image p99 {:.3f} ms, {} frames, {} skipped",
                            c["latency_arrival_to_ready_ms"]["p99"].get<double>(), c["frames"].get<long>(),
                            c["frames_skipped"].get<long>());
+    else if (kind == "mrd-decode")
+      result = fmt::format("{:.0f} acquisitions/s decoded ({:.2f} GB/s)",
+                           c["acquisitions_per_s"].get<double>(), c["gb_per_s"].get<double>());
     else if (kind == "ingest")
       result =
           fmt::format("{:.0f} spokes/s, lost {}", c["spokes_per_s"].get<double>(), c["lost"].get<long>());
@@ -369,8 +372,9 @@ int run_bench(const BenchRun& a) {
     if (c.kind != BenchKind::Chain) {
       js["cases"].push_back(c.kind == BenchKind::FftEngines
                                 ? fft_engines_case(c, registry, a.frames, a.warmup)
-                            : c.kind == BenchKind::Ingest ? ingest_case(c)
-                                                          : live_case(c, registry));
+                            : c.kind == BenchKind::Ingest    ? ingest_case(c)
+                            : c.kind == BenchKind::MrdDecode ? mrd_decode_case(c)
+                                                             : live_case(c, registry));
       if (!c.target.empty()) js["cases"].back()["target"] = evaluate_target(c.target, js["cases"].back());
       continue;
     }

@@ -11,7 +11,8 @@ namespace radstream {
 
 using cd = std::complex<double>;
 
-void NoisePrewhitener::add_noise(std::span<const std::complex<float>> data, int coils, int samples, float dwell_us) {
+void NoisePrewhitener::add_noise(std::span<const std::complex<float>> data, int coils, int samples,
+                                 float dwell_us) {
   if (coils_ == 0) {
     coils_ = coils;
     sum_.assign(std::size_t(coils) * coils, cd(0));
@@ -44,9 +45,10 @@ void NoisePrewhitener::prepare(float acquisition_dwell_us, double receiver_bandw
     double d = psi_[j * C + j].real();
     for (std::size_t k = 0; k < j; ++k) d -= std::norm(L[j * C + k]);
     if (!(d > 1e-30 * std::max(1.0, psi_[0].real())))
-      throw InputError(fmt::format("the noise covariance is not positive definite at coil {} (a dead or duplicated "
-                                   "coil?): no prewhitening",
-                                   j));
+      throw InputError(
+          fmt::format("the noise covariance is not positive definite at coil {} (a dead or duplicated "
+                      "coil?): no prewhitening",
+                      j));
     L[j * C + j] = std::sqrt(d);
     for (std::size_t i = j + 1; i < C; ++i) {
       cd v = psi_[i * C + j];
@@ -91,11 +93,13 @@ std::string NoisePrewhitener::summary() const {
     lo = std::min(lo, s);
     hi = std::max(hi, s);
     for (std::size_t j = 0; j < i; ++j)
-      off = std::max(off, std::abs(psi_[i * C + j]) / std::sqrt(psi_[i * C + i].real() * psi_[j * C + j].real()));
+      off = std::max(off,
+                     std::abs(psi_[i * C + j]) / std::sqrt(psi_[i * C + i].real() * psi_[j * C + j].real()));
   }
-  return fmt::format("noise of {} coils from {} samples: sigma {:.4g}..{:.4g}, largest correlation {:.3f}, "
-                     "bandwidth scale {:.4f}",
-                     C, count_, lo, hi, off, scale_);
+  return fmt::format(
+      "noise of {} coils from {} samples: sigma {:.4g}..{:.4g}, largest correlation {:.3f}, "
+      "bandwidth scale {:.4f}",
+      C, count_, lo, hi, off, scale_);
 }
 
 }  // namespace radstream

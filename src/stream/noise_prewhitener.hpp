@@ -1,9 +1,10 @@
 // Noise prewhitening of a scanner stream (an MRD session's noise acquisitions, flag IS_NOISE_MEASUREMENT):
 // the coils' noise covariance Psi = sum n n^H / (N - 1) accumulated in double over every noise sample, then
-// every later spoke's coil vector y -> s L^-1 y with Psi = L L^H (Cholesky), so that the coils' noise is white
-// and of unit variance. s = sqrt(2 x acquisition dwell / noise dwell x relative receiver noise bandwidth)
-// corrects for noise scans read at another bandwidth, as Gadgetron's noise adjustment does (s = 1 when a dwell
-// time is unknown; the bandwidth 0.793 when the header does not give relativeReceiverNoiseBandwidth).
+// every later spoke's coil vector y -> s L^-1 y with Psi = L L^H (Cholesky), so that the coils' noise is
+// white and of unit variance. s = sqrt(2 x acquisition dwell / noise dwell x relative receiver noise
+// bandwidth) corrects for noise scans read at another bandwidth, as Gadgetron's noise adjustment does (s = 1
+// when a dwell time is unknown; the bandwidth 0.793 when the header does not give
+// relativeReceiverNoiseBandwidth).
 #pragma once
 #include <complex>
 #include <span>

@@ -179,3 +179,33 @@ TEST(MrdStreamFile, TheFormatIsToldByTheFirstBytes) {
   EXPECT_EQ(sniff_mrd_file(dir / "old.mrd"), MrdFileKind::Hdf5);
   EXPECT_EQ(MrdReader(dir / "old.mrd").count(), 8u);
 }
+
+// Every XML header radstream writes (recordings, convert, the simulator) is valid against ISMRMRD's schema
+// (the ismrmrd-schema package's ismrmrd.xsd, checked by xmllint).
+TEST(MrdXml, EveryHeaderRadstreamWritesIsValidAgainstTheSchema) {
+  const std::string xsd = "/usr/share/ismrmrd/schema/ismrmrd.xsd";
+  if (!std::filesystem::exists(xsd) || test::run_command("xmllint --version").exit_code != 0) {
+    if (test::env_flag("RADSTREAM_REQUIRE_BART"))
+      FAIL() << "ismrmrd-schema or libxml2-utils is not installed";
+    GTEST_SKIP() << "needs ismrmrd-schema and libxml2-utils (scripts/setup.sh installs them)";
+  }
+  test::TempDir dir;
+  std::vector<StreamHeader> headers(4);
+  headers[1].angles.scheme = AngleScheme::TinyGolden;
+  headers[1].angles.tiny_n = 7;
+  headers[2].angles.scheme = AngleScheme::Turns;
+  headers[2].angles.turns = 5;
+  headers[2].angles.spokes_per_rotation = 13;
+  headers[3].angles.scheme = AngleScheme::Linear360;
+  headers[3].spoke_rate_hz = 400;
+  headers[3].coils = 32;
+  headers[3].matrix = 192;
+  headers[3].samples = 384;
+  for (std::size_t i = 0; i < headers.size(); ++i) {
+    const std::string path = dir / ("h" + std::to_string(i) + ".xml");
+    std::ofstream(path) << stream_header_to_xml(headers[i]);
+    const auto r = test::run_command("xmllint --noout --schema " + xsd + " " + path);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("validates"), std::string::npos) << r.output;
+  }
+}
