@@ -9,13 +9,14 @@
 
 namespace radstream::app {
 
-enum class BenchKind { Chain, FftEngines, Ingest, Live, MrdDecode };
-inline constexpr EnumTable<BenchKind, 5> kBenchKinds{"bench kind",
+enum class BenchKind { Chain, FftEngines, Ingest, Live, MrdDecode, MrdLive };
+inline constexpr EnumTable<BenchKind, 6> kBenchKinds{"bench kind",
                                                      {{{BenchKind::Chain, "chain"},
                                                        {BenchKind::FftEngines, "fft-engines"},
                                                        {BenchKind::Ingest, "ingest"},
                                                        {BenchKind::Live, "live"},
-                                                       {BenchKind::MrdDecode, "mrd-decode"}}}};
+                                                       {BenchKind::MrdDecode, "mrd-decode"},
+                                                       {BenchKind::MrdLive, "mrd-live"}}}};
 
 struct BenchCase {
   std::string name, what;
@@ -43,7 +44,8 @@ struct BenchCase {
     v.choice("backend", backend, kBackends, "where the case runs");
     v.choice("kind", kind, kBenchKinds,
              "chain (the whole reconstruction) | fft-engines (R3) | ingest (R6: receive only) | live (R5: "
-             "simulator -> tcp -> pipeline) | mrd-decode (MRD1: the MRD codec alone)");
+             "simulator -> tcp -> pipeline) | mrd-decode (MRD1: the MRD codec alone) | mrd-live (MRD2: R5 "
+             "over --mrd-listen)");
     v.field("rate_hz", rate_hz, 1.0, 1e6, "live: spokes per second");
     v.field("duration_s", duration_s, 0.5, 3600.0, "live: seconds of stream");
     v.field("stride", stride, 1, 1 << 16, "live: a new frame every S spokes");
@@ -64,5 +66,8 @@ nlohmann::ordered_json ingest_case(const BenchCase& c);
 nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry);
 // MRD1: total_spokes MRD acquisitions of coils x samples decoded from memory on one core (bench_mrd.cpp).
 nlohmann::ordered_json mrd_decode_case(const BenchCase& c);
+// MRD2: like R5, but one MRD client streams over TCP to --mrd-listen and takes every image back; the last
+// spoke's arrival -> image sent against -> image ready in the same run (bench_mrd.cpp).
+nlohmann::ordered_json mrd_live_case(const BenchCase& c, const Registry& registry);
 
 }  // namespace radstream::app

@@ -9,7 +9,14 @@
 #include "bench/bench_case.hpp"
 #include "core/clock.hpp"
 #include "core/log.hpp"
+#include "io/mrd_file.hpp"
 #include "io/mrd_protocol.hpp"
+#include "sim/simulator.hpp"
+#include "stream/stream_runtime.hpp"
+#include "wire/tcp_socket.hpp"
+
+#include <atomic>
+#include <thread>
 
 namespace radstream::app {
 
@@ -45,8 +52,9 @@ nlohmann::ordered_json mrd_decode_case(const BenchCase& c) {
   const double secs = double(monotonic_ns() - t0) * 1e-9;
   const double bytes = double(stream.size()) / K;
   const double rate = double(decoded) / secs;
-  log::info("bench {}: {} acquisitions of {} coils x {} decoded in {:.3f} s: {:.0f}/s, {:.2f} GB/s (checksum {:g})",
-            c.name, decoded, C, S, secs, rate, rate * bytes * 1e-9, checksum);
+  log::info(
+      "bench {}: {} acquisitions of {} coils x {} decoded in {:.3f} s: {:.0f}/s, {:.2f} GB/s (checksum {:g})",
+      c.name, decoded, C, S, secs, rate, rate * bytes * 1e-9, checksum);
   return {{"case", c.name},
           {"what", c.what},
           {"kind", "mrd-decode"},
@@ -57,6 +65,101 @@ nlohmann::ordered_json mrd_decode_case(const BenchCase& c) {
           {"gb_per_s", rate * bytes * 1e-9},
           {"coils", C},
           {"samples", S}};
+}
+
+nlohmann::ordered_json mrd_live_case(const BenchCase& c, const Registry& registry) {
+  RunConfig cfg;
+  cfg.stream.endpoint = "tcp://127.0.0.1:" + std::to_string(c.port);
+  cfg.frames.window = c.spokes;
+  cfg.frames.stride = c.stride;
+  cfg.frames.max_window = std::max(c.spokes, 64);
+  cfg.sinks.report_interval_s = 0;
+  cfg.recon = c.recon;
+  cfg.recon.backend = c.backend == Backend::Cuda ? BackendChoice::Cuda : BackendChoice::Cpu;
+  cfg.mrd.listen = "tcp://127.0.0.1:*";
+  StreamRuntime p(cfg, registry);
+  p.start();
+  SimParams sp;
+  sp.matrix = c.matrix;
+  sp.readout_os = double(c.samples) / c.matrix;
+  sp.coils = c.coils;
+  sp.snr = 50;
+  sp.motion = true;
+  const Simulator sim(sp);
+  const int pool = std::max(512, c.spokes + 2 * c.stride);
+  const auto spokes = sim.spokes(0, pool);
+  const long total = long(c.rate_hz * c.duration_s);
+  // The scanner: one MRD client, the XML header, then the acquisitions paced at rate_hz, then the close; a
+  // reader thread takes the images back.
+  Fd fd = tcp_connect(p.mrd_endpoint(), 5.0);
+  std::atomic<long> images{0};
+  std::atomic<bool> closed{false}, stop{false};
+  std::thread reader([&] {
+    try {
+      SocketSource src(fd.get(), 30.0, 0.0, &stop);
+      mrd::Limits lim;
+      while (auto m = mrd::read_message(src, lim)) {
+        if (m->id == mrd::kImage) ++images;
+        if (m->id == mrd::kClose) {
+          closed = true;
+          return;
+        }
+      }
+    } catch (const std::exception& e) {
+      if (!stop) log::warn("bench {}: the MRD reader: {}", c.name, e.what());
+    }
+  });
+  std::vector<std::byte> b;
+  mrd::append_text(b, mrd::kHeader, stream_header_to_xml(sim.header()));
+  send_all(fd.get(), b, 5.0);
+  const std::int64_t t0 = monotonic_ns();
+  std::int64_t late = 0;
+  for (long n = 0; n < total; ++n) {
+    const std::int64_t due = t0 + std::int64_t(double(n) * 1e9 / c.rate_hz);
+    sleep_until_ns(due);
+    late = std::max(late, monotonic_ns() - due);
+    Spoke s = spokes[std::size_t(n % pool)];
+    s.header.spoke_index = std::uint64_t(n);
+    const auto head = acquisition_header_bytes(s.header, s.samples, s.coils, 2);
+    b.clear();
+    mrd::append_acquisition(b, head, s.traj, s.data);
+    if (!send_all(fd.get(), b, 5.0)) break;
+  }
+  b.clear();
+  mrd::append_close(b);
+  send_all(fd.get(), b, 5.0);
+  const std::int64_t deadline = monotonic_ns() + 30'000'000'000;
+  while (!closed && monotonic_ns() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  stop = true;
+  reader.join();
+  p.stop();
+  Metrics& m = p.metrics();
+  const auto arr = m.arrival.summary(), sent = m.mrd.arrival_to_sent.summary(),
+             own = m.mrd.ready_to_sent.summary();
+  log::info(
+      "bench {}: {} acquisitions at {} /s over MRD, {} frames ({} skipped), {} images back; last spoke "
+      "arrived -> image ready p99 {:.3f} ms, -> image sent p99 {:.3f} ms; ready -> sent p99 {:.3f} ms",
+      c.name, m.mrd.acquisitions.load(), c.rate_hz, m.frames.load(), m.frames_skipped.load(), images.load(),
+      arr.p99, sent.p99, own.p99);
+  return {{"case", c.name},
+          {"what", c.what},
+          {"kind", "mrd-live"},
+          {"backend", to_string(c.backend)},
+          {"rate_hz", c.rate_hz},
+          {"window", c.spokes},
+          {"stride", c.stride},
+          {"acquisitions_sent", total},
+          {"acquisitions_received", m.mrd.acquisitions.load()},
+          {"frames", m.frames.load()},
+          {"frames_skipped", m.frames_skipped.load()},
+          {"images_back", images.load()},
+          {"latency_arrival_to_ready_ms", to_json(arr)},
+          {"latency_arrival_to_sent_ms", to_json(sent)},
+          {"latency_ready_to_sent_ms", to_json(own)},
+          {"mrd_send_overhead_p99_ms", own.p99},
+          {"sent_minus_ready_p99_ms", sent.p99 - arr.p99},
+          {"sender_max_late_ms", double(late) * 1e-6},
+          {"metrics", m.to_json(p.elapsed_s())}};
 }
 
 }  // namespace radstream::app

@@ -266,6 +266,12 @@ int print_summary(const nlohmann::ordered_json& js) {
       result = fmt::format("arrival -> image p99 {:.3f} ms, {} frames, {} skipped",
                            c["latency_arrival_to_ready_ms"]["p99"].get<double>(), c["frames"].get<long>(),
                            c["frames_skipped"].get<long>());
+    else if (kind == "mrd-live")
+      result =
+          fmt::format("arrival -> image sent p99 {:.3f} ms (ready p99 {:.3f}), {} frames, {} images back",
+                      c["latency_arrival_to_sent_ms"]["p99"].get<double>(),
+                      c["latency_arrival_to_ready_ms"]["p99"].get<double>(), c["frames"].get<long>(),
+                      c["images_back"].get<long>());
     else if (kind == "mrd-decode")
       result = fmt::format("{:.0f} acquisitions/s decoded ({:.2f} GB/s)",
                            c["acquisitions_per_s"].get<double>(), c["gb_per_s"].get<double>());
@@ -374,6 +380,7 @@ int run_bench(const BenchRun& a) {
                                 ? fft_engines_case(c, registry, a.frames, a.warmup)
                             : c.kind == BenchKind::Ingest    ? ingest_case(c)
                             : c.kind == BenchKind::MrdDecode ? mrd_decode_case(c)
+                            : c.kind == BenchKind::MrdLive   ? mrd_live_case(c, registry)
                                                              : live_case(c, registry));
       if (!c.target.empty()) js["cases"].back()["target"] = evaluate_target(c.target, js["cases"].back());
       continue;

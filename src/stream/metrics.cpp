@@ -307,7 +307,8 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
                 {"images_sent", mrd.images_sent.load()},
                 {"images_dropped", mrd.images_dropped.load()},
                 {"faults", f},
-                {"arrival_to_sent_ms", radstream::to_json(mrd.arrival_to_sent.summary())}};
+                {"arrival_to_sent_ms", radstream::to_json(mrd.arrival_to_sent.summary())},
+                {"ready_to_sent_ms", radstream::to_json(mrd.ready_to_sent.summary())}};
   }
   if (last_iterations >= 0)
     j["solver"] = {{"iterations", radstream::to_json(solver_iterations.summary())},

@@ -121,6 +121,8 @@ class Metrics {
         queries{0}, images_sent{0}, images_dropped{0};
     std::array<std::atomic<std::uint64_t>, 7> faults{};  // by mrd::Fault
     LatencySeries arrival_to_sent;  // the frame's last spoke arrived -> its image message sent, ms
+    LatencySeries
+        ready_to_sent;  // the image ready -> sent (encoding, queue, socket): the MRD path's own cost
   } mrd;
   // Latency series, ms: end_to_end = last spoke acquired -> image ready; arrival = last spoke arrived ->
   // image ready; plus one per reconstruction stage and "assemble".

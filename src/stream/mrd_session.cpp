@@ -142,8 +142,9 @@ void MrdSession::write_loop() {
       }
       if (o.image) {
         ++rt_.metrics().mrd.images_sent;
-        if (o.arrival_ns > 0)
-          rt_.metrics().mrd.arrival_to_sent.add(double(monotonic_ns() - o.arrival_ns) * 1e-6);
+        const std::int64_t now = monotonic_ns();
+        if (o.arrival_ns > 0) rt_.metrics().mrd.arrival_to_sent.add(double(now - o.arrival_ns) * 1e-6);
+        if (o.ready_ns > 0) rt_.metrics().mrd.ready_to_sent.add(double(now - o.ready_ns) * 1e-6);
       }
     }
   } catch (const std::exception& e) {
@@ -531,7 +532,7 @@ void MrdSession::send_frame(const FrameResult& f) {
   c.series = std::uint16_t(number_ & 0xffffu);
   c.method = to_string(rt_.recon(f.slice).method);
   c.latency_ms = f.last_arrival_ns > 0 ? double(monotonic_ns() - f.last_arrival_ns) * 1e-6 : 0.0;
-  queue({encode_frame_image(f, c, p_.pixels), true, f.last_arrival_ns});
+  queue({encode_frame_image(f, c, p_.pixels), true, f.last_arrival_ns, f.ready_ns});
 }
 
 }  // namespace radstream

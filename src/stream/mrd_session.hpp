@@ -48,6 +48,7 @@ class MrdSession {
     std::vector<std::byte> bytes;
     bool image = false;           // droppable when the queue is full
     std::int64_t arrival_ns = 0;  // an image's last spoke arrival (for arrival -> sent)
+    std::int64_t ready_ns = 0;    // and when the image was made (for ready -> sent)
   };
   void run();  // the reader thread
   void write_loop();
