@@ -332,6 +332,20 @@ void append_acquisition(std::vector<std::byte>& out, std::span<const std::byte> 
 }
 
 void append_image(std::vector<std::byte>& out, std::span<const std::byte> head, const std::string& attributes,
+                  std::size_t pixel_bytes) {
+  if (head.size() != kImageHeaderBytes) throw std::invalid_argument("an image header is 198 bytes");
+  ISMRMRD::ISMRMRD_ImageHeader h;
+  std::memcpy(&h, head.data(), sizeof h);
+  h.attribute_string_len = std::uint32_t(attributes.size());
+  out.reserve(out.size() + 2 + sizeof h + 8 + attributes.size() + pixel_bytes);
+  put<std::uint16_t>(out, kImage);
+  put_bytes(out, &h, sizeof h);
+  put<std::uint64_t>(out, attributes.size());
+  put_bytes(out, attributes.data(), attributes.size());
+  out.resize(out.size() + pixel_bytes);
+}
+
+void append_image(std::vector<std::byte>& out, std::span<const std::byte> head, const std::string& attributes,
                   std::span<const std::byte> pixels) {
   if (head.size() != kImageHeaderBytes) throw std::invalid_argument("an image header is 198 bytes");
   ISMRMRD::ISMRMRD_ImageHeader h;

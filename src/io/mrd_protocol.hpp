@@ -141,6 +141,10 @@ void append_acquisition(std::vector<std::byte>& out, std::span<const std::byte> 
 void append_image(std::vector<std::byte>& out, std::span<const std::byte> head, const std::string& attributes,
                   std::span<const std::byte> pixels);
 
+// The same with the pixels left for the caller to write in place: the last `pixel_bytes` of `out` (zeroed).
+void append_image(std::vector<std::byte>& out, std::span<const std::byte> head, const std::string& attributes,
+                  std::size_t pixel_bytes);
+
 // Bytes per element of an ISMRMRD data type (1 ushort .. 8 complex double); 0 when unknown.
 std::size_t data_type_bytes(std::uint16_t data_type);
 

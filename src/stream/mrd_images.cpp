@@ -13,13 +13,8 @@
 
 namespace radstream {
 
-double mrd_image_scale(const FrameResult& f) {
-  float peak = 0.f;
-  for (const cfloat& v : f.image) peak = std::max(peak, std::abs(v.real()));
-  return peak > 0.f ? double((1 << kMrdStoredBits) - 1) / double(peak) : 1.0;
-}
-
-std::vector<std::byte> encode_frame_image(const FrameResult& f, const MrdImageContext& c, MrdPixels pixels) {
+void MrdImageEncoder::encode(const FrameResult& f, const MrdImageContext& c, MrdPixels pixels,
+                             std::vector<std::byte>& out) {
   ISMRMRD::ISMRMRD_AcquisitionHeader a;
   std::memcpy(&a, c.last_acquisition.data(), sizeof a);
   ISMRMRD::ISMRMRD_ImageHeader h;
@@ -49,25 +44,11 @@ std::vector<std::byte> encode_frame_image(const FrameResult& f, const MrdImageCo
   h.image_index = c.index;
   h.image_series_index = c.series;
 
-  const std::size_t n = std::size_t(f.matrix) * std::size_t(f.matrix);
-  std::vector<std::byte> px;
-  const double scale = mrd_image_scale(f);
+  const std::size_t n = std::min(std::size_t(f.matrix) * std::size_t(f.matrix), f.image.size());
   float peak = 0.f;
-  for (std::size_t i = 0; i < n && i < f.image.size(); ++i) peak = std::max(peak, f.image[i].real());
-  if (int16) {
-    px.resize(n * 2);
-    for (std::size_t i = 0; i < n; ++i) {
-      const double v = i < f.image.size() ? std::max(0.f, f.image[i].real()) * scale : 0.0;
-      const auto s = std::int16_t(std::clamp(std::lround(v), 0L, long((1 << kMrdStoredBits) - 1)));
-      std::memcpy(px.data() + 2 * i, &s, 2);
-    }
-  } else {
-    px.resize(n * 4);
-    for (std::size_t i = 0; i < n; ++i) {
-      const float v = i < f.image.size() ? f.image[i].real() : 0.f;
-      std::memcpy(px.data() + 4 * i, &v, 4);
-    }
-  }
+  for (std::size_t i = 0; i < n; ++i) peak = std::max(peak, f.image[i].real());
+  const double scale = peak > 0.f ? double((1 << kMrdStoredBits) - 1) / double(peak) : 1.0;
+  const std::size_t pixel_bytes = std::size_t(f.matrix) * std::size_t(f.matrix) * (int16 ? 2 : 4);
 
   ISMRMRD::MetaContainer meta;
   meta.set("DataRole", "Image");
@@ -86,10 +67,27 @@ std::vector<std::byte> encode_frame_image(const FrameResult& f, const MrdImageCo
   std::ostringstream attrs;
   ISMRMRD::serialize(meta, attrs);
 
-  std::vector<std::byte> out;
-  out.reserve(2 + mrd::kImageHeaderBytes + 8 + attrs.str().size() + px.size());
-  mrd::append_image(out, std::span(reinterpret_cast<const std::byte*>(&h), sizeof h), attrs.str(), px);
-  return out;
+  // The pixels converted in a typed scratch array (no aliasing: the compiler vectorizes it), then one copy
+  // into the reused message buffer.
+  const std::size_t all = std::size_t(f.matrix) * std::size_t(f.matrix);
+  const void* src = nullptr;
+  if (int16) {
+    i16_.assign(all, 0);
+    const float sc = float(scale), top = float((1 << kMrdStoredBits) - 1);
+    const cfloat* im = f.image.data();
+    std::int16_t* d = i16_.data();
+    for (std::size_t i = 0; i < n; ++i)
+      d[i] = std::int16_t(std::min(top, std::max(0.f, im[i].real() * sc)) + 0.5f);
+    src = i16_.data();
+  } else {
+    f32_.assign(all, 0.f);
+    for (std::size_t i = 0; i < n; ++i) f32_[i] = f.image[i].real();
+    src = f32_.data();
+  }
+  out.clear();
+  mrd::append_image(out, std::span(reinterpret_cast<const std::byte*>(&h), sizeof h), attrs.str(),
+                    pixel_bytes);
+  std::memcpy(out.data() + out.size() - pixel_bytes, src, pixel_bytes);
 }
 
 }  // namespace radstream

@@ -31,10 +31,16 @@ struct MrdImageContext {
 
 constexpr int kMrdStoredBits = 12;
 
-// The whole message (id included), ready to send.
-std::vector<std::byte> encode_frame_image(const FrameResult& f, const MrdImageContext& c, MrdPixels pixels);
+// Encodes frames into whole messages (id included), ready to send. It keeps its scratch pixels, and `out`
+// keeps its capacity, so that a stream of frames allocates (and page-faults) nothing per frame; the pixel
+// conversion runs on a plain typed array (vectorized). One encoder per thread.
+class MrdImageEncoder {
+ public:
+  void encode(const FrameResult& f, const MrdImageContext& c, MrdPixels pixels, std::vector<std::byte>& out);
 
-// The magnitude a client gets back from an int16 image: stored / ImageScale.
-double mrd_image_scale(const FrameResult& f);
+ private:
+  std::vector<std::int16_t> i16_;
+  std::vector<float> f32_;
+};
 
 }  // namespace radstream

@@ -145,6 +145,8 @@ void MrdSession::write_loop() {
         const std::int64_t now = monotonic_ns();
         if (o.arrival_ns > 0) rt_.metrics().mrd.arrival_to_sent.add(double(now - o.arrival_ns) * 1e-6);
         if (o.ready_ns > 0) rt_.metrics().mrd.ready_to_sent.add(double(now - o.ready_ns) * 1e-6);
+        std::lock_guard l(out_m_);
+        if (spare_.size() < 4) spare_.push_back(std::move(o.bytes));
       }
     }
   } catch (const std::exception& e) {
@@ -532,7 +534,16 @@ void MrdSession::send_frame(const FrameResult& f) {
   c.series = std::uint16_t(number_ & 0xffffu);
   c.method = to_string(rt_.recon(f.slice).method);
   c.latency_ms = f.last_arrival_ns > 0 ? double(monotonic_ns() - f.last_arrival_ns) * 1e-6 : 0.0;
-  queue({encode_frame_image(f, c, p_.pixels), true, f.last_arrival_ns, f.ready_ns});
+  std::vector<std::byte> bytes;
+  {
+    std::lock_guard l(out_m_);
+    if (!spare_.empty()) {
+      bytes = std::move(spare_.back());
+      spare_.pop_back();
+    }
+  }
+  encoder_.encode(f, c, p_.pixels, bytes);
+  queue({std::move(bytes), true, f.last_arrival_ns, f.ready_ns});
 }
 
 }  // namespace radstream

@@ -93,6 +93,8 @@ class MrdSession {
   std::mutex out_m_;  // the outgoing queue
   std::condition_variable out_cv_;
   std::deque<Out> out_;
+  std::vector<std::vector<std::byte>> spare_;  // sent image buffers, reused (their capacity kept)
+  MrdImageEncoder encoder_;                    // the sink thread's
   bool closing_ = false;
 };
 
