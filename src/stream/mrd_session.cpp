@@ -495,11 +495,11 @@ void MrdSession::finish_stream() {
     // idle (bounded by drain_timeout_s).
     const std::int64_t deadline = monotonic_ns() + std::int64_t(p_.drain_timeout_s * 1e9);
     while (m.closes.load() == closes0 && monotonic_ns() < deadline && !stop_)
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
     int idle = 0;
     while (monotonic_ns() < deadline && !stop_ && idle < 3) {
       idle = rt_.drained() && rt_.sinks_idle() ? idle + 1 : 0;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
     }
     if (monotonic_ns() >= deadline)
       log::warn("mrd: session {}: frames still due after {} s; closing", number_, p_.drain_timeout_s);

@@ -257,7 +257,10 @@ TEST(MrdCodec, FuzzedFramingNeverCrashesOrOverreads) {
   lim.max_body_bytes = 1 << 20;
   lim.keep_images = true;
   std::size_t messages = 0, faults = 0, streams = 0;
-  while (messages < 200000) {
+  // 200,000 in CI; RADSTREAM_MRD_FUZZ_MESSAGES=1000000 (scripts/mrd_fuzz.sh) for the long run.
+  const char* env = std::getenv("RADSTREAM_MRD_FUZZ_MESSAGES");
+  const std::size_t goal = env ? std::size_t(std::atoll(env)) : 200000;
+  while (messages < goal) {
     std::vector<std::byte> b = base.b;
     const int edits = 1 + int(rng() % 8);
     for (int e = 0; e < edits; ++e) {
