@@ -299,6 +299,7 @@ void MrdSession::select_config(const std::string& raw, const std::string& how) {
     r.method = parse_recon_method(name);
     rt_.set_recon(r);
     log::info("mrd: session {} reconstructs with {}", number_, name);
+    queue_text(fmt::format("DBG radstream: reconstructing with {}", name));
     return;
   } catch (const ConfigError&) {
   }
@@ -319,6 +320,8 @@ void MrdSession::select_config(const std::string& raw, const std::string& how) {
       rt_.set_window(c.frames.window);
       rt_.set_stride(c.frames.stride);
       log::info("mrd: session {} reconstructs with {} (method {})", number_, path, to_string(c.recon.method));
+      queue_text(
+          fmt::format("DBG radstream: reconstructing with {} (method {})", stem, to_string(c.recon.method)));
       return;
     } catch (const std::exception& e) {
       throw mrd::ProtocolError(mrd::Fault::BadField, fmt::format("config {}: {}", path, e.what()));
@@ -445,9 +448,11 @@ void MrdSession::on_acquisition(const mrd::Acquisition& a) {
     try {
       noise_.prepare(head.sample_time_us, receiver_bandwidth_);
       log::info("mrd: session {}: prewhitening: {}", number_, noise_.summary());
+      queue_text("DBG radstream: prewhitening: " + noise_.summary());
     } catch (const InputError& e) {
       noise_failed_ = true;
       log::warn("mrd: session {}: {}", number_, e.what());
+      queue_text(std::string("WRN radstream: ") + e.what());
     }
   }
   std::vector<cfloat> white;
