@@ -6,6 +6,7 @@
 
 #include "recon/recon_params.hpp"
 #include "recon/registry.hpp"
+#include "stream/run_config.hpp"
 
 namespace radstream::app {
 
@@ -58,6 +59,8 @@ struct BenchCase {
   }
 };
 
+// The run configuration of the live cases: the case's window, stride and reconstruction on tcp loopback.
+RunConfig live_run_config(const BenchCase& c);
 // R6: a sender thread pushes total_spokes precomputed spokes as fast as it can over tcp loopback into the
 // ingest alone (no reconstruction); JSON with spokes/s, GB/s and the loss.
 nlohmann::ordered_json ingest_case(const BenchCase& c);

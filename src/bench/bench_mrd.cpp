@@ -68,14 +68,7 @@ nlohmann::ordered_json mrd_decode_case(const BenchCase& c) {
 }
 
 nlohmann::ordered_json mrd_live_case(const BenchCase& c, const Registry& registry) {
-  RunConfig cfg;
-  cfg.stream.endpoint = "tcp://127.0.0.1:" + std::to_string(c.port);
-  cfg.frames.window = c.spokes;
-  cfg.frames.stride = c.stride;
-  cfg.frames.max_window = std::max(c.spokes, 64);
-  cfg.sinks.report_interval_s = 0;
-  cfg.recon = c.recon;
-  cfg.recon.backend = c.backend == Backend::Cuda ? BackendChoice::Cuda : BackendChoice::Cpu;
+  RunConfig cfg = live_run_config(c);
   cfg.mrd.listen = "tcp://127.0.0.1:*";
   StreamRuntime p(cfg, registry);
   p.start();

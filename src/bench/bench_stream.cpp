@@ -32,6 +32,18 @@ std::unique_ptr<SimStreamer> streamer(const BenchCase& c, int pool, long spokes,
 
 }  // namespace
 
+RunConfig live_run_config(const BenchCase& c) {
+  RunConfig cfg;
+  cfg.stream.endpoint = "tcp://127.0.0.1:" + std::to_string(c.port);
+  cfg.frames.window = c.spokes;
+  cfg.frames.stride = c.stride;
+  cfg.frames.max_window = std::max(c.spokes, 64);
+  cfg.sinks.report_interval_s = 0;
+  cfg.recon = c.recon;
+  cfg.recon.backend = c.backend == Backend::Cuda ? BackendChoice::Cuda : BackendChoice::Cpu;
+  return cfg;
+}
+
 nlohmann::ordered_json ingest_case(const BenchCase& c) {
   const auto sim = streamer(c, 256, c.total_spokes, true);
   zmq::context_t rctx(1);
@@ -82,14 +94,7 @@ nlohmann::ordered_json ingest_case(const BenchCase& c) {
 nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry) {
   const int pool = std::max(512, c.spokes + 2 * c.stride) * c.slices;
   const auto sim = streamer(c, pool, long(c.rate_hz * c.duration_s) * c.slices, false);
-  RunConfig cfg;
-  cfg.stream.endpoint = "tcp://127.0.0.1:" + std::to_string(c.port);
-  cfg.frames.window = c.spokes;
-  cfg.frames.stride = c.stride;
-  cfg.frames.max_window = std::max(c.spokes, 64);
-  cfg.sinks.report_interval_s = 0;
-  cfg.recon = c.recon;
-  cfg.recon.backend = c.backend == Backend::Cuda ? BackendChoice::Cuda : BackendChoice::Cpu;
+  RunConfig cfg = live_run_config(c);
   cfg.stream.slices = c.slices;
   cfg.placement.gpus = c.gpus;
   StreamRuntime p(cfg, registry);

@@ -173,15 +173,7 @@ void MrdSession::run() {
   if (header_sent_ &&
       !finished_) {  // a stream that ended without the client's close ends here for the ingest
     try {
-      wire::Envelope env;
-      env.type = std::uint16_t(wire::MsgType::Close);
-      env.stream_id = stream_id_;
-      env.sequence = sequence_;
-      env.spoke_index = sequence_;  // a close carries the number of spokes sent
-      auto parts = wire::encode_bare(env);
-      std::vector<zmq::message_t> msgs;
-      for (auto& part : parts) msgs.push_back(bytes_message(part.data(), part.size()));
-      send_to_ingest(msgs);
+      close_for_ingest();
     } catch (const std::exception& e) {
       log::warn("mrd: session {}: {}", number_, e.what());
     }
@@ -204,6 +196,18 @@ void MrdSession::run() {
   if (writer_.joinable()) writer_.join();
   ::shutdown(fd_.get(), SHUT_RDWR);
   ended_ = true;
+}
+
+void MrdSession::close_for_ingest() {
+  wire::Envelope env;
+  env.type = std::uint16_t(wire::MsgType::Close);
+  env.stream_id = stream_id_;
+  env.sequence = sequence_;
+  env.spoke_index = sequence_;  // a close carries the number of spokes sent
+  auto parts = wire::encode_bare(env);
+  std::vector<zmq::message_t> msgs;
+  for (auto& part : parts) msgs.push_back(bytes_message(part.data(), part.size()));
+  send_to_ingest(msgs);
 }
 
 void MrdSession::send_to_ingest(std::vector<zmq::message_t>& parts) {
@@ -487,15 +491,7 @@ void MrdSession::finish_stream() {
   auto& m = rt_.metrics();
   const std::uint64_t closes0 = m.closes.load();
   if (header_sent_) {
-    wire::Envelope env;
-    env.type = std::uint16_t(wire::MsgType::Close);
-    env.stream_id = stream_id_;
-    env.sequence = sequence_;
-    env.spoke_index = sequence_;  // a close carries the number of spokes sent
-    auto parts = wire::encode_bare(env);
-    std::vector<zmq::message_t> msgs;
-    for (auto& part : parts) msgs.push_back(bytes_message(part.data(), part.size()));
-    send_to_ingest(msgs);
+    close_for_ingest();
     // The frames still due: once the ingest has taken the close, until the reconstruction and the sinks are
     // idle (bounded by drain_timeout_s).
     const std::int64_t deadline = monotonic_ns() + std::int64_t(p_.drain_timeout_s * 1e9);

@@ -62,6 +62,7 @@ class MrdSession {
   void queue(Out o);
   void queue_text(const std::string& text);
   void send_to_ingest(std::vector<zmq::message_t>& parts);
+  void close_for_ingest();  // the stream's close, as a sender ends its stream
 
   MrdServerParams p_;
   StreamRuntime& rt_;

@@ -83,26 +83,26 @@ int replay_to_mrd_server(const ReplayControl& a, const std::function<bool()>& st
   check_mrd_in_child(a.file, a.start, a.count);
   MrdReader reader(a.file);
   stream_header_from_xml(reader.xml(), a.file);  // a file radstream cannot describe is refused before sending
-  const bool max_speed = a.speed == "max";
-  double speed = 1.0;
-  if (!max_speed) {
-    try {
-      speed = std::stod(a.speed);
-    } catch (const std::exception&) {
-      throw ConfigError("--speed '" + a.speed + "' is not a number or max");
-    }
-    if (!(speed > 0)) throw ConfigError("--speed " + a.speed + " must be > 0 (or max)");
-  }
+  const double asked = replay_speed(a);
+  const bool max_speed = asked == 0;
+  const double speed = max_speed ? 1.0 : asked;  // (max: no waiting; the factor only scales the stamps)
   if (a.loop) throw ConfigError("--loop is not available with --mrd (one MRD session sends one scan)");
-  if (a.start < 0 || std::size_t(a.start) > reader.count())
-    throw ConfigError(fmt::format("--start {} is outside 0..{}", a.start, reader.count()));
-  const std::size_t end =
-      a.count < 0 ? reader.count() : std::min(reader.count(), std::size_t(a.start + a.count));
-  if (end <= std::size_t(a.start)) throw ConfigError(a.file + ": no spokes to replay in the range asked for");
+  const std::size_t end = replay_end(a, reader.count());
   std::unique_ptr<MrdImageWriter> out;
   if (!a.images_out.empty()) out = std::make_unique<MrdImageWriter>(a.images_out);
 
-  Fd fd = tcp_connect(a.mrd, std::max(0.5, a.wait_s));
+  // A server still starting is waited for, up to --wait (as replay waits for a ZeroMQ receiver).
+  Fd fd;
+  const std::int64_t give_up = monotonic_ns() + std::int64_t((a.no_wait ? 0.0 : a.wait_s) * 1e9);
+  for (;;) {
+    try {
+      fd = tcp_connect(a.mrd, 1.0);
+      break;
+    } catch (const IoError&) {
+      if (monotonic_ns() >= give_up || stop()) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
   ServerReplies replies;
   std::atomic<bool> stop_reader{false};
   std::thread reader_thread([&] { read_replies(fd.get(), replies, out.get(), stop_reader); });

@@ -20,27 +20,36 @@
 
 namespace radstream {
 
+double replay_speed(const ReplayControl& a) {
+  if (a.speed == "max") return 0;
+  double speed = 0;
+  try {
+    speed = std::stod(a.speed);
+  } catch (const std::exception&) {
+    throw ConfigError("--speed '" + a.speed + "' is not a number or max");
+  }
+  if (!(speed > 0)) throw ConfigError("--speed " + a.speed + " must be > 0 (or max)");
+  return speed;
+}
+
+std::size_t replay_end(const ReplayControl& a, std::size_t spokes) {
+  if (a.start < 0 || std::size_t(a.start) > spokes)
+    throw ConfigError(
+        fmt::format("--start {} is outside 0..{} ({} has {} spokes)", a.start, spokes, a.file, spokes));
+  const std::size_t end = a.count < 0 ? spokes : std::min(spokes, std::size_t(a.start + a.count));
+  if (end <= std::size_t(a.start)) throw ConfigError(a.file + ": no spokes to replay in the range asked for");
+  return end;
+}
+
 int replay_recording(const ReplayControl& a, const SenderParams& sender_params,
                      const std::function<bool()>& stop) {
   check_mrd_in_child(a.file, a.start, a.count);  // a file that crashes HDF5 is refused, not a crash here
   MrdReader reader(a.file);
   const StreamHeader header = stream_header_from_xml(reader.xml(), a.file);
-  const bool max_speed = a.speed == "max";
-  double speed = 1.0;
-  if (!max_speed) {
-    try {
-      speed = std::stod(a.speed);
-    } catch (const std::exception&) {
-      throw ConfigError("--speed '" + a.speed + "' is not a number or max");
-    }
-    if (!(speed > 0)) throw ConfigError("--speed " + a.speed + " must be > 0 (or max)");
-  }
-  if (a.start < 0 || std::size_t(a.start) > reader.count())
-    throw ConfigError(fmt::format("--start {} is outside 0..{} ({} has {} spokes)", a.start, reader.count(),
-                                  a.file, reader.count()));
-  const std::size_t end =
-      a.count < 0 ? reader.count() : std::min(reader.count(), std::size_t(a.start + a.count));
-  if (end <= std::size_t(a.start)) throw ConfigError(a.file + ": no spokes to replay in the range asked for");
+  const double asked = replay_speed(a);
+  const bool max_speed = asked == 0;
+  const double speed = max_speed ? 1.0 : asked;  // (max: no waiting; the factor only scales the stamps)
+  const std::size_t end = replay_end(a, reader.count());
   // A radstream recording carries the envelope in user_int[0..7] of every acquisition.
   const RawSpoke first = reader.read(std::size_t(a.start));
   ISMRMRD::ISMRMRD_AcquisitionHeader h0;

@@ -50,6 +50,11 @@ struct ReplayControl {
   }
 };
 
+// --speed as a factor (0: max), and the end of the --start/--count range in a file of `spokes`: ConfigError
+// naming the option otherwise.
+double replay_speed(const ReplayControl& control);
+std::size_t replay_end(const ReplayControl& control, std::size_t spokes);
+
 // Sends the recording's header and spokes (looping with --loop) until done or `stop` says so. Returns the
 // exit status: 0 sent, 130 interrupted. Throws ConfigError naming a bad option, IoError/InputError for the
 // file.
