@@ -241,7 +241,7 @@ void MrdSession::serve(mrd::ByteSource& src) {
         break;
       case mrd::kText:
         ++mm.texts;
-        if (have_header_ && !header_sent_ && !msg->text.empty() && msg->text.front() == '{')
+        if (have_header_ && sequence_ == 0 && !msg->text.empty() && msg->text.front() == '{')
           apply_json_settings(msg->text);
         else
           log::info("mrd: session {} text: {}", number_, msg->text.substr(0, 200));

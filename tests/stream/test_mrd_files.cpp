@@ -1,14 +1,17 @@
 // MRD stream files (io/mrd_stream_file.hpp): `run --record X.mrd` writes the header first, every acquisition,
 // the close last, read here by the test's own parser (this BART build has no `ismrmrd --stream`); a stream
-// file converted from an HDF5 recording holds the same acquisitions byte for byte and reconstructs the same;
-// a file cut short keeps its whole acquisitions; the format is told by the first bytes (MRD v2 named).
+// file converted from an HDF5 recording holds the same acquisitions byte for byte and reconstructs the same
+// (to float rounding); a file cut short keeps its whole acquisitions; the format is told by the first bytes
+// (MRD v2 named).
 #include <gtest/gtest.h>
 #include <ismrmrd/ismrmrd.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
+#include "io/cfl.hpp"
 #include "io/mrd_file.hpp"
 #include "io/mrd_reader.hpp"
 #include "io/mrd_stream_file.hpp"
@@ -99,10 +102,16 @@ TEST(MrdStreamFile, ConvertedFromHdf5HoldsTheSameAcquisitionsAndReconstructsTheS
                                    " --start 32 --count 32 --threads 1 --out " + (dir / "b.cfl"));
   ASSERT_EQ(a.exit_code, 0) << a.output;
   ASSERT_EQ(b.exit_code, 0) << b.output;
-  std::ifstream fa(dir / "a.cfl", std::ios::binary), fb(dir / "b.cfl", std::ios::binary);
-  const std::vector<char> va((std::istreambuf_iterator<char>(fa)), {}),
-      vb((std::istreambuf_iterator<char>(fb)), {});
-  EXPECT_EQ(va, vb);
+  // The same spokes reconstruct the same (FFTW may plan differently from one run to the next: float
+  // rounding).
+  const CflArray ia = read_cfl(dir / "a"), ib = read_cfl(dir / "b");
+  ASSERT_EQ(ia.data.size(), ib.data.size());
+  double e = 0, n = 0;
+  for (std::size_t i = 0; i < ia.data.size(); ++i) {
+    e += std::norm(ia.data[i] - ib.data[i]);
+    n += std::norm(ib.data[i]);
+  }
+  EXPECT_LE(std::sqrt(e / n), 1e-6);
   // And back: the stream file into HDF5 again, the same acquisitions.
   ASSERT_EQ(test::run_command(bin + " convert --input " + (dir / "rec.mrd") + " --out " + (dir / "back.h5"))
                 .exit_code,

@@ -333,6 +333,21 @@ TEST(MrdServer, FaultsEndOnlyTheirSession) {
     for (const char* name : {"nonsense", "gridding", "fbp", "cg-sense", "nlinv", "realtime"})
       EXPECT_NE(t.find(name), std::string::npos) << name << " in " << t;
   }
+  {  // JSON settings right after the header: a non-empty customconfig overrides config
+    RawClient c(port);
+    c.text(3, stream_header_to_xml(sim.header()));
+    c.text(5, R"({"parameters": {"config": "gridding", "customconfig": "fbp"}})");
+    for (const auto& s : spokes) c.acquisition(s);
+    c.put<std::uint16_t>(4);
+    ASSERT_TRUE(c.flush());
+    const Replies r = c.read_until_close();
+    EXPECT_TRUE(r.closed);
+    ASSERT_EQ(r.texts.size(), 1u);
+    EXPECT_EQ(r.texts[0], "DBG radstream: reconstructing with fbp");
+    EXPECT_EQ(r.images.size(), 1u);
+    auto meta = r.images[0].attributes;
+    EXPECT_NE(meta.find("<value>fbp</value>"), std::string::npos) << meta;
+  }
   {  // a client that vanishes mid-acquisition
     RawClient c(port);
     c.text(3, stream_header_to_xml(sim.header()));
@@ -348,7 +363,7 @@ TEST(MrdServer, FaultsEndOnlyTheirSession) {
     a.config_name("fbp");
     a.text(3, stream_header_to_xml(sim.header()));
     ASSERT_TRUE(a.flush());
-    ASSERT_TRUE(eventually([&] { return mm.sessions.load() == 6u; }));
+    ASSERT_TRUE(eventually([&] { return mm.sessions.load() == 7u; }));
     RawClient b(port);
     const Replies rb = b.read_until_close();
     EXPECT_TRUE(rb.closed);
@@ -372,7 +387,7 @@ TEST(MrdServer, FaultsEndOnlyTheirSession) {
     ASSERT_TRUE(c.read_until_close().closed) << "session " << i;
   }
   ASSERT_TRUE(eventually([&] { return open_fds() <= fds + 2; })) << open_fds() << " vs " << fds;
-  EXPECT_EQ(mm.sessions.load(), 1006u);
+  EXPECT_EQ(mm.sessions.load(), 1007u);
   p.stop();
 }
 
