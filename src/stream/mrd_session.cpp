@@ -459,17 +459,16 @@ void MrdSession::on_acquisition(const mrd::Acquisition& a) {
       queue_text(std::string("WRN radstream: ") + e.what());
     }
   }
-  std::vector<cfloat> white;
   if (noise_.ready()) {
     if (a.channels * a.samples != int(a.data.size()) ||
         std::size_t(a.channels) * a.channels != noise_.covariance().size())
       throw mrd::ProtocolError(mrd::Fault::BadField,
                                fmt::format("a spoke of {} coils after noise scans of {}", a.channels,
                                            int(std::sqrt(double(noise_.covariance().size())))));
-    white = a.data;
-    noise_.apply(white, a.samples);
+    white_.assign(a.data.begin(), a.data.end());  // the session's buffer: no allocation per spoke
+    noise_.apply(white_, a.samples);
   }
-  const std::vector<cfloat>& data = noise_.ready() ? white : a.data;
+  const std::vector<cfloat>& data = noise_.ready() ? white_ : a.data;
   wire::Envelope env;
   env.type = std::uint16_t(wire::MsgType::Spoke);
   env.stream_id = stream_id_;

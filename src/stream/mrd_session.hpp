@@ -82,6 +82,7 @@ class MrdSession {
   long last_step1_ = -1;
   NoisePrewhitener noise_;  // from the session's noise acquisitions, applied to every later spoke
   bool noise_failed_ = false;
+  std::vector<cfloat> white_;          // the prewhitened copy of the spoke in hand
   double receiver_bandwidth_ = 0.793;  // relativeReceiverNoiseBandwidth (Gadgetron's default when absent)
 
   std::mutex frame_m_;  // the frames' context: acquisitions by spoke index, fov, method, image index

@@ -72,17 +72,14 @@ void NoisePrewhitener::prepare(float acquisition_dwell_us, double receiver_bandw
 }
 
 void NoisePrewhitener::apply(std::span<std::complex<float>> data, int samples) const {
+  // W is lower triangular: row i needs inputs 0..i only, so rows go from the last up, in place (no scratch).
   const std::size_t C = std::size_t(coils_);
-  std::vector<std::complex<float>> y(C), out(C);
-  for (int s = 0; s < samples; ++s) {
-    for (std::size_t c = 0; c < C; ++c) y[c] = data[c * samples + s];
-    for (std::size_t i = 0; i < C; ++i) {
+  for (int s = 0; s < samples; ++s)
+    for (std::size_t i = C; i-- > 0;) {
       std::complex<float> acc = 0;
-      for (std::size_t k = 0; k <= i; ++k) acc += w_[i * C + k] * y[k];
-      out[i] = acc;
+      for (std::size_t k = 0; k <= i; ++k) acc += w_[i * C + k] * data[k * samples + s];
+      data[i * samples + s] = acc;
     }
-    for (std::size_t c = 0; c < C; ++c) data[c * samples + s] = out[c];
-  }
 }
 
 std::string NoisePrewhitener::summary() const {
