@@ -11,8 +11,14 @@
 #include "app/declared_options.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "gpu/device_memory.hpp"
+#include "gpu/handles.hpp"
 #include "io/cfl.hpp"
 #include "noncart/nufft_operator_cpu.hpp"
+#include "recon/backend.hpp"
+#if RADSTREAM_HAVE_CUDA
+#include "noncart/nufft_operator_cuda.hpp"
+#endif
 
 namespace radstream::app {
 namespace {
@@ -24,6 +30,7 @@ struct NufftArgs {
   double oversampling = 2.0;
   int lut_resolution = 4096;
   int threads = 0;
+  BackendChoice backend = BackendChoice::Auto;
 
   template <class V>
   void visit(V& v) {
@@ -34,6 +41,9 @@ struct NufftArgs {
     v.field("oversampling", oversampling, 1.0, 4.0, "grid oversampling sigma");
     v.field("lut_resolution", lut_resolution, 16, 1 << 20, "kernel table entries per grid cell");
     v.field("threads", threads, 0, 1024, "CPU threads (0 = all)");
+    v.choice("backend", backend, kBackendChoices,
+             "where to run: auto (the GPU when one is usable; a non-square 2D image stays on the CPU), cpu, "
+             "cuda");
     v.field("input", in, "input .cfl: image (forward) or k-space (adjoint)");
     v.field("output", out, "output .cfl");
   }
@@ -122,22 +132,52 @@ int run_nufft(const NufftArgs& a) {
     for (std::size_t d = 3; d < in.dims.size(); ++d) out_dims.push_back(in.dims[d]);
   }
 
+  // The backend: the 2D GPU operator takes square images only; auto keeps the others on the CPU.
+  BackendDecision where = resolve_backend(a.backend);
+  if (where.backend == Backend::Cuda && dims == 2 && matrix[0] != matrix[1]) {
+    if (a.backend == BackendChoice::Cuda)
+      throw ConfigError(fmt::format("--backend cuda: the 2D GPU NUFFT takes a square image, not {}x{}",
+                                    matrix[0], matrix[1]));
+    where = {Backend::Cpu, fmt::format("the 2D GPU NUFFT takes square images; {}x{} runs on the CPU",
+                                       matrix[0], matrix[1])};
+  }
+  log::info("nufft: {} ({})", to_string(where.backend), where.reason);
+
   const auto t0 = std::chrono::steady_clock::now();
-  NufftOperatorCpu op(dims, matrix, batch, points, {a.width, a.oversampling, a.lut_resolution},
-                      FftPlanner::Estimate, a.threads);
-  op.set_points(k.data());
+  const NufftKernel kernel{a.width, a.oversampling, a.lut_resolution};
   std::vector<cfloat> out(a.adjoint ? image_size * batch : points * batch);
+  if (where.backend == Backend::Cuda) {
+#if RADSTREAM_HAVE_CUDA
+    gpu::Stream stream;
+    DeviceBuffer<float> d_k(Extents{k.size()});
+    DeviceBuffer<cfloat> d_in(Extents{in.data.size()}), d_out(Extents{out.size()});
+    gpu::copy_to_device(d_k.data(), k.data(), k.size() * sizeof(float), stream.get());
+    gpu::copy_to_device(d_in.data(), in.data.data(), in.data.size() * sizeof(cfloat), stream.get());
+    NufftOperatorCuda op(dims, matrix, batch, points, kernel, stream.get());
+    op.set_points(d_k.data());
+    if (a.adjoint)
+      op.adjoint(d_in.data(), d_out.data());
+    else
+      op.forward(d_in.data(), d_out.data());
+    gpu::copy_to_host(out.data(), d_out.data(), out.size() * sizeof(cfloat), stream.get());
+    gpu::synchronize(stream.get());
+#endif
+  } else {
+    NufftOperatorCpu op(dims, matrix, batch, points, kernel, FftPlanner::Estimate, a.threads);
+    op.set_points(k.data());
+    if (a.adjoint)
+      op.adjoint(in.data.data(), out.data());
+    else
+      op.forward(in.data.data(), out.data());
+  }
   // The operator is unscaled (the exact NUDFT sums); BART scales both directions by 1/sqrt(prod N).
   const float scale = 1.f / std::sqrt(float(image_size));
-  if (a.adjoint)
-    op.adjoint(in.data.data(), out.data());
-  else
-    op.forward(in.data.data(), out.data());
   for (auto& v : out) v *= scale;
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   write_cfl(a.out, out_dims, out);
-  log::info("nufft {}: {} points, image {}, batch {}, {:.1f} ms; wrote {}", a.adjoint ? "adjoint" : "forward",
-            points, fmt::join(m, "x"), batch, ms, a.out);
+  log::info("nufft {} on {}: {} points, image {}, batch {}, {:.1f} ms; wrote {}",
+            a.adjoint ? "adjoint" : "forward", to_string(where.backend), points, fmt::join(m, "x"), batch, ms,
+            a.out);
   return 0;
 }
 
@@ -150,7 +190,8 @@ Runner add_nufft(CLI::App& app) {
       "1/sqrt(prod N), "
       "BART's scaling, so the result matches `bart nufft` to the kernel's accuracy. Layouts as BART: "
       "trajectory "
-      "[3 samples spokes], k-space [1 samples spokes coils...], image [X Y Z coils...]. CPU; Kaiser-Bessel "
+      "[3 samples spokes], k-space [1 samples spokes coils...], image [X Y Z coils...]. On the GPU when one "
+      "is usable (2D square images and 3D), else the CPU (--backend); Kaiser-Bessel "
       "W 6, sigma 2 by default (relative error ~1e-5 against the exact sums).");
   DeclaredOptions::Style style;
   style.names = {{"traj", "--traj,-t"},

@@ -10,14 +10,16 @@
 
 namespace radstream::app {
 
-enum class BenchKind { Chain, FftEngines, Ingest, Live, MrdDecode, MrdLive };
-inline constexpr EnumTable<BenchKind, 6> kBenchKinds{"bench kind",
+enum class BenchKind { Chain, FftEngines, Ingest, Live, MrdDecode, MrdLive, Nufft, NufftSweep };
+inline constexpr EnumTable<BenchKind, 8> kBenchKinds{"bench kind",
                                                      {{{BenchKind::Chain, "chain"},
                                                        {BenchKind::FftEngines, "fft-engines"},
                                                        {BenchKind::Ingest, "ingest"},
                                                        {BenchKind::Live, "live"},
                                                        {BenchKind::MrdDecode, "mrd-decode"},
-                                                       {BenchKind::MrdLive, "mrd-live"}}}};
+                                                       {BenchKind::MrdLive, "mrd-live"},
+                                                       {BenchKind::Nufft, "nufft"},
+                                                       {BenchKind::NufftSweep, "nufft-sweep"}}}};
 
 struct BenchCase {
   std::string name, what;
@@ -31,7 +33,11 @@ struct BenchCase {
   int port = 56300;           // tcp loopback port of the streaming cases
   int slices = 1;             // live: slices interleaved in the stream, each at rate_hz
   std::string gpus;           // live: placement.gpus for the slices' workers (empty: the current GPU)
-  std::string target;         // pass/fail clauses (bench_target.hpp); empty: none (R7: see the plots)
+  long points = 1000000;      // nufft-sweep: random points of the random geometries
+  int random_matrix = 512;    // nufft-sweep: random-2d onto random_matrix^2
+  int volume = 128;           // nufft-sweep: random-3d onto volume^3
+  std::string geometries = "radial,random-2d,random-3d";  // nufft-sweep
+  std::string target;  // pass/fail clauses (bench_target.hpp); empty: none (R7: see the plots)
   ReconParams recon;
 
   template <class V>
@@ -46,7 +52,8 @@ struct BenchCase {
     v.choice("kind", kind, kBenchKinds,
              "chain (the whole reconstruction) | fft-engines (R3) | ingest (R6: receive only) | live (R5: "
              "simulator -> tcp -> pipeline) | mrd-decode (MRD1: the MRD codec alone) | mrd-live (MRD2: R5 "
-             "over --mrd-listen)");
+             "over --mrd-listen) | nufft (F1: the NUFFT operator both ways on the case's frame) | "
+             "nufft-sweep (time against accuracy over kernel widths and oversampling)");
     v.field("rate_hz", rate_hz, 1.0, 1e6, "live: spokes per second");
     v.field("duration_s", duration_s, 0.5, 3600.0, "live: seconds of stream");
     v.field("stride", stride, 1, 1 << 16, "live: a new frame every S spokes");
@@ -54,6 +61,10 @@ struct BenchCase {
     v.field("port", port, 1024, 65535, "tcp loopback port");
     v.field("slices", slices, 1, 16, "live: slices interleaved in the stream, each at rate_hz (M2)");
     v.field("gpus", gpus, "live: GPUs for the slices' workers, e.g. 0,1 (empty: the current GPU)");
+    v.field("points", points, 1L, 100000000L, "nufft-sweep: points of the random geometries");
+    v.field("random_matrix", random_matrix, 8, 4096, "nufft-sweep: random-2d image extent");
+    v.field("volume", volume, 4, 1024, "nufft-sweep: random-3d volume extent");
+    v.field("geometries", geometries, "nufft-sweep: comma list of radial, random-2d, random-3d");
     v.field("target", target,
             "pass/fail: 'JSON-pointer <= number' clauses joined by ';', e.g. '/frame_ms/median <= 3'");
   }

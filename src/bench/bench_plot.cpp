@@ -82,16 +82,19 @@ std::string number(double v) {
   return b;
 }
 
-// One plot: log-log, the series, and the work line (slope `work_power`) through the series' middle point.
+// One plot: log-log, the series, and (work_power > 0) the work line of that slope through the first series'
+// middle point. x ticks at the data's x values, or at decades when x_decades.
 void draw(const std::string& path, const std::string& title, const std::string& xlabel,
-          const std::vector<Series>& series, double work_power) {
+          const std::vector<Series>& series, double work_power,
+          const std::string& ylabel = "frame ms (median)", bool x_decades = false) {
   constexpr int W = 760, H = 480, L = 90, R = 30, T = 64, B = 70;
   Canvas c(W, H);
   double xmin = 1e300, xmax = 0, ymin = 1e300, ymax = 0;
   for (const auto& s : series)
     for (const auto& [x, y] : s.points)
       xmin = std::min(xmin, x), xmax = std::max(xmax, x), ymin = std::min(ymin, y), ymax = std::max(ymax, y);
-  const double lx0 = std::log10(xmin) - 0.1, lx1 = std::log10(xmax) + 0.1;
+  const double lx0 = x_decades ? std::floor(std::log10(xmin)) : std::log10(xmin) - 0.1;
+  const double lx1 = x_decades ? std::ceil(std::log10(xmax)) : std::log10(xmax) + 0.1;
   const double ly0 = std::floor(std::log10(ymin) - 0.05), ly1 = std::ceil(std::log10(ymax) + 0.05);
   const auto px = [&](double x) { return L + (std::log10(x) - lx0) / (lx1 - lx0) * (W - L - R); };
   const auto py = [&](double y) { return H - B - (std::log10(y) - ly0) / (ly1 - ly0) * (H - T - B); };
@@ -102,42 +105,86 @@ void draw(const std::string& path, const std::string& title, const std::string& 
     c.text(L - 10 - Canvas::text_width(t), py(std::pow(10, d)) - 7, t, dark);
   }
   std::vector<double> xs;
-  for (const auto& s : series)
-    for (const auto& p : s.points) xs.push_back(p.first);
+  if (x_decades)
+    for (double d = lx0; d <= lx1 + 1e-9; d += 1) xs.push_back(std::pow(10, d));
+  else
+    for (const auto& s : series)
+      for (const auto& p : s.points) xs.push_back(p.first);
   std::sort(xs.begin(), xs.end());
   xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
   for (double x : xs) {
     c.line(px(x), T, px(x), H - B, grey, 1, 4);
-    const std::string t = number(x);
+    char e[16];
+    std::snprintf(e, sizeof e, "1e%d", int(std::lround(std::log10(x))));
+    const std::string t = x_decades ? std::string(e) : number(x);
     c.text(px(x) - Canvas::text_width(t) / 2.0, H - B + 8, t, dark);
   }
   c.line(L, H - B, W - R, H - B, black, 2);
   c.line(L, T, L, H - B, black, 2);
   c.text(L, 6, title, black);
   c.text((W - Canvas::text_width(xlabel)) / 2.0, H - 30, xlabel, black);
-  c.text(8, 34, "frame ms (median)", black);
-  const Rgb colours[] = {{20, 90, 200}, {210, 80, 20}, {20, 150, 60}};
+  c.text(8, 34, ylabel, black);
+  const Rgb colours[] = {{20, 90, 200},  {210, 80, 20}, {20, 150, 60},
+                         {150, 40, 160}, {0, 150, 160}, {120, 100, 20}};
+  int legend_x = W - R - 250;  // right-aligned to the widest label
+  for (const auto& s : series) legend_x = std::min(legend_x, W - R - 8 - Canvas::text_width(s.label));
+  legend_x = std::max(legend_x, L + 10);
   int k = 0;
   for (const auto& s : series) {
-    const Rgb col = colours[k % 3];
+    const Rgb col = colours[k % 6];
     for (std::size_t i = 0; i + 1 < s.points.size(); ++i)
       c.line(px(s.points[i].first), py(s.points[i].second), px(s.points[i + 1].first),
              py(s.points[i + 1].second), col, 3);
     for (const auto& [x, y] : s.points)
       c.rect(int(px(x)) - 4, int(py(y)) - 4, int(px(x)) + 4, int(py(y)) + 4, col);
-    c.text(W - R - 250, T + 8 + 22 * k, s.label, col);
+    c.text(legend_x, T + 8 + 22 * k, s.label, col);
     ++k;
   }
-  if (!series.empty() &&
+  if (work_power > 0 && !series.empty() &&
       series[0].points.size() >= 2) {  // the work line through the first series' middle point
     const auto [xm, ym] = series[0].points[series[0].points.size() / 2];
     const auto at = [&](double x) { return ym * std::pow(x / xm, work_power); };
     c.clip(L, T, W - R, H - B);
     c.line(px(xs.front()), py(at(xs.front())), px(xs.back()), py(at(xs.back())), dark, 1, 6);
     c.clip(0, 0, W, H);
-    c.text(W - R - 250, T + 8 + 22 * k, work_power == 1 ? "- - grows like x" : "- - grows like x^2", dark);
+    c.text(legend_x, T + 8 + 22 * k, work_power == 1 ? "- - grows like x" : "- - grows like x^2", dark);
   }
   c.save(path);
+}
+
+// The sweep cases' time-versus-error curves: per geometry and direction, the settings no other setting beats
+// on both time and error (the front a user picks from), one PNG per case.
+std::vector<std::string> plot_sweeps(const nlohmann::json& js, const std::filesystem::path& base,
+                                     const std::filesystem::path& dir) {
+  std::vector<std::string> written;
+  const std::string device = js.value("gpu", std::string("?"));
+  for (const auto& c : js.value("cases", nlohmann::json::array())) {
+    if (c.value("kind", "") != "nufft-sweep") continue;
+    std::map<std::string, std::vector<std::pair<double, double>>> by_curve;
+    for (const auto& r : c["rows"]) {
+      const double e = r.value("relative_error", 0.0), ms = r.value("ms", 0.0);
+      if (e > 0 && ms > 0)
+        by_curve[r.value("geometry", "") + ", " + r.value("direction", "").substr(0, 7)].push_back({e, ms});
+    }
+    std::vector<Series> series;
+    for (auto& [label, pts] : by_curve) {
+      std::vector<std::pair<double, double>> front;
+      for (const auto& p : pts)
+        if (std::none_of(pts.begin(), pts.end(),
+                         [&](const auto& q) { return q != p && q.first <= p.first && q.second <= p.second; }))
+          front.push_back(p);
+      std::sort(front.begin(), front.end());
+      series.push_back({label, front});
+    }
+    if (series.empty()) continue;
+    const std::string name = c.value("case", "sweep");
+    const std::string path = (dir / (base.stem().string() + "-" + name + ".png")).string();
+    draw(path, "radstream " + name + ": time vs accuracy - " + device,
+         "relative error against the exact NUDFT (W 2..8, sigma 1.25 / 2)", series, 0,
+         "ms per transform (median)", true);
+    written.push_back(path);
+  }
+  return written;
 }
 
 }  // namespace
@@ -175,12 +222,14 @@ std::vector<std::string> plot_bench_scaling(const std::string& json_path, const 
         break;
       }
   }
-  if (plots.empty())
-    throw ConfigError(json_path +
-                      ": no scaling case (R7-*) with a frame time; run `radstream bench` with them first");
   const std::filesystem::path base(json_path);
   const std::filesystem::path dir = out_dir.empty() ? base.parent_path() : std::filesystem::path(out_dir);
-  std::vector<std::string> written;
+  std::vector<std::string> written = plot_sweeps(js, base, dir);
+  if (plots.empty() && written.empty())
+    throw ConfigError(
+        json_path +
+        ": no scaling case (R7-*) with a frame time and no nufft-sweep case; run `radstream bench` "
+        "with them first");
   const std::string device = js.value("gpu", std::string("?"));
   for (auto& [param, by_series] : plots) {
     std::vector<Series> series;

@@ -15,9 +15,11 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_baseline.hpp"
 #include "bench/bench_case.hpp"
 #include "bench/bench_cg.hpp"
 #include "bench/bench_nlinv.hpp"
+#include "bench/bench_nufft.hpp"
 #include "bench/bench_plot.hpp"
 #include "bench/bench_report.hpp"
 #include "bench/bench_stages.hpp"
@@ -275,7 +277,19 @@ int print_summary(const nlohmann::ordered_json& js) {
     else if (kind == "mrd-decode")
       result = fmt::format("{:.0f} acquisitions/s decoded ({:.2f} GB/s)",
                            c["acquisitions_per_s"].get<double>(), c["gb_per_s"].get<double>());
-    else if (kind == "ingest")
+    else if (kind == "nufft")
+      result =
+          fmt::format("forward {:.4f} ms (error {:.1e}), adjoint {:.4f} ms (error {:.1e})",
+                      c["forward_ms"]["median"].get<double>(), c["forward_relative_error"].get<double>(),
+                      c["adjoint_ms"]["median"].get<double>(), c["adjoint_relative_error"].get<double>());
+    else if (kind == "nufft-sweep") {
+      for (const auto& b : c["fastest"])
+        if (b["error_at_most"].get<double>() == 1e-4 && b.contains("points_per_s"))
+          result +=
+              fmt::format("{}{} {}: {:.3g} points/s at <= 1e-4", result.empty() ? "" : "; ",
+                          b["geometry"].get<std::string>(), b["direction"].get<std::string>().substr(0, 3),
+                          b["points_per_s"].get<double>());
+    } else if (kind == "ingest")
       result =
           fmt::format("{:.0f} spokes/s, lost {}", c["spokes_per_s"].get<double>(), c["lost"].get<long>());
     else if (c.contains("custom_over_cufft_inverse"))
@@ -317,10 +331,43 @@ double load_average() {
   return l;
 }
 
+// --baseline: the comparison in the JSON and, on stderr, each timing slower than the baseline by more than
+// the tolerance.
+void report_baseline(nlohmann::ordered_json& js, const BenchRun& a, const std::string& cases_dir) {
+  std::vector<std::string> names;
+  for (const auto& c : js["cases"]) names.push_back(c.value("case", std::string()));
+  const std::string results =
+      (std::filesystem::path(cases_dir) / ".." / ".." / "tests" / "bench" / "results").string();
+  const std::string file = find_baseline(a.baseline, results, js.value("gpu", std::string("none")), names);
+  if (file.empty()) {
+    js["baseline"] = {{"not_compared", "no result of this GPU kind with these cases in " + results}};
+    log::warn("bench: --baseline auto found no result of '{}' with these cases in {}", js.value("gpu", ""),
+              results);
+    return;
+  }
+  js["baseline"] = compare_with_baseline(js, file, a.tolerance);
+  const auto& b = js["baseline"];
+  if (b.contains("not_compared")) {
+    log::warn("bench: baseline {} not compared: {}", file, b["not_compared"].get<std::string>());
+    return;
+  }
+  std::fprintf(stderr,
+               "baseline %s (%s, %s): %d timings compared, %zu slower by more than %.0f %%, %zu faster\n",
+               file.c_str(), b["baseline_date"].get<std::string>().c_str(),
+               b["baseline_commit"].get<std::string>().c_str(), b["compared"].get<int>(), b["slower"].size(),
+               a.tolerance * 100, b["faster"].size());
+  for (const auto& r : b["slower"])
+    std::fprintf(stderr, "  SLOWER %-12s %-40s %.4g -> %.4g (x%.2f)\n", r["case"].get<std::string>().c_str(),
+                 r["timing"].get<std::string>().c_str(), r["baseline"].get<double>(), r["now"].get<double>(),
+                 r["ratio"].get<double>());
+}
+
 }  // namespace
 
 int run_bench(const BenchRun& a) {
   if (!a.out.empty()) check_output_file(a.out, "--out", true);  // before minutes of cases, not after
+  if (!a.baseline.empty() && a.baseline != "auto" && !std::filesystem::is_regular_file(a.baseline))
+    throw ConfigError("--baseline '" + a.baseline + "': no such result file (or use --baseline auto)");
   const auto gpu_info = gpu::query();
   const bool have_gpu = gpu_info.available && gpu::cuda_stages_built();
   std::string cpu_name = "unknown";
@@ -362,7 +409,9 @@ int run_bench(const BenchRun& a) {
     }
   for (BenchCase c : cases) {
     if (!a.cases.empty() && std::find(a.cases.begin(), a.cases.end(), c.name) == a.cases.end()) continue;
-    const bool moved_to_cpu = a.backend == "cpu" && c.backend == Backend::Cuda && c.kind == BenchKind::Chain;
+    const bool movable =
+        c.kind == BenchKind::Chain || c.kind == BenchKind::Nufft || c.kind == BenchKind::NufftSweep;
+    const bool moved_to_cpu = a.backend == "cpu" && c.backend == Backend::Cuda && movable;
     if (moved_to_cpu) {  // a GPU case on the CPU: its GPU target does not apply
       c.backend = Backend::Cpu;
       c.recon.backend = BackendChoice::Cpu;
@@ -371,24 +420,31 @@ int run_bench(const BenchRun& a) {
     const Backend b = c.backend;
     if (b == Backend::Cuda && !have_gpu) {
       std::string why = "needs a GPU: " + (gpu_info.available ? "CUDA stages not built" : gpu_info.reason);
-      if (c.kind == BenchKind::Chain) why += " (--backend cpu runs it on the CPU)";
+      if (movable) why += " (--backend cpu runs it on the CPU)";
       js["skipped"].push_back({{"case", c.name}, {"reason", why}});
       continue;
     }
     if (c.kind != BenchKind::Chain) {
       js["cases"].push_back(c.kind == BenchKind::FftEngines
                                 ? fft_engines_case(c, registry, a.frames, a.warmup)
-                            : c.kind == BenchKind::Ingest    ? ingest_case(c)
-                            : c.kind == BenchKind::MrdDecode ? mrd_decode_case(c)
-                            : c.kind == BenchKind::MrdLive   ? mrd_live_case(c, registry)
-                                                             : live_case(c, registry));
-      if (!c.target.empty()) js["cases"].back()["target"] = evaluate_target(c.target, js["cases"].back());
+                            : c.kind == BenchKind::Nufft      ? nufft_case(c, a.frames, a.warmup)
+                            : c.kind == BenchKind::NufftSweep ? nufft_sweep_case(c, a.frames, a.warmup)
+                            : c.kind == BenchKind::Ingest     ? ingest_case(c)
+                            : c.kind == BenchKind::MrdDecode  ? mrd_decode_case(c)
+                            : c.kind == BenchKind::MrdLive    ? mrd_live_case(c, registry)
+                                                              : live_case(c, registry));
+      if (moved_to_cpu && !c.target.empty())
+        js["cases"].back()["target_not_applied"] =
+            "'" + c.target + "' is a GPU target; this run moved the case to the CPU (--backend cpu)";
+      else if (!c.target.empty())
+        js["cases"].back()["target"] = evaluate_target(c.target, js["cases"].back());
       continue;
     }
     js["cases"].push_back(chain_case(c, moved_to_cpu, registry, a.frames, a.warmup));
   }
   js["load_average_1min_after"] = load_average();
   const int failed = print_summary(js);
+  if (!a.baseline.empty()) report_baseline(js, a, cases_dir);
   write_report(js.dump(1) + "\n", a.out);
   if (failed) log::error("bench: {} target(s) failed", failed);
   return failed ? 1 : 0;

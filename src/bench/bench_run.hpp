@@ -12,7 +12,9 @@ struct BenchRun {
   std::string cases_dir = "config/bench";
   int frames = 50, warmup = 5;
   std::string out;
-  std::string plot;  // a result JSON to plot instead of running cases
+  std::string plot;      // a result JSON to plot instead of running cases
+  std::string baseline;  // a result JSON (or "auto") to compare the timings with
+  double tolerance = 0.05;
 
   template <class V>
   void visit(V& v) {
@@ -23,7 +25,12 @@ struct BenchRun {
     v.field("out", out, "JSON file (empty: stdout)");
     v.field(
         "plot", plot,
-        "draw the scaling cases (R7) of this result JSON as PNG plots beside it, instead of running cases");
+        "draw the scaling cases (R7) and NUFFT sweeps of this result JSON as PNG plots beside it, instead of "
+        "running cases");
+    v.field("baseline", baseline,
+            "compare the timings with this earlier result JSON of the same GPU kind and name those slower by "
+            "more than --tolerance; auto: the newest matching file of tests/bench/results");
+    v.field("tolerance", tolerance, 0.0, 10.0, "--baseline: the relative slow-down reported (0.05 = 5 %)");
     v.field("backend", backend,
             "cpu: run the GPU chain cases on the CPU instead of skipping them (empty: the GPU)");
   }

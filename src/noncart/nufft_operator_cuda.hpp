@@ -1,33 +1,43 @@
-// The non-uniform FFT as a linear operator on the GPU (2D): image [batch][N][N] <-> samples [batch][n], the
-// same exact-NUDFT pair as NufftOperatorCpu (forward exp(-2 pi i k.p), adjoint exp(+2 pi i k.p), unscaled).
-// forward: apodize + zero-pad -> cuFFT forward -> interp; adjoint: spread -> cuFFT inverse -> crop +
-// deapodize. Enqueued on its stream, nothing allocated after construction. CUDA builds only.
+// The non-uniform FFT as a linear operator on the GPU, in 2D (image [batch][N][N], NufftPlanCuda) or 3D
+// (image [batch][Nz][Ny][Nx], NufftPlanCuda3d) <-> samples [batch][n]: the same exact-NUDFT pair as
+// NufftOperatorCpu (forward exp(-2 pi i k.p), adjoint exp(+2 pi i k.p), unscaled). forward: apodize +
+// zero-pad -> cuFFT forward -> interp; adjoint: spread -> cuFFT inverse -> crop + deapodize. Enqueued on its
+// stream, nothing allocated after construction. CUDA builds only.
 #pragma once
+#include <array>
 #include <memory>
 
 #include "fft/cufft_plan.hpp"
 #include "linalg/linear_operator.hpp"
 #include "noncart/nufft_plan_cuda.hpp"
+#include "noncart/nufft_plan_cuda3d.hpp"
 
 namespace radstream {
 
 class NufftOperatorCuda final : public LinearOperator {
  public:
+  // 2D, matrix N x N.
   NufftOperatorCuda(int matrix, int batch, std::size_t points, const NufftKernel& kernel,
                     gpu::StreamRef stream);
+  // dims 2 (matrix {N, N, 1}: the 2D plan) or 3 (matrix {Nx, Ny, Nz}, each even: the 3D plan).
+  NufftOperatorCuda(int dims, std::array<int, 3> matrix, int batch, std::size_t points,
+                    const NufftKernel& kernel, gpu::StreamRef stream);
 
   gpu::StreamRef stream() const override { return stream_; }
-  // d_traj [points][2] on the device (kept by reference until the next call).
+  // d_traj [points][dims] on the device (kept by reference until the next call).
   void set_points(const float* d_traj);
   void forward(const cfloat* d_x, cfloat* d_y) override;
   void adjoint(const cfloat* d_y, cfloat* d_x) override;
-  NufftPlanCuda& plan() { return *plan_; }
+  NufftPlanCuda& plan();  // the 2D plan; throws ConfigError for a 3D operator
+  int dims() const { return dims_; }
 
  private:
-  int N_, batch_;
+  int dims_, batch_;
+  std::array<int, 3> N_{1, 1, 1}, G_{1, 1, 1};
   std::size_t points_;
   gpu::StreamRef stream_;
   std::unique_ptr<NufftPlanCuda> plan_;
+  std::unique_ptr<NufftPlanCuda3d> plan3_;
   CufftPlan fft_;
   DeviceBuffer<int> d_src_;
   DeviceBuffer<float> d_factor_;

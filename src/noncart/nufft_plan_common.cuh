@@ -1,6 +1,6 @@
 // The CUDA NUFFT plan's constants and device helpers (tiles, the LUT lookup, a sample's footprint), shared by
-// its tile sort (nufft_tile_sort.cuh) and its gather and interpolation kernels. Included by
-// nufft_plan_cuda.cu only (one translation unit); everything here is internal to it.
+// its tile sort (nufft_tile_sort.cuh) and its gather and interpolation kernels, and by the 3D plan. Included
+// by nufft_plan_cuda.cu and nufft_plan_cuda3d.cu; everything here is internal to each translation unit.
 #pragma once
 #include <cuda_runtime.h>
 #include <cmath>
@@ -44,6 +44,19 @@ __device__ __forceinline__ Footprint footprint(const float* traj, long j, int G,
   f.mx0 = f.valid ? int(floorf(f.ux - half)) + 1 : 0;
   f.my0 = f.valid ? int(floorf(f.uy - half)) + 1 : 0;
   return f;
+}
+
+// Rank of this lane's entry in list t, with one atomic per distinct tile in the warp.
+__device__ __forceinline__ int aggregated_rank(int* count, int t, bool active) {
+  const unsigned act = __ballot_sync(0xffffffffu, active);
+  if (!active) return 0;
+  const unsigned peers = __match_any_sync(act, t);
+  const int lane = int(threadIdx.x & 31);
+  const int leader = __ffs(peers) - 1;
+  int base = 0;
+  if (lane == leader) base = atomicAdd(count + t, __popc(peers));
+  base = __shfl_sync(peers, base, leader);
+  return base + __popc(peers & ((1u << lane) - 1u));
 }
 
 }  // namespace

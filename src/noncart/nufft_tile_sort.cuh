@@ -11,19 +11,6 @@
 namespace radstream {
 namespace {
 
-// Rank of this lane's entry in tile t, with one atomic per distinct tile in the warp.
-__device__ __forceinline__ int aggregated_rank(int* count, int t, bool active) {
-  const unsigned act = __ballot_sync(0xffffffffu, active);
-  if (!active) return 0;
-  const unsigned peers = __match_any_sync(act, t);
-  const int lane = int(threadIdx.x & 31);
-  const int leader = __ffs(peers) - 1;
-  int base = 0;
-  if (lane == leader) base = atomicAdd(count + t, __popc(peers));
-  base = __shfl_sync(peers, base, leader);
-  return base + __popc(peers & ((1u << lane) - 1u));
-}
-
 // Up to four entries per sample: entry q = (tile, rank) at tile_of[4 j + q], -1 when unused.
 __global__ void count_tiles(const float* __restrict__ traj, long n, int G, int W, int NT,
                             int* __restrict__ count, int* __restrict__ tile_of, int* __restrict__ rank) {

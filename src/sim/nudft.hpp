@@ -19,4 +19,16 @@ std::vector<std::complex<double>> forward_nudft(std::span<const float> traj, int
                                                 std::span<const std::complex<float>> image,
                                                 std::array<int, 3> matrix);
 
+// The same sums at chosen outputs only, for a batch (the accuracy sweeps of large transforms): pixels and
+// points are flat indices (pixel: x fastest). adjoint_nudft_at: data [batch][n] -> out [batch][pixels],
+// out = sum_j data_j exp(+2 pi i k_j . p); forward_nudft_at: image [batch][prod N] -> out [batch][points].
+std::vector<std::complex<double>> adjoint_nudft_at(std::span<const float> traj, int dims,
+                                                   std::span<const std::complex<float>> data, int batch,
+                                                   std::array<int, 3> matrix,
+                                                   std::span<const std::size_t> pixels);
+std::vector<std::complex<double>> forward_nudft_at(std::span<const float> traj, int dims,
+                                                   std::span<const std::complex<float>> image, int batch,
+                                                   std::array<int, 3> matrix,
+                                                   std::span<const std::size_t> points);
+
 }  // namespace radstream

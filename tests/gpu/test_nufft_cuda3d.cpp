@@ -1,0 +1,226 @@
+// The 3D CUDA NUFFT plan and operator (3D radial kooshball, stack of stars, random points) against the CPU
+// plan (dims 3) and the exact NUDFT in double; the 3D operator's adjoint test on the device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+
+#include "core/math.hpp"
+#include "gpu_test_util.hpp"
+#include "io/cfl.hpp"
+#include "linalg/adjoint_check.hpp"
+#include "noncart/nufft_operator_cpu.hpp"
+#include "sim/nudft.hpp"
+#ifdef RADSTREAM_HAVE_CUDA
+#include "noncart/nufft_operator_cuda.hpp"
+#endif
+
+using namespace radstream;
+using gputest::download;
+using gputest::rel_error;
+using gputest::upload;
+
+namespace {
+
+// Spokes through the centre along directions spread over the sphere (a spiral of golden-angle azimuths),
+// `samples` points each in [-0.5, 0.5) cycles per pixel.
+std::vector<float> kooshball(int spokes, int samples) {
+  std::vector<float> t;
+  for (int s = 0; s < spokes; ++s) {
+    const double z = 1.0 - (s + 0.5) / spokes, r = std::sqrt(1.0 - z * z);
+    const double phi = s * kPi * (3.0 - std::sqrt(5.0));
+    for (int i = 0; i < samples; ++i) {
+      const double k = (i - samples / 2) / double(samples);
+      t.push_back(float(k * r * std::cos(phi)));
+      t.push_back(float(k * r * std::sin(phi)));
+      t.push_back(float(k * z));
+    }
+  }
+  return t;
+}
+
+// Golden-angle spokes in-plane, repeated on each of `partitions` Cartesian kz positions.
+std::vector<float> stack_of_stars(int spokes, int samples, int partitions) {
+  std::vector<float> t;
+  for (int p = 0; p < partitions; ++p)
+    for (int s = 0; s < spokes; ++s) {
+      const double phi = s * kPi * 0.6180339887498949;
+      for (int i = 0; i < samples; ++i) {
+        const double k = (i - samples / 2) / double(samples);
+        t.push_back(float(k * std::cos(phi)));
+        t.push_back(float(k * std::sin(phi)));
+        t.push_back(float((p - partitions / 2) / double(partitions)));
+      }
+    }
+  return t;
+}
+
+std::vector<float> random_points3(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> k(-0.5f, 0.5f);
+  std::vector<float> t(3 * n);
+  for (auto& v : t) v = k(rng);
+  return t;
+}
+
+double rel_error_exact(const std::vector<cfloat>& a, const std::vector<std::complex<double>>& b) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    num += std::norm(std::complex<double>(a[i]) - b[i]);
+    den += std::norm(b[i]);
+  }
+  return std::sqrt(num / den);
+}
+
+struct Stream {
+  gpu::Stream owned;
+  gpu::StreamRef s = owned.get();
+};
+
+}  // namespace
+
+#ifdef RADSTREAM_HAVE_CUDA
+
+TEST(NufftCuda3d, SpreadAndInterpMatchTheCpuPlan) {
+  RADSTREAM_REQUIRE_GPU();
+  Stream st;
+  auto hostile = random_points3(700, 3);  // with points the plans must ignore, and points beyond the edge
+  hostile[0] = std::numeric_limits<float>::quiet_NaN();
+  hostile[4] = std::numeric_limits<float>::infinity();
+  hostile[8] = 1e7f;
+  hostile[9] = 0.75f;
+  hostile[13] = -1.3f;
+  const std::vector<std::vector<float>> trajs = {kooshball(40, 48), stack_of_stars(13, 40, 10), hostile};
+  const std::array<int, 3> grid{36, 32, 20};  // 36 is not a whole number of bins
+  for (int coils : {1, 5}) {
+    for (int width : {4, 6, 8}) {
+      for (std::size_t g = 0; g < trajs.size(); ++g) {
+        const auto& traj = trajs[g];
+        const std::size_t n = traj.size() / 3;
+        const NufftKernel k{width, 2.0, 1024};
+        NufftPlanCpu cpu(3, grid, k, n);
+        cpu.set_points(traj.data(), n);
+        const auto grids = test::random_complex(std::size_t(coils) * cpu.grid_size(), 7);
+        const auto samples = test::random_complex(std::size_t(coils) * n, 8);
+        std::vector<cfloat> y_cpu(samples.size()), g_cpu(grids.size());
+        cpu.interp(grids.data(), y_cpu.data(), coils);
+        cpu.spread(samples.data(), g_cpu.data(), coils);
+        NufftPlanCuda3d gpu(grid, k, n, st.s);
+        auto d_traj = upload(traj, st.s);
+        auto d_grids = upload(grids, st.s);
+        auto d_samples = upload(samples, st.s);
+        DeviceBuffer<cfloat> d_y(Extents{samples.size()}), d_g(Extents{grids.size()});
+        gpu.set_points(d_traj.data(), n);
+        gpu.interp(d_grids.data(), d_y.data(), coils);
+        gpu.spread(d_samples.data(), d_g.data(), coils);
+        const double ei = rel_error(download(d_y, st.s), y_cpu), es = rel_error(download(d_g, st.s), g_cpu);
+        std::printf("3D geometry %zu, coils %d, W%d: interp CUDA vs CPU %.2e, spread %.2e\n", g, coils, width,
+                    ei, es);
+        EXPECT_LE(ei, 1e-5);
+        EXPECT_LE(es, 1e-5);
+      }
+    }
+  }
+}
+
+TEST(NufftCuda3d, OperatorMatchesExactNudftBothWaysAndIsAdjoint) {
+  RADSTREAM_REQUIRE_GPU();
+  Stream st;
+  const std::array<int, 3> N{16, 12, 10};
+  const std::size_t n = 2500, pixels = std::size_t(N[0]) * N[1] * N[2];
+  const auto traj = random_points3(n, 9);
+  const auto img = test::random_complex(pixels, 10);
+  const auto data = test::random_complex(n, 11);
+  std::vector<std::size_t> all(pixels);
+  std::iota(all.begin(), all.end(), std::size_t(0));
+  const auto ref_y = forward_nudft(traj, 3, img, N);
+  const auto ref_x = adjoint_nudft_at(traj, 3, data, 1, N, all);
+  for (int width : {4, 6}) {
+    NufftOperatorCuda op(3, N, 1, n, {width, 2.0, 4096}, st.s);
+    auto d_traj = upload(traj, st.s);
+    op.set_points(d_traj.data());
+    auto d_img = upload(img, st.s);
+    auto d_data = upload(data, st.s);
+    DeviceBuffer<cfloat> d_y(Extents{n}), d_x(Extents{pixels});
+    op.forward(d_img.data(), d_y.data());
+    op.adjoint(d_data.data(), d_x.data());
+    const double ef = rel_error_exact(download(d_y, st.s), ref_y),
+                 ea = rel_error_exact(download(d_x, st.s), ref_x);
+    const AdjointCheck c = check_adjoint(op, 4);
+    std::printf("3D CUDA NUFFT W%d: forward vs exact %.2e, adjoint vs exact %.2e, adjointness %.2e\n", width,
+                ef, ea, c.relative_error);
+    EXPECT_LE(ef, width == 6 ? 1e-4 : 2e-3);
+    EXPECT_LE(ea, width == 6 ? 1e-4 : 2e-3);
+    EXPECT_LE(c.relative_error, 1e-5);
+  }
+}
+
+TEST(NufftCuda3d, OperatorMatchesTheCpuTwinOnAKooshballAndAStackOfStars) {
+  RADSTREAM_REQUIRE_GPU();
+  Stream st;
+  const int coils = 4;
+  for (const auto& [traj, N] : {std::pair{kooshball(200, 64), std::array<int, 3>{32, 32, 32}},
+                                std::pair{stack_of_stars(48, 64, 16), std::array<int, 3>{32, 32, 16}}}) {
+    const std::size_t n = traj.size() / 3, pixels = std::size_t(N[0]) * N[1] * N[2];
+    const auto img = test::random_complex(coils * pixels, 12);
+    const auto data = test::random_complex(coils * n, 13);
+    const NufftKernel k{6, 2.0, 1024};
+    NufftOperatorCpu cpu(3, N, coils, n, k);
+    cpu.set_points(traj.data());
+    std::vector<cfloat> y_cpu(coils * n), x_cpu(img.size());
+    cpu.forward(img.data(), y_cpu.data());
+    cpu.adjoint(data.data(), x_cpu.data());
+    NufftOperatorCuda gpu(3, N, coils, n, k, st.s);
+    auto d_traj = upload(traj, st.s);
+    gpu.set_points(d_traj.data());
+    auto d_img = upload(img, st.s);
+    auto d_data = upload(data, st.s);
+    DeviceBuffer<cfloat> d_y(Extents{coils * n}), d_x(Extents{img.size()});
+    gpu.forward(d_img.data(), d_y.data());
+    gpu.adjoint(d_data.data(), d_x.data());
+    const double ef = rel_error(download(d_y, st.s), y_cpu), ea = rel_error(download(d_x, st.s), x_cpu);
+    std::printf("3D CUDA vs CPU operator %dx%dx%d, %zu points x %d coils: forward %.2e, adjoint %.2e\n", N[0],
+                N[1], N[2], n, coils, ef, ea);
+    EXPECT_LE(ef, 1e-5);
+    EXPECT_LE(ea, 1e-5);
+  }
+}
+
+// `radstream nufft` in 3D, both directions, on the GPU and on the CPU: the same numbers (BART's layout and
+// scaling; the BART comparison itself is tests/reference/test_nufft_bart.cpp).
+TEST(NufftCuda3d, TheNufftCommandOnTheGpuEqualsTheCpuPath) {
+  RADSTREAM_REQUIRE_GPU();
+  test::TempDir dir;
+  const std::array<int, 3> N{24, 20, 16};
+  const auto k = kooshball(120, 40);
+  const std::size_t n = k.size() / 3;
+  std::vector<cfloat> traj(3 * n);  // BART units: +-N/2 per axis
+  for (std::size_t j = 0; j < n; ++j)
+    for (int a = 0; a < 3; ++a) traj[3 * j + a] = cfloat(k[3 * j + a] * float(N[a]), 0.f);
+  write_cfl((dir / "traj"), {3, 40, 120}, traj);
+  write_cfl((dir / "img"), {N[0], N[1], N[2], 2}, test::random_complex(2 * 24 * 20 * 16, 3));
+  write_cfl((dir / "ksp"), {1, 40, 120, 2}, test::random_complex(2 * n, 4));
+  auto run = [&](const std::string& args) {
+    const auto r = test::run_command(test::radstream_binary() + " nufft " + args);
+    EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.output;
+    return r.output;
+  };
+  const std::string t = " -t " + (dir / "traj") + " ";
+  const std::string out = run("--backend cuda" + t + (dir / "img") + " " + (dir / "f_gpu"));
+  EXPECT_NE(out.find("on cuda"), std::string::npos) << out;
+  run("--backend cpu" + t + (dir / "img") + " " + (dir / "f_cpu"));
+  run("--backend cuda -a -d 24:20:16" + t + (dir / "ksp") + " " + (dir / "a_gpu"));
+  run("--backend cpu -a -d 24:20:16" + t + (dir / "ksp") + " " + (dir / "a_cpu"));
+  const auto f_gpu = read_cfl((dir / "f_gpu")), f_cpu = read_cfl((dir / "f_cpu"));
+  const auto a_gpu = read_cfl((dir / "a_gpu")), a_cpu = read_cfl((dir / "a_cpu"));
+  EXPECT_EQ(f_gpu.dims, f_cpu.dims);
+  EXPECT_EQ(a_gpu.dims, a_cpu.dims);
+  const double ef = rel_error(f_gpu.data, f_cpu.data), ea = rel_error(a_gpu.data, a_cpu.data);
+  std::printf("radstream nufft 3D, GPU vs CPU: forward %.2e, adjoint %.2e\n", ef, ea);
+  EXPECT_LE(ef, 1e-5);
+  EXPECT_LE(ea, 1e-5);
+}
+
+#endif  // RADSTREAM_HAVE_CUDA
