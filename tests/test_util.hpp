@@ -117,8 +117,11 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// The program the tests run: the build's, or $RADSTREAM_BIN (the GPU machine's wrapper that starts the
+// carried binary with its libraries).
 inline std::string radstream_binary() {
-  return RADSTREAM_BIN;
+  const char* e = std::getenv("RADSTREAM_BIN");
+  return e && *e ? std::string(e) : std::string(RADSTREAM_BIN);
 }
 
 inline bool env_flag(const char* name) {

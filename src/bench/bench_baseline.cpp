@@ -43,8 +43,8 @@ std::map<std::string, double> case_timings(const nlohmann::json& c) {
       {"inverse_ms custom", "/inverse_ms/custom/median"},
       {"tail_ms custom_fused", "/tail_ms/custom_fused/median"},
       {"normal_operator normal_ms", "/normal_operator/normal_ms/median"}};
-  static const std::pair<const char*, const char*> kRates[] = {{"1/acquisitions_per_s", "/acquisitions_per_s"},
-                                                                {"1/spokes_per_s", "/spokes_per_s"}};
+  static const std::pair<const char*, const char*> kRates[] = {
+      {"1/acquisitions_per_s", "/acquisitions_per_s"}, {"1/spokes_per_s", "/spokes_per_s"}};
   double v = 0;
   for (const auto& [name, ptr] : kTimes)
     if (number_at(c, ptr, v) && v > 0) t[name] = v;
@@ -53,8 +53,8 @@ std::map<std::string, double> case_timings(const nlohmann::json& c) {
   if (c.contains("rows") && c["rows"].is_array())
     for (const auto& r : c["rows"]) {
       if (!r.contains("ms") || !r["ms"].is_number()) continue;
-      t[fmt::format("{} {} W{} sigma {:g}", r.value("geometry", ""), r.value("direction", ""), r.value("width", 0),
-                    r.value("sigma", 0.0))] = r["ms"].get<double>();
+      t[fmt::format("{} {} W{} sigma {:g}", r.value("geometry", ""), r.value("direction", ""),
+                    r.value("width", 0), r.value("sigma", 0.0))] = r["ms"].get<double>();
     }
   return t;
 }
@@ -75,12 +75,15 @@ std::string find_baseline(const std::string& spec, const std::string& results_di
       continue;  // not every file there is a bench result
     }
     if (!j.is_object() || j.value("gpu", std::string()) != gpu || !j.contains("cases")) continue;
-    bool holds = false;
+    int holds = 0;
     for (const auto& c : j["cases"])
-      if (c.is_object() && std::find(cases.begin(), cases.end(), c.value("case", std::string())) != cases.end())
-        holds = true;
+      if (c.is_object() &&
+          std::find(cases.begin(), cases.end(), c.value("case", std::string())) != cases.end())
+        ++holds;
     if (!holds) continue;
-    const std::string key = j.value("date", std::string()) + " " + e.path().filename().string();
+    // The file with the most of these cases, then the newest.
+    const std::string key =
+        fmt::format("{:06d} ", holds) + j.value("date", std::string()) + " " + e.path().filename().string();
     if (key > best_key) best_key = key, best = e.path().string();
   }
   return best;
@@ -93,9 +96,10 @@ nlohmann::ordered_json compare_with_baseline(const nlohmann::ordered_json& now, 
   const std::string gpu_now = now.value("gpu", std::string("none")),
                     gpu_base = base.value("gpu", std::string("none"));
   if (gpu_now != gpu_base) {
-    out["not_compared"] = fmt::format("the baseline ran on '{}', this run on '{}': timings compare only on the "
-                                      "same device kind",
-                                      gpu_base, gpu_now);
+    out["not_compared"] = fmt::format(
+        "the baseline ran on '{}', this run on '{}': timings compare only on the "
+        "same device kind",
+        gpu_base, gpu_now);
     return out;
   }
   out["baseline_gpu"] = gpu_base;
@@ -106,8 +110,9 @@ nlohmann::ordered_json compare_with_baseline(const nlohmann::ordered_json& now, 
   int compared = 0;
   for (const auto& c : now.value("cases", nlohmann::ordered_json::array())) {
     const std::string name = c.value("case", std::string());
-    const auto it = std::find_if(base["cases"].begin(), base["cases"].end(),
-                                 [&](const nlohmann::json& b) { return b.value("case", std::string()) == name; });
+    const auto it = std::find_if(base["cases"].begin(), base["cases"].end(), [&](const nlohmann::json& b) {
+      return b.value("case", std::string()) == name;
+    });
     if (it == base["cases"].end() || it->value("backend", "") != c.value("backend", "")) continue;
     const auto tb = case_timings(*it), tn = case_timings(c);
     for (const auto& [key, v] : tn) {
@@ -115,8 +120,8 @@ nlohmann::ordered_json compare_with_baseline(const nlohmann::ordered_json& now, 
       if (b == tb.end()) continue;
       ++compared;
       const double ratio = v / b->second;
-      nlohmann::ordered_json row = {{"case", name}, {"timing", key}, {"baseline", b->second}, {"now", v},
-                                    {"ratio", ratio}};
+      nlohmann::ordered_json row = {
+          {"case", name}, {"timing", key}, {"baseline", b->second}, {"now", v}, {"ratio", ratio}};
       if (ratio > 1.0 + tolerance)
         slower.push_back(std::move(row));
       else if (ratio < 1.0 - tolerance)

@@ -13,8 +13,9 @@ namespace radstream::app {
 // "random 1000000 -> 512^2 forward W6 sigma 2", "1/acquisitions_per_s", ...).
 std::map<std::string, double> case_timings(const nlohmann::json& c);
 
-// "auto": the newest result in results_dir (by its "date", then its name) whose "gpu" is `gpu` and which
-// holds at least one of `cases`; empty when there is none. Any other value is returned as given.
+// "auto": of the results in results_dir whose "gpu" is `gpu`, the one holding the most of `cases`, the newest
+// (by its "date", then its name) among equals; empty when none holds any. Any other value is returned as
+// given.
 std::string find_baseline(const std::string& spec, const std::string& results_dir, const std::string& gpu,
                           const std::vector<std::string>& cases);
 

@@ -51,8 +51,8 @@ std::size_t image_size(const NufftGeometry& g) {
 // adjoint, batch items each), timed per call.
 class Transform {
  public:
-  Transform(const NufftGeometry& g, int batch, const NufftKernel& k, Backend b, const std::vector<cfloat>& image,
-            const std::vector<cfloat>& samples)
+  Transform(const NufftGeometry& g, int batch, const NufftKernel& k, Backend b,
+            const std::vector<cfloat>& image, const std::vector<cfloat>& samples)
       : g_(g), image_(image), samples_(samples) {
     if (b == Backend::Cpu) {
       cpu_ = std::make_unique<NufftOperatorCpu>(g.dims, g.matrix, batch, g.points(), k);
@@ -191,8 +191,9 @@ Reference make_reference(const NufftGeometry& g, int batch, std::size_t sample) 
 }
 
 // ||out - exact|| / ||exact|| on the sampled indices of every batch item.
-double sampled_error(const std::vector<cfloat>& out, std::size_t per_item, const std::vector<std::size_t>& idx,
-                     const std::vector<std::complex<double>>& exact, int batch) {
+double sampled_error(const std::vector<cfloat>& out, std::size_t per_item,
+                     const std::vector<std::size_t>& idx, const std::vector<std::complex<double>>& exact,
+                     int batch) {
   double num = 0, den = 0;
   for (int b = 0; b < batch; ++b)
     for (std::size_t q = 0; q < idx.size(); ++q) {
@@ -246,10 +247,12 @@ nlohmann::ordered_json nufft_case(const BenchCase& c, int frames, int warmup) {
   const Reference r = make_reference(g, c.coils, kSample);
   const Measured m = measure(g, c.coils, k, c.backend, r, frames, warmup);
   const double pts = double(g.points()) * c.coils;
-  log::info("bench {}: {} x {} coils, W{} sigma {:g}: forward {:.4f} ms (error {:.1e}), adjoint {:.4f} ms ({:.1e}), "
-            "set_points {:.4f} ms",
-            c.name, g.name, c.coils, k.width, k.oversampling, m.forward.median, m.forward_error, m.adjoint.median,
-            m.adjoint_error, m.set_points.median);
+  log::info(
+      "bench {}: {} x {} coils, W{} sigma {:g}: forward {:.4f} ms (error {:.1e}), adjoint {:.4f} ms "
+      "({:.1e}), "
+      "set_points {:.4f} ms",
+      c.name, g.name, c.coils, k.width, k.oversampling, m.forward.median, m.forward_error, m.adjoint.median,
+      m.adjoint_error, m.set_points.median);
   return {{"case", c.name},
           {"what", c.what},
           {"kind", "nufft"},
@@ -279,8 +282,8 @@ nlohmann::ordered_json nufft_sweep_case(const BenchCase& c, int frames, int warm
     else if (name == "random-3d")
       geometries.push_back(random_nufft_geometry(3, c.volume, std::size_t(c.points), 6));
     else
-      throw ConfigError(fmt::format("bench {}: geometry '{}' is not one of radial, random-2d, random-3d", c.name,
-                                    name));
+      throw ConfigError(
+          fmt::format("bench {}: geometry '{}' is not one of radial, random-2d, random-3d", c.name, name));
   }
   nlohmann::ordered_json rows = nlohmann::ordered_json::array(), best = nlohmann::ordered_json::array();
   const double thresholds[] = {1e-3, 1e-4, 1e-5};
@@ -316,7 +319,8 @@ nlohmann::ordered_json nufft_sweep_case(const BenchCase& c, int frames, int warm
           log::info("bench {}: {} {} W{} sigma {:g}: {:.4f} ms, error {:.2e}", c.name, g.name,
                     row["direction"].get<std::string>(), width, sigma, s.median, err);
           for (int t = 0; t < 3; ++t)
-            if (err <= thresholds[t] && (fastest[dir][t].is_null() || s.median < fastest[dir][t]["ms"].get<double>()))
+            if (err <= thresholds[t] &&
+                (fastest[dir][t].is_null() || s.median < fastest[dir][t]["ms"].get<double>()))
               fastest[dir][t] = row;
           rows.push_back(std::move(row));
         }

@@ -331,6 +331,20 @@ double load_average() {
   return l;
 }
 
+// The NVIDIA kernel driver's release (e.g. "580.159.04") from /proc/driver/nvidia/version; "none" without
+// one.
+std::string nvidia_driver_release() {
+  std::ifstream f("/proc/driver/nvidia/version");
+  std::string line;
+  if (!std::getline(f, line)) return "none";
+  const auto k = line.find("Kernel Module");
+  if (k == std::string::npos) return line;
+  std::string rest = line.substr(k + 13);
+  const auto b = rest.find_first_not_of(" \t");
+  rest = b == std::string::npos ? "" : rest.substr(b);
+  return rest.substr(0, rest.find_first_of(" \t"));
+}
+
 // --baseline: the comparison in the JSON and, on stderr, each timing slower than the baseline by more than
 // the tolerance.
 void report_baseline(nlohmann::ordered_json& js, const BenchRun& a, const std::string& cases_dir) {
@@ -390,8 +404,9 @@ int run_bench(const BenchRun& a) {
   js["load_average_1min_before"] = load_average();
   js["date"] = date;
   js["gpu"] = have_gpu ? gpu_info.device_name : "none";
-  js["driver_version"] = gpu_info.driver_version;
-  js["runtime_version"] = gpu_info.runtime_version;
+  js["driver_version"] = gpu_info.driver_version;    // the CUDA version the driver supports (13000: 13.0)
+  js["runtime_version"] = gpu_info.runtime_version;  // the CUDA runtime this build runs on
+  js["nvidia_driver"] = nvidia_driver_release();
   js["cpu"] = cpu_name;
   js["cpu_threads"] = std::thread::hardware_concurrency();
   js["frames"] = a.frames;

@@ -202,19 +202,22 @@ __global__ void __launch_bounds__(kThreads)
   grid[(size_t(c) * G + y) * G + x] = s;
 }
 
-// Interpolation (the forward NUFFT's last step, the exact adjoint of the spread): one thread per point, its
-// W x W weights computed once from the table and kept in registers, then a W x W gather per coil. Points of a
-// spoke are neighbours in k-space, so a warp reads neighbouring cells.
+// Interpolation (the forward NUFFT's last step, the exact adjoint of the spread): one thread per point and
+// group of kInterpCoils coils (blockIdx.y), its W x W weights computed once from the table and kept in
+// registers, then a W x W gather per coil. Points of a spoke are neighbours in k-space, so a warp reads
+// neighbouring cells; the coil groups give a many-coil frame enough threads to hide the gathers' latency.
+constexpr int kInterpCoils = 4;
 template <int WMAX>
 __global__ void __launch_bounds__(256)
     interp_points(const float2* __restrict__ grids, const float* __restrict__ traj, long n, int batch, int G,
                   int W, const float* __restrict__ lut, int res, int edge, float2* __restrict__ samples) {
   const long j = long(blockIdx.x) * blockDim.x + threadIdx.x;
   if (j >= n) return;
+  const int c0 = int(blockIdx.y) * kInterpCoils, c1 = min(batch, c0 + kInterpCoils);
   const Footprint f = footprint(traj, j, G, W);
   const size_t per_grid = size_t(G) * G;
   if (!f.valid) {
-    for (int c = 0; c < batch; ++c) samples[size_t(c) * n + j] = make_float2(0.f, 0.f);
+    for (int c = c0; c < c1; ++c) samples[size_t(c) * n + j] = make_float2(0.f, 0.f);
     return;
   }
   float wx[WMAX], wy[WMAX];
@@ -228,7 +231,7 @@ __global__ void __launch_bounds__(256)
       iy[a] = wrap(f.my0 + a, G) * G;
     }
   }
-  for (int c = 0; c < batch; ++c) {
+  for (int c = c0; c < c1; ++c) {
     const float2* g = grids + size_t(c) * per_grid;
     float sx = 0.f, sy = 0.f;
 #pragma unroll
@@ -415,7 +418,7 @@ void NufftPlanCuda::interp(const cfloat* d_grids, cfloat* d_samples, int batch) 
   if (!d_traj_) throw InputError("nufft plan: interp before set_points");
   if (n_ == 0) return;
   auto stream = static_cast<cudaStream_t>(stream_);
-  const unsigned nb = unsigned((n_ + 255) / 256);
+  const dim3 nb(unsigned((n_ + 255) / 256), unsigned((batch + kInterpCoils - 1) / kInterpCoils));
   auto launch = [&](auto kernel) {
     kernel<<<nb, 256, 0, stream>>>(reinterpret_cast<const float2*>(d_grids), d_traj_, long(n_), batch, G_,
                                    kernel_.width, d_lut_.data(), res_, edge_,

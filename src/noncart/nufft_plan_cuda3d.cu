@@ -6,12 +6,12 @@
 //     one thread per bin writing its subproblems' bin ids).
 // Spread: one block per (subproblem, coil). The block clears a shared-memory copy of its bin padded by the
 // kernel's reach (kB + W cells per axis), adds each point's W^3 footprint there with shared-memory atomics
-// (each thread one point, its 3 W weights from the table in registers), then adds the padded copy to the
-// grid (wrapped) with one global atomic per cell. The grid is cleared first. A 2D-style gather per tile
-// (NufftPlanCuda) would need a cell to visit every point of a bin whose halo covers it; at the densities of
-// 3D trajectories (a few points per bin away from the centre) the scatter into shared memory does less work.
-// Interp: one thread per point in bin order (neighbouring threads read neighbouring cells), the W^3 gather
-// per coil; the samples are cleared first so that invalid points read 0.
+// (a warp per point: its 3 W weights from the table in shared memory, the taps shared by the lanes), then
+// adds the padded copy to the grid (wrapped) with one global atomic per non-zero cell. The grid is cleared
+// first. A 2D-style gather per tile (NufftPlanCuda) would need a cell to visit every point of a bin whose
+// halo covers it; at the densities of 3D trajectories (a few points per bin away from the centre) the scatter
+// into shared memory does less work. Interp: one thread per point in bin order (neighbouring threads read
+// neighbouring cells), the W^3 gather per coil; the samples are cleared first so that invalid points read 0.
 #include <algorithm>
 #include <cub/device/device_scan.cuh>
 #include <string>
@@ -24,8 +24,9 @@
 namespace radstream {
 namespace {
 
-constexpr int kB = 8;      // bin edge in grid cells
-constexpr int kSub = 256;  // points per subproblem (one per thread)
+constexpr int kB = 8;            // bin edge in grid cells
+constexpr int kSub = 256;        // points per subproblem
+constexpr int kInterpCoils = 4;  // coils per interp thread (blockIdx.y: the coil groups)
 
 struct Grid3 {
   int x, y, z;
@@ -100,7 +101,8 @@ __global__ void __launch_bounds__(kSub)
                        const int* __restrict__ offset, const int* __restrict__ sub_offset,
                        const int* __restrict__ sub_bin, const int* __restrict__ sorted, int bins,
                        float2* __restrict__ grid) {
-  extern __shared__ float2 tile[];  // [P][P][P], P = kB + W, origin at the bin's first cell - W/2
+  extern __shared__ float2 tile[];           // [P][P][P], P = kB + W, origin at the bin's first cell - W/2
+  __shared__ float s_w[kSub / 32][3][WMAX];  // each warp's current point: its weights per axis
   const int s = blockIdx.x;
   if (s >= sub_offset[bins]) return;  // the launch is an upper bound
   const int b = sub_bin[s], c = blockIdx.y;
@@ -111,38 +113,32 @@ __global__ void __launch_bounds__(kSub)
   __syncthreads();
   const int first = offset[b] + (s - sub_offset[b]) * kSub;
   const int last = min(offset[b + 1], first + kSub);
-  const int i = first + int(threadIdx.x);
-  if (i < last) {
+  // A warp per point: its lanes share the point's W^3 taps (consecutive lanes on consecutive x cells), so a
+  // bin of a few points keeps every warp busy and each lane's chain of shared-memory atomics short.
+  const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
+  float(*w)[WMAX] = s_w[warp];
+  const int taps = W * W * W;
+  for (int i = first + warp; i < last; i += kSub / 32) {
     const long j = sorted[i];
     const Point3 p = point3(traj, j, g, W);
-    float w[3][WMAX];
     int l[3];
 #pragma unroll
     for (int a = 0; a < 3; ++a) {
       // The footprint's first cell moved by the same multiple of G as the point's own cell, relative to the
       // padded tile: 0 .. kB for any width.
-      const int shift = p.cell[a] - int(floorf(p.u[a]));
-      l[a] = p.m0[a] + shift - o[a];
-#pragma unroll
-      for (int k = 0; k < WMAX; ++k)
-        w[a][k] = k < W ? lut_lookup(lut, res, edge, float(p.m0[a] + k) - p.u[a]) : 0.f;
+      l[a] = p.m0[a] + (p.cell[a] - int(floorf(p.u[a]))) - o[a];
+      if (lane < W) w[a][lane] = lut_lookup(lut, res, edge, float(p.m0[a] + lane) - p.u[a]);
     }
     const float2 v = data[size_t(c) * n + j];
-#pragma unroll 1
-    for (int e = 0; e < W; ++e) {
-#pragma unroll 1
-      for (int a = 0; a < W; ++a) {
-        const float wza = w[2][e] * w[1][a];
-        const float vr = v.x * wza, vi = v.y * wza;
-        float2* row = tile + ((l[2] + e) * P + l[1] + a) * P + l[0];
-#pragma unroll
-        for (int k = 0; k < WMAX; ++k)
-          if (k < W) {
-            atomicAdd(&row[k].x, vr * w[0][k]);
-            atomicAdd(&row[k].y, vi * w[0][k]);
-          }
-      }
+    __syncwarp();
+    for (int q = lane; q < taps; q += 32) {
+      const int k = q % W, a = (q / W) % W, e = q / (W * W);
+      const float wt = w[2][e] * w[1][a] * w[0][k];
+      float2* cell = tile + ((l[2] + e) * P + l[1] + a) * P + l[0] + k;
+      atomicAdd(&cell->x, v.x * wt);
+      atomicAdd(&cell->y, v.y * wt);
     }
+    __syncwarp();  // the weights are rewritten for the warp's next point
   }
   __syncthreads();
   const size_t per_grid = size_t(g.x) * g.y * g.z;
@@ -150,7 +146,8 @@ __global__ void __launch_bounds__(kSub)
   for (int q = threadIdx.x; q < cells; q += blockDim.x) {
     const float2 v = tile[q];
     if (v.x == 0.f && v.y == 0.f) continue;
-    const int x = wrap(o[0] + q % P, g.x), y = wrap(o[1] + (q / P) % P, g.y), z = wrap(o[2] + q / (P * P), g.z);
+    const int x = wrap(o[0] + q % P, g.x), y = wrap(o[1] + (q / P) % P, g.y),
+              z = wrap(o[2] + q / (P * P), g.z);
     float2* cell = dst + (size_t(z) * g.y + y) * g.x + x;
     atomicAdd(&cell->x, v.x);
     atomicAdd(&cell->y, v.y);
@@ -161,9 +158,11 @@ template <int WMAX>
 __global__ void __launch_bounds__(256)
     interp_points3(const float2* __restrict__ grids, const float* __restrict__ traj, long n, int batch,
                    Grid3 g, int W, const float* __restrict__ lut, int res, int edge,
-                   const int* __restrict__ sorted, const int* __restrict__ total, float2* __restrict__ samples) {
+                   const int* __restrict__ sorted, const int* __restrict__ total,
+                   float2* __restrict__ samples) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= *total) return;
+  const int c0 = int(blockIdx.y) * kInterpCoils, c1 = min(batch, c0 + kInterpCoils);
   const long j = sorted[i];
   const Point3 p = point3(traj, j, g, W);
   float w[3][WMAX];
@@ -179,7 +178,7 @@ __global__ void __launch_bounds__(256)
     iz[k] = size_t(wrap(p.m0[2] + k, g.z)) * g.y * g.x;
   }
   const size_t per_grid = size_t(g.x) * g.y * g.z;
-  for (int c = 0; c < batch; ++c) {
+  for (int c = c0; c < c1; ++c) {
     const float2* gc = grids + size_t(c) * per_grid;
     float sr = 0.f, si = 0.f;
 #pragma unroll 1
@@ -289,8 +288,8 @@ void NufftPlanCuda3d::set_points(const float* d_traj, std::size_t n) {
     CUDA_CHECK_LAUNCH("bin_points");
   }
   std::size_t bytes = scan_temp_.size();
-  CUDA_CHECK(
-      cub::DeviceScan::ExclusiveSum(scan_temp_.data(), bytes, count_.data(), offset_.data(), bins + 1, stream));
+  CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scan_temp_.data(), bytes, count_.data(), offset_.data(), bins + 1,
+                                           stream));
   if (blocks) {
     scatter_points<<<blocks, 256, 0, stream>>>(long(n), bin_of_.data(), rank_.data(), offset_.data(),
                                                sorted_.data());
@@ -332,7 +331,8 @@ void NufftPlanCuda3d::interp(const cfloat* d_grids, cfloat* d_samples, int batch
   const int bins = bins_[0] * bins_[1] * bins_[2];
   const Grid3 g{grid_[0], grid_[1], grid_[2]};
   with_width(kernel_.width, [&](auto wmax) {
-    interp_points3<decltype(wmax)::value><<<unsigned((n_ + 255) / 256), 256, 0, stream>>>(
+    const dim3 blocks(unsigned((n_ + 255) / 256), unsigned((batch + kInterpCoils - 1) / kInterpCoils));
+    interp_points3<decltype(wmax)::value><<<blocks, 256, 0, stream>>>(
         reinterpret_cast<const float2*>(d_grids), d_traj_, long(n_), batch, g, kernel_.width, d_lut_.data(),
         res_, edge_, sorted_.data(), offset_.data() + bins, reinterpret_cast<float2*>(d_samples));
   });

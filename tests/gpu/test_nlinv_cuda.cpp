@@ -95,11 +95,12 @@ TEST(NlinvCuda, TheModelMatchesTheCpuTwin) {
   EXPECT_LT(adj.relative_error, 1e-5) << adj.lhs << " vs " << adj.rhs;
 }
 
-TEST(NlinvCuda, AStreamOfFramesMatchesTheCpuTwin) {
+static void stream_of_frames_matches(int cg_max) {
   RADSTREAM_REQUIRE_GPU();
   gpu::Stream stream;
   NlinvParams p;
   p.newton = 6;
+  p.newton_cg_max = cg_max;
   const std::size_t points = std::size_t(kSpokes) * kSamples;
   NlinvCpu cpu(kN, kCoils, points, p, 0);
   auto gpu_engine = make_nlinv_cuda_engine(kN, kCoils, points, p, stream.get());
@@ -124,6 +125,23 @@ TEST(NlinvCuda, AStreamOfFramesMatchesTheCpuTwin) {
     const double e = rel_error(down(d_out.data(), d_out.size(), stream.get()), img_cpu);
     std::printf("nlinv frame %d: cpu %d CG iterations, cuda %d; cuda vs cpu %.3g\n", f,
                 rc.irgnm.cg_iterations, rg.irgnm.cg_iterations, e);
-    EXPECT_LT(e, 1e-3) << "frame " << f;
+    if (cg_max == 2) {
+      EXPECT_EQ(rc.irgnm.cg_iterations, rg.irgnm.cg_iterations) << "frame " << f;
+      EXPECT_LT(e, 1e-4) << "frame " << f;
+    } else {
+      EXPECT_LE(std::abs(rc.irgnm.cg_iterations - rg.irgnm.cg_iterations), 1 + rc.irgnm.cg_iterations / 10);
+      EXPECT_LT(e, 1e-2) << "frame " << f;
+    }
+  }
+}
+
+// Both backends run the same Newton steps; with CG stopped by its tolerance, one more iteration on one side
+// (float sums in another order) moves the image by up to ~1e-2, so the exact parity is asserted with a fixed
+// count of CG iterations per Newton step (both sides do the same arithmetic), the default run within 1e-2
+// and with CG iteration counts within 10 %.
+TEST(NlinvCuda, AStreamOfFramesMatchesTheCpuTwin) {
+  for (int cg_max : {2, 100}) {
+    SCOPED_TRACE("newton_cg_max " + std::to_string(cg_max));
+    stream_of_frames_matches(cg_max);
   }
 }

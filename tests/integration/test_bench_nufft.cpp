@@ -4,11 +4,11 @@
 // slower, compares only within a device kind, and refuses a missing file before running anything.
 #include <gtest/gtest.h>
 
+#include <stb_image.h>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <stb_image.h>
 
 #include "test_util.hpp"
 
@@ -41,8 +41,8 @@ nlohmann::json read_json(const std::string& path) {
 TEST(BenchNufft, TheSweepFollowsTheKernelsAccuracyAndIsPlotted) {
   test::TempDir dir;
   write_cases(dir);
-  auto r = radstream_cmd("bench --backend cpu --frames 2 --warmup 0 --cases-dir " + dir / "cases" + " --out " +
-                         dir / "b.json");
+  auto r = radstream_cmd("bench --backend cpu --frames 2 --warmup 0 --cases-dir " + dir / "cases" +
+                         " --out " + dir / "b.json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = read_json(dir / "b.json");
   std::map<std::string, nlohmann::json> by;
@@ -104,7 +104,8 @@ TEST(BenchNufft, TheBaselineNamesWhatGotSlowerOnTheSameDeviceKindOnly) {
   auto base = read_json(dir / "now.json");
   // A baseline twice as fast on the same device kind: every timing of F is slower by far more than 5 %.
   for (auto& c : base["cases"])
-    for (const char* k : {"forward_ms", "adjoint_ms", "set_points_ms"}) c[k]["median"] = c[k]["median"].get<double>() / 2;
+    for (const char* k : {"forward_ms", "adjoint_ms", "set_points_ms"})
+      c[k]["median"] = c[k]["median"].get<double>() / 2;
   std::ofstream(dir / "fast.json") << base.dump();
   base["gpu"] = "NVIDIA Imaginary 9000";
   std::ofstream(dir / "other.json") << base.dump();
