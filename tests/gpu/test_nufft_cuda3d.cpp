@@ -1,5 +1,6 @@
 // The 3D CUDA NUFFT plan and operator (3D radial kooshball, stack of stars, random points) against the CPU
-// plan (dims 3) and the exact NUDFT in double; the 3D operator's adjoint test on the device.
+// plan (dims 3) and the exact NUDFT in double; the 3D operator's adjoint test on the device; 3D CG-SENSE on
+// the GPU against its CPU twin.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,7 +12,10 @@
 #include "gpu_test_util.hpp"
 #include "io/cfl.hpp"
 #include "linalg/adjoint_check.hpp"
+#include "linalg/conjugate_gradient.hpp"
 #include "noncart/nufft_operator_cpu.hpp"
+#include "noncart/sense_operator_3d.hpp"
+#include "sense3d_test_util.hpp"
 #include "sim/nudft.hpp"
 #ifdef RADSTREAM_HAVE_CUDA
 #include "noncart/nufft_operator_cuda.hpp"
@@ -21,41 +25,10 @@ using namespace radstream;
 using gputest::download;
 using gputest::rel_error;
 using gputest::upload;
+using sense3d::kooshball;
+using sense3d::stack_of_stars;
 
 namespace {
-
-// Spokes through the centre along directions spread over the sphere (a spiral of golden-angle azimuths),
-// `samples` points each in [-0.5, 0.5) cycles per pixel.
-std::vector<float> kooshball(int spokes, int samples) {
-  std::vector<float> t;
-  for (int s = 0; s < spokes; ++s) {
-    const double z = 1.0 - (s + 0.5) / spokes, r = std::sqrt(1.0 - z * z);
-    const double phi = s * kPi * (3.0 - std::sqrt(5.0));
-    for (int i = 0; i < samples; ++i) {
-      const double k = (i - samples / 2) / double(samples);
-      t.push_back(float(k * r * std::cos(phi)));
-      t.push_back(float(k * r * std::sin(phi)));
-      t.push_back(float(k * z));
-    }
-  }
-  return t;
-}
-
-// Golden-angle spokes in-plane, repeated on each of `partitions` Cartesian kz positions.
-std::vector<float> stack_of_stars(int spokes, int samples, int partitions) {
-  std::vector<float> t;
-  for (int p = 0; p < partitions; ++p)
-    for (int s = 0; s < spokes; ++s) {
-      const double phi = s * kPi * 0.6180339887498949;
-      for (int i = 0; i < samples; ++i) {
-        const double k = (i - samples / 2) / double(samples);
-        t.push_back(float(k * std::cos(phi)));
-        t.push_back(float(k * std::sin(phi)));
-        t.push_back(float((p - partitions / 2) / double(partitions)));
-      }
-    }
-  return t;
-}
 
 std::vector<float> random_points3(std::size_t n, unsigned seed) {
   std::mt19937 rng(seed);
@@ -221,6 +194,61 @@ TEST(NufftCuda3d, TheNufftCommandOnTheGpuEqualsTheCpuPath) {
   std::printf("radstream nufft 3D, GPU vs CPU: forward %.2e, adjoint %.2e\n", ef, ea);
   EXPECT_LE(ef, 1e-5);
   EXPECT_LE(ea, 1e-5);
+}
+
+// The 3D SENSE operator and a fixed-count CG-SENSE solve on the GPU against the CPU twin, on a kooshball and
+// a stack of stars (k-space from the exact NUDFT).
+TEST(NufftCuda3d, CgSenseMatchesTheCpuTwin) {
+  RADSTREAM_REQUIRE_GPU();
+  Stream st;
+  const int n = 12, coils = 4;
+  const std::array<int, 3> N{n, n, n};
+  const auto truth = sense3d::bandlimited_phantom(n, 0.45);
+  const auto maps = sense3d::smooth_maps(N, coils);
+  for (const auto& traj : {kooshball(400, 24), stack_of_stars(36, 24, n)}) {
+    const std::size_t points = traj.size() / 3;
+    const auto y = sense3d::exact_data(traj, truth, maps, N, coils);
+    const NufftKernel k{6, 2.0, 4096};
+    SenseOperator3dCpu cpu(N, coils, points, k);
+    cpu.set_maps(maps.data());
+    cpu.set_points(traj.data());
+    SenseOperator3dCuda gpu(N, coils, points, k, st.s);
+    auto d_maps = upload(maps, st.s);
+    auto d_traj = upload(traj, st.s);
+    auto d_y = upload(y, st.s);
+    gpu.set_maps(d_maps.data());
+    gpu.set_points(d_traj.data());
+    // The operator both ways.
+    std::vector<cfloat> b_cpu(truth.size()), f_cpu(y.size());
+    cpu.adjoint(y.data(), b_cpu.data());
+    cpu.forward(truth.data(), f_cpu.data());
+    auto d_truth = upload(truth, st.s);
+    DeviceBuffer<cfloat> d_b(Extents{truth.size()}), d_f(Extents{y.size()}), d_x(Extents{truth.size()});
+    gpu.adjoint(d_y.data(), d_b.data());
+    gpu.forward(d_truth.data(), d_f.data());
+    const double ea = rel_error(download(d_b, st.s), b_cpu), ef = rel_error(download(d_f, st.s), f_cpu);
+    const AdjointCheck adj = check_adjoint(gpu, 6);
+    // Ten CG iterations on both.
+    CgOptions o;
+    o.max_iterations = 10;
+    auto host_ops = make_vector_ops_cpu();
+    ConjugateGradient cg_cpu(truth.size(), *host_ops);
+    std::vector<cfloat> x_cpu(truth.size());
+    cg_cpu.solve(cpu, b_cpu.data(), x_cpu.data(), o, false);
+    auto dev_ops = make_vector_ops_cuda(st.s);
+    ConjugateGradient cg_gpu(truth.size(), *dev_ops);
+    cg_gpu.solve(gpu, d_b.data(), d_x.data(), o, false);
+    const auto x_gpu = download(d_x, st.s);
+    const double ex = rel_error(x_gpu, x_cpu);
+    std::printf(
+        "3D SENSE %zu points x %d coils: CUDA vs CPU forward %.2e, adjoint %.2e, adjoint test %.2e; "
+        "10 CG iterations %.2e (error to the truth %.3f)\n",
+        points, coils, ef, ea, adj.relative_error, ex, rel_error(x_gpu, truth));
+    EXPECT_LE(ef, 1e-5);
+    EXPECT_LE(ea, 1e-5);
+    EXPECT_LE(adj.relative_error, 1e-5);
+    EXPECT_LE(ex, 1e-4);
+  }
 }
 
 #endif  // RADSTREAM_HAVE_CUDA
