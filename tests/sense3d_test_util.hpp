@@ -46,7 +46,8 @@ inline std::vector<float> stack_of_stars(int spokes, int samples, int partitions
   return t;
 }
 
-// Coils around the volume: Gaussian profiles centred on the faces, each with a linear phase, [coils][z][y][x].
+// Coils around the volume: Gaussian profiles centred on the faces, each with a linear phase,
+// [coils][z][y][x].
 inline std::vector<cf> smooth_maps(std::array<int, 3> N, int coils) {
   std::vector<cf> m;
   for (int c = 0; c < coils; ++c) {
@@ -96,7 +97,8 @@ inline std::vector<cf> bandlimited_phantom(int n, double radius) {
     std::complex<double> s = 0;
     for (std::size_t k = 0; k < v; ++k) {
       if (X[k] == 0.0) continue;
-      const double ph = 2 * kPi * (coord(k, 0) * coord(p, 0) + coord(k, 1) * coord(p, 1) + coord(k, 2) * coord(p, 2)) / n;
+      const double ph =
+          2 * kPi * (coord(k, 0) * coord(p, 0) + coord(k, 1) * coord(p, 1) + coord(k, 2) * coord(p, 2)) / n;
       s += X[k] * std::complex<double>(std::cos(ph), std::sin(ph));
     }
     out[p] = cf(s / double(v));

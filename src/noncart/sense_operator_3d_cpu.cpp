@@ -35,7 +35,8 @@ void SenseOperator3dCpu::forward(const cfloat* x, cfloat* y) {
   cfloat* ci = coil_images_.data();
 #pragma omp parallel for schedule(static)
   for (long i = 0; i < long(voxels_); ++i)
-    for (int c = 0; c < coils_; ++c) ci[std::size_t(c) * voxels_ + i] = maps_[std::size_t(c) * voxels_ + i] * x[i];
+    for (int c = 0; c < coils_; ++c)
+      ci[std::size_t(c) * voxels_ + i] = maps_[std::size_t(c) * voxels_ + i] * x[i];
   nufft_.forward(ci, y);
 }
 

@@ -7,8 +7,8 @@
 namespace radstream {
 namespace {
 
-__global__ void expand_maps(const float2* __restrict__ x, const float2* __restrict__ maps, int coils, long voxels,
-                            float2* __restrict__ out) {
+__global__ void expand_maps(const float2* __restrict__ x, const float2* __restrict__ maps, int coils,
+                            long voxels, float2* __restrict__ out) {
   const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= voxels) return;
   const float2 v = x[i];
@@ -71,8 +71,8 @@ void SenseOperator3dCuda::adjoint(const cfloat* d_y, cfloat* d_x) {
   auto stream = static_cast<cudaStream_t>(stream_);
   nufft_->adjoint(d_y, d_coil_images_.data());
   sum_conj_maps<<<unsigned((voxels_ + 255) / 256), 256, 0, stream>>>(
-      reinterpret_cast<const float2*>(d_coil_images_.data()), reinterpret_cast<const float2*>(d_maps_), coils_,
-      long(voxels_), reinterpret_cast<float2*>(d_x));
+      reinterpret_cast<const float2*>(d_coil_images_.data()), reinterpret_cast<const float2*>(d_maps_),
+      coils_, long(voxels_), reinterpret_cast<float2*>(d_x));
   CUDA_CHECK_LAUNCH("sum_conj_maps");
 }
 

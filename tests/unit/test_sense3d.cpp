@@ -35,8 +35,9 @@ TEST(Sense3d, CgSenseRecoversThePhantomFromExactKspace) {
   const std::array<int, 3> N{n, n, n};
   const auto truth = bandlimited_phantom(n, 0.45);
   const auto maps = smooth_maps(N, coils);
-  for (const auto& [name, traj] : {std::pair<std::string, std::vector<float>>{"kooshball", kooshball(400, 24)},
-                                   {"stack of stars", stack_of_stars(36, 24, n)}}) {
+  for (const auto& [name, traj] :
+       {std::pair<std::string, std::vector<float>>{"kooshball", kooshball(400, 24)},
+        {"stack of stars", stack_of_stars(36, 24, n)}}) {
     const std::size_t points = traj.size() / 3;
     const auto y = exact_data(traj, truth, maps, N, coils);
     SenseOperator3dCpu op(N, coils, points, {6, 2.0, 4096});
@@ -54,9 +55,10 @@ TEST(Sense3d, CgSenseRecoversThePhantomFromExactKspace) {
       cg.solve(op, b.data(), x.data(), o, false);
       e[i] = test::rel_error(x, truth);
     }
-    std::printf("3D CG-SENSE, %s (%zu points x %d coils, 12^3): error to the truth %.3g after 5, %.3g after 50, "
-                "%.3g after 200\n",
-                name.c_str(), points, coils, e[0], e[1], e[2]);
+    std::printf(
+        "3D CG-SENSE, %s (%zu points x %d coils, 12^3): error to the truth %.3g after 5, %.3g after 50, "
+        "%.3g after 200\n",
+        name.c_str(), points, coils, e[0], e[1], e[2]);
     EXPECT_LT(e[1], 0.5 * e[0]) << name;
     EXPECT_LT(e[2], 0.02) << name;
   }
