@@ -18,6 +18,7 @@
 #include "bench/bench_baseline.hpp"
 #include "bench/bench_case.hpp"
 #include "bench/bench_cg.hpp"
+#include "bench/bench_floor.hpp"
 #include "bench/bench_nlinv.hpp"
 #include "bench/bench_nufft.hpp"
 #include "bench/bench_plot.hpp"
@@ -156,7 +157,7 @@ nlohmann::ordered_json fft_engines_case(const BenchCase& c, const Registry& regi
 // A whole reconstruction on the simulator's frame: every stage per frame, the frame, the wall time with
 // transfers; on the GPU the batched-cuFFT yardstick, with CG the normal operator's floor; on the CPU BART.
 nlohmann::ordered_json chain_case(const BenchCase& c, bool moved_to_cpu, const Registry& registry, int frames,
-                                  int warmup) {
+                                  int warmup, double copy_gb_per_s) {
   const Backend b = c.backend;
   const Frame f = bench_frame(c.matrix, c.samples, c.coils, c.spokes);
   ReconChain chain(c.recon, b, registry);
@@ -211,6 +212,10 @@ nlohmann::ordered_json chain_case(const BenchCase& c, bool moved_to_cpu, const R
                          Extents{std::size_t(c.coils), std::size_t(G), std::size_t(G)}, frames, warmup);
     j["cufft_reference_ms"] = json_stats(cu);
     j["frame_over_cufft_reference"] = frame.median / cu.median;
+    if (copy_gb_per_s > 0) {  // each memory-stream stage against its floor at this device's copy bandwidth
+      j["copy_bandwidth_gb_per_s"] = copy_gb_per_s;
+      j["stage_floors"] = stage_floors(j["stages_ms"], c, G, copy_gb_per_s);
+    }
     j["cuda_graph"] = chain.uses_graph();
   }
   if (c.name == "R4") {
@@ -422,6 +427,7 @@ int run_bench(const BenchRun& a) {
       for (const auto& c : cases) known += (known.empty() ? "" : " ") + c.name;
       throw ConfigError("bench: no case '" + name + "' in " + cases_dir + " (cases: " + known + ")");
     }
+  double copy_gb_per_s = -1;  // measured before the first GPU chain case
   for (BenchCase c : cases) {
     if (!a.cases.empty() && std::find(a.cases.begin(), a.cases.end(), c.name) == a.cases.end()) continue;
     const bool movable =
@@ -455,7 +461,8 @@ int run_bench(const BenchRun& a) {
         js["cases"].back()["target"] = evaluate_target(c.target, js["cases"].back());
       continue;
     }
-    js["cases"].push_back(chain_case(c, moved_to_cpu, registry, a.frames, a.warmup));
+    if (b == Backend::Cuda && copy_gb_per_s < 0) copy_gb_per_s = measured_copy_bandwidth_gb_s();
+    js["cases"].push_back(chain_case(c, moved_to_cpu, registry, a.frames, a.warmup, copy_gb_per_s));
   }
   js["load_average_1min_after"] = load_average();
   const int failed = print_summary(js);

@@ -133,6 +133,21 @@ inline std::vector<cfloat> run_stage(const std::string& name, Backend b, const R
   return result;
 }
 
+// n uniform random points in [-0.5, 0.5)^dims (cycles per pixel), [n][dims].
+inline std::vector<float> random_points(std::size_t n, int dims, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> k(-0.5f, 0.5f);
+  std::vector<float> t(std::size_t(dims) * n);
+  for (auto& v : t) v = k(rng);
+  return t;
+}
+
+// A stream the test owns, and its handle.
+struct TestStream {
+  gpu::Stream owned;
+  gpu::StreamRef s = owned.get();
+};
+
 inline StageRun random_radial(int N, int S, int P, int C, unsigned seed) {
   StageRun r;
   r.g = Geometry{N, S, P, C, float(S) / N};

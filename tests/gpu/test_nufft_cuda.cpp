@@ -19,11 +19,7 @@ using gputest::rel_error;
 namespace {
 
 std::vector<float> random_points(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> k(-0.5f, 0.5f);
-  std::vector<float> t(2 * n);
-  for (auto& v : t) v = k(rng);
-  return t;
+  return gputest::random_points(n, 2, seed);
 }
 
 std::vector<cfloat> random_values(std::size_t n, unsigned seed) {
@@ -33,10 +29,7 @@ std::vector<cfloat> random_values(std::size_t n, unsigned seed) {
 using gputest::download;
 using gputest::upload;
 
-struct Stream {
-  gpu::Stream owned;
-  gpu::StreamRef s = owned.get();
-};
+using Stream = gputest::TestStream;
 
 }  // namespace
 

@@ -31,11 +31,7 @@ using sense3d::stack_of_stars;
 namespace {
 
 std::vector<float> random_points3(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> k(-0.5f, 0.5f);
-  std::vector<float> t(3 * n);
-  for (auto& v : t) v = k(rng);
-  return t;
+  return gputest::random_points(n, 3, seed);
 }
 
 double rel_error_exact(const std::vector<cfloat>& a, const std::vector<std::complex<double>>& b) {
@@ -47,10 +43,7 @@ double rel_error_exact(const std::vector<cfloat>& a, const std::vector<std::comp
   return std::sqrt(num / den);
 }
 
-struct Stream {
-  gpu::Stream owned;
-  gpu::StreamRef s = owned.get();
-};
+using Stream = gputest::TestStream;
 
 }  // namespace
 
