@@ -38,28 +38,23 @@ nlohmann::ordered_json stage_floors(const nlohmann::ordered_json& stages_ms, con
                                     double gb_per_s) {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   if (!(gb_per_s > 0)) return out;
-  const double S = double(c.spokes) * c.samples * c.coils * 8;             // samples
-  const double Gb = double(c.coils) * grid * grid * 8;                     // oversampled grids
-  const double Ib = double(c.coils) * c.matrix * c.matrix * 8;             // coil images
-  const double Ob = double(c.matrix) * c.matrix * 8;                       // the combined image
+  const double S = double(c.spokes) * c.samples * c.coils * 8;  // samples
+  const double Gb = double(c.coils) * grid * grid * 8;          // oversampled grids
+  const double Ib = double(c.coils) * c.matrix * c.matrix * 8;  // coil images
+  const double Ob = double(c.matrix) * c.matrix * 8;            // the combined image
   int P = 1;
-  while (P < 2 * c.samples) P *= 2;                                        // FBP's padded projections
+  while (P < 2 * c.samples) P *= 2;  // FBP's padded projections
   const double Pb = double(c.spokes) * P * c.coils * 8;
-  const std::map<std::string, double> bytes = {{"density", 2 * S},
-                                               {"gridding", S + Gb},
-                                               {"fft", 2 * Gb},
-                                               {"deapodize", 2 * Ib},
-                                               {"coil_combine", Ib + Ob},
-                                               {"fft_deapodize_combine", Gb + Ob},
-                                               {"fbp_project", S + Pb},
-                                               {"backproject", Pb + Ib}};
+  const std::map<std::string, double> bytes = {{"density", 2 * S},        {"gridding", S + Gb},
+                                               {"fft", 2 * Gb},           {"deapodize", 2 * Ib},
+                                               {"coil_combine", Ib + Ob}, {"fft_deapodize_combine", Gb + Ob},
+                                               {"fbp_project", S + Pb},   {"backproject", Pb + Ib}};
   for (const auto& [stage, v] : stages_ms.items()) {
     const auto it = bytes.find(stage);
     if (it == bytes.end() || !v.contains("median")) continue;
     const double floor_ms = it->second / (gb_per_s * 1e9) * 1e3;
-    out[stage] = {{"bytes", it->second},
-                  {"floor_ms", floor_ms},
-                  {"x_floor", v["median"].get<double>() / floor_ms}};
+    out[stage] = {
+        {"bytes", it->second}, {"floor_ms", floor_ms}, {"x_floor", v["median"].get<double>() / floor_ms}};
   }
   return out;
 }

@@ -13,8 +13,8 @@ namespace radstream::app {
 // GPU is usable.
 double measured_copy_bandwidth_gb_s();
 
-// {stage: {"bytes", "floor_ms", "x_floor"}} for the stages of stages_ms (the chain's JSON, medians) that have a
-// memory-stream floor; grid: the oversampled grid's extent.
+// {stage: {"bytes", "floor_ms", "x_floor"}} for the stages of stages_ms (the chain's JSON, medians) that have
+// a memory-stream floor; grid: the oversampled grid's extent.
 nlohmann::ordered_json stage_floors(const nlohmann::ordered_json& stages_ms, const BenchCase& c, int grid,
                                     double gb_per_s);
 
