@@ -37,7 +37,7 @@ struct NufftArgs {
     v.field("traj", traj, "BART trajectory [3 samples spokes] in BART units (+-N/2)");
     v.field("adjoint", adjoint, "adjoint (k-space -> image) instead of forward (image -> k-space)");
     v.field("dims", dims, "image extents x:y[:z] (empty: the image's, or the trajectory's reach)");
-    v.field("width", width, 2, 16, "Kaiser-Bessel width W (even)");
+    v.field("width", width, 2, 16, "Kaiser-Bessel width W in grid cells");
     v.field("oversampling", oversampling, 1.0, 4.0, "grid oversampling sigma");
     v.field("lut_resolution", lut_resolution, 16, 1 << 20, "kernel table entries per grid cell");
     v.field("threads", threads, 0, 1024, "CPU threads (0 = all)");

@@ -292,7 +292,7 @@ nlohmann::ordered_json nufft_sweep_case(const BenchCase& c, int frames, int warm
     const double pts = double(g.points()) * c.coils;
     nlohmann::ordered_json fastest[2][3];
     for (double sigma : {1.25, 2.0})
-      for (int width : {2, 4, 6, 8}) {
+      for (int width = 2; width <= 8; ++width) {
         const NufftKernel k{width, sigma, 4096};
         Measured m;
         try {

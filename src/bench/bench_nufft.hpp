@@ -29,7 +29,7 @@ NufftGeometry random_nufft_geometry(int dims, int N, std::size_t points, unsigne
 // kind nufft: set_points, forward and adjoint of the case's frame with the case's gridding kernel, batched
 // over its coils; times (CUDA events on the GPU), and each direction's error against the exact sums.
 nlohmann::ordered_json nufft_case(const BenchCase& c, int frames, int warmup);
-// kind nufft-sweep: both directions over widths 2..8 (even) and oversampling 1.25 and 2 on the case's
+// kind nufft-sweep: both directions over widths 2..8 and oversampling 1.25 and 2 on the case's
 // geometries (radial: the case's frame; random-2d: `points` onto random_matrix^2; random-3d: `points` onto
 // volume^3); rows of (direction, geometry, dims, width, sigma, relative error, ms, points/s) and, per
 // geometry and direction, the fastest setting at relative error <= 1e-3, 1e-4 and 1e-5.

@@ -25,8 +25,7 @@ double beatty_beta(int width, double sigma) {
 
 KaiserBesselLut::KaiserBesselLut(int width, double sigma, int resolution)
     : width_(width), sigma_(sigma), beta_(beatty_beta(width, sigma)), resolution_(resolution) {
-  if (width < 2 || width % 2)
-    throw ConfigError("kernel width " + std::to_string(width) + " must be even and >= 2");
+  if (width < 2) throw ConfigError("kernel width " + std::to_string(width) + " must be >= 2");
   if (resolution < 2)
     throw ConfigError("kernel table resolution " + std::to_string(resolution) + " must be >= 2");
   edge_ = resolution * width / 2;

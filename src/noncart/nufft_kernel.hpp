@@ -8,7 +8,7 @@
 namespace radstream {
 
 struct NufftKernel {
-  int width = 4;              // Kaiser-Bessel width W in grid cells (even)
+  int width = 4;              // Kaiser-Bessel width W in grid cells (the plans take 2..16; recon: even)
   double oversampling = 2.0;  // grid oversampling sigma
   int lut_resolution = 1024;  // table entries per grid cell
 };

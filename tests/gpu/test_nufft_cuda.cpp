@@ -39,7 +39,7 @@ TEST(NufftCuda, InterpAndSpreadMatchTheCpuPlan) {
   RADSTREAM_REQUIRE_GPU();
   Stream st;
   for (int coils : {1, 3, 8, 16}) {
-    for (int width : {4, 6}) {
+    for (int width : {4, 5, 6}) {
       // A golden-angle radial frame (the live path's points) and uniform random points.
       const auto radial = gputest::random_radial(64, 128, 48, coils, 5);
       for (const auto& traj : {radial.traj, random_points(128 * 48, 6)}) {

@@ -61,7 +61,7 @@ TEST(NufftCuda3d, SpreadAndInterpMatchTheCpuPlan) {
   const std::vector<std::vector<float>> trajs = {kooshball(40, 48), stack_of_stars(13, 40, 10), hostile};
   const std::array<int, 3> grid{36, 32, 20};  // 36 is not a whole number of bins
   for (int coils : {1, 5}) {
-    for (int width : {4, 6, 8}) {
+    for (int width : {4, 5, 6, 8}) {
       for (std::size_t g = 0; g < trajs.size(); ++g) {
         const auto& traj = trajs[g];
         const std::size_t n = traj.size() / 3;

@@ -51,7 +51,7 @@ TEST(BenchNufft, TheSweepFollowsTheKernelsAccuracyAndIsPlotted) {
 
   const auto& s = by["S"];
   EXPECT_EQ(s.at("backend"), "cpu");
-  ASSERT_EQ(s.at("rows").size(), 3u * 2 * 2 * 4);  // geometries x directions x sigmas x widths
+  ASSERT_EQ(s.at("rows").size(), 3u * 2 * 2 * 7);  // geometries x directions x sigmas x widths 2..8
   std::map<std::string, double> err;  // "dims direction W sigma" -> worst error over the geometries
   for (const auto& row : s.at("rows")) {
     EXPECT_GT(row.at("ms").get<double>(), 0.0);
@@ -68,6 +68,10 @@ TEST(BenchNufft, TheSweepFollowsTheKernelsAccuracyAndIsPlotted) {
     EXPECT_LT(err[d + " W8 s2.00"], err[d + " W4 s2.00"]) << d;
     EXPECT_LT(err[d + " W6 s2.00"], err[d + " W6 s1.25"]) << d;
     EXPECT_GT(err[d + " W2 s1.25"], 1e-2) << d;  // the narrowest kernel is visibly inaccurate
+    for (int w = 3; w <= 8; ++w)  // every width more accurate than the one below it (odd widths included)
+      EXPECT_LT(err[d + " W" + std::to_string(w) + " s2.00"],
+                err[d + " W" + std::to_string(w - 1) + " s2.00"])
+          << d << " W" << w;
   }
   // The fastest setting within each error bound, per geometry and direction (3 bounds).
   ASSERT_EQ(s.at("fastest").size(), 3u * 2 * 3);

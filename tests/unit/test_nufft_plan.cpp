@@ -72,6 +72,21 @@ TEST(NufftPlan, Forward3dMatchesExactNudft) {
   EXPECT_LE(e4, 2e-3);
 }
 
+// Odd widths (the plans take any width 2..16; the reconstruction stages keep even ones): the footprint
+// floor(u - W/2) + 1 .. + W covers every cell within W/2, so each width lands between its even neighbours.
+TEST(NufftPlan, OddWidthsLandBetweenTheirEvenNeighbours) {
+  for (int dims : {2, 3}) {
+    const Problem p = dims == 2 ? random_problem(2, 32, 2000, 17) : random_problem(3, 12, 600, 18);
+    double e[9] = {};
+    for (int w = 3; w <= 8; ++w) e[w] = forward_error(p, w);
+    std::printf("%dD forward vs exact, W3..W8: %.2e %.2e %.2e %.2e %.2e %.2e\n", dims, e[3], e[4], e[5], e[6],
+                e[7], e[8]);
+    for (int w = 4; w <= 8; ++w) EXPECT_LT(e[w], e[w - 1]) << dims << "D W" << w;
+    EXPECT_LE(e[5], 1e-3) << dims << "D";
+    EXPECT_LE(e[7], 1e-5) << dims << "D";
+  }
+}
+
 TEST(NufftPlan, Adjoint2dMatchesExactNudft) {
   const Problem p = random_problem(2, 32, 3000, 13);
   for (int width : {4, 6}) {
