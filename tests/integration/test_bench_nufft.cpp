@@ -106,10 +106,11 @@ TEST(BenchNufft, TheBaselineNamesWhatGotSlowerOnTheSameDeviceKindOnly) {
   auto r = radstream_cmd(run + " --out " + dir / "now.json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto base = read_json(dir / "now.json");
-  // A baseline twice as fast on the same device kind: every timing of F is slower by far more than 5 %.
+  // A baseline 1000 times as fast on the same device kind: every timing of F is slower by far more than 5 %
+  // whatever this machine's timing noise (a 2x margin was not enough: a cold first run once took 6x longer).
   for (auto& c : base["cases"])
     for (const char* k : {"forward_ms", "adjoint_ms", "set_points_ms"})
-      c[k]["median"] = c[k]["median"].get<double>() / 2;
+      c[k]["median"] = c[k]["median"].get<double>() / 1000;
   std::ofstream(dir / "fast.json") << base.dump();
   base["gpu"] = "NVIDIA Imaginary 9000";
   std::ofstream(dir / "other.json") << base.dump();
