@@ -49,12 +49,8 @@ Ingest::Ingest(zmq::context_t& ctx, const IngestParams& p, Metrics& metrics, boo
   sock_.set(zmq::sockopt::linger, 0);
   if (p.socket == ReceiveSocket::Sub) sock_.set(zmq::sockopt::subscribe, "");
   if (!p.curve_key.empty()) make_curve_server(sock_, read_curve_key_file(p.curve_key, true));
-  // Connections come and go on the monitor (drained by the receive loop): counted, the first few logged.
-  monitor_ = monitor_socket(ctx, sock_,
-                            ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED |
-                                ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                                ZMQ_EVENT_HANDSHAKE_FAILED_AUTH,
-                            "ingest");
+  // Connections come and go on the guard's monitor: bounded in number, counted, the first failures logged.
+  guard_ = std::make_unique<ConnectionGuard>(ctx, sock_, p.connections, "stream.endpoint", metrics_.peers);
   bind_or_connect(sock_, p.endpoint, p.bind, "stream.endpoint");
   endpoint_ = sock_.get(zmq::sockopt::last_endpoint);
 }
@@ -76,7 +72,7 @@ std::string Ingest::bound_endpoint() const {
 
 Ingest::~Ingest() {
   stop();
-  zmq_socket_monitor(sock_.handle(), nullptr, 0);  // stop the events before the sockets close
+  guard_.reset();  // stops the socket's events before it closes
 }
 
 void Ingest::start() {
@@ -111,27 +107,6 @@ void Ingest::wait_for(std::uint64_t generation, std::uint64_t count, std::chrono
     const SpokeRing* ring = std::size_t(slice) < rings_.size() ? rings_[std::size_t(slice)].get() : nullptr;
     return !running_ || state_.generation != generation || (ring && ring->count() >= count);
   });
-}
-
-void Ingest::drain_monitor() {
-  for (int k = 0; k < 64; ++k) {  // each event: two frames (event id + value, then the peer's address)
-    zmq::message_t ev, addr;
-    if (!monitor_.recv(ev, zmq::recv_flags::dontwait)) return;
-    if (monitor_.get(zmq::sockopt::rcvmore)) (void)monitor_.recv(addr, zmq::recv_flags::dontwait);
-    if (ev.size() < 6) continue;
-    std::uint16_t id = 0;
-    std::memcpy(&id, ev.data(), sizeof id);
-    if (id == ZMQ_EVENT_ACCEPTED || id == ZMQ_EVENT_CONNECTED) {
-      ++metrics_.peers_connected;
-    } else if (id == ZMQ_EVENT_DISCONNECTED) {
-      ++metrics_.peers_disconnected;
-    } else {
-      if (metrics_.handshake_failures++ < 3)
-        log::warn("ingest: a peer failed the {} handshake and was dropped ({})",
-                  p_.curve_key.empty() ? "ZeroMQ" : "CURVE",
-                  id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ? "not authorized" : "protocol error");
-    }
-  }
 }
 
 void Ingest::reject(wire::Reject r, const std::string& detail) {
@@ -205,7 +180,6 @@ void Ingest::run() {
       continue;
     }
     const std::int64_t now = monotonic_ns();
-    drain_monitor();
     if (!got) {  // timeout: is the sender still there?
       const std::int64_t last = metrics_.last_message_ns.load();
       if (last && !metrics_.sender_lost && !metrics_.stream_ended &&

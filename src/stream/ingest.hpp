@@ -19,6 +19,7 @@
 #include "stream/metrics.hpp"
 #include "stream/sequence_tracker.hpp"
 #include "stream/spoke_ring.hpp"
+#include "wire/connection_guard.hpp"
 #include "wire/wire.hpp"
 
 namespace radstream {
@@ -46,6 +47,7 @@ struct IngestParams {
   int slices = 1;                 // slices (MRD idx.slice 0..slices-1) reconstructed, each on its own
   std::string gradient_delay = "off";  // off | auto | A:B:C (stream/delay_corrector.hpp)
   long gradient_delay_every = 2000;    // auto: spokes between two RING estimates
+  ConnectionLimits connections;        // every listening socket of the receiver (wire/connection_guard.hpp)
 
   template <class V>
   void visit(V& v) {
@@ -79,6 +81,13 @@ struct IngestParams {
             "again every gradient_delay_every spokes) or A:B:C (BART's traj -q x:y:xy, in samples)");
     v.field("gradient_delay_every", gradient_delay_every, 64L, 1L << 40,
             "auto gradient delays: spokes between two RING estimates");
+    v.field("max_connections", connections.max_connections, 1, 1 << 20,
+            "connections each listening socket (spokes, published images) keeps open at once; more are shut "
+            "down at once (lowered to what the descriptor limit allows)");
+    v.field("max_connections_per_address", connections.max_per_address, 1, 1 << 20,
+            "connections one peer address may keep open on each listening socket");
+    v.field("handshake_timeout_s", connections.handshake_timeout_s, 0.1, 3600.0,
+            "a connection that has not completed its ZeroMQ/CURVE handshake by then is dropped");
   }
   void validate() const;
 };
@@ -150,8 +159,7 @@ class Ingest {
   std::unique_ptr<DelayCorrector> delays_;
   bool device_ring_;
   bool keep_all_ = false;
-  zmq::socket_t monitor_;  // the receive socket's connection events
-  void drain_monitor();
+  std::unique_ptr<ConnectionGuard> guard_;  // the receive socket's connection limits and counts
   int max_window_;
   Recorder* recorder_;
   std::mutex rec_m_;  // guards recorder_ against set_recorder

@@ -208,6 +208,9 @@ std::string Metrics::line(double t) {
   if (record_failures) line += fmt::format(" RECORD_FAILED={}", record_failures.load());
   if (clock_invalid) line += fmt::format(" CLOCK_INVALID={}", clock_invalid.load());
   if (auth_denied) line += fmt::format(" AUTH_DENIED={}", auth_denied.load());
+  if (const auto refused = peers.refused_total + peers.refused_address + publish_peers.refused_total +
+                           publish_peers.refused_address)
+    line += fmt::format(" CONNECTIONS_REFUSED={}", refused);
   if (slice_count > 1) {  // frames per slice (a failing slice shows FAILED with its count)
     line += " slices=";
     for (int k = 0; k < slice_count; ++k) {
@@ -252,10 +255,17 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
   j["missing"] = missing.load();
   j["gaps"] = gaps.load();
   j["frame_gaps"] = frame_gaps.to_json();
-  j["peers"] = {{"connected", peers_connected.load()},
-                {"disconnected", peers_disconnected.load()},
-                {"handshake_failures", handshake_failures.load()},
-                {"auth_denied", auth_denied.load()}};
+  const auto connections = [](const ConnectionCounts& c) {
+    return nlohmann::ordered_json{{"connected", c.connected.load()},
+                                  {"disconnected", c.disconnected.load()},
+                                  {"open", c.open.load()},
+                                  {"handshake_failures", c.handshake_failed.load()},
+                                  {"refused_over_limit", c.refused_total.load()},
+                                  {"refused_per_address", c.refused_address.load()}};
+  };
+  j["peers"] = connections(peers);
+  j["peers"]["auth_denied"] = auth_denied.load();
+  j["publish_peers"] = connections(publish_peers);
   j["rejected"] = rej;
   j["recorded"] = recorded.load();
   j["recorder_waits"] = recorder_waits.load();

@@ -16,6 +16,7 @@
 #include "core/clock.hpp"
 #include "core/spoke.hpp"
 #include "stream/frame_gaps.hpp"
+#include "wire/connection_counts.hpp"
 #include "wire/wire.hpp"
 
 namespace radstream {
@@ -90,9 +91,12 @@ class Metrics {
   std::atomic<std::uint64_t> missing{0}, gaps{0}, streams{0}, reconfigurations{0};
   // Spokes that came before their stream header and were held for it (taken when it came, else no_header).
   std::atomic<std::uint64_t> held_before_header{0};
-  // Connections (the receive socket's monitor): peers that connected and that went away (closed, or dropped
-  // by ZeroMQ, e.g. for an oversized message), and CURVE handshakes refused (key not on the allow-list).
-  std::atomic<std::uint64_t> peers_connected{0}, peers_disconnected{0}, handshake_failures{0}, auth_denied{0};
+  // Connections (the receive socket's guard, wire/connection_guard.hpp): peers that connected and that went
+  // away (closed, or dropped by ZeroMQ, e.g. for an oversized message or a handshake not completed in time),
+  // connections shut down at once over the connection limits; and CURVE handshakes refused (key not on the
+  // allow-list, counted by the ZAP handler). The image publisher's connections apart.
+  ConnectionCounts peers, publish_peers;
+  std::atomic<std::uint64_t> auth_denied{0};
   std::atomic<std::int64_t> last_message_ns{0};
   std::atomic<bool> sender_lost{false};   // quiet past stream.sender_timeout_s without closing its stream
   std::atomic<bool> stream_ended{false};  // the sender closed its stream cleanly (until the next message)

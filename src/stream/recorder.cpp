@@ -193,6 +193,58 @@ void Recorder::run() {
   bool dirty = false, failed = false;
   std::size_t count_at_check = 0, spoke_bytes = 0;
   std::size_t flushed = 0;  // spokes of the current file on the disk as of its last flush
+  // A file that cannot be made (no descriptor left, a transient error) is tried again with a growing pause;
+  // the spokes that come meanwhile are held (up to kHoldBytes, the rest counted as not recorded) and written
+  // first when it is made.
+  constexpr std::size_t kHoldBytes = std::size_t(64) << 20;
+  std::string waiting_xml, waiting_path;
+  std::deque<Item> held;
+  std::size_t held_bytes = 0;
+  int attempts = 0;
+  auto retry_at = std::chrono::steady_clock::now();
+  const auto begin_file = [&](const std::string& p, const std::string& xml) {
+    w = std::make_unique<MrdRawWriter>(p, xml);
+    w->flush();  // a readable file with its header and no spokes from the start
+    dirty = false;
+    flushed = 0;
+    file_start = std::chrono::steady_clock::now();
+    count_at_check = 0;
+    std::lock_guard lock(m_);
+    current_ = p;
+  };
+  const auto write_spoke = [&](const Item& s) {
+    if (fail_after_ >= 0 && long(w->count()) >= fail_after_)
+      throw IoError(fmt::format("{}: write error after {} spokes (RADSTREAM_TEST_RECORD_FAIL_AFTER)",
+                                w->path(), w->count()));
+    w->append(s.spoke.acq_header, s.spoke.traj, s.spoke.data);
+    spoke_bytes = s.bytes;
+    dirty = true;
+    ++metrics_.recorded;
+    std::lock_guard lock(m_);
+    ++written_;
+  };
+  // Makes the waiting file: true when made (the held spokes written into it), false to try again later.
+  const auto try_waiting_file = [&]() -> bool {
+    try {
+      begin_file(waiting_path, waiting_xml);
+    } catch (const std::exception& e) {
+      w.reset();
+      if (attempts++ == 0)
+        log::error("record: cannot make {} ({}); trying again, the spokes meanwhile held (up to {} MiB)",
+                   waiting_path, e.what(), kHoldBytes >> 20);
+      retry_at = std::chrono::steady_clock::now() +
+                 std::chrono::milliseconds(std::min(200 << std::min(attempts, 5), 5000));
+      return false;
+    }
+    if (attempts > 0)
+      log::info("record: {} made after {} failed attempt(s); the {} spokes held meanwhile are written first",
+                waiting_path, attempts, held.size());
+    waiting_xml.clear();
+    attempts = 0;
+    for (; !held.empty(); held.pop_front()) write_spoke(held.front());
+    held_bytes = 0;
+    return true;
+  };
   for (;;) {
     Item it;
     bool have = false;
@@ -210,9 +262,15 @@ void Recorder::run() {
     }
     if (have) cv_.notify_all();
     try {
+      if (!waiting_xml.empty() && !failed && std::chrono::steady_clock::now() >= retry_at) try_waiting_file();
       if (have && !it.xml.empty()) {  // a new stream: a new file
         close();
         if (failed) continue;
+        for (; !held.empty(); held.pop_front())  // the previous stream's file was never made
+          fail(fmt::format("{} could not be made; its stream's spokes are not recorded", waiting_path), true);
+        held_bytes = 0;
+        waiting_xml.clear();
+        attempts = 0;
         const std::string p = claim_next_file();
         if (p.empty()) {
           failed = true;
@@ -223,14 +281,9 @@ void Recorder::run() {
                false);
           continue;
         }
-        w = std::make_unique<MrdRawWriter>(p, it.xml);
-        w->flush();  // a readable file with its header and no spokes from the start
-        dirty = false;
-        flushed = 0;
-        file_start = std::chrono::steady_clock::now();
-        count_at_check = 0;
-        std::lock_guard lock(m_);
-        current_ = p;
+        waiting_path = p;
+        waiting_xml = it.xml;
+        try_waiting_file();
       } else if (have) {
         if (failed) {  // counted, never silently dropped
           ++metrics_.record_failures;
@@ -238,16 +291,20 @@ void Recorder::run() {
           ++failures_;
           continue;
         }
+        if (!waiting_xml.empty()) {  // its file is still to be made
+          if (held_bytes + it.bytes <= kHoldBytes) {
+            held_bytes += it.bytes;
+            held.push_back(std::move(it));
+          } else {
+            fail(fmt::format("{} could not be made and {} MiB of spokes wait for it; spokes beyond are not "
+                             "recorded",
+                             waiting_path, kHoldBytes >> 20),
+                 true);
+          }
+          continue;
+        }
         if (!w) continue;  // spokes before any header are not accepted by the ingest
-        if (fail_after_ >= 0 && long(w->count()) >= fail_after_)
-          throw IoError(fmt::format("{}: write error after {} spokes (RADSTREAM_TEST_RECORD_FAIL_AFTER)",
-                                    w->path(), w->count()));
-        w->append(it.spoke.acq_header, it.spoke.traj, it.spoke.data);
-        spoke_bytes = it.bytes;
-        dirty = true;
-        ++metrics_.recorded;
-        std::lock_guard lock(m_);
-        ++written_;
+        write_spoke(it);
       }
       // What is written reaches the disk at least every flush_s, and whenever the stream pauses, so that a
       // crash or SIGKILL leaves a readable file.
@@ -300,6 +357,14 @@ void Recorder::run() {
         w.reset();
       }
     }
+  }
+  if (!waiting_xml.empty() && !failed && !try_waiting_file()) {  // a last try; else what it held is lost
+    fail(fmt::format("{} could not be made by the end of the run; {} spokes held for it are not recorded",
+                     waiting_path, held.size()),
+         false);
+    metrics_.record_failures += held.size();
+    std::lock_guard lock(m_);
+    failures_ += held.size();
   }
   close();
   if (first_claimed_ && files_ == 0) {  // the stream never came: no empty placeholder is left behind

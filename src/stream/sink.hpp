@@ -10,6 +10,7 @@
 
 #include "stream/frame_result.hpp"
 #include "stream/metrics.hpp"
+#include "wire/connection_counts.hpp"
 
 namespace radstream {
 
@@ -24,8 +25,10 @@ class Sink {
 
 // The sinks the run config asks for: the image publisher (ZeroMQ PUB, image messages encoded by the wire
 // module) and image files. `curve_key`: the receiver's CURVE key pair file (empty: none); with it the
-// publisher admits only subscribers on the allow-list. Throws ConfigError when the publisher cannot bind.
+// publisher admits only subscribers on the allow-list; `limits` bound its subscribers' connections. Throws
+// ConfigError when the publisher cannot bind.
 std::vector<std::unique_ptr<Sink>> make_sinks(const SinkParams& p, zmq::context_t& ctx, Metrics& metrics,
-                                              const std::string& curve_key = "");
+                                              const std::string& curve_key = "",
+                                              const ConnectionLimits& limits = {});
 
 }  // namespace radstream

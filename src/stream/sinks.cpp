@@ -9,6 +9,7 @@
 #include "io/frame_io.hpp"
 #include "stream/run_config.hpp"
 #include "stream/sink.hpp"
+#include "wire/connection_guard.hpp"
 #include "wire/curve.hpp"
 #include "wire/wire.hpp"
 
@@ -18,10 +19,11 @@ namespace {
 class ImagePublisher final : public Sink {
  public:
   ImagePublisher(zmq::context_t& ctx, const std::string& endpoint, Metrics& metrics,
-                 const std::string& curve_key)
-      : ctx_(ctx), endpoint_(endpoint), curve_key_(curve_key), metrics_(metrics) {
+                 const std::string& curve_key, const ConnectionLimits& limits)
+      : ctx_(ctx), endpoint_(endpoint), curve_key_(curve_key), metrics_(metrics), limits_(limits) {
     open();
   }
+  ~ImagePublisher() override { guard_.reset(); }
   std::string name() const override { return "publisher"; }
   void consume(const FrameResult& f) override {
     take_subscriptions();
@@ -54,6 +56,7 @@ class ImagePublisher final : public Sink {
     sock_.set(zmq::sockopt::sndhwm, 16);
     sock_.set(zmq::sockopt::rcvhwm, 256);  // subscriptions taken in per call: the trie grows by at most this
     if (!curve_key_.empty()) make_curve_server(sock_, read_curve_key_file(curve_key_, true));
+    guard_ = std::make_unique<ConnectionGuard>(ctx_, sock_, limits_, "sinks.publish", metrics_.publish_peers);
     for (int attempt = 0;; ++attempt) {
       try {
         sock_.bind(endpoint_);
@@ -80,6 +83,7 @@ class ImagePublisher final : public Sink {
               "publisher: image subscribers sent more than {} distinct subscriptions; the socket is made "
               "anew (subscribers reconnect), as often as that happens (counted: publisher_resets)",
               kMaxTopics);
+        guard_.reset();
         sock_.close();
         open();
         return;
@@ -90,7 +94,9 @@ class ImagePublisher final : public Sink {
   zmq::context_t& ctx_;
   std::string endpoint_, curve_key_;
   Metrics& metrics_;
+  ConnectionLimits limits_;
   zmq::socket_t sock_;
+  std::unique_ptr<ConnectionGuard> guard_;  // declared after the socket: stopped before it closes
   int topics_ = 0;
   std::vector<float> mag_;
 };
@@ -120,10 +126,10 @@ class ImageFiles final : public Sink {
 }  // namespace
 
 std::vector<std::unique_ptr<Sink>> make_sinks(const SinkParams& p, zmq::context_t& ctx, Metrics& metrics,
-                                              const std::string& curve_key) {
+                                              const std::string& curve_key, const ConnectionLimits& limits) {
   std::vector<std::unique_ptr<Sink>> sinks;
   if (!p.publish.empty())
-    sinks.push_back(std::make_unique<ImagePublisher>(ctx, p.publish, metrics, curve_key));
+    sinks.push_back(std::make_unique<ImagePublisher>(ctx, p.publish, metrics, curve_key, limits));
   if (!p.images.empty()) sinks.push_back(std::make_unique<ImageFiles>(p, metrics));
   return sinks;
 }

@@ -51,7 +51,7 @@ StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry) : c
                                      cfg_.frames.max_window, recorder_.get());
   if (!gpu_of.empty()) ingest_->set_ring_gpus(gpu_of);
   if (!cfg_.frames.skip_when_behind) ingest_->keep_spokes_for_every_frame();
-  sinks_ = make_sinks(cfg_.sinks, zctx_, metrics_, cfg_.stream.curve_key);
+  sinks_ = make_sinks(cfg_.sinks, zctx_, metrics_, cfg_.stream.curve_key, cfg_.stream.connections);
   if (!cfg_.mrd.listen.empty()) {  // MRD clients' streams enter the ingest through an inproc socket it binds
     const std::string inproc = fmt::format("inproc://radstream-mrd-{}", static_cast<const void*>(this));
     ingest_->bind_also(inproc);
