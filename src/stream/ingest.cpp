@@ -7,6 +7,7 @@
 #include "core/log.hpp"
 #include "core/trajectory.hpp"
 #include "io/mrd_file.hpp"
+#include "stream/memory_budget.hpp"
 #include "stream/recorder.hpp"
 #include "wire/curve.hpp"
 #include "wire/endpoint.hpp"
@@ -22,6 +23,7 @@ zmq::socket_type socket_type(ReceiveSocket s) {
 
 void IngestParams::validate() const {
   parse_endpoint(endpoint, "stream.endpoint");
+  if (memory_limit != "auto") parse_size(memory_limit, "stream.memory_limit");
   if (gradient_delay != "off" && gradient_delay != "auto")
     parse_gradient_delays(gradient_delay, "--gradient-delay");
 }
@@ -381,6 +383,15 @@ void Ingest::on_header(const wire::Message& m, bool continues) {
                     "slice(s)); stream.max_ring_mib is {}",
                     h.samples, h.coils, ring_mib, slots, slices, p_.max_ring_mib));
     return;
+  }
+  if (memory_check_) {  // everything the header implies, summed before anything is allocated
+    if (const std::string why = memory_check_(h); !why.empty()) {
+      reject(wire::Reject::Limits,
+             fmt::format("stream header of matrix {}, {} samples x {} coils {}; set stream.memory_limit "
+                         "(--memory-limit) to allow it",
+                         h.matrix, h.samples, h.coils, why));
+      return;
+    }
   }
   std::vector<std::shared_ptr<SpokeRing>> rings;
   try {  // a header whose rings cannot be had is rejected; the stream in hand (if any) goes on

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -48,6 +49,7 @@ struct IngestParams {
   std::string gradient_delay = "off";  // off | auto | A:B:C (stream/delay_corrector.hpp)
   long gradient_delay_every = 2000;    // auto: spokes between two RING estimates
   ConnectionLimits connections;        // every listening socket of the receiver (wire/connection_guard.hpp)
+  std::string memory_limit = "auto";  // what one stream header may make the receiver allocate (memory_budget)
 
   template <class V>
   void visit(V& v) {
@@ -81,6 +83,11 @@ struct IngestParams {
             "again every gradient_delay_every spokes) or A:B:C (BART's traj -q x:y:xy, in samples)");
     v.field("gradient_delay_every", gradient_delay_every, 64L, 1L << 40,
             "auto gradient delays: spokes between two RING estimates");
+    v.field(
+        "memory_limit", memory_limit,
+        "memory one stream header may make the receiver allocate (spoke rings, grids, maps, solver work), "
+        "checked before anything is allocated: auto (half the RAM; 90 % of the GPU's free memory) or a "
+        "size (8G, 512M)");
     v.field("max_connections", connections.max_connections, 1, 1 << 20,
             "connections each listening socket (spokes, published images) keeps open at once; more are shut "
             "down at once (lowered to what the descriptor limit allows)");
@@ -107,6 +114,11 @@ class Ingest {
   // Several GPUs: slice s's spoke ring (and its device mirror) lives on GPU gpus[s] (call before start();
   // default: the current GPU for every slice).
   void set_ring_gpus(std::vector<int> gpus) { ring_gpus_ = std::move(gpus); }
+  // Checked for every stream header before anything is allocated: "" when what it implies fits the memory
+  // budget, else why not (the header is then rejected, named and counted; the stream in hand goes on).
+  void set_memory_check(std::function<std::string(const StreamHeader&)> check) {
+    memory_check_ = std::move(check);
+  }
   int slices() const { return p_.slices; }
 
   // A second endpoint the receive socket binds (before start()): the MRD server's inproc feed.
@@ -159,6 +171,7 @@ class Ingest {
   std::unique_ptr<DelayCorrector> delays_;
   bool device_ring_;
   bool keep_all_ = false;
+  std::function<std::string(const StreamHeader&)> memory_check_;
   std::unique_ptr<ConnectionGuard> guard_;  // the receive socket's connection limits and counts
   int max_window_;
   Recorder* recorder_;

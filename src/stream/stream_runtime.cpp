@@ -1,5 +1,7 @@
 #include "stream/stream_runtime.hpp"
 
+#include "stream/memory_budget.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -7,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "gpu/cuda_runtime.hpp"
+#include "stream/memory_budget.hpp"
 #include "stream/mrd_server.hpp"
 
 namespace radstream {
@@ -50,6 +53,16 @@ StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry) : c
   ingest_ = std::make_unique<Ingest>(zctx_, cfg_.stream, metrics_, b.backend == Backend::Cuda,
                                      cfg_.frames.max_window, recorder_.get());
   if (!gpu_of.empty()) ingest_->set_ring_gpus(gpu_of);
+  {
+    const bool cuda = b.backend == Backend::Cuda;
+    const MemoryLimit limit = memory_limit(cfg_.stream.memory_limit, "stream.memory_limit", cuda);
+    log::debug("run: memory budget per stream header: {}", limit.source);
+    ingest_->set_memory_check([this, limit, cuda](const StreamHeader& h) {
+      return over_budget(memory_need(h, cfg_.recon, cfg_.frames.max_window, cfg_.stream.ring_margin,
+                                     cfg_.stream.slices, cuda),
+                         limit);
+    });
+  }
   if (!cfg_.frames.skip_when_behind) ingest_->keep_spokes_for_every_frame();
   sinks_ = make_sinks(cfg_.sinks, zctx_, metrics_, cfg_.stream.curve_key, cfg_.stream.connections);
   if (!cfg_.mrd.listen.empty()) {  // MRD clients' streams enter the ingest through an inproc socket it binds

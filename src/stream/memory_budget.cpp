@@ -1,0 +1,134 @@
+#include "stream/memory_budget.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "gpu/cuda_runtime.hpp"
+
+namespace radstream {
+
+namespace {
+
+constexpr double kComplex = 8, kReal = 4;
+
+std::string gib(double bytes) {
+  return bytes >= 1 << 30 ? fmt::format("{:.2f} GiB", bytes / double(1 << 30))
+                          : fmt::format("{:.0f} MiB", bytes / double(1 << 20));
+}
+
+// Upper bounds of the per-slice reconstruction memory, by method, from what the stages allocate: the frame
+// (samples, trajectory, weights), the oversampled per-coil grid and its FFT work, per-coil images, coil maps,
+// and the method's own vectors. A safety factor covers plans, tables and allocator slack.
+double recon_bytes_per_slice(const StreamHeader& h, const ReconParams& r, int window) {
+  const double n = h.matrix, c = h.coils, s = h.samples, w = window;
+  const double frame = w * s * (c * kComplex + 3 * kReal);  // data, trajectory (x, y), weights
+  const double img = n * n * kComplex;
+  const auto grid_side = [&](double os) { return std::ceil(os * n); };
+  const double g = grid_side(r.gridding.oversampling);
+  const double grid = g * g * c * kComplex;
+  double need = 2 * frame + 8 * img;  // the frame on the host and its device or work copy; outputs and state
+  switch (r.method) {
+    case ReconMethod::Gridding:
+      need += 2 * grid + img * c + img * c;  // grid, FFT work, coil images, maps for the combination
+      break;
+    case ReconMethod::Fbp:
+      need += 2 * w * s * c * kComplex + 2 * img * c;  // filtered projections; per-coil images
+      break;
+    case ReconMethod::CgSense: {
+      const double psf = 4 * img;             // the (2N)^2 Toeplitz kernel
+      need += 2 * grid + 2 * img * c          // the gridding start and maps
+              + 2 * psf * c + psf + 8 * img;  // padded per-coil work, kernel, CG vectors
+      break;
+    }
+    case ReconMethod::Nlinv: {
+      const double gn = grid_side(r.nlinv.grid_os);
+      const double cn = r.nlinv.virtual_coils > 0 ? std::min<double>(c, r.nlinv.virtual_coils) : c;
+      need += 14 * gn * gn * cn * kComplex + 2 * grid;  // Newton and CG vectors of image and coils
+      break;
+    }
+    case ReconMethod::Fhd:
+    case ReconMethod::CgExact:
+      need += 2 * grid;  // offline only: never a stream's
+      break;
+  }
+  return 1.25 * need;
+}
+
+double physical_ram() {
+  const long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && size > 0 ? double(pages) * double(size) : 0;
+}
+
+}  // namespace
+
+std::string MemoryNeed::describe() const {
+  return fmt::format("spoke rings {}, reconstruction {} (host {}, GPU {})", gib(ring_bytes), gib(recon_bytes),
+                     gib(host_bytes), gib(device_bytes));
+}
+
+MemoryNeed memory_need(const StreamHeader& h, const ReconParams& recon, int max_window, int ring_margin,
+                       int slices, bool cuda) {
+  MemoryNeed m;
+  const double slots = double(max_window) + ring_margin;
+  m.ring_bytes = slices * slots * h.samples * (double(h.coils) * kComplex + 2 * kReal);
+  m.recon_bytes = slices * recon_bytes_per_slice(h, recon, max_window);
+  m.host_bytes = m.ring_bytes + (cuda ? 0 : m.recon_bytes);
+  m.device_bytes = cuda ? m.ring_bytes + m.recon_bytes : 0;
+  return m;
+}
+
+double parse_size(const std::string& text, const char* what) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char ch) { return std::toupper(ch); });
+  double scale = 0;
+  if (unit == "K" || unit == "KIB" || unit == "KB") scale = 1 << 10;
+  if (unit == "M" || unit == "MIB" || unit == "MB") scale = 1 << 20;
+  if (unit == "G" || unit == "GIB" || unit == "GB") scale = double(1 << 30);
+  if (unit == "T" || unit == "TIB" || unit == "TB") scale = double(1 << 30) * 1024;
+  if (used == 0 || scale == 0 || !(v > 0) || !std::isfinite(v))
+    throw ConfigError(
+        fmt::format("{} = '{}' is not a size: auto, or a number with a unit (512M, 8G, 1.5T)", what, text));
+  return v * scale;
+}
+
+MemoryLimit memory_limit(const std::string& text, const char* what, bool cuda) {
+  MemoryLimit l;
+  if (text != "auto") {
+    l.host_bytes = l.device_bytes = parse_size(text, what);
+    l.source = fmt::format("{} {}", what, text);
+    return l;
+  }
+  const double ram = physical_ram();
+  l.host_bytes = ram / 2;
+  l.source = fmt::format("{} auto: half of the machine's {} RAM", what, gib(ram));
+  if (cuda) {
+    const double free = double(gpu::free_memory(0));
+    l.device_bytes = 0.9 * free;
+    if (free > 0) l.source += fmt::format(", 90 % of the GPU's {} free", gib(free));
+  }
+  return l;
+}
+
+std::string over_budget(const MemoryNeed& need, const MemoryLimit& limit) {
+  if (limit.host_bytes > 0 && need.host_bytes > limit.host_bytes)
+    return fmt::format("needs {} of host memory ({}); the limit is {} ({})", gib(need.host_bytes),
+                       need.describe(), gib(limit.host_bytes), limit.source);
+  if (limit.device_bytes > 0 && need.device_bytes > limit.device_bytes)
+    return fmt::format("needs {} of GPU memory ({}); the limit is {} ({})", gib(need.device_bytes),
+                       need.describe(), gib(limit.device_bytes), limit.source);
+  return "";
+}
+
+}  // namespace radstream
