@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "io/mrd_file.hpp"
 
 namespace radstream {
@@ -192,11 +193,44 @@ MrdReader::MrdReader(const std::string& path) : path_(path) {
       mem_type_ = stored_type();
       count_ = std::size_t(n);
       declared_ = std::make_unique<MrdDeclaredLengths>(data_, path);
+      leave_out_a_torn_tail();
     }
   } catch (...) {
     close();
     throw;
   }
+}
+
+bool MrdReader::readable(std::size_t i) {
+  try {
+    const RawSpoke r = read(i);
+    Head h;
+    std::memcpy(&h, r.acq_header.data(), sizeof(Head));
+    return h.number_of_samples > 0 && h.active_channels > 0;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+void MrdReader::leave_out_a_torn_tail() {
+  if (count_ == 0 || readable(count_ - 1)) return;
+  // The first acquisition of the tail that cannot be read (a torn tail is a suffix: what was flushed before
+  // is whole).
+  std::size_t good = 0, bad = count_ - 1;
+  if (!readable(0)) {
+    bad = 0;
+  } else {
+    while (bad - good > 1) {
+      const std::size_t mid = good + (bad - good) / 2;
+      (readable(mid) ? good : bad) = mid;
+    }
+  }
+  torn_ = count_ - bad;
+  log::warn(
+      "{}: its last {} acquisition(s) cannot be read (a torn tail: the recording was cut off while it was "
+      "being written); keeping the first {}",
+      path_, torn_, bad);
+  count_ = bad;
 }
 
 MrdReader::~MrdReader() {
