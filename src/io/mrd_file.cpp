@@ -176,6 +176,16 @@ void MrdWriter::append(const Spoke& s) {
 }
 
 MrdRecording read_mrd(const std::string& path, long start, long count) {
+  MrdRecording rec;
+  rec.header = visit_mrd(
+      path, start, count, [&](const StreamHeader&, std::size_t n) { rec.spokes.reserve(n); },
+      [&](std::size_t, Spoke&& s) { rec.spokes.push_back(std::move(s)); });
+  return rec;
+}
+
+StreamHeader visit_mrd(const std::string& path, long start, long count,
+                       const std::function<void(const StreamHeader&, std::size_t)>& sized,
+                       const std::function<void(std::size_t, Spoke&&)>& take) {
   MrdReader reader(path);  // never reads past what the file stores
   MrdRecording rec;
   rec.header = stream_header_from_xml(reader.xml(), path);
@@ -183,7 +193,14 @@ MrdRecording read_mrd(const std::string& path, long start, long count) {
   if (start < 0 || std::size_t(start) > n)
     throw IoError(fmt::format("{}: start spoke {} is outside 0..{}", path, start, n));
   const std::size_t end = count < 0 ? n : std::min<std::size_t>(n, std::size_t(start) + std::size_t(count));
-  rec.spokes.reserve(end - std::size_t(start));
+  if (rec.header.coils == 0 && end > std::size_t(start)) {  // the first acquisition says it
+    ISMRMRD::ISMRMRD_AcquisitionHeader h;
+    std::memcpy(&h, reader.read(std::size_t(start)).acq_header.data(), sizeof(h));
+    rec.header.coils = h.active_channels;
+  }
+  if (rec.header.coils == 0)
+    throw IoError(fmt::format("{}: the header declares no coils and there are no spokes", path));
+  sized(rec.header, end - std::size_t(start));
   for (std::size_t i = std::size_t(start); i < end; ++i) {
     const RawSpoke raw = reader.read(i);
     ISMRMRD::ISMRMRD_AcquisitionHeader h;
@@ -226,11 +243,9 @@ MrdRecording read_mrd(const std::string& path, long start, long count) {
       if (!std::isfinite(v) || std::abs(v) > 0.75f)
         throw IoError(fmt::format(
             "{}: acquisition {} has a trajectory value {} outside |k| <= 0.75 cycles/pixel", path, i, v));
-    rec.spokes.push_back(std::move(s));
+    take(i - std::size_t(start), std::move(s));
   }
-  if (rec.header.coils == 0)
-    throw IoError(fmt::format("{}: the header declares no coils and there are no spokes", path));
-  return rec;
+  return rec.header;
 }
 
 }  // namespace radstream

@@ -18,6 +18,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -81,5 +82,12 @@ struct MrdRecording {
 // problem: missing file, not HDF5, no XML header, acquisitions whose sample or coil counts disagree with the
 // header.
 MrdRecording read_mrd(const std::string& path, long start = 0, long count = -1);
+
+// The same spokes one at a time, without holding them all: `sized(header, n)` is called once with the header
+// and the number of spokes in the range before the first spoke (it may throw to refuse), then `take(i,
+// spoke)` for each, i counting from 0. Returns the header.
+StreamHeader visit_mrd(const std::string& path, long start, long count,
+                       const std::function<void(const StreamHeader&, std::size_t)>& sized,
+                       const std::function<void(std::size_t, Spoke&&)>& take);
 
 }  // namespace radstream

@@ -14,6 +14,7 @@
 #include "io/mrd_check.hpp"
 #include "io/mrd_file.hpp"
 #include "recon/backend.hpp"
+#include "recon/memory_budget.hpp"
 #include "recon/recon_chain.hpp"
 
 namespace radstream {
@@ -27,17 +28,37 @@ void run_offline_recon(const OfflineRecon& a, const ReconParams& params) {
   if (a.matrix == 0) throw ConfigError("--matrix 0: the image matrix N must be >= 1");
   check_image_output(a.out);  // before any work: a bad extension or a missing folder is said at once
 
+  const BackendDecision backend = resolve_backend(params.backend);
+  const bool cuda = backend.backend == Backend::Cuda;
   Frame frame;
   if (!a.input.empty()) {
     check_mrd_in_child(a.input, a.start, a.count);  // a file that crashes HDF5 is refused, not a crash here
-    const MrdRecording rec = read_mrd(a.input, a.start, a.count);
-    if (a.count > 0 && long(rec.spokes.size()) < a.count)
+    // The spokes go straight into the frame, one at a time, once what the frame and the reconstruction need
+    // is known to fit the memory budget (a 200,000-spoke file held twice took 4.5 GB).
+    std::size_t n = 0;
+    visit_mrd(
+        a.input, a.start, a.count,
+        [&](const StreamHeader& file_header, std::size_t spokes) {
+          if (spokes == 0)
+            throw InputError(a.input + ": no spokes to reconstruct from spoke " + std::to_string(a.start));
+          StreamHeader h = file_header;
+          if (a.matrix > 0) h.matrix = a.matrix;
+          h.validate();
+          const MemoryNeed need = memory_need(h, params, int(spokes), 0, 1, cuda);
+          if (const std::string why = over_budget(need, memory_limit(a.memory_limit, "--memory-limit", cuda));
+              !why.empty())
+            throw ConfigError(
+                fmt::format("{}: {} spokes from spoke {}: the reconstruction {}; read a window "
+                            "with --start/--count or raise --memory-limit",
+                            a.input, spokes, a.start, why));
+          n = spokes;
+          frame = Frame(h.geometry(int(spokes)));
+        },
+        [&](std::size_t i, Spoke&& s) { frame.set_spoke(int(i), s); });
+    if (a.count > 0 && long(n) < a.count)
       log::warn("{}: --count {} from spoke {} asks for more than the file has; using the {} there are",
-                a.input, a.count, a.start, rec.spokes.size());
-    StreamHeader h = rec.header;
-    if (a.matrix > 0) h.matrix = a.matrix;
-    frame = frame_from_spokes(h, rec.spokes);
-    log::info("{}: {} spokes from spoke {}", a.input, rec.spokes.size(), a.start);
+                a.input, a.count, a.start, n);
+    log::info("{}: {} spokes from spoke {}", a.input, n, a.start);
   } else {
     if (a.matrix <= 0) throw ConfigError("--matrix N is required with --traj/--kspace");
     const CflArray t = read_cfl(a.traj), k = read_cfl(a.kspace);
@@ -54,7 +75,6 @@ void run_offline_recon(const OfflineRecon& a, const ReconParams& params) {
               a.gradient_delay == "auto" ? " estimated by RING" : "");
   }
 
-  const BackendDecision backend = resolve_backend(params.backend);
   log::info("backend: {} ({})", to_string(backend.backend), backend.reason);
   const Registry registry = default_registry();
   ReconChain chain(params, backend.backend, registry);

@@ -14,6 +14,7 @@ struct OfflineRecon {
   long start = 0, count = -1;
   int repeat = 1;
   std::string gradient_delay = "off";  // off | auto | A:B:C (noncart/gradient_delay.hpp)
+  std::string memory_limit = "auto";   // what the frame and reconstruction of an MRD file may take
 
   template <class V>
   void visit(V& v) {
@@ -24,6 +25,9 @@ struct OfflineRecon {
             "image matrix N (required with --traj; overrides the MRD header; -1: not given)");
     v.field("start", start, 0L, 1L << 40, "first spoke of an MRD file");
     v.field("count", count, -1L, 1L << 40, "number of spokes of an MRD file (-1: all)");
+    v.field("memory_limit", memory_limit,
+            "memory the frame and reconstruction of an MRD file may take, checked before reading: auto (half "
+            "the RAM; 90 % of the GPU's free memory) or a size (8G, 512M)");
     v.field("out", out, "output .cfl ([N N] complex, combined magnitude) or .png (8-bit grey)");
     v.field("repeat", repeat, 1, 1 << 20, "reconstruct this many times and report the median time");
     v.field(

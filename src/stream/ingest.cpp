@@ -7,7 +7,7 @@
 #include "core/log.hpp"
 #include "core/trajectory.hpp"
 #include "io/mrd_file.hpp"
-#include "stream/memory_budget.hpp"
+#include "recon/memory_budget.hpp"
 #include "stream/recorder.hpp"
 #include "wire/curve.hpp"
 #include "wire/endpoint.hpp"

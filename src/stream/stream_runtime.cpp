@@ -1,6 +1,6 @@
 #include "stream/stream_runtime.hpp"
 
-#include "stream/memory_budget.hpp"
+#include "recon/memory_budget.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -9,7 +9,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "gpu/cuda_runtime.hpp"
-#include "stream/memory_budget.hpp"
+#include "recon/memory_budget.hpp"
 #include "stream/mrd_server.hpp"
 
 namespace radstream {

@@ -291,3 +291,26 @@ TEST(MrdHostile, ATornTailIsLeftOutAndEverythingBeforeItIsKept) {
     EXPECT_EQ(r.exit_code, 0) << r.output;
   }
 }
+
+// recon --input reads its spokes straight into the frame (not held twice: a 200,000-spoke file took 4.5 GB)
+// and only after the frame and the reconstruction are known to fit the memory budget; a range over it is
+// refused before reading, naming the way out (a window).
+TEST(MrdHostile, ReconOfAFileChecksTheMemoryBudgetBeforeReading) {
+  test::TempDir dir;
+  const std::string path = dir / "long.h5";
+  ASSERT_EQ(radstream_cmd("simulate --out " + path + " --matrix 64 --coils 8 --spokes 4000").exit_code, 0);
+  auto r =
+      radstream_cmd("recon --backend cpu --input " + path + " --memory-limit 64M --out " + (dir / "a.png"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("4000 spokes from spoke 0: the reconstruction needs"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("read a window with --start/--count"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "a.png"));
+  r = radstream_cmd("recon --backend cpu --input " + path +
+                    " --memory-limit 64M --start 1000 --count 400 --out " + (dir / "b.png"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("400 spokes from spoke 1000"), std::string::npos) << r.output;
+  r = radstream_cmd("recon --backend cpu --input " + path + " --memory-limit lots --out " + (dir / "c.png"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--memory-limit = 'lots' is not a size"), std::string::npos) << r.output;
+}

@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "io/mrd_file.hpp"
+#include "recon/memory_budget.hpp"
 #include "sim/simulator.hpp"
-#include "stream/memory_budget.hpp"
 #include "stream/stream_test_util.hpp"
 #include "test_util.hpp"
 #include "wire/sender.hpp"

@@ -1,4 +1,4 @@
-#include "stream/memory_budget.hpp"
+#include "recon/memory_budget.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
