@@ -5,6 +5,9 @@
 # its cause (input / reconstruction / scheduling). Writes OUT/soak-<backend>.json (samples, summary, the
 # commands) and OUT/soak-<backend>.svg (memory and descriptors over time).
 #   scripts/soak.sh SECONDS OUT [cpu|cuda] [RATE=400] [MATRIX=256] [COILS=8]
+# FLOOD=1: a hostile peer beside the sender the whole time: from 127.0.0.2 it keeps about 300 silent
+# connections to the receiver (past the per-address limit), closing and opening 50 of them a second.
+# RECORD=1: the receiver records every spoke (OUT/<tag>-rec.h5); the summary says how many the file holds.
 # BIN=path/to/radstream (default build/radstream; .devcarry/radstream on the GPU machine, see gpu_env.sh).
 set -uo pipefail
 SECONDS_TOTAL=${1:?seconds}
@@ -20,13 +23,37 @@ run_exec() { exec "$@"; }  # in place of the background subshell: $! is the prog
 [[ $BIN == .devcarry/* ]] && source "$(dirname "$0")/gpu_env.sh" > /dev/null
 tag="soak-$BACKEND"
 ep="tcp://127.0.0.1:$PORT"
+[[ ${FLOOD:-0} == 1 ]] && tag="$tag-flood"
+[[ ${RECORD:-0} == 1 ]] && tag="$tag-record"
 run_cmd="$BIN run --headless --backend $BACKEND --endpoint $ep --duration $((SECONDS_TOTAL + 5)) --metrics-json $OUT/$tag-metrics.json"
+[[ ${RECORD:-0} == 1 ]] && run_cmd="$run_cmd --record $OUT/$tag-rec.h5 --overwrite"
 sim_cmd="$BIN simulate --endpoint $ep --rate $RATE --matrix $MATRIX --coils $COILS --pool 1024"
 run_exec $run_cmd > "$OUT/$tag-run.log" 2>&1 &
 rpid=$!
 sleep 1
 run_exec $sim_cmd > "$OUT/$tag-sim.log" 2>&1 &
 spid=$!
+fpid=
+if [[ ${FLOOD:-0} == 1 ]]; then
+  python3 - "$PORT" "$SECONDS_TOTAL" > "$OUT/$tag-flood.log" 2>&1 << 'PY' &
+import resource, socket, sys, time
+port, seconds = int(sys.argv[1]), float(sys.argv[2])
+resource.setrlimit(resource.RLIMIT_NOFILE, (4096, max(4096, resource.getrlimit(resource.RLIMIT_NOFILE)[1])))
+held, opened, end = [], 0, time.time() + seconds
+def one():
+    s = socket.socket(); s.setblocking(False); s.bind(("127.0.0.2", 0))
+    try: s.connect(("127.0.0.1", port))
+    except BlockingIOError: pass
+    return s
+while time.time() < end:
+    while len(held) < 300: held.append(one()); opened += 1
+    for s in held[:50]: s.close()
+    held = held[50:]
+    time.sleep(1)
+print(f"flood: {opened} silent connections opened from 127.0.0.2 over {seconds:.0f} s")
+PY
+  fpid=$!
+fi
 samples="$OUT/$tag-samples.csv"
 echo "t_s,rss_kib,fds,threads,spokes,frames,skipped,missing,frame_gaps" > "$samples"
 t0=$(date +%s)
@@ -44,6 +71,7 @@ while :; do
 done
 kill -INT $spid 2> /dev/null
 wait $spid 2> /dev/null
+[[ -n $fpid ]] && { kill $fpid 2> /dev/null; wait $fpid 2> /dev/null; }
 wait $rpid
 rrc=$?
 # The summary: memory growth from the first sample after the first minute (warm-up: rings, plans, pools) to
