@@ -58,9 +58,11 @@ StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry) : c
     const MemoryLimit limit = memory_limit(cfg_.stream.memory_limit, "stream.memory_limit", cuda);
     log::debug("run: memory budget per stream header: {}", limit.source);
     ingest_->set_memory_check([this, limit, cuda](const StreamHeader& h) {
-      return over_budget(memory_need(h, cfg_.recon, cfg_.frames.max_window, cfg_.stream.ring_margin,
-                                     cfg_.stream.slices, cuda),
-                         limit);
+      const MemoryNeed need = memory_need(h, cfg_.recon, cfg_.frames.max_window, cfg_.stream.ring_margin,
+                                          cfg_.stream.slices, cuda);
+      log::debug("run: a stream of matrix {}, {} samples x {} coils needs at most {}", h.matrix, h.samples,
+                 h.coils, need.describe());
+      return over_budget(need, limit);
     });
   }
   if (!cfg_.frames.skip_when_behind) ingest_->keep_spokes_for_every_frame();
