@@ -65,7 +65,7 @@ TEST(Hostile, ASilentConnectionFloodDoesNotStarveARealSender) {
   CommandResult run;
   std::thread receiver([&] {
     run = run_command("bash -c 'ulimit -n 1024; " + bin + " run --headless --backend cpu --endpoint " +
-                      tcp(port) + " --window 32 --stride 16 --no-skip --duration 14 --record " +
+                      tcp(port) + " --window 32 --stride 16 --no-skip --until-close --duration 40 --record " +
                       (dir / "rec.h5") + " --images " + (dir / "img") + " --metrics-json " +
                       (dir / "m.json") + " > " + (dir / "run.log") + " 2>&1; echo RUN_RC=$?'");
   });
@@ -112,7 +112,8 @@ TEST(Hostile, ASilentConnectionFloodDoesNotStarveARealSender) {
   EXPECT_EQ(read_mrd(dir / "rec.h5").spokes.size(), 2000u);
   std::size_t images = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir / "img")) ++images;
-  EXPECT_GE(m.at("frames").get<int>(), 120) << "frames of 16 new spokes each: 2000 spokes make about 124";
+  EXPECT_GE(m.at("frames").get<int>(), 120) << "frames of 16 new spokes each: 2000 spokes make about 124\n"
+                                            << log;
   EXPECT_EQ(images, m.at("images_written").get<std::size_t>()) << "every image written is there";
   EXPECT_GE(images, 12u);
   EXPECT_EQ(log.find("Too many open files"), std::string::npos) << log;

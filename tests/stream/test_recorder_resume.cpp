@@ -1,9 +1,9 @@
 // A recorder that cannot make its next file for a while (no descriptor left: the flood of finding 2 made it
 // fail at its next file and never resume) tries again and loses nothing: the spokes that came meanwhile are
 // held and written first.
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -26,14 +26,12 @@ std::vector<std::span<const std::byte>> spans(const Parts& p) {
   return s;
 }
 
-long open_descriptors() {
-  long n = 0;
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (readdir(d)) ++n;
-    closedir(d);
-    n -= 3;  // ".", ".." and the directory's own descriptor
-  }
-  return n;
+// The lowest descriptor number free now: with the soft limit set to it, no descriptor can be opened (a new
+// one must be below the limit, and every one below it is taken), whatever holes the table has above it.
+rlim_t lowest_free_descriptor() {
+  const int d = ::dup(0);
+  ::close(d);
+  return rlim_t(d);
 }
 
 }  // namespace
@@ -71,7 +69,7 @@ TEST(Stream, ARecorderThatCannotMakeItsFileTriesAgainAndLosesNothing) {
     rlimit before{};
     ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &before), 0);
     rlimit none = before;
-    none.rlim_cur = rlim_t(open_descriptors());
+    none.rlim_cur = lowest_free_descriptor();
     ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &none), 0);
     Envelope h;
     h.type = std::uint16_t(MsgType::Header);
