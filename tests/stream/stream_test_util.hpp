@@ -3,6 +3,7 @@
 #pragma once
 #include <chrono>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +18,13 @@ using namespace std::chrono_literals;
 // The tests' fixed ports are 26xxx/27xxx, each used by one test only: below Linux's ephemeral range
 // (32768-60999), where another process's outgoing connection could hold the port a test binds while ctest
 // runs tests in parallel.
+// A message's parts as the ingest takes them.
+inline std::vector<std::span<const std::byte>> spans(const wire::Parts& p) {
+  std::vector<std::span<const std::byte>> s;
+  for (const auto& v : p) s.emplace_back(v.data(), v.size());
+  return s;
+}
+
 inline std::string tcp(int port) {
   return "tcp://127.0.0.1:" + std::to_string(port);
 }

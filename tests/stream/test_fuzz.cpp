@@ -24,16 +24,7 @@
 
 using namespace radstream;
 using namespace radstream::wire;
-
-namespace {
-
-std::vector<std::span<const std::byte>> spans(const Parts& p) {
-  std::vector<std::span<const std::byte>> s;
-  for (const auto& v : p) s.emplace_back(v.data(), v.size());
-  return s;
-}
-
-}  // namespace
+using radstream::streamtest::spans;
 
 TEST(Fuzz, RandomAndMutatedMessagesNeverCrashTheDecoderOrTheIngest) {
   SimParams sp;

@@ -12,19 +12,15 @@
 #include "sim/simulator.hpp"
 #include "stream/ingest.hpp"
 #include "stream/recorder.hpp"
+#include "stream/stream_test_util.hpp"
 #include "test_util.hpp"
 #include "wire/wire.hpp"
 
 using namespace radstream;
 using namespace radstream::wire;
+using radstream::streamtest::spans;
 
 namespace {
-
-std::vector<std::span<const std::byte>> spans(const Parts& p) {
-  std::vector<std::span<const std::byte>> s;
-  for (const auto& v : p) s.emplace_back(v.data(), v.size());
-  return s;
-}
 
 // The lowest descriptor number free now: with the soft limit set to it, no descriptor can be opened (a new
 // one must be below the limit, and every one below it is taken), whatever holes the table has above it.

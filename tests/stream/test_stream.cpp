@@ -79,12 +79,6 @@ std::uint16_t type_of(const wire::Parts& p) {
   return t;
 }
 
-std::vector<std::span<const std::byte>> spans(const wire::Parts& p) {
-  std::vector<std::span<const std::byte>> s;
-  for (const auto& v : p) s.emplace_back(v.data(), v.size());
-  return s;
-}
-
 }  // namespace
 
 TEST(Stream, EndToEndOverTcpEqualsOfflineRecon) {
