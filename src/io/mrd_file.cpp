@@ -187,29 +187,28 @@ StreamHeader visit_mrd(const std::string& path, long start, long count,
                        const std::function<void(const StreamHeader&, std::size_t)>& sized,
                        const std::function<void(std::size_t, Spoke&&)>& take) {
   MrdReader reader(path);  // never reads past what the file stores
-  MrdRecording rec;
-  rec.header = stream_header_from_xml(reader.xml(), path);
+  StreamHeader header = stream_header_from_xml(reader.xml(), path);
   const std::size_t n = reader.count();
   if (start < 0 || std::size_t(start) > n)
     throw IoError(fmt::format("{}: start spoke {} is outside 0..{}", path, start, n));
   const std::size_t end = count < 0 ? n : std::min<std::size_t>(n, std::size_t(start) + std::size_t(count));
-  if (rec.header.coils == 0 && end > std::size_t(start)) {  // the first acquisition says it
+  if (header.coils == 0 && end > std::size_t(start)) {  // the first acquisition says it
     ISMRMRD::ISMRMRD_AcquisitionHeader h;
     std::memcpy(&h, reader.read(std::size_t(start)).acq_header.data(), sizeof(h));
-    rec.header.coils = h.active_channels;
+    header.coils = h.active_channels;
   }
-  if (rec.header.coils == 0)
+  if (header.coils == 0)
     throw IoError(fmt::format("{}: the header declares no coils and there are no spokes", path));
-  sized(rec.header, end - std::size_t(start));
+  sized(header, end - std::size_t(start));
   for (std::size_t i = std::size_t(start); i < end; ++i) {
     const RawSpoke raw = reader.read(i);
     ISMRMRD::ISMRMRD_AcquisitionHeader h;
     std::memcpy(&h, raw.acq_header.data(), sizeof(h));
-    if (rec.header.coils == 0) rec.header.coils = h.active_channels;
-    if (h.number_of_samples != rec.header.samples || h.active_channels != rec.header.coils)
+    if (header.coils == 0) header.coils = h.active_channels;
+    if (h.number_of_samples != header.samples || h.active_channels != header.coils)
       throw IoError(
           fmt::format("{}: acquisition {} has {} samples x {} coils, the XML header declares {} x {}", path,
-                      i, h.number_of_samples, h.active_channels, rec.header.samples, rec.header.coils));
+                      i, h.number_of_samples, h.active_channels, header.samples, header.coils));
     if (h.trajectory_dimensions != 0 && h.trajectory_dimensions != 2)
       throw IoError(fmt::format("{}: acquisition {} has trajectory_dimensions {}, expected 2 (or 0)", path, i,
                                 h.trajectory_dimensions));
@@ -227,7 +226,7 @@ StreamHeader visit_mrd(const std::string& path, long start, long count,
         full != 0 || h.idx.kspace_encode_step_1 == 0 ? std::uint64_t(full) : h.idx.kspace_encode_step_1;
     s.header.angle = std::isfinite(h.user_float[0]) && h.trajectory_dimensions == 2
                          ? double(h.user_float[0])
-                         : rec.header.angles.angle(std::int64_t(s.header.spoke_index));
+                         : header.angles.angle(std::int64_t(s.header.spoke_index));
     s.traj.resize(2 * std::size_t(s.samples));
     if (h.trajectory_dimensions == 2)
       s.traj = raw.traj;
@@ -245,7 +244,7 @@ StreamHeader visit_mrd(const std::string& path, long start, long count,
             "{}: acquisition {} has a trajectory value {} outside |k| <= 0.75 cycles/pixel", path, i, v));
     take(i - std::size_t(start), std::move(s));
   }
-  return rec.header;
+  return header;
 }
 
 }  // namespace radstream
