@@ -1,5 +1,5 @@
-// The driver of the demo's test options (--screenshot, --set-window, --apply-backend, --close-after): each
-// action once, at its time.
+// The driver of the viewer's scripted options (--screenshot, --screenshots, --set-window, --apply-backend,
+// --close-after) of `demo` and `run`: each action at its time.
 #pragma once
 #include <string>
 
@@ -8,8 +8,12 @@
 namespace radstream::viewer {
 
 struct ViewerScript {
-  std::string screenshot;  // PNG (and JSON beside it) after screenshot_after_s, once a frame is shown
+  // PNG (and JSON beside it) after screenshot_after_s, once a frame is shown; with screenshots > 1, that
+  // many, screenshot_every_s apart, named NAME_0.png, NAME_1.png, ...
+  std::string screenshot;
   double screenshot_after_s = 3.0;
+  int screenshots = 1;
+  double screenshot_every_s = 0.4;
   int set_window = 0;         // > 0: the window slider moved to this value at 1 s
   std::string apply_backend;  // non-empty: this backend chosen and Apply pressed at 1.5 s
   double close_after_s = 0;   // > 0: the window closed at this time
@@ -26,7 +30,9 @@ class ScriptedDriver : public ViewerDriver {
 
  private:
   ViewerScript s_;
-  bool window_set_ = false, backend_applied_ = false, screenshot_requested_ = false;
+  bool window_set_ = false, backend_applied_ = false;
+  int screenshots_taken_ = 0;
+  double next_screenshot_s_ = -1;
 };
 
 }  // namespace radstream::viewer

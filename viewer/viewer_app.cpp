@@ -173,6 +173,7 @@ void Viewer::Impl::handle_keys() {
   if (pressed(GLFW_KEY_F)) toggle_fullscreen();
   if (pressed(GLFW_KEY_C)) toggle_clinical();
   if (pressed(GLFW_KEY_A)) auto_once = true;
+  if (pressed(GLFW_KEY_SLASH)) legend = !legend;  // the ? key
   bool turned = false, rewindow = false;
   const display::WindowPreset presets[] = {display::WindowPreset::Auto, display::WindowPreset::Object,
                                            display::WindowPreset::Full};
@@ -278,9 +279,15 @@ long Viewer::run() {
     const double t = double(monotonic_ns() - s.t0) * 1e-9;
     if (s.opt.driver) s.opt.driver->step(t, s);
     if (s.opt.should_close && s.opt.should_close()) s.close();
+    if (!s.stream_done && s.opt.stream_done && s.opt.stream_done()) {
+      s.stream_done = true;
+      s.message = "STREAM ENDED";
+      log::info("viewer: the stream ended; the last image stays on screen until the window is closed");
+    }
     const auto before = s.shown;
     s.upload_latest();
     const bool fresh = s.shown && s.shown != before;
+    s.sample_drops(monotonic_ns());
     int fb_w = 0, fb_h = 0, w_w = 0, w_h = 0;
     glfwGetFramebufferSize(s.win, &fb_w, &fb_h);
     glfwGetWindowSize(s.win, &w_w, &w_h);

@@ -38,6 +38,12 @@ struct ViewerOptions {
   // Freshness: past this age (seconds since the shown frame's last spoke arrived) the image is dimmed under a
   // red "NO NEW DATA" banner; 0 = automatic, three frame intervals as measured from the stream (>= 0.3 s).
   double stale_after_s = 0;
+  // Past this acquired -> on glass latency (ms), or while frames are dropped, the green LIVE marker turns to
+  // an amber DELAYED with the latency and the frames dropped in the last 10 s.
+  double latency_budget_ms = 200;
+  // Polled once per pass: true once the stream has ended and every frame due is made (run --until-close).
+  // The window then says STREAM ENDED and stays open until the user closes it.
+  std::function<bool()> stream_done;
   // Polled once per displayed frame: true closes the window (Ctrl-C, a run's stop condition).
   std::function<bool()> should_close;
 };

@@ -8,6 +8,7 @@
 #include <stb_image_write.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -17,16 +18,87 @@
 
 namespace radstream::viewer {
 
+void Viewer::Impl::sample_drops(std::int64_t now) {
+  if (!shown || (!drops.empty() && now - drops.back().t_ns < 250000000)) return;
+  drops.push_back({now, p.metrics().frames.load(), p.metrics().frames_skipped.load()});
+  while (now - drops.front().t_ns > 10000000000) drops.pop_front();
+}
+
 Viewer::Impl::Freshness Viewer::Impl::freshness() const {
   Freshness f;
   if (!shown) return f;
+  const Metrics& m = p.metrics();
   const std::int64_t now = monotonic_ns();
   const std::int64_t since = shown->last_arrival_ns > 0 ? shown->last_arrival_ns : shown->ready_ns;
   f.age_s = double(now - since) * 1e-9;
+  // The limit follows the stream's nominal frame interval (its spokes' arrival), never the interval between
+  // shown frames: a pipeline that falls behind must not widen its own limit.
   f.limit_s = opt.stale_after_s > 0 ? opt.stale_after_s
                                     : (frame_interval_s > 0 ? std::max(0.3, 3.0 * frame_interval_s) : 1.0);
-  f.stale = f.age_s > f.limit_s;
+  if (!drops.empty()) {
+    f.dropped_10s = m.frames_skipped.load() - drops.front().skipped;
+    f.due_10s = f.dropped_10s + (m.frames.load() - drops.front().made);
+  }
+  // An old image while spokes still arrive is a pipeline behind (DELAYED); an old image with no spokes
+  // arriving, or one past 1 s however busy the pipeline, is no longer live at all (NO NEW DATA).
+  const std::int64_t last = m.last_message_ns.load();
+  const bool arriving = last > 0 && double(now - last) * 1e-9 <= f.limit_s && !m.sender_lost.load() &&
+                        !m.stream_ended.load() && !stream_done;
+  f.stale = f.age_s > f.limit_s && (!arriving || f.age_s > std::max(1.0, f.limit_s));
+  f.over_budget = shown_glass_ms > opt.latency_budget_ms;
+  f.state = frozen                                                        ? LiveState::frozen
+            : f.stale                                                     ? LiveState::stale
+            : (f.over_budget || f.dropped_10s > 0 || f.age_s > f.limit_s) ? LiveState::delayed
+                                                                          : LiveState::live;
   return f;
+}
+
+const char* Viewer::Impl::state_name(LiveState s) {
+  switch (s) {
+    case LiveState::live:
+      return "live";
+    case LiveState::delayed:
+      return "delayed";
+    case LiveState::stale:
+      return "stale";
+    case LiveState::frozen:
+      return "frozen";
+    default:
+      return "waiting";
+  }
+}
+
+// The marker at the image's top right while the image is fresh: a green LIVE with the frame's acquired -> on
+// glass latency, or an amber DELAYED with that latency and the frames dropped in the last 10 s. Hovering it
+// shows the legend. Moved a line down when it would run into the frame line.
+void Viewer::Impl::draw_live_marker(ImDrawList* dl, ImFont* font, const Rect& r, const Rect& area,
+                                    const Freshness& fr, float line_end) {
+  const bool delayed = fr.state == LiveState::delayed;
+  std::string text =
+      shown_glass_ms >= 0 ? fmt::format("LIVE  {:.0f} ms", shown_glass_ms) : std::string("LIVE");
+  if (delayed) {
+    text = shown_glass_ms >= 0 ? fmt::format("DELAYED {:.0f} ms", shown_glass_ms)
+                               : fmt::format("DELAYED - image {:.2f} s old", fr.age_s);
+    if (fr.dropped_10s > 0)
+      text += fmt::format(" - {} of {} frames dropped (10 s)", fr.dropped_10s, fr.due_10s);
+  }
+  const float w = std::max(150.f, font->CalcTextSizeA(22.f, FLT_MAX, 0.f, text.c_str()).x + 16.f);
+  const float right = std::min(r.x + r.w, area.x + area.w) - 10.f;
+  const float x = right - w;
+  float y = std::max(r.y, area.y) + 2.f;
+  if (x < line_end + 10.f) y += legend ? 62.f : 34.f;
+  dl->AddRectFilled(ImVec2(x, y), ImVec2(x + w, y + 30.f),
+                    delayed ? IM_COL32(235, 160, 0, 255) : IM_COL32(0, 150, 0, 220));
+  dl->AddText(font, 22.f, ImVec2(x + 8.f, y + 4.f),
+              delayed ? IM_COL32(0, 0, 0, 255) : IM_COL32(255, 255, 255, 255), text.c_str());
+  live_marker[0] = x, live_marker[1] = y, live_marker[2] = w, live_marker[3] = 30.f;
+  const ImVec2 m = ImGui::GetIO().MousePos;
+  if (m.x >= x && m.x < x + w && m.y >= y && m.y < y + 30.f)
+    ImGui::SetTooltip(
+        "age: since the newest spoke in the image arrived\nlatency: that spoke's acquisition -> this image "
+        "on "
+        "screen\nDELAYED: latency over %.0f ms, or frames dropped in the last 10 s (? shows this legend)",
+        opt.latency_budget_ms);
 }
 
 void Viewer::Impl::overlay(const Rect& area) {
@@ -42,6 +114,7 @@ void Viewer::Impl::overlay(const Rect& area) {
   const Freshness fr = freshness();
   // The frame line; the pixel under the cursor in the image's own coordinates (whatever the orientation).
   const ImVec2 m = ImGui::GetIO().MousePos;
+  std::string cursor;
   std::string line = fmt::format(
       "frame {}  spokes {}..{}  W {}{}{}{}", shown->number, shown->first_spoke, shown->last_spoke,
       shown->window, shown->coil >= 0 ? fmt::format("  coil {}", shown->coil) : "",
@@ -55,10 +128,24 @@ void Viewer::Impl::overlay(const Rect& area) {
     const int px = std::clamp(int((m.x - r.x) / r.w * float(n)), 0, n - 1);
     const int py = std::clamp(int((m.y - r.y) / r.h * float(n)), 0, n - 1);
     const display::Pixel src = display::source_of({px, py}, n, orient);
-    line += fmt::format("   (x {}, y {}) = {:.4g}", src.x, src.y, pixels[std::size_t(py) * n + px]);
+    cursor = fmt::format("(x {}, y {}) = {:.4g}", src.x, src.y, pixels[std::size_t(py) * n + px]);
   }
-  dl->AddText(font, clinical ? 24.f : font->FontSize, ImVec2(area.x + 10, area.y + 8),
-              IM_COL32(255, 255, 0, 255), line.c_str());
+  if (!cursor.empty())  // the pixel under the cursor, at the bottom left: the top stays for the markers
+    dl->AddText(ImVec2(area.x + 10, area.y + area.h - 64), IM_COL32(255, 255, 0, 255), cursor.c_str());
+  const float line_size = clinical ? 24.f : font->FontSize;
+  dl->AddText(font, line_size, ImVec2(area.x + 10, area.y + 8), IM_COL32(255, 255, 0, 255), line.c_str());
+  const float line_end = area.x + 10.f + font->CalcTextSizeA(line_size, FLT_MAX, 0.f, line.c_str()).x;
+  if (legend) {  // key ?: what the two numbers mean, and when the marker changes
+    const std::string l = fmt::format(
+        "age: since the newest spoke in the image arrived (NO NEW DATA past {:.2f} s)   latency: that "
+        "spoke's "
+        "acquisition -> this image on screen (DELAYED past {:.0f} ms, or when frames are dropped)",
+        fr.limit_s, opt.latency_budget_ms);
+    const ImVec2 ls = font->CalcTextSizeA(18.f, FLT_MAX, 0.f, l.c_str());
+    dl->AddRectFilled(ImVec2(area.x + 6.f, area.y + 36.f), ImVec2(area.x + 14.f + ls.x, area.y + 40.f + ls.y),
+                      IM_COL32(0, 0, 0, 190));
+    dl->AddText(font, 18.f, ImVec2(area.x + 10.f, area.y + 38.f), IM_COL32(230, 230, 230, 255), l.c_str());
+  }
   // Freshness, on the image itself: LIVE with the frame's latency, or dimmed under a red banner with its age.
   if (fr.stale || frozen) {
     const bool lost = p.metrics().sender_lost.load(), ended = p.metrics().stream_ended.load();
@@ -67,27 +154,37 @@ void Viewer::Impl::overlay(const Rect& area) {
       dl->AddRect(ImVec2(area.x + 3.f, area.y + 3.f), ImVec2(area.x + area.w - 3.f, area.y + area.h - 3.f),
                   IM_COL32(220, 0, 0, 255), 0.f, 0, 6.f);
     }
-    const std::string banner = frozen
-                                   ? fmt::format("FROZEN - image {:.1f} s old", fr.age_s)
-                                   : fmt::format("NO NEW DATA - image {:.1f} s old{}", fr.age_s,
-                                                 lost ? " - SENDER LOST" : (ended ? " - STREAM ENDED" : ""));
+    const bool arriving = !lost && !ended && !stream_done &&
+                          double(monotonic_ns() - p.metrics().last_message_ns.load()) * 1e-9 <= fr.limit_s;
+    const std::string banner =
+        frozen     ? fmt::format("FROZEN - image {:.1f} s old", fr.age_s)
+        : arriving ? fmt::format("NO NEW IMAGE - image {:.1f} s old - RECONSTRUCTION BEHIND", fr.age_s)
+                   : fmt::format("NO NEW DATA - image {:.1f} s old{}", fr.age_s,
+                                 lost ? " - SENDER LOST" : (ended || stream_done ? " - STREAM ENDED" : ""));
     const float by = r.y + r.h * 0.45f;
     dl->AddRectFilled(ImVec2(r.x, by), ImVec2(r.x + r.w, by + 44.f),
                       frozen ? IM_COL32(170, 120, 0, 230) : IM_COL32(200, 0, 0, 235));
     dl->AddText(font, 28.f, ImVec2(r.x + 16.f, by + 8.f), IM_COL32(255, 255, 255, 255), banner.c_str());
   } else {
-    const std::string live =
-        shown_glass_ms >= 0 ? fmt::format("LIVE  {:.0f} ms", shown_glass_ms) : std::string("LIVE");
-    const float lx = std::min(r.x + r.w, area.x + area.w) - 160.f, ly = std::max(r.y, area.y) + 2.f;
-    dl->AddRectFilled(ImVec2(lx, ly), ImVec2(lx + 150.f, ly + 30.f), IM_COL32(0, 150, 0, 220));
-    dl->AddText(font, 22.f, ImVec2(lx + 8.f, ly + 4.f), IM_COL32(255, 255, 255, 255), live.c_str());
+    draw_live_marker(dl, font, r, area, fr, line_end);
   }
-  // The tip marker: a ring around the brightest small blob inside the object.
+  // The tip marker: a ring around the brightest small blob inside the object, or, when nothing stands out
+  // enough to be a tip, a line saying so where the ring would draw the eye.
+  tip_text[0] = tip_text[1] = tip_text[2] = tip_text[3] = 0.f;
+  if (fr.stale || frozen) live_marker[0] = live_marker[1] = live_marker[2] = live_marker[3] = 0.f;
   if (tip_marker && tip.found) {
     const float cx = r.x + (tip.x + 0.5f) / float(n) * r.w, cy = r.y + (tip.y + 0.5f) / float(n) * r.h;
     const float rad = std::max(12.f, r.w * 0.035f);
     dl->AddCircle(ImVec2(cx, cy), rad, IM_COL32(0, 230, 255, 255), 32, 2.5f);
     dl->AddText(font, 18.f, ImVec2(cx + rad + 4.f, cy - 9.f), IM_COL32(0, 230, 255, 255), "tip");
+  } else if (tip_marker) {
+    const char* t = "tip: not found";
+    const ImVec2 ts = font->CalcTextSizeA(22.f, FLT_MAX, 0.f, t);
+    const float x = std::max(r.x, area.x) + 10.f, y = area.y + (legend ? 66.f : 40.f);
+    dl->AddRectFilled(ImVec2(x - 4.f, y - 2.f), ImVec2(x + ts.x + 4.f, y + ts.y + 2.f),
+                      IM_COL32(0, 0, 0, 200));
+    dl->AddText(font, 22.f, ImVec2(x, y), IM_COL32(0, 230, 255, 255), t);
+    tip_text[0] = x - 4.f, tip_text[1] = y - 2.f, tip_text[2] = ts.x + 8.f, tip_text[3] = ts.y + 4.f;
   }
   if (!message.empty())
     dl->AddText(ImVec2(area.x + 10, area.y + area.h - 24), IM_COL32(200, 200, 255, 255), message.c_str());
@@ -102,10 +199,10 @@ void Viewer::Impl::overlay(const Rect& area) {
   };
   label(std::min(r.x + r.w, area.x + area.w) - 36.f, cy - 11.f, e.right);
   label(std::max(r.x, area.x) + 6.f, cy - 11.f, e.left);
-  label(cx - 13.f, std::max(r.y, area.y) + 40.f, e.top);
+  label(cx - 13.f, std::max(std::max(r.y, area.y) + 40.f, live_marker[1] + live_marker[3] + 6.f), e.top);
   label(cx - 13.f, std::min(r.y + r.h, area.y + area.h) - 30.f, e.bottom);
   dl->AddText(ImVec2(area.x + 10, area.y + area.h - 44), IM_COL32(180, 180, 180, 255),
-              display::describe(orient).c_str());
+              (display::describe(orient) + (legend ? "" : "   ? legend")).c_str());
   // Scale bar from the field of view: a round length near a fifth of the image.
   const double fov = p.stream_header().fov_mm;
   const double mm_per_px = fov / r.w;
@@ -153,13 +250,25 @@ void Viewer::Impl::write_screenshot(const std::string& shot, int fb_w, int fb_h,
       {"stale", fr.stale},
       {"age_s", fr.age_s},
       {"stale_after_s", fr.limit_s},
+      {"live_state", state_name(fr.state)},
+      {"frames_skipped", fr.dropped_10s},
+      {"frames_due", fr.due_10s},
+      {"latency_budget_ms", opt.latency_budget_ms},
+      {"live_marker_rect", {live_marker[0], live_marker[1], live_marker[2], live_marker[3]}},
+      {"legend_shown", legend},
       {"clinical", clinical},
       {"panels_shown", !clinical},
       {"panel_scroll_max", panel_scroll_max},
       {"preset", display::kWindowPresets.name(preset)},
       {"orientation", display::describe(orient)},
       {"edge_labels", {{"right", e.right}, {"left", e.left}, {"bottom", e.bottom}, {"top", e.top}}},
-      {"tip", {{"shown", tip_marker && tip.found}, {"x", tip.x}, {"y", tip.y}, {"contrast", tip.contrast}}},
+      {"tip",
+       {{"shown", tip_marker && tip.found},
+        {"x", tip.x},
+        {"y", tip.y},
+        {"contrast", tip.contrast},
+        {"threshold", tip.threshold},
+        {"not_found_rect", {tip_text[0], tip_text[1], tip_text[2], tip_text[3]}}}},
       {"shown_glass_ms", shown_glass_ms}};
   std::ofstream out(path.string() + ".json");
   if (!(out << j.dump() << "\n")) log::error("viewer: cannot write {}.json", path.string());

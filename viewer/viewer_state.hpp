@@ -3,6 +3,7 @@
 // freshness, orientation, the tip marker, the scale bar; and the screenshot for tests).
 #pragma once
 #include <GLFW/glfw3.h>
+#include <imgui.h>
 
 #include <deque>
 #include <memory>
@@ -67,11 +68,33 @@ struct Viewer::Impl final : ViewerControls {
   // Freshness of the image on screen.
   double frame_interval_s = 0;  // smoothed nominal frame interval: stride x the time per arriving spoke
   double shown_glass_ms = -1;   // the shown frame's acquired -> on glass latency
+  // Frames made and skipped, sampled every 0.25 s from the first frame shown (skips while the pipeline
+  // started, before any image was on screen, are not drops the user saw); the last 10 s are kept.
+  struct DropSample {
+    std::int64_t t_ns;
+    std::uint64_t made, skipped;
+  };
+  std::deque<DropSample> drops;
+  void sample_drops(std::int64_t now_ns);
+  // What the marker on the image says: live (green LIVE), delayed (amber DELAYED: over the latency budget,
+  // frames dropped in the last 10 s, or an image older than the freshness limit while spokes still arrive),
+  // stale (dimmed under the red banner: no new data, or an image past 1 s), frozen (the user's freeze).
+  enum class LiveState { waiting, live, delayed, stale, frozen };
   struct Freshness {
     double age_s = 0, limit_s = 0;
     bool stale = false;
+    LiveState state = LiveState::waiting;
+    std::uint64_t dropped_10s = 0, due_10s = 0;  // frames skipped, and made + skipped, in the last 10 s
+    bool over_budget = false;
   };
   Freshness freshness() const;
+  static const char* state_name(LiveState s);
+  void draw_live_marker(ImDrawList* dl, ImFont* font, const Rect& r, const Rect& area, const Freshness& fr,
+                        float line_end);
+  bool legend = false;                  // key ?: the one-line legend of age and latency
+  float live_marker[4] = {0, 0, 0, 0};  // where the marker was drawn (x, y, w, h), for the screenshot JSON
+  float tip_text[4] = {0, 0, 0, 0};     // where "tip: not found" was drawn (x, y, w, h); zeros: not drawn
+  bool stream_done = false;             // run --until-close: the stream ended; the window stays open
 
   // A multi-slice stream: slices 1.. beside slice 0, in columns.
   std::vector<SliceView> others;

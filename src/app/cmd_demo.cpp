@@ -34,10 +34,8 @@ struct DemoControl {
   int snapshot_every = 10;
   int window = 128;
   int stride = 16;
-  int pool = 1024;
+  int pool = 4096;
   std::string gpus;
-  std::string screenshot;
-  double screenshot_after_s = 3.0, close_after_s = 0;
   int set_window = 0;
   std::string apply_backend;
   double stale_after_s = 0, stop_sending_after_s = 0;
@@ -51,11 +49,9 @@ struct DemoControl {
     v.field("window", window, 1, 1 << 16, "spokes per frame W");
     v.field("stride", stride, 1, 1 << 16, "new frame every S spokes");
     v.field("gpus", gpus, "GPUs for the slices' workers, e.g. 0,1 (empty: the current GPU)");
-    v.field("pool", pool, 0, 1 << 24, "precomputed spokes sent cyclically, 0 = compute live");
-    v.field("screenshot", screenshot, "viewer: save the window as this PNG (with a .json beside it)");
-    v.field("screenshot_after", screenshot_after_s, 0.0, 3600.0, "viewer: seconds before the screenshot");
-    v.field("close_after", close_after_s, 0.0, 1e9,
-            "viewer: close the window after this many seconds (0: never)");
+    v.field("pool", pool, 0, 1 << 24,
+            "precomputed spokes sent cyclically (the tip's path repeats with them: 4096 at 400 spokes/s is a "
+            "10 s loop, the tip at up to 30 mm/s), 0 = compute live");
     v.field("set_window", set_window, 0, 1 << 16,
             "viewer: move the window slider to W at 1 s (tests; 0: off)");
     v.field("apply_backend", apply_backend, "viewer: choose this backend and press Apply at 1.5 s (tests)");
@@ -71,6 +67,7 @@ struct DemoArgs : DemoControl {
   SimParams sim;
   ReconParams recon;
   DisplayChoice display;
+  ViewerScriptChoice script;
 };
 
 // The run's configuration: the simulator's stream on any free loopback port, the demo's window, metrics
@@ -127,10 +124,12 @@ bool want_viewer(const DemoArgs& a) {
 void show(StreamRuntime& p, const DemoArgs& a, InterruptWatch& interrupt) {
   viewer::ViewerOptions vo;
   vo.snapshot_dir = (std::filesystem::path(a.out_dir) / "snapshots").string();
-  const viewer::ViewerScript script{a.screenshot, a.screenshot_after_s, a.set_window, a.apply_backend,
-                                    a.close_after_s};
+  viewer::ViewerScript script = viewer_script(a.script);
+  script.set_window = a.set_window;
+  script.apply_backend = a.apply_backend;
   if (!script.empty()) vo.driver = std::make_shared<viewer::ScriptedDriver>(script);
   vo.stale_after_s = a.stale_after_s;
+  vo.latency_budget_ms = a.display.latency_budget_ms;
   vo.clinical = a.display.clinical;
   vo.preset = a.display.preset;
   vo.tip_marker = a.display.tip_marker;
@@ -216,6 +215,7 @@ Runner add_demo(CLI::App& app) {
   auto o = std::make_shared<DeclaredOptions>();
   o->add(app, "demo", DemoControl{});
   o->add(app, "display", DisplayChoice{});
+  o->add(app, "script", ViewerScriptChoice{});
   o->add(app, "simulate", demo_sim(),
          {{{"rate_hz", "--rate"}, {"readout_oversampling", "--readout-os"}, {"tiny_golden_n", "--tiny-n"}}});
   add_recon_options(app, *o);
@@ -223,6 +223,7 @@ Runner add_demo(CLI::App& app) {
     DemoArgs a;
     o->apply("demo", static_cast<DemoControl&>(a));
     o->apply("display", a.display);
+    o->apply("script", a.script);
     a.sim = demo_sim();
     o->apply("simulate", a.sim);
     a.recon = resolve_recon(*o);

@@ -1,7 +1,7 @@
 // radstream run -c config/realtime.yaml: listen, reconstruct every frame, feed the sinks, and show the stream
 // in the viewer when there is a display (--headless: never). Stops on Ctrl-C, when the window is closed,
-// after
-// --duration or --frames, or (--until-close) when the sender closes its stream.
+// after --duration or --frames, or (--until-close) when the sender closes its stream; with a window open,
+// that last one leaves the image on screen under STREAM ENDED until the window is closed.
 #include <yaml-cpp/yaml.h>
 
 #include <memory>
@@ -45,11 +45,13 @@ struct RunArgs {
   DeclaredOptions options;  // every option of the command, from the declarations below and the recon: section
   RunControl control;
   DisplayChoice display;
+  ViewerScriptChoice script;
 };
 
 RunConfig load(RunArgs& a) {
   a.options.apply("run", a.control);
   a.options.apply("display", a.display);
+  a.options.apply("script", a.script);
   ConfigFileArg f;
   a.options.apply("file", f);
   YAML::Node root;
@@ -88,28 +90,35 @@ int run(RunArgs& a) {
   p.start();
   if (!cfg.mrd.listen.empty()) log::info("run: MRD clients connect to {}", p.mrd_endpoint());
   std::int64_t closed_at = 0;
-  auto done = [&] {
+  auto stop_now = [&] {  // Ctrl-C, --duration, --frames: the run (and its window) stops
     if (interrupt.requested()) {
       log::info("run: interrupted; stopping");
       return true;
     }
     if (a.control.duration_s > 0 && p.elapsed_s() >= a.control.duration_s) return true;
-    if (a.control.frames > 0 && p.metrics().frames.load() >= std::uint64_t(a.control.frames)) return true;
-    if (a.control.until_close && p.metrics().closes.load() > 0) {
-      // Let the frames already due finish: stop once nothing new has come for 0.2 s after the close and the
-      // reconstruction has made every frame due (however slow the backend).
-      if (!closed_at) closed_at = monotonic_ns();
-      if (monotonic_ns() - std::max(closed_at, p.metrics().last_message_ns.load()) > 200000000 && p.drained())
-        return true;
-    }
-    return false;
+    return a.control.frames > 0 && p.metrics().frames.load() >= std::uint64_t(a.control.frames);
   };
+  auto stream_done = [&] {  // --until-close: the sender closed its stream and every frame due is made
+    if (!a.control.until_close || p.metrics().closes.load() == 0) return false;
+    // Let the frames already due finish: done once nothing new has come for 0.2 s after the close and the
+    // reconstruction has made every frame due (however slow the backend).
+    if (!closed_at) closed_at = monotonic_ns();
+    return monotonic_ns() - std::max(closed_at, p.metrics().last_message_ns.load()) > 200000000 &&
+           p.drained();
+  };
+  auto done = [&] { return stop_now() || stream_done(); };
   bool shown = false;
 #ifdef RADSTREAM_HAVE_VIEWER
   if (!a.control.headless) {
     try {  // with a display the viewer shows the stream; closing its window stops the run
       viewer::ViewerOptions vo;
-      vo.should_close = done;
+      // With a window, --until-close leaves the last image on screen under STREAM ENDED until the user
+      // closes it (a researcher looks at the end of a replay); the other stop conditions close it.
+      vo.should_close = stop_now;
+      vo.stream_done = stream_done;
+      const viewer::ViewerScript script = viewer_script(a.script);
+      if (!script.empty()) vo.driver = std::make_shared<viewer::ScriptedDriver>(script);
+      vo.latency_budget_ms = a.display.latency_budget_ms;
       vo.stale_after_s = a.control.stale_after_s;
       vo.clinical = a.display.clinical;
       vo.preset = a.display.preset;
@@ -158,6 +167,7 @@ Runner add_run(CLI::App& app) {
   o.add(app, "sinks", SinkParams{}, {{{"record_overwrite", "--overwrite,--record-overwrite"}}});
   o.add(app, "run", RunControl{});
   o.add(app, "display", DisplayChoice{});
+  o.add(app, "script", ViewerScriptChoice{});
   return [a] { return run(*a); };
 }
 

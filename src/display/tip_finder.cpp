@@ -46,7 +46,7 @@ Tip find_tip(std::span<const float> px, int n) {
   if (bx < 0) return t;
   const WindowLevel w = object_window(img, inside);  // the interior above, not computed again
   t.contrast = best;
-  t.threshold = w.high - w.low;
+  t.threshold = 0.85f * (w.high - w.low);
   // The centroid of the excess over the surround, in a box a little larger than the blob.
   double sw = 0, sx = 0, sy = 0;
   const int h = hs + 2;

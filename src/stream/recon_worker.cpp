@@ -1,6 +1,9 @@
 #include "stream/recon_worker.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <thread>
 
 #include "core/log.hpp"
 #include "gpu/handles.hpp"
@@ -22,7 +25,12 @@ ReconWorker::ReconWorker(const FrameParams& frames, const ReconParams& recon, Ba
       window_(frames.window),
       stride_(frames.stride),
       backend_(backend),
-      recon_(recon) {}
+      recon_(recon) {
+  // Tests: every frame takes at least this long (RADSTREAM_TEST_FRAME_DELAY_MS), as on a machine that cannot
+  // keep up: how the viewer shows a pipeline behind (DELAYED, frames dropped) is tested with it.
+  if (const char* d = std::getenv("RADSTREAM_TEST_FRAME_DELAY_MS"))
+    test_delay_ms_ = std::max(0, std::atoi(d));
+}
 
 ReconWorker::~ReconWorker() {
   stop();
@@ -106,6 +114,7 @@ bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t e
     metrics_.add_stage("assemble", double(monotonic_ns() - t0) * 1e-6);
     img = chain.reconstruct(host_frame);
   }
+  if (test_delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(test_delay_ms_));
   out.ready_ns = monotonic_ns();
   out.image.assign(img.data, img.data + img.size());
   out.matrix = chain.geometry().matrix;

@@ -82,6 +82,7 @@ class ReconWorker {
   std::unique_ptr<std::pair<ReconParams, Backend>> pending_;
   mutable std::mutex error_m_;  // guards last_error_
   std::string last_error_;
+  int test_delay_ms_ = 0;  // RADSTREAM_TEST_FRAME_DELAY_MS (tests only)
 };
 
 }  // namespace radstream

@@ -148,15 +148,19 @@ TEST(Viewer, HeadlessDemoWritesSnapshotsAndMetrics) {
     EXPECT_TRUE(std::filesystem::exists(dir.path() / "demo" / f)) << f;
 }
 
-// `radstream run` with a display opens the viewer, and its stop condition (--until-close) closes the window.
-TEST(Viewer, RunShowsTheStreamAndClosesWhenTheSenderDoes) {
+// `radstream run` with a display opens the viewer. With --until-close the window stays open after the sender
+// closes its stream: the last image stays on screen under STREAM ENDED until the user closes the window (here
+// the script, at 6.5 s); the screenshot 6 s after start, well over 2 s after the stream's last spoke, says
+// so.
+TEST(Viewer, RunUntilCloseKeepsTheWindowOpenOnStreamEndedUntilItIsClosed) {
   SKIP_WITHOUT_XVFB();
   test::TempDir dir;
-  const std::string bin = test::radstream_binary();
+  const std::string bin = test::radstream_binary(), shot = dir / "ended.png";
   auto run = std::async(std::launch::async, [&] {
     return test::run_command("xvfb-run -a -s '-screen 0 1280x1024x24' " + bin +
                              " run --endpoint tcp://127.0.0.1:26230 --backend cpu --window 64 --until-close"
-                             " --duration 40 --metrics-json " +
+                             " --duration 40 --screenshot " +
+                             shot + " --screenshot-after 6 --close-after 6.5 --metrics-json " +
                              dir / "m.json");
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the X server and the window start
@@ -169,6 +173,13 @@ TEST(Viewer, RunShowsTheStreamAndClosesWhenTheSenderDoes) {
   EXPECT_NE(r.output.find("viewer: closed"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("spokes=300"), std::string::npos) << r.output;
   EXPECT_TRUE(std::filesystem::exists(dir / "m.json"));
+  EXPECT_NE(r.output.find("viewer: the stream ended"), std::string::npos) << r.output;
+  std::ifstream jf(shot + ".json");
+  ASSERT_TRUE(jf.good()) << "no screenshot: the window closed before 6 s\n" << r.output;
+  const auto j = nlohmann::json::parse(jf);
+  EXPECT_EQ(j.at("message"), "STREAM ENDED") << j.dump();
+  EXPECT_EQ(j.at("live_state"), "stale") << j.dump();
+  EXPECT_GE(j.at("age_s").get<double>(), 2.0) << "the window was open 2 s after the last spoke";
 }
 
 // A setting that cannot be had (the CUDA backend on a machine without a usable GPU), chosen in the viewer's
@@ -414,4 +425,134 @@ TEST(Viewer, ThreeSlicesSideBySideEachShowsItsOwnPlane) {
   const auto m = nlohmann::json::parse(mf);
   ASSERT_EQ(m["slices"].size(), 3u);
   for (int k = 0; k < 3; ++k) EXPECT_GT(m["slices"][k]["frames"].get<int>(), 3) << k;
+}
+
+// LIVE means live. A pipeline that cannot keep up (each frame held 250 ms by the test hook, at 400 spokes/s
+// and a frame due every 16 spokes: 40 ms) drops frames; the marker on the image (clinical display) is an
+// amber DELAYED with the latency and the frames dropped in the last 10 s, never the green LIVE, and the
+// freshness limit stays at three nominal frame intervals (>= 0.3 s), not three of the slow shown ones. The
+// same display with frames made in time (100 spokes/s, no delay) is LIVE and green.
+TEST(Viewer, APipelineBehindShowsAnAmberDelayedMarkerNeverAGreenLive) {
+  SKIP_WITHOUT_XVFB();
+  test::TempDir dir;
+  const auto shoot = [&](const std::string& name, const std::string& env, int rate) {
+    const std::string shot = dir / (name + ".png");
+    const auto r = test::run_command(
+        env + " xvfb-run -a -s '-screen 0 1280x1024x24' " + test::radstream_binary() +
+        " demo --clinical --backend cpu --matrix 64 --coils 2 --pool 256 --window 32 --stride 16 --rate " +
+        std::to_string(rate) + " --screenshot " + shot +
+        " --screenshot-after 4 --close-after 4.5 --out-dir " + dir / name);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    std::ifstream jf(shot + ".json");
+    const auto j = nlohmann::json::parse(jf, nullptr, false);
+    int w = 0, h = 0, ch = 0;
+    unsigned char* px = stbi_load(shot.c_str(), &w, &h, &ch, 3);
+    double amber = 0, green = 0;
+    if (px && !j.is_discarded()) {
+      const auto& m = j.at("live_marker_rect");
+      const int x0 = int(m[0].get<double>()), y0 = int(m[1].get<double>());
+      const int x1 = x0 + int(m[2].get<double>()), y1 = y0 + int(m[3].get<double>());
+      amber = share(px, w, h, x0, y0, x1, y1, [](const unsigned char* q) {
+        return q[0] > 200 && q[1] >= 120 && q[1] <= 200 && q[2] < 80;
+      });
+      green = share(px, w, h, x0, y0, x1, y1,
+                    [](const unsigned char* q) { return q[1] > 110 && q[0] < 60 && q[2] < 60; });
+    }
+    if (px) stbi_image_free(px);
+    std::printf(
+        "%s: %s, %s of %s frames dropped in 10 s, latency %.0f ms, limit %.2f s; marker %.0f %% amber, "
+        "%.0f %% green\n",
+        name.c_str(), j.value("live_state", std::string("?")).c_str(),
+        j.value("frames_skipped", nlohmann::json(0)).dump().c_str(),
+        j.value("frames_due", nlohmann::json(0)).dump().c_str(), j.value("shown_glass_ms", -1.0),
+        j.value("stale_after_s", -1.0), 100 * amber, 100 * green);
+    return std::tuple{j, amber, green};
+  };
+  const auto [behind, behind_amber, behind_green] = shoot("behind", "RADSTREAM_TEST_FRAME_DELAY_MS=250", 400);
+  ASSERT_FALSE(behind.is_discarded());
+  EXPECT_LE(behind.at("stale_after_s").get<double>(), 0.3 + 1e-6);
+  EXPECT_GT(behind.at("frames_skipped").get<int>(), 0);
+  EXPECT_EQ(behind.at("live_state"), "delayed") << behind.dump();
+  EXPECT_GT(behind_amber, 0.5);
+  EXPECT_EQ(behind_green, 0.0);
+  const auto [live, live_amber, live_green] = shoot("live", "", 100);
+  ASSERT_FALSE(live.is_discarded());
+  EXPECT_EQ(live.at("frames_skipped").get<int>(), 0);
+  EXPECT_EQ(live.at("live_state"), "live") << live.dump();
+  EXPECT_GT(live_green, 0.5);
+  EXPECT_EQ(live_amber, 0.0);
+}
+
+namespace {
+
+// Where the demo's simulator put the tip at the middle of a frame's window: spoke k at k / rate s on a path
+// whose period is the pool (pool / rate s), in the pixels of an n x n image shown unturned.
+std::pair<double, double> simulated_tip(const nlohmann::json& j, int n, int pool) {
+  const double mid = 0.5 * (j.at("first_spoke").get<double>() + j.at("last_spoke").get<double>());
+  const double wt = 2.0 * M_PI * std::fmod(mid, pool) / pool;
+  return {0.3 * std::sin(wt) * n / 2 + n / 2, (0.15 + 0.2 * std::sin(2.0 * wt)) * n / 2 + n / 2};
+}
+
+}  // namespace
+
+// The tip marker at the README's command (demo --clinical --preset object --tip-marker: 192^2, 8 coils, a
+// 128-spoke window, SNR 40, 400 spokes/s, the tip's 10 s path), on the CPU: of 10 screenshots 0.4 s apart at
+// least 9 ring the tip, each within 3 pixels of where the simulator put it. With SNR 2 nothing stands out:
+// the display says "tip: not found" where the ring would be (its cyan letters read back).
+TEST(Viewer, TheTipMarkerRingsTheTipAtTheReadmesSettingsOrSaysItIsNotFound) {
+  SKIP_WITHOUT_XVFB();
+  test::TempDir dir;
+  const int n = 192, pool = 4096;
+  const auto r = test::run_command(
+      "xvfb-run -a -s '-screen 0 1280x1024x24' " + test::radstream_binary() +
+      " demo --clinical --preset object --tip-marker --backend cpu --screenshot " + dir / "tip.png" +
+      " --screenshots 10 --screenshot-every 0.4 --screenshot-after 2"
+      " --close-after 6.5 --out-dir " +
+      dir / "demo");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  int ringed = 0;
+  for (int k = 0; k < 10; ++k) {
+    std::ifstream jf(dir / ("tip_" + std::to_string(k) + ".png.json"));
+    ASSERT_TRUE(jf.good()) << k << "\n" << r.output;
+    const auto j = nlohmann::json::parse(jf);
+    EXPECT_EQ(j.at("matrix"), n);
+    const auto [ex, ey] = simulated_tip(j, n, pool);
+    const auto& t = j.at("tip");
+    const double d = std::hypot(t.at("x").get<double>() - ex, t.at("y").get<double>() - ey);
+    const bool shown = t.at("shown").get<bool>();
+    ringed += shown && d <= 3.0;
+    std::printf(
+        "tip %d: frame %d, %s at (%.1f, %.1f), simulator (%.1f, %.1f), %.1f px; contrast %.3f of %.3f\n", k,
+        j.at("frame").get<int>(), shown ? "ringed" : "not found", t.at("x").get<double>(),
+        t.at("y").get<double>(), ex, ey, d, t.at("contrast").get<double>(), t.at("threshold").get<double>());
+    if (shown) {
+      EXPECT_LE(d, 3.0) << "a ring away from the tip";
+    }
+  }
+  EXPECT_GE(ringed, 9);
+  // SNR 2: no tip stands out of the noise, and the display says so.
+  const std::string shot = dir / "noisy.png";
+  const auto q =
+      test::run_command("xvfb-run -a -s '-screen 0 1280x1024x24' " + test::radstream_binary() +
+                        " demo --clinical --preset object --tip-marker --backend cpu --snr 2"
+                        " --pool 1024 --screenshot " +
+                        shot + " --screenshot-after 2 --close-after 2.5 --out-dir " + dir / "noisy");
+  ASSERT_EQ(q.exit_code, 0) << q.output;
+  std::ifstream jf(shot + ".json");
+  const auto j = nlohmann::json::parse(jf);
+  EXPECT_FALSE(j.at("tip").at("shown").get<bool>()) << j.dump();
+  const auto& rect = j.at("tip").at("not_found_rect");
+  ASSERT_GT(rect[2].get<double>(), 50.0) << "no \"tip: not found\" drawn";
+  int w = 0, h = 0, ch = 0;
+  unsigned char* px = stbi_load(shot.c_str(), &w, &h, &ch, 3);
+  ASSERT_NE(px, nullptr);
+  const int x0 = int(rect[0].get<double>()), y0 = int(rect[1].get<double>());
+  const double cyan =
+      share(px, w, h, x0, y0, x0 + int(rect[2].get<double>()), y0 + int(rect[3].get<double>()),
+            [](const unsigned char* c) { return c[2] > 200 && c[1] > 180 && c[0] < 80; });
+  stbi_image_free(px);
+  std::printf("snr 2: tip not found (contrast %.3f of %.3f); the text's box %.0f %% cyan letters\n",
+              j.at("tip").at("contrast").get<double>(), j.at("tip").at("threshold").get<double>(),
+              100 * cyan);
+  EXPECT_GT(cyan, 0.03);
 }
