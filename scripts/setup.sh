@@ -37,7 +37,11 @@ fi
 build=${BUILD_DIR:-build}
 jobs=${JOBS:-$(nproc)}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DRADSTREAM_CUDA="${RADSTREAM_CUDA:-AUTO}"
-cmake --build "$build" -j"$jobs"
+if [ "$what" = demo ]; then  # the demo needs the program only; the tests are built by `setup.sh test`
+  cmake --build "$build" -j"$jobs" --target radstream
+else
+  cmake --build "$build" -j"$jobs"
+fi
 
 case "$what" in
   demo) exec "$build/radstream" demo "$@" ;;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/log.hpp"
+#include "viewer/recon_panel_keys.hpp"
 #include "viewer/viewer_state.hpp"
 
 namespace radstream::viewer {
@@ -203,6 +204,15 @@ void Viewer::Impl::overlay(const Rect& area) {
   label(cx - 13.f, std::min(r.y + r.h, area.y + area.h) - 30.f, e.bottom);
   dl->AddText(ImVec2(area.x + 10, area.y + area.h - 44), IM_COL32(180, 180, 180, 255),
               (display::describe(orient) + (legend ? "" : "   ? legend")).c_str());
+  // While recording: a red REC on the image (nothing is written that the user does not see).
+  rec_marker[0] = rec_marker[1] = rec_marker[2] = rec_marker[3] = 0.f;
+  if (!p.recording().empty()) {
+    const float x = std::min(r.x + r.w, area.x + area.w) - 80.f, y = area.y + area.h - 84.f;
+    dl->AddRectFilled(ImVec2(x, y), ImVec2(x + 70.f, y + 30.f), IM_COL32(210, 0, 0, 255));
+    dl->AddCircleFilled(ImVec2(x + 14.f, y + 15.f), 6.f, IM_COL32(255, 255, 255, 255));
+    dl->AddText(font, 22.f, ImVec2(x + 26.f, y + 4.f), IM_COL32(255, 255, 255, 255), "REC");
+    rec_marker[0] = x, rec_marker[1] = y, rec_marker[2] = 70.f, rec_marker[3] = 30.f;
+  }
   // Scale bar from the field of view: a round length near a fifth of the image.
   const double fov = p.stream_header().fov_mm;
   const double mm_per_px = fov / r.w;
@@ -256,6 +266,9 @@ void Viewer::Impl::write_screenshot(const std::string& shot, int fb_w, int fb_h,
       {"latency_budget_ms", opt.latency_budget_ms},
       {"live_marker_rect", {live_marker[0], live_marker[1], live_marker[2], live_marker[3]}},
       {"legend_shown", legend},
+      {"recon_keys", panel_keys(ui_recon, p.backend())},
+      {"recording", !p.recording().empty()},
+      {"rec_marker_rect", {rec_marker[0], rec_marker[1], rec_marker[2], rec_marker[3]}},
       {"clinical", clinical},
       {"panels_shown", !clinical},
       {"panel_scroll_max", panel_scroll_max},

@@ -7,6 +7,7 @@
 #include <cfloat>
 
 #include "viewer/param_widgets.hpp"
+#include "viewer/recon_panel_keys.hpp"
 #include "viewer/viewer_state.hpp"
 
 namespace radstream::viewer {
@@ -55,9 +56,9 @@ void Viewer::Impl::panels(const Rect& area) {
       }
     }
     if (ImGui::SliderInt("stride S", &ui_stride, 1, 256)) p.set_stride(std::max(1, ui_stride));
-    ParamWidgets widgets;  // every reconstruction key, from ReconParams::visit()
+    ParamWidgets widgets;  // the reconstruction keys, from ReconParams::visit()
     ImGui::PushItemWidth(150.f);
-    ui_recon.visit(widgets);
+    visit_panel_keys(ui_recon, p.backend(), widgets);  // only the keys of this method and backend
     ImGui::PopItemWidth();
     if (ImGui::Button("Apply")) apply_recon();
     ImGui::SameLine();

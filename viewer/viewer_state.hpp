@@ -93,6 +93,7 @@ struct Viewer::Impl final : ViewerControls {
                         float line_end);
   bool legend = false;                  // key ?: the one-line legend of age and latency
   float live_marker[4] = {0, 0, 0, 0};  // where the marker was drawn (x, y, w, h), for the screenshot JSON
+  float rec_marker[4] = {0, 0, 0, 0};   // the red REC while recording (x, y, w, h)
   float tip_text[4] = {0, 0, 0, 0};     // where "tip: not found" was drawn (x, y, w, h); zeros: not drawn
   bool stream_done = false;             // run --until-close: the stream ended; the window stays open
 

@@ -176,13 +176,18 @@ void Recorder::fail(const std::string& what, bool lost_a_spoke) {
 
 void Recorder::run() {
   std::unique_ptr<MrdRawWriter> w;
-  const auto close = [&] {  // cleanly, whatever state the file is in
+  // Cleanly, whatever state the file is in. A file closed for the next stream is said here; the last one is
+  // in the run's recording summary (said once, by its owner).
+  const auto close = [&](bool last = false) {
     if (!w) return;
     try {
       w->flush();
     } catch (const std::exception&) {
     }
-    log::info("record: {} spokes in {}", w->count(), w->path());
+    if (last)
+      log::debug("record: {} spokes in {}", w->count(), w->path());
+    else
+      log::info("record: {} spokes in {}", w->count(), w->path());
     w.reset();
   };
   const auto flush_every = std::chrono::duration<double>(o_.flush_s > 0 ? o_.flush_s : 1e9);
@@ -366,7 +371,7 @@ void Recorder::run() {
     std::lock_guard lock(m_);
     failures_ += held.size();
   }
-  close();
+  close(true);
   if (first_claimed_ && files_ == 0) {  // the stream never came: no empty placeholder is left behind
     std::error_code ec;
     std::filesystem::remove(o_.path, ec);

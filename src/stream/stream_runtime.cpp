@@ -171,6 +171,7 @@ void StreamRuntime::set_recording(const std::string& path) {
   if (recorder_) {
     recorder_->stop();
     last_recording_ = recorder_->status();
+    log::info("run: recording: {}", last_recording_);
   }
   recorder_ = std::move(next);
   recording_ = path;

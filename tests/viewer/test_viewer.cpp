@@ -32,6 +32,29 @@ double json_number(const std::string& json, const std::string& key, int index = 
   return index == 0 && v.is_number() ? v.get<double>() : NAN;
 }
 
+// The share of pixels in [x0, x1) x [y0, y1) that pass `keep`.
+template <class F>
+double share(const unsigned char* px, int w, int h, int x0, int y0, int x1, int y1, F keep) {
+  long hit = 0, all = 0;
+  for (int y = std::max(0, y0); y < std::min(h, y1); ++y)
+    for (int x = std::max(0, x0); x < std::min(w, x1); ++x, ++all)
+      hit += keep(px + (std::size_t(y) * w + x) * 3);
+  return all ? double(hit) / double(all) : 0.0;
+}
+
+// A parameter struct's key names, from its visit().
+struct Names {
+  std::vector<std::string> k;
+  template <class... A>
+  void field(const char* key, A&&...) {
+    k.emplace_back(key);
+  }
+  template <class... A>
+  void choice(const char* key, A&&...) {
+    k.emplace_back(key);
+  }
+};
+
 bool have_xvfb() {
   return test::run_command("command -v xvfb-run").exit_code == 0;
 }
@@ -65,6 +88,21 @@ TEST(Viewer, UnderXvfbShowsTheReconstructionPanelsAndControls) {
   std::ifstream jf(shot + ".json");
   const std::string json((std::istreambuf_iterator<char>(jf)), std::istreambuf_iterator<char>());
   ASSERT_FALSE(json.empty()) << r.output;
+  // The reconstruction panel offers the keys of the method and backend in use only (gridding on the CPU).
+  const auto keys = nlohmann::json::parse(json).at("recon_keys").get<std::vector<std::string>>();
+  const auto has = [&](const std::string& key) {
+    return std::find(keys.begin(), keys.end(), key) != keys.end();
+  };
+  ReconParams defaults;
+  Names grid, others;
+  defaults.gridding.visit(grid);
+  defaults.nlinv.visit(others);
+  defaults.cg.visit(others);
+  defaults.fbp.visit(others);
+  for (const auto& k : grid.k) EXPECT_TRUE(has(k)) << k;
+  for (const auto& k : others.k) EXPECT_FALSE(has(k)) << k << " is not a gridding key";
+  EXPECT_TRUE(has("threads"));
+  EXPECT_FALSE(has("cuda_graph"));
   // (c) the slider change reached the pipeline: the frame shown has the new window.
   EXPECT_EQ(json_number(json, "pipeline_window"), 96);
   EXPECT_EQ(json_number(json, "window"), 96);
@@ -159,9 +197,9 @@ TEST(Viewer, RunUntilCloseKeepsTheWindowOpenOnStreamEndedUntilItIsClosed) {
   auto run = std::async(std::launch::async, [&] {
     return test::run_command("xvfb-run -a -s '-screen 0 1280x1024x24' " + bin +
                              " run --endpoint tcp://127.0.0.1:26230 --backend cpu --window 64 --until-close"
-                             " --duration 40 --screenshot " +
-                             shot + " --screenshot-after 6 --close-after 6.5 --metrics-json " +
-                             dir / "m.json");
+                             " --duration 40 --record " +
+                             dir / "rec.h5" + " --screenshot " + shot +
+                             " --screenshot-after 6 --close-after 6.5 --metrics-json " + dir / "m.json");
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the X server and the window start
   const auto sim = test::run_command(bin +
@@ -180,6 +218,22 @@ TEST(Viewer, RunUntilCloseKeepsTheWindowOpenOnStreamEndedUntilItIsClosed) {
   EXPECT_EQ(j.at("message"), "STREAM ENDED") << j.dump();
   EXPECT_EQ(j.at("live_state"), "stale") << j.dump();
   EXPECT_GE(j.at("age_s").get<double>(), 2.0) << "the window was open 2 s after the last spoke";
+  // Recording: a red REC on the image, and the recording's summary said once.
+  EXPECT_TRUE(j.at("recording").get<bool>());
+  const auto& m = j.at("rec_marker_rect");
+  int w = 0, h = 0, ch = 0;
+  unsigned char* px = stbi_load(shot.c_str(), &w, &h, &ch, 3);
+  ASSERT_NE(px, nullptr);
+  const int x0 = int(m[0].get<double>()), y0 = int(m[1].get<double>());
+  const double red = share(px, w, h, x0, y0, x0 + int(m[2].get<double>()), y0 + int(m[3].get<double>()),
+                           [](const unsigned char* q) { return q[0] > 180 && q[1] < 60 && q[2] < 60; });
+  stbi_image_free(px);
+  EXPECT_GT(red, 0.5) << "the REC marker";
+  std::size_t said = 0;
+  for (std::size_t at = r.output.find("300 spokes in "); at != std::string::npos;
+       at = r.output.find("300 spokes in ", at + 1))
+    ++said;
+  EXPECT_EQ(said, 1u) << r.output;
 }
 
 // A setting that cannot be had (the CUDA backend on a machine without a usable GPU), chosen in the viewer's
@@ -266,20 +320,6 @@ TEST(Viewer, AnImageThatStopsBeingRenewedIsDimmedUnderANoNewDataBanner) {
   EXPECT_GT(double(red) / double(banner), 0.6);
   EXPECT_LE(brightest, 110);
 }
-
-namespace {
-
-// The share of pixels in [x0, x1) x [y0, y1) that pass `keep`.
-template <class F>
-double share(const unsigned char* px, int w, int h, int x0, int y0, int x1, int y1, F keep) {
-  long hit = 0, all = 0;
-  for (int y = std::max(0, y0); y < std::min(h, y1); ++y)
-    for (int x = std::max(0, x0); x < std::min(w, x1); ++x, ++all)
-      hit += keep(px + (std::size_t(y) * w + x) * 3);
-  return all ? double(hit) / double(all) : 0.0;
-}
-
-}  // namespace
 
 // The clinical display. Started with --clinical (key c), the image fills the screen with no
 // panels, carries LIVE, its age and latency; the "object" preset and the tip marker are on, and the image is

@@ -1,0 +1,83 @@
+// Which reconstruction keys the viewer's panel offers: those the chosen method's stages read (registry.cpp)
+// on the backend in use, so the panel never shows a key that changes nothing (nlinv's Newton steps while
+// gridding, cuda_graph on the CPU). Hidden keys keep their values and are applied with the rest.
+#pragma once
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "recon/backend.hpp"
+#include "recon/recon_params.hpp"
+
+namespace radstream::viewer {
+
+// Forwards to `v` only the top-level keys that apply to the backend (the sections are visited apart).
+template <class V>
+struct TopLevelKeys {
+  V& v;
+  Backend backend;
+  bool keep(std::string_view k) const {
+    return k == "method" || k == "backend" || (k == "threads" && backend == Backend::Cpu) ||
+           (k == "cuda_graph" && backend == Backend::Cuda);
+  }
+  template <class... A>
+  void field(const char* key, A&&... a) {
+    if (keep(key)) v.field(key, std::forward<A>(a)...);
+  }
+  template <class... A>
+  void choice(const char* key, A&&... a) {
+    if (keep(key)) v.choice(key, std::forward<A>(a)...);
+  }
+};
+
+template <class V>
+void visit_panel_keys(ReconParams& p, Backend backend, V& v) {
+  TopLevelKeys<V> top{v, backend};
+  p.visit(top);
+  switch (p.method) {
+    case ReconMethod::Gridding:
+      p.density.visit(v);
+      p.gridding.visit(v);
+      p.fft.visit(v);
+      p.combine.visit(v);
+      break;
+    case ReconMethod::Fbp:
+      p.fbp.visit(v);
+      p.fft.visit(v);
+      p.combine.visit(v);
+      break;
+    case ReconMethod::CgSense:
+      p.cg.visit(v);
+      p.gridding.visit(v);  // the NUFFT's kernel and oversampling
+      p.fft.visit(v);
+      break;
+    case ReconMethod::Nlinv:
+      p.nlinv.visit(v);
+      p.fft.visit(v);
+      break;
+    default:  // the exact methods are offline only: nothing more to set in a stream
+      break;
+  }
+}
+
+// The keys' names, in the panel's order (the screenshot's JSON lists them).
+struct KeyNames {
+  std::vector<std::string> keys;
+  template <class... A>
+  void field(const char* key, A&&...) {
+    keys.emplace_back(key);
+  }
+  template <class... A>
+  void choice(const char* key, A&&...) {
+    keys.emplace_back(key);
+  }
+};
+
+inline std::vector<std::string> panel_keys(ReconParams p, Backend backend) {
+  KeyNames names;
+  visit_panel_keys(p, backend, names);
+  return names.keys;
+}
+
+}  // namespace radstream::viewer
