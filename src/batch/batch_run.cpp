@@ -183,14 +183,16 @@ int run_batch(const BatchRun& a, BatchComm& comm) {
                     : "",
                 already, pending.size(), comm.size());
       shard_items = mine.size();
-    } catch (const std::exception& e) {
-      error = e.what();
+    } catch (const IoError& e) {  // a recording or list that cannot be read: exit 3, as everywhere
+      error = std::string("3") + e.what();
+    } catch (const std::exception& e) {  // a bad option or sweep: exit 2
+      error = std::string("2") + e.what();
     }
   }
   error = comm.broadcast(error);
   if (!error.empty()) {
-    if (comm.rank() == 0) log::error("{}", error);
-    return 2;
+    if (comm.rank() == 0) log::error("{}", error.substr(1));
+    return error[0] == '3' ? 3 : 2;
   }
   // The workers need the sets and the plan: rank 0 sends the sweep's path, each parses it; items go as text.
   nlohmann::ordered_json plan = nlohmann::ordered_json::array();

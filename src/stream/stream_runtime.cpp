@@ -127,7 +127,7 @@ void StreamRuntime::stop() {
     log::warn("run: no frame: {} spokes arrived, fewer than one window of {} spokes per slice (--window)",
               spokes, window());
   const auto made = metrics_.frames.load(), skipped = metrics_.frames_skipped.load();
-  if (skipped > made)
+  if (skipped > made && !skip_hint_said_)
     log::warn(
         "run: {} of {} frames were skipped to stay live (the reconstruction could not keep up); for a "
         "recording where every frame matters, run with --no-skip",
@@ -263,6 +263,20 @@ std::string StreamRuntime::mrd_endpoint() const {
   return mrd_ ? mrd_->endpoint() : std::string();
 }
 
+// Once per run: when more than half the frames of the last 10 s were skipped to stay live, the way to have
+// every frame (a replay at --speed max, a slow backend) is said while it matters, not only at the end.
+void StreamRuntime::say_skip_hint(std::int64_t now) {
+  if (skip_hint_said_ || !cfg_.frames.skip_when_behind) return;
+  const double skipped = metrics_.skipped_recent.sum(now);
+  const std::size_t made = metrics_.pipeline_recent.summary(now).count;
+  if (skipped <= double(made)) return;
+  skip_hint_said_ = true;
+  log::warn(
+      "run: {:.0f} frames skipped in the last 10 s ({} made): the reconstruction cannot keep up; --no-skip "
+      "reconstructs every frame",
+      skipped, made);
+}
+
 void StreamRuntime::report_loop() {
   try {
     const auto period = std::chrono::duration<double>(cfg_.sinks.report_interval_s);
@@ -291,6 +305,7 @@ void StreamRuntime::report_loop() {
       if (activity == seen) last_quiet_ns = now;
       seen = activity;
       log::info("{}", metrics_.line(elapsed_s()));
+      say_skip_hint(now);
     }
   } catch (const std::exception& e) {
     once_.error(10, std::string("the status reporter stopped: ") + e.what());

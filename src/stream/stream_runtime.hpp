@@ -108,6 +108,8 @@ class StreamRuntime {
  private:
   void emit(std::shared_ptr<const FrameResult> f);  // on the reconstruction thread
   void sink_loop();
+  void say_skip_hint(std::int64_t now);
+  std::atomic<bool> skip_hint_said_{false};  // the --no-skip hint, said once per run
   void report_loop();
   const ReconWorker& worker(int slice) const { return *workers_.at(std::size_t(slice)); }
 

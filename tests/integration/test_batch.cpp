@@ -154,7 +154,11 @@ TEST(Batch, BadSweepsAndFilesAreNamed) {
   std::ofstream(dir / "good.yaml") << "sets:\n  - name: a\n    recon: {method: gridding}\n";
   r = test::run_command(bin + " batch --files " + (dir / "list.txt") + " --param-sweep " +
                         (dir / "good.yaml") + " --out " + (dir / "out"));
-  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.exit_code, 3) << r.output;  // a file that cannot be read: exit 3 (issue 30; it was 2)
+  EXPECT_NE(r.output.find("missing.h5"), std::string::npos) << r.output;
+  r = test::run_command(bin + " batch --files " + (dir / "missing.h5") + " --param-sweep " +
+                        (dir / "good.yaml") + " --out " + (dir / "out"));
+  EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("missing.h5"), std::string::npos) << r.output;
   // A recording that is not one: its item fails, named, the run goes on and exits 1; nothing is marked done.
   std::ofstream(dir / "garbage.h5") << "this is not an HDF5 file\n";
