@@ -70,7 +70,6 @@ RunConfig load(RunArgs& a) {
   a.options.apply("sinks", c.sinks);
   a.options.apply("placement", c.placement);
   a.options.apply("mrd", c.mrd);
-  if (c.frames.window > c.frames.max_window) c.frames.max_window = c.frames.window;
   a.options.apply("recon", c.recon);
   c.validate();
   return c;

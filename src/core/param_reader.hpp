@@ -15,12 +15,22 @@
 
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/enum_table.hpp"
 #include "core/error.hpp"
 
 namespace radstream {
+
+// "frames.window = 0 must be >= 1": the bound that was crossed (never the other end, which may be a
+// 309-digit double).
+template <class T>
+std::string out_of_range(const std::string& section, const char* key, T v, T lo, T hi) {
+  const bool below = !(v >= lo);
+  const T bound = below ? lo : hi;
+  return fmt::format("{}.{} = {} must be {} {}", section, key, v, below ? ">=" : "<=", bound);
+}
 
 class ParamReader {
  public:
@@ -34,10 +44,10 @@ class ParamReader {
     try {
       v = node_[key].template as<T>();
     } catch (const YAML::Exception&) {
-      throw ConfigError(fmt::format("{}.{}: '{}' is not a valid value", section_, key, scalar(key)));
+      throw ConfigError(fmt::format("{}.{}: '{}' is not {}", section_, key, scalar(key),
+                                    std::is_integral_v<T> ? "an integer" : "a number"));
     }
-    if (!(v >= lo && v <= hi))
-      throw ConfigError(fmt::format("{}.{} = {} is outside {}..{}", section_, key, v, lo, hi));
+    if (!(v >= lo && v <= hi)) throw ConfigError(out_of_range(section_, key, v, lo, hi));
     value = v;
   }
   void field(const char* key, bool& value, const char* help);
@@ -71,8 +81,7 @@ class ParamChecker {
   explicit ParamChecker(std::string section) : section_(std::move(section)) {}
   template <class T>
   void field(const char* key, const T& value, T lo, T hi, const char*) {
-    if (!(value >= lo && value <= hi))
-      throw ConfigError(fmt::format("{}.{} = {} is outside {}..{}", section_, key, value, lo, hi));
+    if (!(value >= lo && value <= hi)) throw ConfigError(out_of_range(section_, key, value, lo, hi));
   }
   void field(const char*, const bool&, const char*) {}
   void field(const char*, const std::string&, const char*) {}

@@ -30,7 +30,10 @@ void FrameParams::validate() const {
   ParamChecker c("frames");
   const_cast<FrameParams*>(this)->visit(c);
   if (window > max_window)
-    throw ConfigError(fmt::format("frames.window = {} exceeds frames.max_window = {}", window, max_window));
+    throw ConfigError(
+        fmt::format("--window {} is above frames.max_window {} (the size of the spoke ring): "
+                    "take a smaller window or raise --max-window",
+                    window, max_window));
 }
 
 void SinkParams::validate() const {

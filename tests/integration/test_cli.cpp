@@ -509,6 +509,24 @@ TEST(Cli, MatrixZeroIsABadSizeNotAMissingOption) {
   expect_failure(radstream_cmd("recon" + io), 2, "--matrix N is required");
 }
 
+// A value out of range names the option and the bound it crossed in a short line (it printed a 309-digit
+// double once), and a window larger than the spoke ring is refused at start-up, naming both numbers (2000
+// spokes then gave 0 frames without a word).
+TEST(Cli, ARangeErrorNamesTheOptionAndItsBoundAndAWindowOverTheRingIsRefused) {
+  const auto r = radstream_cmd("run --headless --window 0 --duration 1");
+  expect_failure(r, 2, "--window");
+  expect_failure(r, 2, ">= 1");
+  const auto line = r.output.substr(r.output.find("--window"));
+  EXPECT_LT(line.substr(0, line.find('\n')).size(), 120u) << line;
+  expect_failure(radstream_cmd("run --headless --window 2000 --duration 1"), 2,
+                 "--window 2000 is above frames.max_window 1024");
+  expect_failure(radstream_cmd("run --headless --window 5000 --max-window 4096 --duration 1"), 2,
+                 "--window 5000 is above frames.max_window 4096");
+  expect_failure(radstream_cmd("run --headless --stale-after -1 --duration 1"), 2, ">= 0");
+  expect_failure(radstream_cmd("run --headless --window foo --duration 1"), 2, "'foo' is not an integer");
+  expect_failure(radstream_cmd("run --headless --stale-after abc --duration 1"), 2, "'abc' is not a number");
+}
+
 // A bad phantom setting is refused before demo writes anything into its output folder.
 TEST(Cli, DemoRefusesABadAngleSchemeBeforeWritingAnything) {
   test::TempDir dir;
