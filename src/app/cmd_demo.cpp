@@ -161,11 +161,14 @@ int run_demo(DemoArgs a) {
   const RunConfig cfg = demo_config(a, headless);
   const Registry registry = default_registry();
   StreamRuntime p(cfg, registry);
-  p.start();
+  // The simulator's pool first (seconds on a small machine), then the pipeline it feeds: the pipeline never
+  // waits, saying "waiting for a sender", on the demo's own simulator.
   StreamerParams sp;
-  sp.sender.endpoint = p.endpoint();
+  sp.sender.endpoint = "inproc://demo";  // a placeholder: the pipeline's own port, set once it has bound one
   sp.pool = a.pool;
   SimStreamer streamer(a.sim, sp);
+  p.start();
+  streamer.set_endpoint(p.endpoint());
   streamer.start();
   std::jthread quiet = quiet_after(streamer, a.stop_sending_after_s);
   const auto stop_all = [&] {

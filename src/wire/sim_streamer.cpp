@@ -21,8 +21,17 @@ SimStreamer::SimStreamer(const SimParams& sim, const StreamerParams& p) : sim_(s
                     p.pool, sim.slices));
   if (p.pool > 0) {
     log::info("simulate: precomputing {} spokes ({} samples x {} coils)", p.pool, sim_.samples(), sim.coils);
+    const std::int64_t t0 = monotonic_ns();
     pool_ = sim_.spokes(0, p.pool);
+    log::info("simulate: {} spokes precomputed in {:.1f} s", p.pool, double(monotonic_ns() - t0) * 1e-9);
   }
+}
+
+void SimStreamer::set_endpoint(const std::string& endpoint) {
+  SenderParams s = p_.sender;
+  s.endpoint = endpoint;
+  s.validate();
+  p_.sender = s;
 }
 
 SimStreamer::~SimStreamer() {

@@ -34,6 +34,8 @@ class SimStreamer {
   // Runs on the calling thread until done, stop(), or `interrupted()` says so; returns spokes sent.
   std::uint64_t run(const std::function<bool()>& interrupted = {});
   void start();  // run() on a thread of its own
+  // Where to send (before start): the demo computes its pool first, then starts the receiver it feeds.
+  void set_endpoint(const std::string& endpoint);
   void stop();
   std::uint64_t sent() const { return sent_; }
   // Whether the last run() sent all it was asked for (false: stopped, interrupted or cut by duration_s).

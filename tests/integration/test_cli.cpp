@@ -145,6 +145,16 @@ TEST(Cli, DemoWritesFramesAndMetrics) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("headless"), std::string::npos) << r.output;  // it says so
   EXPECT_TRUE(std::filesystem::exists(dir / "demo/frame_000002.png"));
+  // Started once: the simulator's pool is made before the pipeline starts, so the pipeline does not wait (and
+  // say so) on the demo's own simulator, and nothing starts twice.
+  const auto count = [&](const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = r.output.find(what); at != std::string::npos; at = r.output.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_LE(count("waiting for a sender"), 1u) << r.output;
+  EXPECT_EQ(count("spokes precomputed"), 1u) << r.output;
+  EXPECT_EQ(count("stream header"), 1u) << r.output;
   std::ifstream m(dir / "demo/metrics.json");
   std::string s((std::istreambuf_iterator<char>(m)), {});
   EXPECT_NE(s.find("\"frames\": "), std::string::npos) << s;
