@@ -50,7 +50,7 @@ struct ProgramOptions {
 
 int main(int argc, char** argv) {
   radstream::hdf5_skip_exit_cleanup();  // a recording abandoned after a write error stays as last flushed
-  spdlog::set_default_logger(spdlog::stderr_color_mt("radstream"));
+  radstream::log::install_default_logger();
   spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
 
   CLI::App app{"radstream: real-time reconstruction of radial MRI streams (CPU and CUDA)"};

@@ -16,6 +16,10 @@ struct StreamHeader {
   double fov_mm = 256.0;
   AngleSpec angles;
   double spoke_rate_hz = 0.0;  // nominal spokes per second (0 = unknown)
+  // Empty: `angles` gives a spoke's angle from its number. Else what the header lacks for that (a scanner's
+  // radial header without encodingLimits.kspace_encoding_step_1): a spoke with no trajectory is refused,
+  // naming it.
+  std::string angles_unknown;
 
   void validate() const;  // throws ConfigError naming the bad value
   Geometry geometry(int spokes) const { return {matrix, samples, spokes, coils, readout_os}; }

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "io/asymmetric_echo.hpp"
 #include "io/hdf5_errors.hpp"
 #include "io/mrd_raw.hpp"
 #include "io/mrd_reader.hpp"
@@ -102,9 +103,14 @@ StreamHeader stream_header_from_xml(const std::string& xml, const std::string& c
       e.trajectory == ISMRMRD::TrajectoryType::GOLDENANGLE ? AngleScheme::Golden : AngleScheme::Linear180;
   if (e.encodingLimits.kspace_encoding_step_1)
     h.angles.spokes_per_rotation = std::max<int>(1, e.encodingLimits.kspace_encoding_step_1->maximum + 1);
+  else if (e.trajectory == ISMRMRD::TrajectoryType::RADIAL)
+    h.angles_unknown =
+        "a radial header without encodingLimits.kspace_encoding_step_1 (the spokes per rotation) or "
+        "radstream's userParameterLong angle_scheme";
   if (e.trajectoryDescription) {
     for (const auto& p : e.trajectoryDescription->userParameterLong) {
-      if (p.name == "angle_scheme") h.angles.scheme = scheme_from_code(p.value, ctx);
+      if (p.name == "angle_scheme")
+        h.angles.scheme = scheme_from_code(p.value, ctx), h.angles_unknown.clear();
       if (p.name == "tiny_golden_n") h.angles.tiny_n = int(p.value);
       if (p.name == "spokes_per_rotation") h.angles.spokes_per_rotation = int(p.value);
       if (p.name == "turns" && p.value >= 1 && p.value <= 1024) h.angles.turns = int(p.value);
@@ -201,10 +207,21 @@ StreamHeader visit_mrd(const std::string& path, long start, long count,
     throw IoError(fmt::format("{}: the header declares no coils and there are no spokes", path));
   sized(header, end - std::size_t(start));
   for (std::size_t i = std::size_t(start); i < end; ++i) {
-    const RawSpoke raw = reader.read(i);
+    RawSpoke raw = reader.read(i);
     ISMRMRD::ISMRMRD_AcquisitionHeader h;
     std::memcpy(&h, raw.acq_header.data(), sizeof(h));
     if (header.coils == 0) header.coils = h.active_channels;
+    if (const Readout r{h.number_of_samples, h.center_sample}; is_partial_echo(r, header.samples)) {
+      // a partial echo: into the symmetric readout the header declares (io/asymmetric_echo.hpp)
+      std::vector<float> traj;
+      std::vector<cfloat> data;
+      place_partial_echo(r, header.samples, h.active_channels, h.trajectory_dimensions, raw.traj, raw.data,
+                         traj, data);
+      raw.traj = std::move(traj);
+      raw.data = std::move(data);
+      h.number_of_samples = std::uint16_t(header.samples);
+      h.center_sample = std::uint16_t(header.samples / 2);
+    }
     if (h.number_of_samples != header.samples || h.active_channels != header.coils)
       throw IoError(
           fmt::format("{}: acquisition {} has {} samples x {} coils, the XML header declares {} x {}", path,

@@ -34,6 +34,7 @@ void DelayCorrector::new_stream(int samples, int coils) {
   if (pending_.valid()) pending_.wait();
   pending_ = {};
   seen_ = 0;
+  due_waiting_ = false;
   {
     std::lock_guard l(m_);
     current_ = {};
@@ -64,9 +65,13 @@ void DelayCorrector::correct(float* traj, const cfloat* data) {
     ++seen_;
     const bool idle =
         !pending_.valid() || pending_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-    const bool due = seen_ == std::uint64_t(kSpokesPerEstimate) ||
-                     (seen_ > std::uint64_t(kSpokesPerEstimate) && seen_ % std::uint64_t(every_) == 0);
-    if (due && idle) {
+    const std::uint64_t period = std::uint64_t(every_) * std::uint64_t(stride_.load());  // spokes
+    const bool due =
+        seen_ == std::uint64_t(kSpokesPerEstimate) ||
+        (seen_ > std::uint64_t(kSpokesPerEstimate) && (seen_ - kSpokesPerEstimate) % period == 0);
+    due_waiting_ = due_waiting_ || due;  // a due estimate waits for the one still running, never lost
+    if (due_waiting_ && idle) {
+      due_waiting_ = false;
       // RING takes [spokes][samples][2] and [coils][spokes][samples]: a copy in that order, estimated aside.
       const int P = kSpokesPerEstimate, S = samples_, C = coils_;
       std::vector<cfloat> by_coil(data_.size());

@@ -492,6 +492,11 @@ void Ingest::on_spoke(const wire::Message& m, std::span<const std::span<const st
            fmt::format("spoke sequence {} arrived after {}", m.env.sequence, seq_.last()));
     return;
   }
+  if (m.traj_dims < 2 && !std::isfinite(m.head.angle) && !h.angles_unknown.empty()) {
+    reject(wire::Reject::NoAngle,
+           "the spoke carries no trajectory and its angle cannot be known from " + h.angles_unknown);
+    return;
+  }
   const int S = m.samples;
   SpokeRing::WriteSlot slot = ring->begin_write();
   std::memcpy(slot.data, m.data.data(), m.data.size());

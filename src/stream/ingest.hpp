@@ -47,7 +47,7 @@ struct IngestParams {
   bool insecure = false;          // allow binding a non-local endpoint without CURVE (warned)
   int slices = 1;                 // slices (MRD idx.slice 0..slices-1) reconstructed, each on its own
   std::string gradient_delay = "off";  // off | auto | A:B:C (stream/delay_corrector.hpp)
-  long gradient_delay_every = 2000;    // auto: spokes between two RING estimates
+  long gradient_delay_every = 125;     // auto: frames between two RING estimates
   ConnectionLimits connections;        // every listening socket of the receiver (wire/connection_guard.hpp)
   std::string memory_limit = "auto";  // what one stream header may make the receiver allocate (memory_budget)
 
@@ -80,9 +80,9 @@ struct IngestParams {
         "of another slice is rejected (slice_range)");
     v.field("gradient_delay", gradient_delay,
             "gradient-delay correction of every spoke's trajectory: off, auto (RING on the latest 64 spokes, "
-            "again every gradient_delay_every spokes) or A:B:C (BART's traj -q x:y:xy, in samples)");
-    v.field("gradient_delay_every", gradient_delay_every, 64L, 1L << 40,
-            "auto gradient delays: spokes between two RING estimates");
+            "again every gradient_delay_every frames) or A:B:C (BART's traj -q x:y:xy, in samples)");
+    v.field("gradient_delay_every", gradient_delay_every, 1L, 1L << 40,
+            "auto gradient delays: frames between two RING estimates (a frame every stride spokes)");
     v.field(
         "memory_limit", memory_limit,
         "memory one stream header may make the receiver allocate (spoke rings, grids, maps, solver work), "
@@ -114,6 +114,8 @@ class Ingest {
   // Several GPUs: slice s's spoke ring (and its device mirror) lives on GPU gpus[s] (call before start();
   // default: the current GPU for every slice).
   void set_ring_gpus(std::vector<int> gpus) { ring_gpus_ = std::move(gpus); }
+  // The frames' stride, in spokes: the gradient-delay estimate is repeated every gradient_delay_every frames.
+  void set_frame_stride(int stride) { delays_->set_stride(stride); }
   // Checked for every stream header before anything is allocated: "" when what it implies fits the memory
   // budget, else why not (the header is then rejected, named and counted; the stream in hand goes on).
   void set_memory_check(std::function<std::string(const StreamHeader&)> check) {

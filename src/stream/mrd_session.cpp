@@ -17,6 +17,7 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "io/asymmetric_echo.hpp"
 #include "io/mrd_file.hpp"
 #include "stream/run_config.hpp"
 #include "stream/stream_runtime.hpp"
@@ -81,6 +82,7 @@ MrdSession::MrdSession(const MrdServerParams& p, StreamRuntime& rt, const std::s
 }
 
 MrdSession::~MrdSession() {
+  forward_.reset();  // no more of the pipeline's lines for this client
   stop_ = true;
   {
     std::lock_guard l(out_m_);
@@ -92,6 +94,13 @@ MrdSession::~MrdSession() {
 }
 
 void MrdSession::start() {
+  // The pipeline's warnings and errors go to the client as WRN/ERR texts, as a FIRE server's log does. Not
+  // the MRD server's own lines ("mrd: ..."): this session's faults reach its client as its ERR text already,
+  // and other sessions' are none of its business.
+  forward_.emplace([this](bool error, std::string_view line) {
+    if (line.substr(0, 4) == "mrd:" || line.substr(0, 9) == "security:") return;
+    queue_text(std::string(error ? "ERR" : "WRN") + " radstream: " + log::printable_line(line, 500));
+  });
   writer_ = std::thread([this] { write_loop(); });
   reader_ = std::thread([this] { run(); });
 }
@@ -367,6 +376,7 @@ void MrdSession::on_header(const std::string& xml) {
   }
   xml_ = xml;
   have_header_ = true;
+  samples_full_ = h.samples;
   radstream_xml_ = xml.find("radstream_radial") != std::string::npos;
   ISMRMRD::IsmrmrdHeader x;
   ISMRMRD::deserialize(xml.c_str(), x);
@@ -396,26 +406,48 @@ void MrdSession::forward_header() {
   header_sent_ = true;
 }
 
-void MrdSession::on_acquisition(const mrd::Acquisition& a) {
+void MrdSession::on_acquisition(const mrd::Acquisition& in) {
   auto& mm = rt_.metrics().mrd;
+  const mrd::Acquisition* use = &in;
   ++mm.acquisitions;
   ISMRMRD::ISMRMRD_AcquisitionHeader head;
-  std::memcpy(&head, a.head.data(), sizeof head);
-  if (flag(a.flags, ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) {
+  std::memcpy(&head, in.head.data(), sizeof head);
+  if (flag(in.flags, ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) {
     ++mm.noise;
     try {
-      noise_.add_noise(a.data, a.channels, a.samples, head.sample_time_us);
+      noise_.add_noise(in.data, in.channels, in.samples, head.sample_time_us);
     } catch (const InputError& e) {
       throw mrd::ProtocolError(mrd::Fault::BadField, e.what());
     }
     return;
   }
-  if (non_imaging(a.flags)) {
+  if (non_imaging(in.flags)) {
     ++mm.non_imaging;
     return;
   }
   if (!have_header_)
     throw mrd::ProtocolError(mrd::Fault::BadField, "an acquisition came before the XML header (message 3)");
+  {  // a partial echo: placed into the symmetric readout the header declares (io/asymmetric_echo.hpp)
+    ISMRMRD::ISMRMRD_AcquisitionHeader ah;
+    std::memcpy(&ah, in.head.data(), sizeof ah);
+    const Readout r{in.samples, ah.center_sample};
+    if (is_partial_echo(r, samples_full_)) {
+      place_partial_echo(r, samples_full_, in.channels, in.traj_dims, in.traj, in.data, echo_.traj,
+                         echo_.data);
+      ah.number_of_samples = std::uint16_t(samples_full_);
+      ah.center_sample = std::uint16_t(samples_full_ / 2);
+      std::memcpy(echo_.head.data(), &ah, sizeof ah);
+      echo_.samples = samples_full_;
+      echo_.channels = in.channels;
+      echo_.traj_dims = in.traj_dims;
+      echo_.flags = in.flags;
+      use = &echo_;
+      if (++partial_echoes_ == 1)
+        log::info("mrd: session {}: partial echoes ({} samples, k = 0 at {}) placed into readouts of {}",
+                  number_, r.samples, r.center_sample, samples_full_);
+    }
+  }
+  const mrd::Acquisition& a = *use;
   ISMRMRD::ISMRMRD_AcquisitionHeader h;
   std::memcpy(&h, a.head.data(), sizeof h);
   if (!header_sent_) {  // the header named no receiver channels: the first spoke's count

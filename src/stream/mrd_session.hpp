@@ -11,11 +11,13 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 #include <zmq.hpp>
 
+#include "core/log.hpp"
 #include "io/mrd_protocol.hpp"
 #include "stream/mrd_images.hpp"
 #include "stream/mrd_server.hpp"
@@ -72,6 +74,10 @@ class MrdSession {
   std::uint32_t number_;
   std::uint32_t stream_id_;
   std::thread reader_, writer_;
+  int samples_full_ = 0;   // the header's readout (encodedSpace): partial echoes are placed into it
+  mrd::Acquisition echo_;  // the placed partial echo (its buffers kept from spoke to spoke)
+  std::uint64_t partial_echoes_ = 0;
+  std::optional<log::Subscription> forward_;  // the pipeline's WRN/ERR lines to the client (start())
   std::atomic<bool> stop_{false}, finished_{false}, ended_{false}, dead_{false}, header_sent_{false};
 
   // The stream (reader thread only, except fov_ and method_ read under frame_m_).

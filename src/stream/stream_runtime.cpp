@@ -53,6 +53,7 @@ StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry) : c
   ingest_ = std::make_unique<Ingest>(zctx_, cfg_.stream, metrics_, b.backend == Backend::Cuda,
                                      cfg_.frames.max_window, recorder_.get());
   if (!gpu_of.empty()) ingest_->set_ring_gpus(gpu_of);
+  ingest_->set_frame_stride(cfg_.frames.stride);
   {
     const bool cuda = b.backend == Backend::Cuda;
     const MemoryLimit limit = memory_limit(cfg_.stream.memory_limit, "stream.memory_limit", cuda);
@@ -145,6 +146,7 @@ void StreamRuntime::set_window(int w) {
 void StreamRuntime::set_stride(int s) {
   if (s < 1 || s > 1 << 16) throw ConfigError(fmt::format("stride {} is outside 1..65536", s));
   for (auto& w : workers_) w->set_stride(s);
+  ingest_->set_frame_stride(s);
 }
 
 void StreamRuntime::set_recon(const ReconParams& p, int slice) {

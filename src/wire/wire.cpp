@@ -119,6 +119,8 @@ const char* to_string(Reject r) {
       return "foreign_stream";
     case Reject::SliceRange:
       return "slice_range";
+    case Reject::NoAngle:
+      return "no_angle";
     case Reject::Count:
       break;
   }

@@ -68,6 +68,7 @@ enum class Reject {
   Late,              // an older sequence number not seen before (reordered)
   ForeignStream,     // a message of another stream than the one the pipeline follows
   SliceRange,        // a spoke of a slice (idx.slice) beyond those the pipeline reconstructs (stream.slices)
+  NoAngle,           // a spoke without trajectory whose angle the stream header cannot give
   Count
 };
 constexpr int kRejectCount = int(Reject::Count);

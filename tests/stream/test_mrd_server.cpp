@@ -8,6 +8,7 @@
 #include <ismrmrd/dataset.h>
 #include <ismrmrd/ismrmrd.h>
 #include <ismrmrd/meta.h>
+#include <ismrmrd/xml.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -18,6 +19,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 
 #include "io/frame_io.hpp"
 #include "io/mrd_file.hpp"
@@ -270,6 +272,14 @@ std::size_t open_fds() {
   return n;
 }
 
+// The process's resident memory, KiB (/proc/self/statm: pages).
+long resident_kib() {
+  std::ifstream f("/proc/self/statm");
+  long size = 0, resident = 0;
+  f >> size >> resident;
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
 }  // namespace
 
 TEST(MrdServer, RoundTripFloatImagesEqualTheOfflineWindows) {
@@ -388,6 +398,30 @@ TEST(MrdServer, FaultsEndOnlyTheirSession) {
   }
   ASSERT_TRUE(eventually([&] { return open_fds() <= fds + 2; })) << open_fds() << " vs " << fds;
   EXPECT_EQ(mm.sessions.load(), 1007u);
+  // Memory: 1000 whole sessions (config, header, 32 acquisitions, one image back, close) after 50 that warm
+  // the allocator and the chain leave the process within 16 MiB of where it was: a session's buffers go with
+  // it.
+  const std::string xml = stream_header_to_xml(sim.header());
+  const auto whole = [&](int i) {
+    RawClient c(port);
+    c.config_name("fbp");
+    c.text(3, xml);
+    for (int k = 0; k < 32; ++k) c.acquisition(spokes[std::size_t(k)]);
+    c.put<std::uint16_t>(4);
+    if (!c.flush()) return false;
+    const Replies r = c.read_until_close();
+    EXPECT_EQ(r.images.size(), 1u) << "session " << i;
+    return r.closed;
+  };
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(whole(i));
+  const long before = resident_kib();
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(whole(i));
+  ASSERT_TRUE(eventually([&] { return open_fds() <= fds + 2; })) << open_fds() << " vs " << fds;
+  const long after = resident_kib();
+  std::printf("1000 whole MRD sessions: resident memory %ld -> %ld KiB (%+ld KiB), descriptors %zu -> %zu\n",
+              before, after, after - before, fds, open_fds());
+  EXPECT_LT(after - before, 16 * 1024);
+  EXPECT_EQ(mm.sessions.load(), 2057u);
   p.stop();
 }
 
@@ -453,6 +487,119 @@ TEST(MrdServer, SpokesWithoutTrajectoryGiveTheSameImages) {
       n += double(a[i]) * a[i];
     }
     EXPECT_LE(std::sqrt(e / n), 1e-5) << "image " << k;
+  }
+}
+
+// A scanner's radial header that gives no spokes per rotation (no encodingLimits.kspace_encoding_step_1, none
+// of radstream's userParameters): spokes without a trajectory cannot be placed, so each is refused by name
+// (no_angle), never reconstructed on guessed angles; and the pipeline's warning reaches the client as a WRN
+// text (the pipeline's log lines are forwarded). The same header with trajectories in the spokes is fine.
+TEST(MrdServer, SpokesWhoseAngleCannotBeKnownAreRefusedAndTheClientIsTold) {
+  const Registry reg = default_registry();
+  RunConfig cfg = mrd_config(26190, MrdPixels::Float);
+  StreamRuntime p(cfg, reg);
+  p.start();
+  const int port = port_of(p.mrd_endpoint());
+  const Simulator sim(mrd_sim());
+  const auto spokes = sim.spokes(0, 40);
+  ISMRMRD::IsmrmrdHeader x;
+  ISMRMRD::deserialize(stream_header_to_xml(sim.header()).c_str(), x);
+  x.encoding[0].encodingLimits.kspace_encoding_step_1 = ISMRMRD::Optional<ISMRMRD::Limit>();
+  x.encoding[0].trajectory = ISMRMRD::TrajectoryType::RADIAL;
+  x.encoding[0].trajectoryDescription = ISMRMRD::Optional<ISMRMRD::TrajectoryDescription>();
+  std::ostringstream xml;
+  ISMRMRD::serialize(x, xml);
+  std::vector<Replies> got;
+  for (bool traj : {false, true}) {
+    RawClient c(port);
+    c.config_name("gridding");
+    c.text(3, xml.str());
+    for (const auto& sp : spokes) c.acquisition(sp, nullptr, traj);
+    c.put<std::uint16_t>(4);
+    ASSERT_TRUE(c.flush());
+    got.push_back(c.read_until_close());
+  }
+  const auto rejected = p.metrics().rejected[int(wire::Reject::NoAngle)].load();
+  p.stop();
+  EXPECT_EQ(rejected, 40u);
+  EXPECT_EQ(got[0].images.size(), 0u);
+  bool told = false;
+  for (const auto& t : got[0].texts) {
+    std::printf("client told: %s\n", t.c_str());
+    told |= t.rfind("WRN radstream: ingest:", 0) == 0 && t.find("no_angle") != std::string::npos &&
+            t.find("kspace_encoding_step_1") != std::string::npos;
+  }
+  EXPECT_TRUE(told);
+  EXPECT_EQ(got[1].images.size(), 1u);  // (40 - 32) / 16 + 1, placed by their own trajectories
+}
+
+// Partial (asymmetric) echoes as scanners send them: each spoke without its first 1/8 (number_of_samples
+// 7/8 of the header's readout, center_sample moved accordingly), with and without its trajectory. Both give
+// the images of the whole readouts with those samples zeroed (<= 1e-5): every sample at its true k, the
+// density that of its position. (Against the whole readouts they differ by the missing outer k-space, ~14 %
+// here.)
+TEST(MrdServer, PartialEchoesArePlacedAtTheirTrueK) {
+  const Registry reg = default_registry();
+  RunConfig cfg = mrd_config(26191, MrdPixels::Float);
+  StreamRuntime p(cfg, reg);
+  p.start();
+  const int port = port_of(p.mrd_endpoint());
+  SimParams sp = mrd_sim();
+  sp.snr = 0;
+  const Simulator sim(sp);
+  const auto spokes = sim.spokes(0, 64);
+  const int S = sim.header().samples, d = S / 8, C = sp.coils;
+  std::vector<Replies> got;
+  for (int kind = 0; kind < 4;
+       ++kind) {  // whole; whole with the first d zeroed; partial with trajectory; without
+    RawClient c(port);
+    c.config_name("gridding");
+    c.text(3, stream_header_to_xml(sim.header()));
+    for (const auto& s : spokes) {
+      if (kind <= 1) {
+        Spoke zeroed = s;
+        for (int k = 0; kind == 1 && k < C; ++k)
+          std::fill_n(zeroed.data.begin() + std::ptrdiff_t(k) * S, d, cfloat(0.f, 0.f));
+        c.acquisition(zeroed);
+        continue;
+      }
+      Spoke part = s;
+      part.samples = S - d;
+      part.traj.assign(s.traj.begin() + 2 * d, s.traj.end());
+      part.data.clear();
+      for (int k = 0; k < C; ++k)
+        part.data.insert(part.data.end(), s.data.begin() + std::ptrdiff_t(k) * S + d,
+                         s.data.begin() + std::ptrdiff_t(k + 1) * S);
+      const bool traj = kind == 2;
+      const auto bytes = acquisition_header_bytes(part.header, part.samples, C, traj ? 2 : 0);
+      ISMRMRD::ISMRMRD_AcquisitionHeader h;
+      std::memcpy(&h, bytes.data(), sizeof h);
+      h.center_sample = std::uint16_t(S / 2 - d);
+      c.acquisition(part, &h, traj);
+    }
+    c.put<std::uint16_t>(4);
+    ASSERT_TRUE(c.flush());
+    got.push_back(c.read_until_close());
+  }
+  const auto mismatched = p.metrics().rejected[int(wire::Reject::GeometryMismatch)].load();
+  p.stop();
+  EXPECT_EQ(mismatched, 0u);
+  for (const auto& r : got) ASSERT_EQ(r.images.size(), 3u);  // (64 - 32) / 16 + 1
+  const auto rel = [](const std::vector<float>& a, const std::vector<float>& b) {
+    double e = 0, n = 0;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      e += double(a[i] - b[i]) * (a[i] - b[i]), n += double(b[i]) * b[i];
+    return std::sqrt(e / n);
+  };
+  for (std::size_t k = 0; k < 3; ++k) {
+    const auto whole = image_values(got[0].images[k]), zeroed = image_values(got[1].images[k]),
+               with = image_values(got[2].images[k]), without = image_values(got[3].images[k]);
+    std::printf(
+        "frame %zu: partial echo vs the zeroed whole readouts %.2g (with trajectory), %.2g (without); "
+        "vs the whole readouts %.3f\n",
+        k, rel(with, zeroed), rel(without, zeroed), rel(with, whole));
+    EXPECT_LE(rel(with, zeroed), 1e-5);
+    EXPECT_LE(rel(without, zeroed), 1e-5);
   }
 }
 

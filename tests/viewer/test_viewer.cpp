@@ -42,6 +42,20 @@ double share(const unsigned char* px, int w, int h, int x0, int y0, int x1, int 
   return all ? double(hit) / double(all) : 0.0;
 }
 
+// The share of the LIVE/DELAYED marker's box (the screenshot JSON's live_marker_rect) in the colour of
+// `state`: green for live, amber for delayed.
+double marker_share(const unsigned char* px, int w, int h, const nlohmann::json& j,
+                    const std::string& state) {
+  const auto& m = j.at("live_marker_rect");
+  const int x0 = int(m[0].get<double>()), y0 = int(m[1].get<double>());
+  const int x1 = x0 + int(m[2].get<double>()), y1 = y0 + int(m[3].get<double>());
+  if (state == "live")
+    return share(px, w, h, x0, y0, x1, y1,
+                 [](const unsigned char* q) { return q[1] > 110 && q[0] < 60 && q[2] < 60; });
+  return share(px, w, h, x0, y0, x1, y1,
+               [](const unsigned char* q) { return q[0] > 200 && q[1] >= 120 && q[1] <= 200 && q[2] < 80; });
+}
+
 // A parameter struct's key names, from its visit().
 struct Names {
   std::vector<std::string> k;
@@ -159,15 +173,11 @@ TEST(Viewer, UnderXvfbShowsTheReconstructionPanelsAndControls) {
       const unsigned char* p = px + (std::size_t(y) * w + x) * 3;
       if (std::abs(p[0] - 15) + std::abs(p[1] - 15) + std::abs(p[2] - 18) > 12) ++drawn;
     }
-  // The LIVE marker (green) at the image's top right while frames flow; the JSON says not stale.
-  long green = 0;
-  for (int y = int(ry) + 4; y < int(ry) + 28 && y < h; ++y)
-    for (int x = int(std::min(rx + rw, json_number(json, "panel_x"))) - 156;
-         x < int(std::min(rx + rw, json_number(json, "panel_x"))) - 14 && x < w; ++x) {
-      const unsigned char* q = px + (std::size_t(y) * w + x) * 3;
-      if (q[1] > 110 && q[0] < 60 && q[2] < 60) ++green;
-    }
-  EXPECT_GT(green, 1000);
+  // While frames flow, the marker at the image's top right: the green LIVE, or (a machine loaded by other
+  // tests skips frames; issue 30) the amber DELAYED; drawn in the colour of the state the JSON gives.
+  const auto state = nlohmann::json::parse(json).at("live_state").get<std::string>();
+  EXPECT_TRUE(state == "live" || state == "delayed") << json;
+  EXPECT_GT(marker_share(px, w, h, nlohmann::json::parse(json), state), 0.5) << state;
   EXPECT_EQ(json_number(json, "stale"), 0.0) << json;
   stbi_image_free(px);
   std::printf("viewer: %.1f %% of the panel column drawn\n", 100.0 * double(drawn) / double(total));
@@ -358,9 +368,10 @@ TEST(Viewer, ClinicalDisplayShowsTheImageAloneWithTheTipMarkedAndMirrored) {
     return std::abs(p[0] - 15) + std::abs(p[1] - 15) + std::abs(p[2] - 18) > 12;
   });
   EXPECT_LT(panel, 0.05);
-  // LIVE in green at the image's top right.
-  const auto green = [](const unsigned char* p) { return p[1] > 110 && p[0] < 60 && p[2] < 60; };
-  EXPECT_GT(share(px, iw, ih, int(rx + rw) - 156, int(ry) + 4, int(rx + rw) - 14, int(ry) + 28, green), 0.5);
+  // LIVE in green at the image's top right (or DELAYED in amber when this machine dropped frames).
+  const auto state = j.at("live_state").get<std::string>();
+  EXPECT_TRUE(state == "live" || state == "delayed") << j.dump();
+  EXPECT_GT(marker_share(px, iw, ih, j, state), 0.5) << state;
   // The tip: where the simulator put it at the middle of the window (spoke k at k / rate s, the path's period
   // pool / rate), mirrored left-right, within 3 image pixels; the cyan ring drawn around that point.
   const double mid = 0.5 * (j.at("first_spoke").get<double>() + j.at("last_spoke").get<double>());
