@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/key_names.hpp"
 #include "recon/backend.hpp"
 #include "recon/recon_params.hpp"
 
@@ -62,18 +63,6 @@ void visit_panel_keys(ReconParams& p, Backend backend, V& v) {
 }
 
 // The keys' names, in the panel's order (the screenshot's JSON lists them).
-struct KeyNames {
-  std::vector<std::string> keys;
-  template <class... A>
-  void field(const char* key, A&&...) {
-    keys.emplace_back(key);
-  }
-  template <class... A>
-  void choice(const char* key, A&&...) {
-    keys.emplace_back(key);
-  }
-};
-
 inline std::vector<std::string> panel_keys(ReconParams p, Backend backend) {
   KeyNames names;
   visit_panel_keys(p, backend, names);

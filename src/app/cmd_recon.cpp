@@ -5,6 +5,7 @@
 #include "app/commands.hpp"
 #include "app/recon_options.hpp"
 #include "core/error.hpp"
+#include "core/key_names.hpp"
 #include "recon/exact_job.hpp"
 #include "recon/nlinv_job.hpp"
 #include "recon/offline_recon.hpp"
@@ -12,20 +13,6 @@
 namespace radstream::app {
 
 namespace {
-
-// The keys a parameter struct declares (its visit()), to tell which options belong to a method.
-struct KeyNames {
-  std::vector<std::string> keys;
-  template <class... A>
-  void field(const char* key, A&&...) {
-    keys.emplace_back(key);
-  }
-  template <class... A>
-  void choice(const char* key, A&&...) {
-    keys.emplace_back(key);
-  }
-  bool has(const std::string& k) const { return std::find(keys.begin(), keys.end(), k) != keys.end(); }
-};
 
 KeyNames nlinv_keys() {
   KeyNames names;

@@ -162,7 +162,11 @@ bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t e
 }
 
 bool ReconWorker::drained() const {
-  return drained_ && seen_generation_ == ingest_.state(slice_).generation;
+  if (!drained_) return false;
+  const Ingest::State st = ingest_.state(slice_);
+  const std::uint64_t checked = checked_count_;
+  return seen_generation_ == st.generation &&
+         (!st.ring || checked == kAnyCount || checked == st.ring->count());
 }
 
 void ReconWorker::frames() {
@@ -176,6 +180,7 @@ void ReconWorker::frames() {
   while (running_) {
     const Ingest::State st = ingest_.state(slice_);
     if (!st.ring) {
+      checked_count_ = kAnyCount;
       drained_ = true;
       ingest_.wait_for(generation, 1, std::chrono::milliseconds(100), slice_);
       continue;
@@ -223,6 +228,7 @@ void ReconWorker::frames() {
         chain.reset();
         st.ring->keep_from(SpokeRing::kNone);  // nothing is made from this ring: never stall the ingest on it
         kept_ring.reset();
+        checked_count_ = kAnyCount;
         drained_ = true;  // nothing can be made until the next stream header
         ingest_.wait_for(generation, ~std::uint64_t(0), std::chrono::milliseconds(200), slice_);
         continue;
@@ -242,7 +248,9 @@ void ReconWorker::frames() {
       kept_from = kept_end - std::uint64_t(W);
       st.ring->keep_from(kept_from, kept_end);
     }
-    const auto due = sched.next(st.ring->count());
+    const std::uint64_t count = st.ring->count();
+    const auto due = sched.next(count);
+    checked_count_ = count;
     drained_ = !due.has_value();
     if (!due) {
       ingest_.wait_for(generation, sched.next_end(), std::chrono::milliseconds(100), slice_);

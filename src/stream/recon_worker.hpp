@@ -73,6 +73,10 @@ class ReconWorker {
   std::atomic<Backend> backend_;
   std::atomic<bool> running_{false}, drained_{false};
   std::atomic<std::uint64_t> seen_generation_{0};  // the ingest generation drained_ speaks of
+  // The ring's spoke count when drained_ was decided: spokes that came after it may make a frame due that the
+  // worker has not seen yet (an MRD session closing at once would lose that frame to the next session).
+  static constexpr std::uint64_t kAnyCount = ~std::uint64_t(0);  // drained whatever comes (no ring, no chain)
+  std::atomic<std::uint64_t> checked_count_{kAnyCount};
   std::thread thread_;
   OnceLog once_;
   std::vector<cfloat> estimated_maps_;  // the worker thread's: a stage's own coil maps for the coil view

@@ -461,20 +461,21 @@ TEST(StreamControl, SessionLatencyPercentilesFromAFixedHistogram) {
   EXPECT_EQ(big.summary().p50, 5e7);
 }
 
-// A recording replayed at --speed max into `run --window 64 --stride 16` on the CPU (128^2, 4 coils: 122
-// frames of ~10 ms against 2000 spokes sent in a fraction of a second) skips to the newest frame, and says
-// once that --no-skip reconstructs every frame; with --no-skip it makes all (2000 - 64) / 16 + 1 = 122.
+// A recording replayed at --speed max into `run --window 64 --stride 16` faster than it reconstructs (each
+// frame held 50 ms by the test hook: 122 frames take 6 s, the 2000 spokes arrive in a fraction of that) skips
+// to the newest frame, and says once that --no-skip reconstructs every frame; with --no-skip it makes all
+// (2000 - 64) / 16 + 1 = 122.
 TEST(StreamControl, AReplayFasterThanTheReconstructionSaysOnceThatNoSkipMakesEveryFrame) {
   test::TempDir dir;
   const std::string bin = test::radstream_binary(), rec = dir / "rec.h5";
   const auto sim =
       test::run_command(bin + " simulate --out " + rec + " --spokes 2000 --matrix 128 --coils 4");
   ASSERT_EQ(sim.exit_code, 0) << sim.output;
-  const auto replay_into = [&](const std::string& extra, int port) {
+  const auto replay_into = [&](const std::string& env, const std::string& extra, int port) {
     const std::string m = dir / ("m" + std::to_string(port) + ".json");
     auto run = std::async(std::launch::async, [&] {
       return test::run_command(
-          bin + " run --headless --backend cpu --endpoint tcp://127.0.0.1:" + std::to_string(port) +
+          env + bin + " run --headless --backend cpu --endpoint tcp://127.0.0.1:" + std::to_string(port) +
           " --window 64 --stride 16 --until-close --duration 120" + extra + " --metrics-json " + m);
     });
     const auto rp =
@@ -491,14 +492,14 @@ TEST(StreamControl, AReplayFasterThanTheReconstructionSaysOnceThatNoSkipMakesEve
     for (auto at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
     return n;
   };
-  const auto [skipping, ms] = replay_into("", 26241);
+  const auto [skipping, ms] = replay_into("RADSTREAM_TEST_FRAME_DELAY_MS=50 ", "", 26241);
   ASSERT_FALSE(ms.is_discarded()) << skipping;
   const auto made = ms.at("frames").get<long>(), skipped = ms.at("frames_skipped").get<long>();
   std::printf("--speed max: %ld frames made, %ld skipped\n", made, skipped);
   EXPECT_EQ(made + skipped, 122);
   EXPECT_GT(skipped, made);
   EXPECT_EQ(count(skipping, "--no-skip"), 1u) << skipping;
-  const auto [every, me] = replay_into(" --no-skip", 26242);
+  const auto [every, me] = replay_into("", " --no-skip", 26242);
   ASSERT_FALSE(me.is_discarded()) << every;
   EXPECT_EQ(me.at("frames").get<long>(), 122);
   EXPECT_EQ(me.at("frames_skipped").get<long>(), 0);

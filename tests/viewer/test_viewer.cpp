@@ -13,6 +13,7 @@
 #include <future>
 #include <thread>
 
+#include "core/key_names.hpp"
 #include "gpu/cuda_runtime.hpp"
 #include "io/frame_io.hpp"
 #include "recon/recon_chain.hpp"
@@ -56,19 +57,6 @@ double marker_share(const unsigned char* px, int w, int h, const nlohmann::json&
                [](const unsigned char* q) { return q[0] > 200 && q[1] >= 120 && q[1] <= 200 && q[2] < 80; });
 }
 
-// A parameter struct's key names, from its visit().
-struct Names {
-  std::vector<std::string> k;
-  template <class... A>
-  void field(const char* key, A&&...) {
-    k.emplace_back(key);
-  }
-  template <class... A>
-  void choice(const char* key, A&&...) {
-    k.emplace_back(key);
-  }
-};
-
 bool have_xvfb() {
   return test::run_command("command -v xvfb-run").exit_code == 0;
 }
@@ -108,13 +96,13 @@ TEST(Viewer, UnderXvfbShowsTheReconstructionPanelsAndControls) {
     return std::find(keys.begin(), keys.end(), key) != keys.end();
   };
   ReconParams defaults;
-  Names grid, others;
+  KeyNames grid, others;
   defaults.gridding.visit(grid);
   defaults.nlinv.visit(others);
   defaults.cg.visit(others);
   defaults.fbp.visit(others);
-  for (const auto& k : grid.k) EXPECT_TRUE(has(k)) << k;
-  for (const auto& k : others.k) EXPECT_FALSE(has(k)) << k << " is not a gridding key";
+  for (const auto& k : grid.keys) EXPECT_TRUE(has(k)) << k;
+  for (const auto& k : others.keys) EXPECT_FALSE(has(k)) << k << " is not a gridding key";
   EXPECT_TRUE(has("threads"));
   EXPECT_FALSE(has("cuda_graph"));
   // (c) the slider change reached the pipeline: the frame shown has the new window.
