@@ -62,8 +62,8 @@ Frame frame_from_bart(const CflArray& traj, const CflArray& ksp, int matrix, con
     f.traj[2 * j + 1] = float(ky);
     kmax = std::max(kmax, std::max(std::abs(kx), std::abs(ky)));
   }
-  if (kmax > 0.75)
-    throw IoError(
+  if (kmax > 0.75)  // the data are readable; the option does not fit them: a configuration error (exit 2)
+    throw ConfigError(
         fmt::format("{}: trajectory reaches |k| = {:.3f} cycles/pixel for matrix {}: is --matrix right? "
                     "(BART units are +-N/2 for an N x N image)",
                     what, kmax, matrix));

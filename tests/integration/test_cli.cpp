@@ -125,6 +125,8 @@ TEST(Cli, BadOptionValuesNameTheOption) {
   expect_failure(radstream_cmd("simulate --out " + dir / "x.h5" + " --coils 99"), 2, "coils = 99");
 }
 
+// A --matrix that does not fit the trajectory (BART units reach +-N/2) is a wrong option: exit 2 (issue 30;
+// it was 3, as for a file that cannot be read), for recon and convert alike.
 TEST(Cli, TrajectoryInWrongUnitsIsCaught) {
   test::TempDir dir;
   write_small_bart_pair(dir);  // reaches +-4 in BART units: fine for matrix 16, not for matrix 8 -> |k| = 0.5
@@ -134,7 +136,10 @@ TEST(Cli, TrajectoryInWrongUnitsIsCaught) {
   write_cfl(dir / "t", {3, 16, 4}, traj);
   expect_failure(radstream_cmd("recon --traj " + dir / "t" + " --kspace " + dir / "k" + " --matrix 8 --out " +
                                dir / "o.cfl"),
-                 3, "--matrix");
+                 2, "--matrix");
+  expect_failure(radstream_cmd("convert --traj " + dir / "t" + " --kspace " + dir / "k" +
+                               " --matrix 8 --out " + dir / "o.h5"),
+                 2, "--matrix");
 }
 
 TEST(Cli, DemoWritesFramesAndMetrics) {
