@@ -43,9 +43,9 @@ Viewer::Impl::Freshness Viewer::Impl::freshness() const {
   // An old image while spokes still arrive is a pipeline behind (DELAYED); an old image with no spokes
   // arriving, or one past 1 s however busy the pipeline, is no longer live at all (NO NEW DATA).
   const std::int64_t last = m.last_message_ns.load();
-  const bool arriving = last > 0 && double(now - last) * 1e-9 <= f.limit_s && !m.sender_lost.load() &&
-                        !m.stream_ended.load() && !stream_done;
-  f.stale = f.age_s > f.limit_s && (!arriving || f.age_s > std::max(1.0, f.limit_s));
+  f.arriving = last > 0 && double(now - last) * 1e-9 <= f.limit_s && !m.sender_lost.load() &&
+               !m.stream_ended.load() && !stream_done;
+  f.stale = f.age_s > f.limit_s && (!f.arriving || f.age_s > std::max(1.0, f.limit_s));
   f.over_budget = shown_glass_ms > opt.latency_budget_ms;
   f.state = frozen                                                        ? LiveState::frozen
             : f.stale                                                     ? LiveState::stale
@@ -155,13 +155,12 @@ void Viewer::Impl::overlay(const Rect& area) {
       dl->AddRect(ImVec2(area.x + 3.f, area.y + 3.f), ImVec2(area.x + area.w - 3.f, area.y + area.h - 3.f),
                   IM_COL32(220, 0, 0, 255), 0.f, 0, 6.f);
     }
-    const bool arriving = !lost && !ended && !stream_done &&
-                          double(monotonic_ns() - p.metrics().last_message_ns.load()) * 1e-9 <= fr.limit_s;
     const std::string banner =
-        frozen     ? fmt::format("FROZEN - image {:.1f} s old", fr.age_s)
-        : arriving ? fmt::format("NO NEW IMAGE - image {:.1f} s old - RECONSTRUCTION BEHIND", fr.age_s)
-                   : fmt::format("NO NEW DATA - image {:.1f} s old{}", fr.age_s,
-                                 lost ? " - SENDER LOST" : (ended || stream_done ? " - STREAM ENDED" : ""));
+        frozen ? fmt::format("FROZEN - image {:.1f} s old", fr.age_s)
+        : fr.arriving
+            ? fmt::format("NO NEW IMAGE - image {:.1f} s old - RECONSTRUCTION BEHIND", fr.age_s)
+            : fmt::format("NO NEW DATA - image {:.1f} s old{}", fr.age_s,
+                          lost ? " - SENDER LOST" : (ended || stream_done ? " - STREAM ENDED" : ""));
     const float by = r.y + r.h * 0.45f;
     dl->AddRectFilled(ImVec2(r.x, by), ImVec2(r.x + r.w, by + 44.f),
                       frozen ? IM_COL32(170, 120, 0, 230) : IM_COL32(200, 0, 0, 235));

@@ -83,6 +83,7 @@ struct Viewer::Impl final : ViewerControls {
   struct Freshness {
     double age_s = 0, limit_s = 0;
     bool stale = false;
+    bool arriving = false;  // spokes still come (the sender neither quiet, lost nor ended)
     LiveState state = LiveState::waiting;
     std::uint64_t dropped_10s = 0, due_10s = 0;  // frames skipped, and made + skipped, in the last 10 s
     bool over_budget = false;

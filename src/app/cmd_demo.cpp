@@ -164,7 +164,7 @@ int run_demo(DemoArgs a) {
   // The simulator's pool first (seconds on a small machine), then the pipeline it feeds: the pipeline never
   // waits, saying "waiting for a sender", on the demo's own simulator.
   StreamerParams sp;
-  sp.sender.endpoint = "inproc://demo";  // a placeholder: the pipeline's own port, set once it has bound one
+  sp.sender.endpoint.clear();  // the pipeline's own port, known once it has bound one (set_endpoint)
   sp.pool = a.pool;
   SimStreamer streamer(a.sim, sp);
   p.start();

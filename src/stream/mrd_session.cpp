@@ -428,10 +428,9 @@ void MrdSession::on_acquisition(const mrd::Acquisition& in) {
   if (!have_header_)
     throw mrd::ProtocolError(mrd::Fault::BadField, "an acquisition came before the XML header (message 3)");
   {  // a partial echo: placed into the symmetric readout the header declares (io/asymmetric_echo.hpp)
-    ISMRMRD::ISMRMRD_AcquisitionHeader ah;
-    std::memcpy(&ah, in.head.data(), sizeof ah);
-    const Readout r{in.samples, ah.center_sample};
+    const Readout r{in.samples, head.center_sample};
     if (is_partial_echo(r, samples_full_)) {
+      ISMRMRD::ISMRMRD_AcquisitionHeader ah = head;
       place_partial_echo(r, samples_full_, in.channels, in.traj_dims, in.traj, in.data, echo_.traj,
                          echo_.data);
       ah.number_of_samples = std::uint16_t(samples_full_);

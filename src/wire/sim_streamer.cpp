@@ -14,7 +14,7 @@ namespace {}  // namespace
 SimStreamer::SimStreamer(const SimParams& sim, const StreamerParams& p) : sim_(sim), p_(p) {
   if (p.pool < 0) throw ConfigError("pool " + std::to_string(p.pool) + " must be >= 0");
   if (p.header_every_s <= 0) throw ConfigError("header interval must be > 0 s");
-  p.sender.validate();
+  if (!p.sender.endpoint.empty()) p.sender.validate();  // empty: set_endpoint() before start
   if (p.pool > 0 && p.pool % sim.slices != 0)
     throw ConfigError(
         fmt::format("pool {} must be a multiple of the slices {} (each slice's spokes cycle together)",
@@ -55,6 +55,7 @@ void SimStreamer::stop() {
 }
 
 std::uint64_t SimStreamer::run(const std::function<bool()>& interrupted) {
+  if (p_.sender.endpoint.empty()) throw ConfigError("simulate: no endpoint to send to (set_endpoint)");
   zmq::context_t ctx(1);
   Sender sender(ctx, p_.sender, p_.stream_id ? p_.stream_id : new_stream_id());
   sender.set_stop([&] { return stop_.load() || (interrupted && interrupted()); });

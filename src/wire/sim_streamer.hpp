@@ -34,7 +34,8 @@ class SimStreamer {
   // Runs on the calling thread until done, stop(), or `interrupted()` says so; returns spokes sent.
   std::uint64_t run(const std::function<bool()>& interrupted = {});
   void start();  // run() on a thread of its own
-  // Where to send (before start): the demo computes its pool first, then starts the receiver it feeds.
+  // Where to send, when the parameters left it empty (before start): the demo computes its pool first, then
+  // starts the receiver it feeds, whose port is known only then.
   void set_endpoint(const std::string& endpoint);
   void stop();
   std::uint64_t sent() const { return sent_; }
