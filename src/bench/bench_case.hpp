@@ -7,6 +7,7 @@
 #include "recon/recon_params.hpp"
 #include "recon/registry.hpp"
 #include "stream/run_config.hpp"
+#include "wire/sim_streamer.hpp"
 
 namespace radstream::app {
 
@@ -72,6 +73,9 @@ struct BenchCase {
 
 // The run configuration of the live cases: the case's window, stride and reconstruction on tcp loopback.
 RunConfig live_run_config(const BenchCase& c);
+// The case's simulated scanner over ZeroMQ to the case's port: a pool of `pool` precomputed spokes of the
+// case's shape, sent cyclically at rate_hz (or as fast as it can: unpaced).
+std::unique_ptr<SimStreamer> bench_streamer(const BenchCase& c, int pool, long spokes, bool unpaced);
 // R6: a sender thread pushes total_spokes precomputed spokes as fast as it can over tcp loopback into the
 // ingest alone (no reconstruction); JSON with spokes/s, GB/s and the loss.
 nlohmann::ordered_json ingest_case(const BenchCase& c);

@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <thread>
+#include <zmq.hpp>
 
 namespace radstream::app {
 
@@ -67,7 +68,66 @@ nlohmann::ordered_json mrd_decode_case(const BenchCase& c) {
           {"samples", S}};
 }
 
-nlohmann::ordered_json mrd_live_case(const BenchCase& c, const Registry& registry) {
+namespace {
+
+// The ZeroMQ path of the case, the pass MRD2 compares with: the simulator's spokes over ZeroMQ into the
+// pipeline, every image published (sinks.publish) to a subscriber that takes it; the last spoke's arrival ->
+// image handed to the publisher's socket per frame.
+nlohmann::ordered_json zmq_pass(const BenchCase& c, const Registry& registry) {
+  RunConfig cfg = live_run_config(c);
+  cfg.sinks.publish = "tcp://127.0.0.1:" + std::to_string(c.port + 1);
+  StreamRuntime p(cfg, registry);
+  zmq::context_t ctx(1);
+  zmq::socket_t sub(ctx, zmq::socket_type::sub);
+  sub.set(zmq::sockopt::subscribe, "");
+  sub.set(zmq::sockopt::rcvtimeo, 100);
+  sub.set(zmq::sockopt::linger, 0);
+  sub.connect(cfg.sinks.publish);
+  std::atomic<long> images{0};
+  std::atomic<bool> stop{false};
+  p.start();
+  std::thread reader([&] {
+    try {
+      zmq::message_t m;
+      while (!stop) {
+        if (!sub.recv(m, zmq::recv_flags::none)) continue;
+        if (!m.more()) ++images;  // the pixels, the second part of an image
+      }
+    } catch (const std::exception& e) {
+      log::warn("bench {}: the ZeroMQ image subscriber: {}", c.name, e.what());
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the subscription reaches the publisher
+  const int pool = std::max(512, c.spokes + 2 * c.stride);
+  const long total = long(c.rate_hz * c.duration_s);
+  const auto sim = bench_streamer(c, pool, total, false);
+  sim->run();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  p.stop();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  stop = true;
+  reader.join();
+  Metrics& m = p.metrics();
+  const auto arr = m.arrival.summary(), pub = m.published_latency.summary(),
+             own = m.published_after_ready.summary();
+  log::info(
+      "bench {} (ZeroMQ pass): {} spokes, {} frames ({} skipped), {} images taken by the subscriber; last "
+      "spoke arrived -> image ready p99 {:.3f} ms, -> image published p99 {:.3f} ms",
+      c.name, m.spokes.load(), m.frames.load(), m.frames_skipped.load(), images.load(), arr.p99, pub.p99);
+  return {{"spokes_sent", total},
+          {"spokes_received", m.spokes.load()},
+          {"frames", m.frames.load()},
+          {"frames_skipped", m.frames_skipped.load()},
+          {"images_published", m.published.load()},
+          {"images_taken", images.load()},
+          {"latency_arrival_to_ready_ms", to_json(arr)},
+          {"latency_arrival_to_sent_ms", to_json(pub)},
+          {"latency_ready_to_sent_ms", to_json(own)},
+          {"sender_max_late_ms", double(sim->max_late_ns()) * 1e-6}};
+}
+
+// The MRD path: one MRD client streams the same spokes over TCP to --mrd-listen and takes every image back.
+nlohmann::ordered_json mrd_pass(const BenchCase& c, const Registry& registry) {
   RunConfig cfg = live_run_config(c);
   cfg.mrd.listen = "tcp://127.0.0.1:*";
   StreamRuntime p(cfg, registry);
@@ -130,18 +190,11 @@ nlohmann::ordered_json mrd_live_case(const BenchCase& c, const Registry& registr
   const auto arr = m.arrival.summary(), sent = m.mrd.arrival_to_sent.summary(),
              own = m.mrd.ready_to_sent.summary();
   log::info(
-      "bench {}: {} acquisitions at {} /s over MRD, {} frames ({} skipped), {} images back; last spoke "
-      "arrived -> image ready p99 {:.3f} ms, -> image sent p99 {:.3f} ms; ready -> sent p99 {:.3f} ms",
+      "bench {} (MRD pass): {} acquisitions at {} /s over MRD, {} frames ({} skipped), {} images back; last "
+      "spoke arrived -> image ready p99 {:.3f} ms, -> image sent p99 {:.3f} ms; ready -> sent p99 {:.3f} ms",
       c.name, m.mrd.acquisitions.load(), c.rate_hz, m.frames.load(), m.frames_skipped.load(), images.load(),
       arr.p99, sent.p99, own.p99);
-  return {{"case", c.name},
-          {"what", c.what},
-          {"kind", "mrd-live"},
-          {"backend", to_string(c.backend)},
-          {"rate_hz", c.rate_hz},
-          {"window", c.spokes},
-          {"stride", c.stride},
-          {"acquisitions_sent", total},
+  return {{"acquisitions_sent", total},
           {"acquisitions_received", m.mrd.acquisitions.load()},
           {"frames", m.frames.load()},
           {"frames_skipped", m.frames_skipped.load()},
@@ -149,10 +202,45 @@ nlohmann::ordered_json mrd_live_case(const BenchCase& c, const Registry& registr
           {"latency_arrival_to_ready_ms", to_json(arr)},
           {"latency_arrival_to_sent_ms", to_json(sent)},
           {"latency_ready_to_sent_ms", to_json(own)},
-          {"mrd_send_overhead_p99_ms", own.p99},
-          {"sent_minus_ready_p99_ms", sent.p99 - arr.p99},
           {"sender_max_late_ms", double(late) * 1e-6},
           {"metrics", m.to_json(p.elapsed_s())}};
+}
+
+}  // namespace
+
+nlohmann::ordered_json mrd_live_case(const BenchCase& c, const Registry& registry) {
+  // Both paths in the same run, one after the other on the same GPU: ZeroMQ first, then MRD.
+  const auto zpass = zmq_pass(c, registry);
+  const auto mpass = mrd_pass(c, registry);
+  const double z99 = zpass["latency_arrival_to_sent_ms"]["p99"].get<double>(),
+               m99 = mpass["latency_arrival_to_sent_ms"]["p99"].get<double>();
+  log::info(
+      "bench {}: last spoke arrived -> image sent p99: MRD {:.3f} ms, ZeroMQ {:.3f} ms, difference {:.3f} ms",
+      c.name, m99, z99, m99 - z99);
+  return {{"case", c.name},
+          {"what", c.what},
+          {"kind", "mrd-live"},
+          {"backend", to_string(c.backend)},
+          {"rate_hz", c.rate_hz},
+          {"window", c.spokes},
+          {"stride", c.stride},
+          {"acquisitions_sent", mpass["acquisitions_sent"]},
+          {"acquisitions_received", mpass["acquisitions_received"]},
+          {"frames", mpass["frames"]},
+          {"frames_skipped", mpass["frames_skipped"]},
+          {"images_back", mpass["images_back"]},
+          {"latency_arrival_to_ready_ms", mpass["latency_arrival_to_ready_ms"]},
+          {"latency_arrival_to_sent_ms", mpass["latency_arrival_to_sent_ms"]},
+          {"latency_ready_to_sent_ms", mpass["latency_ready_to_sent_ms"]},
+          {"zmq_latency_arrival_to_sent_ms", zpass["latency_arrival_to_sent_ms"]},
+          {"mrd_minus_zmq_sent_p99_ms", m99 - z99},
+          {"zmq_latency_ready_to_sent_ms", zpass["latency_ready_to_sent_ms"]},
+          {"mrd_minus_zmq_ready_to_sent_p99_ms", mpass["latency_ready_to_sent_ms"]["p99"].get<double>() -
+                                                     zpass["latency_ready_to_sent_ms"]["p99"].get<double>()},
+          {"mrd_send_overhead_p99_ms", mpass["latency_ready_to_sent_ms"]["p99"]},
+          {"sender_max_late_ms", mpass["sender_max_late_ms"]},
+          {"zmq_pass", zpass},
+          {"mrd_pass", mpass}};
 }
 
 }  // namespace radstream::app

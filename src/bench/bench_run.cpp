@@ -274,11 +274,12 @@ int print_summary(const nlohmann::ordered_json& js) {
                            c["latency_arrival_to_ready_ms"]["p99"].get<double>(), c["frames"].get<long>(),
                            c["frames_skipped"].get<long>());
     else if (kind == "mrd-live")
-      result =
-          fmt::format("arrival -> image sent p99 {:.3f} ms (ready p99 {:.3f}), {} frames, {} images back",
-                      c["latency_arrival_to_sent_ms"]["p99"].get<double>(),
-                      c["latency_arrival_to_ready_ms"]["p99"].get<double>(), c["frames"].get<long>(),
-                      c["images_back"].get<long>());
+      result = fmt::format(
+          "arrival -> image sent p99 {:.3f} ms (ZeroMQ {:.3f}, {:+.3f}), {} frames, {} images back",
+          c["latency_arrival_to_sent_ms"]["p99"].get<double>(),
+          c["zmq_latency_arrival_to_sent_ms"]["p99"].get<double>(),
+          c["mrd_minus_zmq_sent_p99_ms"].get<double>(), c["frames"].get<long>(),
+          c["images_back"].get<long>());
     else if (kind == "mrd-decode")
       result = fmt::format("{:.0f} acquisitions/s decoded ({:.2f} GB/s)",
                            c["acquisitions_per_s"].get<double>(), c["gb_per_s"].get<double>());

@@ -10,10 +10,8 @@
 #include "wire/sim_streamer.hpp"
 
 namespace radstream::app {
-namespace {
 
-// The case's simulated scanner: a pool of `pool` precomputed spokes, sent cyclically.
-std::unique_ptr<SimStreamer> streamer(const BenchCase& c, int pool, long spokes, bool unpaced) {
+std::unique_ptr<SimStreamer> bench_streamer(const BenchCase& c, int pool, long spokes, bool unpaced) {
   SimParams sp;
   sp.matrix = c.matrix;
   sp.readout_os = double(c.samples) / c.matrix;
@@ -30,8 +28,6 @@ std::unique_ptr<SimStreamer> streamer(const BenchCase& c, int pool, long spokes,
   return std::make_unique<SimStreamer>(sp, p);
 }
 
-}  // namespace
-
 RunConfig live_run_config(const BenchCase& c) {
   RunConfig cfg;
   cfg.stream.endpoint = "tcp://127.0.0.1:" + std::to_string(c.port);
@@ -45,7 +41,7 @@ RunConfig live_run_config(const BenchCase& c) {
 }
 
 nlohmann::ordered_json ingest_case(const BenchCase& c) {
-  const auto sim = streamer(c, 256, c.total_spokes, true);
+  const auto sim = bench_streamer(c, 256, c.total_spokes, true);
   zmq::context_t rctx(1);
   Metrics metrics;
   IngestParams ip;
@@ -93,7 +89,7 @@ nlohmann::ordered_json ingest_case(const BenchCase& c) {
 
 nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry) {
   const int pool = std::max(512, c.spokes + 2 * c.stride) * c.slices;
-  const auto sim = streamer(c, pool, long(c.rate_hz * c.duration_s) * c.slices, false);
+  const auto sim = bench_streamer(c, pool, long(c.rate_hz * c.duration_s) * c.slices, false);
   RunConfig cfg = live_run_config(c);
   cfg.stream.slices = c.slices;
   cfg.placement.gpus = c.gpus;

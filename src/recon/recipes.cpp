@@ -30,12 +30,21 @@ Recipe recipe_for(const ReconParams& p, Backend backend) {
                       " is the exact path (exact/exact_recon.hpp), not a stage chain");
   if (p.method == ReconMethod::CgSense)
     return {"cg-sense", {{"cg_sense", "solution"}, {"magnitude", "image"}}};
-  if (p.method == ReconMethod::Fbp)
+  // Complex images: the combination keeps the phase in "solution", a magnitude step makes the image.
+  const std::vector<RecipeStep> phase_tail{{"coil_combine", "solution"}, {"magnitude", "image"}};
+  if (p.method == ReconMethod::Fbp) {
+    if (p.keep_phase)
+      return {"fbp", std::vector<RecipeStep>{{"fbp_project", "projections"}, {"backproject", "coil_images"}} +
+                         phase_tail};
     return {"fbp",
             {{"fbp_project", "projections"}, {"backproject", "coil_images"}, {"coil_combine", "image"}}};
+  }
   const bool fused = backend == Backend::Cuda && p.fft.engine == FftEngine::Custom && p.fft.fused &&
                      p.combine.method == CoilCombineMethod::Rss;
   if (fused) return {"gridding-fused", kGrid + std::vector<RecipeStep>{{"fft_deapodize_combine", "image"}}};
+  if (p.keep_phase)
+    return {"gridding",
+            kGrid + std::vector<RecipeStep>{{"fft", "grid"}, {"deapodize", "coil_images"}} + phase_tail};
   return {"gridding", kGrid + image_tail()};
 }
 

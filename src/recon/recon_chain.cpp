@@ -103,6 +103,8 @@ void ReconChain::configure(const Geometry& g) {
     host_image_ = HostBuffer<cfloat>(ext);
     const int ci = buffer_index("coil_images");
     if (ci >= 0) host_coils_ = HostBuffer<cfloat>(d_buffers_[ci].extents());
+    const int si = buffer_index("solution");
+    if (si >= 0) host_complex_ = HostBuffer<cfloat>(d_buffers_[si].extents());
   }
   need_lines_ = false;
   bool need_plan = false;
@@ -395,6 +397,21 @@ View<const cfloat> ReconChain::coil_images() {
     return host_coils_.view();
   }
   return buffers_[b].view();
+}
+
+View<const cfloat> ReconChain::complex_image() {
+  const int b = buffer_index("solution");
+  if (b < 0)
+    throw InputError("complex image: recipe '" + recipe_.name +
+                     "' keeps no phase (cg-sense, nlinv, or coil_combine sense with complex images)");
+  if (!configured_) return {};
+  if (ctx_.backend == Backend::Cuda) {
+    gpu::copy_to_host(host_complex_.data(), d_buffers_[std::size_t(b)].data(),
+                      host_complex_.size() * sizeof(cfloat), ctx_.stream);
+    gpu::synchronize(ctx_.stream);
+    return host_complex_.view();
+  }
+  return buffers_[std::size_t(b)].view();
 }
 
 }  // namespace radstream

@@ -68,6 +68,11 @@ class ReconChain {
   // Throws InputError when the chain does not keep them (the fused custom-FFT tail).
   View<const cfloat> coil_images();
   bool keeps_coil_images() const { return recipe_.has_buffer("coil_images"); }
+  // The last frame's complex image [N][N] before its magnitude (the "solution" buffer: cg-sense, nlinv, or a
+  // combination that keeps the phase), copied back from the GPU on the CUDA backend. Throws InputError when
+  // the recipe has none.
+  View<const cfloat> complex_image();
+  bool keeps_complex_image() const { return recipe_.has_buffer("solution"); }
   // The coil sensitivities a stage of the recipe estimated itself (nlinv), [coils][N][N] on the host, and
   // their count (0: none; the coils may be virtual ones).
   int estimated_coil_maps(std::vector<cfloat>& host) const;
@@ -106,7 +111,7 @@ class ReconChain {
   int buffer_index(const std::string& name) const;  // -1 when absent
   DeviceBuffer<cfloat> d_input_;                    // the frame's data and trajectory on the GPU
   DeviceBuffer<float> d_traj_;
-  HostBuffer<cfloat> host_image_, host_coils_;
+  HostBuffer<cfloat> host_image_, host_coils_, host_complex_;
   std::unique_ptr<gpu::Stream> stream_;  // CUDA backend
   std::vector<gpu::Event> events_;       // around the stages
   std::vector<StageTiming> timings_;

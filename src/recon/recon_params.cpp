@@ -23,6 +23,13 @@ void ReconParams::validate(bool exact_methods) const {
   if (gridding.width % 2)
     throw ConfigError("recon.kernel_width = " + std::to_string(gridding.width) + " must be even");
   beatty_beta(gridding.width, gridding.oversampling);  // throws when undefined
+  if (keep_phase && (method == ReconMethod::Gridding || method == ReconMethod::Fbp) &&
+      combine.method != CoilCombineMethod::Sense)
+    throw ConfigError(
+        "complex images (--mrd-pixels complex) need a reconstruction that keeps the phase: "
+        "cg-sense, nlinv, or coil_combine sense; recon.method = " +
+        to_string(method) + " with coil_combine = " + to_string(combine.method) +
+        " (root-sum-of-squares) has none");
 }
 
 std::vector<std::string> ReconParams::describe() {

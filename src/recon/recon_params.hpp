@@ -51,6 +51,9 @@ struct ReconParams {
   FbpParams fbp;
   CgSenseParams cg;
   NlinvParams nlinv;
+  // Not a key: set by --mrd-pixels complex. The recipe keeps the complex image (the "solution" buffer,
+  // ReconChain::complex_image()) before its magnitude: cg-sense, nlinv, or coil_combine sense.
+  bool keep_phase = false;
 
   template <class V>
   void visit(V& v) {

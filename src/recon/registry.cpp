@@ -43,6 +43,15 @@ void Registry::add_twins(const std::string& name, StageFactory cpu, StageFactory
   if (cuda) add(name, Backend::Cuda, std::move(cuda));
 }
 
+namespace {
+// The combination's parameters with the reconstruction's wish for the phase (complex images).
+CoilCombineParams combine_params(const ReconParams& p) {
+  CoilCombineParams c = p.combine;
+  c.keep_phase = p.keep_phase;
+  return c;
+}
+}  // namespace
+
 void register_stages(Registry& r) {
   using P = const ReconParams&;
   r.add_twins(
@@ -69,8 +78,8 @@ void register_stages(Registry& r) {
       "backproject", [](P p) { return make_backproject_cpu(p.fbp); },
       RADSTREAM_CUDA_TWIN([](P p) { return make_backproject_cuda(p.fbp); }));
   r.add_twins(
-      "coil_combine", [](P p) { return make_coil_combine_cpu(p.combine); },
-      RADSTREAM_CUDA_TWIN([](P p) { return make_coil_combine_cuda(p.combine); }));
+      "coil_combine", [](P p) { return make_coil_combine_cpu(combine_params(p)); },
+      RADSTREAM_CUDA_TWIN([](P p) { return make_coil_combine_cuda(combine_params(p)); }));
   r.add_twins(
       "magnitude", [](P) { return make_magnitude_cpu(); },
       RADSTREAM_CUDA_TWIN([](P) { return make_magnitude_cuda(); }));

@@ -12,7 +12,10 @@ struct FrameResult {
   int slice = 0;             // the stream's slice (MRD idx.slice)
   int matrix = 0;
   std::vector<cfloat> image;  // [N][N], magnitude in the real part (coil k's magnitude in coil view)
-  int coil = -1;              // -1: combined; else the coil shown
+  // [N][N] with its phase when the reconstruction keeps it (ReconParams::keep_phase: complex MRD images) and
+  // the frame is the combined image; else empty.
+  std::vector<cfloat> complex_image;
+  int coil = -1;                                  // -1: combined; else the coil shown
   std::uint64_t first_spoke = 0, last_spoke = 0;  // spoke indices
   std::uint64_t end_serial = 0;                   // ring serial after the last spoke
   int window = 0;

@@ -278,6 +278,8 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
   j["latency_ms"] = {{"end_to_end", radstream::to_json(end_to_end.summary())},
                      {"arrival_to_ready", radstream::to_json(arrival.summary())},
                      {"sender_lag", radstream::to_json(sender_lag.summary())},
+                     {"arrival_to_published", radstream::to_json(published_latency.summary())},
+                     {"ready_to_published", radstream::to_json(published_after_ready.summary())},
                      {"acquired_to_glass", radstream::to_json(glass.summary())},
                      {"stages", st}};
   if (slice_count > 1) {

@@ -113,6 +113,10 @@ class Metrics {
       images_written{0}, sink_dropped{0},
       subscriptions{0},     // subscription messages taken in by the image publisher
       publisher_resets{0};  // times the publisher was made anew past its cap of distinct subscriptions
+  // The frame's last spoke arrived -> its image handed to the ZeroMQ image publisher's socket, ms (the
+  // ZeroMQ path's counterpart of mrd.arrival_to_sent).
+  LatencySeries published_latency;
+  LatencySeries published_after_ready;  // the image ready -> handed to the publisher's socket, ms
 
   // Gradient-delay correction (stream.gradient_delay): the delays in use and the RING estimates made.
   std::atomic<double> delay_x{0}, delay_y{0}, delay_xy{0};

@@ -19,9 +19,9 @@ void MrdImageEncoder::encode(const FrameResult& f, const MrdImageContext& c, Mrd
   std::memcpy(&a, c.last_acquisition.data(), sizeof a);
   ISMRMRD::ISMRMRD_ImageHeader h;
   ISMRMRD::ismrmrd_init_image_header(&h);
-  const bool int16 = pixels == MrdPixels::Int16;
-  h.data_type = int16 ? ISMRMRD::ISMRMRD_SHORT : ISMRMRD::ISMRMRD_FLOAT;
-  h.image_type = ISMRMRD::ISMRMRD_IMTYPE_MAGNITUDE;
+  const bool int16 = pixels == MrdPixels::Int16, complex = pixels == MrdPixels::Complex;
+  h.data_type = int16 ? ISMRMRD::ISMRMRD_SHORT : complex ? ISMRMRD::ISMRMRD_CXFLOAT : ISMRMRD::ISMRMRD_FLOAT;
+  h.image_type = complex ? ISMRMRD::ISMRMRD_IMTYPE_COMPLEX : ISMRMRD::ISMRMRD_IMTYPE_MAGNITUDE;
   h.matrix_size[0] = std::uint16_t(f.matrix);
   h.matrix_size[1] = std::uint16_t(f.matrix);
   h.matrix_size[2] = 1;
@@ -48,7 +48,11 @@ void MrdImageEncoder::encode(const FrameResult& f, const MrdImageContext& c, Mrd
   float peak = 0.f;
   for (std::size_t i = 0; i < n; ++i) peak = std::max(peak, f.image[i].real());
   const double scale = peak > 0.f ? double((1 << kMrdStoredBits) - 1) / double(peak) : 1.0;
-  const std::size_t pixel_bytes = std::size_t(f.matrix) * std::size_t(f.matrix) * (int16 ? 2 : 4);
+  const std::size_t pixel_bytes = std::size_t(f.matrix) * std::size_t(f.matrix) *
+                                  (int16     ? 2
+                                   : complex ? 8
+                                             : 4);
+  const bool phase = complex && f.complex_image.size() >= n;
 
   ISMRMRD::MetaContainer meta;
   meta.set("DataRole", "Image");
@@ -64,6 +68,7 @@ void MrdImageEncoder::encode(const FrameResult& f, const MrdImageContext& c, Mrd
   meta.set("Window", long(f.window));
   meta.set("LatencyMs", fmt::format("{:.3f}", c.latency_ms).c_str());
   meta.set("Method", c.method.c_str());
+  if (complex) meta.set("PhaseKept", long(phase ? 1 : 0));
   std::ostringstream attrs;
   ISMRMRD::serialize(meta, attrs);
 
@@ -72,15 +77,23 @@ void MrdImageEncoder::encode(const FrameResult& f, const MrdImageContext& c, Mrd
   const std::size_t all = std::size_t(f.matrix) * std::size_t(f.matrix);
   const void* src = nullptr;
   if (int16) {
-    i16_.assign(all, 0);
+    i16_.resize(all);  // kept frame after frame: no zero fill of the pixels overwritten below
+    std::fill(i16_.begin() + std::ptrdiff_t(n), i16_.end(), std::int16_t(0));
     const float sc = float(scale), top = float((1 << kMrdStoredBits) - 1);
     const cfloat* im = f.image.data();
     std::int16_t* d = i16_.data();
     for (std::size_t i = 0; i < n; ++i)
       d[i] = std::int16_t(std::min(top, std::max(0.f, im[i].real() * sc)) + 0.5f);
     src = i16_.data();
+  } else if (complex) {
+    c64_.resize(all);
+    std::fill(c64_.begin() + std::ptrdiff_t(n), c64_.end(), cfloat(0.f, 0.f));
+    const std::vector<cfloat>& from = phase ? f.complex_image : f.image;
+    std::copy(from.begin(), from.begin() + std::ptrdiff_t(n), c64_.begin());
+    src = c64_.data();
   } else {
-    f32_.assign(all, 0.f);
+    f32_.resize(all);
+    std::fill(f32_.begin() + std::ptrdiff_t(n), f32_.end(), 0.f);
     for (std::size_t i = 0; i < n; ++i) f32_[i] = f.image[i].real();
     src = f32_.data();
   }

@@ -3,7 +3,9 @@
 // stamps, table position and the slice/average/contrast/phase/repetition/set indices), the ismrmrdMeta
 // attributes (DataRole, ImageProcessingHistory, WindowCenter, WindowWidth, the frame number, the latency, the
 // method) and the pixels, x fastest. Magnitudes go as int16 scaled to 12 stored bits (what scanner image
-// databases take; the scale is in the attribute ImageScale) or as float32.
+// databases take; the scale is in the attribute ImageScale) or as float32; complex images (image_type 5,
+// complex64) carry the frame's complex image (FrameResult::complex_image), or, for a frame without one (a
+// coil shown in the viewer), its magnitude with a zero phase and the attribute PhaseKept 0.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -16,9 +18,10 @@
 
 namespace radstream {
 
-enum class MrdPixels { Int16, Float };
-inline constexpr EnumTable<MrdPixels, 2> kMrdPixels{
-    "MRD image pixels", {{{MrdPixels::Int16, "int16"}, {MrdPixels::Float, "float"}}}};
+enum class MrdPixels { Int16, Float, Complex };
+inline constexpr EnumTable<MrdPixels, 3> kMrdPixels{
+    "MRD image pixels",
+    {{{MrdPixels::Int16, "int16"}, {MrdPixels::Float, "float"}, {MrdPixels::Complex, "complex"}}}};
 
 struct MrdImageContext {
   std::array<std::byte, 340> last_acquisition{};  // the frame's last acquisition header (zeros: none)
@@ -41,6 +44,7 @@ class MrdImageEncoder {
  private:
   std::vector<std::int16_t> i16_;
   std::vector<float> f32_;
+  std::vector<cfloat> c64_;
 };
 
 }  // namespace radstream

@@ -51,7 +51,9 @@ struct MrdServerParams {
             "after an MRD client's close, the longest wait for the frames still due");
     v.field("queue_images", queue_images, 1, 100000,
             "images queued for a slow MRD client (the oldest dropped)");
-    v.choice("pixels", pixels, kMrdPixels, "MRD images as int16 (12 stored bits) or float");
+    v.choice("pixels", pixels, kMrdPixels,
+             "MRD images as int16 magnitudes (12 stored bits), float magnitudes, or complex (image_type 5: "
+             "needs cg-sense, nlinv or coil_combine sense)");
     v.field("allow", allow, "MRD client addresses admitted on a non-loopback endpoint (comma-separated)");
     v.field("config_dir", config_dir, "folder of the YAML files an MRD config name may select");
   }

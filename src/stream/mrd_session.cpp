@@ -106,23 +106,57 @@ void MrdSession::start() {
 }
 
 void MrdSession::queue(Out o) {
+  bool direct = false;
   {
     std::lock_guard l(out_m_);
     if (closing_ || dead_) return;
-    if (o.image) {
-      const auto images = std::count_if(out_.begin(), out_.end(), [](const Out& x) { return x.image; });
-      if (images >= p_.queue_images) {  // a slow client: the oldest image goes, counted
-        for (auto it = out_.begin(); it != out_.end(); ++it)
-          if (it->image) {
-            out_.erase(it);
-            ++rt_.metrics().mrd.images_dropped;
-            break;
-          }
+    if (o.image && out_.empty() && !writing_) {
+      // Nothing queued and nothing being sent: the image goes out from this thread at once, as far as the
+      // socket takes it without waiting (no wake of the writer on the way of a frame); the writer sends
+      // what is left.
+      writing_ = direct = true;
+    } else {
+      if (o.image) {
+        const auto images = std::count_if(out_.begin(), out_.end(), [](const Out& x) { return x.image; });
+        if (images >= p_.queue_images) {  // a slow client: the oldest image goes, counted
+          for (auto it = out_.begin(); it != out_.end(); ++it)
+            if (it->image && it->sent == 0) {
+              out_.erase(it);
+              ++rt_.metrics().mrd.images_dropped;
+              break;
+            }
+        }
       }
+      out_.push_back(std::move(o));
     }
-    out_.push_back(std::move(o));
+  }
+  if (direct) {
+    const long k = send_now(fd_.get(), o.bytes);
+    if (k < 0) {
+      dead_ = true;
+      ++rt_.metrics().mrd.sessions_failed;
+      log::warn("mrd: session {} ({}): the client went away; dropped", number_, peer_);
+      ::shutdown(fd_.get(), SHUT_RDWR);  // the reader ends too
+    } else if (std::size_t(k) == o.bytes.size()) {
+      sent_image(o);
+    } else {
+      o.sent = std::size_t(k);
+      std::lock_guard l(out_m_);
+      out_.push_front(std::move(o));  // first: nothing was queued, and the rest of this message goes next
+    }
+    std::lock_guard l(out_m_);
+    writing_ = false;
   }
   out_cv_.notify_all();
+}
+
+void MrdSession::sent_image(Out& o) {
+  ++rt_.metrics().mrd.images_sent;
+  const std::int64_t now = monotonic_ns();
+  if (o.arrival_ns > 0) rt_.metrics().mrd.arrival_to_sent.add(double(now - o.arrival_ns) * 1e-6);
+  if (o.ready_ns > 0) rt_.metrics().mrd.ready_to_sent.add(double(now - o.ready_ns) * 1e-6);
+  std::lock_guard l(out_m_);
+  if (spare_.size() < 4) spare_.push_back(std::move(o.bytes));
 }
 
 void MrdSession::queue_text(const std::string& text) {
@@ -135,28 +169,33 @@ void MrdSession::write_loop() {
       Out o;
       {
         std::unique_lock l(out_m_);
-        out_cv_.wait(l, [&] { return !out_.empty() || closing_; });
+        out_cv_.wait(l, [&] { return (!out_.empty() || closing_) && !writing_; });
         if (out_.empty()) return;
         o = std::move(out_.front());
         out_.pop_front();
+        writing_ = true;
       }
-      if (dead_) continue;
-      if (!send_all(fd_.get(), o.bytes, p_.send_timeout_s)) {
-        dead_ = true;
-        ++rt_.metrics().mrd.sessions_failed;
-        log::warn("mrd: session {} ({}): the client took no data for {} s or went away; dropped", number_,
-                  peer_, p_.send_timeout_s);
-        ::shutdown(fd_.get(), SHUT_RDWR);  // the reader ends too
-        continue;
+      struct Done {  // the next message may go out directly once this one is sent
+        MrdSession& s;
+        ~Done() {
+          std::lock_guard l(s.out_m_);
+          s.writing_ = false;
+        }
+      };
+      {
+        Done done{*this};
+        if (dead_) continue;
+        if (!send_all(fd_.get(), std::span(o.bytes).subspan(o.sent), p_.send_timeout_s)) {
+          dead_ = true;
+          ++rt_.metrics().mrd.sessions_failed;
+          log::warn("mrd: session {} ({}): the client took no data for {} s or went away; dropped", number_,
+                    peer_, p_.send_timeout_s);
+          ::shutdown(fd_.get(), SHUT_RDWR);  // the reader ends too
+          continue;
+        }
+        if (o.image) sent_image(o);
       }
-      if (o.image) {
-        ++rt_.metrics().mrd.images_sent;
-        const std::int64_t now = monotonic_ns();
-        if (o.arrival_ns > 0) rt_.metrics().mrd.arrival_to_sent.add(double(now - o.arrival_ns) * 1e-6);
-        if (o.ready_ns > 0) rt_.metrics().mrd.ready_to_sent.add(double(now - o.ready_ns) * 1e-6);
-        std::lock_guard l(out_m_);
-        if (spare_.size() < 4) spare_.push_back(std::move(o.bytes));
-      }
+      out_cv_.notify_all();
     }
   } catch (const std::exception& e) {
     dead_ = true;
@@ -296,7 +335,8 @@ void MrdSession::select_config(const std::string& raw, const std::string& how) {
     if (!e.offline) choices += std::string(choices.empty() ? "" : ", ") + e.name;
   if (how == "config text") {
     try {
-      const RunConfig c = RunConfig::from_yaml(YAML::Load(name), "MRD config text");
+      RunConfig c = RunConfig::from_yaml(YAML::Load(name), "MRD config text");
+      c.recon.keep_phase = p_.pixels == MrdPixels::Complex;
       rt_.set_recon(c.recon);
       rt_.set_window(c.frames.window);
       rt_.set_stride(c.frames.stride);
@@ -308,13 +348,22 @@ void MrdSession::select_config(const std::string& raw, const std::string& how) {
           fmt::format("the config text is not a radstream YAML configuration: {}", e.what()));
     }
   }
+  r.keep_phase = p_.pixels == MrdPixels::Complex;
+  bool method = true;
   try {
     r.method = parse_recon_method(name);
-    rt_.set_recon(r);
+  } catch (const ConfigError&) {
+    method = false;
+  }
+  if (method) {
+    try {
+      rt_.set_recon(r);
+    } catch (const ConfigError& e) {  // e.g. complex images from a method without phase
+      throw mrd::ProtocolError(mrd::Fault::BadField, fmt::format("config {}: {}", name, e.what()));
+    }
     log::info("mrd: session {} reconstructs with {}", number_, name);
     queue_text(fmt::format("DBG radstream: reconstructing with {}", name));
     return;
-  } catch (const ConfigError&) {
   }
   namespace fs = std::filesystem;
   std::vector<std::string> files;
@@ -328,7 +377,8 @@ void MrdSession::select_config(const std::string& raw, const std::string& how) {
   if (plain && std::find(files.begin(), files.end(), stem) != files.end()) {
     const std::string path = (fs::path(p_.config_dir) / (stem + ".yaml")).string();
     try {
-      const RunConfig c = RunConfig::from_yaml(YAML::LoadFile(path), path);
+      RunConfig c = RunConfig::from_yaml(YAML::LoadFile(path), path);
+      c.recon.keep_phase = p_.pixels == MrdPixels::Complex;
       rt_.set_recon(c.recon);
       rt_.set_window(c.frames.window);
       rt_.set_stride(c.frames.stride);

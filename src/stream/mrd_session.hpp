@@ -51,8 +51,10 @@ class MrdSession {
     bool image = false;           // droppable when the queue is full
     std::int64_t arrival_ns = 0;  // an image's last spoke arrival (for arrival -> sent)
     std::int64_t ready_ns = 0;    // and when the image was made (for ready -> sent)
+    std::size_t sent = 0;         // bytes already sent (a direct send the socket took in part)
   };
-  void run();  // the reader thread
+  void sent_image(Out& o);  // counts an image sent whole and keeps its buffer
+  void run();               // the reader thread
   void write_loop();
   void serve(mrd::ByteSource& src);
   void select_config(const std::string& name, const std::string& how);
@@ -104,6 +106,8 @@ class MrdSession {
   std::vector<std::vector<std::byte>> spare_;  // sent image buffers, reused (their capacity kept)
   MrdImageEncoder encoder_;                    // the sink thread's
   bool closing_ = false;
+  bool writing_ =
+      false;  // a message is being sent (by the writer, or directly by queue()): guarded by out_m_
 };
 
 }  // namespace radstream

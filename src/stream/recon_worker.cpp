@@ -145,6 +145,10 @@ bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t e
       out.image[i] = cfloat(std::abs(estimated_maps_[std::size_t(coil) * px + i]), 0.f);
     out.coil = coil;
   }
+  if (out.coil < 0 && recon_.keep_phase && chain.keeps_complex_image()) {
+    const auto c = chain.complex_image();
+    out.complex_image.assign(c.data, c.data + c.size());
+  }
   for (const auto& t : chain.timings()) metrics_.add_stage(t.stage, t.ms);
   const SolverStats solver = chain.solver_stats();
   if (solver.present) {

@@ -103,6 +103,11 @@ void RunConfig::validate() const {
   stream.validate();
   frames.validate();
   sinks.validate();
+  if (wants_phase() && !recon.keep_phase) {
+    ReconParams r = recon;
+    r.keep_phase = true;
+    r.validate();
+  }
   recon.validate();
   if (stream.curve_key.empty() != stream.curve_clients.empty())
     throw ConfigError(

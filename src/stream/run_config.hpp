@@ -105,6 +105,8 @@ struct RunConfig {
   // keys are errors.
   static RunConfig from_yaml(const YAML::Node& root, const std::string& context);
   void validate() const;
+  // True when MRD clients are sent complex images: the reconstruction must keep the phase.
+  bool wants_phase() const { return !mrd.listen.empty() && mrd.pixels == MrdPixels::Complex; }
 };
 
 }  // namespace radstream

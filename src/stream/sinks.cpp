@@ -41,6 +41,9 @@ class ImagePublisher final : public Sink {
     sock_.send(m0, zmq::send_flags::sndmore | zmq::send_flags::dontwait);
     sock_.send(m1, zmq::send_flags::dontwait);
     ++metrics_.published;
+    const std::int64_t now = monotonic_ns();
+    if (f.last_arrival_ns > 0) metrics_.published_latency.add(double(now - f.last_arrival_ns) * 1e-6);
+    if (f.ready_ns > 0) metrics_.published_after_ready.add(double(now - f.ready_ns) * 1e-6);
   }
 
  private:

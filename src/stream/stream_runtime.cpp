@@ -27,6 +27,7 @@ RecordOptions record_options(const SinkParams& s, const std::string& path) {
 }  // namespace
 
 StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry) : cfg_(cfg), zctx_(1) {
+  cfg_.recon.keep_phase = cfg_.wants_phase();
   cfg_.validate();
   const BackendDecision b = resolve_backend(cfg_.recon.backend);
   log::info("run: backend {} ({})", to_string(b.backend), b.reason);

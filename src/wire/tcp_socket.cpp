@@ -209,4 +209,19 @@ bool send_all(int fd, std::span<const std::byte> bytes, double timeout_s) {
   return true;
 }
 
+long send_now(int fd, std::span<const std::byte> bytes) {
+  std::size_t off = 0;
+  while (off < bytes.size()) {
+    const ssize_t k = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (k > 0) {
+      off += std::size_t(k);
+      continue;
+    }
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return -1;
+    break;  // the socket's buffer is full: the rest later
+  }
+  return long(off);
+}
+
 }  // namespace radstream

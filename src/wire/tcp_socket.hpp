@@ -78,5 +78,7 @@ class SocketSource : public mrd::ByteSource {
 
 // Sends every byte within timeout_s; false when the peer is gone or too slow (the caller drops it).
 bool send_all(int fd, std::span<const std::byte> bytes, double timeout_s);
+// Sends what the socket takes now, without waiting: the count (possibly 0), or -1 when the peer is gone.
+long send_now(int fd, std::span<const std::byte> bytes);
 
 }  // namespace radstream

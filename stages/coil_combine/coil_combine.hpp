@@ -1,5 +1,7 @@
 // Coil combination: [coils][N][N] complex coil images -> [N][N] combined image, stored as complex with the
-// magnitude in the real part (the imaginary part is 0).
+// magnitude in the real part (the imaginary part is 0); the sensitivity-weighted combination keeps the phase
+// instead (the complex sum conj(S) x / sum |S|^2) when keep_phase is set (complex MRD images: a magnitude
+// step follows it in the recipe).
 #pragma once
 #include <cmath>
 #include <memory>
@@ -22,6 +24,7 @@ inline std::string to_string(CoilCombineMethod v) {
 
 struct CoilCombineParams {
   CoilCombineMethod method = CoilCombineMethod::Rss;
+  bool keep_phase = false;  // not a key: set from ReconParams::keep_phase (sense only)
 
   template <class V>
   void visit(V& v) {
@@ -37,6 +40,10 @@ Extents combined_extents(const Extents& coil_images);
 // The sensitivity-weighted combination of one pixel (0 where the maps vanish).
 inline float sense_combine_pixel(float num_re, float num_im, float den) {
   return den > 1e-12f ? std::sqrt(num_re * num_re + num_im * num_im) / den : 0.f;
+}
+// The same with its phase: sum conj(S) x / sum |S|^2 (0 where the maps vanish).
+inline float sense_combine_scale(float den) {
+  return den > 1e-12f ? 1.f / den : 0.f;
 }
 
 std::unique_ptr<Stage> make_coil_combine_cpu(const CoilCombineParams& p);

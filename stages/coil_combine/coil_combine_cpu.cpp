@@ -46,7 +46,8 @@ class CoilCombineCpu final : public Stage {
           num += std::conj(maps[c * pixels + p]) * src[c * pixels + p];
           den += std::norm(maps[c * pixels + p]);
         }
-        dst[p] = cfloat(sense_combine_pixel(num.real(), num.imag(), den), 0.f);
+        dst[p] = p_.keep_phase ? num * sense_combine_scale(den)
+                               : cfloat(sense_combine_pixel(num.real(), num.imag(), den), 0.f);
       }
       return;
     }

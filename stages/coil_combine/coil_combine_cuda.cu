@@ -17,7 +17,7 @@ __global__ void rss(const float2* __restrict__ in, long pixels, int coils, float
 }
 
 __global__ void sense_combine(const float2* __restrict__ in, const float2* __restrict__ maps, long pixels,
-                              int coils, float2* __restrict__ out) {
+                              int coils, bool keep_phase, float2* __restrict__ out) {
   const long p = long(blockIdx.x) * blockDim.x + threadIdx.x;
   if (p >= pixels) return;
   float re = 0.f, im = 0.f, den = 0.f;
@@ -27,7 +27,12 @@ __global__ void sense_combine(const float2* __restrict__ in, const float2* __res
     im += s.x * v.y - s.y * v.x;
     den += s.x * s.x + s.y * s.y;
   }
-  out[p] = make_float2(den > 1e-12f ? sqrtf(re * re + im * im) / den : 0.f, 0.f);
+  if (keep_phase) {
+    const float k = den > 1e-12f ? 1.f / den : 0.f;
+    out[p] = make_float2(re * k, im * k);
+  } else {
+    out[p] = make_float2(den > 1e-12f ? sqrtf(re * re + im * im) / den : 0.f, 0.f);
+  }
 }
 
 __global__ void magnitude(const float2* __restrict__ in, long n, float2* __restrict__ out) {
@@ -61,7 +66,8 @@ class CoilCombineCuda final : public Stage {
       expect_view("coil_combine", "coil maps", frame.coil_maps.data, in_ext_, Location::Device);
       sense_combine<<<blocks, 256, 0, s>>>(reinterpret_cast<const float2*>(in.data),
                                            reinterpret_cast<const float2*>(frame.coil_maps.data.data), pixels,
-                                           int(in_ext_[0]), reinterpret_cast<float2*>(out.data));
+                                           int(in_ext_[0]), p_.keep_phase,
+                                           reinterpret_cast<float2*>(out.data));
       CUDA_CHECK_LAUNCH("sense_combine");
       return;
     }

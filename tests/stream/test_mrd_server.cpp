@@ -21,9 +21,11 @@
 #include <random>
 #include <sstream>
 
+#include "io/cfl.hpp"
 #include "io/frame_io.hpp"
 #include "io/mrd_file.hpp"
 #include "io/mrd_protocol.hpp"
+#include "recon/coil_map_estimate.hpp"
 #include "recon/recon_chain.hpp"
 #include "recon/registry.hpp"
 #include "sim/simulator.hpp"
@@ -150,7 +152,9 @@ class RawClient {
         if (!read_exact(&im.head, 198) || !read_exact(&alen, 8)) return r;
         im.attributes.resize(alen);
         if (!read_exact(im.attributes.data(), alen)) return r;
-        const std::size_t elem = im.head.data_type == ISMRMRD::ISMRMRD_FLOAT ? 4 : 2;
+        const std::size_t elem = im.head.data_type == ISMRMRD::ISMRMRD_FLOAT     ? 4
+                                 : im.head.data_type == ISMRMRD::ISMRMRD_CXFLOAT ? 8
+                                                                                 : 2;
         im.pixels.resize(std::size_t(im.head.matrix_size[0]) * im.head.matrix_size[1] *
                          im.head.matrix_size[2] * im.head.channels * elem);
         if (!read_exact(im.pixels.data(), im.pixels.size())) return r;
@@ -288,6 +292,93 @@ TEST(MrdServer, RoundTripFloatImagesEqualTheOfflineWindows) {
 
 TEST(MrdServer, RoundTripInt16ImagesWithinTheirQuantization) {
   round_trip(MrdPixels::Int16, 26181);
+}
+
+// Complex images (image_type 5, complex64): a cg-sense stream's frames come back with their phase, equal to
+// the offline chain's complex solution over the same windows in the same order (warm starts included), and
+// their magnitudes to its image; a session that asks for a method without phase (gridding, root-sum-of-
+// squares) is told why and closed, and a run configured so is refused at start-up.
+TEST(MrdServer, ComplexImagesCarryThePhaseOfTheSolution) {
+  const Registry reg = default_registry();
+  RunConfig cfg = mrd_config(26262, MrdPixels::Complex);
+  cfg.recon.method = ReconMethod::CgSense;
+  cfg.recon.cg.iterations = 6;
+  const Simulator sim(mrd_sim());
+  const auto spokes = sim.spokes(0, 96);
+  const Frame calib = frame_from_spokes(sim.header(), std::span(spokes).subspan(0, 32));
+  const HostBuffer<cfloat> maps = estimate_coil_maps(calib.data.view(), calib.traj.view(), 32);
+  test::TempDir dir;
+  write_cfl(dir / "sens", {32, 32, 1, 3}, maps.view().span());
+  cfg.recon.cg.sens = dir / "sens.cfl";
+  {
+    RunConfig bad = mrd_config(26262, MrdPixels::Complex);
+    try {
+      bad.validate();
+      ADD_FAILURE() << "complex images from gridding with rss accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("--mrd-pixels complex"), std::string::npos) << e.what();
+    }
+  }
+  StreamRuntime p(cfg, reg);
+  p.start();
+  const int port = port_of(p.mrd_endpoint());
+  Replies r;
+  {
+    RawClient c(port);
+    c.text(3, stream_header_to_xml(sim.header()));
+    for (const auto& sp : spokes) c.acquisition(sp);
+    c.put<std::uint16_t>(4);
+    ASSERT_TRUE(c.flush());
+    r = c.read_until_close();
+  }
+  Replies refused;
+  {
+    RawClient c(port);
+    c.config_name("gridding");
+    ASSERT_TRUE(c.flush());
+    refused = c.read_until_close();
+  }
+  p.stop();
+  EXPECT_TRUE(r.closed);
+  ASSERT_EQ(r.images.size(), 5u);
+  ReconParams op = cfg.recon;
+  op.keep_phase = true;
+  ReconChain offline(op, Backend::Cpu, reg);
+  offline.configure(sim.header().geometry(32));
+  offline.set_coil_maps(maps.view());
+  for (std::size_t k = 0; k < r.images.size(); ++k) {
+    const ImageBack& im = r.images[k];
+    EXPECT_EQ(im.head.data_type, ISMRMRD::ISMRMRD_CXFLOAT);
+    EXPECT_EQ(im.head.image_type, ISMRMRD::ISMRMRD_IMTYPE_COMPLEX);
+    EXPECT_EQ(im.meta("PhaseKept"), 1.0);
+    ASSERT_EQ(im.pixels.size(), std::size_t(32) * 32 * 8);
+    std::vector<cfloat> got(std::size_t(32) * 32);
+    std::memcpy(got.data(), im.pixels.data(), im.pixels.size());
+    const auto first = std::size_t(im.meta("FirstSpoke"));
+    const auto mag =
+        offline.reconstruct(frame_from_spokes(sim.header(), std::span(spokes).subspan(first, 32)));
+    const auto cx = offline.complex_image();
+    const std::vector<cfloat> want(cx.data, cx.data + cx.size());
+    double imag = 0, all = 0, mag_err = 0, mag_norm = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      imag += double(got[i].imag()) * got[i].imag();
+      all += std::norm(got[i]);
+      const double d = std::abs(got[i]) - double(mag.data[i].real());
+      mag_err += d * d;
+      mag_norm += double(mag.data[i].real()) * mag.data[i].real();
+    }
+    const double e = test::rel_error(got, want);
+    std::printf("complex image %zu: vs offline solution %.3g, magnitude %.3g, imaginary energy %.3f\n", k, e,
+                std::sqrt(mag_err / mag_norm), imag / all);
+    EXPECT_LE(e, 1e-5) << "image " << k;
+    EXPECT_LE(std::sqrt(mag_err / mag_norm), 1e-5) << "image " << k;
+    EXPECT_GT(imag / all, 0.01) << "image " << k;  // the phase is there
+  }
+  EXPECT_TRUE(refused.closed);
+  EXPECT_TRUE(refused.images.empty());
+  ASSERT_FALSE(refused.texts.empty());
+  EXPECT_EQ(refused.texts.front().rfind("ERR", 0), 0u) << refused.texts.front();
+  EXPECT_NE(refused.texts.front().find("keeps the phase"), std::string::npos) << refused.texts.front();
 }
 
 TEST(MrdServer, FaultsEndOnlyTheirSession) {
