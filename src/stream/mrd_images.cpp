@@ -12,6 +12,35 @@
 #include "io/mrd_protocol.hpp"
 
 namespace radstream {
+namespace {
+
+// The pixel passes over the real parts of an interleaved complex array, each a plain loop on restrict
+// pointers that the compiler vectorizes (the peak with eight running maxima: one would chain every compare).
+// Before, written on the complex type, they took ~0.4 ms of a 256^2 frame's encoding.
+[[gnu::noinline]] float peak_of_real(const float* __restrict src, std::size_t n) {
+  float m[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int q = 0; q < 8; ++q) m[q] = std::max(m[q], src[2 * (i + std::size_t(q))]);
+  for (; i < n; ++i) m[0] = std::max(m[0], src[2 * i]);
+  float peak = 0.f;
+  for (float v : m) peak = std::max(peak, v);
+  return peak;
+}
+
+[[gnu::noinline]] void real_to_int16(const float* __restrict src, std::size_t n, float scale, int top,
+                                     std::int16_t* __restrict out) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const int v = int(src[2 * i] * scale + 0.5f);  // rounded (magnitudes are not negative)
+    out[i] = std::int16_t(std::clamp(v, 0, top));
+  }
+}
+
+[[gnu::noinline]] void real_parts(const float* __restrict src, std::size_t n, float* __restrict out) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = src[2 * i];
+}
+
+}  // namespace
 
 void MrdImageEncoder::encode(const FrameResult& f, const MrdImageContext& c, MrdPixels pixels,
                              std::vector<std::byte>& out) {
@@ -45,8 +74,8 @@ void MrdImageEncoder::encode(const FrameResult& f, const MrdImageContext& c, Mrd
   h.image_series_index = c.series;
 
   const std::size_t n = std::min(std::size_t(f.matrix) * std::size_t(f.matrix), f.image.size());
-  float peak = 0.f;
-  for (std::size_t i = 0; i < n; ++i) peak = std::max(peak, f.image[i].real());
+  const float* interleaved = reinterpret_cast<const float*>(f.image.data());  // complex: re, im
+  const float peak = peak_of_real(interleaved, n);
   const double scale = peak > 0.f ? double((1 << kMrdStoredBits) - 1) / double(peak) : 1.0;
   const std::size_t pixel_bytes = std::size_t(f.matrix) * std::size_t(f.matrix) *
                                   (int16     ? 2
@@ -79,11 +108,7 @@ void MrdImageEncoder::encode(const FrameResult& f, const MrdImageContext& c, Mrd
   if (int16) {
     i16_.resize(all);  // kept frame after frame: no zero fill of the pixels overwritten below
     std::fill(i16_.begin() + std::ptrdiff_t(n), i16_.end(), std::int16_t(0));
-    const float sc = float(scale), top = float((1 << kMrdStoredBits) - 1);
-    const cfloat* im = f.image.data();
-    std::int16_t* d = i16_.data();
-    for (std::size_t i = 0; i < n; ++i)
-      d[i] = std::int16_t(std::min(top, std::max(0.f, im[i].real() * sc)) + 0.5f);
+    real_to_int16(interleaved, n, float(scale), (1 << kMrdStoredBits) - 1, i16_.data());
     src = i16_.data();
   } else if (complex) {
     c64_.resize(all);
@@ -94,7 +119,7 @@ void MrdImageEncoder::encode(const FrameResult& f, const MrdImageContext& c, Mrd
   } else {
     f32_.resize(all);
     std::fill(f32_.begin() + std::ptrdiff_t(n), f32_.end(), 0.f);
-    for (std::size_t i = 0; i < n; ++i) f32_[i] = f.image[i].real();
+    real_parts(interleaved, n, f32_.data());
     src = f32_.data();
   }
   out.clear();
