@@ -45,6 +45,7 @@ class MrdImageEncoder {
   std::vector<std::int16_t> i16_;
   std::vector<float> f32_;
   std::vector<cfloat> c64_;
+  std::string attrs_;
 };
 
 }  // namespace radstream
