@@ -134,6 +134,8 @@ nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry) {
           {"latency_arrival_to_ready_ms", to_json(arr)},
           {"latency_acquired_to_ready_ms", to_json(e2e)},
           {"solver_deadline_misses", m.deadline_misses.load()},
+          {"solver_solve_ms", to_json(m.solver_ms.summary())},
+          {"solver_deadline_overrun_ms", to_json(m.deadline_overrun_ms.summary())},
           {"solver_deadline_early_stops", m.deadline_stops.load()},
           {"sender_max_late_ms", double(behind_ns) * 1e-6},
           {"slices", c.slices},

@@ -152,9 +152,14 @@ void Metrics::add_stage(const std::string& stage, double ms) {
   s->add(ms);
 }
 
-void Metrics::add_solver(int iterations, double residual) {
+void Metrics::add_solver(int iterations, double residual, double ms, double deadline_ms) {
   solver_iterations.add(iterations);
   solver_residual.add(residual);
+  if (ms > 0) solver_ms.add(ms);
+  if (deadline_ms > 0 && ms > deadline_ms) {
+    ++deadline_misses;
+    deadline_overrun_ms.add(ms - deadline_ms);
+  }
   last_iterations = iterations;
   last_residual = residual;
 }
@@ -325,7 +330,9 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
   if (last_iterations >= 0)
     j["solver"] = {{"iterations", radstream::to_json(solver_iterations.summary())},
                    {"residual", radstream::to_json(solver_residual.summary())},
+                   {"solve_ms", radstream::to_json(solver_ms.summary())},
                    {"deadline_misses", deadline_misses.load()},
+                   {"deadline_overrun_ms", radstream::to_json(deadline_overrun_ms.summary())},
                    {"deadline_early_stops", deadline_stops.load()}};
   return j;
 }

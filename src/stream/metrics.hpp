@@ -159,7 +159,11 @@ class Metrics {
   std::atomic<std::uint64_t> deadline_misses{0};  // frames whose solve ran past its deadline (cg or nlinv)
   std::atomic<std::uint64_t> deadline_stops{0};   // frames a deadline stopped early (best iterate delivered)
   std::atomic<double> last_residual{0};
-  void add_solver(int iterations, double residual);
+  // The solve's own time per frame (ms), and by how much each late one ran past its deadline (ms): whether a
+  // miss was a prediction a little short or a stall of the host.
+  LatencySeries solver_ms{0}, deadline_overrun_ms{0};
+  // deadline_ms > 0: a solve longer than it is a miss, counted with its overrun.
+  void add_solver(int iterations, double residual, double ms = 0, double deadline_ms = 0);
   std::vector<std::pair<std::string, Percentiles>> stage_summaries() const;
 
   void reject(wire::Reject r) { ++rejected[int(r)]; }

@@ -154,10 +154,9 @@ bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t e
   if (solver.present) {
     out.iterations = solver.iterations;
     out.residual = solver.residual;
-    metrics_.add_solver(solver.iterations, solver.residual);
     const double deadline =
         recon_.method == ReconMethod::Nlinv ? recon_.nlinv.deadline_ms : recon_.cg.deadline_ms;
-    if (deadline > 0 && solver.ms > deadline) ++metrics_.deadline_misses;
+    metrics_.add_solver(solver.iterations, solver.residual, solver.ms, deadline);
     if (solver.stopped_early) ++metrics_.deadline_stops;
   }
   out.make_ms = double(out.ready_ns - t0) * 1e-6;

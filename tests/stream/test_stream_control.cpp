@@ -461,6 +461,28 @@ TEST(StreamControl, SessionLatencyPercentilesFromAFixedHistogram) {
   EXPECT_EQ(big.summary().p50, 5e7);
 }
 
+// A solve's time is kept per frame, and a late one is a deadline miss counted with its overrun (how late: a
+// prediction a little short, or a stall of the host).
+TEST(StreamControl, DeadlineMissesAreCountedWithHowLateTheyWere) {
+  Metrics m;
+  for (int i = 0; i < 98; ++i) m.add_solver(6, 1e-3, 7.5, 8.0);
+  m.add_solver(6, 1e-3, 8.2, 8.0);
+  m.add_solver(6, 1e-3, 13.0, 8.0);
+  m.add_solver(6, 1e-3, 20.0, 0.0);  // no deadline: never a miss
+  EXPECT_EQ(m.deadline_misses.load(), 2u);
+  const auto over = m.deadline_overrun_ms.summary();
+  EXPECT_EQ(over.count, 2u);
+  EXPECT_NEAR(over.max, 5.0, 1e-9);
+  const auto solve = m.solver_ms.summary();
+  EXPECT_EQ(solve.count, 101u);
+  EXPECT_NEAR(solve.max, 20.0, 1e-9);
+  EXPECT_NEAR(solve.p50, 7.5, 0.05);
+  const auto j = m.to_json(1.0);
+  EXPECT_EQ(j["solver"]["deadline_misses"].get<int>(), 2);
+  EXPECT_NEAR(j["solver"]["deadline_overrun_ms"]["max"].get<double>(), 5.0, 1e-9);
+  EXPECT_NEAR(j["solver"]["solve_ms"]["max"].get<double>(), 20.0, 1e-9);
+}
+
 // A recording replayed at --speed max into `run --window 64 --stride 16` faster than it reconstructs (each
 // frame held 50 ms by the test hook: 122 frames take 6 s, the 2000 spokes arrive in a fraction of that) skips
 // to the newest frame, and says once that --no-skip reconstructs every frame; with --no-skip it makes all
