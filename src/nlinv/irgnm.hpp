@@ -6,6 +6,7 @@
 // alpha_0 = 1. The stopping rule reads |r| on the host after each CG iteration (one wait per iteration on the
 // GPU). Every vector is made at construction: a frame allocates nothing.
 #pragma once
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -29,7 +30,12 @@ class Irgnm {
   // Tests: the clock the deadline reads (ms since the solve's start); empty: the steady clock.
   void set_clock(std::function<double()> elapsed_ms);
   // Drops the slowest times kept for the deadline's predictions.
-  void forget_timings() { slowest_cg_ = slowest_setup_ = 0; }
+  void forget_timings() { slowest_cg_ = slowest_setup_ = slowest_tail_ = 0; }
+  // The frame's tail after the iterations (the coil images of the solution, the output image, its copy back),
+  // timed by the caller from tail_start(): the deadline then reserves the slowest tail so far instead of one
+  // CG iteration (on the H200, N2's small misses overran by ~0.2 ms: the tail cost more than an iteration).
+  void note_tail(double ms) { slowest_tail_ = std::max(slowest_tail_, ms); }
+  std::chrono::steady_clock::time_point tail_start() const { return tail_start_; }
 
  private:
   int cg(double alpha, int max_iter, const cfloat* b);
@@ -42,7 +48,8 @@ class Irgnm {
   std::unique_ptr<Vectors> v_;
   std::function<double()> clock_;
   std::chrono::steady_clock::time_point start_;
-  double deadline_ms_ = 0, slowest_cg_ = 0, slowest_setup_ = 0, t_last_ = 0;
+  double deadline_ms_ = 0, slowest_cg_ = 0, slowest_setup_ = 0, slowest_tail_ = 0, t_last_ = 0;
+  std::chrono::steady_clock::time_point tail_start_;
   bool stopped_early_ = false;
 };
 

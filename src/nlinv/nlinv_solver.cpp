@@ -103,7 +103,10 @@ NlinvFrameReport NlinvSolver::reconstruct(const float* traj, const cfloat* sampl
     cfloat probe;
     model_->to_host(&probe, out, 1);  // waits for the image: the frame's time is its whole work
   }
-  rep.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const auto end = std::chrono::steady_clock::now();
+  rep.ms = std::chrono::duration<double, std::milli>(end - start).count();
+  if (p_.deadline_ms > 0)
+    irgnm_->note_tail(std::chrono::duration<double, std::milli>(end - irgnm_->tail_start()).count());
   return rep;
 }
 

@@ -311,3 +311,35 @@ TEST(Nlinv, ADeadlineStopsTheSolveEarlyWithTheBestIterate) {
   for (const auto& v : img) ASSERT_TRUE(std::isfinite(v.real()) && std::isfinite(v.imag()));
   EXPECT_LT(nrmse_scaled(magnitude(img), magnitude(img_full)), 0.9);
 }
+
+// The deadline reserves the frame's tail after the iterations (the output): a tail slower than a CG
+// iteration, once seen, stops the next solves earlier, so that iterations + tail still fit the budget.
+TEST(Nlinv, TheDeadlineReservesTheSlowestTailAfterTheIterations) {
+  SimParams sp;
+  sp.matrix = 32;
+  sp.coils = 3;
+  const Simulator sim(sp);
+  const Frame fr = frame_from_spokes(sim.header(), sim.spokes(0, 21));
+  NlinvParams p;
+  p.newton = 6;
+  p.deadline_ms = 12;
+  const auto solve = [&](double tail_ms, double& last) {
+    NlinvCpu s(32, 3, std::size_t(21) * sim.samples(), p, 1);
+    double clock = 0;
+    s.irgnm().set_clock([&] { return last = clock += 1.0; });  // every reading 1 ms later
+    if (tail_ms > 0) s.irgnm().note_tail(tail_ms);
+    std::vector<cfloat> img(32 * 32);
+    const auto rep = s.reconstruct(fr.traj.data(), fr.data.data(), img.data());
+    for (const auto& v : img) EXPECT_TRUE(std::isfinite(v.real()) && std::isfinite(v.imag()));
+    return rep.irgnm;
+  };
+  double last_plain = 0, last_tail = 0;
+  const auto plain = solve(0, last_plain);
+  const auto tail = solve(4.0, last_tail);
+  std::printf("deadline 12 ms: %d CG iterations, last reading %.0f; with a 4 ms tail known: %d, last %.0f\n",
+              plain.cg_iterations, last_plain, tail.cg_iterations, last_tail);
+  EXPECT_TRUE(plain.stopped_early);
+  EXPECT_TRUE(tail.stopped_early);
+  EXPECT_LT(tail.cg_iterations, plain.cg_iterations);
+  EXPECT_LE(last_tail + 4.0, 12.0);  // the iterations end early enough for the tail to fit
+}
