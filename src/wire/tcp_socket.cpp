@@ -191,24 +191,6 @@ std::size_t SocketSource::read_some(std::byte* p, std::size_t n) {
   }
 }
 
-bool send_all(int fd, std::span<const std::byte> bytes, double timeout_s) {
-  const std::int64_t deadline = monotonic_ns() + std::int64_t(timeout_s * 1e9);
-  std::size_t off = 0;
-  while (off < bytes.size()) {
-    const ssize_t k = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (k > 0) {
-      off += std::size_t(k);
-      continue;
-    }
-    if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
-    const std::int64_t left_ms = (deadline - monotonic_ns()) / 1000000;
-    if (left_ms <= 0) return false;
-    pollfd p{fd, POLLOUT, 0};
-    if (::poll(&p, 1, int(std::min<std::int64_t>(left_ms, 100))) < 0 && errno != EINTR) return false;
-  }
-  return true;
-}
-
 long send_now(int fd, std::span<const std::byte> bytes) {
   std::size_t off = 0;
   while (off < bytes.size()) {
@@ -222,6 +204,21 @@ long send_now(int fd, std::span<const std::byte> bytes) {
     break;  // the socket's buffer is full: the rest later
   }
   return long(off);
+}
+
+bool send_all(int fd, std::span<const std::byte> bytes, double timeout_s) {
+  const std::int64_t deadline = monotonic_ns() + std::int64_t(timeout_s * 1e9);
+  std::size_t off = 0;
+  for (;;) {
+    const long k = send_now(fd, bytes.subspan(off));
+    if (k < 0) return false;
+    off += std::size_t(k);
+    if (off >= bytes.size()) return true;
+    const std::int64_t left_ms = (deadline - monotonic_ns()) / 1000000;
+    if (left_ms <= 0) return false;
+    pollfd p{fd, POLLOUT, 0};
+    if (::poll(&p, 1, int(std::min<std::int64_t>(left_ms, 100))) < 0 && errno != EINTR) return false;
+  }
 }
 
 }  // namespace radstream
