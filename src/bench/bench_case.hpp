@@ -73,6 +73,8 @@ struct BenchCase {
 
 // The run configuration of the live cases: the case's window, stride and reconstruction on tcp loopback.
 RunConfig live_run_config(const BenchCase& c);
+// The simulator of the case's shape (matrix, samples, coils, slices, rate; SNR 50, moving phantom).
+SimParams bench_sim_params(const BenchCase& c);
 // The case's simulated scanner over ZeroMQ to the case's port: a pool of `pool` precomputed spokes of the
 // case's shape, sent cyclically at rate_hz (or as fast as it can: unpaced).
 std::unique_ptr<SimStreamer> bench_streamer(const BenchCase& c, int pool, long spokes, bool unpaced);

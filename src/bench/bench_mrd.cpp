@@ -132,13 +132,7 @@ nlohmann::ordered_json mrd_pass(const BenchCase& c, const Registry& registry) {
   cfg.mrd.listen = "tcp://127.0.0.1:*";
   StreamRuntime p(cfg, registry);
   p.start();
-  SimParams sp;
-  sp.matrix = c.matrix;
-  sp.readout_os = double(c.samples) / c.matrix;
-  sp.coils = c.coils;
-  sp.snr = 50;
-  sp.motion = true;
-  const Simulator sim(sp);
+  const Simulator sim(bench_sim_params(c));
   const int pool = std::max(512, c.spokes + 2 * c.stride);
   const auto spokes = sim.spokes(0, pool);
   const long total = long(c.rate_hz * c.duration_s);

@@ -11,7 +11,7 @@
 
 namespace radstream::app {
 
-std::unique_ptr<SimStreamer> bench_streamer(const BenchCase& c, int pool, long spokes, bool unpaced) {
+SimParams bench_sim_params(const BenchCase& c) {
   SimParams sp;
   sp.matrix = c.matrix;
   sp.readout_os = double(c.samples) / c.matrix;
@@ -20,6 +20,11 @@ std::unique_ptr<SimStreamer> bench_streamer(const BenchCase& c, int pool, long s
   sp.motion = true;
   sp.slices = c.slices;
   sp.rate_hz = c.rate_hz * c.slices;  // every slice at rate_hz
+  return sp;
+}
+
+std::unique_ptr<SimStreamer> bench_streamer(const BenchCase& c, int pool, long spokes, bool unpaced) {
+  const SimParams sp = bench_sim_params(c);
   StreamerParams p;
   p.sender.endpoint = "tcp://127.0.0.1:" + std::to_string(c.port);
   p.pool = pool;

@@ -12,13 +12,19 @@ bool Recipe::has_buffer(const std::string& b) const {
 }
 
 namespace {
-// The tail from a gridded k-space [coils][G][G] to the image, shared by gridding and the grid recipes.
-std::vector<RecipeStep> image_tail() {
-  return {{"fft", "grid"}, {"deapodize", "coil_images"}, {"coil_combine", "image"}};
-}
 std::vector<RecipeStep> operator+(std::vector<RecipeStep> a, const std::vector<RecipeStep>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
+}
+// The coil combination into the image; for complex images (keep_phase) it keeps the phase in "solution" and a
+// magnitude step makes the image.
+std::vector<RecipeStep> combine_tail(bool keep_phase) {
+  if (keep_phase) return {{"coil_combine", "solution"}, {"magnitude", "image"}};
+  return {{"coil_combine", "image"}};
+}
+// The tail from a gridded k-space [coils][G][G] to the image, shared by gridding and the grid recipes.
+std::vector<RecipeStep> image_tail(bool keep_phase = false) {
+  return std::vector<RecipeStep>{{"fft", "grid"}, {"deapodize", "coil_images"}} + combine_tail(keep_phase);
 }
 const std::vector<RecipeStep> kGrid{{"density", "weighted"}, {"gridding", "grid"}};
 }  // namespace
@@ -30,22 +36,13 @@ Recipe recipe_for(const ReconParams& p, Backend backend) {
                       " is the exact path (exact/exact_recon.hpp), not a stage chain");
   if (p.method == ReconMethod::CgSense)
     return {"cg-sense", {{"cg_sense", "solution"}, {"magnitude", "image"}}};
-  // Complex images: the combination keeps the phase in "solution", a magnitude step makes the image.
-  const std::vector<RecipeStep> phase_tail{{"coil_combine", "solution"}, {"magnitude", "image"}};
-  if (p.method == ReconMethod::Fbp) {
-    if (p.keep_phase)
-      return {"fbp", std::vector<RecipeStep>{{"fbp_project", "projections"}, {"backproject", "coil_images"}} +
-                         phase_tail};
-    return {"fbp",
-            {{"fbp_project", "projections"}, {"backproject", "coil_images"}, {"coil_combine", "image"}}};
-  }
+  if (p.method == ReconMethod::Fbp)
+    return {"fbp", std::vector<RecipeStep>{{"fbp_project", "projections"}, {"backproject", "coil_images"}} +
+                       combine_tail(p.keep_phase)};
   const bool fused = backend == Backend::Cuda && p.fft.engine == FftEngine::Custom && p.fft.fused &&
                      p.combine.method == CoilCombineMethod::Rss;
   if (fused) return {"gridding-fused", kGrid + std::vector<RecipeStep>{{"fft_deapodize_combine", "image"}}};
-  if (p.keep_phase)
-    return {"gridding",
-            kGrid + std::vector<RecipeStep>{{"fft", "grid"}, {"deapodize", "coil_images"}} + phase_tail};
-  return {"gridding", kGrid + image_tail()};
+  return {"gridding", kGrid + image_tail(p.keep_phase)};
 }
 
 Recipe grid_recipe(GridRecipe which) {
