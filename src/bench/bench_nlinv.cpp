@@ -70,13 +70,15 @@ nlohmann::ordered_json nlinv_operator_times(const Frame& f, const NlinvParams& p
   DeviceBuffer<cfloat> d_data(f.data.extents()), d_out(Extents{std::size_t(g.matrix) * g.matrix});
   gpu::copy_to_device(d_traj.data(), f.traj.data(), f.traj.size() * sizeof(float), stream.get());
   gpu::copy_to_device(d_data.data(), f.data.data(), f.data.size() * sizeof(cfloat), stream.get());
-  std::vector<double> frame_ms, newton_ms, cg_ms;
+  std::vector<double> frame_ms, newton_ms, cg_ms, cg_count, spent;
   for (int i = 0; i < warmup + frames; ++i) {
     const NlinvFrameReport r = engine->reconstruct(d_traj.data(), d_data.data(), d_out.data());
     if (i < warmup) continue;
     frame_ms.push_back(r.ms);
     newton_ms.push_back(r.ms / std::max(1, r.irgnm.newton_steps));
     cg_ms.push_back(r.ms / std::max(1, r.irgnm.cg_iterations));
+    cg_count.push_back(r.irgnm.cg_iterations);
+    spent.push_back(r.irgnm.cg_run_ahead_spent);
   }
   // The normal operator alone at the last frame's point (the model keeps it).
   NlinvModel& m = engine->model();
@@ -96,6 +98,8 @@ nlohmann::ordered_json nlinv_operator_times(const Frame& f, const NlinvParams& p
           {"normal_operator_ms", json_stats(stats(normal_ms))},
           {"ms_per_newton_step", stats(newton_ms).median},
           {"ms_per_cg_iteration_all_in", stats(cg_ms).median},
+          {"cg_iterations_per_frame", stats(cg_count).median},
+          {"cg_iterations_run_ahead_past_convergence_per_frame", stats(spent).median},
           {"grid", m.grid()},
           {"coils_in_the_model", m.coils()}};
 }

@@ -61,10 +61,15 @@ void ConjugateGradient::start(LinearOperator& a, const cfloat* b, cfloat* x, con
 void ConjugateGradient::iterate(LinearOperator& a, cfloat* x, const CgOptions& o, int it,
                                 LinearOperator* reg) {
   const int rr_old = rr_slot_after(it), rr_new = rr_slot_after(it + 1);
-  apply(a, reg, o, p_.data(), q_.data());
-  ops_.dot_re(p_.data(), q_.data(), n_, kPq);
-  ops_.cg_step(x, r_.data(), p_.data(), q_.data(), n_, rr_old, kPq);
-  ops_.dot_re(r_.data(), r_.data(), n_, rr_new);
+  if (o.lambda != 0.0 && !(reg && o.mu != 0.0)) {  // q = (A + lambda) p and <p, q> in one pass
+    a.normal(p_.data(), q_.data());
+    ops_.axpy_dot(q_.data(), float(o.lambda), p_.data(), n_, kPq);
+  } else {
+    apply(a, reg, o, p_.data(), q_.data());
+    ops_.dot_re(p_.data(), q_.data(), n_, kPq);
+  }
+  // The step and the new <r, r> in one pass (no limit: every iteration steps).
+  ops_.cg_step_norm(x, r_.data(), p_.data(), q_.data(), n_, rr_old, kPq, rr_new, -1.0);
   ops_.cg_direction(p_.data(), r_.data(), n_, rr_new, rr_old);
 }
 

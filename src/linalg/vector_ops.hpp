@@ -30,6 +30,18 @@ class VectorOps {
                        int pq) = 0;
   // CG direction: beta = s[rr_new] / s[rr_old] (0 when s[rr_old] <= 0); p = r + beta p.
   virtual void cg_direction(cfloat* p, const cfloat* r, std::size_t n, int rr_new, int rr_old) = 0;
+  // Fused passes (each vector read once instead of twice; the same values as the separate calls):
+  // y += a x, then slot = Re <x, y>.
+  virtual void axpy_dot(cfloat* y, float a, const cfloat* x, std::size_t n, int slot) = 0;
+  // cg_step, then s[rr_new] = Re <r, r> of the updated r. The step is skipped (alpha = 0) while s[rr] <= limit:
+  // a solver that looks at |r| one iteration late makes the iteration it enqueued after convergence a no-op.
+  virtual void cg_step_norm(cfloat* x, cfloat* r, const cfloat* p, const cfloat* q, std::size_t n, int rr,
+                            int pq, int rr_new, double limit) = 0;
+  // Posting: the slot's value, once the work enqueued before it is done, is copied to host entry `entry`
+  // (0..kPosts-1) without waiting; fetch(entry) waits for that copy only, not for work enqueued after it.
+  static constexpr int kPosts = 4;
+  virtual void post(int slot, int entry) = 0;
+  virtual double fetch(int entry) = 0;
   // The value of a slot (waits for the work enqueued before it).
   virtual double read(int slot) = 0;
   // Two slots with one wait (a per-frame report needs both).

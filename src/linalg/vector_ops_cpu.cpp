@@ -33,20 +33,30 @@ class VectorOpsCpu final : public VectorOps {
   // parallel, then added in block order (an OpenMP reduction adds the threads' partials in the order they
   // finish, which moves a float CG's iterates run to run).
   void dot_re(const cfloat* x, const cfloat* y, std::size_t n, int slot) override {
-    std::array<double, kDotBlocks> part{};
-    const std::size_t len = (n + kDotBlocks - 1) / kDotBlocks;
-#pragma omp parallel for schedule(static)
-    for (int b = 0; b < kDotBlocks; ++b) {
-      double s = 0;
-      const std::size_t hi = std::min(n, (std::size_t(b) + 1) * len);
-      for (std::size_t i = std::size_t(b) * len; i < hi; ++i)
-        s += double(x[i].real()) * y[i].real() + double(x[i].imag()) * y[i].imag();
-      part[std::size_t(b)] = s;
-    }
-    double s = 0;
-    for (double v : part) s += v;
-    at(slot) = s;
+    at(slot) = blocked_sum(n, [&](std::size_t i) {
+      return double(x[i].real()) * y[i].real() + double(x[i].imag()) * y[i].imag();
+    });
   }
+
+  void axpy_dot(cfloat* y, float a, const cfloat* x, std::size_t n, int slot) override {
+    at(slot) = blocked_sum(n, [&](std::size_t i) {
+      y[i] += a * x[i];
+      return double(x[i].real()) * y[i].real() + double(x[i].imag()) * y[i].imag();
+    });
+  }
+
+  void cg_step_norm(cfloat* x, cfloat* r, const cfloat* p, const cfloat* q, std::size_t n, int rr, int pq,
+                    int rr_new, double limit) override {
+    const float alpha = at(pq) > 0 && at(rr) > limit ? float(at(rr) / at(pq)) : 0.f;
+    at(rr_new) = blocked_sum(n, [&](std::size_t i) {
+      x[i] += alpha * p[i];
+      r[i] -= alpha * q[i];
+      return double(r[i].real()) * r[i].real() + double(r[i].imag()) * r[i].imag();
+    });
+  }
+
+  void post(int slot, int entry) override { posted_.at(std::size_t(entry)) = at(slot); }
+  double fetch(int entry) override { return posted_.at(std::size_t(entry)); }
 
   void cg_step(cfloat* x, cfloat* r, const cfloat* p, const cfloat* q, std::size_t n, int rr,
                int pq) override {
@@ -74,6 +84,24 @@ class VectorOpsCpu final : public VectorOps {
 
  private:
   std::array<double, kSlots> s_{};
+  std::array<double, kPosts> posted_{};
+
+  // sum over i < n of term(i) (which may also update element i), in kDotBlocks fixed blocks.
+  template <class Term>
+  static double blocked_sum(std::size_t n, Term term) {
+    std::array<double, kDotBlocks> part{};
+    const std::size_t len = (n + kDotBlocks - 1) / kDotBlocks;
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < kDotBlocks; ++b) {
+      double s = 0;
+      const std::size_t hi = std::min(n, (std::size_t(b) + 1) * len);
+      for (std::size_t i = std::size_t(b) * len; i < hi; ++i) s += term(i);
+      part[std::size_t(b)] = s;
+    }
+    double s = 0;
+    for (double v : part) s += v;
+    return s;
+  }
   double& at(int slot) {
     if (slot < 0 || slot >= kSlots) throw InputError("vector ops: scalar slot out of range");
     return s_[slot];

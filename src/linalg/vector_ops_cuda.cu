@@ -3,9 +3,11 @@
 // launch; a counter's one atomic per block only decides which block is last); the CG updates read their
 // coefficients from the slots inside the kernels.
 #include <algorithm>
+#include <array>
 
 #include "gpu/cuda_check.cuh"
 #include "gpu/device_memory.hpp"
+#include "gpu/pinned_buffer.hpp"
 #include "linalg/vector_ops.hpp"
 
 namespace radstream {
@@ -46,14 +48,9 @@ __device__ double block_sum(double v) {
   return v;
 }
 
-// partial[b] = block b's sum; the last block to finish (counted in *done, reset by it for the next call)
-// writes the sum of partial[0..gridDim.x) to *slot.
-__global__ void __launch_bounds__(kThreads) dot_kernel(const float2* x, const float2* y, std::size_t n,
-                                                       double* partial, unsigned* done, double* slot) {
-  double s = 0;
-  for (std::size_t i = blockIdx.x * std::size_t(kThreads) + threadIdx.x; i < n;
-       i += std::size_t(gridDim.x) * kThreads)
-    s += double(x[i].x) * y[i].x + double(x[i].y) * y[i].y;
+// Called by every thread of every block with its own sum: partial[b] = block b's sum; the last block to
+// finish (counted in *done, reset by it for the next call) writes the sum of partial[0..gridDim.x) to *slot.
+__device__ void finish_sum(double s, double* partial, unsigned* done, double* slot) {
   s = block_sum(s);
   __shared__ bool last;
   if (threadIdx.x == 0) {
@@ -71,6 +68,56 @@ __global__ void __launch_bounds__(kThreads) dot_kernel(const float2* x, const fl
     *slot = t;
     *done = 0;
   }
+}
+
+__device__ inline double re_dot(float2 a, float2 b) {
+  return double(a.x) * b.x + double(a.y) * b.y;
+}
+
+#define REDUCE_STRIDE(i, n)                                                                      \
+  for (std::size_t i = blockIdx.x * std::size_t(kThreads) + threadIdx.x; i < (n); \
+       i += std::size_t(gridDim.x) * kThreads)
+
+__global__ void __launch_bounds__(kThreads) dot_kernel(const float2* x, const float2* y, std::size_t n,
+                                                       double* partial, unsigned* done, double* slot) {
+  double s = 0;
+  REDUCE_STRIDE(i, n) s += re_dot(x[i], y[i]);
+  finish_sum(s, partial, done, slot);
+}
+
+// y += a x; slot = Re <x, y>.
+__global__ void __launch_bounds__(kThreads) axpy_dot_kernel(float2* y, float a, const float2* x, std::size_t n,
+                                                            double* partial, unsigned* done, double* slot) {
+  double s = 0;
+  REDUCE_STRIDE(i, n) {
+    const float2 xi = x[i];
+    float2 yi = y[i];
+    yi.x += a * xi.x;
+    yi.y += a * xi.y;
+    y[i] = yi;
+    s += re_dot(xi, yi);
+  }
+  finish_sum(s, partial, done, slot);
+}
+
+// The CG step (alpha = s[rr] / s[pq], 0 when s[pq] <= 0 or s[rr] <= limit), then rr_new = Re <r, r>.
+__global__ void __launch_bounds__(kThreads)
+    cg_step_norm_kernel(float2* x, float2* r, const float2* p, const float2* q, std::size_t n, const double* rr,
+                        const double* pq, double limit, double* partial, unsigned* done, double* rr_new) {
+  const float alpha = *pq > 0 && *rr > limit ? float(*rr / *pq) : 0.f;
+  double s = 0;
+  REDUCE_STRIDE(i, n) {
+    const float2 pi = p[i], qi = q[i];
+    float2 xi = x[i], ri = r[i];
+    xi.x += alpha * pi.x;
+    xi.y += alpha * pi.y;
+    ri.x -= alpha * qi.x;
+    ri.y -= alpha * qi.y;
+    x[i] = xi;
+    r[i] = ri;
+    s += re_dot(ri, ri);
+  }
+  finish_sum(s, partial, done, rr_new);
 }
 
 __global__ void cg_step_kernel(float2* x, float2* r, const float2* p, const float2* q, std::size_t n,
@@ -121,10 +168,32 @@ class VectorOpsCuda final : public VectorOps {
     CUDA_CHECK_LAUNCH("rsub_kernel");
   }
   void dot_re(const cfloat* x, const cfloat* y, std::size_t n, int slot) override {
-    const unsigned b = std::min<unsigned>(kPartials, blocks_for(n));
-    dot_kernel<<<b, kThreads, 0, stream_>>>(f2(x), f2(y), n, partial_.data(), done_.data(), at(slot));
+    dot_kernel<<<reduce_blocks(n), kThreads, 0, stream_>>>(f2(x), f2(y), n, partial_.data(), done_.data(), at(slot));
     CUDA_CHECK_LAUNCH("dot_kernel");
   }
+  void axpy_dot(cfloat* y, float a, const cfloat* x, std::size_t n, int slot) override {
+    axpy_dot_kernel<<<reduce_blocks(n), kThreads, 0, stream_>>>(f2(y), a, f2(x), n, partial_.data(), done_.data(),
+                                                                at(slot));
+    CUDA_CHECK_LAUNCH("axpy_dot_kernel");
+  }
+  void cg_step_norm(cfloat* x, cfloat* r, const cfloat* p, const cfloat* q, std::size_t n, int rr, int pq,
+                    int rr_new, double limit) override {
+    cg_step_norm_kernel<<<reduce_blocks(n), kThreads, 0, stream_>>>(f2(x), f2(r), f2(p), f2(q), n, at(rr), at(pq),
+                                                                    limit, partial_.data(), done_.data(),
+                                                                    at(rr_new));
+    CUDA_CHECK_LAUNCH("cg_step_norm_kernel");
+  }
+  void post(int slot, int entry) override {
+    if (entry < 0 || entry >= kPosts) throw InputError("vector ops: post entry out of range");
+    gpu::copy_to_host(posted_.data() + entry, at(slot), sizeof(double), stream_);
+    events_[std::size_t(entry)].record(stream_);
+  }
+  double fetch(int entry) override {
+    if (entry < 0 || entry >= kPosts) throw InputError("vector ops: post entry out of range");
+    events_[std::size_t(entry)].synchronize();
+    return posted_.data()[entry];
+  }
+
   void cg_step(cfloat* x, cfloat* r, const cfloat* p, const cfloat* q, std::size_t n, int rr,
                int pq) override {
     cg_step_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(f2(x), f2(r), f2(p), f2(q), n, at(rr), at(pq));
@@ -150,7 +219,11 @@ class VectorOpsCuda final : public VectorOps {
  private:
   cudaStream_t stream_;
   DeviceBuffer<double> slots_, partial_;
-  DeviceBuffer<unsigned> done_;  // dot_kernel's count of finished blocks (0 between calls)
+  DeviceBuffer<unsigned> done_;  // the reductions' count of finished blocks (0 between calls)
+  PinnedHostBuffer<double> posted_{Extents{kPosts}};
+  std::array<gpu::Event, kPosts> events_;
+
+  static unsigned reduce_blocks(std::size_t n) { return std::min<unsigned>(kPartials, blocks_for(n)); }
 
   double* at(int slot) {
     if (slot < 0 || slot >= kSlots) throw InputError("vector ops: scalar slot out of range");

@@ -3,8 +3,9 @@
 //   (DG^H D DG + alpha_n I) h = DG^H (y - F(x_n)) + alpha_n (x_ref - x_n),   x_{n+1} = x_n + h
 // by conjugate gradients from h = 0 (at most newton_cg_max iterations, stopped by BART's legacy rule
 // ||r|| <= (0.1 ||b||)^2, the original Matlab nlinv's), then alpha <- (alpha - alpha_min) / redu + alpha_min,
-// alpha_0 = 1. The stopping rule reads |r| on the host after each CG iteration (one wait per iteration on the
-// GPU). Every vector is made at construction: a frame allocates nothing.
+// alpha_0 = 1. The stopping rule reads |r| on the host one iteration late (the next iteration is already
+// enqueued, so the GPU does not wait for the host; one that turns out to follow convergence changes nothing).
+// Every vector is made at construction: a frame allocates nothing.
 #pragma once
 #include <algorithm>
 #include <chrono>
@@ -29,6 +30,9 @@ class Irgnm {
   VectorOps& ops() { return *ops_; }
   // Tests: the clock the deadline reads (ms since the solve's start); empty: the steady clock.
   void set_clock(std::function<double()> elapsed_ms);
+  // Whether CG enqueues its next iteration before looking at the last one's |r| (on the GPU by default; on
+  // the host it gains nothing, and tests turn it on to check that it changes no result).
+  void set_run_ahead(bool on) { run_ahead_ = on; }
   // Drops the slowest times kept for the deadline's predictions.
   void forget_timings() { slowest_cg_ = slowest_setup_ = slowest_tail_ = 0; }
   // The frame's tail after the iterations (the coil images of the solution, the output image, its copy back),
@@ -38,7 +42,9 @@ class Irgnm {
   std::chrono::steady_clock::time_point tail_start() const { return tail_start_; }
 
  private:
-  int cg(double alpha, int max_iter, const cfloat* b);
+  // The CG of one Newton step from h = 0; t_setup: when the step's set-up began (ms); spent counts the
+  // iterations run ahead of convergence.
+  int cg(double alpha, int max_iter, const cfloat* b, double t_setup, int& spent);
   double now_ms() const;
   bool past_deadline(double t, double next_ms) const;
 
@@ -51,6 +57,7 @@ class Irgnm {
   double deadline_ms_ = 0, slowest_cg_ = 0, slowest_setup_ = 0, slowest_tail_ = 0, t_last_ = 0;
   std::chrono::steady_clock::time_point tail_start_;
   bool stopped_early_ = false;
+  bool run_ahead_;
 };
 
 }  // namespace radstream

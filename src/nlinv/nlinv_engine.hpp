@@ -8,6 +8,7 @@ namespace radstream {
 struct IrgnmReport {
   int newton_steps = 0;
   int cg_iterations = 0;       // over all Newton steps
+  int cg_run_ahead_spent = 0;  // iterations enqueued ahead of a CG that had converged (no-ops run on the GPU)
   double final_residual = 0;   // ||y - F(x)|| before the last step
   bool stopped_early = false;  // the deadline ended the solve before its Newton steps were done
 };

@@ -47,10 +47,11 @@ __global__ void masked_product(const float2* rho, const float2* c, float2* out, 
   }
 }
 
-// out[i] *= d[i % px] * s
-__global__ void pattern_scale(float2* out, const float2* d, std::size_t px, std::size_t n, float s) {
+// out[i] = in[i] d[i % px] s (in place when in == out)
+__global__ void pattern_scale(const float2* in, float2* out, const float2* d, std::size_t px, std::size_t n,
+                              float s) {
   GRID_STRIDE(i, n) {
-    const float2 v = cmul(out[i], d[i % px]);
+    const float2 v = cmul(in[i], d[i % px]);
     out[i] = make_float2(v.x * s, v.y * s);
   }
 }
@@ -195,7 +196,8 @@ void NlinvModelCuda::value(cfloat* out) {
                                                 lo_, n_);
   CUDA_CHECK_LAUNCH("nlinv masked_product");
   fft(out, j_, false);
-  pattern_scale<<<blocks(n), kThreads, 0, s>>>(F2(out), CF2(pattern_.data()), px_, n, 1.f / float(g_));
+  pattern_scale<<<blocks(n), kThreads, 0, s>>>(CF2(out), F2(out), CF2(pattern_.data()), px_, n,
+                                               1.f / float(g_));
   CUDA_CHECK_LAUNCH("nlinv pattern_scale");
 }
 
@@ -213,11 +215,15 @@ void NlinvModelCuda::derivative(const cfloat* v, cfloat* out) {
 }
 
 void NlinvModelCuda::derivative_adjoint(const cfloat* r, cfloat* out) {
+  gpu::copy_device(out + px_, r, px_ * j_ * sizeof(cfloat), stream_);
+  adjoint_in_place(out);
+}
+
+void NlinvModelCuda::adjoint_in_place(cfloat* out) {
   auto s = static_cast<cudaStream_t>(stream_);
   const std::size_t n = px_ * j_;
   const float sc = 1.f / float(g_);
   cfloat* t = out + px_;
-  gpu::copy_device(t, r, n * sizeof(cfloat), stream_);
   fft(t, j_, true);
   adjoint_combine<<<blocks(px_), kThreads, 0, s>>>(F2(out), CF2(rho_.data()), CF2(coils_.data()), F2(t), px_,
                                                    j_, g_, lo_, n_, sc);
@@ -231,9 +237,11 @@ void NlinvModelCuda::normal(const cfloat* v, cfloat* out) {
   auto s = static_cast<cudaStream_t>(stream_);
   const std::size_t n = px_ * j_;
   derivative(v, work_.data());
-  pattern_scale<<<blocks(n), kThreads, 0, s>>>(F2(work_.data()), CF2(pattern_.data()), px_, n, 1.f);
+  // D DG v straight into the coil part of out, where DG^H works in place (no copy of the data-sized array)
+  pattern_scale<<<blocks(n), kThreads, 0, s>>>(CF2(work_.data()), F2(out + px_), CF2(pattern_.data()), px_, n,
+                                               1.f);
   CUDA_CHECK_LAUNCH("nlinv pattern_scale");
-  derivative_adjoint(work_.data(), out);
+  adjoint_in_place(out);
 }
 
 void NlinvModelCuda::image(NlinvOutput output, cfloat* out) {

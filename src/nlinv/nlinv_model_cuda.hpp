@@ -33,6 +33,8 @@ class NlinvModelCuda final : public NlinvModel {
 
  private:
   void fft(cfloat* data, int batch, bool inverse) const;
+  // DG^H of the data-sized array already in out's coil part (out + pixels()), in place.
+  void adjoint_in_place(cfloat* out);
 
   gpu::StreamRef stream_;
   DeviceBuffer<float> weight_;

@@ -300,3 +300,41 @@ TEST(Cg, HostDotIsTheSameBitsForAnyThreadCountAndMatchesTheDoubleSum) {
     small += double(x[i].real()) * y[i].real() + double(x[i].imag()) * y[i].imag();
   EXPECT_NEAR(ops->read(0), small, 1e-12);
 }
+
+// The fused passes give the same bits as the separate calls they replace (same element updates, same blocked
+// sums), the limit makes a CG step a no-op, and a posted slot is the value at its place in the order.
+TEST(Cg, FusedVectorPassesEqualTheSeparateOnesAndTheLimitStopsAStep) {
+  const std::size_t n = 100003;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> g;
+  std::vector<cfloat> x(n), r(n), p(n), q(n);
+  for (std::size_t i = 0; i < n; ++i)
+    x[i] = {g(rng), g(rng)}, r[i] = {g(rng), g(rng)}, p[i] = {g(rng), g(rng)}, q[i] = {g(rng), g(rng)};
+  auto ops = make_vector_ops_cpu();
+  // axpy_dot against axpy then dot_re
+  std::vector<cfloat> q1 = q, q2 = q;
+  ops->axpy(q1.data(), 0.37f, p.data(), n);
+  ops->dot_re(p.data(), q1.data(), n, 0);
+  ops->axpy_dot(q2.data(), 0.37f, p.data(), n, 1);
+  EXPECT_EQ(q1, q2);
+  EXPECT_EQ(ops->read(0), ops->read(1));
+  // cg_step_norm against cg_step then dot_re (slots: 2 = <r,r>, 3 = <p,q>)
+  ops->dot_re(r.data(), r.data(), n, 2);
+  ops->dot_re(p.data(), q1.data(), n, 3);
+  std::vector<cfloat> x1 = x, x2 = x, r1 = r, r2 = r;
+  ops->cg_step(x1.data(), r1.data(), p.data(), q1.data(), n, 2, 3);
+  ops->dot_re(r1.data(), r1.data(), n, 4);
+  ops->post(4, 0);
+  ops->cg_step_norm(x2.data(), r2.data(), p.data(), q1.data(), n, 2, 3, 5, -1.0);
+  EXPECT_EQ(x1, x2);
+  EXPECT_EQ(r1, r2);
+  EXPECT_EQ(ops->read(4), ops->read(5));
+  EXPECT_EQ(ops->fetch(0), ops->read(4));
+  EXPECT_NE(x2, x);  // a real step
+  // with <r,r> at the limit the step is a no-op and <r,r> stays
+  std::vector<cfloat> x3 = x, r3 = r;
+  ops->cg_step_norm(x3.data(), r3.data(), p.data(), q1.data(), n, 2, 3, 6, ops->read(2));
+  EXPECT_EQ(x3, x);
+  EXPECT_EQ(r3, r);
+  EXPECT_EQ(ops->read(6), ops->read(2));
+}
