@@ -1,10 +1,12 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "bench/bench_case.hpp"
 #include "core/log.hpp"
 #include "sim/simulator.hpp"
+#include "stream/host_stall_probe.hpp"
 #include "stream/ingest.hpp"
 #include "stream/stream_runtime.hpp"
 #include "wire/sim_streamer.hpp"
@@ -92,6 +94,40 @@ nlohmann::ordered_json ingest_case(const BenchCase& c) {
           {"samples", c.samples}};
 }
 
+namespace {
+
+// The probe's stalls (count, the largest, the ten largest with when they began, s from the first) and how
+// many deadline misses overlapped one (logged when there were misses).
+nlohmann::ordered_json host_stall_json(const HostStallProbe& probe, const Metrics& m) {
+  std::vector<HostStall> st = probe.stalls();
+  const std::vector<DeadlineMiss> misses = m.deadline_miss_log();
+  const int in_stalls = misses_in_stalls(misses, st);
+  std::size_t over2 = 0, over5 = 0;
+  for (const HostStall& s : st) {
+    over2 += s.late_ns > 2'000'000;
+    over5 += s.late_ns > 5'000'000;
+  }
+  std::sort(st.begin(), st.end(),
+            [](const HostStall& a, const HostStall& b) { return a.late_ns > b.late_ns; });
+  nlohmann::ordered_json largest = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < st.size() && i < 10; ++i) largest.push_back(double(st[i].late_ns) * 1e-6);
+  if (!misses.empty())
+    log::info(
+        "bench: {} of the {} deadline misses logged overlapped a host stall (a thread sleeping 1 ms "
+        "at a time woke > 1 ms late {} times, at most {:.2f} ms)",
+        in_stalls, misses.size(), st.size(), st.empty() ? 0.0 : double(st[0].late_ns) * 1e-6);
+  return {{"probe", "a thread sleeping 1 ms at a time: its wake-ups more than 1 ms late"},
+          {"wakeups", probe.wakeups()},
+          {"late_over_1ms", st.size()},
+          {"late_over_2ms", over2},
+          {"late_over_5ms", over5},
+          {"largest_ms", largest},
+          {"deadline_misses_logged", misses.size()},
+          {"deadline_misses_in_a_stall", in_stalls}};
+}
+
+}  // namespace
+
 nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry) {
   const int pool = std::max(512, c.spokes + 2 * c.stride) * c.slices;
   const auto sim = bench_streamer(c, pool, long(c.rate_hz * c.duration_s) * c.slices, false);
@@ -99,13 +135,16 @@ nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry) {
   cfg.stream.slices = c.slices;
   cfg.placement.gpus = c.gpus;
   StreamRuntime p(cfg, registry);
+  HostStallProbe probe;
   p.start();
   const long total = long(c.rate_hz * c.duration_s) * c.slices;
   sim->run();
   const std::int64_t behind_ns = sim->max_late_ns();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   p.stop();
+  probe.stop();
   Metrics& m = p.metrics();
+  const nlohmann::ordered_json host = host_stall_json(probe, m);
   const auto e2e = m.end_to_end.summary(), arr = m.arrival.summary();
   log::info(
       "bench {}: {} spokes at {} /s, {} frames ({} skipped, {} failed), latency last spoke arrived -> image "
@@ -143,6 +182,7 @@ nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry) {
           {"solver_deadline_overrun_ms", to_json(m.deadline_overrun_ms.summary())},
           {"solver_deadline_early_stops", m.deadline_stops.load()},
           {"sender_max_late_ms", double(behind_ns) * 1e-6},
+          {"host_stalls", host},
           {"slices", c.slices},
           {"gpus", c.gpus},
           {"per_slice", per_slice},

@@ -33,8 +33,9 @@ class VectorOps {
   // Fused passes (each vector read once instead of twice; the same values as the separate calls):
   // y += a x, then slot = Re <x, y>.
   virtual void axpy_dot(cfloat* y, float a, const cfloat* x, std::size_t n, int slot) = 0;
-  // cg_step, then s[rr_new] = Re <r, r> of the updated r. The step is skipped (alpha = 0) while s[rr] <= limit:
-  // a solver that looks at |r| one iteration late makes the iteration it enqueued after convergence a no-op.
+  // cg_step, then s[rr_new] = Re <r, r> of the updated r. The step is skipped (alpha = 0) while s[rr] <=
+  // limit: a solver that looks at |r| one iteration late makes the iteration it enqueued after convergence a
+  // no-op.
   virtual void cg_step_norm(cfloat* x, cfloat* r, const cfloat* p, const cfloat* q, std::size_t n, int rr,
                             int pq, int rr_new, double limit) = 0;
   // Posting: the slot's value, once the work enqueued before it is done, is copied to host entry `entry`

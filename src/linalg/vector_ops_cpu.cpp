@@ -55,8 +55,12 @@ class VectorOpsCpu final : public VectorOps {
     });
   }
 
-  void post(int slot, int entry) override { posted_.at(std::size_t(entry)) = at(slot); }
-  double fetch(int entry) override { return posted_.at(std::size_t(entry)); }
+  void post(int slot, int entry) override {
+    posted_.at(std::size_t(entry)) = at(slot);
+  }
+  double fetch(int entry) override {
+    return posted_.at(std::size_t(entry));
+  }
 
   void cg_step(cfloat* x, cfloat* r, const cfloat* p, const cfloat* q, std::size_t n, int rr,
                int pq) override {

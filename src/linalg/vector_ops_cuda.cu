@@ -74,7 +74,7 @@ __device__ inline double re_dot(float2 a, float2 b) {
   return double(a.x) * b.x + double(a.y) * b.y;
 }
 
-#define REDUCE_STRIDE(i, n)                                                                      \
+#define REDUCE_STRIDE(i, n)                                                       \
   for (std::size_t i = blockIdx.x * std::size_t(kThreads) + threadIdx.x; i < (n); \
        i += std::size_t(gridDim.x) * kThreads)
 
@@ -86,8 +86,9 @@ __global__ void __launch_bounds__(kThreads) dot_kernel(const float2* x, const fl
 }
 
 // y += a x; slot = Re <x, y>.
-__global__ void __launch_bounds__(kThreads) axpy_dot_kernel(float2* y, float a, const float2* x, std::size_t n,
-                                                            double* partial, unsigned* done, double* slot) {
+__global__ void __launch_bounds__(kThreads)
+    axpy_dot_kernel(float2* y, float a, const float2* x, std::size_t n, double* partial, unsigned* done,
+                    double* slot) {
   double s = 0;
   REDUCE_STRIDE(i, n) {
     const float2 xi = x[i];
@@ -102,8 +103,9 @@ __global__ void __launch_bounds__(kThreads) axpy_dot_kernel(float2* y, float a, 
 
 // The CG step (alpha = s[rr] / s[pq], 0 when s[pq] <= 0 or s[rr] <= limit), then rr_new = Re <r, r>.
 __global__ void __launch_bounds__(kThreads)
-    cg_step_norm_kernel(float2* x, float2* r, const float2* p, const float2* q, std::size_t n, const double* rr,
-                        const double* pq, double limit, double* partial, unsigned* done, double* rr_new) {
+    cg_step_norm_kernel(float2* x, float2* r, const float2* p, const float2* q, std::size_t n,
+                        const double* rr, const double* pq, double limit, double* partial, unsigned* done,
+                        double* rr_new) {
   const float alpha = *pq > 0 && *rr > limit ? float(*rr / *pq) : 0.f;
   double s = 0;
   REDUCE_STRIDE(i, n) {
@@ -168,19 +170,19 @@ class VectorOpsCuda final : public VectorOps {
     CUDA_CHECK_LAUNCH("rsub_kernel");
   }
   void dot_re(const cfloat* x, const cfloat* y, std::size_t n, int slot) override {
-    dot_kernel<<<reduce_blocks(n), kThreads, 0, stream_>>>(f2(x), f2(y), n, partial_.data(), done_.data(), at(slot));
+    dot_kernel<<<reduce_blocks(n), kThreads, 0, stream_>>>(f2(x), f2(y), n, partial_.data(), done_.data(),
+                                                           at(slot));
     CUDA_CHECK_LAUNCH("dot_kernel");
   }
   void axpy_dot(cfloat* y, float a, const cfloat* x, std::size_t n, int slot) override {
-    axpy_dot_kernel<<<reduce_blocks(n), kThreads, 0, stream_>>>(f2(y), a, f2(x), n, partial_.data(), done_.data(),
-                                                                at(slot));
+    axpy_dot_kernel<<<reduce_blocks(n), kThreads, 0, stream_>>>(f2(y), a, f2(x), n, partial_.data(),
+                                                                done_.data(), at(slot));
     CUDA_CHECK_LAUNCH("axpy_dot_kernel");
   }
   void cg_step_norm(cfloat* x, cfloat* r, const cfloat* p, const cfloat* q, std::size_t n, int rr, int pq,
                     int rr_new, double limit) override {
-    cg_step_norm_kernel<<<reduce_blocks(n), kThreads, 0, stream_>>>(f2(x), f2(r), f2(p), f2(q), n, at(rr), at(pq),
-                                                                    limit, partial_.data(), done_.data(),
-                                                                    at(rr_new));
+    cg_step_norm_kernel<<<reduce_blocks(n), kThreads, 0, stream_>>>(
+        f2(x), f2(r), f2(p), f2(q), n, at(rr), at(pq), limit, partial_.data(), done_.data(), at(rr_new));
     CUDA_CHECK_LAUNCH("cg_step_norm_kernel");
   }
   void post(int slot, int entry) override {

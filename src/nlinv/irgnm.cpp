@@ -56,12 +56,13 @@ int Irgnm::cg(double alpha, int max_iter, const cfloat* b, double t_setup, int& 
   }
   if (bb == 0 || max_iter <= 0) return 0;
   const double limit = (0.01 * bb) * (0.01 * bb);  // BART's legacy rule: ||r|| <= (cgtol ||b||)^2, cgtol 0.1
-  // Iteration i reads |r|^2 from slot rr(i) and writes rr(i + 1); its |r|^2 is posted to host entry i mod kPosts.
+  // Iteration i reads |r|^2 from slot rr(i) and writes rr(i + 1); its |r|^2 is posted to host entry i mod
+  // kPosts.
   const auto rr = [](int i) { return i % 2 == 0 ? kRR : kRRNew; };
   const auto enqueue = [&](int i) {
     if (i > 0) o.cg_direction(p, r, n, rr(i), rr(i - 1));
     model_.normal(p, ap);
-    o.axpy_dot(ap, float(alpha), p, n, kPQ);                         // ap = (A + alpha) p; <p, ap>
+    o.axpy_dot(ap, float(alpha), p, n, kPQ);  // ap = (A + alpha) p; <p, ap>
     // a no-op once converged (the rule is looked at after an iteration: the first always steps)
     o.cg_step_norm(h, r, p, ap, n, rr(i), kPQ, rr(i + 1), i == 0 ? -1.0 : limit);
     o.post(rr(i + 1), i % VectorOps::kPosts);

@@ -159,9 +159,17 @@ void Metrics::add_solver(int iterations, double residual, double ms, double dead
   if (deadline_ms > 0 && ms > deadline_ms) {
     ++deadline_misses;
     deadline_overrun_ms.add(ms - deadline_ms);
+    const std::int64_t now = monotonic_ns();
+    std::lock_guard lock(m_);
+    if (miss_log_.size() < kMissLog) miss_log_.push_back({now, ms});
   }
   last_iterations = iterations;
   last_residual = residual;
+}
+
+std::vector<DeadlineMiss> Metrics::deadline_miss_log() const {
+  std::lock_guard lock(m_);
+  return miss_log_;
 }
 
 std::vector<std::pair<std::string, Percentiles>> Metrics::stage_summaries() const {

@@ -73,6 +73,12 @@ struct SliceMetrics {
   LatencySeries arrival, end_to_end;
 };
 
+// A frame whose solve ran past its deadline: when the solve ended (monotonic_ns) and how long it took (ms).
+struct DeadlineMiss {
+  std::int64_t end_ns = 0;
+  double solve_ms = 0;
+};
+
 class Metrics {
  public:
   Metrics();
@@ -162,8 +168,11 @@ class Metrics {
   // The solve's own time per frame (ms), and by how much each late one ran past its deadline (ms): whether a
   // miss was a prediction a little short or a stall of the host.
   LatencySeries solver_ms{0}, deadline_overrun_ms{0};
-  // deadline_ms > 0: a solve longer than it is a miss, counted with its overrun.
+  // deadline_ms > 0: a solve longer than it is a miss, counted with its overrun and kept in the miss log.
   void add_solver(int iterations, double residual, double ms = 0, double deadline_ms = 0);
+  // The first kMissLog misses: when each solve ended (monotonic_ns) and how long it took.
+  static constexpr std::size_t kMissLog = 256;
+  std::vector<DeadlineMiss> deadline_miss_log() const;
   std::vector<std::pair<std::string, Percentiles>> stage_summaries() const;
 
   void reject(wire::Reject r) { ++rejected[int(r)]; }
@@ -176,6 +185,7 @@ class Metrics {
  private:
   mutable std::mutex m_;
   std::map<std::string, LatencySeries> stages_;
+  std::vector<DeadlineMiss> miss_log_;
   std::array<SliceMetrics, kMaxSlices> slices_;
   std::uint64_t prev_frames_ = 0, prev_spokes_ = 0;
   double prev_t_ = 0;

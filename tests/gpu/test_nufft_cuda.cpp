@@ -214,12 +214,14 @@ TEST(NufftCuda, CgMatchesTheCpuSolverAndReplaysAsAGraph) {
 }
 
 // The fused vector passes on the GPU against the CPU twin: the same updates, the sums within rounding of
-// the host's (another summation order), the limit a no-op, a posted slot fetched without waiting for later work.
+// the host's (another summation order), the limit a no-op, a posted slot fetched without waiting for later
+// work.
 TEST(NufftCuda, FusedVectorPassesMatchTheCpuTwin) {
   RADSTREAM_REQUIRE_GPU();
   Stream st;
   const std::size_t n = 300007;
-  const auto x = random_values(n, 1), r = random_values(n, 2), p = random_values(n, 3), q = random_values(n, 4);
+  const auto x = random_values(n, 1), r = random_values(n, 2), p = random_values(n, 3),
+             q = random_values(n, 4);
   auto cpu = make_vector_ops_cpu();
   auto gpu = make_vector_ops_cuda(st.s);
   auto dx = upload(x, st.s), dr = upload(r, st.s), dp = upload(p, st.s), dq = upload(q, st.s);

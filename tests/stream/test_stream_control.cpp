@@ -20,6 +20,7 @@
 #include "io/mrd_reader.hpp"
 #include "sim/simulator.hpp"
 #include "stream/frame_gaps.hpp"
+#include "stream/host_stall_probe.hpp"
 #include "stream/spoke_ring.hpp"
 #include "stream/stream_runtime.hpp"
 #include "stream/stream_test_util.hpp"
@@ -481,6 +482,32 @@ TEST(StreamControl, DeadlineMissesAreCountedWithHowLateTheyWere) {
   EXPECT_EQ(j["solver"]["deadline_misses"].get<int>(), 2);
   EXPECT_NEAR(j["solver"]["deadline_overrun_ms"]["max"].get<double>(), 5.0, 1e-9);
   EXPECT_NEAR(j["solver"]["solve_ms"]["max"].get<double>(), 20.0, 1e-9);
+  const auto log = m.deadline_miss_log();  // when each late solve ended, and how long it took
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0].solve_ms, 8.2);
+  EXPECT_EQ(log[1].solve_ms, 13.0);
+  EXPECT_LE(log[0].end_ns, log[1].end_ns);
+  EXPECT_GT(log[0].end_ns, 0);
+}
+
+// A miss overlaps a host stall when its solve [end - solve, end] meets a late wake-up [due, due + late]; the
+// probe itself wakes about once a millisecond and keeps only the late wake-ups.
+TEST(StreamControl, MissesAreMatchedToTheHostStallsTheyOverlap) {
+  const std::int64_t ms = 1'000'000;
+  const std::vector<DeadlineMiss> misses = {{100 * ms, 9.0}, {200 * ms, 9.0}, {300 * ms, 9.0}};
+  // a stall ending 1 ms into the first solve; one entirely inside the second; none near the third
+  const std::vector<HostStall> stalls = {{88 * ms, 4 * ms}, {195 * ms, 2 * ms}, {320 * ms, 5 * ms}};
+  EXPECT_EQ(misses_in_stalls(misses, stalls), 2);
+  EXPECT_EQ(misses_in_stalls(misses, {{80 * ms, 10 * ms}}), 0);  // ended 1 ms before the first solve began
+  EXPECT_EQ(misses_in_stalls({}, stalls), 0);
+  HostStallProbe probe;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  probe.stop();
+  std::printf("probe: %llu wake-ups in 200 ms, %zu more than 1 ms late\n",
+              static_cast<unsigned long long>(probe.wakeups()), probe.stalls().size());
+  EXPECT_GE(probe.wakeups(), 100u);  // a loaded 2-core machine still wakes it at least every 2 ms on average
+  EXPECT_LE(probe.wakeups(), 201u);
+  for (const HostStall& s : probe.stalls()) EXPECT_GT(s.late_ns, ms);
 }
 
 // A recording replayed at --speed max into `run --window 64 --stride 16` faster than it reconstructs (each
