@@ -77,8 +77,15 @@ int Irgnm::cg(double alpha, int max_iter, const cfloat* b, double t_setup, int& 
   bool stop = false;
   enqueue(enqueued++);
   while (done < enqueued) {
-    if (run_ahead_ && !stop && enqueued == done + 1 && enqueued < max_iter && last * ratio > 4 * limit)
-      enqueue(enqueued++);
+    if (run_ahead_ && !stop && enqueued == done + 1 && enqueued < max_iter && last * ratio > 4 * limit) {
+      // Running ahead commits the iteration in flight, the next one and the output: all three must fit.
+      if (deadline_ms_ > 0 && past_deadline(now_ms(), slowest_cg_)) {
+        stopped_early_ = true;
+        stop = true;
+      } else {
+        enqueue(enqueued++);
+      }
+    }
     const double rs = o.fetch(done % VectorOps::kPosts);  // waits for iteration `done` only
     ++done;
     ratio = last > 0 ? rs / last : 0;
@@ -87,12 +94,11 @@ int Irgnm::cg(double alpha, int max_iter, const cfloat* b, double t_setup, int& 
       spent += enqueued - done;
       break;
     }
-    if (deadline_ms_ > 0 && !stop) {
+    if (deadline_ms_ > 0) {
       const double t = now_ms();
       slowest_cg_ = std::max(slowest_cg_, t - t_last_);
       t_last_ = t;
-      // An iteration still in flight ends about one iteration from now: the next must fit after it.
-      if (past_deadline(t, enqueued > done ? slowest_cg_ : 0)) {
+      if (!stop && enqueued == done && past_deadline(t, 0)) {  // nothing in flight: the next and the output
         stopped_early_ = true;
         stop = true;
       }
