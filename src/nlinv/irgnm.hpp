@@ -30,8 +30,9 @@ class Irgnm {
   VectorOps& ops() { return *ops_; }
   // Tests: the clock the deadline reads (ms since the solve's start); empty: the steady clock.
   void set_clock(std::function<double()> elapsed_ms);
-  // Whether CG enqueues its next iteration before looking at the last one's |r| (on the GPU by default; on
-  // the host it gains nothing, and tests turn it on to check that it changes no result).
+  // Whether CG enqueues its next iteration before looking at the last one's |r| (on the GPU by default, and
+  // only without a deadline; on the host it gains nothing, and tests turn it on to check that it changes no
+  // result).
   void set_run_ahead(bool on) { run_ahead_ = on; }
   // Drops the slowest times kept for the deadline's predictions.
   void forget_timings() { slowest_cg_ = slowest_setup_ = slowest_tail_ = 0; }
