@@ -312,26 +312,45 @@ TEST(Nlinv, ADeadlineStopsTheSolveEarlyWithTheBestIterate) {
   EXPECT_LT(nrmse_scaled(magnitude(img), magnitude(img_full)), 0.9);
 }
 
+namespace {
+
+// The deadline tests' case: 21 spokes of a 32^2, 3-coil simulator, 6 Newton steps, a 12 ms budget, solved on
+// the host under a clock the test drives (every reading 1 ms later), with or without running ahead and with a
+// tail (the output's time) known up front or not. `last` gets the last clock reading, `img` the image.
+struct DrivenDeadline {
+  static SimParams params() {
+    SimParams sp;
+    sp.matrix = 32;
+    sp.coils = 3;
+    return sp;
+  }
+  Simulator sim{params()};
+  Frame fr = frame_from_spokes(sim.header(), sim.spokes(0, 21));
+  IrgnmReport solve(bool ahead, double tail_ms, double& last, std::vector<cfloat>& img) const {
+    NlinvParams p;
+    p.newton = 6;
+    p.deadline_ms = 12;
+    NlinvCpu s(32, 3, std::size_t(21) * sim.samples(), p, 1);
+    s.irgnm().set_run_ahead(ahead);
+    double clock = 0;
+    s.irgnm().set_clock([&] { return last = clock += 1.0; });
+    if (tail_ms > 0) s.irgnm().note_tail(tail_ms);
+    img.assign(32 * 32, {});
+    return s.reconstruct(fr.traj.data(), fr.data.data(), img.data()).irgnm;
+  }
+};
+
+}  // namespace
+
 // The deadline reserves the frame's tail after the iterations (the output): a tail slower than a CG
 // iteration, once seen, stops the next solves earlier, so that iterations + tail still fit the budget.
 TEST(Nlinv, TheDeadlineReservesTheSlowestTailAfterTheIterations) {
-  SimParams sp;
-  sp.matrix = 32;
-  sp.coils = 3;
-  const Simulator sim(sp);
-  const Frame fr = frame_from_spokes(sim.header(), sim.spokes(0, 21));
-  NlinvParams p;
-  p.newton = 6;
-  p.deadline_ms = 12;
+  const DrivenDeadline d;
   const auto solve = [&](double tail_ms, double& last) {
-    NlinvCpu s(32, 3, std::size_t(21) * sim.samples(), p, 1);
-    double clock = 0;
-    s.irgnm().set_clock([&] { return last = clock += 1.0; });  // every reading 1 ms later
-    if (tail_ms > 0) s.irgnm().note_tail(tail_ms);
-    std::vector<cfloat> img(32 * 32);
-    const auto rep = s.reconstruct(fr.traj.data(), fr.data.data(), img.data());
+    std::vector<cfloat> img;
+    const auto rep = d.solve(false, tail_ms, last, img);
     for (const auto& v : img) EXPECT_TRUE(std::isfinite(v.real()) && std::isfinite(v.imag()));
-    return rep.irgnm;
+    return rep;
   };
   double last_plain = 0, last_tail = 0;
   const auto plain = solve(0, last_plain);
@@ -379,26 +398,11 @@ TEST(Nlinv, RunningTheCgAheadChangesNoResult) {
 // 29,957 against 3 of 19,962): with running ahead turned on, a solve under the driven clock (every reading 1
 // ms later, 12 ms budget) reads the clock, iterates and delivers exactly as one without it.
 TEST(Nlinv, UnderADeadlineTheCgDoesNotRunAhead) {
-  SimParams sp;
-  sp.matrix = 32;
-  sp.coils = 3;
-  const Simulator sim(sp);
-  const Frame fr = frame_from_spokes(sim.header(), sim.spokes(0, 21));
-  NlinvParams p;
-  p.newton = 6;
-  p.deadline_ms = 12;
-  const auto solve = [&](bool ahead, double& last, std::vector<cfloat>& img) {
-    NlinvCpu s(32, 3, std::size_t(21) * sim.samples(), p, 1);
-    s.irgnm().set_run_ahead(ahead);
-    double clock = 0;
-    s.irgnm().set_clock([&] { return last = clock += 1.0; });
-    img.assign(32 * 32, {});
-    return s.reconstruct(fr.traj.data(), fr.data.data(), img.data()).irgnm;
-  };
+  const DrivenDeadline d;
   double last_plain = 0, last_ahead = 0;
   std::vector<cfloat> img_plain, img_ahead;
-  const auto plain = solve(false, last_plain, img_plain);
-  const auto ahead = solve(true, last_ahead, img_ahead);
+  const auto plain = d.solve(false, 0, last_plain, img_plain);
+  const auto ahead = d.solve(true, 0, last_ahead, img_ahead);
   std::printf("deadline 12 ms, run ahead on: %d CG iterations, last reading %.0f (off: %d, %.0f)\n",
               ahead.cg_iterations, last_ahead, plain.cg_iterations, last_plain);
   EXPECT_TRUE(ahead.stopped_early);
