@@ -115,6 +115,11 @@ TEST(Hostile, ASilentConnectionFloodDoesNotStarveARealSender) {
   EXPECT_GE(m.at("frames").get<int>(), 120) << "frames of 16 new spokes each: 2000 spokes make about 124\n"
                                             << log;
   EXPECT_EQ(images, m.at("images_written").get<std::size_t>()) << "every image written is there";
-  EXPECT_GE(images, 12u);
+  // 124 frames make 12-13 images (every 10th). A frame the sinks' queue dropped because the image writer fell
+  // behind (counted in sink_dropped; a loaded 2-core CI machine did that once) takes at most one image with
+  // it; a write that failed would say so in the log.
+  const auto dropped = m.at("sink_dropped").get<std::size_t>();
+  EXPECT_GE(images + dropped, 12u) << dropped << " frames dropped by the sinks' queue";
+  EXPECT_EQ(log.find("sink image files failed"), std::string::npos) << log;
   EXPECT_EQ(log.find("Too many open files"), std::string::npos) << log;
 }
