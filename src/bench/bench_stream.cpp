@@ -96,8 +96,8 @@ nlohmann::ordered_json ingest_case(const BenchCase& c) {
 
 namespace {
 
-// The probe's stalls (count, the largest, the ten largest with when they began, s from the first) and how
-// many deadline misses overlapped one (logged when there were misses).
+// The probe's stalls (counts over 1, 2 and 5 ms, the ten largest) and how many deadline misses overlapped
+// one (logged when there were misses).
 nlohmann::ordered_json host_stall_json(const HostStallProbe& probe, const Metrics& m) {
   std::vector<HostStall> st = probe.stalls();
   const std::vector<DeadlineMiss> misses = m.deadline_miss_log();

@@ -1,7 +1,7 @@
 // Vector operations for solvers, on the host or on the device. Reductions land in scalar slots that live
 // where the vectors live (device memory on the GPU), and the solver's updates read their coefficients from
 // those slots, so a fixed number of CG iterations never waits for the host and can be captured in one CUDA
-// graph. read() is the only call that synchronizes.
+// graph. read(), read2() and fetch() are the only calls that wait.
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -25,15 +25,13 @@ class VectorOps {
   virtual void rsub(cfloat* y, const cfloat* x, std::size_t n) = 0;
   // slot = Re <x, y> = Re sum conj(x_i) y_i, accumulated in double.
   virtual void dot_re(const cfloat* x, const cfloat* y, std::size_t n, int slot) = 0;
-  // CG step: alpha = s[rr] / s[pq] (0 when s[pq] <= 0); x += alpha p; r -= alpha q.
-  virtual void cg_step(cfloat* x, cfloat* r, const cfloat* p, const cfloat* q, std::size_t n, int rr,
-                       int pq) = 0;
   // CG direction: beta = s[rr_new] / s[rr_old] (0 when s[rr_old] <= 0); p = r + beta p.
   virtual void cg_direction(cfloat* p, const cfloat* r, std::size_t n, int rr_new, int rr_old) = 0;
   // Fused passes (each vector read once instead of twice; the same values as the separate calls):
   // y += a x, then slot = Re <x, y>.
   virtual void axpy_dot(cfloat* y, float a, const cfloat* x, std::size_t n, int slot) = 0;
-  // cg_step, then s[rr_new] = Re <r, r> of the updated r. The step is skipped (alpha = 0) while s[rr] <=
+  // The CG step, alpha = s[rr] / s[pq] (0 when s[pq] <= 0), x += alpha p, r -= alpha q, then s[rr_new] =
+  // Re <r, r> of the updated r, in one pass. The step is skipped (alpha = 0) while s[rr] <=
   // limit: a solver that looks at |r| one iteration late makes the iteration it enqueued after convergence a
   // no-op.
   virtual void cg_step_norm(cfloat* x, cfloat* r, const cfloat* p, const cfloat* q, std::size_t n, int rr,

@@ -62,16 +62,6 @@ class VectorOpsCpu final : public VectorOps {
     return posted_.at(std::size_t(entry));
   }
 
-  void cg_step(cfloat* x, cfloat* r, const cfloat* p, const cfloat* q, std::size_t n, int rr,
-               int pq) override {
-    const float alpha = at(pq) > 0 ? float(at(rr) / at(pq)) : 0.f;
-#pragma omp parallel for schedule(static)
-    for (long i = 0; i < long(n); ++i) {
-      x[i] += alpha * p[i];
-      r[i] -= alpha * q[i];
-    }
-  }
-
   void cg_direction(cfloat* p, const cfloat* r, std::size_t n, int rr_new, int rr_old) override {
     const float beta = at(rr_old) > 0 ? float(at(rr_new) / at(rr_old)) : 0.f;
 #pragma omp parallel for schedule(static)

@@ -122,18 +122,6 @@ __global__ void __launch_bounds__(kThreads)
   finish_sum(s, partial, done, rr_new);
 }
 
-__global__ void cg_step_kernel(float2* x, float2* r, const float2* p, const float2* q, std::size_t n,
-                               const double* rr, const double* pq) {
-  const float alpha = *pq > 0 ? float(*rr / *pq) : 0.f;
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
-       i += std::size_t(gridDim.x) * blockDim.x) {
-    x[i].x += alpha * p[i].x;
-    x[i].y += alpha * p[i].y;
-    r[i].x -= alpha * q[i].x;
-    r[i].y -= alpha * q[i].y;
-  }
-}
-
 __global__ void cg_direction_kernel(float2* p, const float2* r, std::size_t n, const double* rr_new,
                                     const double* rr_old) {
   const float beta = *rr_old > 0 ? float(*rr_new / *rr_old) : 0.f;
@@ -196,11 +184,6 @@ class VectorOpsCuda final : public VectorOps {
     return posted_.data()[entry];
   }
 
-  void cg_step(cfloat* x, cfloat* r, const cfloat* p, const cfloat* q, std::size_t n, int rr,
-               int pq) override {
-    cg_step_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(f2(x), f2(r), f2(p), f2(q), n, at(rr), at(pq));
-    CUDA_CHECK_LAUNCH("cg_step_kernel");
-  }
   void cg_direction(cfloat* p, const cfloat* r, std::size_t n, int rr_new, int rr_old) override {
     cg_direction_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(f2(p), f2(r), n, at(rr_new), at(rr_old));
     CUDA_CHECK_LAUNCH("cg_direction_kernel");

@@ -124,7 +124,7 @@ IrgnmReport Irgnm::solve(const NlinvParams& p, cfloat* x, const cfloat* x_ref, c
         break;
       }
     }
-    const double t_setup = now_ms();
+    const double t_setup = deadline_ms_ > 0 ? now_ms() : 0;
     model_.linearize(x);
     model_.value(v_->r_data.data());
     o.rsub(v_->r_data.data(), y, m);  // r = y - F(x)
