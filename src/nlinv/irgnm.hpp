@@ -30,16 +30,24 @@ class Irgnm {
   VectorOps& ops() { return *ops_; }
   // Tests: the clock the deadline reads (ms since the solve's start); empty: the steady clock.
   void set_clock(std::function<double()> elapsed_ms);
+  bool clock_driven() const { return bool(clock_); }  // a test's clock: it also says what overran
   // Whether CG enqueues its next iteration before looking at the last one's |r| (on the GPU by default, and
   // only without a deadline; on the host it gains nothing, and tests turn it on to check that it changes no
   // result).
   void set_run_ahead(bool on) { run_ahead_ = on; }
   // Drops the slowest times kept for the deadline's predictions.
-  void forget_timings() { slowest_cg_ = slowest_setup_ = slowest_tail_ = 0; }
+  void forget_timings() { slowest_cg_ = slowest_setup_ = slowest_tail_ = reserve_ = 0; }
   // The frame's tail after the iterations (the coil images of the solution, the output image, its copy back),
   // timed by the caller from tail_start(): the deadline then reserves the slowest tail so far instead of one
   // CG iteration (on the H200, N2's small misses overran by ~0.2 ms: the tail cost more than an iteration).
   void note_tail(double ms) { slowest_tail_ = std::max(slowest_tail_, ms); }
+  // A frame that ended `ms` past its deadline: what the predictions missed (a host or GPU hiccup longer
+  // than any piece of work timed so far) is reserved from then on, every overrun adding its own, at most a
+  // quarter of the deadline, fading by 0.01% a frame (a half-life of about 2 minutes at 50 frames/s).
+  void note_overrun(double ms) {
+    if (ms > 0) reserve_ = std::min(reserve_ + ms, 0.25 * deadline_ms_);
+  }
+  double reserve_ms() const { return reserve_; }
   std::chrono::steady_clock::time_point tail_start() const { return tail_start_; }
 
  private:
@@ -55,7 +63,7 @@ class Irgnm {
   std::unique_ptr<Vectors> v_;
   std::function<double()> clock_;
   std::chrono::steady_clock::time_point start_;
-  double deadline_ms_ = 0, slowest_cg_ = 0, slowest_setup_ = 0, slowest_tail_ = 0, t_last_ = 0;
+  double deadline_ms_ = 0, slowest_cg_ = 0, slowest_setup_ = 0, slowest_tail_ = 0, t_last_ = 0, reserve_ = 0;
   std::chrono::steady_clock::time_point tail_start_;
   bool stopped_early_ = false;
   bool run_ahead_;

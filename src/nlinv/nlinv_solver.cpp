@@ -105,8 +105,10 @@ NlinvFrameReport NlinvSolver::reconstruct(const float* traj, const cfloat* sampl
   }
   const auto end = std::chrono::steady_clock::now();
   rep.ms = std::chrono::duration<double, std::milli>(end - start).count();
-  if (p_.deadline_ms > 0)
+  if (p_.deadline_ms > 0) {
     irgnm_->note_tail(std::chrono::duration<double, std::milli>(end - irgnm_->tail_start()).count());
+    if (!irgnm_->clock_driven()) irgnm_->note_overrun(rep.ms - p_.deadline_ms);
+  }
   return rep;
 }
 

@@ -71,7 +71,8 @@ struct SolverStats {
   double residual = 0;  // |r| / |b| at the end
   double ms = 0;        // wall time of the solve (deadline mode) or 0 (then the chain's stage time counts)
   int parts = 1;        // partitions the frame's coils were split over (1: not split)
-  bool stopped_early = false;  // a deadline ended the solve early (the best iterate was delivered)
+  bool stopped_early = false;      // a deadline ended the solve early (the best iterate was delivered)
+  double deadline_reserve_ms = 0;  // what the deadline keeps back, learned from earlier frames' overruns
 };
 
 // What a stage declares of itself (in the manner of Holoscan's OperatorSpec): what it reads of the frame

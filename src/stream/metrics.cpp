@@ -341,7 +341,8 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
                    {"solve_ms", radstream::to_json(solver_ms.summary())},
                    {"deadline_misses", deadline_misses.load()},
                    {"deadline_overrun_ms", radstream::to_json(deadline_overrun_ms.summary())},
-                   {"deadline_early_stops", deadline_stops.load()}};
+                   {"deadline_early_stops", deadline_stops.load()},
+                   {"deadline_reserve_ms", deadline_reserve_ms.load()}};
   return j;
 }
 

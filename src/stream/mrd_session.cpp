@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -205,23 +206,23 @@ void MrdSession::write_loop() {
 
 void MrdSession::run() {
   std::string error;
+  std::optional<mrd::Fault> fault;
   try {
     SocketSource src(fd_.get(), p_.message_timeout_s, p_.idle_timeout_s, &stop_);
     serve(src);
   } catch (const mrd::ProtocolError& e) {
-    ++rt_.metrics().mrd.faults[std::size_t(e.fault())];
-    ++rt_.metrics().mrd.sessions_failed;
+    fault = e.fault();
     log::warn("mrd: session {} ({}) ends: {} ({})", number_, peer_, e.what(), mrd::to_string(e.fault()));
     error = e.what();
   } catch (const std::exception& e) {
-    ++rt_.metrics().mrd.sessions_failed;
     log::error("mrd: session {} ({}) failed: {}", number_, peer_, e.what());
     error = e.what();
   }
   if (header_sent_ &&
       !finished_) {  // a stream that ended without the client's close ends here for the ingest
     try {
-      close_for_ingest();
+      // (a short wait: the ingest takes a close in microseconds unless it follows another session's stream)
+      close_for_ingest(monotonic_ns() + std::int64_t(std::min(p_.drain_timeout_s, 2.0) * 1e9));
     } catch (const std::exception& e) {
       log::warn("mrd: session {}: {}", number_, e.what());
     }
@@ -230,6 +231,10 @@ void MrdSession::run() {
     std::lock_guard l(frame_m_);
     finished_ = true;  // no more frames, and no longer counted against --mrd-max-sessions
   }
+  // Counted once the stream is closed for the ingest and the session's place is free: a client that sees the
+  // count may connect again at once.
+  if (fault) ++rt_.metrics().mrd.faults[std::size_t(*fault)];
+  if (!error.empty()) ++rt_.metrics().mrd.sessions_failed;
   if (!error.empty()) {
     queue_text(fmt::format("ERR radstream: {}", error));
     std::vector<std::byte> c;
@@ -246,7 +251,8 @@ void MrdSession::run() {
   ended_ = true;
 }
 
-void MrdSession::close_for_ingest() {
+void MrdSession::close_for_ingest(std::int64_t deadline_ns) {
+  const std::uint64_t closes0 = rt_.metrics().closes.load();
   wire::Envelope env;
   env.type = std::uint16_t(wire::MsgType::Close);
   env.stream_id = stream_id_;
@@ -256,6 +262,8 @@ void MrdSession::close_for_ingest() {
   std::vector<zmq::message_t> msgs;
   for (auto& part : parts) msgs.push_back(bytes_message(part.data(), part.size()));
   send_to_ingest(msgs);
+  while (rt_.metrics().closes.load() == closes0 && monotonic_ns() < deadline_ns && !stop_)
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
 }
 
 void MrdSession::send_to_ingest(std::vector<zmq::message_t>& parts) {
@@ -568,15 +576,11 @@ void MrdSession::on_acquisition(const mrd::Acquisition& in) {
 }
 
 void MrdSession::finish_stream() {
-  auto& m = rt_.metrics();
-  const std::uint64_t closes0 = m.closes.load();
   if (header_sent_) {
-    close_for_ingest();
     // The frames still due: once the ingest has taken the close, until the reconstruction and the sinks are
     // idle (bounded by drain_timeout_s).
     const std::int64_t deadline = monotonic_ns() + std::int64_t(p_.drain_timeout_s * 1e9);
-    while (m.closes.load() == closes0 && monotonic_ns() < deadline && !stop_)
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    close_for_ingest(deadline);
     int idle = 0;
     while (monotonic_ns() < deadline && !stop_ && idle < 3) {
       idle = rt_.drained() && rt_.sinks_idle() ? idle + 1 : 0;

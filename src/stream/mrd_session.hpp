@@ -66,7 +66,9 @@ class MrdSession {
   void queue(Out o);
   void queue_text(const std::string& text);
   void send_to_ingest(std::vector<zmq::message_t>& parts);
-  void close_for_ingest();  // the stream's close, as a sender ends its stream
+  // The stream's close, as a sender ends its stream; waits until the ingest has taken it (or the deadline),
+  // so that the next session's stream, on another socket, cannot reach the ingest before it.
+  void close_for_ingest(std::int64_t deadline_ns);
 
   MrdServerParams p_;
   StreamRuntime& rt_;

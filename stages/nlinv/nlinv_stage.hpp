@@ -41,6 +41,7 @@ class NlinvStage final : public Stage {
     stats_.residual = rep.irgnm.final_residual / 100.0;  // the data are scaled to norm 100
     stats_.ms = rep.ms;
     stats_.stopped_early = rep.irgnm.stopped_early;
+    stats_.deadline_reserve_ms = rep.irgnm.deadline_reserve_ms;
   }
   SolverStats solver_stats() override { return stats_; }
   int estimated_coil_maps(std::vector<cfloat>& host) override {

@@ -331,3 +331,30 @@ TEST(Chain, KeepingThePhaseGivesTheComplexImageWhoseMagnitudeIsTheImage) {
     EXPECT_NE(std::string(e.what()).find("cg-sense, nlinv, or coil_combine sense"), std::string::npos);
   }
 }
+
+// CG-SENSE under a deadline keeps back what earlier frames overran by, as NLINV does: with a deadline no
+// iteration can meet (1 us; the first iteration always runs), every frame overruns, stops after one
+// iteration (counted as stopped early), and the reserve grows to its cap, a quarter of the deadline.
+TEST(Chain, ACgSenseDeadlineReservesWhatEarlierFramesOverranBy) {
+  SimParams s;
+  s.matrix = 32;
+  s.coils = 3;
+  const Simulator sim(s);
+  const Frame f = frame_from_spokes(sim.header(), sim.spokes(0, 48));
+  const HostBuffer<cfloat> maps = estimate_coil_maps(f.data.view(), f.traj.view(), s.matrix);
+  ReconParams p = cpu_params();
+  p.method = ReconMethod::CgSense;
+  p.cg.deadline_ms = 0.001;
+  p.validate();
+  ReconChain chain(p, Backend::Cpu, default_registry());
+  chain.configure(f.geometry);
+  chain.set_coil_maps(maps.view());
+  for (int k = 0; k < 3; ++k) {
+    chain.reconstruct(f);
+    const SolverStats st = chain.solver_stats();
+    EXPECT_EQ(st.iterations, 1) << "frame " << k;
+    EXPECT_TRUE(st.stopped_early) << "frame " << k;
+    EXPECT_GT(st.ms, p.cg.deadline_ms) << "frame " << k;
+    EXPECT_DOUBLE_EQ(st.deadline_reserve_ms, 0.25 * p.cg.deadline_ms) << "frame " << k;
+  }
+}
