@@ -105,6 +105,7 @@ void Viewer::Impl::draw_live_marker(ImDrawList* dl, ImFont* font, const Rect& r,
 void Viewer::Impl::overlay(const Rect& area) {
   ImDrawList* dl = ImGui::GetForegroundDrawList();
   ImFont* font = ImGui::GetFont();
+  drawn_freshness.reset();
   if (!shown) {
     dl->AddText(font, 22.f, ImVec2(area.x + 20, area.y + 20), IM_COL32(220, 220, 220, 255),
                 "waiting for spokes...");
@@ -113,6 +114,7 @@ void Viewer::Impl::overlay(const Rect& area) {
   const Rect r = view->placement(disp, area);
   const int n = shown->matrix;
   const Freshness fr = freshness();
+  drawn_freshness = fr;
   // The frame line; the pixel under the cursor in the image's own coordinates (whatever the orientation).
   const ImVec2 m = ImGui::GetIO().MousePos;
   std::string cursor;
@@ -238,7 +240,7 @@ void Viewer::Impl::write_screenshot(const std::string& shot, int fb_w, int fb_h,
   if (!stbi_write_png(path.c_str(), fb_w, fb_h, 3, flipped.data(), fb_w * 3))
     log::error("viewer: cannot write {}", path.string());
   const Rect r = view->placement(disp, area);
-  const Freshness fr = freshness();
+  const Freshness fr = drawn_freshness ? *drawn_freshness : freshness();
   const display::EdgeLabels e = display::edge_labels(orient);
   nlohmann::ordered_json j = {
       {"frame", shown ? shown->number : 0},

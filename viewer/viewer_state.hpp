@@ -7,6 +7,7 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,9 +95,12 @@ struct Viewer::Impl final : ViewerControls {
                         float line_end);
   bool legend = false;                  // key ?: the one-line legend of age and latency
   float live_marker[4] = {0, 0, 0, 0};  // where the marker was drawn (x, y, w, h), for the screenshot JSON
-  float rec_marker[4] = {0, 0, 0, 0};   // the red REC while recording (x, y, w, h)
-  float tip_text[4] = {0, 0, 0, 0};     // where "tip: not found" was drawn (x, y, w, h); zeros: not drawn
-  bool stream_done = false;             // run --until-close: the stream ended; the window stays open
+  // The freshness the last overlay was drawn with (empty: none drawn): the screenshot JSON reports it, not a
+  // later reading, so that its state is the one the pixels show.
+  std::optional<Freshness> drawn_freshness;
+  float rec_marker[4] = {0, 0, 0, 0};  // the red REC while recording (x, y, w, h)
+  float tip_text[4] = {0, 0, 0, 0};    // where "tip: not found" was drawn (x, y, w, h); zeros: not drawn
+  bool stream_done = false;            // run --until-close: the stream ended; the window stays open
 
   // A multi-slice stream: slices 1.. beside slice 0, in columns.
   std::vector<SliceView> others;

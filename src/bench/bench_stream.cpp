@@ -182,6 +182,7 @@ nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry) {
           {"solver_deadline_overrun_ms", to_json(m.deadline_overrun_ms.summary())},
           {"solver_deadline_early_stops", m.deadline_stops.load()},
           {"solver_deadline_reserve_ms", m.deadline_reserve_ms.load()},
+          {"solver_deadline_reserve_max_ms", m.deadline_reserve_max_ms.load()},
           {"sender_max_late_ms", double(behind_ns) * 1e-6},
           {"host_stalls", host},
           {"slices", c.slices},

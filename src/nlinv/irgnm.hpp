@@ -30,7 +30,8 @@ class Irgnm {
   VectorOps& ops() { return *ops_; }
   // Tests: the clock the deadline reads (ms since the solve's start); empty: the steady clock.
   void set_clock(std::function<double()> elapsed_ms);
-  bool clock_driven() const { return bool(clock_); }  // a test's clock: it also says what overran
+  // A test's clock: the test also says what the tail cost and what overran (note_tail, note_overrun).
+  bool clock_driven() const { return bool(clock_); }
   // Whether CG enqueues its next iteration before looking at the last one's |r| (on the GPU by default, and
   // only without a deadline; on the host it gains nothing, and tests turn it on to check that it changes no
   // result).

@@ -11,7 +11,7 @@ struct IrgnmReport {
   int cg_run_ahead_spent = 0;  // iterations enqueued ahead of a CG that had converged (no-ops run on the GPU)
   double final_residual = 0;   // ||y - F(x)|| before the last step
   bool stopped_early = false;  // the deadline ended the solve before its Newton steps were done
-  double deadline_reserve_ms = 0;  // what the deadline kept back, learned from earlier frames' overruns
+  double deadline_reserve_ms = 0;  // what the deadline keeps back, learned from the overruns up to this frame
 };
 
 struct NlinvFrameReport {

@@ -342,7 +342,8 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
                    {"deadline_misses", deadline_misses.load()},
                    {"deadline_overrun_ms", radstream::to_json(deadline_overrun_ms.summary())},
                    {"deadline_early_stops", deadline_stops.load()},
-                   {"deadline_reserve_ms", deadline_reserve_ms.load()}};
+                   {"deadline_reserve_ms", deadline_reserve_ms.load()},
+                   {"deadline_reserve_max_ms", deadline_reserve_max_ms.load()}};
   return j;
 }
 

@@ -165,8 +165,9 @@ class Metrics {
   std::atomic<std::uint64_t> deadline_misses{0};  // frames whose solve ran past its deadline (cg or nlinv)
   std::atomic<std::uint64_t> deadline_stops{0};   // frames a deadline stopped early (best iterate delivered)
   std::atomic<double> last_residual{0};
-  std::atomic<double> deadline_reserve_ms{
-      0};  // the solver's reserve learned from overruns, after the last frame
+  // The solver's deadline reserve learned from overruns: after the last frame, and the largest (one writer:
+  // the reconstruction worker).
+  std::atomic<double> deadline_reserve_ms{0}, deadline_reserve_max_ms{0};
   // The solve's own time per frame (ms), and by how much each late one ran past its deadline (ms): whether a
   // miss was a prediction a little short or a stall of the host.
   LatencySeries solver_ms{0}, deadline_overrun_ms{0};

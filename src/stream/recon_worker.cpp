@@ -159,6 +159,8 @@ bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t e
     metrics_.add_solver(solver.iterations, solver.residual, solver.ms, deadline);
     if (solver.stopped_early) ++metrics_.deadline_stops;
     metrics_.deadline_reserve_ms = solver.deadline_reserve_ms;
+    if (solver.deadline_reserve_ms > metrics_.deadline_reserve_max_ms.load())
+      metrics_.deadline_reserve_max_ms = solver.deadline_reserve_ms;
   }
   out.make_ms = double(out.ready_ns - t0) * 1e-6;
   metrics_.add_stage("frame_total", out.make_ms);

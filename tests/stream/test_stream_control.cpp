@@ -554,3 +554,37 @@ TEST(StreamControl, AReplayFasterThanTheReconstructionSaysOnceThatNoSkipMakesEve
   EXPECT_EQ(me.at("frames_skipped").get<long>(), 0);
   EXPECT_EQ(count(every, "--no-skip"), 0u) << every;
 }
+
+// A live NLINV stream under a deadline no frame can meet (1 us; the first Newton step's first CG iteration
+// always runs): every frame is stopped early and still late, each miss is counted with its overrun, and the
+// solver's reserve learned from them reaches its cap (a quarter of the deadline), in the metrics and their
+// JSON.
+TEST(StreamControl, AnImpossibleDeadlineCountsEveryFrameLateAndTheReserveLearnedFromIt) {
+  RunConfig cfg = config(26270);
+  cfg.recon.method = ReconMethod::Nlinv;
+  cfg.recon.nlinv.newton = 6;
+  cfg.recon.nlinv.deadline_ms = 0.001;
+  cfg.recon.validate();
+  Rig rig(cfg, 9);
+  StreamRuntime& p = rig.p;
+  Collector& c = rig.c;
+  const Simulator sim(sim_params(32, 2));
+  rig.s.send_header(stream_header_to_xml(sim.header()));
+  for (const auto& x : sim.spokes(0, 80)) rig.s.send_spoke(x);
+  ASSERT_TRUE(eventually([&] { return !c.get().empty() && c.get().back().end_serial >= 80; }));
+  p.stop();
+  const Metrics& m = p.metrics();
+  const auto frames = c.get();
+  std::printf("%zu frames: %llu early stops, %llu misses; reserve %.6f ms (max %.6f)\n", frames.size(),
+              (unsigned long long)m.deadline_stops.load(), (unsigned long long)m.deadline_misses.load(),
+              m.deadline_reserve_ms.load(), m.deadline_reserve_max_ms.load());
+  ASSERT_GE(frames.size(), 4u);  // ends 32, 48, 64, 80
+  EXPECT_EQ(m.deadline_stops.load(), m.frames.load());
+  EXPECT_EQ(m.deadline_misses.load(), m.frames.load());
+  EXPECT_EQ(m.deadline_overrun_ms.summary().count, m.frames.load());
+  for (const auto& f : frames) EXPECT_EQ(f.iterations, 1);
+  EXPECT_NEAR(m.deadline_reserve_ms.load(), 0.25e-3, 1e-12);
+  EXPECT_NEAR(m.deadline_reserve_max_ms.load(), 0.25e-3, 1e-12);
+  const auto j = m.to_json(1.0);
+  EXPECT_NEAR(j["solver"]["deadline_reserve_max_ms"].get<double>(), 0.25e-3, 1e-12);
+}
