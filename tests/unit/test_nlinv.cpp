@@ -418,10 +418,8 @@ TEST(Nlinv, UnderADeadlineTheCgDoesNotRunAhead) {
 // 2 ms overrun noted after frame 1 ends frame 2's iterations at least 2 ms earlier than a twin's without it;
 // the reserve is capped at a quarter of the deadline and fades by 0.01% a frame.
 TEST(Nlinv, AnOverrunIsReservedInTheNextFramesDeadline) {
-  SimParams sp;
-  sp.matrix = 32;
-  sp.coils = 3;
-  const Simulator sim(sp);
+  const DrivenDeadline d;  // its simulator and first frame; two solvers kept over two frames here
+  const Simulator& sim = d.sim;
   NlinvParams p;
   p.newton = 6;
   p.deadline_ms = 12;
@@ -431,7 +429,7 @@ TEST(Nlinv, AnOverrunIsReservedInTheNextFramesDeadline) {
   plain.irgnm().set_clock([&] { return last_plain = clock_plain += 1.0; });
   warned.irgnm().set_clock([&] { return last_warned = clock_warned += 1.0; });
   std::vector<cfloat> a(32 * 32), b(32 * 32);
-  const Frame f1 = frame_from_spokes(sim.header(), sim.spokes(0, 21));
+  const Frame& f1 = d.fr;
   const auto a1 = plain.reconstruct(f1.traj.data(), f1.data.data(), a.data());
   const auto b1 = warned.reconstruct(f1.traj.data(), f1.data.data(), b.data());
   EXPECT_EQ(a1.irgnm.cg_iterations, b1.irgnm.cg_iterations);
