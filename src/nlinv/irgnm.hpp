@@ -49,6 +49,8 @@ class Irgnm {
     if (ms > 0) reserve_ = std::min(reserve_ + ms, 0.25 * deadline_ms_);
   }
   double reserve_ms() const { return reserve_; }
+  void forget_reserve() { reserve_ = 0; }
+  double slowest_tail_ms() const { return slowest_tail_; }
   std::chrono::steady_clock::time_point tail_start() const { return tail_start_; }
 
  private:

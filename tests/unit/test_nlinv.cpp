@@ -452,3 +452,27 @@ TEST(Nlinv, AnOverrunIsReservedInTheNextFramesDeadline) {
   EXPECT_DOUBLE_EQ(warned.irgnm().reserve_ms(), 3.0);  // a quarter of the 12 ms deadline
   for (const auto& v : b) EXPECT_TRUE(std::isfinite(v.real()) && std::isfinite(v.imag()));
 }
+
+// Under a deadline the warm-up (at configure) runs twice and keeps the second run's timings, so the stream's
+// first frame knows what its output costs; without a deadline nothing is timed; no reserve is kept from it.
+TEST(Nlinv, UnderADeadlineTheWarmUpTimesTheOutputForTheFirstFrame) {
+  const DrivenDeadline d;
+  const std::size_t points = std::size_t(21) * d.sim.samples();
+  NlinvParams p;
+  p.newton = 2;
+  NlinvCpu plain(32, 3, points, p, 1);
+  plain.warm_up();
+  EXPECT_EQ(plain.irgnm().slowest_tail_ms(), 0.0);
+  p.deadline_ms = 1e-3;  // every run overruns it
+  NlinvCpu timed(32, 3, points, p, 1);
+  timed.warm_up();
+  std::printf("after the warm-up: slowest tail %.4f ms, reserve %.4f ms\n", timed.irgnm().slowest_tail_ms(),
+              timed.irgnm().reserve_ms());
+  EXPECT_GT(timed.irgnm().slowest_tail_ms(), 0.0);
+  EXPECT_EQ(timed.irgnm().reserve_ms(), 0.0);
+  std::vector<cfloat> a(32 * 32), b(32 * 32);
+  const auto ra = plain.reconstruct(d.fr.traj.data(), d.fr.data.data(), a.data());
+  EXPECT_EQ(ra.irgnm.newton_steps, 2);  // the warm-up left no state behind: a first frame
+  timed.reconstruct(d.fr.traj.data(), d.fr.data.data(), b.data());
+  EXPECT_NEAR(timed.irgnm().reserve_ms(), 0.25e-3, 1e-12);  // the first real overrun is kept
+}
