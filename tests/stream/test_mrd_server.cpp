@@ -478,6 +478,10 @@ TEST(MrdServer, FaultsEndOnlyTheirSession) {
     EXPECT_EQ(ra.images.size(), 1u);  // (40 - 32) / 16 + 1
     ASSERT_EQ(ra.texts.size(), 1u);   // the log line for the client, no error
     EXPECT_EQ(ra.texts[0], "DBG radstream: reconstructing with fbp");
+    // The vanished client's stream was closed for the ingest before this session's place was given: none of
+    // this session's messages reached an ingest still following the dead stream (CI once saw all 42 refused
+    // as foreign_stream and no image).
+    EXPECT_EQ(p.metrics().rejected_total(), 0u);
   }
   // 1000 sessions in a row: each closed cleanly, no descriptor left behind.
   const std::size_t fds = open_fds();
