@@ -96,9 +96,10 @@ nlohmann::ordered_json ingest_case(const BenchCase& c) {
 
 namespace {
 
-// The probe's stalls (counts over 1, 2 and 5 ms, the ten largest) and how many deadline misses overlapped
-// one (logged when there were misses).
-nlohmann::ordered_json host_stall_json(const HostStallProbe& probe, const Metrics& m) {
+// The probe's stalls (counts over 1, 2 and 5 ms, the ten largest), how many deadline misses overlapped one
+// (logged when there were misses), and each miss logged: when (s since start_ns), its solve time and the
+// deadline's reserve it ran with (whether the misses came before the reserve was learned or despite it).
+nlohmann::ordered_json host_stall_json(const HostStallProbe& probe, const Metrics& m, std::int64_t start_ns) {
   std::vector<HostStall> st = probe.stalls();
   const std::vector<DeadlineMiss> misses = m.deadline_miss_log();
   const int in_stalls = misses_in_stalls(misses, st);
@@ -111,6 +112,11 @@ nlohmann::ordered_json host_stall_json(const HostStallProbe& probe, const Metric
             [](const HostStall& a, const HostStall& b) { return a.late_ns > b.late_ns; });
   nlohmann::ordered_json largest = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < st.size() && i < 10; ++i) largest.push_back(double(st[i].late_ns) * 1e-6);
+  nlohmann::ordered_json miss_list = nlohmann::ordered_json::array();
+  for (const DeadlineMiss& d : misses)
+    miss_list.push_back({{"t_s", double(d.end_ns - start_ns) * 1e-9},
+                         {"solve_ms", d.solve_ms},
+                         {"reserve_ms", d.reserve_ms}});
   if (!misses.empty())
     log::info(
         "bench: {} of the {} deadline misses logged overlapped a host stall (a thread sleeping 1 ms "
@@ -123,7 +129,8 @@ nlohmann::ordered_json host_stall_json(const HostStallProbe& probe, const Metric
           {"late_over_5ms", over5},
           {"largest_ms", largest},
           {"deadline_misses_logged", misses.size()},
-          {"deadline_misses_in_a_stall", in_stalls}};
+          {"deadline_misses_in_a_stall", in_stalls},
+          {"deadline_misses", miss_list}};
 }
 
 }  // namespace
@@ -136,6 +143,7 @@ nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry) {
   cfg.placement.gpus = c.gpus;
   StreamRuntime p(cfg, registry);
   HostStallProbe probe;
+  const std::int64_t start_ns = monotonic_ns();
   p.start();
   const long total = long(c.rate_hz * c.duration_s) * c.slices;
   sim->run();
@@ -144,7 +152,7 @@ nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry) {
   p.stop();
   probe.stop();
   Metrics& m = p.metrics();
-  const nlohmann::ordered_json host = host_stall_json(probe, m);
+  const nlohmann::ordered_json host = host_stall_json(probe, m, start_ns);
   const auto e2e = m.end_to_end.summary(), arr = m.arrival.summary();
   log::info(
       "bench {}: {} spokes at {} /s, {} frames ({} skipped, {} failed), latency last spoke arrived -> image "

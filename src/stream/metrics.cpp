@@ -161,7 +161,7 @@ void Metrics::add_solver(int iterations, double residual, double ms, double dead
     deadline_overrun_ms.add(ms - deadline_ms);
     const std::int64_t now = monotonic_ns();
     std::lock_guard lock(m_);
-    if (miss_log_.size() < kMissLog) miss_log_.push_back({now, ms});
+    if (miss_log_.size() < kMissLog) miss_log_.push_back({now, ms, deadline_reserve_ms.load()});
   }
   last_iterations = iterations;
   last_residual = residual;

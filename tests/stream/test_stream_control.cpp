@@ -468,6 +468,7 @@ TEST(StreamControl, DeadlineMissesAreCountedWithHowLateTheyWere) {
   Metrics m;
   for (int i = 0; i < 98; ++i) m.add_solver(6, 1e-3, 7.5, 8.0);
   m.add_solver(6, 1e-3, 8.2, 8.0);
+  m.deadline_reserve_ms = 0.5;  // learned from the first miss (the worker sets it after each frame)
   m.add_solver(6, 1e-3, 13.0, 8.0);
   m.add_solver(6, 1e-3, 20.0, 0.0);  // no deadline: never a miss
   EXPECT_EQ(m.deadline_misses.load(), 2u);
@@ -486,6 +487,8 @@ TEST(StreamControl, DeadlineMissesAreCountedWithHowLateTheyWere) {
   ASSERT_EQ(log.size(), 2u);
   EXPECT_EQ(log[0].solve_ms, 8.2);
   EXPECT_EQ(log[1].solve_ms, 13.0);
+  EXPECT_EQ(log[0].reserve_ms, 0.0);  // the reserve each late frame ran with
+  EXPECT_EQ(log[1].reserve_ms, 0.5);
   EXPECT_LE(log[0].end_ns, log[1].end_ns);
   EXPECT_GT(log[0].end_ns, 0);
 }
