@@ -40,7 +40,7 @@ bool Irgnm::past_deadline(double t, double next_ms) const {
   // output that follows it (the slowest tail so far, at least one CG iteration) must still fit, before the
   // reserve learned from the frames that overran.
   return deadline_ms_ > 0 &&
-         t + 1.5 * (next_ms + std::max(slowest_cg_, slowest_tail_)) + reserve_ > deadline_ms_;
+         t + 1.5 * (next_ms + std::max(slowest_cg_, slowest_tail_)) + reserve_.ms() > deadline_ms_;
 }
 
 int Irgnm::cg(double alpha, int max_iter, const cfloat* b, double t_setup, int& spent) {
@@ -119,7 +119,7 @@ IrgnmReport Irgnm::solve(const NlinvParams& p, cfloat* x, const cfloat* x_ref, c
   slowest_cg_ *= 0.98;
   slowest_setup_ *= 0.98;
   slowest_tail_ *= 0.98;
-  reserve_ *= 0.9999;
+  reserve_.next_frame();
   for (int step = 0; step < p.newton; ++step) {
     if (deadline_ms_ > 0 && step > 0) {  // a further Newton step needs its set-up and one CG iteration
       if (past_deadline(now_ms(), slowest_setup_)) {
@@ -143,7 +143,6 @@ IrgnmReport Irgnm::solve(const NlinvParams& p, cfloat* x, const cfloat* x_ref, c
   }
   tail_start_ = std::chrono::steady_clock::now();
   rep.stopped_early = stopped_early_;
-  rep.deadline_reserve_ms = reserve_;
   rep.final_residual = std::sqrt(o.read(kRes));
   model_.linearize(x);  // the coil images of the solution, for the output
   return rep;

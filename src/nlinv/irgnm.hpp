@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 
+#include "core/deadline_reserve.hpp"
 #include "linalg/vector_ops.hpp"
 #include "nlinv/nlinv_engine.hpp"
 #include "nlinv/nlinv_model.hpp"
@@ -37,19 +38,19 @@ class Irgnm {
   // result).
   void set_run_ahead(bool on) { run_ahead_ = on; }
   // Drops the slowest times kept for the deadline's predictions.
-  void forget_timings() { slowest_cg_ = slowest_setup_ = slowest_tail_ = reserve_ = 0; }
+  void forget_timings() {
+    slowest_cg_ = slowest_setup_ = slowest_tail_ = 0;
+    reserve_.forget();
+  }
   // The frame's tail after the iterations (the coil images of the solution, the output image, its copy back),
   // timed by the caller from tail_start(): the deadline then reserves the slowest tail so far instead of one
   // CG iteration (on the H200, N2's small misses overran by ~0.2 ms: the tail cost more than an iteration).
   void note_tail(double ms) { slowest_tail_ = std::max(slowest_tail_, ms); }
-  // A frame that ended `ms` past its deadline: what the predictions missed (a host or GPU hiccup longer
-  // than any piece of work timed so far) is reserved from then on, every overrun adding its own, at most a
-  // quarter of the deadline, fading by 0.01% a frame (a half-life of about 2 minutes at 50 frames/s).
-  void note_overrun(double ms) {
-    if (ms > 0) reserve_ = std::min(reserve_ + ms, 0.25 * deadline_ms_);
-  }
-  double reserve_ms() const { return reserve_; }
-  void forget_reserve() { reserve_ = 0; }
+  // A frame that ended `ms` past its deadline: kept back from the next frames' deadlines
+  // (core/deadline_reserve.hpp).
+  void note_overrun(double ms) { reserve_.note_overrun(ms, deadline_ms_); }
+  double reserve_ms() const { return reserve_.ms(); }
+  void forget_reserve() { reserve_.forget(); }
   double slowest_tail_ms() const { return slowest_tail_; }
   std::chrono::steady_clock::time_point tail_start() const { return tail_start_; }
 
@@ -66,7 +67,8 @@ class Irgnm {
   std::unique_ptr<Vectors> v_;
   std::function<double()> clock_;
   std::chrono::steady_clock::time_point start_;
-  double deadline_ms_ = 0, slowest_cg_ = 0, slowest_setup_ = 0, slowest_tail_ = 0, t_last_ = 0, reserve_ = 0;
+  double deadline_ms_ = 0, slowest_cg_ = 0, slowest_setup_ = 0, slowest_tail_ = 0, t_last_ = 0;
+  DeadlineReserve reserve_;
   std::chrono::steady_clock::time_point tail_start_;
   bool stopped_early_ = false;
   bool run_ahead_;

@@ -117,9 +117,7 @@ NlinvFrameReport NlinvSolver::reconstruct(const float* traj, const cfloat* sampl
     irgnm_->note_tail(std::chrono::duration<double, std::milli>(end - irgnm_->tail_start()).count());
     irgnm_->note_overrun(rep.ms - p_.deadline_ms);
   }
-  if (p_.deadline_ms > 0) {
-    rep.irgnm.deadline_reserve_ms = irgnm_->reserve_ms();  // as the next frame starts with it
-  }
+  rep.irgnm.deadline_reserve_ms = irgnm_->reserve_ms();  // as the next frame starts with it
   return rep;
 }
 

@@ -77,8 +77,8 @@ struct SliceMetrics {
 struct DeadlineMiss {
   std::int64_t end_ns = 0;
   double solve_ms = 0;
-  double reserve_ms =
-      0;  // the deadline's reserve the late frame ran with (Metrics::deadline_reserve_ms then)
+  // The deadline's reserve the late frame ran with (Metrics::deadline_reserve_ms then).
+  double reserve_ms = 0;
 };
 
 class Metrics {

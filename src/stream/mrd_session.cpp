@@ -234,8 +234,8 @@ void MrdSession::run() {
   // Counted once the stream is closed for the ingest and the session's place is free: a client that sees the
   // count may connect again at once.
   if (fault) ++rt_.metrics().mrd.faults[std::size_t(*fault)];
-  if (!error.empty()) ++rt_.metrics().mrd.sessions_failed;
   if (!error.empty()) {
+    ++rt_.metrics().mrd.sessions_failed;
     queue_text(fmt::format("ERR radstream: {}", error));
     std::vector<std::byte> c;
     mrd::append_close(c);

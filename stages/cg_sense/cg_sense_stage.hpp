@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/deadline_reserve.hpp"
 #include "core/error.hpp"
 #include "gpu/device_memory.hpp"
 #include "gpu/handles.hpp"
@@ -93,9 +94,8 @@ class CgSenseStage final : public Stage {
       return;
     }
     // Deadline: iterate while the next iteration (timed as the slowest so far) still fits before the reserve
-    // learned from the frames that overran (each adds its overrun, at most a quarter of the deadline; fading
-    // by 0.01% a frame), as NLINV's IRGNM keeps it.
-    reserve_ms_ *= 0.9999;
+    // learned from the frames that overran (core/deadline_reserve.hpp).
+    reserve_.next_frame();
     auto elapsed = [&] {
       if (loc_ == Location::Device) gpu::synchronize(ctx.stream);
       return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -103,7 +103,7 @@ class CgSenseStage final : public Stage {
     cg_->begin(*op_, b_.data(), out.data, o, warm, reg_.get());
     double t = elapsed(), slowest = 0;
     while (cg_->iterations() < p_.iterations &&
-           (cg_->iterations() == 0 || t + slowest + reserve_ms_ <= p_.deadline_ms)) {
+           (cg_->iterations() == 0 || t + slowest + reserve_.ms() <= p_.deadline_ms)) {
       cg_->step(*op_, out.data, o, reg_.get());
       const double t1 = elapsed();
       slowest = std::max(slowest, t1 - t);
@@ -112,8 +112,8 @@ class CgSenseStage final : public Stage {
     stats_.iterations = cg_->iterations();
     stats_.ms = t;
     stats_.stopped_early = cg_->iterations() < p_.iterations;
-    if (t > p_.deadline_ms) reserve_ms_ = std::min(reserve_ms_ + (t - p_.deadline_ms), 0.25 * p_.deadline_ms);
-    stats_.deadline_reserve_ms = reserve_ms_;
+    reserve_.note_overrun(t - p_.deadline_ms, p_.deadline_ms);
+    stats_.deadline_reserve_ms = reserve_.ms();
   }
 
   SolverStats solver_stats() override {
@@ -235,7 +235,7 @@ class CgSenseStage final : public Stage {
   std::unique_ptr<ConjugateGradient> cg_;
   const cfloat* maps_ = nullptr;
   SolverStats stats_;
-  double reserve_ms_ = 0;  // deadline mode: kept back for what the timing missed (see process())
+  DeadlineReserve reserve_;  // deadline mode: kept back for what the timing missed
   std::unique_ptr<CoilSplitSense> split_;
   std::size_t split_points_ = 0;
   std::vector<double> probe_ms_;
