@@ -14,6 +14,7 @@
 // Arrays are [coil][G][G], x fastest, the image's centre at cell G/2 (as the NUFFT operators'); every pointer
 // is at location().
 #pragma once
+#include <complex>
 #include <cstddef>
 #include <vector>
 
@@ -68,6 +69,10 @@ class NlinvModel {
   // [coils()][points]).
   virtual void set_compression(const std::vector<cfloat>& matrix, int in_coils) = 0;
   virtual void compress(const cfloat* in, cfloat* out, std::size_t points) = 0;
+  // The coil covariance of in [in_coils][points] (at location()) as coil_covariance computes it (host
+  // result, in double): what coil compression is estimated from.
+  virtual std::vector<std::complex<double>> covariance(const cfloat* in, int in_coils,
+                                                       std::size_t points) = 0;
   // out [J][N][N] (at location()): the coil images c_j of the point of linearization, the grid's centre.
   virtual void coil_maps(cfloat* out) = 0;
   // host [n] <- src [n] at location() (waits for it).

@@ -1,5 +1,7 @@
 #include "nlinv/nlinv_model_cpu.hpp"
 
+#include "nlinv/coil_compression.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -57,6 +59,11 @@ void NlinvModelCpu::compress(const cfloat* in, cfloat* out, std::size_t points) 
       out[std::size_t(v) * points + p] = acc;
     }
   }
+}
+
+std::vector<std::complex<double>> NlinvModelCpu::covariance(const cfloat* in, int in_coils,
+                                                            std::size_t points) {
+  return coil_covariance(in, in_coils, points);
 }
 
 void NlinvModelCpu::coil_maps(cfloat* out) {

@@ -28,6 +28,7 @@ class NlinvModelCpu final : public NlinvModel {
   void set(cfloat* data, std::size_t n, cfloat v) override;
   void set_compression(const std::vector<cfloat>& matrix, int in_coils) override;
   void compress(const cfloat* in, cfloat* out, std::size_t points) override;
+  std::vector<std::complex<double>> covariance(const cfloat* in, int in_coils, std::size_t points) override;
   void to_host(cfloat* host, const cfloat* src, std::size_t n) override;
   void coil_maps(cfloat* out) override;
   // The coil images c_j [J][G*G] at the point of linearization.

@@ -1,3 +1,4 @@
+#include <complex>
 #include <vector>
 
 #include "gpu/cuda_check.cuh"
@@ -145,6 +146,31 @@ __global__ void compress_kernel(const float2* in, float2* out, const float2* w, 
   }
 }
 
+// The coil covariance in double: block (a, b) sums conj(x_a(p)) x_b(p) over the points for b >= a.
+__global__ void __launch_bounds__(kThreads)
+    covariance_kernel(const float2* in, int coils, std::size_t points, double2* out) {
+  const int a = blockIdx.x, b = blockIdx.y;
+  if (b < a) return;
+  double sr = 0, si = 0;
+  for (std::size_t p = threadIdx.x; p < points; p += kThreads) {
+    const float2 xa = in[std::size_t(a) * points + p], xb = in[std::size_t(b) * points + p];
+    sr += double(xa.x) * xb.x + double(xa.y) * xb.y;
+    si += double(xa.x) * xb.y - double(xa.y) * xb.x;
+  }
+  __shared__ double s_r[kThreads], s_i[kThreads];
+  s_r[threadIdx.x] = sr;
+  s_i[threadIdx.x] = si;
+  __syncthreads();
+  for (int d = kThreads / 2; d > 0; d /= 2) {
+    if (int(threadIdx.x) < d) {
+      s_r[threadIdx.x] += s_r[threadIdx.x + d];
+      s_i[threadIdx.x] += s_i[threadIdx.x + d];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[std::size_t(a) * coils + b] = make_double2(s_r[0], s_i[0]);
+}
+
 // out[j][y][x] = c[j][y + lo][x + lo]
 __global__ void crop_coils(const float2* c, float2* out, int g, int lo, int nm, int coils, std::size_t px) {
   GRID_STRIDE(i, std::size_t(coils) * nm * nm) {
@@ -280,6 +306,23 @@ void NlinvModelCuda::compress(const cfloat* in, cfloat* out, std::size_t points)
   compress_kernel<<<blocks(points), kThreads, 0, s>>>(CF2(in), F2(out), CF2(compression_.data()), in_coils_,
                                                       j_, points);
   CUDA_CHECK_LAUNCH("nlinv compress");
+}
+
+std::vector<std::complex<double>> NlinvModelCuda::covariance(const cfloat* in, int in_coils,
+                                                             std::size_t points) {
+  auto s = static_cast<cudaStream_t>(stream_);
+  const std::size_t n = std::size_t(in_coils) * in_coils;
+  if (cov_.size() != 2 * n) cov_ = DeviceBuffer<cfloat>(Extents{2 * n});  // n double2; once for a coil count
+  covariance_kernel<<<dim3(unsigned(in_coils), unsigned(in_coils)), kThreads, 0, s>>>(
+      CF2(in), in_coils, points, reinterpret_cast<double2*>(cov_.data()));
+  CUDA_CHECK_LAUNCH("nlinv covariance");
+  std::vector<std::complex<double>> cov(n);
+  gpu::copy_to_host(cov.data(), cov_.data(), n * sizeof(std::complex<double>), stream_);
+  gpu::synchronize(stream_);
+  for (int a = 0; a < in_coils; ++a)  // the lower triangle, from the upper
+    for (int b = 0; b < a; ++b)
+      cov[std::size_t(a) * in_coils + b] = std::conj(cov[std::size_t(b) * in_coils + a]);
+  return cov;
 }
 
 void NlinvModelCuda::coil_maps(cfloat* out) {

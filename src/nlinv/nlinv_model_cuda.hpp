@@ -25,6 +25,7 @@ class NlinvModelCuda final : public NlinvModel {
   void set(cfloat* data, std::size_t n, cfloat v) override;
   void set_compression(const std::vector<cfloat>& matrix, int in_coils) override;
   void compress(const cfloat* in, cfloat* out, std::size_t points) override;
+  std::vector<std::complex<double>> covariance(const cfloat* in, int in_coils, std::size_t points) override;
   void to_host(cfloat* host, const cfloat* src, std::size_t n) override;
   void coil_maps(cfloat* out) override;
   // D from the point spread function image [G*G] (centre at G/2): rolled to offset 0 at cell 0, transformed,
@@ -39,6 +40,7 @@ class NlinvModelCuda final : public NlinvModel {
   gpu::StreamRef stream_;
   DeviceBuffer<float> weight_;
   DeviceBuffer<cfloat> pattern_, rho_, coils_, work_, compression_;
+  DeviceBuffer<cfloat> cov_;  // the coil covariance (double2 entries), made on the first covariance()
   int in_coils_ = 0;
   CufftPlan fft_j_, fft_1_;
 };

@@ -72,15 +72,16 @@ NlinvFrameReport NlinvSolver::reconstruct(const float* traj, const cfloat* sampl
   const auto start = std::chrono::steady_clock::now();
   if (in_coils_ != model_->coils()) {
     if (!compression_ready_) {  // once per stream, from its first frame
-      std::vector<cfloat> host(std::size_t(in_coils_) * points_);
-      model_->to_host(host.data(), samples, host.size());
-      const CoilCompression cc = coil_compression(host.data(), in_coils_, points_, model_->coils());
+      // (inside the first frame's deadline: the covariance is summed where the samples are)
+      const CoilCompression cc = compression_from_covariance(model_->covariance(samples, in_coils_, points_),
+                                                             in_coils_, model_->coils());
       model_->set_compression(cc.matrix, in_coils_);
       if (!quiet_)
         log::info(
             "nlinv: {} coils compressed to {} virtual coils (principal components of the stream's first "
-            "frame: {:.2f}% of its energy)",
-            in_coils_, model_->coils(), 100.0 * cc.kept_energy);
+            "frame: {:.2f}% of its energy; {:.2f} ms)",
+            in_coils_, model_->coils(), 100.0 * cc.kept_energy,
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
       compression_ready_ = true;
     }
     model_->compress(samples, compressed_.data(), points_);

@@ -10,8 +10,12 @@
 #include "gpu/handles.hpp"
 #include "gpu_test_util.hpp"
 #include "linalg/adjoint_check.hpp"
+#include "nlinv/coil_compression.hpp"
 #include "nlinv/nlinv_cpu.hpp"
 #include "nlinv/nlinv_cuda.hpp"
+#ifdef RADSTREAM_HAVE_CUDA
+#include "nlinv/nlinv_model_cuda.hpp"
+#endif
 
 using namespace radstream;
 using namespace radstream::gputest;
@@ -145,3 +149,33 @@ TEST(NlinvCuda, AStreamOfFramesMatchesTheCpuTwin) {
     stream_of_frames_matches(cg_max);
   }
 }
+
+// The coil covariance that coil compression is estimated from, summed on the device (the first frame of a
+// stream pays for it inside its deadline), against the host's sum in double, for 32 coils x 13 spokes x 512
+// samples (N2's frame), and the compression made from it against the host path's.
+#ifdef RADSTREAM_HAVE_CUDA
+TEST(NlinvCuda, TheCoilCovarianceMatchesTheHostSum) {
+  RADSTREAM_REQUIRE_GPU();
+  gpu::Stream stream;
+  constexpr int coils = 32, virtual_coils = 8;
+  constexpr std::size_t points = 13 * 512;
+  auto x = rnd(points * coils, 41);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] *= 1.f + float(i / points);  // coils of unequal energy
+  const NlinvParams p;
+  NlinvModelCuda model(32, 64, virtual_coils, p, stream.get());
+  const auto d_x = upload(x, stream.get());
+  const auto gpu_cov = model.covariance(d_x.data(), coils, points);
+  const auto cpu_cov = coil_covariance(x.data(), coils, points);
+  ASSERT_EQ(gpu_cov.size(), cpu_cov.size());
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < cpu_cov.size(); ++i) {
+    diff += std::norm(gpu_cov[i] - cpu_cov[i]);
+    norm += std::norm(cpu_cov[i]);
+  }
+  std::printf("covariance CUDA vs host: %.2e relative\n", std::sqrt(diff / norm));
+  EXPECT_LT(std::sqrt(diff / norm), 1e-12);
+  const auto a = compression_from_covariance(gpu_cov, coils, virtual_coils);
+  const auto b = coil_compression(x.data(), coils, points, virtual_coils);
+  EXPECT_NEAR(a.kept_energy, b.kept_energy, 1e-9);
+}
+#endif
