@@ -1,7 +1,8 @@
 // What a deadline keeps back for what its predictions miss (a hiccup of the host or the GPU longer than any
 // piece of work timed so far), learned from the frames that still overran: each overrun adds its own, at
 // most a quarter of the deadline, and the reserve fades by 0.01% a frame (a half-life of about 2 minutes at
-// 50 frames/s). NLINV's IRGNM and the CG-SENSE stage keep one each.
+// 50 frames/s). NLINV's IRGNM and the CG-SENSE stage keep one each; the IRGNM keeps back at least a floor
+// (kept_back), the CG-SENSE stage, whose R9 solves end well before their deadline, the learned part alone.
 #pragma once
 #include <algorithm>
 
@@ -15,7 +16,16 @@ class DeadlineReserve {
     if (overrun_ms > 0) ms_ = std::min(ms_ + overrun_ms, 0.25 * deadline_ms);
   }
   void forget() { ms_ = 0; }
+  // What was learned from the overruns.
   double ms() const { return ms_; }
+  // What a deadline of `deadline_ms` keeps back on a real clock: the learned reserve, and never less than
+  // kFloorShare of the deadline for the host's jitter at the frame's end (the worker's vCPU taken away while
+  // the output is copied back), which no timing of the work sees coming. On an H200, NLINV's N2 (8 ms) missed
+  // 1 frame in 29,983 by 0.065 ms with 0.16 ms learned, then, with a floor of 3% (0.24 ms), 3 in 29,969 by
+  // 0.013, 0.043 and 0.317 ms: the prediction was short by 0.23 to 0.56 ms. 8% (0.64 ms) covers those, for
+  // about two CG iterations of N2's 27.
+  static constexpr double kFloorShare = 0.08;
+  double kept_back(double deadline_ms) const { return std::max(ms_, kFloorShare * deadline_ms); }
 
  private:
   double ms_ = 0;

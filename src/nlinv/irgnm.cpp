@@ -38,9 +38,10 @@ double Irgnm::now_ms() const {
 bool Irgnm::past_deadline(double t, double next_ms) const {
   // The next piece of work (timed as the slowest of its kind so far, with a margin of half again) and the
   // output that follows it (the slowest tail so far, at least one CG iteration) must still fit, before the
-  // reserve learned from the frames that overran.
-  return deadline_ms_ > 0 &&
-         t + 1.5 * (next_ms + std::max(slowest_cg_, slowest_tail_)) + reserve_.ms() > deadline_ms_;
+  // reserve learned from the frames that overran (at least its floor for the host's jitter; under a test's
+  // driven clock there is no jitter: the learned part alone).
+  const double keep = clock_ ? reserve_.ms() : reserve_.kept_back(deadline_ms_);
+  return deadline_ms_ > 0 && t + 1.5 * (next_ms + std::max(slowest_cg_, slowest_tail_)) + keep > deadline_ms_;
 }
 
 int Irgnm::cg(double alpha, int max_iter, const cfloat* b, double t_setup, int& spent) {

@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "core/deadline_reserve.hpp"
 #include "core/trajectory.hpp"
 #include "io/frame_io.hpp"
 #include "io/image_stats.hpp"
@@ -475,4 +476,34 @@ TEST(Nlinv, UnderADeadlineTheWarmUpTimesTheOutputForTheFirstFrame) {
   EXPECT_EQ(ra.irgnm.newton_steps, 2);  // the warm-up left no state behind: a first frame
   timed.reconstruct(d.fr.traj.data(), d.fr.data.data(), b.data());
   EXPECT_NEAR(timed.irgnm().reserve_ms(), 0.25e-3, 1e-12);  // the first real overrun is kept
+}
+
+// What a real-clock deadline keeps back: never less than 8% of the deadline (the host's jitter at the end of
+// a frame), the learned reserve when that is larger; what is learned and reported is unchanged by the floor.
+TEST(Nlinv, TheDeadlineKeepsAFloorForTheHostsJitter) {
+  DeadlineReserve r;
+  EXPECT_DOUBLE_EQ(r.kept_back(8.0), 0.64);
+  EXPECT_EQ(r.ms(), 0.0);
+  r.note_overrun(0.1, 8.0);
+  EXPECT_DOUBLE_EQ(r.kept_back(8.0), 0.64);  // 0.1 learned, below the floor
+  r.note_overrun(0.8, 8.0);
+  EXPECT_DOUBLE_EQ(r.ms(), 0.9);
+  EXPECT_DOUBLE_EQ(r.kept_back(8.0), 0.9);
+  r.note_overrun(5.0, 8.0);
+  EXPECT_DOUBLE_EQ(r.kept_back(8.0), 2.0);  // the cap, a quarter of the deadline
+}
+
+// The host path's coil covariance (summed in partial sums) against a plain sum in double.
+TEST(Nlinv, TheCoilCovarianceIsThePlainSum) {
+  constexpr int coils = 5;
+  constexpr std::size_t points = 1003;  // not a multiple of the partial sums' count
+  const auto x = random_vector(coils * points, 31);
+  const auto cov = coil_covariance(x.data(), coils, points);
+  for (int a = 0; a < coils; ++a)
+    for (int b = 0; b < coils; ++b) {
+      std::complex<double> s{};
+      for (std::size_t p = 0; p < points; ++p)
+        s += std::conj(std::complex<double>(x[a * points + p])) * std::complex<double>(x[b * points + p]);
+      EXPECT_LT(std::abs(cov[std::size_t(a) * coils + b] - s), 1e-9 * std::abs(s) + 1e-9) << a << " " << b;
+    }
 }
