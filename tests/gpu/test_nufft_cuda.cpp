@@ -38,8 +38,10 @@ using Stream = gputest::TestStream;
 TEST(NufftCuda, InterpAndSpreadMatchTheCpuPlan) {
   RADSTREAM_REQUIRE_GPU();
   Stream st;
-  for (int coils : {1, 3, 8, 16}) {
-    for (int width : {4, 5, 6}) {
+  // 1 and 3 coils: a cell a thread (gather_tiles); 5 and more: a coil a lane (gather_coils), in groups of 8,
+  // 16 and 32 with idle lanes (5, 12, 21) and more than one group (40); widths up to 8 and above.
+  for (int coils : {1, 3, 5, 8, 12, 16, 21, 32, 40}) {
+    for (int width : {4, 5, 6, 9}) {
       // A golden-angle radial frame (the live path's points) and uniform random points.
       const auto radial = gputest::random_radial(64, 128, 48, coils, 5);
       for (const auto& traj : {radial.traj, random_points(128 * 48, 6)}) {
@@ -78,29 +80,31 @@ TEST(NufftCuda, DeterministicSpreadGivesTheSameBitsEveryRun) {
   RADSTREAM_REQUIRE_GPU();
   Stream st;
   const auto radial = gputest::random_radial(256, 256, 400, 4, 9);
-  for (const auto& traj : {radial.traj, random_points(256 * 400, 10)}) {
-    const std::size_t n = traj.size() / 2;
-    const NufftKernel k{6, 2.0, 1024};
-    NufftPlanCpu cpu(2, {512, 512, 1}, k, n);
-    cpu.set_points(traj.data(), n);
-    const auto samples = random_values(4 * n, 11);
-    std::vector<cfloat> g_cpu(4 * cpu.grid_size());
-    cpu.spread(samples.data(), g_cpu.data(), 4);
-    NufftPlanCuda gpu(512, k, n, st.s);
-    gpu.set_deterministic(true, 4);
-    auto d_traj = upload(traj, st.s);
-    auto d_samples = upload(samples, st.s);
-    DeviceBuffer<cfloat> d_g(Extents{g_cpu.size()});
-    std::vector<cfloat> first;
-    for (int run = 0; run < 3; ++run) {
-      gpu.set_points(d_traj.data(), n);
-      gpu.spread(d_samples.data(), d_g.data(), 4);
-      const auto g = download(d_g, st.s);
-      if (run == 0) {
-        first = g;
-        EXPECT_LE(rel_error(g, g_cpu), 1e-5);
-      } else {
-        EXPECT_EQ(g, first) << "run " << run;
+  for (const int coils : {4, 12}) {  // a cell a thread, and a coil a lane (gather_coils)
+    for (const auto& traj : {radial.traj, random_points(256 * 400, 10)}) {
+      const std::size_t n = traj.size() / 2;
+      const NufftKernel k{6, 2.0, 1024};
+      NufftPlanCpu cpu(2, {512, 512, 1}, k, n);
+      cpu.set_points(traj.data(), n);
+      const auto samples = random_values(std::size_t(coils) * n, 11);
+      std::vector<cfloat> g_cpu(std::size_t(coils) * cpu.grid_size());
+      cpu.spread(samples.data(), g_cpu.data(), coils);
+      NufftPlanCuda gpu(512, k, n, st.s);
+      gpu.set_deterministic(true, coils);
+      auto d_traj = upload(traj, st.s);
+      auto d_samples = upload(samples, st.s);
+      DeviceBuffer<cfloat> d_g(Extents{g_cpu.size()});
+      std::vector<cfloat> first;
+      for (int run = 0; run < 3; ++run) {
+        gpu.set_points(d_traj.data(), n);
+        gpu.spread(d_samples.data(), d_g.data(), coils);
+        const auto g = download(d_g, st.s);
+        if (run == 0) {
+          first = g;
+          EXPECT_LE(rel_error(g, g_cpu), 1e-5) << coils << " coils";
+        } else {
+          EXPECT_EQ(g, first) << coils << " coils, run " << run;
+        }
       }
     }
   }
