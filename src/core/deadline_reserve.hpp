@@ -20,10 +20,10 @@ class DeadlineReserve {
   double ms() const { return ms_; }
   // What a deadline of `deadline_ms` keeps back on a real clock: the learned reserve, and never less than
   // kFloorShare of the deadline for the host's jitter at the frame's end (the worker's vCPU taken away while
-  // the output is copied back), which no timing of the work sees coming. On an H200, NLINV's N2 (8 ms) missed
-  // 1 frame in 29,983 by 0.065 ms with 0.16 ms learned, then, with a floor of 3% (0.24 ms), 3 in 29,969 by
-  // 0.013, 0.043 and 0.317 ms: the prediction was short by 0.23 to 0.56 ms. 8% (0.64 ms) covers those, for
-  // about two CG iterations of N2's 27.
+  // the output is copied back), which no timing of the work sees coming. On an H200, NLINV's N2 (8 ms) with
+  // the learned reserve alone missed 1 and 3 frames in two runs of ~30,000: outputs that took 0.11-0.32 ms
+  // longer than predicted. 8 % (0.64 ms) is twice the largest; with it N2 missed none in 29,968 frames, for
+  // about one CG iteration of N2's 28.
   static constexpr double kFloorShare = 0.08;
   double kept_back(double deadline_ms) const { return std::max(ms_, kFloorShare * deadline_ms); }
 
