@@ -312,7 +312,7 @@ std::vector<std::complex<double>> NlinvModelCuda::covariance(const cfloat* in, i
                                                              std::size_t points) {
   auto s = static_cast<cudaStream_t>(stream_);
   const std::size_t n = std::size_t(in_coils) * in_coils;
-  if (cov_.size() != 2 * n) cov_ = DeviceBuffer<cfloat>(Extents{2 * n});  // n double2; once for a coil count
+  if (cov_.size() != 2 * n) cov_ = DeviceBuffer<double>(Extents{2 * n});  // (re, im) pairs; once a coil count
   covariance_kernel<<<dim3(unsigned(in_coils), unsigned(in_coils)), kThreads, 0, s>>>(
       CF2(in), in_coils, points, reinterpret_cast<double2*>(cov_.data()));
   CUDA_CHECK_LAUNCH("nlinv covariance");

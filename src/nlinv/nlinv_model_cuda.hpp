@@ -40,7 +40,7 @@ class NlinvModelCuda final : public NlinvModel {
   gpu::StreamRef stream_;
   DeviceBuffer<float> weight_;
   DeviceBuffer<cfloat> pattern_, rho_, coils_, work_, compression_;
-  DeviceBuffer<cfloat> cov_;  // the coil covariance (double2 entries), made on the first covariance()
+  DeviceBuffer<double> cov_;  // the coil covariance, (re, im) pairs, made on the first covariance()
   int in_coils_ = 0;
   CufftPlan fft_j_, fft_1_;
 };

@@ -493,10 +493,10 @@ TEST(Nlinv, TheDeadlineKeepsAFloorForTheHostsJitter) {
   EXPECT_DOUBLE_EQ(r.kept_back(8.0), 2.0);  // the cap, a quarter of the deadline
 }
 
-// The host path's coil covariance (summed in partial sums) against a plain sum in double.
+// The host path's coil covariance against a plain sum in double (and its conjugate symmetry).
 TEST(Nlinv, TheCoilCovarianceIsThePlainSum) {
   constexpr int coils = 5;
-  constexpr std::size_t points = 1003;  // not a multiple of the partial sums' count
+  constexpr std::size_t points = 1003;
   const auto x = random_vector(coils * points, 31);
   const auto cov = coil_covariance(x.data(), coils, points);
   for (int a = 0; a < coils; ++a)
