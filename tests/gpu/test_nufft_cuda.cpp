@@ -38,10 +38,11 @@ using Stream = gputest::TestStream;
 TEST(NufftCuda, InterpAndSpreadMatchTheCpuPlan) {
   RADSTREAM_REQUIRE_GPU();
   Stream st;
-  // 1 and 3 coils: a cell a thread (gather_tiles); 5 and more: a coil a lane (gather_coils), in groups of 8,
-  // 16 and 32 with idle lanes (5, 12, 21) and more than one group (40); widths up to 8 and above.
+  // 1 and 3 coils: a cell a thread (gather_tiles); 5 and more with widths 4..8: a coil a lane (gather_rows),
+  // in groups of 8 and 16 with idle lanes (5, 12, 21) and several groups (21, 32, 40); width 9: gather_tiles
+  // again. The radial frame's centre tiles take several chunks (added with atomics).
   for (int coils : {1, 3, 5, 8, 12, 16, 21, 32, 40}) {
-    for (int width : {4, 5, 6, 9}) {
+    for (int width : {4, 5, 6, 7, 8, 9}) {
       // A golden-angle radial frame (the live path's points) and uniform random points.
       const auto radial = gputest::random_radial(64, 128, 48, coils, 5);
       for (const auto& traj : {radial.traj, random_points(128 * 48, 6)}) {
@@ -80,7 +81,7 @@ TEST(NufftCuda, DeterministicSpreadGivesTheSameBitsEveryRun) {
   RADSTREAM_REQUIRE_GPU();
   Stream st;
   const auto radial = gputest::random_radial(256, 256, 400, 4, 9);
-  for (const int coils : {4, 12}) {  // a cell a thread, and a coil a lane (gather_coils)
+  for (const int coils : {4, 12}) {  // one coil group and several (deterministic mode: gather_tiles)
     for (const auto& traj : {radial.traj, random_points(256 * 400, 10)}) {
       const std::size_t n = traj.size() / 2;
       const NufftKernel k{6, 2.0, 1024};
