@@ -68,6 +68,8 @@ std::string find_baseline(const std::string& spec, const std::string& results_di
   std::string best, best_key;
   for (const auto& e : fs::directory_iterator(results_dir, ec)) {
     if (e.path().extension() != ".json") continue;
+    // An experiment recorded and not kept ("...-dropped.json") measured code that main does not have.
+    if (e.path().filename().string().find("dropped") != std::string::npos) continue;
     nlohmann::json j;
     try {
       j = read_result(e.path().string());

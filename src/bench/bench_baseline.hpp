@@ -14,7 +14,8 @@ namespace radstream::app {
 std::map<std::string, double> case_timings(const nlohmann::json& c);
 
 // "auto": of the results in results_dir whose "gpu" is `gpu`, the one holding the most of `cases`, the newest
-// (by its "date", then its name) among equals; empty when none holds any. Any other value is returned as
+// (by its "date", then its name) among equals; empty when none holds any. Files named "...dropped..." (a
+// tried-and-dropped variant's numbers) are never the baseline. Any other value is returned as
 // given.
 std::string find_baseline(const std::string& spec, const std::string& results_dir, const std::string& gpu,
                           const std::vector<std::string>& cases);

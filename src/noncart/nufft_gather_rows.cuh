@@ -1,11 +1,11 @@
-// The CUDA NUFFT plan's spread for 5 or more coils and widths 4..8: a gather per (tile, chunk) in which the
+// The CUDA NUFFT plan's spread for 2 or more coils and widths 4..8: a gather per (tile, chunk) in which the
 // lanes of a warp are coils, not cells. Included by nufft_plan_cuda.cu only.
 //
 // The cell-per-thread gather (gather_tiles) has every lane of a warp test every entry that reaches its two
 // rows, and a W x W footprint covers about a fifth of a warp's 32 cells: four lanes in five idle through
-// every multiply-add of every coil. Here a lane is a coil (CL = 16 or 8 coils a block, 32 / CL rows a warp)
-// and a warp owns a band of rows of the tile, accumulated in registers. The chunk's entries are sorted in
-// shared memory by the footprint's first column, then first row, relative to the tile ((kT + W - 1)^2
+// every multiply-add of every coil. Here a lane is a coil (CL = 16, 8 or 4 coils a block, 32 / CL rows a
+// warp) and a warp owns a band of rows of the tile, accumulated in registers. The chunk's entries are sorted
+// in shared memory by the footprint's first column, then first row, relative to the tile ((kT + W - 1)^2
 // buckets, a counting sort): for each first column (a loop unrolled at compile time, so that the cells an
 // entry adds to are registers, not indexed memory) the entries whose first row reaches the band are one
 // contiguous run. Values are staged once per chunk for all CL coils, [coil][entry] at a padded stride (the
@@ -37,8 +37,8 @@ __global__ void __launch_bounds__(kThreads)
                 int NT, const float* __restrict__ lut, int res, int edge, const int* __restrict__ count,
                 const int* __restrict__ offset, const int* __restrict__ chunk_offset,
                 const int* __restrict__ sorted, float2* __restrict__ grid) {
-  constexpr int R = 32 / CL;           // rows of a band
-  constexpr int XW = R >= 4 ? 8 : kT;  // cells of a band's row
+  constexpr int R = 32 / CL;                        // rows of a band
+  constexpr int XW = R >= 8 ? 4 : R >= 4 ? 8 : kT;  // cells of a band's row
   constexpr int kTasks = (kT / R) * (kT / XW);
   static_assert(kTasks == kThreads / 32, "one band a warp");
   constexpr int S = kT + W - 1;  // buckets per edge: first column / row from 1 - W to kT - 1

@@ -11,8 +11,9 @@
 //     footprint covers its cell into CG register accumulators. A tile with one chunk stores its cells (so the
 //     grid needs no clearing); the few tiles with several chunks (the k-space centre, where every spoke
 //     passes) are cleared first and their chunks add with one global atomic per cell and coil.
-//     From 5 coils on (kernel widths 4..8) the gather's lanes are coils instead (gather_rows in
-//     nufft_gather_rows.cuh: R1's gridding 0.128 -> 0.095 ms on an H200), with the same tiles and chunks.
+//     From 2 coils on (kernel widths 4..8) the gather's lanes are coils instead (gather_rows in
+//     nufft_gather_rows.cuh: on an H200 R1's gridding 0.128 -> 0.095 ms, R2's 0.061 -> 0.047), with the same
+//     tiles and chunks.
 // Deterministic mode (set_deterministic; the coil split's operators): the entries ordered by one radix sort
 // of (tile, sample) keys instead of the scatter's atomic ranks, so each tile's list is in sample order, the
 // per-chunk counting sort stable and without atomics, and the chunks of a shared tile written to a scratch
@@ -282,12 +283,12 @@ int coil_group(int batch) {
 
 // From this many coils, for kernel widths 4..8, the spread's lanes are coils (gather_rows); otherwise cells
 // (gather_tiles).
-constexpr int kMinRowCoils = 5;
+constexpr int kMinRowCoils = 2;
 bool row_gather(int batch, int width) {
   return batch >= kMinRowCoils && width >= 4 && width <= 8;
 }
 
-// Calls f with the row gather for a width (4..8) and its coils a group (8 up to 8 coils, else 16).
+// Calls f with the row gather for a width (4..8) and its coils a group (4 up to 4 coils, 8 up to 8, else 16).
 template <int CL, class F>
 void with_rows_of(int width, F&& f) {
   switch (width) {
@@ -310,7 +311,9 @@ void with_rows_of(int width, F&& f) {
 }
 template <class F>
 void with_rows(int batch, int width, F&& f) {
-  if (batch <= 8)
+  if (batch <= 4)
+    with_rows_of<4>(width, f);
+  else if (batch <= 8)
     with_rows_of<8>(width, f);
   else
     with_rows_of<16>(width, f);
@@ -354,7 +357,7 @@ NufftPlanCuda::NufftPlanCuda(int grid, const NufftKernel& kernel, std::size_t ca
                                       int(gather_smem(cg, kernel.width))));
     });
   if (row_gather(kMinRowCoils, kernel.width))
-    for (int b : {8, 16})
+    for (int b : {4, 8, 16})
       with_rows(b, kernel.width, [&](auto k, int lanes) {
         CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         int(row_gather_smem(lanes, kernel.width))));

@@ -134,3 +134,27 @@ TEST(BenchNufft, TheBaselineNamesWhatGotSlowerOnTheSameDeviceKindOnly) {
   EXPECT_NE(r.output.find("missing.json"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("bench F"), std::string::npos) << "ran a case before refusing:\n" << r.output;
 }
+
+// --baseline auto takes the newest result of the same device kind with the most of the cases, and never a
+// tried-and-dropped variant's ("...-dropped.json"), however new.
+TEST(BenchNufft, TheAutomaticBaselineIsNeverADroppedVariant) {
+  test::TempDir dir;
+  const std::string cases = dir / "a/cases",
+                    results = dir / "tests/bench/results";  // auto: cases/../../tests
+  std::filesystem::create_directories(cases);
+  std::filesystem::create_directories(results);
+  std::ofstream(cases + "/op.yaml") << "bench:\n  name: F\n  kind: nufft\n  spokes: 32\n  samples: 64\n"
+                                    << "  coils: 3\n  matrix: 32\n  backend: cuda\n";
+  const std::string run = "bench --backend cpu --case F --frames 2 --warmup 0 --cases-dir " + cases;
+  auto r = radstream_cmd(run + " --out " + dir / "now.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto base = read_json(dir / "now.json");
+  std::ofstream(results + "/kept.json") << base.dump();
+  base["date"] = "2099-01-01";
+  std::ofstream(results + "/newer-dropped.json") << base.dump();
+  r = radstream_cmd(run + " --baseline auto --out " + dir / "auto.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto b = read_json(dir / "auto.json").at("baseline");
+  ASSERT_TRUE(b.contains("file")) << b.dump();
+  EXPECT_EQ(std::filesystem::path(b.at("file").get<std::string>()).filename(), "kept.json") << b.dump();
+}
