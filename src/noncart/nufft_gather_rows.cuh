@@ -54,15 +54,7 @@ __global__ void __launch_bounds__(kThreads)
   const int tiles = NT * NT;
   const int blk = blockIdx.x;
   if (blk >= chunk_offset[tiles]) return;  // the launch is an upper bound
-  int lo = 0, hi = tiles - 1;              // the tile: largest t with chunk_offset[t] <= blk
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (chunk_offset[mid] <= blk)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  const int t = lo;
+  const int t = tile_of_chunk(chunk_offset, tiles, blk);
   const bool shared_tile = count[t] > kChunk;
   const int tx0 = (t % NT) * kT, ty0 = (t / NT) * kT;
   const int c0 = int(blockIdx.y) * CL;

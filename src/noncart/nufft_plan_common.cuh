@@ -46,6 +46,20 @@ __device__ __forceinline__ Footprint footprint(const float* traj, long j, int G,
   return f;
 }
 
+// The tile whose chunk list holds chunk b (the gathers' block index): the largest t with chunk_offset[t] <=
+// b, chunk_offset being the ascending exclusive scan of the chunks per tile.
+__device__ __forceinline__ int tile_of_chunk(const int* __restrict__ chunk_offset, int tiles, int b) {
+  int lo = 0, hi = tiles - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (chunk_offset[mid] <= b)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
 // Rank of this lane's entry in list t, with one atomic per distinct tile in the warp.
 __device__ __forceinline__ int aggregated_rank(int* count, int t, bool active) {
   const unsigned act = __ballot_sync(0xffffffffu, active);

@@ -63,16 +63,7 @@ __global__ void __launch_bounds__(kThreads)
   const int tiles = NT * NT;
   const int b = blockIdx.x;
   if (b >= chunk_offset[tiles]) return;  // the launch is an upper bound
-  // The tile whose chunk list holds b: largest t with chunk_offset[t] <= b.
-  int lo = 0, hi = tiles - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (chunk_offset[mid] <= b)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  const int t = lo;
+  const int t = tile_of_chunk(chunk_offset, tiles, b);
   const bool shared_tile = count[t] > kChunk;
   const int tx0 = (t % NT) * kT, ty0 = (t / NT) * kT;
   const int lx = int(threadIdx.x) % kT, ly = int(threadIdx.x) / kT;
