@@ -12,7 +12,7 @@
 //     grid needs no clearing); the few tiles with several chunks (the k-space centre, where every spoke
 //     passes) are cleared first and their chunks add with one global atomic per cell and coil.
 //     From 2 coils on (kernel widths 4..8) the gather's lanes are coils instead (gather_rows in
-//     nufft_gather_rows.cuh: on an H200 R1's gridding 0.128 -> 0.095 ms, R2's 0.061 -> 0.047), with the same
+//     nufft_gather_rows.cuh: on an H200 R1's gridding 0.128 -> 0.095 ms, R2's 0.061 -> 0.048), with the same
 //     tiles and chunks.
 // Deterministic mode (set_deterministic; the coil split's operators): the entries ordered by one radix sort
 // of (tile, sample) keys instead of the scatter's atomic ranks, so each tile's list is in sample order, the
@@ -434,9 +434,11 @@ void NufftPlanCuda::spread(const cfloat* d_samples, cfloat* d_grids, int batch) 
     clear_shared_tiles<<<tiles, kThreads, 0, stream>>>(count_.data(), NT_, G_, batch, grid);
     CUDA_CHECK_LAUNCH("clear_shared_tiles");
   }
+  // At most 4 n / kChunk + tiles chunks (the surplus blocks exit at once), times the coil groups.
+  const unsigned chunks = unsigned(4 * n / kChunk + tiles + 1);
   if (!det_ && row_gather(batch, kernel_.width)) {
     with_rows(batch, kernel_.width, [&](auto kernel, int lanes) {
-      const dim3 blocks(unsigned(4 * n / kChunk + tiles + 1), unsigned((batch + lanes - 1) / lanes));
+      const dim3 blocks(chunks, unsigned((batch + lanes - 1) / lanes));
       kernel<<<blocks, kThreads, row_gather_smem(lanes, kernel_.width), stream>>>(
           reinterpret_cast<const float2*>(d_samples), d_traj_, n, batch, G_, NT_, d_lut_.data(), res_, edge_,
           count_.data(), offset_.data(), chunk_offset_.data(), sorted_.data(), grid);
@@ -445,8 +447,7 @@ void NufftPlanCuda::spread(const cfloat* d_samples, cfloat* d_grids, int batch) 
     return;
   }
   const int cg = coil_group(batch);
-  // At most 4 n / kChunk + tiles chunks (the surplus blocks exit at once), times the coil groups.
-  const dim3 blocks(unsigned(4 * n / kChunk + tiles + 1), unsigned((batch + cg - 1) / cg));
+  const dim3 blocks(chunks, unsigned((batch + cg - 1) / cg));
   const std::size_t smem = gather_smem(cg, kernel_.width);
   with_gather(cg, [&](auto kernel) {
     kernel<<<blocks, kThreads, smem, stream>>>(
