@@ -13,8 +13,7 @@ constexpr int kT = 16;  // tile edge in grid cells; one thread per cell
 constexpr int kThreads = kT * kT;
 constexpr int kChunk = kThreads;  // list entries per block (staged in shared memory at once); a short
                                   // chunk keeps the centre tiles' serial loop (the critical path) short
-constexpr int kScanThreads = 1024;
-constexpr int kScanItems = 16;  // tiles per scan thread: up to 16384 tiles (G = 2048)
+constexpr int kMaxTiles = 16384;  // G = 2048; the tile count keeps a block's tallies in shared memory (64 KiB)
 
 __device__ __forceinline__ float lut_lookup(const float* __restrict__ lut, int res, int edge, float t) {
   const float x = fabsf(t) * float(res);

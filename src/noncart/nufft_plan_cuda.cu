@@ -1,9 +1,10 @@
 // The CUDA NUFFT plan. Spread (gridding) is binned and output-driven (a gather per tile: no atomics inside a
 // tile). Per frame (the trajectory may change every frame in a sliding window):
 //  1. each sample is entered in the list of every kT x kT tile its W x W footprint touches (1, 2 or 4);
-//     ranks within a tile come from warp-aggregated atomics (neighbouring samples of a spoke share tiles);
-//  2. one block scans the tile counts (CUB BlockScan) into each tile's list offset and chunk offset (chunks
-//     of kChunk entries);
+//     ranks within a tile come from warp-aggregated atomics on a block's shared tallies, then one global
+//     atomic per block and tile (neighbouring samples of a spoke share tiles);
+//  2. in the same launch, its last block scans the tile counts (CUB BlockScan) into each tile's list offset
+//     and chunk offset (chunks of kChunk entries);
 //  3. the entries are scattered into tile order;
 //  4. one block of kT^2 threads per (tile, chunk, group of CG coils), one thread per grid cell: the chunk's
 //     samples are staged in shared memory (footprint origin, the W x-weights and W y-weights from the LUT,
@@ -22,6 +23,7 @@
 // made the centre tile's block serialize on the same few addresses (R1: 1.17 ms gridding).
 // All buffers are allocated in the constructor and set_deterministic(). The tile sort is in
 // nufft_tile_sort.cuh, the shared helpers in nufft_plan_common.cuh.
+#include <algorithm>
 #include <cmath>
 #include <cub/device/device_radix_sort.cuh>
 #include <string>
@@ -310,6 +312,10 @@ void with_rows(int batch, int width, F&& f) {
     with_rows_of<16>(width, f);
 }
 
+std::size_t count_smem(int tiles) {
+  return std::size_t(tiles) * sizeof(int);
+}
+
 std::size_t gather_smem(int cg, int width) {
   return std::size_t(kChunk) * (cg * sizeof(float2) + 3 * sizeof(int) + 2 * width * sizeof(float));
 }
@@ -330,13 +336,17 @@ NufftPlanCuda::NufftPlanCuda(int grid, const NufftKernel& kernel, std::size_t ca
                       " exceeds the CUDA limit " + std::to_string(kMaxWidth));
   if (grid < 2 || grid % 2) throw ConfigError("nufft plan: grid " + std::to_string(grid) + " must be even");
   const std::size_t tiles = std::size_t(NT_) * NT_;
-  if (tiles > std::size_t(kScanThreads) * kScanItems)
+  if (tiles > std::size_t(kMaxTiles))
     throw ConfigError("nufft plan: the CUDA plan handles grids up to " +
-                      std::to_string(kScanThreads * kScanItems * kT * kT) + " cells; this one has " +
+                      std::to_string(kMaxTiles * kT * kT) + " cells; this one has " +
                       std::to_string(G_) + "^2");
   d_lut_ = DeviceBuffer<float>(Extents{lut_.table().size()});
   gpu::copy_to_device(d_lut_.data(), lut_.table().data(), lut_.table().size() * sizeof(float), stream);
   count_ = DeviceBuffer<int>(Extents{tiles + 1});
+  tally_ = DeviceBuffer<int>(Extents{tiles + 1});  // zero between frames: count_tiles' last block zeroes it
+  CUDA_CHECK(cudaMemsetAsync(tally_.data(), 0, tally_.size() * sizeof(int), static_cast<cudaStream_t>(stream)));
+  CUDA_CHECK(cudaFuncSetAttribute(count_tiles, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  int(count_smem(int(tiles)))));
   offset_ = DeviceBuffer<int>(Extents{tiles + 1});
   chunk_offset_ = DeviceBuffer<int>(Extents{tiles + 1});
   tile_of_ = DeviceBuffer<int>(Extents{4 * capacity});
@@ -364,17 +374,14 @@ void NufftPlanCuda::set_points(const float* d_traj, std::size_t n) {
   d_traj_ = d_traj;
   auto stream = static_cast<cudaStream_t>(stream_);
   const int tiles = NT_ * NT_;
-  CUDA_CHECK(cudaMemsetAsync(count_.data(), 0, count_.size() * sizeof(int), stream));
-  const unsigned nb = unsigned((n + 255) / 256);
-  if (nb) {
-    count_tiles<<<nb, 256, 0, stream>>>(d_traj, long(n), G_, kernel_.width, NT_, count_.data(),
-                                        tile_of_.data(), rank_.data());
-    CUDA_CHECK_LAUNCH("count_tiles");
-  }
-  plan_tiles<<<1, kScanThreads, 0, stream>>>(count_.data(), tiles, offset_.data(), chunk_offset_.data());
-  CUDA_CHECK_LAUNCH("plan_tiles");
-  if (nb &&
-      det_) {  // the entries by tile, and by sample within a tile (the scatter's ranks come from atomics)
+  // One launch counts, ranks and scans (its last block); at least one block, so that the offsets are
+  // written when there are no points.
+  const unsigned nb = unsigned(std::max<std::size_t>(1, (n + kCountThreads - 1) / kCountThreads));
+  count_tiles<<<nb, kCountThreads, count_smem(tiles), stream>>>(
+      d_traj, long(n), G_, kernel_.width, NT_, tally_.data(), count_.data(), offset_.data(),
+      chunk_offset_.data(), reinterpret_cast<int4*>(tile_of_.data()), reinterpret_cast<int4*>(rank_.data()));
+  CUDA_CHECK_LAUNCH("count_tiles");
+  if (n && det_) {  // the entries by tile, and by sample within a tile (the scatter's ranks come from atomics)
     const long n4 = long(4 * n);
     const unsigned b4 = unsigned((n4 + 255) / 256);
     entry_keys<<<b4, 256, 0, stream>>>(n4, tile_of_.data(), tiles, sample_bits_, keys_.data());
@@ -384,7 +391,7 @@ void NufftPlanCuda::set_points(const float* d_traj, std::size_t n) {
                                               0, sample_bits_ + tile_bits_, stream));
     key_samples<<<b4, 256, 0, stream>>>(n4, keys_sorted_.data(), sample_bits_, sorted_det_.data());
     CUDA_CHECK_LAUNCH("key_samples");
-  } else if (nb) {
+  } else if (n) {
     scatter<<<unsigned((4 * n + 255) / 256), 256, 0, stream>>>(long(n), tile_of_.data(), rank_.data(),
                                                                offset_.data(), sorted_.data());
     CUDA_CHECK_LAUNCH("scatter");

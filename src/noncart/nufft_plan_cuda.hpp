@@ -46,6 +46,7 @@ class NufftPlanCuda {
   gpu::StreamRef stream_;
   const float* d_traj_ = nullptr;
   DeviceBuffer<float> d_lut_;
+  DeviceBuffer<int> tally_;  // the tile count's atomics and, at [tiles], its ticket; zero between frames
   DeviceBuffer<int> count_, offset_, chunk_offset_, tile_of_, rank_, sorted_;
   bool det_ = false;
   int det_batch_ = 0, sample_bits_ = 0, tile_bits_ = 0;

@@ -1,5 +1,5 @@
 // The CUDA NUFFT plan's per-frame tile sort: every sample entered in the lists of the tiles its footprint
-// touches (count_tiles, warp-aggregated atomic ranks), the lists laid out by one block's scan (plan_tiles),
+// touches and the lists laid out by a scan, in one launch (count_tiles; its last block scans, plan_tiles),
 // and the entries put in tile order, by the atomic ranks (scatter) or, in deterministic mode, by one radix
 // sort of (tile, sample) keys (entry_keys, then key_samples after the sort). Included by nufft_plan_cuda.cu
 // only.
@@ -11,58 +11,89 @@
 namespace radstream {
 namespace {
 
-// Up to four entries per sample: entry q = (tile, rank) at tile_of[4 j + q], -1 when unused.
-__global__ void count_tiles(const float* __restrict__ traj, long n, int G, int W, int NT,
-                            int* __restrict__ count, int* __restrict__ tile_of, int* __restrict__ rank) {
-  const long j = long(blockIdx.x) * blockDim.x + threadIdx.x;
+constexpr int kCountThreads = 1024;  // a block of the tile count: two spokes of R1's or R2's 512 samples
+
+// The tile lists' sizes, offsets and chunk offsets, from the tallies of count_tiles (one thread per tile, in
+// rounds of kCountThreads tiles): count = tally; offset = exclusive scan of count; chunk_offset = exclusive
+// scan of the chunks per tile (at least one per tile, so that its block writes its cells, zeros included);
+// entry [tiles] holds the totals. Both scans are one, of (count << 32 | chunks): the chunks' total stays
+// below 2^32, so no carry crosses. The tallies are read and zeroed in one atomic each, for the next frame.
+__device__ __forceinline__ void plan_tiles(int* __restrict__ tally, int tiles, int* __restrict__ count,
+                                           int* __restrict__ offset, int* __restrict__ chunk_offset) {
+  using Scan = cub::BlockScan<unsigned long long, kCountThreads, cub::BLOCK_SCAN_WARP_SCANS>;
+  __shared__ typename Scan::TempStorage temp;
+  unsigned long long carry = 0;
+  for (int t0 = 0; t0 < tiles; t0 += kCountThreads) {
+    const int t = t0 + int(threadIdx.x);
+    const int c = t < tiles ? atomicExch(tally + t, 0) : 0;
+    const int k = t < tiles ? max(1, (c + kChunk - 1) / kChunk) : 0;
+    unsigned long long v = (static_cast<unsigned long long>(c) << 32) | static_cast<unsigned>(k), total = 0;
+    Scan(temp).ExclusiveSum(v, v, total);
+    v += carry;
+    if (t < tiles) {
+      count[t] = c;
+      offset[t] = int(v >> 32);
+      chunk_offset[t] = int(v & 0xffffffffu);
+    }
+    carry += total;
+    __syncthreads();  // temp is reused by the next round
+  }
+  if (threadIdx.x == 0) {
+    offset[tiles] = int(carry >> 32);
+    chunk_offset[tiles] = int(carry & 0xffffffffu);
+  }
+}
+
+// Steps 1 and 2 of the tile sort in one launch. Up to four entries per sample: entry q = (tile, rank) at
+// tile_of[4 j + q], -1 when unused. A block first ranks its entries in shared-memory tallies (warp-aggregated
+// atomics), then adds each tile's block total to the global tally with one atomic, which gives the block's
+// base in that list: the centre tiles, which every spoke crosses, take one global atomic per block instead of
+// one per warp and footprint corner (on an H200, R2's count took 18 us that way, serialized on the centre
+// tiles' counters). The last block to finish (a ticket at tally[tiles]) scans the tallies (plan_tiles) and
+// zeroes them and the ticket, so the frame's sort needs no memset and no separate scan launch. Dynamic shared
+// memory: one int per tile.
+__global__ void __launch_bounds__(kCountThreads)
+    count_tiles(const float* __restrict__ traj, long n, int G, int W, int NT, int* __restrict__ tally,
+                int* __restrict__ count, int* __restrict__ offset, int* __restrict__ chunk_offset,
+                int4* __restrict__ tile_of, int4* __restrict__ rank) {
+  extern __shared__ int s_tally[];
+  __shared__ bool s_last;
+  const int tiles = NT * NT;
+  for (int t = int(threadIdx.x); t < tiles; t += kCountThreads) s_tally[t] = 0;
+  __syncthreads();
+  const long j = long(blockIdx.x) * kCountThreads + threadIdx.x;
   const bool in = j < n;
   const Footprint f = in ? footprint(traj, j, G, W) : Footprint{0, 0, 0.f, 0.f, false};
   const int tx[2] = {wrap(f.mx0, G) / kT, wrap(f.mx0 + W - 1, G) / kT};
   const int ty[2] = {wrap(f.my0, G) / kT, wrap(f.my0 + W - 1, G) / kT};
+  int t4[4], r4[4];
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
     const int qx = q & 1, qy = q >> 1;
     const bool use = in && f.valid && (qx == 0 || tx[1] != tx[0]) && (qy == 0 || ty[1] != ty[0]);
-    const int t = ty[qy] * NT + tx[qx];
-    const int r = aggregated_rank(count, use ? t : -1, use);
-    if (in) {
-      tile_of[4 * j + q] = use ? t : -1;
-      rank[4 * j + q] = r;
-    }
+    t4[q] = use ? ty[qy] * NT + tx[qx] : -1;
+    r4[q] = aggregated_rank(s_tally, t4[q], use);
   }
-}
-
-// One block: offset = exclusive scan of count, chunk_offset = exclusive scan of the chunks per tile (at
-// least one per tile, so that its block writes its cells, zeros included); entry [tiles] holds the totals.
-__global__ void __launch_bounds__(kScanThreads)
-    plan_tiles(const int* __restrict__ count, int tiles, int* __restrict__ offset,
-               int* __restrict__ chunk_offset) {
-  using Scan = cub::BlockScan<int, kScanThreads>;
-  __shared__ typename Scan::TempStorage temp;
-  int c[kScanItems], k[kScanItems];
-  const int base = int(threadIdx.x) * kScanItems;
-#pragma unroll
-  for (int i = 0; i < kScanItems; ++i) {
-    const int t = base + i;
-    c[i] = t < tiles ? count[t] : 0;
-    k[i] = t < tiles ? max(1, (c[i] + kChunk - 1) / kChunk) : 0;
-  }
-  int total_c = 0, total_k = 0;
-  Scan(temp).ExclusiveSum(c, c, total_c);
   __syncthreads();
-  Scan(temp).ExclusiveSum(k, k, total_k);
+  for (int t = int(threadIdx.x); t < tiles; t += kCountThreads) {
+    const int c = s_tally[t];
+    if (c) s_tally[t] = atomicAdd(tally + t, c);
+  }
+  __syncthreads();
+  if (in) {
 #pragma unroll
-  for (int i = 0; i < kScanItems; ++i) {
-    const int t = base + i;
-    if (t < tiles) {
-      offset[t] = c[i];
-      chunk_offset[t] = k[i];
-    }
+    for (int q = 0; q < 4; ++q) r4[q] = t4[q] >= 0 ? s_tally[t4[q]] + r4[q] : 0;
+    tile_of[j] = make_int4(t4[0], t4[1], t4[2], t4[3]);
+    rank[j] = make_int4(r4[0], r4[1], r4[2], r4[3]);
   }
-  if (threadIdx.x == 0) {
-    offset[tiles] = total_c;
-    chunk_offset[tiles] = total_k;
-  }
+  __threadfence();  // this block's tallies before its ticket
+  __syncthreads();
+  if (threadIdx.x == 0) s_last = atomicAdd(tally + tiles, 1) == int(gridDim.x) - 1;
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+  plan_tiles(tally, tiles, count, offset, chunk_offset);
+  if (threadIdx.x == 0) tally[tiles] = 0;
 }
 
 __global__ void scatter(long n, const int* __restrict__ tile_of, const int* __restrict__ rank,
