@@ -13,7 +13,8 @@ constexpr int kT = 16;  // tile edge in grid cells; one thread per cell
 constexpr int kThreads = kT * kT;
 constexpr int kChunk = kThreads;  // list entries per block (staged in shared memory at once); a short
                                   // chunk keeps the centre tiles' serial loop (the critical path) short
-constexpr int kMaxTiles = 16384;  // G = 2048; the tile count keeps a block's tallies in shared memory (64 KiB)
+constexpr int kMaxTiles =
+    16384;  // G = 2048; the tile count keeps a block's tallies in shared memory (64 KiB)
 
 __device__ __forceinline__ float lut_lookup(const float* __restrict__ lut, int res, int edge, float t) {
   const float x = fabsf(t) * float(res);

@@ -199,55 +199,62 @@ __global__ void __launch_bounds__(kThreads)
   grid[(size_t(c) * G + y) * G + x] = s;
 }
 
-// Interpolation (the forward NUFFT's last step, the exact adjoint of the spread): one thread per point and
-// group of kInterpCoils coils (blockIdx.y), its W x W weights computed once from the table and kept in
-// registers, then a W x W gather per coil. Points of a spoke are neighbours in k-space, so a warp reads
-// neighbouring cells; the coil groups give a many-coil frame enough threads to hide the gathers' latency.
-constexpr int kInterpCoils = 4;
-template <int WMAX>
+// Interpolation (the forward NUFFT's last step, the exact adjoint of the spread): L lanes per point (L = 4, 8
+// or 16, at least W), lane b owning column b of the W x W footprint: it reads its column's W cells for each
+// coil, weights them, and the L lanes' sums are added by shuffles; the lane b writes the coils c with c % L
+// = b. Why: with a thread per point, a warp's 32 reads of one footprint cell fall on up to 32 grid rows (a
+// spoke across the rows), so each load instruction costs up to 32 cache wavefronts; with L lanes a point,
+// one instruction reads 32 / L points x L neighbouring cells of one row, a few wavefronts (on an H200 F1's
+// interpolation took 111 us with a thread per point, 4.6x its bandwidth floor). A group of kInterpCoils
+// coils per blockIdx.y shares the weights computed from the table.
+constexpr int kInterpCoils = 8;
+template <int L>
 __global__ void __launch_bounds__(256)
     interp_points(const float2* __restrict__ grids, const float* __restrict__ traj, long n, int batch, int G,
                   int W, const float* __restrict__ lut, int res, int edge, float2* __restrict__ samples) {
-  const long j = long(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j >= n) return;
+  static_assert(L == 4 || L == 8 || L == 16, "lanes per point: a power of two dividing 32");
+  const int b = int(threadIdx.x) % L;
+  const long j = long(blockIdx.x) * (256 / L) + threadIdx.x / L;
+  if (j >= n) return;  // the whole group of L lanes: they share j
+  const unsigned group = ((1u << L) - 1u) << ((threadIdx.x & 31u) & ~unsigned(L - 1));
   const int c0 = int(blockIdx.y) * kInterpCoils, c1 = min(batch, c0 + kInterpCoils);
   const Footprint f = footprint(traj, j, G, W);
-  const size_t per_grid = size_t(G) * G;
   if (!f.valid) {
-    for (int c = c0; c < c1; ++c) samples[size_t(c) * n + j] = make_float2(0.f, 0.f);
+    for (int c = c0 + b; c < c1; c += L) samples[size_t(c) * n + j] = make_float2(0.f, 0.f);
     return;
   }
-  float wx[WMAX], wy[WMAX];
-  int ix[WMAX], iy[WMAX];
+  const bool column = b < W;
+  const float wx = column ? lut_lookup(lut, res, edge, float(f.mx0 + b) - f.ux) : 0.f;
+  const int ix = wrap(f.mx0 + (column ? b : 0), G);
+  float wy[L];
+  int iy[L];
 #pragma unroll
-  for (int a = 0; a < WMAX; ++a) {
+  for (int a = 0; a < L; ++a) {
     if (a < W) {
-      wx[a] = lut_lookup(lut, res, edge, float(f.mx0 + a) - f.ux);
-      wy[a] = lut_lookup(lut, res, edge, float(f.my0 + a) - f.uy);
-      ix[a] = wrap(f.mx0 + a, G);
-      iy[a] = wrap(f.my0 + a, G) * G;
+      wy[a] = wx * lut_lookup(lut, res, edge, float(f.my0 + a) - f.uy);
+      iy[a] = wrap(f.my0 + a, G) * G + ix;
     }
   }
+  const size_t per_grid = size_t(G) * G;
   for (int c = c0; c < c1; ++c) {
     const float2* g = grids + size_t(c) * per_grid;
     float sx = 0.f, sy = 0.f;
+    if (column) {
 #pragma unroll
-    for (int a = 0; a < WMAX; ++a) {
-      if (a < W) {
-        float rx = 0.f, ry = 0.f;
-#pragma unroll
-        for (int b = 0; b < WMAX; ++b) {
-          if (b < W) {
-            const float2 v = __ldg(g + iy[a] + ix[b]);
-            rx += wx[b] * v.x;
-            ry += wx[b] * v.y;
-          }
+      for (int a = 0; a < L; ++a) {
+        if (a < W) {
+          const float2 v = __ldg(g + iy[a]);
+          sx += wy[a] * v.x;
+          sy += wy[a] * v.y;
         }
-        sx += wy[a] * rx;
-        sy += wy[a] * ry;
       }
     }
-    samples[size_t(c) * n + j] = make_float2(sx, sy);
+#pragma unroll
+    for (int o = L / 2; o > 0; o /= 2) {
+      sx += __shfl_xor_sync(group, sx, o, L);
+      sy += __shfl_xor_sync(group, sy, o, L);
+    }
+    if ((c - c0) % L == b) samples[size_t(c) * n + j] = make_float2(sx, sy);
   }
 }
 
@@ -337,14 +344,14 @@ NufftPlanCuda::NufftPlanCuda(int grid, const NufftKernel& kernel, std::size_t ca
   if (grid < 2 || grid % 2) throw ConfigError("nufft plan: grid " + std::to_string(grid) + " must be even");
   const std::size_t tiles = std::size_t(NT_) * NT_;
   if (tiles > std::size_t(kMaxTiles))
-    throw ConfigError("nufft plan: the CUDA plan handles grids up to " +
-                      std::to_string(kMaxTiles * kT * kT) + " cells; this one has " +
-                      std::to_string(G_) + "^2");
+    throw ConfigError("nufft plan: the CUDA plan handles grids up to " + std::to_string(kMaxTiles * kT * kT) +
+                      " cells; this one has " + std::to_string(G_) + "^2");
   d_lut_ = DeviceBuffer<float>(Extents{lut_.table().size()});
   gpu::copy_to_device(d_lut_.data(), lut_.table().data(), lut_.table().size() * sizeof(float), stream);
   count_ = DeviceBuffer<int>(Extents{tiles + 1});
   tally_ = DeviceBuffer<int>(Extents{tiles + 1});  // zero between frames: count_tiles' last block zeroes it
-  CUDA_CHECK(cudaMemsetAsync(tally_.data(), 0, tally_.size() * sizeof(int), static_cast<cudaStream_t>(stream)));
+  CUDA_CHECK(
+      cudaMemsetAsync(tally_.data(), 0, tally_.size() * sizeof(int), static_cast<cudaStream_t>(stream)));
   CUDA_CHECK(cudaFuncSetAttribute(count_tiles, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   int(count_smem(int(tiles)))));
   offset_ = DeviceBuffer<int>(Extents{tiles + 1});
@@ -381,7 +388,8 @@ void NufftPlanCuda::set_points(const float* d_traj, std::size_t n) {
       d_traj, long(n), G_, kernel_.width, NT_, tally_.data(), count_.data(), offset_.data(),
       chunk_offset_.data(), reinterpret_cast<int4*>(tile_of_.data()), reinterpret_cast<int4*>(rank_.data()));
   CUDA_CHECK_LAUNCH("count_tiles");
-  if (n && det_) {  // the entries by tile, and by sample within a tile (the scatter's ranks come from atomics)
+  if (n &&
+      det_) {  // the entries by tile, and by sample within a tile (the scatter's ranks come from atomics)
     const long n4 = long(4 * n);
     const unsigned b4 = unsigned((n4 + 255) / 256);
     entry_keys<<<b4, 256, 0, stream>>>(n4, tile_of_.data(), tiles, sample_bits_, keys_.data());
@@ -475,18 +483,19 @@ void NufftPlanCuda::interp(const cfloat* d_grids, cfloat* d_samples, int batch) 
   if (!d_traj_) throw InputError("nufft plan: interp before set_points");
   if (n_ == 0) return;
   auto stream = static_cast<cudaStream_t>(stream_);
-  const dim3 nb(unsigned((n_ + 255) / 256), unsigned((batch + kInterpCoils - 1) / kInterpCoils));
-  auto launch = [&](auto kernel) {
+  const unsigned groups = unsigned((batch + kInterpCoils - 1) / kInterpCoils);
+  auto launch = [&](auto kernel, int lanes) {
+    const dim3 nb(unsigned((n_ * lanes + 255) / 256), groups);
     kernel<<<nb, 256, 0, stream>>>(reinterpret_cast<const float2*>(d_grids), d_traj_, long(n_), batch, G_,
                                    kernel_.width, d_lut_.data(), res_, edge_,
                                    reinterpret_cast<float2*>(d_samples));
   };
   if (kernel_.width <= 4)
-    launch(interp_points<4>);
+    launch(interp_points<4>, 4);
   else if (kernel_.width <= 8)
-    launch(interp_points<8>);
+    launch(interp_points<8>, 8);
   else
-    launch(interp_points<kMaxWidth>);
+    launch(interp_points<16>, 16);
   CUDA_CHECK_LAUNCH("interp_points");
 }
 
