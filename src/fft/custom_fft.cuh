@@ -210,7 +210,8 @@ bool dispatch_size(int n, F&& f) {
   }
 }
 
-// tw[m] = exp(-2 pi i m / n), m < n, computed in double (the custom engine's twiddle table).
+// tw[m] = exp(-2 pi i m / n), m < n, computed in double (the custom engine's twiddle table;
+// custom_fft_tables.cu).
 std::vector<float2> twiddle_table(int n);
 // Batched 1D transforms of n points (contiguous, one after the other), in place, on `stream` (fft_custom.cu).
 bool supported(int n);

@@ -68,7 +68,7 @@ NufftOperatorCuda::NufftOperatorCuda(int dims, std::array<int, 3> matrix, int ba
     G_[a] = oversampled_grid_size(matrix[a], kernel.oversampling);
   }
   const KaiserBesselLut* lut = nullptr;
-  if (dims == 2) {
+  if (dims == 2) {  // (the forward head on the custom FFT engine is made below, from the apodization)
     plan_ = std::make_unique<NufftPlanCuda>(G_[0], kernel, points, stream);
     fft_ = CufftPlan({G_[1], G_[0]}, batch, stream);
     lut = &plan_->lut();
@@ -82,6 +82,8 @@ NufftOperatorCuda::NufftOperatorCuda(int dims, std::array<int, 3> matrix, int ba
   for (int a = 0; a < 3; ++a) {
     if (a < dims) {
       const AxisApodization ap = make_axis_apodization(N_[a], G_[a], *lut);
+      if (dims == 2 && a == 0 && PadFftCuda::supports(G_[0]))  // square: both axes' apodization is ap
+        head_ = std::make_unique<PadFftCuda>(N_[0], G_[0], batch, ap, stream);
       src.insert(src.end(), ap.src.begin(), ap.src.end());
       factor.insert(factor.end(), ap.factor.begin(), ap.factor.end());
     } else {  // the axis a 2D operator does not have
@@ -114,13 +116,17 @@ void NufftOperatorCuda::set_points(const float* d_traj) {
 void NufftOperatorCuda::forward(const cfloat* d_x, cfloat* d_y) {
   if (!points_set_) throw InputError("nufft: set_points() has not been called");
   auto stream = static_cast<cudaStream_t>(stream_);
-  CUDA_CHECK(cudaMemsetAsync(d_grids_.data(), 0, d_grids_.size() * sizeof(cfloat), stream));
-  const Axes a{N_[0], N_[1], N_[2], G_[0], G_[1], G_[2]};
-  const dim3 blocks(unsigned((N_[0] + 127) / 128), unsigned(N_[1]), unsigned(N_[2] * batch_));
-  pad_apodize<<<blocks, 128, 0, stream>>>(reinterpret_cast<const float2*>(d_x), a, d_src_.data(),
-                                          d_factor_.data(), reinterpret_cast<float2*>(d_grids_.data()));
-  CUDA_CHECK_LAUNCH("pad_apodize");
-  fft_.execute(d_grids_.data(), FftDirection::Forward);
+  if (head_ && !cufft_forward_) {
+    head_->run(d_x, d_grids_.data());
+  } else {
+    CUDA_CHECK(cudaMemsetAsync(d_grids_.data(), 0, d_grids_.size() * sizeof(cfloat), stream));
+    const Axes a{N_[0], N_[1], N_[2], G_[0], G_[1], G_[2]};
+    const dim3 blocks(unsigned((N_[0] + 127) / 128), unsigned(N_[1]), unsigned(N_[2] * batch_));
+    pad_apodize<<<blocks, 128, 0, stream>>>(reinterpret_cast<const float2*>(d_x), a, d_src_.data(),
+                                            d_factor_.data(), reinterpret_cast<float2*>(d_grids_.data()));
+    CUDA_CHECK_LAUNCH("pad_apodize");
+    fft_.execute(d_grids_.data(), FftDirection::Forward);
+  }
   if (plan_)
     plan_->interp(d_grids_.data(), d_y, batch_);
   else

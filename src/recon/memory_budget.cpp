@@ -31,6 +31,7 @@ double recon_bytes_per_slice(const StreamHeader& h, const ReconParams& r, int wi
   const auto grid_side = [&](double os) { return std::ceil(os * n); };
   const double g = grid_side(r.gridding.oversampling);
   const double grid = g * g * c * kComplex;
+  const double head = n * g * c * kComplex;  // the GPU forward NUFFT's row pass (noncart/nufft_pad_fft_cuda)
   double need = 2 * frame + 8 * img;  // the frame on the host and its device or work copy; outputs and state
   switch (r.method) {
     case ReconMethod::Gridding:
@@ -41,14 +42,14 @@ double recon_bytes_per_slice(const StreamHeader& h, const ReconParams& r, int wi
       break;
     case ReconMethod::CgSense: {
       const double psf = 4 * img;             // the (2N)^2 Toeplitz kernel
-      need += 2 * grid + 2 * img * c          // the gridding start and maps
+      need += 2 * grid + head + 2 * img * c   // the gridding start and maps
               + 2 * psf * c + psf + 8 * img;  // padded per-coil work, kernel, CG vectors
       break;
     }
     case ReconMethod::Nlinv: {
       const double gn = grid_side(r.nlinv.grid_os);
       const double cn = r.nlinv.virtual_coils > 0 ? std::min<double>(c, r.nlinv.virtual_coils) : c;
-      need += 14 * gn * gn * cn * kComplex + 2 * grid;  // Newton and CG vectors of image and coils
+      need += 14 * gn * gn * cn * kComplex + 2 * grid + head;  // Newton and CG vectors of image and coils
       break;
     }
     case ReconMethod::Fhd:

@@ -2,30 +2,14 @@
 // row transforms (one block per TB rows) and a pass of column transforms (one block per TB adjacent columns,
 // so that every global load and store is a run of TB * 8 contiguous bytes). Same convention as cuFFT and
 // FFTW: unnormalized, inverse = exp(+2 pi i ...). Sizes: powers of two 64..2048 (custom_fft.cuh).
-#include <cmath>
 #include <string>
 
-#include "core/math.hpp"
 #include "fft/custom_fft.cuh"
 #include "gpu/cuda_check.cuh"
 #include "gpu/device_memory.hpp"
 #include "stages/fft/fft.hpp"
 
 namespace radstream {
-
-namespace customfft {
-
-std::vector<float2> twiddle_table(int n) {
-  std::vector<float2> t(n);
-  const double pi = kPi;
-  for (int m = 0; m < n; ++m) {
-    const double a = -2.0 * pi * double(m) / double(n);
-    t[m] = make_float2(float(std::cos(a)), float(std::sin(a)));
-  }
-  return t;
-}
-
-}  // namespace customfft
 
 namespace {
 
