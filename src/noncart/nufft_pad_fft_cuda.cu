@@ -10,11 +10,18 @@ namespace {
 
 using namespace customfft;
 
+// The image index placed at grid index e of a G-point axis, or -1 for the padding: image index i sits at
+// (i - N/2) mod G (make_axis_apodization; the constructor checks it).
+__device__ __forceinline__ int image_index(int e, int G, int N) {
+  const int h = N / 2;
+  return e < N - h ? e + h : (e >= G - h ? e - G + h : -1);
+}
+
 // blockIdx.x: TB rows of the [batch * N] image rows. mid: [batch][N][G].
 template <int G>
 __global__ void __launch_bounds__(RowShape<G>::threads)
-    pad_rows(const float2* __restrict__ img, long rows, int N, const int* __restrict__ inv,
-             const float* __restrict__ factor, const float2* __restrict__ tw, float2* __restrict__ mid) {
+    pad_rows(const float2* __restrict__ img, long rows, int N, const float* __restrict__ factor,
+             const float2* __restrict__ tw, float2* __restrict__ mid) {
   using S = RowShape<G>;
   extern __shared__ float2 s[];
   const int l = threadIdx.x, tb = l / S::T;
@@ -26,7 +33,7 @@ __global__ void __launch_bounds__(RowShape<G>::threads)
   fft_transform<G, S::E, false, RowLayout>(
       s + tb * RowLayout::stride(G), l % S::T, tw,
       [&](int e) {
-        const int x = __ldg(inv + e);
+        const int x = image_index(e, G, N);
         if (!ok || x < 0) return make_float2(0.f, 0.f);
         const float2 v = row[x];
         const float f = __ldg(factor + x) * fy;
@@ -40,8 +47,8 @@ __global__ void __launch_bounds__(RowShape<G>::threads)
 // blockIdx.x: TB adjacent grid columns; blockIdx.y: batch item. grid: [batch][G][G].
 template <int G>
 __global__ void __launch_bounds__(ColShape<G>::threads)
-    pad_cols(const float2* __restrict__ mid, int N, const int* __restrict__ inv,
-             const float2* __restrict__ tw, float2* __restrict__ grid) {
+    pad_cols(const float2* __restrict__ mid, int N, const float2* __restrict__ tw,
+             float2* __restrict__ grid) {
   using S = ColShape<G>;
   static_assert(G % S::TB == 0, "whole column groups");
   extern __shared__ float2 s[];
@@ -52,7 +59,7 @@ __global__ void __launch_bounds__(ColShape<G>::threads)
   fft_transform<G, S::E, false, ColLayout<S::TB>>(
       s + tb, l / S::TB, tw,
       [&](int e) {
-        const int y = __ldg(inv + e);
+        const int y = image_index(e, G, N);
         return y >= 0 ? col[size_t(y) * G] : make_float2(0.f, 0.f);
       },
       [&](int e, float2 v) { out[size_t(e) * G] = v; });
@@ -72,20 +79,14 @@ PadFftCuda::PadFftCuda(int matrix, int grid, int batch, const AxisApodization& a
         "nufft: the custom forward head takes a power-of-two grid of 64..2048 points and an "
         "apodization of the matrix; grid " +
         std::to_string(grid) + ", matrix " + std::to_string(matrix));
-  std::vector<int> inv(std::size_t(grid), -1);
-  for (int x = 0; x < matrix; ++x) {
-    const int e = ap.src[std::size_t(x)];
-    if (e < 0 || e >= grid || inv[std::size_t(e)] >= 0)
+  for (int x = 0; x < matrix; ++x)  // the placement image_index() inverts
+    if (ap.src[std::size_t(x)] != ((x - matrix / 2) % grid + grid) % grid)
       throw ConfigError("nufft: the apodization places image index " + std::to_string(x) + " at grid index " +
-                        std::to_string(e) + ", outside the grid or taken");
-    inv[std::size_t(e)] = x;
-  }
+                        std::to_string(ap.src[std::size_t(x)]) + ", not at (x - N/2) mod G");
   const auto tw = twiddle_table(grid);
-  inv_ = DeviceBuffer<int>(Extents{inv.size()});
   factor_ = DeviceBuffer<float>(Extents{ap.factor.size()});
   tw_ = DeviceBuffer<cfloat>(Extents{tw.size()});
   mid_ = DeviceBuffer<cfloat>(Extents{std::size_t(batch), std::size_t(matrix), std::size_t(grid)});
-  gpu::copy_to_device(inv_.data(), inv.data(), inv.size() * sizeof(int), stream);
   gpu::copy_to_device(factor_.data(), ap.factor.data(), ap.factor.size() * sizeof(float), stream);
   gpu::copy_to_device(tw_.data(), tw.data(), tw.size() * sizeof(float2), stream);
   dispatch_size(grid, [&]<int G>() {
@@ -106,10 +107,10 @@ void PadFftCuda::run(const cfloat* d_images, cfloat* d_grids) {
     using C = ColShape<G>;
     const long rows = long(batch_) * N_;
     pad_rows<G><<<unsigned((rows + R::TB - 1) / R::TB), R::threads, R::smem, stream>>>(
-        reinterpret_cast<const float2*>(d_images), rows, N_, inv_.data(), factor_.data(), tw, mid);
+        reinterpret_cast<const float2*>(d_images), rows, N_, factor_.data(), tw, mid);
     CUDA_CHECK_LAUNCH("pad_rows");
     pad_cols<G><<<dim3(unsigned(G / C::TB), unsigned(batch_)), C::threads, C::smem, stream>>>(
-        mid, N_, inv_.data(), tw, reinterpret_cast<float2*>(d_grids));
+        mid, N_, tw, reinterpret_cast<float2*>(d_grids));
     CUDA_CHECK_LAUNCH("pad_cols");
   });
 }

@@ -26,7 +26,6 @@ class PadFftCuda {
  private:
   int N_, G_, batch_, smem_cols_ = 0;
   gpu::StreamRef stream_;
-  DeviceBuffer<int> inv_;       // [G]: the image index placed at grid index e, -1 for the padding
   DeviceBuffer<float> factor_;  // [N]
   DeviceBuffer<cfloat> tw_, mid_;
 };
