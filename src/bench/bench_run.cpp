@@ -25,6 +25,7 @@
 #include "bench/bench_report.hpp"
 #include "bench/bench_stages.hpp"
 #include "bench/bench_target.hpp"
+#include "bench/driver_release.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/param_reader.hpp"
@@ -338,17 +339,12 @@ double load_average() {
 }
 
 // The NVIDIA kernel driver's release (e.g. "580.159.04") from /proc/driver/nvidia/version; "none" without
-// one.
+// one (driver_release.hpp reads the line; the open module's line fooled the first reader into "for").
 std::string nvidia_driver_release() {
   std::ifstream f("/proc/driver/nvidia/version");
   std::string line;
   if (!std::getline(f, line)) return "none";
-  const auto k = line.find("Kernel Module");
-  if (k == std::string::npos) return line;
-  std::string rest = line.substr(k + 13);
-  const auto b = rest.find_first_not_of(" \t");
-  rest = b == std::string::npos ? "" : rest.substr(b);
-  return rest.substr(0, rest.find_first_of(" \t"));
+  return driver_release_of(line);
 }
 
 // --baseline: the comparison in the JSON and, on stderr, each timing slower than the baseline by more than

@@ -10,6 +10,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "bench/driver_release.hpp"
 #include "test_util.hpp"
 
 using namespace radstream;
@@ -157,4 +158,16 @@ TEST(BenchNufft, TheAutomaticBaselineIsNeverADroppedVariant) {
   const auto b = read_json(dir / "auto.json").at("baseline");
   ASSERT_TRUE(b.contains("file")) << b.dump();
   EXPECT_EQ(std::filesystem::path(b.at("file").get<std::string>()).filename(), "kept.json") << b.dump();
+}
+
+// The bench JSON's driver release from /proc/driver/nvidia/version's line, for both module flavours (the
+// open module's line, as on the device machines, once gave "for").
+TEST(BenchNufft, TheDriverReleaseIsReadFromBothModuleLines) {
+  EXPECT_EQ(app::driver_release_of("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  "
+                                   "Release Build  (dvs-builder@U22)  Thu Oct  2 2025"),
+            "580.159.04");
+  EXPECT_EQ(
+      app::driver_release_of("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 2024"),
+      "535.183.01");
+  EXPECT_EQ(app::driver_release_of("no release here"), "unknown");
 }
