@@ -139,6 +139,14 @@ __device__ __forceinline__ void pass(float2* st, int tid, int Ns, const float2* 
   if constexpr (!LAST) __syncthreads();
 }
 
+// The zero-padded (or cropped) axis convention of the NUFFT's FFT: image index i of an n-point axis sits at
+// grid index (i - n/2) mod G (make_axis_apodization). image_index(e, G, n) is the image index at grid index
+// e, or -1 for the padding (the crop drops it); the forward head loads by it, the fused tail stores by it.
+__host__ __device__ __forceinline__ int image_index(int e, int G, int n) {
+  const int h = n / 2;
+  return e < n - h ? e + h : (e >= G - h ? e - G + h : -1);
+}
+
 __host__ __device__ constexpr int log2i(int n) {
   return n <= 1 ? 0 : 1 + log2i(n / 2);
 }

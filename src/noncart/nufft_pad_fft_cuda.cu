@@ -10,13 +10,6 @@ namespace {
 
 using namespace customfft;
 
-// The image index placed at grid index e of a G-point axis, or -1 for the padding: image index i sits at
-// (i - N/2) mod G (make_axis_apodization; the constructor checks it).
-__device__ __forceinline__ int image_index(int e, int G, int N) {
-  const int h = N / 2;
-  return e < N - h ? e + h : (e >= G - h ? e - G + h : -1);
-}
-
 // blockIdx.x: TB rows of the [batch * N] image rows. mid: [batch][N][G].
 template <int G>
 __global__ void __launch_bounds__(RowShape<G>::threads)
@@ -79,7 +72,7 @@ PadFftCuda::PadFftCuda(int matrix, int grid, int batch, const AxisApodization& a
         "nufft: the custom forward head takes a power-of-two grid of 64..2048 points and an "
         "apodization of the matrix; grid " +
         std::to_string(grid) + ", matrix " + std::to_string(matrix));
-  for (int x = 0; x < matrix; ++x)  // the placement image_index() inverts
+  for (int x = 0; x < matrix; ++x)  // the placement image_index() (custom_fft.cuh) inverts
     if (ap.src[std::size_t(x)] != ((x - matrix / 2) % grid + grid) % grid)
       throw ConfigError("nufft: the apodization places image index " + std::to_string(x) + " at grid index " +
                         std::to_string(ap.src[std::size_t(x)]) + ", not at (x - N/2) mod G");

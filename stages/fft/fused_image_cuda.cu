@@ -23,13 +23,6 @@ namespace {
 
 using namespace customfft;
 
-// Image index (0..n-1) of FFT output e of a G-point transform, or -1 when the crop drops it: output e is
-// image position p = e (e < n - n/2) or p = e - G (e >= G - n/2), stored at p + n/2.
-__device__ __forceinline__ int crop_index(int e, int G, int n) {
-  const int h = n / 2;
-  return e < n - h ? e + h : (e >= G - h ? e - G + h : -1);
-}
-
 // blockIdx.x: TB rows of the [coils * G] rows. out: [coils][G][n].
 template <int G>
 __global__ void __launch_bounds__(RowShape<G>::threads)
@@ -45,7 +38,7 @@ __global__ void __launch_bounds__(RowShape<G>::threads)
   fft_transform<G, S::E, true, RowLayout>(
       s + tb * RowLayout::stride(G), l % S::T, tw, [&](int e) { return ok ? row[e] : make_float2(0.f, 0.f); },
       [&](int e, float2 v) {
-        const int x = crop_index(e, G, n);
+        const int x = image_index(e, G, n);
         if (ok && x >= 0) {
           const float f = factor[x];
           dst[x] = make_float2(v.x * f, v.y * f);
@@ -73,7 +66,7 @@ __global__ void __launch_bounds__(ColShape<G>::threads)
     fft_transform<G, S::E, true, ColLayout<S::TB>>(
         s + tb, l / S::TB, tw, [&](int e) { return ok ? col[size_t(e) * n] : make_float2(0.f, 0.f); },
         [&](int e, float2 v) {
-          const int y = crop_index(e, G, n);
+          const int y = image_index(e, G, n);
           if (y >= 0) {
             const float f = factor[y];
             acc[y * S::TB + tb] += (v.x * v.x + v.y * v.y) * (f * f);
