@@ -352,8 +352,11 @@ NufftPlanCuda::NufftPlanCuda(int grid, const NufftKernel& kernel, std::size_t ca
   tally_ = DeviceBuffer<int>(Extents{tiles + 1});  // zero between frames: count_tiles' last block zeroes it
   CUDA_CHECK(
       cudaMemsetAsync(tally_.data(), 0, tally_.size() * sizeof(int), static_cast<cudaStream_t>(stream)));
+  // A kernel's dynamic shared-memory limit is one value for the whole process, not per plan: each is set to
+  // what the largest plan may ask (a smaller plan made later must not lower it under a larger one's
+  // launches).
   CUDA_CHECK(cudaFuncSetAttribute(count_tiles, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  int(count_smem(int(tiles)))));
+                                  int(count_smem(kMaxTiles))));
   offset_ = DeviceBuffer<int>(Extents{tiles + 1});
   chunk_offset_ = DeviceBuffer<int>(Extents{tiles + 1});
   tile_of_ = DeviceBuffer<int>(Extents{4 * capacity});
@@ -362,7 +365,7 @@ NufftPlanCuda::NufftPlanCuda(int grid, const NufftKernel& kernel, std::size_t ca
   for (int cg : {1, 4, 8, 16})
     with_gather(cg, [&](auto k) {
       CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      int(gather_smem(cg, kernel.width))));
+                                      int(gather_smem(cg, kMaxWidth))));
     });
   if (row_gather(kMinRowCoils, kernel.width))
     for (int b : {4, 8, 16})

@@ -249,9 +249,15 @@ NufftPlanCuda3d::NufftPlanCuda3d(std::array<int, 3> grid, const NufftKernel& ker
     throw ConfigError("nufft plan 3d: kernel_width = " + std::to_string(kernel.width) + " needs " +
                       std::to_string(tile_bytes_) + " bytes of shared memory per block; this GPU has " +
                       std::to_string(max_smem));
+  // The limit is the kernel's for the whole process, not this plan's: set to what the widest width of this
+  // instantiation asks (as far as the GPU allows), so that a narrower plan made later cannot lower it under
+  // a wider one's launches.
   with_width(kernel.width, [&](auto wmax) {
+    constexpr int Q = kB + decltype(wmax)::value;
+    const std::size_t widest = std::size_t(Q) * Q * Q * sizeof(cfloat);
     CUDA_CHECK(cudaFuncSetAttribute(spread_subproblems<decltype(wmax)::value>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, int(tile_bytes_)));
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    int(std::min(widest, std::size_t(max_smem)))));
   });
   d_lut_ = DeviceBuffer<float>(Extents{lut_.table().size()});
   gpu::copy_to_device(d_lut_.data(), lut_.table().data(), lut_.table().size() * sizeof(float), stream);

@@ -101,14 +101,21 @@ class FusedImageCuda final : public Stage {
     G_ = G;
     n_ = g.matrix;
     coils_ = g.coils;
-    int smem_cols = 0, tb = 1;
+    int smem_cols = 0, tb = 1, optin = 0, device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     const bool ok = dispatch_size(G_, [&]<int N>() {
       using C = ColShape<N>;
       smem_cols = C::smem + C::TB * n_ * int(sizeof(float));
       CUDA_CHECK(
           cudaFuncSetAttribute(rows_crop<N>, cudaFuncAttributeMaxDynamicSharedMemorySize, RowShape<N>::smem));
       tb = C::TB;
-      CUDA_CHECK(cudaFuncSetAttribute(cols_rss<N>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_cols));
+      // The limit is the kernel's for the whole process: what the largest matrix on this grid asks (n <= N,
+      // as far as the GPU allows), so that a smaller geometry configured later cannot lower it under a larger
+      // one's launches.
+      CUDA_CHECK(cudaFuncSetAttribute(
+          cols_rss<N>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+          std::max(smem_cols, std::min(optin, C::smem + C::TB * N * int(sizeof(float))))));
     });
     if (!ok)
       throw ConfigError("fft: the custom engine supports grids of 64..2048 points (powers of two); matrix " +
