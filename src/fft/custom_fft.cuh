@@ -221,8 +221,9 @@ bool dispatch_size(int n, F&& f) {
 // tw[m] = exp(-2 pi i m / n), m < n, computed in double (the custom engine's twiddle table;
 // custom_fft_tables.cu).
 std::vector<float2> twiddle_table(int n);
-// Batched 1D transforms of n points (contiguous, one after the other), in place, on `stream` (fft_custom.cu).
+// Whether the engine takes n points (custom_fft_tables.cu).
 bool supported(int n);
+// Batched 1D transforms of n points (contiguous, one after the other), in place, on `stream` (fft_custom.cu).
 void rows_1d(float2* data, long transforms, int n, bool inverse, const float2* tw, cudaStream_t stream);
 
 }  // namespace radstream::customfft

@@ -1,10 +1,15 @@
-// The custom FFT engine's host-side table (custom_fft.cuh): the twiddle factors, in double before rounding.
+// The custom FFT engine's host side (custom_fft.cuh) that every layer may use: the sizes it takes and the
+// twiddle factors, in double before rounding.
 #include <cmath>
 
 #include "core/math.hpp"
 #include "fft/custom_fft.cuh"
 
 namespace radstream::customfft {
+
+bool supported(int n) {
+  return dispatch_size(n, []<int>() {});
+}
 
 std::vector<float2> twiddle_table(int n) {
   std::vector<float2> t(n);

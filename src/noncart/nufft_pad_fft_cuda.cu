@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(ColShape<G>::threads)
 }  // namespace
 
 bool PadFftCuda::supports(int grid) {
-  return dispatch_size(grid, []<int>() {});
+  return supported(grid);
 }
 
 PadFftCuda::PadFftCuda(int matrix, int grid, int batch, const AxisApodization& ap, gpu::StreamRef stream)

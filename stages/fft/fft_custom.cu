@@ -48,10 +48,6 @@ __global__ void __launch_bounds__(ColShape<N>::threads)
 
 namespace customfft {
 
-bool supported(int n) {
-  return dispatch_size(n, []<int N>() {});
-}
-
 void rows_1d(float2* data, long transforms, int n, bool inverse, const float2* tw, cudaStream_t stream) {
   dispatch_size(n, [&]<int N>() {
     using R = RowShape<N>;
