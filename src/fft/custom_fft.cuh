@@ -151,15 +151,14 @@ __host__ __device__ constexpr int log2i(int n) {
   return n <= 1 ? 0 : 1 + log2i(n / 2);
 }
 
-// The whole transform of N points: radix-8 passes, then one radix-2 or radix-4 pass. load(e) gives input
-// element e; store(e, v) receives output element e; every thread of the block must call it (barriers), and
-// it may be called again at once (its last barrier follows the last shared-memory read).
-template <int N, int E, bool INV, class L, class Load, class Store>
-__device__ __forceinline__ void fft_transform(float2* st, int tid, const float2* __restrict__ tw, Load load,
-                                              Store store) {
+// The passes of one transform of N points: radix-8 passes, then one radix-2 or radix-4 pass. The first pass
+// reads its input with load(e), or from st itself (L's layout) when FROM_SHARED.
+template <int N, int E, bool INV, class L, bool FROM_SHARED, class Load, class Store>
+__device__ __forceinline__ void fft_passes(float2* st, int tid, const float2* __restrict__ tw, Load& load,
+                                           Store& store) {
   static_assert(N >= 64 && (N & (N - 1)) == 0 && E >= 8 && N % E == 0, "unsupported FFT shape");
   constexpr int Lg = log2i(N), n8 = Lg / 3, rem = Lg % 3;
-  pass<N, E, 8, INV, true, false, L>(st, tid, 1, tw, load, store);
+  pass<N, E, 8, INV, !FROM_SHARED, false, L>(st, tid, 1, tw, load, store);
   if constexpr (rem == 0) {
 #pragma unroll
     for (int i = 1; i < n8 - 1; ++i)
@@ -171,6 +170,24 @@ __device__ __forceinline__ void fft_transform(float2* st, int tid, const float2*
     constexpr int R = rem == 1 ? 2 : 4;
     pass<N, E, R, INV, false, true, L>(st, tid, N / R, tw, load, store);
   }
+}
+
+// The whole transform of N points. load(e) gives input element e; store(e, v) receives output element e;
+// every thread of the block must call it (barriers), and it may be called again at once (its last barrier
+// follows the last shared-memory read). store may write st itself (L's layout; all reads are done by then).
+template <int N, int E, bool INV, class L, class Load, class Store>
+__device__ __forceinline__ void fft_transform(float2* st, int tid, const float2* __restrict__ tw, Load load,
+                                              Store store) {
+  fft_passes<N, E, INV, L, false>(st, tid, tw, load, store);
+}
+
+// The transform of the N points already in shared memory at st (L's layout), e.g. what the store of a
+// previous transform wrote there; the caller syncs the block between that store and this call.
+template <int N, int E, bool INV, class L, class Store>
+__device__ __forceinline__ void fft_transform_shared(float2* st, int tid, const float2* __restrict__ tw,
+                                                     Store store) {
+  auto none = [](int) { return make_float2(0.f, 0.f); };
+  fft_passes<N, E, INV, L, true>(st, tid, tw, none, store);
 }
 
 // Launch shapes per size: E elements per thread, TB transforms per block.

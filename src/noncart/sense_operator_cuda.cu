@@ -1,5 +1,8 @@
+#include <type_traits>
+
 #include "fft/toeplitz_kernel.hpp"
 #include "gpu/cuda_check.cuh"
+#include "noncart/conj_product.cuh"
 #include "noncart/sense_operator_cuda.hpp"
 
 namespace radstream {
@@ -7,12 +10,8 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__device__ inline float2 cmul(float2 a, float2 b) {
-  return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
-}
-__device__ inline float2 cmul_conj(float2 a, float2 b) {  // conj(a) b
-  return make_float2(a.x * b.x + a.y * b.y, a.x * b.y - a.y * b.x);
-}
+using conjprod::add_conj_product;
+using conjprod::cmul;
 
 // img[c][p] = maps[c][p] x[p]
 __global__ void expand(const float2* __restrict__ maps, const float2* __restrict__ x, std::size_t pixels,
@@ -20,18 +19,6 @@ __global__ void expand(const float2* __restrict__ maps, const float2* __restrict
   const std::size_t p = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
   const std::size_t c = blockIdx.y;
   if (p < pixels) img[c * pixels + p] = cmul(maps[c * pixels + p], x[p]);
-}
-
-// s += conj(m) v: in float (the frame path), or in double (products exact: the coil split's sums, added
-// across GPUs in double so that no split changes the rounded result).
-__device__ inline void add_conj_product(float2& s, float2 m, float2 v) {
-  const float2 p = cmul_conj(m, v);
-  s.x += p.x;
-  s.y += p.y;
-}
-__device__ inline void add_conj_product(double2& s, float2 m, float2 v) {
-  s.x = fma(double(m.x), double(v.x), fma(double(m.y), double(v.y), s.x));
-  s.y = fma(double(m.x), double(v.y), fma(-double(m.y), double(v.x), s.y));
 }
 
 // x[p] = sum_c conj(maps[c][p]) img[c][p]
@@ -149,16 +136,24 @@ SenseOperatorCuda::SenseOperatorCuda(int matrix, int coils, std::size_t points, 
   if (toeplitz) {
     const int M = 2 * matrix;
     psf_nufft_ = std::make_unique<NufftOperatorCuda>(M, 1, points, kernel, stream);
-    fft2_ = CufftPlan({M, M}, coils, stream);
     psf_fft_ = CufftPlan({M, M}, 1, stream);
     kernel_ = DeviceBuffer<cfloat>(Extents{std::size_t(M), std::size_t(M)});
     kernel_re_ = DeviceBuffer<float>(Extents{std::size_t(M), std::size_t(M)});
     psf_t_ = DeviceBuffer<cfloat>(Extents{std::size_t(M), std::size_t(M)});
-    grids2_ = DeviceBuffer<cfloat>(Extents{std::size_t(coils), std::size_t(M), std::size_t(M)});
-    padded_ = DeviceBuffer<cfloat>(Extents{std::size_t(coils), std::size_t(M), std::size_t(M)});
-    gpu::memset_device(padded_.data(), 0, padded_.size() * sizeof(cfloat), stream);
+    if (ToeplitzFftCuda::supports(matrix)) custom_ = std::make_unique<ToeplitzFftCuda>(matrix, coils, stream);
+    set_cufft_toeplitz(false);
   }
   gpu::synchronize(stream);
+}
+
+void SenseOperatorCuda::set_cufft_toeplitz(bool on) {
+  cufft_toeplitz_ = on || !custom_;
+  if (!toeplitz_ || !cufft_toeplitz_ || padded_.data()) return;
+  const int M = 2 * N_;
+  fft2_ = CufftPlan({M, M}, coils_, stream_);
+  grids2_ = DeviceBuffer<cfloat>(Extents{std::size_t(coils_), std::size_t(M), std::size_t(M)});
+  padded_ = DeviceBuffer<cfloat>(Extents{std::size_t(coils_), std::size_t(M), std::size_t(M)});
+  gpu::memset_device(padded_.data(), 0, padded_.size() * sizeof(cfloat), stream_);
 }
 
 SenseOperatorCuda::~SenseOperatorCuda() = default;
@@ -236,6 +231,13 @@ void SenseOperatorCuda::adjoint_into(const cfloat* d_y, T2* d_x) {
 template <class T2>
 void SenseOperatorCuda::toeplitz_into(const cfloat* d_x, T2* d_z) {
   check_ready();
+  if (!cufft_toeplitz_) {
+    if constexpr (std::is_same_v<T2, double2>)
+      custom_->apply(maps_, d_x, kernel_re_.data(), reinterpret_cast<std::complex<double>*>(d_z));
+    else
+      custom_->apply(maps_, d_x, kernel_re_.data(), reinterpret_cast<cfloat*>(d_z));
+    return;
+  }
   auto s = static_cast<cudaStream_t>(stream_);
   const int M = 2 * N_;
   const std::size_t cells = std::size_t(M) * M;

@@ -1,6 +1,8 @@
 // The SENSE encoding operator on the GPU (2D), the twin of SenseOperatorCpu (same formulas, layouts and
 // Toeplitz normal): forward y_c = sqrt(W) NUFFT(S_c x), adjoint x = sum_c conj(S_c) NUFFT^H(sqrt(W) y_c),
-// normal E^H W E x, through the PSF kernel (a batched cuFFT pair on [coils][2N][2N]) when toeplitz.
+// normal E^H W E x, through the PSF kernel when toeplitz: on the custom FFT engine (ToeplitzFftCuda: three
+// kernels that skip the padding) for power-of-two matrices of 32..1024, else a batched cuFFT pair on
+// [coils][2N][2N].
 // Everything is enqueued on the operator's stream; nothing is allocated or synchronized after construction
 // (except weight_sum() of a weighted frame, which reads one device value). CUDA builds only.
 #pragma once
@@ -10,6 +12,7 @@
 #include "fft/cufft_plan.hpp"
 #include "linalg/linear_operator.hpp"
 #include "noncart/nufft_operator_cuda.hpp"
+#include "noncart/toeplitz_fft_cuda.hpp"
 
 namespace radstream {
 
@@ -37,13 +40,17 @@ class SenseOperatorCuda final : public LinearOperator {
   void adjoint_sum(const cfloat* d_y, std::complex<double>* d_x);
   void normal_sum(const cfloat* d_x, std::complex<double>* d_z);
   void round_sum(const std::complex<double>* d_sum, cfloat* d_out);
+  // The Toeplitz normal through cuFFT even where the custom engine takes the size (the tests' reference;
+  // allocates the cuFFT path's grids: before the frames).
+  void set_cufft_toeplitz(bool on);
+  bool custom_toeplitz() const { return !cufft_toeplitz_; }
   // The NUFFTs' deterministic spread (NufftPlanCuda::set_deterministic). Before the frames.
   void set_deterministic(bool on);
 
  private:
   int N_, coils_;
   std::size_t points_, pixels_;
-  bool toeplitz_;
+  bool toeplitz_, cufft_toeplitz_ = true;
   gpu::StreamRef stream_;
   const cfloat* maps_ = nullptr;
   bool points_set_ = false, weighted_ = false;
@@ -52,9 +59,11 @@ class SenseOperatorCuda final : public LinearOperator {
   DeviceBuffer<double> weight_sum_;
   DeviceBuffer<cfloat> coil_images_, samples_;
   std::unique_ptr<NufftOperatorCuda> psf_nufft_;
+  std::unique_ptr<ToeplitzFftCuda> custom_;  // the Toeplitz FFT work where the custom engine takes 2N
   CufftPlan fft2_, psf_fft_;
   DeviceBuffer<cfloat> kernel_, grids2_, psf_w_, psf_t_;
-  DeviceBuffer<cfloat> padded_;  // [coils][2N][2N], zero outside the top-left N x N (written per application)
+  // [coils][2N][2N], zero outside the top-left N x N (written per application): the cuFFT path only
+  DeviceBuffer<cfloat> padded_;
   DeviceBuffer<float> kernel_re_;  // the PSF kernel, real
   DeviceBuffer<cfloat> direct_;    // [coils][points], normal_sum without Toeplitz (allocated only then)
   void check_ready() const;

@@ -88,7 +88,7 @@ TEST(NufftCuda, LargeGridsMatchTheCpuPlan) {
     const auto radial = gputest::random_radial(G / 2, G, 64, coils, 31);
     for (const auto& traj : {radial.traj, random_points(40000, 32)}) {
       const std::size_t n = traj.size() / 2;
-      NufftPlanCpu cpu(2, {G / 2, G / 2, 1}, k, n);
+      NufftPlanCpu cpu(2, {G, G, 1}, k, n);
       ASSERT_EQ(int(cpu.grid_size()), G * G);
       cpu.set_points(traj.data(), n);
       const auto grids = random_values(std::size_t(coils) * cpu.grid_size(), 33);

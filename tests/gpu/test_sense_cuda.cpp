@@ -88,6 +88,71 @@ TEST(SenseCuda, AdjointTestAndParityWithTheCpuOperator) {
   }
 }
 
+// The Toeplitz normal on the custom FFT engine (ToeplitzFftCuda: every power-of-two size it takes, coil
+// counts that do and do not fill its blocks) against the cuFFT path, the CPU twin (float and the coil
+// split's double sums) and its own adjoint: <N x, y> = <x, N y>.
+TEST(SenseCuda, TheCustomToeplitzFftMatchesCufftAndTheCpuTwin) {
+  RADSTREAM_REQUIRE_GPU();
+  gpu::Stream stream;
+  const auto s = stream.get();
+  for (const auto [N, coils] : {std::pair{32, 2}, {64, 3}, {128, 12}, {256, 32}, {512, 4}}) {
+    const auto r = gputest::random_radial(N, 2 * N, N / 2, 1, 3);
+    const std::size_t n = r.traj.size() / 2, P = std::size_t(N) * N;
+    const auto maps = smooth_maps(N, coils);
+    std::vector<float> w(n);
+    for (std::size_t j = 0; j < n; ++j) w[j] = std::hypot(r.traj[2 * j], r.traj[2 * j + 1]) + 0.01f;
+    auto d_maps = upload(maps, s);
+    auto d_traj = upload(r.traj, s);
+    auto d_w = upload(w, s);
+    const auto x = random_vec(P, 11), y = random_vec(P, 12);
+    auto d_x = upload(x, s);
+    auto d_y = upload(y, s);
+    SenseOperatorCuda op(N, coils, n, kAccurate, true, s);
+    ASSERT_TRUE(op.custom_toeplitz()) << N;
+    op.set_maps(d_maps.data());
+    op.set_points(d_traj.data(), d_w.data());
+    DeviceBuffer<cfloat> d_nx(Extents{P}), d_ny(Extents{P}), d_ref(Extents{P});
+    DeviceBuffer<std::complex<double>> d_sum(Extents{P}), d_sum_ref(Extents{P});
+    op.normal(d_x.data(), d_nx.data());
+    op.normal(d_y.data(), d_ny.data());
+    op.normal_sum(d_x.data(), d_sum.data());
+    op.set_cufft_toeplitz(true);
+    EXPECT_FALSE(op.custom_toeplitz());
+    op.normal(d_x.data(), d_ref.data());
+    op.normal_sum(d_x.data(), d_sum_ref.data());
+    const auto nx = download(d_nx, s), ny = download(d_ny, s), ref = download(d_ref, s);
+    const auto sum = download(d_sum, s), sum_ref = download(d_sum_ref, s);
+    SenseOperatorCpu cpu_op(N, coils, n, kAccurate, true);
+    cpu_op.set_maps(maps.data());
+    cpu_op.set_points(r.traj.data(), w.data());
+    std::vector<cfloat> cpu(P);
+    std::vector<std::complex<double>> cpu_sum(P);
+    cpu_op.normal(x.data(), cpu.data());
+    cpu_op.normal_sum(x.data(), cpu_sum.data());
+    std::complex<double> nxy = 0, xny = 0;
+    double sum_err = 0, sum_ref_err = 0, sum_norm = 0;
+    for (std::size_t p = 0; p < P; ++p) {
+      nxy += std::conj(std::complex<double>(nx[p])) * std::complex<double>(y[p]);
+      xny += std::conj(std::complex<double>(x[p])) * std::complex<double>(ny[p]);
+      sum_err += std::norm(sum[p] - cpu_sum[p]);
+      sum_ref_err += std::norm(sum[p] - sum_ref[p]);
+      sum_norm += std::norm(cpu_sum[p]);
+    }
+    const double e_cufft = rel_error(nx, ref), e_cpu = rel_error(nx, cpu);
+    const double e_adj = std::abs(nxy - xny) / std::abs(nxy);
+    const double e_sum = std::sqrt(sum_err / sum_norm), e_sum_ref = std::sqrt(sum_ref_err / sum_norm);
+    std::printf(
+        "custom toeplitz N %d, %d coils: vs cufft %.3g, vs cpu %.3g, adjoint %.3g; double sums vs cpu %.3g, "
+        "vs cufft %.3g\n",
+        N, coils, e_cufft, e_cpu, e_adj, e_sum, e_sum_ref);
+    EXPECT_LT(e_cufft, 2e-6) << N;
+    EXPECT_LT(e_cpu, 1e-5) << N;
+    EXPECT_LT(e_adj, 1e-5) << N;
+    EXPECT_LT(e_sum, 1e-5) << N;
+    EXPECT_LT(e_sum_ref, 2e-6) << N;
+  }
+}
+
 TEST(SenseCuda, CgSenseFramesMatchTheCpuChainWithGraphWarmStartAndDeadline) {
   RADSTREAM_REQUIRE_GPU();
   SimParams sp;
