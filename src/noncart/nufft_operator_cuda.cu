@@ -82,7 +82,8 @@ NufftOperatorCuda::NufftOperatorCuda(int dims, std::array<int, 3> matrix, int ba
   for (int a = 0; a < 3; ++a) {
     if (a < dims) {
       const AxisApodization ap = make_axis_apodization(N_[a], G_[a], *lut);
-      if (dims == 2 && a == 0 && PadFftCuda::supports(G_[0]))  // square: both axes' apodization is ap
+      // square: both axes' apodization is ap; the head's tiled grid is for the interp of W <= 8
+      if (dims == 2 && a == 0 && PadFftCuda::supports(G_[0]) && kernel.width <= 8)
         head_ = std::make_unique<PadFftCuda>(N_[0], G_[0], batch, ap, stream);
       src.insert(src.end(), ap.src.begin(), ap.src.end());
       factor.insert(factor.end(), ap.factor.begin(), ap.factor.end());
@@ -128,7 +129,7 @@ void NufftOperatorCuda::forward(const cfloat* d_x, cfloat* d_y) {
     fft_.execute(d_grids_.data(), FftDirection::Forward);
   }
   if (plan_)
-    plan_->interp(d_grids_.data(), d_y, batch_);
+    plan_->interp(d_grids_.data(), d_y, batch_, head_ && !cufft_forward_);
   else
     plan3_->interp(d_grids_.data(), d_y, batch_);
 }

@@ -3,6 +3,7 @@
 
 #include "fft/custom_fft.cuh"
 #include "gpu/cuda_check.cuh"
+#include "noncart/grid_layout.cuh"
 #include "noncart/nufft_pad_fft_cuda.hpp"
 
 namespace radstream {
@@ -37,7 +38,8 @@ __global__ void __launch_bounds__(RowShape<G>::threads)
       });
 }
 
-// blockIdx.x: TB adjacent grid columns; blockIdx.y: batch item. grid: [batch][G][G].
+// blockIdx.x: TB adjacent grid columns; blockIdx.y: batch item. grid: [batch][G][G] in 8 x 8 cell tiles
+// (grid_layout.cuh).
 template <int G>
 __global__ void __launch_bounds__(ColShape<G>::threads)
     pad_cols(const float2* __restrict__ mid, int N, const float2* __restrict__ tw,
@@ -48,14 +50,14 @@ __global__ void __launch_bounds__(ColShape<G>::threads)
   const int l = threadIdx.x, tb = l % S::TB;
   const int x = int(blockIdx.x) * S::TB + tb;
   const float2* col = mid + size_t(blockIdx.y) * N * G + x;
-  float2* out = grid + size_t(blockIdx.y) * G * G + x;
+  float2* out = grid + size_t(blockIdx.y) * G * G;
   fft_transform<G, S::E, false, ColLayout<S::TB>>(
       s + tb, l / S::TB, tw,
       [&](int e) {
         const int y = image_index(e, G, N);
         return y >= 0 ? col[size_t(y) * G] : make_float2(0.f, 0.f);
       },
-      [&](int e, float2 v) { out[size_t(e) * G] = v; });
+      [&](int e, float2 v) { out[gridlayout::tiled(e, x, G)] = v; });
 }
 
 }  // namespace

@@ -30,8 +30,9 @@ class NufftPlanCuda {
   void set_points(const float* d_traj, std::size_t n);
   // d_samples [batch][n] -> d_grids [batch][G][G] (every cell written).
   void spread(const cfloat* d_samples, cfloat* d_grids, int batch);
-  // d_grids [batch][G][G] -> d_samples [batch][n].
-  void interp(const cfloat* d_grids, cfloat* d_samples, int batch);
+  // d_grids [batch][G][G] -> d_samples [batch][n]; tiled: each grid in 8 x 8 cell tiles (grid_layout.cuh: the
+  // custom forward head's output; G a multiple of 8, W <= 8).
+  void interp(const cfloat* d_grids, cfloat* d_samples, int batch, bool tiled = false);
   // Deterministic spread (off by default): every cell adds its samples in sample order, with no atomics, so
   // repeated frames give the same bits (the coil split needs that), for spreads of up to max_batch coils.
   // Allocates its sort and partial-sum buffers (4 capacity / 256 + tiles chunks x max_batch x 2 KiB): call it
