@@ -117,7 +117,7 @@ void NufftOperatorCuda::set_points(const float* d_traj) {
 void NufftOperatorCuda::forward(const cfloat* d_x, cfloat* d_y) {
   if (!points_set_) throw InputError("nufft: set_points() has not been called");
   auto stream = static_cast<cudaStream_t>(stream_);
-  if (head_ && !cufft_forward_) {
+  if (custom_forward()) {
     head_->run(d_x, d_grids_.data());
   } else {
     CUDA_CHECK(cudaMemsetAsync(d_grids_.data(), 0, d_grids_.size() * sizeof(cfloat), stream));
@@ -129,7 +129,7 @@ void NufftOperatorCuda::forward(const cfloat* d_x, cfloat* d_y) {
     fft_.execute(d_grids_.data(), FftDirection::Forward);
   }
   if (plan_)
-    plan_->interp(d_grids_.data(), d_y, batch_, head_ && !cufft_forward_);
+    plan_->interp(d_grids_.data(), d_y, batch_, custom_forward());  // the head writes tiles
   else
     plan3_->interp(d_grids_.data(), d_y, batch_);
 }

@@ -117,7 +117,7 @@ void set_limits() {
 }  // namespace
 
 bool ToeplitzFftCuda::supports(int matrix) {
-  return matrix >= 32 && matrix <= 1024 && supported(2 * matrix);
+  return supported(2 * matrix);
 }
 
 ToeplitzFftCuda::ToeplitzFftCuda(int matrix, int coils, gpu::StreamRef stream)
