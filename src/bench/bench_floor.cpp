@@ -45,10 +45,15 @@ nlohmann::ordered_json stage_floors(const nlohmann::ordered_json& stages_ms, con
   int P = 1;
   while (P < 2 * c.samples) P *= 2;  // FBP's padded projections
   const double Pb = double(c.spokes) * P * c.coils * 8;
-  const std::map<std::string, double> bytes = {{"density", 2 * S},        {"gridding", S + Gb},
-                                               {"fft", 2 * Gb},           {"deapodize", 2 * Ib},
-                                               {"coil_combine", Ib + Ob}, {"fft_deapodize_combine", Gb + Ob},
-                                               {"fbp_project", S + Pb},   {"backproject", Pb + Ib}};
+  const std::map<std::string, double> bytes = {{"density", 2 * S},
+                                               {"gridding", S + Gb},
+                                               {"density_gridding", S + Gb},
+                                               {"fft", 2 * Gb},
+                                               {"deapodize", 2 * Ib},
+                                               {"coil_combine", Ib + Ob},
+                                               {"fft_deapodize_combine", Gb + Ob},
+                                               {"fbp_project", S + Pb},
+                                               {"backproject", Pb + Ib}};
   for (const auto& [stage, v] : stages_ms.items()) {
     const auto it = bytes.find(stage);
     if (it == bytes.end() || !v.contains("median")) continue;

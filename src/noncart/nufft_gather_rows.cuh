@@ -36,7 +36,7 @@ __global__ void __launch_bounds__(kThreads)
     gather_rows(const float2* __restrict__ data, const float* __restrict__ traj, long n, int coils, int G,
                 int NT, const float* __restrict__ lut, int res, int edge, const int* __restrict__ count,
                 const int* __restrict__ offset, const int* __restrict__ chunk_offset,
-                const int* __restrict__ sorted, float2* __restrict__ grid) {
+                const int* __restrict__ sorted, const float* __restrict__ dcf, float2* __restrict__ grid) {
   constexpr int R = 32 / CL;                        // rows of a band
   constexpr int XW = R >= 8 ? 4 : R >= 4 ? 8 : kT;  // cells of a band's row
   constexpr int kTasks = (kT / R) * (kT / XW);
@@ -94,12 +94,14 @@ __global__ void __launch_bounds__(kThreads)
     if (threadIdx.x == 0) s_start[kBucketSlots] = total;
   }
   __syncthreads();
-  // 3. Each entry's weights, first row and values, staged at its sorted place.
+  // 3. Each entry's weights (the density weight folded into the x weights), first row and values, staged at
+  //    its sorted place.
   if (bucket >= 0) {
     const int p = s_start[bucket] + rank;
+    const float wj = dcf ? dcf[j] : 1.f;  // the sample's density weight, if the spread applies one
 #pragma unroll
     for (int a = 0; a < W; ++a) {
-      s_wx[p * W + a] = lut_lookup(lut, res, edge, float(f.mx0 + a) - f.ux);
+      s_wx[p * W + a] = wj * lut_lookup(lut, res, edge, float(f.mx0 + a) - f.ux);
       s_wy[p * W + a] = lut_lookup(lut, res, edge, float(f.my0 + a) - f.uy);
     }
     s_oy[p] = sy;

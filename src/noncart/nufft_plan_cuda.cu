@@ -55,7 +55,7 @@ __global__ void __launch_bounds__(kThreads)
                  int W, int NT, const float* __restrict__ lut, int res, int edge,
                  const int* __restrict__ count, const int* __restrict__ offset,
                  const int* __restrict__ chunk_offset, const int* __restrict__ sorted, bool det,
-                 float2* __restrict__ partial, float2* __restrict__ grid) {
+                 const float* __restrict__ dcf, float2* __restrict__ partial, float2* __restrict__ grid) {
   extern __shared__ float2 smem[];  // s_v [CG][kChunk] | s_o [kChunk] | s_wx, s_wy [kChunk][W]
   __shared__ int s_count[32], s_start[33], s_perm[kChunk];
   __shared__ int s_wcount[kThreads / 32][32];  // deterministic mode: entries per (warp, bucket)
@@ -95,8 +95,9 @@ __global__ void __launch_bounds__(kThreads)
       if (sx > G / 2) sx -= G;
       if (sy > G / 2) sy -= G;
       s_o[i] = make_int2(sx, sy);
+      const float wj = dcf ? dcf[j] : 1.f;  // the sample's density weight, folded into the x weights
       for (int a = 0; a < W; ++a) {
-        s_wx[i * W + a] = lut_lookup(lut, res, edge, float(f.mx0 + a) - f.ux);
+        s_wx[i * W + a] = wj * lut_lookup(lut, res, edge, float(f.mx0 + a) - f.ux);
         s_wy[i * W + a] = lut_lookup(lut, res, edge, float(f.my0 + a) - f.uy);
       }
 #pragma unroll
@@ -442,7 +443,7 @@ void NufftPlanCuda::set_deterministic(bool on, int max_batch) {
   }
 }
 
-void NufftPlanCuda::spread(const cfloat* d_samples, cfloat* d_grids, int batch) {
+void NufftPlanCuda::spread(const cfloat* d_samples, cfloat* d_grids, int batch, const float* d_weights) {
   if (!d_traj_) throw InputError("nufft plan: spread before set_points");
   auto stream = static_cast<cudaStream_t>(stream_);
   const int tiles = NT_ * NT_;
@@ -462,7 +463,7 @@ void NufftPlanCuda::spread(const cfloat* d_samples, cfloat* d_grids, int batch) 
       const dim3 blocks(chunks, unsigned((batch + lanes - 1) / lanes));
       kernel<<<blocks, kThreads, row_gather_smem(lanes, kernel_.width), stream>>>(
           reinterpret_cast<const float2*>(d_samples), d_traj_, n, batch, G_, NT_, d_lut_.data(), res_, edge_,
-          count_.data(), offset_.data(), chunk_offset_.data(), sorted_.data(), grid);
+          count_.data(), offset_.data(), chunk_offset_.data(), sorted_.data(), d_weights, grid);
     });
     CUDA_CHECK_LAUNCH("gather_rows");
     return;
@@ -471,10 +472,11 @@ void NufftPlanCuda::spread(const cfloat* d_samples, cfloat* d_grids, int batch) 
   const dim3 blocks(chunks, unsigned((batch + cg - 1) / cg));
   const std::size_t smem = gather_smem(cg, kernel_.width);
   with_gather(cg, [&](auto kernel) {
-    kernel<<<blocks, kThreads, smem, stream>>>(
-        reinterpret_cast<const float2*>(d_samples), d_traj_, n, batch, G_, kernel_.width, NT_, d_lut_.data(),
-        res_, edge_, count_.data(), offset_.data(), chunk_offset_.data(),
-        det_ ? sorted_det_.data() : sorted_.data(), det_, reinterpret_cast<float2*>(partial_.data()), grid);
+    kernel<<<blocks, kThreads, smem, stream>>>(reinterpret_cast<const float2*>(d_samples), d_traj_, n, batch,
+                                               G_, kernel_.width, NT_, d_lut_.data(), res_, edge_,
+                                               count_.data(), offset_.data(), chunk_offset_.data(),
+                                               det_ ? sorted_det_.data() : sorted_.data(), det_, d_weights,
+                                               reinterpret_cast<float2*>(partial_.data()), grid);
   });
   CUDA_CHECK_LAUNCH("gather_tiles");
   if (det_) {

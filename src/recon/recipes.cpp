@@ -26,7 +26,12 @@ std::vector<RecipeStep> combine_tail(bool keep_phase) {
 std::vector<RecipeStep> image_tail(bool keep_phase = false) {
   return std::vector<RecipeStep>{{"fft", "grid"}, {"deapodize", "coil_images"}} + combine_tail(keep_phase);
 }
-const std::vector<RecipeStep> kGrid{{"density", "weighted"}, {"gridding", "grid"}};
+// The density weighting and the gridding: two steps on the CPU; one on the GPU, where the spread applies the
+// weights as it stages each sample instead of a pass that reads and writes every coil's samples.
+std::vector<RecipeStep> grid_steps(Backend backend) {
+  if (backend == Backend::Cuda) return {{"density_gridding", "grid"}};
+  return {{"density", "weighted"}, {"gridding", "grid"}};
+}
 }  // namespace
 
 Recipe recipe_for(const ReconParams& p, Backend backend) {
@@ -41,8 +46,10 @@ Recipe recipe_for(const ReconParams& p, Backend backend) {
                        combine_tail(p.keep_phase)};
   const bool fused = backend == Backend::Cuda && p.fft.engine == FftEngine::Custom && p.fft.fused &&
                      p.combine.method == CoilCombineMethod::Rss;
-  if (fused) return {"gridding-fused", kGrid + std::vector<RecipeStep>{{"fft_deapodize_combine", "image"}}};
-  return {"gridding", kGrid + image_tail(p.keep_phase)};
+  if (fused)
+    return {"gridding-fused",
+            grid_steps(backend) + std::vector<RecipeStep>{{"fft_deapodize_combine", "image"}}};
+  return {"gridding", grid_steps(backend) + image_tail(p.keep_phase)};
 }
 
 Recipe grid_recipe(GridRecipe which) {

@@ -61,6 +61,9 @@ void register_stages(Registry& r) {
       "gridding", [](P p) { return make_gridding_cpu(p.gridding); },
       RADSTREAM_CUDA_TWIN([](P p) { return make_gridding_cuda(p.gridding); }));
   r.add_twins(
+      "density_gridding", [](P p) { return make_density_gridding_cpu(p.density.method, p.gridding); },
+      RADSTREAM_CUDA_TWIN([](P p) { return make_density_gridding_cuda(p.density.method, p.gridding); }));
+  r.add_twins(
       "fft", [](P p) { return make_fft_cpu(p.fft, FftDirection::Inverse); },
       RADSTREAM_CUDA_TWIN([](P p) { return make_fft_cuda(p.fft, FftDirection::Inverse); }));
   r.add_twins(

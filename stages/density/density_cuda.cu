@@ -1,87 +1,21 @@
-// CUDA density compensation, same weights as the CPU twin (compute_density_weights): one thread per
-// half-spoke finds its angular neighbours (Voronoi), then one thread per sample computes the weight and
-// scales every coil. Radial spokes are monotone along their index, so a sample's radial neighbours are n - 1
-// and n + 1.
-#include <cmath>
-
-#include "core/math.hpp"
+// CUDA density compensation, same weights as the CPU twin: the weights of the frame's samples
+// (compute_density_weights_cuda, noncart/density_weights_cuda.cu), then one thread per sample scales every
+// coil. (The gridding recipes on the GPU apply the weights inside the spread instead: density_gridding.)
 #include "gpu/cuda_check.cuh"
 #include "gpu/device_memory.hpp"
-#include "noncart/radial_geometry.hpp"
 #include "stages/density/density.hpp"
 
 namespace radstream {
 namespace {
 
-__device__ double half_angle(const float* traj, int S, int h) {
-  const SpokeAxis a = spoke_axis(traj + size_t(h / 2) * S * 2, S);
-  double th = atan2(a.dy, a.dx);
-  if (th < 0) th += 2 * kPi;
-  if (h % 2) th = fmod(th + kPi, 2 * kPi);
-  return th;
-}
-
-// Angular width of each of the 2P half-spokes: half the gaps to the nearest directions on either side;
-// directions that coincide share one width.
-__global__ void half_spoke_widths(const float* __restrict__ traj, int P, int S, double* __restrict__ width) {
-  const int h = blockIdx.x * blockDim.x + threadIdx.x;
-  const int H = 2 * P;
-  if (h >= H) return;
-  const double th = half_angle(traj, S, h);
-  constexpr double kSame = 1e-9;
-  double prev = 2 * kPi, next = 2 * kPi;
-  int same = 1;
-  for (int o = 0; o < H; ++o) {
-    if (o == h) continue;
-    double d = half_angle(traj, S, o) - th;  // in (-2pi, 2pi)
-    if (fabs(d) < kSame || fabs(fabs(d) - 2 * kPi) < kSame) {
-      ++same;
-      continue;
-    }
-    if (d < 0) d += 2 * kPi;
-    next = fmin(next, d);
-    prev = fmin(prev, 2 * kPi - d);
-  }
-  width[h] = (same == H) ? 2 * kPi / H : 0.5 * (prev + next) / same;
-}
-
-__global__ void apply_weights(DcfMethod method, const float* __restrict__ traj,
-                              const double* __restrict__ width, int P, int S, int C,
-                              const float2* __restrict__ in, float2* __restrict__ out) {
+__global__ void scale_samples(const float* __restrict__ w, long n, int C, const float2* __restrict__ in,
+                              float2* __restrict__ out) {
   const long j = long(blockIdx.x) * blockDim.x + threadIdx.x;
-  const long n_all = long(P) * S;
-  if (j >= n_all) return;
-  const int p = int(j / S), n = int(j % S);
-  const float* t = traj + size_t(p) * S * 2;
-  const SpokeAxis a = spoke_axis(t, S);
-  double w = 1.0;
-  if (method == DcfMethod::Ramp || method == DcfMethod::RampDc) {
-    double r = sqrt(double(t[2 * n]) * t[2 * n] + double(t[2 * n + 1]) * t[2 * n + 1]);
-    if (method == DcfMethod::RampDc) r = fmax(r, a.spacing / 4);
-    w = kPi / P * a.spacing * r;
-  } else if (method == DcfMethod::Voronoi) {
-    auto along = [&](int m) { return t[2 * m] * a.dx + t[2 * m + 1] * a.dy; };
-    const double s = along(n), r = fabs(s);
-    const double tol = 1e-6 * a.spacing;
-    if (r <= tol) {
-      const double rn = n + 1 < S ? fabs(along(n + 1)) : a.spacing;
-      w = kPi * 0.25 * rn * rn / P;
-    } else {
-      const int inward = s > 0 ? n - 1 : n + 1, outward = s > 0 ? n + 1 : n - 1;
-      double r_in = 0.0;
-      if (inward >= 0 && inward < S) {
-        const double si = along(inward);
-        r_in = (si * s > 0 || fabs(si) <= tol) ? 0.5 * (r + fabs(si)) : 0.0;
-      }
-      const double r_out =
-          (outward >= 0 && outward < S) ? 0.5 * (r + fabs(along(outward))) : r + 0.5 * a.spacing;
-      w = 0.5 * width[2 * p + (s < 0 ? 1 : 0)] * (r_out * r_out - r_in * r_in);
-    }
-  }
-  const float wf = float(w);
+  if (j >= n) return;
+  const float wf = w[j];
   for (int c = 0; c < C; ++c) {
-    const float2 v = in[size_t(c) * n_all + j];
-    out[size_t(c) * n_all + j] = make_float2(v.x * wf, v.y * wf);
+    const float2 v = in[size_t(c) * n + j];
+    out[size_t(c) * n + j] = make_float2(v.x * wf, v.y * wf);
   }
 }
 
@@ -99,6 +33,7 @@ class DensityCuda final : public Stage {
     g_ = g;
     ext_ = input;
     width_ = DeviceBuffer<double>(Extents{std::size_t(2 * g.spokes)});
+    weights_ = DeviceBuffer<float>(Extents{std::size_t(g.spokes), std::size_t(g.samples)});
     return input;
   }
 
@@ -107,18 +42,13 @@ class DensityCuda final : public Stage {
     expect_view("density", "output", out, ext_, Location::Device);
     if (frame.traj.size() != std::size_t(g_.spokes) * g_.samples * 2 || frame.traj.loc != Location::Device)
       throw InputError("density: trajectory is not on the device or has the wrong size");
-    auto stream = static_cast<cudaStream_t>(ctx.stream);
-    if (p_.method == DcfMethod::Voronoi) {
-      const int H = 2 * g_.spokes;
-      half_spoke_widths<<<(H + 127) / 128, 128, 0, stream>>>(frame.traj.data, g_.spokes, g_.samples,
-                                                             width_.data());
-      CUDA_CHECK_LAUNCH("half_spoke_widths");
-    }
+    compute_density_weights_cuda(p_.method, frame.traj.data, g_.spokes, g_.samples, width_.data(),
+                                 weights_.data(), ctx.stream);
     const long n = long(g_.spokes) * g_.samples;
-    apply_weights<<<unsigned((n + 255) / 256), 256, 0, stream>>>(
-        p_.method, frame.traj.data, width_.data(), g_.spokes, g_.samples, g_.coils,
-        reinterpret_cast<const float2*>(in.data), reinterpret_cast<float2*>(out.data));
-    CUDA_CHECK_LAUNCH("apply_weights");
+    scale_samples<<<unsigned((n + 255) / 256), 256, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
+        weights_.data(), n, g_.coils, reinterpret_cast<const float2*>(in.data),
+        reinterpret_cast<float2*>(out.data));
+    CUDA_CHECK_LAUNCH("scale_samples");
   }
 
  private:
@@ -126,6 +56,7 @@ class DensityCuda final : public Stage {
   Geometry g_;
   Extents ext_;
   DeviceBuffer<double> width_;
+  DeviceBuffer<float> weights_;
 };
 
 }  // namespace

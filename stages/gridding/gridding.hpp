@@ -5,6 +5,7 @@
 #pragma once
 #include <memory>
 
+#include "noncart/density_weights.hpp"
 #include "noncart/nufft_kernel.hpp"
 #include "stage/stage.hpp"
 
@@ -27,5 +28,13 @@ struct GriddingParams {
 
 std::unique_ptr<Stage> make_gridding_cpu(const GriddingParams& p);
 std::unique_ptr<Stage> make_gridding_cuda(const GriddingParams& p);  // CUDA builds only
+
+// Density compensation and gridding in one stage ("density_gridding": the density stage's weights, then the
+// gridding stage's spread, with the same output). On the GPU the weights [spokes][samples] are computed once
+// and applied inside the spread as each sample is staged, so the weighted copy of every coil's samples (a
+// read and a write of the whole frame) is never made; the CPU twin weights a copy, then spreads it.
+std::unique_ptr<Stage> make_density_gridding_cpu(DcfMethod dcf, const GriddingParams& p);
+std::unique_ptr<Stage> make_density_gridding_cuda(DcfMethod dcf,
+                                                  const GriddingParams& p);  // CUDA builds only
 
 }  // namespace radstream

@@ -37,6 +37,31 @@ TEST(CudaParity, GriddingWidths4And6Sigma2And125) {
   }
 }
 
+// The density-weighted gridding (the weights applied inside the spread on the GPU) against its CPU twin (the
+// weighted copy, then the spread) and against the density stage then the gridding stage on the GPU, for every
+// weighting and both spread kernels: one coil or W 2 (a thread per cell), several coils at W 4..8 (a lane per
+// coil).
+TEST(CudaParity, DensityGriddingEqualsDensityThenGridding) {
+  RADSTREAM_REQUIRE_GPU();
+  for (auto [w, C] : std::vector<std::pair<int, int>>{{4, 1}, {2, 3}, {4, 3}, {6, 20}, {8, 5}}) {
+    const auto r = random_radial(64, 128, 67, C, unsigned(10 * w + C));
+    for (const char* m : {"none", "ramp", "ramp-dc", "voronoi"}) {
+      auto p = params();
+      p.density.method = parse_dcf(m);
+      p.gridding.width = w;
+      const auto gpu = run_stage("density_gridding", Backend::Cuda, p, r);
+      const double e_cpu = rel_error(gpu, run_stage("density_gridding", Backend::Cpu, p, r));
+      StageRun weighted = r;
+      weighted.in = run_stage("density", Backend::Cuda, p, r);
+      const double e_two = rel_error(gpu, run_stage("gridding", Backend::Cuda, p, weighted));
+      std::printf("density_gridding %s W %d, %d coils: vs the CPU twin %.3g, vs density then gridding %.3g\n",
+                  m, w, C, e_cpu, e_two);
+      EXPECT_LE(e_cpu, 1e-5) << m << " W " << w << " coils " << C;
+      EXPECT_LE(e_two, 1e-6) << m << " W " << w << " coils " << C;
+    }
+  }
+}
+
 TEST(CudaParity, CufftMatchesFftwAllSizes) {
   RADSTREAM_REQUIRE_GPU();
   for (int G = 64; G <= 2048; G *= 2) {

@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <map>
+#include <random>
 
 #include "core/error.hpp"
+#include "core/trajectory.hpp"
 #include "io/frame_io.hpp"
 #include "io/image_stats.hpp"
 #include "recon/coil_map_estimate.hpp"
@@ -130,7 +132,12 @@ TEST(Chain, RecipesAreDataAndRegistryKeysAreStageNames) {
   EXPECT_EQ(fbp.steps.back().output, "image");
   p = cpu_params();
   p.fft.engine = FftEngine::Custom;  // the fused tail only exists on the GPU
-  EXPECT_EQ(recipe_for(p, Backend::Cuda).steps.size(), 3u);
+  // On the GPU the density weights are applied inside the spread: one step from the samples to the grids.
+  const Recipe fused = recipe_for(p, Backend::Cuda);
+  ASSERT_EQ(fused.steps.size(), 2u);
+  EXPECT_EQ(fused.steps[0].stage, "density_gridding");
+  EXPECT_EQ(fused.steps[1].stage, "fft_deapodize_combine");
+  EXPECT_EQ(recipe_for(cpu_params(), Backend::Cuda).steps[0].stage, "density_gridding");
   EXPECT_EQ(recipe_for(p, Backend::Cuda).has_buffer("coil_images"), false);
 
   const Geometry g{32, 64, 24, 2, 2.f};
@@ -151,6 +158,39 @@ TEST(Chain, RecipesAreDataAndRegistryKeysAreStageNames) {
   EXPECT_EQ(out.size(), 2u * 64 * 64);
   EXPECT_FALSE(partial.keeps_coil_images());
   EXPECT_THROW(partial.coil_images(), InputError);
+}
+
+// The GPU's one-step density-weighted gridding has a CPU twin: on a golden-angle frame with random samples,
+// for every weighting, the same grids bit for bit as the density stage followed by the gridding stage.
+TEST(Chain, DensityGriddingEqualsDensityThenGriddingOnTheCpu) {
+  const Registry reg = default_registry();
+  const Geometry g{32, 64, 24, 3, 2.f};
+  Frame f(g);
+  AngleSpec a;
+  for (int p = 0; p < g.spokes; ++p)
+    spoke_coordinates(a.angle(p), g.samples,
+                      std::span<float>(f.traj.data() + std::size_t(p) * g.samples * 2, g.samples * 2));
+  std::mt19937 rng(5);
+  std::normal_distribution<float> d(0.f, 1.f);
+  for (std::size_t i = 0; i < f.data.size(); ++i) f.data[i] = cfloat(d(rng), d(rng));
+  for (const char* m : {"none", "ramp", "ramp-dc", "voronoi"}) {
+    ReconParams p = cpu_params();
+    p.density.method = parse_dcf(m);
+    ReconChain two(p, Backend::Cpu, reg, Recipe{"two", {{"density", "weighted"}, {"gridding", "grid"}}});
+    ReconChain one(p, Backend::Cpu, reg, Recipe{"one", {{"density_gridding", "grid"}}});
+    two.configure(g);
+    one.configure(g);
+    const auto a2 = two.reconstruct(f);
+    const std::vector<cfloat> ref(a2.data, a2.data + a2.size());
+    const auto a1 = one.reconstruct(f);
+    ASSERT_EQ(a1.size(), ref.size());
+    double peak = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      EXPECT_EQ(a1.data[i], ref[i]) << m << " cell " << i;
+      peak = std::max(peak, double(std::abs(ref[i])));
+    }
+    EXPECT_GT(peak, 0.0) << m;
+  }
 }
 
 namespace {

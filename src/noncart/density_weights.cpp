@@ -1,3 +1,4 @@
+// Density compensation weights on the CPU (density_weights.hpp).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -5,8 +6,8 @@
 
 #include "core/error.hpp"
 #include "core/trajectory.hpp"
+#include "noncart/density_weights.hpp"
 #include "noncart/radial_geometry.hpp"
-#include "stages/density/density.hpp"
 
 namespace radstream {
 
