@@ -32,6 +32,7 @@
 #include "gpu/device_memory.hpp"
 #include "noncart/grid_layout.cuh"
 #include "noncart/nufft_gather_rows.cuh"
+#include "noncart/nufft_interp_tiles.cuh"
 #include "noncart/nufft_plan_common.cuh"
 #include "noncart/nufft_plan_cuda.hpp"
 #include "noncart/nufft_tile_sort.cuh"
@@ -371,6 +372,11 @@ NufftPlanCuda::NufftPlanCuda(int grid, const NufftKernel& kernel, std::size_t ca
       CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       int(gather_smem(cg, kMaxWidth))));
     });
+  if (tile_interp(kMinTileInterpCoils, kernel.width))
+    for (int b : {4, 12})  // both coil-lane counts
+      with_interp_tiles(kernel.width, b, [&](auto k, int, std::size_t smem) {
+        CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+      });
   if (row_gather(kMinRowCoils, kernel.width))
     for (int b : {4, 8, 16})
       with_rows(b, kernel.width, [&](auto k, int lanes) {
@@ -501,6 +507,21 @@ void NufftPlanCuda::interp(const cfloat* d_grids, cfloat* d_samples, int batch, 
   if (tiled && (G_ % gridlayout::kTile != 0 || kernel_.width > 8))
     throw InputError("nufft plan: a tiled grid needs G a multiple of 8 and W <= 8; G " + std::to_string(G_) +
                      ", W " + std::to_string(kernel_.width));
+  if (tile_interp(batch, kernel_.width)) {
+    const int tiles = NT_ * NT_;
+    const unsigned chunks =
+        unsigned(4 * n_ / kChunk + tiles + 1);  // as the spread's, then the zeroing blocks
+    const unsigned zeroing = unsigned((n_ + kThreads - 1) / kThreads);
+    with_interp_tiles(kernel_.width, batch, [&](auto kernel, int lanes, std::size_t smem) {
+      const dim3 blocks(chunks + zeroing, unsigned((batch + lanes - 1) / lanes));
+      kernel<<<blocks, kThreads, smem, stream>>>(
+          reinterpret_cast<const float2*>(d_grids), tiled, d_traj_, long(n_), batch, G_, NT_, d_lut_.data(),
+          res_, edge_, count_.data(), offset_.data(), chunk_offset_.data(),
+          det_ ? sorted_det_.data() : sorted_.data(), chunks, reinterpret_cast<float2*>(d_samples));
+    });
+    CUDA_CHECK_LAUNCH("interp_tiles");
+    return;
+  }
   if (kernel_.width <= 4)
     tiled ? launch(interp_points<4, true>, 4) : launch(interp_points<4, false>, 4);
   else if (kernel_.width <= 8)

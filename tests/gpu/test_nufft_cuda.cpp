@@ -2,6 +2,7 @@
 // against the CPU ones; a fixed-count CG captured in one CUDA graph.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 
 #include "gpu_test_util.hpp"
@@ -83,6 +84,44 @@ TEST(NufftCuda, InterpAndSpreadMatchTheCpuPlan) {
           }
         }
       }
+    }
+  }
+}
+
+// Points with non-finite or absurd coordinates (a hostile stream's) are in no tile's list: the interpolation
+// still writes their samples, zeros, for every coil, whichever kernel runs (a few lanes a point below 4
+// coils, the tile kernel from 4), and the other points equal the CPU plan's.
+TEST(NufftCuda, InterpWritesZerosForPointsWithNonFiniteCoordinates) {
+  RADSTREAM_REQUIRE_GPU();
+  Stream st;
+  for (int coils : {3, 8, 32}) {
+    for (int width : {4, 6}) {
+      auto traj = gputest::random_radial(64, 128, 48, coils, 11).traj;
+      const std::size_t n = traj.size() / 2;
+      const std::vector<std::size_t> bad{0, 77, 3000, n - 1};
+      traj[2 * bad[0]] = std::numeric_limits<float>::quiet_NaN();
+      traj[2 * bad[1] + 1] = std::numeric_limits<float>::infinity();
+      traj[2 * bad[2]] = 3e7f;
+      traj[2 * bad[3] + 1] = -std::numeric_limits<float>::infinity();
+      const NufftKernel k{width, 2.0, 1024};
+      NufftPlanCpu cpu(2, {128, 128, 1}, k, n);
+      cpu.set_points(traj.data(), n);
+      const auto grids = random_values(std::size_t(coils) * cpu.grid_size(), 12);
+      std::vector<cfloat> y_cpu(std::size_t(coils) * n);
+      cpu.interp(grids.data(), y_cpu.data(), coils);
+      NufftPlanCuda gpu(128, k, n, st.s);
+      auto d_traj = upload(traj, st.s);
+      auto d_grids = upload(grids, st.s);
+      DeviceBuffer<cfloat> d_y(Extents{y_cpu.size()});
+      gpu::memset_device(d_y.data(), 0x7f, y_cpu.size() * sizeof(cfloat), st.s);  // not zeros
+      gpu.set_points(d_traj.data(), n);
+      gpu.interp(d_grids.data(), d_y.data(), coils);
+      const auto y = download(d_y, st.s);
+      for (int c = 0; c < coils; ++c)
+        for (std::size_t j : bad) EXPECT_EQ(y[std::size_t(c) * n + j], cfloat(0.f, 0.f)) << c << " " << j;
+      const double e = rel_error(y, y_cpu);
+      std::printf("coils %2d W%d, 4 non-finite points: interp CUDA vs CPU %.2e\n", coils, width, e);
+      EXPECT_LE(e, 1e-5);
     }
   }
 }
