@@ -202,7 +202,8 @@ __global__ void __launch_bounds__(kThreads)
   grid[(size_t(c) * G + y) * G + x] = s;
 }
 
-// Interpolation (the forward NUFFT's last step, the exact adjoint of the spread): L lanes per point (L = 4, 8
+// Interpolation (the forward NUFFT's last step, the exact adjoint of the spread) below 16 coils or outside
+// widths 4..8 (from 16 coils, widths 4..8: interp_tiles, nufft_interp_tiles.cuh): L lanes per point (L = 4, 8
 // or 16, at least W), lane b owning column b of the W x W footprint: it reads its column's W cells for each
 // coil, weights them, and the L lanes' sums are added by shuffles; the lane b writes the coils c with c % L
 // = b. Why: with a thread per point, a warp's 32 reads of one footprint cell fall on up to 32 grid rows (a
@@ -373,10 +374,9 @@ NufftPlanCuda::NufftPlanCuda(int grid, const NufftKernel& kernel, std::size_t ca
                                       int(gather_smem(cg, kMaxWidth))));
     });
   if (tile_interp(kMinTileInterpCoils, kernel.width))
-    for (int b : {4, 12})  // both coil-lane counts
-      with_interp_tiles(kernel.width, b, [&](auto k, int, std::size_t smem) {
-        CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-      });
+    with_interp_tiles(kernel.width, [&](auto k, int, std::size_t smem) {
+      CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    });
   if (row_gather(kMinRowCoils, kernel.width))
     for (int b : {4, 8, 16})
       with_rows(b, kernel.width, [&](auto k, int lanes) {
@@ -512,7 +512,7 @@ void NufftPlanCuda::interp(const cfloat* d_grids, cfloat* d_samples, int batch, 
     const unsigned chunks =
         unsigned(4 * n_ / kChunk + tiles + 1);  // as the spread's, then the zeroing blocks
     const unsigned zeroing = unsigned((n_ + kThreads - 1) / kThreads);
-    with_interp_tiles(kernel_.width, batch, [&](auto kernel, int lanes, std::size_t smem) {
+    with_interp_tiles(kernel_.width, [&](auto kernel, int lanes, std::size_t smem) {
       const dim3 blocks(chunks + zeroing, unsigned((batch + lanes - 1) / lanes));
       kernel<<<blocks, kThreads, smem, stream>>>(
           reinterpret_cast<const float2*>(d_grids), tiled, d_traj_, long(n_), batch, G_, NT_, d_lut_.data(),

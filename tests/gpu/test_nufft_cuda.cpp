@@ -41,7 +41,8 @@ TEST(NufftCuda, InterpAndSpreadMatchTheCpuPlan) {
   Stream st;
   // 1 coil: a cell a thread (gather_tiles); 3 and more with widths 4..8: a coil a lane (gather_rows), in
   // groups of 4, 8 and 16 with idle lanes (3, 5, 12, 21) and several groups (21, 32, 40); width 9:
-  // gather_tiles again. The radial frame's centre tiles take several chunks (added with atomics).
+  // gather_tiles again. The radial frame's centre tiles take several chunks (added with atomics). The interp:
+  // a few lanes a point below 16 coils, by tiles through shared memory from 16 (16, 21, 32, 40; W 4..8).
   for (int coils : {1, 3, 5, 8, 12, 16, 21, 32, 40}) {
     for (int width : {4, 5, 6, 7, 8, 9}) {
       // A golden-angle radial frame (the live path's points) and uniform random points.
