@@ -28,7 +28,7 @@ class GriddingCuda final : public Stage {
     in_ext_ = input;
     G_ = oversampled_grid_size(g.matrix, p_.oversampling);
     out_ext_ = Extents{std::size_t(g.coils), std::size_t(G_), std::size_t(G_)};
-    if (dcf_) {
+    if (dcf_ && *dcf_ != DcfMethod::None) {
       width_ = DeviceBuffer<double>(Extents{std::size_t(2 * g.spokes)});
       weights_ = DeviceBuffer<float>(Extents{std::size_t(g.spokes), std::size_t(g.samples)});
     }
@@ -45,7 +45,7 @@ class GriddingCuda final : public Stage {
       throw InputError(stage + ": the frame context carries no " + std::to_string(G_) +
                        "^2 point plan with " + std::to_string(n) + " points");
     if (plan->stream() != ctx.stream) throw InputError(stage + ": the point plan runs on another stream");
-    if (!dcf_) {
+    if (!dcf_ || *dcf_ == DcfMethod::None) {  // (weights of 1: nothing to compute or apply)
       plan->spread(in.data, out.data, g_.coils);
       return;
     }
