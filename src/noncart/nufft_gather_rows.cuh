@@ -13,6 +13,8 @@
 // through shared memory (a lane's cells lie in CL grids; written directly, a shared tile's atomics touched 32
 // sectors an instruction and the kernel was 23 % slower than gather_tiles on R1).
 #pragma once
+#include <cuda_pipeline.h>
+
 #include <cub/block/block_scan.cuh>
 
 #include "noncart/nufft_plan_common.cuh"
@@ -96,8 +98,16 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   // 3. Each entry's weights (the density weight folded into the x weights), first row and values, staged at
   //    its sorted place.
+  //    The CL values are copied asynchronously (cp.async, no registers), all in flight with the weights'
+  //    loads: one global latency for the stage instead of one per few coils (the stage's loads were the
+  //    kernel's main stall on R1).
   if (bucket >= 0) {
     const int p = s_start[bucket] + rank;
+#pragma unroll
+    for (int c = 0; c < CL; ++c)  // coils past the batch: zeros (the whole 8 bytes zero-filled)
+      __pipeline_memcpy_async(s_v + c * kStageStride + p, data + size_t(c0 + min(c, cg - 1)) * n + j,
+                              sizeof(float2), c < cg ? 0 : sizeof(float2));
+    __pipeline_commit();
     const float wj = dcf ? dcf[j] : 1.f;  // the sample's density weight, if the spread applies one
 #pragma unroll
     for (int a = 0; a < W; ++a) {
@@ -105,9 +115,7 @@ __global__ void __launch_bounds__(kThreads)
       s_wy[p * W + a] = lut_lookup(lut, res, edge, float(f.my0 + a) - f.uy);
     }
     s_oy[p] = sy;
-#pragma unroll 4
-    for (int c = 0; c < CL; ++c)
-      s_v[c * kStageStride + p] = c < cg ? data[size_t(c0 + c) * n + j] : make_float2(0.f, 0.f);
+    __pipeline_wait_prior(0);
   }
   __syncthreads();
   // 4. This warp's band: for each first column that reaches it (unrolled, so that the cells an entry adds to

@@ -13,6 +13,8 @@
 // list order (runs of consecutive samples along a spoke). Points with non-finite coordinates are in no list:
 // the blocks past the chunks' bound write their zeros.
 #pragma once
+#include <cuda_pipeline.h>
+
 #include <type_traits>
 
 #include "noncart/grid_layout.cuh"
@@ -65,7 +67,31 @@ __global__ void __launch_bounds__(kThreads)
   const int cnt = min(offset[t] + count[t], first + kChunk) - first;
   const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
 
-  // 1. The chunk's entries whose footprint starts in this tile, compacted in list order.
+  // 1. The region, [cell][coil], copied asynchronously (cp.async: every cell of every coil in flight at once,
+  //    no registers) while step 2 reads the chunk's points: a thread owns the same cells of every coil
+  //    (their grid offsets computed once), consecutive threads consecutive cells. (The lanes of coils past
+  //    the batch compute from whatever is there; their sums are not stored.)
+  {
+    constexpr int kCellsPerThread = (S::cells + kThreads - 1) / kThreads;
+    const size_t per_grid = size_t(G) * G;
+#pragma unroll
+    for (int k = 0; k < kCellsPerThread; ++k) {
+      const int cell = int(threadIdx.x) + k * kThreads;
+      if (cell >= S::cells) continue;
+      const int ry = cell / S::RW, rx = cell - ry * S::RW;
+      int gy = ty0 + ry, gx = tx0 + rx;
+      while (gy >= G) gy -= G;
+      while (gx >= G) gx -= G;
+      const float2* src =
+          grids + size_t(c0) * per_grid + (tiled ? gridlayout::tiled(gy, gx, G) : gy * G + gx);
+#pragma unroll
+      for (int u = 0; u < CL; ++u)
+        if (u < cg)
+          __pipeline_memcpy_async(s_g + cell * S::stride + u, src + size_t(u) * per_grid, sizeof(float2));
+    }
+    __pipeline_commit();
+  }
+  // 2. The chunk's entries whose footprint starts in this tile, compacted in list order.
   bool mine = false;
   long j = 0;
   Footprint f{0, 0, 0.f, 0.f, false};
@@ -84,7 +110,10 @@ __global__ void __launch_bounds__(kThreads)
     base += w < warp ? v : 0;
     total += v;
   }
-  if (total == 0) return;  // (the same for every thread of the block)
+  if (total == 0) {  // (the same for every thread of the block)
+    __pipeline_wait_prior(0);
+    return;
+  }
   if (mine) {
     const int e = base + __popc(ballot & ((1u << lane) - 1u));
     s_j[e] = int(j);
@@ -95,36 +124,7 @@ __global__ void __launch_bounds__(kThreads)
       s_wy[e * W + a] = lut_lookup(lut, res, edge, float(f.my0 + a) - f.uy);
     }
   }
-  // 2. The region, [cell][coil]: a thread owns the same cells of every coil (their grid offsets computed
-  // once),
-  //    consecutive threads consecutive cells; the loads of a thread's coils are issued before their stores.
-  //    (The lanes of coils past the batch compute from whatever is there; their sums are not stored.)
-  constexpr int kCellsPerThread = (S::cells + kThreads - 1) / kThreads;
-  const size_t per_grid = size_t(G) * G;
-  int src[kCellsPerThread];
-#pragma unroll
-  for (int k = 0; k < kCellsPerThread; ++k) {
-    const int cell = int(threadIdx.x) + k * kThreads;
-    const int ry = cell / S::RW, rx = cell - ry * S::RW;
-    int gy = ty0 + ry, gx = tx0 + rx;
-    while (gy >= G) gy -= G;
-    while (gx >= G) gx -= G;
-    src[k] = cell < S::cells ? (tiled ? gridlayout::tiled(gy, gx, G) : gy * G + gx) : -1;
-  }
-  constexpr int kCoilsInFlight = 8;
-  for (int cb = 0; cb < cg; cb += kCoilsInFlight) {
-    float2 v[kCoilsInFlight][kCellsPerThread];
-#pragma unroll
-    for (int u = 0; u < kCoilsInFlight; ++u)
-#pragma unroll
-      for (int k = 0; k < kCellsPerThread; ++k)
-        if (cb + u < cg && src[k] >= 0) v[u][k] = __ldg(grids + size_t(c0 + cb + u) * per_grid + src[k]);
-#pragma unroll
-    for (int u = 0; u < kCoilsInFlight; ++u)
-#pragma unroll
-      for (int k = 0; k < kCellsPerThread; ++k)
-        if (cb + u < cg && src[k] >= 0) s_g[(int(threadIdx.x) + k * kThreads) * S::stride + cb + u] = v[u][k];
-  }
+  __pipeline_wait_prior(0);
   __syncthreads();
   // 3. A lane per coil, 32 / CL entries a warp at a time; each entry's sum in registers until the region is
   //    no longer read.
