@@ -79,6 +79,12 @@ __global__ void __launch_bounds__(kCountThreads)
     const int c = s_tally[t];
     if (c) s_tally[t] = atomicAdd(tally + t, c);
   }
+  // The ticket follows the tallies' atomics only: the fence before it then waits for nothing else (fenced
+  // after the entries' stores, it waited for them in every block). The entries are stored after it; the
+  // last block's scan does not read them (the scatter, the next launch, does).
+  __threadfence();  // this block's tallies before its ticket
+  __syncthreads();
+  if (threadIdx.x == 0) s_last = atomicAdd(tally + tiles, 1) == int(gridDim.x) - 1;
   __syncthreads();
   if (in) {
 #pragma unroll
@@ -86,10 +92,6 @@ __global__ void __launch_bounds__(kCountThreads)
     tile_of[j] = make_int4(t4[0], t4[1], t4[2], t4[3]);
     rank[j] = make_int4(r4[0], r4[1], r4[2], r4[3]);
   }
-  __threadfence();  // this block's tallies before its ticket
-  __syncthreads();
-  if (threadIdx.x == 0) s_last = atomicAdd(tally + tiles, 1) == int(gridDim.x) - 1;
-  __syncthreads();
   if (!s_last) return;
   __threadfence();
   plan_tiles(tally, tiles, count, offset, chunk_offset);
