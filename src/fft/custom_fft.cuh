@@ -120,11 +120,13 @@ __device__ __forceinline__ void pass(float2* st, int tid, int Ns, const float2* 
     const int j = tid + b * T;
     const int k = j & (Ns - 1);
     const int step = k * (N / (Ns * R));
+    if (Ns > 1) {  // the first pass's twiddles are all 1 (Ns is a constant once the passes are unrolled)
 #pragma unroll
-    for (int r = 1; r < R; ++r) {
-      float2 w = __ldg(tw + r * step);
-      if (INV) w.y = -w.y;
-      v[b * R + r] = mul(v[b * R + r], w);
+      for (int r = 1; r < R; ++r) {
+        float2 w = __ldg(tw + r * step);
+        if (INV) w.y = -w.y;
+        v[b * R + r] = mul(v[b * R + r], w);
+      }
     }
     dft<R, INV>(v + b * R);
     const int d = (j - k) * R + k;
