@@ -6,12 +6,13 @@
 // coils at W 4) took 89 us, bound by the L1's wavefronts (about 23 useful bytes in each 128), 3.5x its
 // bandwidth floor. Here a block takes a chunk of a tile's list (the sort set_points made for the spread) and
 // the grid region its points can reach (the tile and W - 1 cells past its far edges), for CL coils, into
-// shared memory as [cell][coil], read once from the grids in whole rows; then a lane is a coil, so that one
-// instruction reads one footprint cell of 32 / CL points for all CL coils, 256 contiguous bytes (two
-// wavefronts, no conflicts). Each point is computed by the tile of its footprint's first cell (the other
-// tiles whose lists hold it skip it); the chunk's results leave through shared memory, a coil at a time in
-// list order (runs of consecutive samples along a spoke). Points with non-finite coordinates are in no list:
-// the blocks past the chunks' bound write their zeros.
+// shared memory as [cell][coil], read once from the grids in whole rows (by cp.async, while the chunk's
+// points are read; a chunk with no point of its own has loaded its region for nothing); then a lane is a
+// coil, so that one instruction reads one footprint cell of 32 / CL points for all CL coils, 256 contiguous
+// bytes (two wavefronts, no conflicts). Each point is computed by the tile of its footprint's first cell (the
+// other tiles whose lists hold it skip it); the chunk's results leave through shared memory, a coil at a time
+// in list order (runs of consecutive samples along a spoke). Points with non-finite coordinates are in no
+// list: the blocks past the chunks' bound write their zeros.
 #pragma once
 #include <cuda_pipeline.h>
 

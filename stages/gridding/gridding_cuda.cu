@@ -15,8 +15,9 @@ namespace {
 
 class GriddingCuda final : public Stage {
  public:
-  GriddingCuda(const GriddingParams& p, std::optional<DcfMethod> dcf) : p_(p), dcf_(dcf) {}
-  std::string name() const override { return dcf_ ? "density_gridding" : "gridding"; }
+  GriddingCuda(const GriddingParams& p, std::optional<DcfMethod> dcf)
+      : p_(p), dcf_(dcf), stage_(dcf ? "density_gridding" : "gridding") {}
+  std::string name() const override { return stage_; }
   StageSpec spec() const override {
     StageSpec s;
     s.point_plan = true;
@@ -36,21 +37,21 @@ class GriddingCuda final : public Stage {
   }
 
   void process(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context& ctx) override {
-    const std::string stage = name();
-    expect_view(stage.c_str(), "input", in, in_ext_, Location::Device);
-    expect_view(stage.c_str(), "output", out, out_ext_, Location::Device);
+    expect_view(stage_, "input", in, in_ext_, Location::Device);
+    expect_view(stage_, "output", out, out_ext_, Location::Device);
     const std::size_t n = std::size_t(g_.spokes) * g_.samples;
     NufftPlanCuda* plan = frame.cuda_plan;
     if (!plan || plan->points() != n || plan->grid() != G_)
-      throw InputError(stage + ": the frame context carries no " + std::to_string(G_) +
+      throw InputError(std::string(stage_) + ": the frame context carries no " + std::to_string(G_) +
                        "^2 point plan with " + std::to_string(n) + " points");
-    if (plan->stream() != ctx.stream) throw InputError(stage + ": the point plan runs on another stream");
+    if (plan->stream() != ctx.stream)
+      throw InputError(std::string(stage_) + ": the point plan runs on another stream");
     if (!dcf_ || *dcf_ == DcfMethod::None) {  // (weights of 1: nothing to compute or apply)
       plan->spread(in.data, out.data, g_.coils);
       return;
     }
     if (frame.traj.size() != n * 2 || frame.traj.loc != Location::Device)
-      throw InputError(stage + ": trajectory is not on the device or has the wrong size");
+      throw InputError(std::string(stage_) + ": trajectory is not on the device or has the wrong size");
     compute_density_weights_cuda(*dcf_, frame.traj.data, g_.spokes, g_.samples, width_.data(),
                                  weights_.data(), ctx.stream);
     plan->spread(in.data, out.data, g_.coils, weights_.data());
@@ -59,6 +60,7 @@ class GriddingCuda final : public Stage {
  private:
   GriddingParams p_;
   std::optional<DcfMethod> dcf_;  // density_gridding: the weighting applied inside the spread
+  const char* stage_;             // the name, for messages (no string built per frame)
   Geometry g_;
   Extents in_ext_, out_ext_;
   int G_ = 0;

@@ -41,8 +41,8 @@ TEST(NufftCuda, InterpAndSpreadMatchTheCpuPlan) {
   Stream st;
   // 1 coil: a cell a thread (gather_tiles); 3 and more with widths 4..8: a coil a lane (gather_rows), in
   // groups of 4, 8 and 16 with idle lanes (3, 5, 12, 21) and several groups (21, 32, 40); width 9:
-  // gather_tiles again. The radial frame's centre tiles take several chunks (the first stores, the others add
-  // with atomics; a second spread into the same grids checks that nothing of the first stays). The interp:
+  // gather_tiles again. The radial frame's centre tiles take several chunks (cleared first, then added with
+  // atomics; a second spread into the same grids checks that nothing of the first stays). The interp:
   // a few lanes a point below 16 coils, by tiles through shared memory from 16 (16, 21, 32, 40; W 4..8).
   for (int coils : {1, 3, 5, 8, 12, 16, 21, 32, 40}) {
     for (int width : {4, 5, 6, 7, 8, 9}) {
@@ -72,8 +72,8 @@ TEST(NufftCuda, InterpAndSpreadMatchTheCpuPlan) {
           std::printf("coils %2d W%d: interp CUDA vs CPU %.2e, spread %.2e\n", coils, width, ei, es);
           EXPECT_LE(ei, 1e-5);
           EXPECT_LE(es, 1e-5);
-          {  // again, other samples into the same grids: no cell keeps the last spread's value (a shared
-             // tile's first chunk stores, the others add once its flag is up; the flags are down again)
+          {  // again, other samples into the same grids: no cell keeps the last spread's value (the tiles
+             // that several chunks add into are cleared again, every other cell is stored)
             const auto samples2 = random_values(std::size_t(coils) * n, 9);
             std::vector<cfloat> g2_cpu(grids.size());
             cpu.spread(samples2.data(), g2_cpu.data(), coils);
