@@ -36,8 +36,8 @@ std::size_t row_gather_smem(int coil_lanes, int width) {
 template <int CL, int W>
 __global__ void __launch_bounds__(kThreads)
     gather_rows(const float2* __restrict__ data, const float* __restrict__ traj, long n, int coils, int G,
-                int NT, const float* __restrict__ lut, int res, int edge, const int* __restrict__ count,
-                const int* __restrict__ offset, const int* __restrict__ chunk_offset,
+                int NT, const float* __restrict__ lut, int res, int edge,
+                const int* __restrict__ chunk_offset, const int4* __restrict__ chunk_info,
                 const int* __restrict__ sorted, const float* __restrict__ dcf, float2* __restrict__ grid) {
   constexpr int R = 32 / CL;                        // rows of a band
   constexpr int XW = R >= 8 ? 4 : R >= 4 ? 8 : kT;  // cells of a band's row
@@ -55,9 +55,11 @@ __global__ void __launch_bounds__(kThreads)
   int* s_oy = reinterpret_cast<int*>(s_wy + kChunk * W);
   const int tiles = NT * NT;
   const int blk = blockIdx.x;
-  if (blk >= chunk_offset[tiles]) return;  // the launch is an upper bound
-  const int t = tile_of_chunk(chunk_offset, tiles, blk);
-  const bool shared_tile = count[t] > kChunk;
+  const int chunks = chunk_offset[tiles];
+  const ChunkRef ref = chunk_ref(chunk_info, blk);  // (within the table; read with the bound, used after it)
+  if (blk >= chunks) return;                        // the launch is an upper bound
+  const int t = ref.tile;
+  const bool shared_tile = ref.shared;
   const int tx0 = (t % NT) * kT, ty0 = (t / NT) * kT;
   const int c0 = int(blockIdx.y) * CL;
   const int cg = min(CL, coils - c0);
@@ -65,8 +67,7 @@ __global__ void __launch_bounds__(kThreads)
   // 1. Each entry's bucket (first column major, then first row) and its rank within it.
   for (int q = threadIdx.x; q < kBucketSlots; q += kThreads) s_start[q] = 0;
   __syncthreads();
-  const int first = offset[t] + (blk - chunk_offset[t]) * kChunk;
-  const int cnt = min(offset[t] + count[t], first + kChunk) - first;
+  const int first = ref.first, cnt = ref.cnt;
   int bucket = -1, rank = 0, sy = 0;
   long j = 0;
   Footprint f{0, 0, 0.f, 0.f, false};
@@ -103,10 +104,13 @@ __global__ void __launch_bounds__(kThreads)
   //    kernel's main stall on R1).
   if (bucket >= 0) {
     const int p = s_start[bucket] + rank;
+    const unsigned dst = unsigned(__cvta_generic_to_shared(s_v + p));
+    const float2* src = data + size_t(c0) * n + j;
 #pragma unroll
-    for (int c = 0; c < CL; ++c)  // coils past the batch: zeros (the whole 8 bytes zero-filled)
-      __pipeline_memcpy_async(s_v + c * kStageStride + p, data + size_t(c0 + min(c, cg - 1)) * n + j,
-                              sizeof(float2), c < cg ? 0 : sizeof(float2));
+    for (int c = 0; c < CL; ++c) {  // coils past the batch: zeros (none of the 8 bytes read)
+      copy_async8(dst + unsigned(c * kStageStride * sizeof(float2)), src, c < cg ? 8 : 0);
+      if (c + 1 < cg) src += n;
+    }
     __pipeline_commit();
     const float wj = dcf ? dcf[j] : 1.f;  // the sample's density weight, if the spread applies one
 #pragma unroll
@@ -164,8 +168,12 @@ __global__ void __launch_bounds__(kThreads)
   for (int cc = 0; cc < cg; ++cc, dst += size_t(G) * G) {
     const float2 v = s_out[cc * kStageStride + threadIdx.x];
     if (shared_tile) {
+#if __CUDA_ARCH__ >= 900
+      atomicAdd(dst, v);  // one vector reduction for both parts
+#else
       atomicAdd(&dst->x, v.x);
       atomicAdd(&dst->y, v.y);
+#endif
     } else {
       *dst = v;
     }

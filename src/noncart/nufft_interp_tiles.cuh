@@ -39,9 +39,8 @@ template <int W, int CL>
 __global__ void __launch_bounds__(kThreads)
     interp_tiles(const float2* __restrict__ grids, bool tiled, const float* __restrict__ traj, long n,
                  int batch, int G, int NT, const float* __restrict__ lut, int res, int edge,
-                 const int* __restrict__ count, const int* __restrict__ offset,
-                 const int* __restrict__ chunk_offset, const int* __restrict__ sorted, unsigned chunk_blocks,
-                 float2* __restrict__ samples) {
+                 const int* __restrict__ chunk_offset, const int4* __restrict__ chunk_info,
+                 const int* __restrict__ sorted, unsigned chunk_blocks, float2* __restrict__ samples) {
   using S = InterpTileShape<W, CL>;
   static_assert(32 % CL == 0 && kThreads == 256, "CL lanes a point, 8 warps");
   extern __shared__ float2
@@ -61,11 +60,12 @@ __global__ void __launch_bounds__(kThreads)
     return;
   }
   const int tiles = NT * NT;
-  if (int(blk) >= chunk_offset[tiles]) return;  // the launch is an upper bound
-  const int t = tile_of_chunk(chunk_offset, tiles, int(blk));
+  const int chunks = chunk_offset[tiles];
+  const ChunkRef ref = chunk_ref(chunk_info, int(blk));  // (within the table; read with the bound)
+  if (int(blk) >= chunks) return;                        // the launch is an upper bound
+  const int t = ref.tile;
   const int tx0 = (t % NT) * kT, ty0 = (t / NT) * kT;
-  const int first = offset[t] + (int(blk) - chunk_offset[t]) * kChunk;
-  const int cnt = min(offset[t] + count[t], first + kChunk) - first;
+  const int first = ref.first, cnt = ref.cnt;
   const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
 
   // 1. The region, [cell][coil], copied asynchronously (cp.async: every cell of every coil in flight at once,
@@ -75,6 +75,7 @@ __global__ void __launch_bounds__(kThreads)
   {
     constexpr int kCellsPerThread = (S::cells + kThreads - 1) / kThreads;
     const size_t per_grid = size_t(G) * G;
+    const unsigned s_base = unsigned(__cvta_generic_to_shared(s_g));
 #pragma unroll
     for (int k = 0; k < kCellsPerThread; ++k) {
       const int cell = int(threadIdx.x) + k * kThreads;
@@ -85,10 +86,10 @@ __global__ void __launch_bounds__(kThreads)
       while (gx >= G) gx -= G;
       const float2* src =
           grids + size_t(c0) * per_grid + (tiled ? gridlayout::tiled(gy, gx, G) : gy * G + gx);
+      const unsigned dst = s_base + unsigned(cell * S::stride) * unsigned(sizeof(float2));
 #pragma unroll
-      for (int u = 0; u < CL; ++u)
-        if (u < cg)
-          __pipeline_memcpy_async(s_g + cell * S::stride + u, src + size_t(u) * per_grid, sizeof(float2));
+      for (int u = 0; u < CL; ++u, src += per_grid)
+        if (u < cg) copy_async8(dst + unsigned(u * sizeof(float2)), src);
     }
     __pipeline_commit();
   }

@@ -46,18 +46,28 @@ __device__ __forceinline__ Footprint footprint(const float* traj, long j, int G,
   return f;
 }
 
-// The tile whose chunk list holds chunk b (the gathers' block index): the largest t with chunk_offset[t] <=
-// b, chunk_offset being the ascending exclusive scan of the chunks per tile.
-__device__ __forceinline__ int tile_of_chunk(const int* __restrict__ chunk_offset, int tiles, int b) {
-  int lo = 0, hi = tiles - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (chunk_offset[mid] <= b)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
+// An asynchronous copy of 8 bytes, global to shared (cp.async; wait with __pipeline_wait_prior): src_bytes
+// of them read (0 or 8), the rest zero-filled. The shared address is a 32-bit one (__cvta_generic_to_shared
+// of the buffer, once); through __pipeline_memcpy_async each copy recomputed its generic-to-shared window and
+// its 64-bit global address, about 15 instructions a copy (a quarter of interp_tiles' instructions on F1).
+__device__ __forceinline__ void copy_async8(unsigned s_addr, const void* src, int src_bytes = 8) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(s_addr),
+               "l"(__cvta_generic_to_global(src)), "r"(src_bytes)
+               : "memory");
+}
+
+// A gather block's chunk, one int4 per chunk written by the tile sort's scan (plan_tiles): x its tile, y its
+// first entry in the sorted lists, z its entries (0..kChunk), w 1 when its tile has several chunks (a shared
+// tile, cleared first and added into). One 16-byte load per block; a binary search over the chunk offsets
+// (ten dependent loads, then the tile's count and offset) took 15-19 % of the stall samples of gather_rows
+// and interp_tiles on an H100.
+struct ChunkRef {
+  int tile, first, cnt;
+  bool shared;
+};
+__device__ __forceinline__ ChunkRef chunk_ref(const int4* __restrict__ chunk_info, int b) {
+  const int4 c = chunk_info[b];
+  return ChunkRef{c.x, c.y, c.z, c.w != 0};
 }
 
 // Rank of this lane's entry in list t, with one atomic per distinct tile in the warp.

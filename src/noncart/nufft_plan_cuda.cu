@@ -54,9 +54,9 @@ template <int CG>
 __global__ void __launch_bounds__(kThreads)
     gather_tiles(const float2* __restrict__ data, const float* __restrict__ traj, long n, int coils, int G,
                  int W, int NT, const float* __restrict__ lut, int res, int edge,
-                 const int* __restrict__ count, const int* __restrict__ offset,
-                 const int* __restrict__ chunk_offset, const int* __restrict__ sorted, bool det,
-                 const float* __restrict__ dcf, float2* __restrict__ partial, float2* __restrict__ grid) {
+                 const int* __restrict__ chunk_offset, const int4* __restrict__ chunk_info,
+                 const int* __restrict__ sorted, bool det, const float* __restrict__ dcf,
+                 float2* __restrict__ partial, float2* __restrict__ grid) {
   extern __shared__ float2 smem[];  // s_v [CG][kChunk] | s_o [kChunk] | s_wx, s_wy [kChunk][W]
   __shared__ int s_count[32], s_start[33], s_perm[kChunk];
   __shared__ int s_wcount[kThreads / 32][32];  // deterministic mode: entries per (warp, bucket)
@@ -66,9 +66,11 @@ __global__ void __launch_bounds__(kThreads)
   float* s_wy = s_wx + kChunk * W;
   const int tiles = NT * NT;
   const int b = blockIdx.x;
-  if (b >= chunk_offset[tiles]) return;  // the launch is an upper bound
-  const int t = tile_of_chunk(chunk_offset, tiles, b);
-  const bool shared_tile = count[t] > kChunk;
+  const int chunks = chunk_offset[tiles];
+  const ChunkRef ref = chunk_ref(chunk_info, b);  // (within the table; read with the bound, used after it)
+  if (b >= chunks) return;                        // the launch is an upper bound
+  const int t = ref.tile;
+  const bool shared_tile = ref.shared;
   const int tx0 = (t % NT) * kT, ty0 = (t / NT) * kT;
   const int lx = int(threadIdx.x) % kT, ly = int(threadIdx.x) / kT;
   const int gx = tx0 + lx, gy = ty0 + ly;
@@ -80,9 +82,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int c = 0; c < CG; ++c) acc[c] = make_float2(0.f, 0.f);
   {
-    const int first = offset[t] + (b - chunk_offset[t]) * kChunk;
-    const int last = min(offset[t] + count[t], first + kChunk);
-    const int cnt = last - first;
+    const int first = ref.first, cnt = ref.cnt;
     if (threadIdx.x < 32) s_count[threadIdx.x] = 0;
     if (det) s_wcount[threadIdx.x / 32][threadIdx.x % 32] = 0;  // kThreads = 8 warps x 32 buckets
     __syncthreads();
@@ -365,6 +365,9 @@ NufftPlanCuda::NufftPlanCuda(int grid, const NufftKernel& kernel, std::size_t ca
                                   int(count_smem(kMaxTiles))));
   offset_ = DeviceBuffer<int>(Extents{tiles + 1});
   chunk_offset_ = DeviceBuffer<int>(Extents{tiles + 1});
+  chunk_info_ = DeviceBuffer<int>(Extents{4 * (4 * capacity / kChunk + tiles + 1)});  // an int4 a chunk
+  CUDA_CHECK(cudaMemsetAsync(chunk_info_.data(), 0, chunk_info_.size() * sizeof(int),
+                             static_cast<cudaStream_t>(stream)));  // (the blocks past the chunks read it)
   tile_of_ = DeviceBuffer<int>(Extents{4 * capacity});
   rank_ = DeviceBuffer<int>(Extents{4 * capacity});
   sorted_ = DeviceBuffer<int>(Extents{4 * capacity});
@@ -399,7 +402,8 @@ void NufftPlanCuda::set_points(const float* d_traj, std::size_t n) {
   const unsigned nb = unsigned(std::max<std::size_t>(1, (n + kCountThreads - 1) / kCountThreads));
   count_tiles<<<nb, kCountThreads, count_smem(tiles), stream>>>(
       d_traj, long(n), G_, kernel_.width, NT_, tally_.data(), count_.data(), offset_.data(),
-      chunk_offset_.data(), reinterpret_cast<int4*>(tile_of_.data()), reinterpret_cast<int4*>(rank_.data()));
+      chunk_offset_.data(), reinterpret_cast<int4*>(chunk_info_.data()),
+      reinterpret_cast<int4*>(tile_of_.data()), reinterpret_cast<int4*>(rank_.data()));
   CUDA_CHECK_LAUNCH("count_tiles");
   if (n &&
       det_) {  // the entries by tile, and by sample within a tile (the scatter's ranks come from atomics)
@@ -469,7 +473,8 @@ void NufftPlanCuda::spread(const cfloat* d_samples, cfloat* d_grids, int batch, 
       const dim3 blocks(chunks, unsigned((batch + lanes - 1) / lanes));
       kernel<<<blocks, kThreads, row_gather_smem(lanes, kernel_.width), stream>>>(
           reinterpret_cast<const float2*>(d_samples), d_traj_, n, batch, G_, NT_, d_lut_.data(), res_, edge_,
-          count_.data(), offset_.data(), chunk_offset_.data(), sorted_.data(), d_weights, grid);
+          chunk_offset_.data(), reinterpret_cast<const int4*>(chunk_info_.data()), sorted_.data(), d_weights,
+          grid);
     });
     CUDA_CHECK_LAUNCH("gather_rows");
     return;
@@ -478,11 +483,11 @@ void NufftPlanCuda::spread(const cfloat* d_samples, cfloat* d_grids, int batch, 
   const dim3 blocks(chunks, unsigned((batch + cg - 1) / cg));
   const std::size_t smem = gather_smem(cg, kernel_.width);
   with_gather(cg, [&](auto kernel) {
-    kernel<<<blocks, kThreads, smem, stream>>>(reinterpret_cast<const float2*>(d_samples), d_traj_, n, batch,
-                                               G_, kernel_.width, NT_, d_lut_.data(), res_, edge_,
-                                               count_.data(), offset_.data(), chunk_offset_.data(),
-                                               det_ ? sorted_det_.data() : sorted_.data(), det_, d_weights,
-                                               reinterpret_cast<float2*>(partial_.data()), grid);
+    kernel<<<blocks, kThreads, smem, stream>>>(
+        reinterpret_cast<const float2*>(d_samples), d_traj_, n, batch, G_, kernel_.width, NT_, d_lut_.data(),
+        res_, edge_, chunk_offset_.data(), reinterpret_cast<const int4*>(chunk_info_.data()),
+        det_ ? sorted_det_.data() : sorted_.data(), det_, d_weights,
+        reinterpret_cast<float2*>(partial_.data()), grid);
   });
   CUDA_CHECK_LAUNCH("gather_tiles");
   if (det_) {
@@ -516,7 +521,7 @@ void NufftPlanCuda::interp(const cfloat* d_grids, cfloat* d_samples, int batch, 
       const dim3 blocks(chunks + zeroing, unsigned((batch + lanes - 1) / lanes));
       kernel<<<blocks, kThreads, smem, stream>>>(
           reinterpret_cast<const float2*>(d_grids), tiled, d_traj_, long(n_), batch, G_, NT_, d_lut_.data(),
-          res_, edge_, count_.data(), offset_.data(), chunk_offset_.data(),
+          res_, edge_, chunk_offset_.data(), reinterpret_cast<const int4*>(chunk_info_.data()),
           det_ ? sorted_det_.data() : sorted_.data(), chunks, reinterpret_cast<float2*>(d_samples));
     });
     CUDA_CHECK_LAUNCH("interp_tiles");

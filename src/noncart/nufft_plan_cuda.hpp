@@ -51,6 +51,7 @@ class NufftPlanCuda {
   DeviceBuffer<float> d_lut_;
   DeviceBuffer<int> tally_;  // the tile count's atomics and, at [tiles], its ticket; zero between frames
   DeviceBuffer<int> count_, offset_, chunk_offset_, tile_of_, rank_, sorted_;
+  DeviceBuffer<int> chunk_info_;  // an int4 a chunk (the gathers' tile, first entry, entries, shared flag)
   bool det_ = false;
   int det_batch_ = 0, sample_bits_ = 0, tile_bits_ = 0;
   DeviceBuffer<unsigned long long> keys_, keys_sorted_;  // (tile, sample) keys, before and after the sort

@@ -18,10 +18,16 @@ constexpr int kCountThreads = 1024;  // a block of the tile count: two spokes of
 // scan of the chunks per tile (at least one per tile, so that its block writes its cells, zeros included);
 // entry [tiles] holds the totals. Both scans are one, of (count << 32 | chunks): the chunks' total stays
 // below 2^32, so no carry crosses. The tallies are read and zeroed in one atomic each, for the next frame.
+// Then the round's chunk references (chunk_ref) for the gathers, a chunk a thread (each finds its tile by a
+// binary search of the round's first chunks in shared memory): written by each tile's thread, the centre
+// tiles' long runs took count_tiles 11.9 -> 16.2 us on R2 (H100).
 __device__ __forceinline__ void plan_tiles(int* __restrict__ tally, int tiles, int* __restrict__ count,
-                                           int* __restrict__ offset, int* __restrict__ chunk_offset) {
+                                           int* __restrict__ offset, int* __restrict__ chunk_offset,
+                                           int4* __restrict__ chunk_info) {
   using Scan = cub::BlockScan<unsigned long long, kCountThreads, cub::BLOCK_SCAN_WARP_SCANS>;
   __shared__ typename Scan::TempStorage temp;
+  __shared__ int s_first[kCountThreads], s_count[kCountThreads],
+      s_offset[kCountThreads];  // the round's tiles
   unsigned long long carry = 0;
   for (int t0 = 0; t0 < tiles; t0 += kCountThreads) {
     const int t = t0 + int(threadIdx.x);
@@ -30,13 +36,33 @@ __device__ __forceinline__ void plan_tiles(int* __restrict__ tally, int tiles, i
     unsigned long long v = (static_cast<unsigned long long>(c) << 32) | static_cast<unsigned>(k), total = 0;
     Scan(temp).ExclusiveSum(v, v, total);
     v += carry;
+    const int o = int(v >> 32), b0 = int(v & 0xffffffffu);
     if (t < tiles) {
       count[t] = c;
-      offset[t] = int(v >> 32);
-      chunk_offset[t] = int(v & 0xffffffffu);
+      offset[t] = o;
+      chunk_offset[t] = b0;
+    }
+    s_first[threadIdx.x] = b0;
+    s_count[threadIdx.x] = c;
+    s_offset[threadIdx.x] = o;
+    __syncthreads();
+    const int round_tiles = min(kCountThreads, tiles - t0);
+    const int round_first = int(carry & 0xffffffffu);
+    const int round_end = round_first + int(total & 0xffffffffu);
+    for (int b = round_first + int(threadIdx.x); b < round_end; b += kCountThreads) {
+      int lo = 0, hi = round_tiles - 1;  // the last of the round's tiles whose first chunk is <= b
+      while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (s_first[mid] <= b)
+          lo = mid;
+        else
+          hi = mid - 1;
+      }
+      const int q = b - s_first[lo], n = s_count[lo];
+      chunk_info[b] = make_int4(t0 + lo, s_offset[lo] + q * kChunk, min(kChunk, n - q * kChunk), n > kChunk);
     }
     carry += total;
-    __syncthreads();  // temp is reused by the next round
+    __syncthreads();  // temp and the round's arrays are reused by the next round
   }
   if (threadIdx.x == 0) {
     offset[tiles] = int(carry >> 32);
@@ -55,7 +81,7 @@ __device__ __forceinline__ void plan_tiles(int* __restrict__ tally, int tiles, i
 __global__ void __launch_bounds__(kCountThreads)
     count_tiles(const float* __restrict__ traj, long n, int G, int W, int NT, int* __restrict__ tally,
                 int* __restrict__ count, int* __restrict__ offset, int* __restrict__ chunk_offset,
-                int4* __restrict__ tile_of, int4* __restrict__ rank) {
+                int4* __restrict__ chunk_info, int4* __restrict__ tile_of, int4* __restrict__ rank) {
   extern __shared__ int s_tally[];
   __shared__ bool s_last;
   const int tiles = NT * NT;
@@ -94,7 +120,7 @@ __global__ void __launch_bounds__(kCountThreads)
   }
   if (!s_last) return;
   __threadfence();
-  plan_tiles(tally, tiles, count, offset, chunk_offset);
+  plan_tiles(tally, tiles, count, offset, chunk_offset, chunk_info);
   if (threadIdx.x == 0) tally[tiles] = 0;
 }
 
