@@ -25,16 +25,20 @@ namespace {
 constexpr int kStageStride = kChunk + 1;  // s_v's stride per coil, in float2
 constexpr int kBucketSlots = 1024;        // (kT + W - 1)^2 <= 23^2 buckets for W <= 8
 
-std::size_t row_gather_smem(int coil_lanes, int width) {
-  return std::size_t(coil_lanes) * kStageStride * sizeof(float2) +
+// Shared memory of gather_rows<CL, W, NG>: NG groups of CL coils staged, and the entries' weights and rows.
+std::size_t row_gather_smem(int coil_lanes, int width, int groups = 1) {
+  return std::size_t(groups) * coil_lanes * kStageStride * sizeof(float2) +
          std::size_t(kChunk) * (2 * width * sizeof(float) + sizeof(int));
 }
 
-// One block of kThreads per (tile, chunk of kChunk entries, group of CL coils). The tile lists, chunks and
-// the shared-tile convention (a tile with several chunks cleared first and added into with atomics) are those
-// of gather_tiles. Lane = (row of the warp's band, coil); a warp's band is R = 32 / CL rows of XW cells.
-template <int CL, int W>
-__global__ void __launch_bounds__(kThreads)
+// One block of NG x kThreads per (tile, chunk of kChunk entries, NG groups of CL coils). The tile lists,
+// chunks and the shared-tile convention (a tile with several chunks cleared first and added into with
+// atomics) are those of gather_tiles. Lane = (row of the warp's band, coil); a warp's band is R = 32 / CL
+// rows of XW cells; each group of 8 warps covers the tile for its CL coils. With NG = 2 (32 coils a block)
+// the chunk's sort, weights and rows (steps 1-3) are made once for both groups instead of once per group's
+// block: on R1 they were about a third of the spread's stall samples.
+template <int CL, int W, int NG>
+__global__ void __launch_bounds__(NG* kThreads, NG == 1 ? 4 : 2)
     gather_rows(const float2* __restrict__ data, const float* __restrict__ traj, long n, int coils, int G,
                 int NT, const float* __restrict__ lut, int res, int edge,
                 const int* __restrict__ chunk_offset, const int4* __restrict__ chunk_info,
@@ -44,13 +48,15 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int kTasks = (kT / R) * (kT / XW);
   static_assert(kTasks == kThreads / 32, "one band a warp");
   constexpr int S = kT + W - 1;  // buckets per edge: first column / row from 1 - W to kT - 1
-  static_assert(S * S <= kBucketSlots && 4 * kThreads == kBucketSlots, "the scan takes 4 counts a thread");
-  using Scan = cub::BlockScan<int, kThreads>;
-  extern __shared__ float2 smem[];  // s_v [CL][kStageStride] | s_wx, s_wy [kChunk][W] | s_oy [kChunk]
+  constexpr int kBlock = NG * kThreads;
+  constexpr int kPerThread = kBucketSlots / kBlock;  // bucket counts a thread scans
+  static_assert(S * S <= kBucketSlots && kPerThread * kBlock == kBucketSlots, "the scan's counts");
+  using Scan = cub::BlockScan<int, kBlock>;
+  extern __shared__ float2 smem[];  // s_v [NG CL][kStageStride] | s_wx, s_wy [kChunk][W] | s_oy [kChunk]
   __shared__ int s_start[kBucketSlots + 1];
   __shared__ typename Scan::TempStorage scan_temp;
   float2* s_v = smem;
-  float* s_wx = reinterpret_cast<float*>(s_v + CL * kStageStride);
+  float* s_wx = reinterpret_cast<float*>(s_v + NG * CL * kStageStride);
   float* s_wy = s_wx + kChunk * W;
   int* s_oy = reinterpret_cast<int*>(s_wy + kChunk * W);
   const int tiles = NT * NT;
@@ -61,11 +67,11 @@ __global__ void __launch_bounds__(kThreads)
   const int t = ref.tile;
   const bool shared_tile = ref.shared;
   const int tx0 = (t % NT) * kT, ty0 = (t / NT) * kT;
-  const int c0 = int(blockIdx.y) * CL;
-  const int cg = min(CL, coils - c0);
+  const int b0 = int(blockIdx.y) * NG * CL;  // the block's first coil
+  const int bg = min(NG * CL, coils - b0);   // and its coils
 
   // 1. Each entry's bucket (first column major, then first row) and its rank within it.
-  for (int q = threadIdx.x; q < kBucketSlots; q += kThreads) s_start[q] = 0;
+  for (int q = threadIdx.x; q < kBucketSlots; q += kBlock) s_start[q] = 0;
   __syncthreads();
   const int first = ref.first, cnt = ref.cnt;
   int bucket = -1, rank = 0, sy = 0;
@@ -86,14 +92,14 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   // 2. Bucket starts: an exclusive scan of the counts.
   {
-    int v[4];
+    int v[kPerThread];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) v[q] = s_start[4 * threadIdx.x + q];
+    for (int q = 0; q < kPerThread; ++q) v[q] = s_start[kPerThread * threadIdx.x + q];
     __syncthreads();
     int total = 0;
     Scan(scan_temp).ExclusiveSum(v, v, total);
 #pragma unroll
-    for (int q = 0; q < 4; ++q) s_start[4 * threadIdx.x + q] = v[q];
+    for (int q = 0; q < kPerThread; ++q) s_start[kPerThread * threadIdx.x + q] = v[q];
     if (threadIdx.x == 0) s_start[kBucketSlots] = total;
   }
   __syncthreads();
@@ -105,11 +111,11 @@ __global__ void __launch_bounds__(kThreads)
   if (bucket >= 0) {
     const int p = s_start[bucket] + rank;
     const unsigned dst = unsigned(__cvta_generic_to_shared(s_v + p));
-    const float2* src = data + size_t(c0) * n + j;
+    const float2* src = data + size_t(b0) * n + j;
 #pragma unroll
-    for (int c = 0; c < CL; ++c) {  // coils past the batch: zeros (none of the 8 bytes read)
-      copy_async8(dst + unsigned(c * kStageStride * sizeof(float2)), src, c < cg ? 8 : 0);
-      if (c + 1 < cg) src += n;
+    for (int c = 0; c < NG * CL; ++c) {  // coils past the batch: zeros (none of the 8 bytes read)
+      copy_async8(dst + unsigned(c * kStageStride * sizeof(float2)), src, c < bg ? 8 : 0);
+      if (c + 1 < bg) src += n;
     }
     __pipeline_commit();
     const float wj = dcf ? dcf[j] : 1.f;  // the sample's density weight, if the spread applies one
@@ -125,8 +131,10 @@ __global__ void __launch_bounds__(kThreads)
   // 4. This warp's band: for each first column that reaches it (unrolled, so that the cells an entry adds to
   //    are known at compile time and stay in registers), the contiguous run of buckets whose first row
   //    reaches the band.
-  const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
-  const int c = lane % CL;
+  const int lane = int(threadIdx.x) & 31;
+  const int warp = NG == 1 ? int(threadIdx.x) >> 5 : (int(threadIdx.x) >> 5) % kTasks;  // in its group
+  const int group = NG == 1 ? 0 : int(threadIdx.x) / kThreads;
+  const int c = group * CL + lane % CL;  // this lane's coil in the block
   const int x0 = (warp % (kT / XW)) * XW, y0 = (warp / (kT / XW)) * R;
   const int y = y0 + lane / CL;
   const float2* v_lane = s_v + c * kStageStride;
@@ -162,11 +170,14 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int k = 0; k < XW; ++k) s_out[c * kStageStride + y * kT + x0 + k] = acc[k];
   __syncthreads();
-  const int gx = tx0 + int(threadIdx.x) % kT, gy = ty0 + int(threadIdx.x) / kT;
+  const int cell = NG == 1 ? int(threadIdx.x) : int(threadIdx.x) % kThreads;
+  const int gx = tx0 + cell % kT, gy = ty0 + cell / kT;
   if (gx >= G || gy >= G) return;
-  float2* dst = grid + size_t(c0) * size_t(G) * G + size_t(gy) * G + gx;
-  for (int cc = 0; cc < cg; ++cc, dst += size_t(G) * G) {
-    const float2 v = s_out[cc * kStageStride + threadIdx.x];
+  // Group g's threads write its coils.
+  const int g0 = group * CL, gc = min(CL, bg - g0);
+  float2* dst = grid + size_t(b0 + g0) * size_t(G) * G + size_t(gy) * G + gx;
+  for (int cc = 0; cc < gc; ++cc, dst += size_t(G) * G) {
+    const float2 v = s_out[(g0 + cc) * kStageStride + cell];
     if (shared_tile) {
 #if __CUDA_ARCH__ >= 900
       atomicAdd(dst, v);  // one vector reduction for both parts

@@ -294,35 +294,38 @@ bool row_gather(int batch, int width) {
   return batch >= kMinRowCoils && width >= 4 && width <= 8;
 }
 
-// Calls f with the row gather for a width (4..8) and its coils a group (4 up to 4 coils, 8 up to 8, else 16).
-template <int CL, class F>
+// Calls f with the row gather for a width (4..8), its coils a group (4 up to 4 coils, 8 up to 8, else 16) and
+// its groups a block (2 above 16 coils: one chunk sort for 32 coils), f(kernel, CL, NG).
+template <int CL, int NG, class F>
 void with_rows_of(int width, F&& f) {
   switch (width) {
     case 4:
-      f(gather_rows<CL, 4>, CL);
+      f(gather_rows<CL, 4, NG>, CL, NG);
       break;
     case 5:
-      f(gather_rows<CL, 5>, CL);
+      f(gather_rows<CL, 5, NG>, CL, NG);
       break;
     case 6:
-      f(gather_rows<CL, 6>, CL);
+      f(gather_rows<CL, 6, NG>, CL, NG);
       break;
     case 7:
-      f(gather_rows<CL, 7>, CL);
+      f(gather_rows<CL, 7, NG>, CL, NG);
       break;
     default:
-      f(gather_rows<CL, 8>, CL);
+      f(gather_rows<CL, 8, NG>, CL, NG);
       break;
   }
 }
 template <class F>
 void with_rows(int batch, int width, F&& f) {
   if (batch <= 4)
-    with_rows_of<4>(width, f);
+    with_rows_of<4, 1>(width, f);
   else if (batch <= 8)
-    with_rows_of<8>(width, f);
+    with_rows_of<8, 1>(width, f);
+  else if (batch <= 16)
+    with_rows_of<16, 1>(width, f);
   else
-    with_rows_of<16>(width, f);
+    with_rows_of<16, 2>(width, f);
 }
 
 std::size_t count_smem(int tiles) {
@@ -381,10 +384,10 @@ NufftPlanCuda::NufftPlanCuda(int grid, const NufftKernel& kernel, std::size_t ca
       CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     });
   if (row_gather(kMinRowCoils, kernel.width))
-    for (int b : {4, 8, 16})
-      with_rows(b, kernel.width, [&](auto k, int lanes) {
+    for (int b : {4, 8, 16, 32})
+      with_rows(b, kernel.width, [&](auto k, int lanes, int groups) {
         CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        int(row_gather_smem(lanes, kernel.width))));
+                                        int(row_gather_smem(lanes, kernel.width, groups))));
       });
   gpu::synchronize(stream);
 }
@@ -469,9 +472,9 @@ void NufftPlanCuda::spread(const cfloat* d_samples, cfloat* d_grids, int batch, 
   // At most 4 n / kChunk + tiles chunks (the surplus blocks exit at once), times the coil groups.
   const unsigned chunks = unsigned(4 * n / kChunk + tiles + 1);
   if (!det_ && row_gather(batch, kernel_.width)) {
-    with_rows(batch, kernel_.width, [&](auto kernel, int lanes) {
-      const dim3 blocks(chunks, unsigned((batch + lanes - 1) / lanes));
-      kernel<<<blocks, kThreads, row_gather_smem(lanes, kernel_.width), stream>>>(
+    with_rows(batch, kernel_.width, [&](auto kernel, int lanes, int groups) {
+      const dim3 blocks(chunks, unsigned((batch + lanes * groups - 1) / (lanes * groups)));
+      kernel<<<blocks, groups * kThreads, row_gather_smem(lanes, kernel_.width, groups), stream>>>(
           reinterpret_cast<const float2*>(d_samples), d_traj_, n, batch, G_, NT_, d_lut_.data(), res_, edge_,
           chunk_offset_.data(), reinterpret_cast<const int4*>(chunk_info_.data()), sorted_.data(), d_weights,
           grid);
