@@ -40,10 +40,11 @@ TEST(NufftCuda, InterpAndSpreadMatchTheCpuPlan) {
   RADSTREAM_REQUIRE_GPU();
   Stream st;
   // 1 coil: a cell a thread (gather_tiles); 3 and more with widths 4..8: a coil a lane (gather_rows), in
-  // groups of 4, 8 and 16 with idle lanes (3, 5, 12, 21) and several groups (21, 32, 40); width 9:
-  // gather_tiles again. The radial frame's centre tiles take several chunks (cleared first, then added with
-  // atomics; a second spread into the same grids checks that nothing of the first stays). The interp:
-  // a few lanes a point below 16 coils, by tiles through shared memory from 16 (16, 21, 32, 40; W 4..8).
+  // groups of 4, 8 and 16 with idle lanes (3, 5, 12, 21) and, from 17 coils, two groups of 16 a block (21,
+  // 32, 40: a second block of 8); width 9: gather_tiles again. The radial frame's centre tiles take several
+  // chunks (cleared first, then added with atomics; a second spread into the same grids checks that nothing
+  // of the first stays). The interp: a few lanes a point below 16 coils, by tiles through shared memory from
+  // 16 (16, 21, 32, 40; W 4..8).
   for (int coils : {1, 3, 5, 8, 12, 16, 21, 32, 40}) {
     for (int width : {4, 5, 6, 7, 8, 9}) {
       // A golden-angle radial frame (the live path's points) and uniform random points.
