@@ -8,8 +8,8 @@
 // in shared memory by the footprint's first column, then first row, relative to the tile ((kT + W - 1)^2
 // buckets, a counting sort): for each first column (a loop unrolled at compile time, so that the cells an
 // entry adds to are registers, not indexed memory) the entries whose first row reaches the band are one
-// contiguous run. Values are staged once per chunk for all CL coils, [coil][entry] at a padded stride (the
-// lanes read one entry's coils without bank conflicts), already in bucket order. The tile's cells leave
+// contiguous run. Values are staged once per chunk for all NG x CL coils, [coil][entry] at a padded stride
+// (the lanes read one entry's coils without bank conflicts), already in bucket order. The tile's cells leave
 // through shared memory (a lane's cells lie in CL grids; written directly, a shared tile's atomics touched 32
 // sectors an instruction and the kernel was 23 % slower than gather_tiles on R1).
 #pragma once
@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(NG* kThreads, NG == 1 ? 4 : 2)
   __syncthreads();
   // 3. Each entry's weights (the density weight folded into the x weights), first row and values, staged at
   //    its sorted place.
-  //    The CL values are copied asynchronously (cp.async, no registers), all in flight with the weights'
+  //    The NG x CL values are copied asynchronously (cp.async, no registers), all in flight with the weights'
   //    loads: one global latency for the stage instead of one per few coils (the stage's loads were the
   //    kernel's main stall on R1).
   if (bucket >= 0) {

@@ -328,6 +328,17 @@ void with_rows(int batch, int width, F&& f) {
     with_rows_of<16, 2>(width, f);
 }
 
+// The gathers' launch bound on chunks for n points (at most 4 n entries, at least one chunk a tile): the
+// chunk table and the deterministic partial sums are sized by it for the capacity.
+std::size_t max_chunks(std::size_t n, int tiles) {
+  return 4 * n / kChunk + std::size_t(tiles) + 1;
+}
+
+// The chunk table (an int4 a chunk) of a DeviceBuffer<int>: the header does not know CUDA's vector types.
+int4* chunk_table(DeviceBuffer<int>& b) {
+  return reinterpret_cast<int4*>(b.data());
+}
+
 std::size_t count_smem(int tiles) {
   return std::size_t(tiles) * sizeof(int);
 }
@@ -368,7 +379,7 @@ NufftPlanCuda::NufftPlanCuda(int grid, const NufftKernel& kernel, std::size_t ca
                                   int(count_smem(kMaxTiles))));
   offset_ = DeviceBuffer<int>(Extents{tiles + 1});
   chunk_offset_ = DeviceBuffer<int>(Extents{tiles + 1});
-  chunk_info_ = DeviceBuffer<int>(Extents{4 * (4 * capacity / kChunk + tiles + 1)});  // an int4 a chunk
+  chunk_info_ = DeviceBuffer<int>(Extents{4 * max_chunks(capacity, int(tiles))});  // an int4 a chunk
   CUDA_CHECK(cudaMemsetAsync(chunk_info_.data(), 0, chunk_info_.size() * sizeof(int),
                              static_cast<cudaStream_t>(stream)));  // (the blocks past the chunks read it)
   tile_of_ = DeviceBuffer<int>(Extents{4 * capacity});
@@ -405,8 +416,8 @@ void NufftPlanCuda::set_points(const float* d_traj, std::size_t n) {
   const unsigned nb = unsigned(std::max<std::size_t>(1, (n + kCountThreads - 1) / kCountThreads));
   count_tiles<<<nb, kCountThreads, count_smem(tiles), stream>>>(
       d_traj, long(n), G_, kernel_.width, NT_, tally_.data(), count_.data(), offset_.data(),
-      chunk_offset_.data(), reinterpret_cast<int4*>(chunk_info_.data()),
-      reinterpret_cast<int4*>(tile_of_.data()), reinterpret_cast<int4*>(rank_.data()));
+      chunk_offset_.data(), chunk_table(chunk_info_), reinterpret_cast<int4*>(tile_of_.data()),
+      reinterpret_cast<int4*>(rank_.data()));
   CUDA_CHECK_LAUNCH("count_tiles");
   if (n &&
       det_) {  // the entries by tile, and by sample within a tile (the scatter's ranks come from atomics)
@@ -450,7 +461,7 @@ void NufftPlanCuda::set_deterministic(bool on, int max_batch) {
     sorted_det_ = DeviceBuffer<int>(Extents{4 * capacity_});
   }
   if (max_batch > det_batch_) {
-    const std::size_t chunks = 4 * capacity_ / kChunk + tiles + 1;  // the launch's bound on chunks
+    const std::size_t chunks = max_chunks(capacity_, tiles);
     partial_ = DeviceBuffer<cfloat>(Extents{chunks * std::size_t(max_batch) * kThreads});
     det_batch_ = max_batch;
   }
@@ -470,14 +481,13 @@ void NufftPlanCuda::spread(const cfloat* d_samples, cfloat* d_grids, int batch, 
     CUDA_CHECK_LAUNCH("clear_shared_tiles");
   }
   // At most 4 n / kChunk + tiles chunks (the surplus blocks exit at once), times the coil groups.
-  const unsigned chunks = unsigned(4 * n / kChunk + tiles + 1);
+  const unsigned chunks = unsigned(max_chunks(n_, tiles));
   if (!det_ && row_gather(batch, kernel_.width)) {
     with_rows(batch, kernel_.width, [&](auto kernel, int lanes, int groups) {
       const dim3 blocks(chunks, unsigned((batch + lanes * groups - 1) / (lanes * groups)));
       kernel<<<blocks, groups * kThreads, row_gather_smem(lanes, kernel_.width, groups), stream>>>(
           reinterpret_cast<const float2*>(d_samples), d_traj_, n, batch, G_, NT_, d_lut_.data(), res_, edge_,
-          chunk_offset_.data(), reinterpret_cast<const int4*>(chunk_info_.data()), sorted_.data(), d_weights,
-          grid);
+          chunk_offset_.data(), chunk_table(chunk_info_), sorted_.data(), d_weights, grid);
     });
     CUDA_CHECK_LAUNCH("gather_rows");
     return;
@@ -486,11 +496,11 @@ void NufftPlanCuda::spread(const cfloat* d_samples, cfloat* d_grids, int batch, 
   const dim3 blocks(chunks, unsigned((batch + cg - 1) / cg));
   const std::size_t smem = gather_smem(cg, kernel_.width);
   with_gather(cg, [&](auto kernel) {
-    kernel<<<blocks, kThreads, smem, stream>>>(
-        reinterpret_cast<const float2*>(d_samples), d_traj_, n, batch, G_, kernel_.width, NT_, d_lut_.data(),
-        res_, edge_, chunk_offset_.data(), reinterpret_cast<const int4*>(chunk_info_.data()),
-        det_ ? sorted_det_.data() : sorted_.data(), det_, d_weights,
-        reinterpret_cast<float2*>(partial_.data()), grid);
+    kernel<<<blocks, kThreads, smem, stream>>>(reinterpret_cast<const float2*>(d_samples), d_traj_, n, batch,
+                                               G_, kernel_.width, NT_, d_lut_.data(), res_, edge_,
+                                               chunk_offset_.data(), chunk_table(chunk_info_),
+                                               det_ ? sorted_det_.data() : sorted_.data(), det_, d_weights,
+                                               reinterpret_cast<float2*>(partial_.data()), grid);
   });
   CUDA_CHECK_LAUNCH("gather_tiles");
   if (det_) {
@@ -517,14 +527,13 @@ void NufftPlanCuda::interp(const cfloat* d_grids, cfloat* d_samples, int batch, 
                      ", W " + std::to_string(kernel_.width));
   if (tile_interp(batch, kernel_.width)) {
     const int tiles = NT_ * NT_;
-    const unsigned chunks =
-        unsigned(4 * n_ / kChunk + tiles + 1);  // as the spread's, then the zeroing blocks
+    const unsigned chunks = unsigned(max_chunks(n_, tiles));  // as the spread's, then the zeroing blocks
     const unsigned zeroing = unsigned((n_ + kThreads - 1) / kThreads);
     with_interp_tiles(kernel_.width, [&](auto kernel, int lanes, std::size_t smem) {
       const dim3 blocks(chunks + zeroing, unsigned((batch + lanes - 1) / lanes));
       kernel<<<blocks, kThreads, smem, stream>>>(
           reinterpret_cast<const float2*>(d_grids), tiled, d_traj_, long(n_), batch, G_, NT_, d_lut_.data(),
-          res_, edge_, chunk_offset_.data(), reinterpret_cast<const int4*>(chunk_info_.data()),
+          res_, edge_, chunk_offset_.data(), chunk_table(chunk_info_),
           det_ ? sorted_det_.data() : sorted_.data(), chunks, reinterpret_cast<float2*>(d_samples));
     });
     CUDA_CHECK_LAUNCH("interp_tiles");
