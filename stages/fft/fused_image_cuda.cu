@@ -23,39 +23,55 @@ namespace {
 
 using namespace customfft;
 
-// blockIdx.x: TB rows of the [coils * G] rows. out: [coils][G][n].
+// blockIdx.x: a coil; blockIdx.y: TB rows of it, counted from the bottom (the launch covers the rows exactly,
+// G % TB == 0). Coil fastest in launch order, bottom rows first: the spread's last blocks wrote the bottom
+// rows of every coil (its chunks go tile row by tile row), which are then still in L2. out: [coils][G][n].
+// At E 8, six blocks an SM (40 registers; 8 bytes of spill at G 512).
 template <int G>
-__global__ void __launch_bounds__(RowShape<G>::threads)
-    rows_crop(const float2* __restrict__ grid, long rows, int n, const float* __restrict__ factor,
+__global__ void __launch_bounds__(RowShape<G>::threads, RowShape<G>::E == 8 ? 6 : 1)
+    rows_crop(const float2* __restrict__ grid, int n, const float* __restrict__ factor,
               const float2* __restrict__ tw, float2* __restrict__ out, float2* __restrict__ image,
               long pixels) {
   using S = RowShape<G>;
   extern __shared__ float2 s[];
   const int l = threadIdx.x, tb = l / S::T;
-  for (long p = long(blockIdx.x) * S::threads + l; p < pixels; p += long(gridDim.x) * S::threads)
+  const long blocks = long(gridDim.x) * gridDim.y, b = long(blockIdx.y) * gridDim.x + blockIdx.x;
+  for (long p = b * S::threads + l; p < pixels; p += blocks * S::threads)
     image[p] = make_float2(0.f, 0.f);  // cols_rss adds into it (this saves a memset launch)
-  const long t = long(blockIdx.x) * S::TB + tb;
-  const bool ok = t < rows;
-  const float2* row = grid + (ok ? t : 0) * G;
-  float2* dst = out + (ok ? t : 0) * n;
+  const std::size_t t = std::size_t(blockIdx.x) * G + (G - 1 - (int(blockIdx.y) * S::TB + tb));
+  const float2* row = grid + t * G;
+  float2* dst = out + t * n;
   fft_transform<G, S::E, true, RowLayout>(
-      s + tb * RowLayout::stride(G), l % S::T, tw, [&](int e) { return ok ? row[e] : make_float2(0.f, 0.f); },
+      s + tb * RowLayout::stride(G), l % S::T, tw, [&](int e) { return row[e]; },
       [&](int e, float2 v) {
         const int x = image_index(e, G, n);
-        if (ok && x >= 0) {
+        if (x >= 0) {
           const float f = factor[x];
           dst[x] = make_float2(v.x * f, v.y * f);
         }
       });
 }
 
+// The columns kernel's shape: as the engine's ColShape, but 512-point columns at 8 elements a thread and 8
+// columns a block (64 registers), so that two blocks share an SM and one's loads overlap the other's passes
+// (at 16 elements a thread, ~110 registers, one block an SM alternated between loading and computing).
+template <int N>
+struct RssShape {
+  static constexpr int E = N >= 1024 ? 16 : 8;
+  static constexpr int T = N / E;
+  static constexpr int TB = N >= 512 ? 8 : 16;
+  static constexpr int threads = T * TB;
+  static constexpr int smem = TB * N * 8;
+  static constexpr int min_blocks = E == 8 && threads >= 512 ? 2 : 1;
+};
+
 // blockIdx.x: TB image columns; blockIdx.y: group of coils_per coils. mid: [coils][G][n]; image: [n][n]
 // (sum of squares accumulated in the real part).
 template <int G>
-__global__ void __launch_bounds__(ColShape<G>::threads)
+__global__ void __launch_bounds__(RssShape<G>::threads, RssShape<G>::min_blocks)
     cols_rss(const float2* __restrict__ mid, int coils, int coils_per, int n,
              const float* __restrict__ factor, const float2* __restrict__ tw, float2* __restrict__ image) {
-  using S = ColShape<G>;
+  using S = RssShape<G>;
   extern __shared__ float2 s[];
   float* acc = reinterpret_cast<float*>(s + S::TB * G);  // [n][TB], each element owned by one thread
   const int l = threadIdx.x, tb = l % S::TB;
@@ -108,7 +124,7 @@ class FusedImageCuda final : public Stage {
     CUDA_CHECK(cudaGetDevice(&device));
     CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     const bool ok = dispatch_size(G_, [&]<int N>() {
-      using C = ColShape<N>;
+      using C = RssShape<N>;
       smem_cols = C::smem + C::TB * n_ * int(sizeof(float));
       CUDA_CHECK(
           cudaFuncSetAttribute(rows_crop<N>, cudaFuncAttributeMaxDynamicSharedMemorySize, RowShape<N>::smem));
@@ -158,10 +174,10 @@ class FusedImageCuda final : public Stage {
     const long pixels = long(n_) * n_;
     dispatch_size(G_, [&]<int N>() {
       using R = RowShape<N>;
-      using C = ColShape<N>;
-      const long rows = long(coils_) * N;
-      rows_crop<N><<<unsigned((rows + R::TB - 1) / R::TB), R::threads, R::smem, stream>>>(
-          grid, rows, n_, factor_.data(), tw, mid, image, pixels);
+      using C = RssShape<N>;
+      static_assert(N % R::TB == 0, "rows_crop's launch covers the rows exactly");
+      rows_crop<N><<<dim3(unsigned(coils_), unsigned(N / R::TB)), R::threads, R::smem, stream>>>(
+          grid, n_, factor_.data(), tw, mid, image, pixels);
       CUDA_CHECK_LAUNCH("rows_crop");
       cols_rss<N><<<dim3(unsigned(col_groups_), unsigned(coil_groups_)), C::threads, smem_cols_, stream>>>(
           mid, coils_, coils_per_, n_, factor_.data(), tw, image);
