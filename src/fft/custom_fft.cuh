@@ -201,14 +201,17 @@ struct RowShape {
   static constexpr int threads = T * TB;
   static constexpr int smem = TB * RowLayout::stride(N) * 8;
 };
-template <int N>
-struct ColShape {
-  static constexpr int E = N >= 512 ? 16 : 8;
+// Columns: TB_ side by side (ColLayout<TB_>) at E_ elements a thread.
+template <int N, int E_, int TB_>
+struct ColShapeOf {
+  static constexpr int E = E_;
   static constexpr int T = N / E;
-  static constexpr int TB = N >= 1024 ? 8 : 16;
+  static constexpr int TB = TB_;
   static constexpr int threads = T * TB;
   static constexpr int smem = TB * N * 8;
 };
+template <int N>
+struct ColShape : ColShapeOf<N, N >= 512 ? 16 : 8, N >= 1024 ? 8 : 16> {};
 
 // Calls f.template operator()<N>() for the runtime size n (64..2048); false when n is not supported.
 template <class F>

@@ -56,13 +56,8 @@ __global__ void __launch_bounds__(RowShape<G>::threads, RowShape<G>::E == 8 ? 6 
 // columns a block (64 registers), so that two blocks share an SM and one's loads overlap the other's passes
 // (at 16 elements a thread, ~110 registers, one block an SM alternated between loading and computing).
 template <int N>
-struct RssShape {
-  static constexpr int E = N >= 1024 ? 16 : 8;
-  static constexpr int T = N / E;
-  static constexpr int TB = N >= 512 ? 8 : 16;
-  static constexpr int threads = T * TB;
-  static constexpr int smem = TB * N * 8;
-  static constexpr int min_blocks = E == 8 && threads >= 512 ? 2 : 1;
+struct RssShape : ColShapeOf<N, N >= 1024 ? 16 : 8, N >= 512 ? 8 : 16> {
+  static constexpr int min_blocks = RssShape::E == 8 && RssShape::threads >= 512 ? 2 : 1;
 };
 
 // blockIdx.x: TB image columns; blockIdx.y: group of coils_per coils. mid: [coils][G][n]; image: [n][n]
