@@ -53,8 +53,9 @@ __global__ void __launch_bounds__(RowShape<G>::threads, RowShape<G>::E == 8 ? 6 
 }
 
 // The columns kernel's shape: as the engine's ColShape, but 512-point columns at 8 elements a thread and 8
-// columns a block (64 registers), so that two blocks share an SM and one's loads overlap the other's passes
-// (at 16 elements a thread, ~110 registers, one block an SM alternated between loading and computing).
+// columns a block (62 registers), so that two blocks share an SM and one's loads overlap the other's passes
+// (at 16 elements a thread, ~110 registers, one block an SM alternated between loading and computing); 256
+// points keep ColShape's 16 columns, now also held to two blocks an SM.
 template <int N>
 struct RssShape : ColShapeOf<N, N >= 1024 ? 16 : 8, N >= 512 ? 8 : 16> {
   static constexpr int min_blocks = RssShape::E == 8 && RssShape::threads >= 512 ? 2 : 1;
