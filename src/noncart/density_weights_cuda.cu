@@ -5,8 +5,10 @@
 
 #include "core/math.hpp"
 #include "gpu/cuda_check.cuh"
+#include "gpu/dependent_launch.cuh"
 #include "noncart/density_weights.hpp"
 #include "noncart/radial_geometry.hpp"
+#include "noncart/ramp_weight.hpp"
 
 namespace radstream {
 namespace {
@@ -45,17 +47,19 @@ __global__ void half_spoke_widths(const float* __restrict__ traj, int P, int S, 
 
 __global__ void sample_weights(DcfMethod method, const float* __restrict__ traj,
                                const double* __restrict__ width, int P, int S, float* __restrict__ w_out) {
+  gpu::wait_for_previous();  // launched dependent: the trajectory (and widths) after the kernels before
+  gpu::allow_dependents();
   const long j = long(blockIdx.x) * blockDim.x + threadIdx.x;
   if (j >= long(P) * S) return;
   const int p = int(j / S), n = int(j % S);
   const float* t = traj + size_t(p) * S * 2;
   const SpokeAxis a = spoke_axis(t, S);
-  double w = 1.0;
   if (method == DcfMethod::Ramp || method == DcfMethod::RampDc) {
-    double r = sqrt(double(t[2 * n]) * t[2 * n] + double(t[2 * n + 1]) * t[2 * n + 1]);
-    if (method == DcfMethod::RampDc) r = fmax(r, a.spacing / 4);
-    w = kPi / P * a.spacing * r;
-  } else if (method == DcfMethod::Voronoi) {
+    w_out[j] = ramp_weight(method == DcfMethod::RampDc, t, S, n, P);
+    return;
+  }
+  double w = 1.0;
+  if (method == DcfMethod::Voronoi) {
     auto along = [&](int m) { return t[2 * m] * a.dx + t[2 * m + 1] * a.dy; };
     const double s = along(n), r = fabs(s);
     const double tol = 1e-6 * a.spacing;
@@ -89,8 +93,8 @@ void compute_density_weights_cuda(DcfMethod method, const float* d_traj, int spo
   }
   const long n = long(spokes) * samples;
   if (n == 0) return;
-  sample_weights<<<unsigned((n + 255) / 256), 256, 0, s>>>(method, d_traj, d_width, spokes, samples, d_w);
-  CUDA_CHECK_LAUNCH("sample_weights");
+  gpu::launch_dependent("sample_weights", sample_weights, unsigned((n + 255) / 256), 256, 0, s, method,
+                        d_traj, static_cast<const double*>(d_width), spokes, samples, d_w);
 }
 
 }  // namespace radstream

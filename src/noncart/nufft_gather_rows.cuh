@@ -17,6 +17,7 @@
 
 #include <cub/block/block_scan.cuh>
 
+#include "gpu/dependent_launch.cuh"
 #include "noncart/nufft_plan_common.cuh"
 
 namespace radstream {
@@ -42,7 +43,7 @@ __global__ void __launch_bounds__(NG* kThreads, NG == 1 ? 4 : 2)
     gather_rows(const float2* __restrict__ data, const float* __restrict__ traj, long n, int coils, int G,
                 int NT, const float* __restrict__ lut, int res, int edge,
                 const int* __restrict__ chunk_offset, const int4* __restrict__ chunk_info,
-                const int* __restrict__ sorted, const float* __restrict__ dcf, float2* __restrict__ grid) {
+                const int* __restrict__ sorted, SampleWeights wts, float2* __restrict__ grid) {
   constexpr int R = 32 / CL;                        // rows of a band
   constexpr int XW = R >= 8 ? 4 : R >= 4 ? 8 : kT;  // cells of a band's row
   constexpr int kTasks = (kT / R) * (kT / XW);
@@ -59,6 +60,9 @@ __global__ void __launch_bounds__(NG* kThreads, NG == 1 ? 4 : 2)
   float* s_wx = reinterpret_cast<float*>(s_v + NG * CL * kStageStride);
   float* s_wy = s_wx + kChunk * W;
   int* s_oy = reinterpret_cast<int*>(s_wy + kChunk * W);
+  for (int q = threadIdx.x; q < kBucketSlots; q += kBlock) s_start[q] = 0;  // (before the wait: shared only)
+  gpu::wait_for_previous();  // launched dependent: the tile lists, the weights and the cleared tiles
+  gpu::allow_dependents();
   const int tiles = NT * NT;
   const int blk = blockIdx.x;
   const int chunks = chunk_offset[tiles];
@@ -71,7 +75,6 @@ __global__ void __launch_bounds__(NG* kThreads, NG == 1 ? 4 : 2)
   const int bg = min(NG * CL, coils - b0);   // and its coils
 
   // 1. Each entry's bucket (first column major, then first row) and its rank within it.
-  for (int q = threadIdx.x; q < kBucketSlots; q += kBlock) s_start[q] = 0;
   __syncthreads();
   const int first = ref.first, cnt = ref.cnt;
   int bucket = -1, rank = 0, sy = 0;
@@ -118,7 +121,7 @@ __global__ void __launch_bounds__(NG* kThreads, NG == 1 ? 4 : 2)
       if (c + 1 < bg) src += n;
     }
     __pipeline_commit();
-    const float wj = dcf ? dcf[j] : 1.f;  // the sample's density weight, if the spread applies one
+    const float wj = sample_weight(wts, traj, j);  // the sample's density weight, if the spread applies one
 #pragma unroll
     for (int a = 0; a < W; ++a) {
       s_wx[p * W + a] = wj * lut_lookup(lut, res, edge, float(f.mx0 + a) - f.ux);

@@ -18,6 +18,7 @@
 
 #include <type_traits>
 
+#include "gpu/dependent_launch.cuh"
 #include "noncart/grid_layout.cuh"
 #include "noncart/nufft_plan_common.cuh"
 
@@ -51,6 +52,8 @@ __global__ void __launch_bounds__(kThreads)
   float* s_wx = reinterpret_cast<float*>(s_o + kChunk);
   float* s_wy = s_wx + kChunk * W;
   __shared__ int s_warp[kThreads / 32];
+  gpu::wait_for_previous();  // launched dependent: the grids and the tile lists
+  gpu::allow_dependents();
   const int c0 = int(blockIdx.y) * CL, cg = min(CL, batch - c0);
   const unsigned blk = blockIdx.x;
   if (blk >= chunk_blocks) {

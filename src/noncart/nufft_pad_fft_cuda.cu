@@ -3,6 +3,7 @@
 
 #include "fft/custom_fft.cuh"
 #include "gpu/cuda_check.cuh"
+#include "gpu/dependent_launch.cuh"
 #include "noncart/grid_layout.cuh"
 #include "noncart/nufft_pad_fft_cuda.hpp"
 
@@ -18,6 +19,8 @@ __global__ void __launch_bounds__(RowShape<G>::threads)
              const float2* __restrict__ tw, float2* __restrict__ mid) {
   using S = RowShape<G>;
   extern __shared__ float2 s[];
+  gpu::wait_for_previous();  // launched dependent: the images after the kernels that wrote them
+  gpu::allow_dependents();
   const int l = threadIdx.x, tb = l / S::T;
   const long t = long(blockIdx.x) * S::TB + tb;
   const bool ok = t < rows;
@@ -47,6 +50,8 @@ __global__ void __launch_bounds__(ColShape<G>::threads)
   using S = ColShape<G>;
   static_assert(G % S::TB == 0, "whole column groups");
   extern __shared__ float2 s[];
+  gpu::wait_for_previous();  // launched dependent: pad_rows' middle
+  gpu::allow_dependents();
   const int l = threadIdx.x, tb = l % S::TB;
   const int x = int(blockIdx.x) * S::TB + tb;
   const float2* col = mid + size_t(blockIdx.y) * N * G + x;
@@ -101,12 +106,12 @@ void PadFftCuda::run(const cfloat* d_images, cfloat* d_grids) {
     using R = RowShape<G>;
     using C = ColShape<G>;
     const long rows = long(batch_) * N_;
-    pad_rows<G><<<unsigned((rows + R::TB - 1) / R::TB), R::threads, R::smem, stream>>>(
-        reinterpret_cast<const float2*>(d_images), rows, N_, factor_.data(), tw, mid);
-    CUDA_CHECK_LAUNCH("pad_rows");
-    pad_cols<G><<<dim3(unsigned(G / C::TB), unsigned(batch_)), C::threads, C::smem, stream>>>(
-        mid, N_, tw, reinterpret_cast<float2*>(d_grids));
-    CUDA_CHECK_LAUNCH("pad_cols");
+    gpu::launch_dependent("pad_rows", pad_rows<G>, unsigned((rows + R::TB - 1) / R::TB), R::threads, R::smem,
+                          stream, reinterpret_cast<const float2*>(d_images), rows, N_,
+                          static_cast<const float*>(factor_.data()), tw, mid);
+    gpu::launch_dependent("pad_cols", pad_cols<G>, dim3(unsigned(G / C::TB), unsigned(batch_)), C::threads,
+                          C::smem, stream, static_cast<const float2*>(mid), N_, tw,
+                          reinterpret_cast<float2*>(d_grids));
   });
 }
 

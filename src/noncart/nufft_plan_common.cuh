@@ -5,6 +5,8 @@
 #include <cuda_runtime.h>
 #include <cmath>
 
+#include "noncart/ramp_weight.hpp"
+
 namespace radstream {
 namespace {
 
@@ -44,6 +46,16 @@ __device__ __forceinline__ Footprint footprint(const float* traj, long j, int G,
   f.mx0 = f.valid ? int(floorf(f.ux - half)) + 1 : 0;
   f.my0 = f.valid ? int(floorf(f.uy - half)) + 1 : 0;
   return f;
+}
+
+// Sample j's weight in a spread (SampleWeights): the array's, the radial ramp's (computed here from the
+// trajectory, the bits of the weights kernel), or 1.
+__device__ __forceinline__ float sample_weight(const SampleWeights& w, const float* __restrict__ traj,
+                                               long j) {
+  if (w.array) return __ldg(w.array + j);
+  if (w.ramp != DcfMethod::Ramp && w.ramp != DcfMethod::RampDc) return 1.f;
+  const int p = int(j / w.samples), s = int(j % w.samples);
+  return ramp_weight(w.ramp == DcfMethod::RampDc, traj + size_t(p) * w.samples * 2, w.samples, s, w.spokes);
 }
 
 // An asynchronous copy of 8 bytes, global to shared (cp.async; wait with __pipeline_wait_prior): src_bytes

@@ -29,6 +29,7 @@
 #include <string>
 
 #include "gpu/cuda_check.cuh"
+#include "gpu/dependent_launch.cuh"
 #include "gpu/device_memory.hpp"
 #include "noncart/grid_layout.cuh"
 #include "noncart/nufft_gather_rows.cuh"
@@ -43,6 +44,8 @@ namespace {
 // Clears the cells of the tiles that several blocks will add into.
 __global__ void clear_shared_tiles(const int* __restrict__ count, int NT, int G, int coils,
                                    float2* __restrict__ grid) {
+  gpu::wait_for_previous();
+  gpu::allow_dependents();
   const int t = blockIdx.x;
   if (count[t] <= kChunk) return;
   const int x = (t % NT) * kT + int(threadIdx.x) % kT, y = (t / NT) * kT + int(threadIdx.x) / kT;
@@ -55,8 +58,8 @@ __global__ void __launch_bounds__(kThreads)
     gather_tiles(const float2* __restrict__ data, const float* __restrict__ traj, long n, int coils, int G,
                  int W, int NT, const float* __restrict__ lut, int res, int edge,
                  const int* __restrict__ chunk_offset, const int4* __restrict__ chunk_info,
-                 const int* __restrict__ sorted, bool det, const float* __restrict__ dcf,
-                 float2* __restrict__ partial, float2* __restrict__ grid) {
+                 const int* __restrict__ sorted, bool det, SampleWeights wts, float2* __restrict__ partial,
+                 float2* __restrict__ grid) {
   extern __shared__ float2 smem[];  // s_v [CG][kChunk] | s_o [kChunk] | s_wx, s_wy [kChunk][W]
   __shared__ int s_count[32], s_start[33], s_perm[kChunk];
   __shared__ int s_wcount[kThreads / 32][32];  // deterministic mode: entries per (warp, bucket)
@@ -96,7 +99,7 @@ __global__ void __launch_bounds__(kThreads)
       if (sx > G / 2) sx -= G;
       if (sy > G / 2) sy -= G;
       s_o[i] = make_int2(sx, sy);
-      const float wj = dcf ? dcf[j] : 1.f;  // the sample's density weight, folded into the x weights
+      const float wj = sample_weight(wts, traj, j);  // the sample's density weight, folded into the x weights
       for (int a = 0; a < W; ++a) {
         s_wx[i * W + a] = wj * lut_lookup(lut, res, edge, float(f.mx0 + a) - f.ux);
         s_wy[i * W + a] = lut_lookup(lut, res, edge, float(f.my0 + a) - f.uy);
@@ -414,11 +417,10 @@ void NufftPlanCuda::set_points(const float* d_traj, std::size_t n) {
   // One launch counts, ranks and scans (its last block); at least one block, so that the offsets are
   // written when there are no points.
   const unsigned nb = unsigned(std::max<std::size_t>(1, (n + kCountThreads - 1) / kCountThreads));
-  count_tiles<<<nb, kCountThreads, count_smem(tiles), stream>>>(
-      d_traj, long(n), G_, kernel_.width, NT_, tally_.data(), count_.data(), offset_.data(),
-      chunk_offset_.data(), chunk_table(chunk_info_), reinterpret_cast<int4*>(tile_of_.data()),
-      reinterpret_cast<int4*>(rank_.data()));
-  CUDA_CHECK_LAUNCH("count_tiles");
+  gpu::launch_dependent("count_tiles", count_tiles, nb, kCountThreads, count_smem(tiles), stream, d_traj,
+                        long(n), G_, kernel_.width, NT_, tally_.data(), count_.data(), offset_.data(),
+                        chunk_offset_.data(), chunk_table(chunk_info_),
+                        reinterpret_cast<int4*>(tile_of_.data()), reinterpret_cast<int4*>(rank_.data()));
   if (n &&
       det_) {  // the entries by tile, and by sample within a tile (the scatter's ranks come from atomics)
     const long n4 = long(4 * n);
@@ -431,9 +433,8 @@ void NufftPlanCuda::set_points(const float* d_traj, std::size_t n) {
     key_samples<<<b4, 256, 0, stream>>>(n4, keys_sorted_.data(), sample_bits_, sorted_det_.data());
     CUDA_CHECK_LAUNCH("key_samples");
   } else if (n) {
-    scatter<<<unsigned((4 * n + 255) / 256), 256, 0, stream>>>(long(n), tile_of_.data(), rank_.data(),
-                                                               offset_.data(), sorted_.data());
-    CUDA_CHECK_LAUNCH("scatter");
+    gpu::launch_dependent("scatter", scatter, unsigned((4 * n + 255) / 256), 256, 0, stream, long(n),
+                          tile_of_.data(), rank_.data(), offset_.data(), sorted_.data());
   }
 }
 
@@ -467,7 +468,11 @@ void NufftPlanCuda::set_deterministic(bool on, int max_batch) {
   }
 }
 
-void NufftPlanCuda::spread(const cfloat* d_samples, cfloat* d_grids, int batch, const float* d_weights) {
+void NufftPlanCuda::spread(const cfloat* d_samples, cfloat* d_grids, int batch,
+                           const SampleWeights& weights) {
+  if (weights.ramp_computed() && std::size_t(weights.spokes) * std::size_t(weights.samples) != n_)
+    throw InputError("nufft plan: ramp weights of " + std::to_string(weights.spokes) + " x " +
+                     std::to_string(weights.samples) + " samples for " + std::to_string(n_) + " points");
   if (!d_traj_) throw InputError("nufft plan: spread before set_points");
   auto stream = static_cast<cudaStream_t>(stream_);
   const int tiles = NT_ * NT_;
@@ -477,19 +482,19 @@ void NufftPlanCuda::spread(const cfloat* d_samples, cfloat* d_grids, int batch, 
     throw ConfigError("nufft plan: deterministic spread of " + std::to_string(batch) + " coils, set up for " +
                       std::to_string(det_batch_));
   if (!det_) {
-    clear_shared_tiles<<<tiles, kThreads, 0, stream>>>(count_.data(), NT_, G_, batch, grid);
-    CUDA_CHECK_LAUNCH("clear_shared_tiles");
+    gpu::launch_dependent("clear_shared_tiles", clear_shared_tiles, tiles, kThreads, 0, stream, count_.data(),
+                          NT_, G_, batch, grid);
   }
   // At most 4 n / kChunk + tiles chunks (the surplus blocks exit at once), times the coil groups.
   const unsigned chunks = unsigned(max_chunks(n_, tiles));
   if (!det_ && row_gather(batch, kernel_.width)) {
     with_rows(batch, kernel_.width, [&](auto kernel, int lanes, int groups) {
       const dim3 blocks(chunks, unsigned((batch + lanes * groups - 1) / (lanes * groups)));
-      kernel<<<blocks, groups * kThreads, row_gather_smem(lanes, kernel_.width, groups), stream>>>(
-          reinterpret_cast<const float2*>(d_samples), d_traj_, n, batch, G_, NT_, d_lut_.data(), res_, edge_,
-          chunk_offset_.data(), chunk_table(chunk_info_), sorted_.data(), d_weights, grid);
+      gpu::launch_dependent(
+          "gather_rows", kernel, blocks, groups * kThreads, row_gather_smem(lanes, kernel_.width, groups),
+          stream, reinterpret_cast<const float2*>(d_samples), d_traj_, n, batch, G_, NT_, d_lut_.data(), res_,
+          edge_, chunk_offset_.data(), chunk_table(chunk_info_), sorted_.data(), weights, grid);
     });
-    CUDA_CHECK_LAUNCH("gather_rows");
     return;
   }
   const int cg = coil_group(batch);
@@ -499,7 +504,7 @@ void NufftPlanCuda::spread(const cfloat* d_samples, cfloat* d_grids, int batch, 
     kernel<<<blocks, kThreads, smem, stream>>>(reinterpret_cast<const float2*>(d_samples), d_traj_, n, batch,
                                                G_, kernel_.width, NT_, d_lut_.data(), res_, edge_,
                                                chunk_offset_.data(), chunk_table(chunk_info_),
-                                               det_ ? sorted_det_.data() : sorted_.data(), det_, d_weights,
+                                               det_ ? sorted_det_.data() : sorted_.data(), det_, weights,
                                                reinterpret_cast<float2*>(partial_.data()), grid);
   });
   CUDA_CHECK_LAUNCH("gather_tiles");
@@ -531,12 +536,14 @@ void NufftPlanCuda::interp(const cfloat* d_grids, cfloat* d_samples, int batch, 
     const unsigned zeroing = unsigned((n_ + kThreads - 1) / kThreads);
     with_interp_tiles(kernel_.width, [&](auto kernel, int lanes, std::size_t smem) {
       const dim3 blocks(chunks + zeroing, unsigned((batch + lanes - 1) / lanes));
-      kernel<<<blocks, kThreads, smem, stream>>>(
-          reinterpret_cast<const float2*>(d_grids), tiled, d_traj_, long(n_), batch, G_, NT_, d_lut_.data(),
-          res_, edge_, chunk_offset_.data(), chunk_table(chunk_info_),
-          det_ ? sorted_det_.data() : sorted_.data(), chunks, reinterpret_cast<float2*>(d_samples));
+      gpu::launch_dependent("interp_tiles", kernel, blocks, kThreads, smem, stream,
+                            reinterpret_cast<const float2*>(d_grids), tiled,
+                            static_cast<const float*>(d_traj_), long(n_), batch, G_, NT_,
+                            static_cast<const float*>(d_lut_.data()), res_, edge_,
+                            static_cast<const int*>(chunk_offset_.data()), chunk_table(chunk_info_),
+                            static_cast<const int*>(det_ ? sorted_det_.data() : sorted_.data()), chunks,
+                            reinterpret_cast<float2*>(d_samples));
     });
-    CUDA_CHECK_LAUNCH("interp_tiles");
     return;
   }
   if (kernel_.width <= 4)

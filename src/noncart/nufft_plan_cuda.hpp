@@ -9,6 +9,7 @@
 #include "core/buffer.hpp"
 #include "gpu/device_memory.hpp"
 #include "noncart/nufft_kernel.hpp"
+#include "noncart/ramp_weight.hpp"
 
 namespace radstream {
 
@@ -28,10 +29,11 @@ class NufftPlanCuda {
 
   // d_traj [n][2] on the device. Throws InputError when n exceeds the capacity.
   void set_points(const float* d_traj, std::size_t n);
-  // d_samples [batch][n] -> d_grids [batch][G][G] (every cell written). d_weights [n] (optional, on the
-  // device): each sample's weight (density compensation), applied as its values are staged, so that the
-  // weighted samples are never written out.
-  void spread(const cfloat* d_samples, cfloat* d_grids, int batch, const float* d_weights = nullptr);
+  // d_samples [batch][n] -> d_grids [batch][G][G] (every cell written). weights (optional): each sample's
+  // weight (density compensation: an array [n] on the device, or the radial ramp computed from the points,
+  // which must then be [spokes][samples]), applied as its values are staged, so that the weighted samples
+  // are never written out.
+  void spread(const cfloat* d_samples, cfloat* d_grids, int batch, const SampleWeights& weights = {});
   // d_grids [batch][G][G] -> d_samples [batch][n]; tiled: each grid in 8 x 8 cell tiles (grid_layout.cuh: the
   // custom forward head's output; G a multiple of 8, W <= 8).
   void interp(const cfloat* d_grids, cfloat* d_samples, int batch, bool tiled = false);

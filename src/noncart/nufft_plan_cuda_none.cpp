@@ -22,7 +22,7 @@ void NufftPlanCuda::set_points(const float*, std::size_t) {
 void NufftPlanCuda::set_deterministic(bool, int) {
   no_cuda("NufftPlanCuda::set_deterministic");
 }
-void NufftPlanCuda::spread(const cfloat*, cfloat*, int, const float*) {
+void NufftPlanCuda::spread(const cfloat*, cfloat*, int, const SampleWeights&) {
   no_cuda("NufftPlanCuda::spread");
 }
 void NufftPlanCuda::interp(const cfloat*, cfloat*, int) {

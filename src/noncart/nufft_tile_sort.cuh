@@ -6,6 +6,7 @@
 #pragma once
 #include <cub/block/block_scan.cuh>
 
+#include "gpu/dependent_launch.cuh"
 #include "noncart/nufft_plan_common.cuh"
 
 namespace radstream {
@@ -86,6 +87,8 @@ __global__ void __launch_bounds__(kCountThreads)
   __shared__ bool s_last;
   const int tiles = NT * NT;
   for (int t = int(threadIdx.x); t < tiles; t += kCountThreads) s_tally[t] = 0;
+  gpu::wait_for_previous();  // (launched dependent: the trajectory and the tallies after the kernels before)
+  gpu::allow_dependents();
   __syncthreads();
   const long j = long(blockIdx.x) * kCountThreads + threadIdx.x;
   const bool in = j < n;
@@ -126,6 +129,8 @@ __global__ void __launch_bounds__(kCountThreads)
 
 __global__ void scatter(long n, const int* __restrict__ tile_of, const int* __restrict__ rank,
                         const int* __restrict__ offset, int* __restrict__ sorted) {
+  gpu::wait_for_previous();  // count_tiles' entries and offsets
+  gpu::allow_dependents();
   const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= 4 * n) return;
   const int t = tile_of[i];

@@ -13,6 +13,7 @@
 
 #include "fft/custom_fft.cuh"
 #include "gpu/cuda_check.cuh"
+#include "gpu/dependent_launch.cuh"
 #include "gpu/device_memory.hpp"
 #include "noncart/kaiser_bessel.hpp"
 #include "noncart/nufft_kernel.hpp"
@@ -26,14 +27,19 @@ using namespace customfft;
 // blockIdx.x: a coil; blockIdx.y: TB rows of it, counted from the bottom (the launch covers the rows exactly,
 // G % TB == 0). Coil fastest in launch order, bottom rows first: the spread's last blocks wrote the bottom
 // rows of every coil (its chunks go tile row by tile row), which are then still in L2. out: [coils][G][n].
-// At E 8, six blocks an SM (40 registers; 8 bytes of spill at G 512).
-template <int G>
+// At E 8, six blocks an SM (40 registers; 8 bytes of spill at G 512). NC: the matrix when it is G / 2 (then
+// which outputs the crop keeps is known at compile time: the last pass computes and stores only those), else
+// 0 (the matrix is n).
+template <int G, int NC>
 __global__ void __launch_bounds__(RowShape<G>::threads, RowShape<G>::E == 8 ? 6 : 1)
-    rows_crop(const float2* __restrict__ grid, int n, const float* __restrict__ factor,
+    rows_crop(const float2* __restrict__ grid, int n_arg, const float* __restrict__ factor,
               const float2* __restrict__ tw, float2* __restrict__ out, float2* __restrict__ image,
               long pixels) {
   using S = RowShape<G>;
   extern __shared__ float2 s[];
+  const int n = NC ? NC : n_arg;
+  gpu::wait_for_previous();  // launched dependent: the grid (and the image, read by the frame before)
+  gpu::allow_dependents();
   const int l = threadIdx.x, tb = l / S::T;
   const long blocks = long(gridDim.x) * gridDim.y, b = long(blockIdx.y) * gridDim.x + blockIdx.x;
   for (long p = b * S::threads + l; p < pixels; p += blocks * S::threads)
@@ -62,12 +68,13 @@ struct RssShape : ColShapeOf<N, N >= 1024 ? 16 : 8, N >= 512 ? 8 : 16> {
 };
 
 // blockIdx.x: TB image columns; blockIdx.y: group of coils_per coils. mid: [coils][G][n]; image: [n][n]
-// (sum of squares accumulated in the real part).
-template <int G>
+// (sum of squares accumulated in the real part). NC as rows_crop's.
+template <int G, int NC>
 __global__ void __launch_bounds__(RssShape<G>::threads, RssShape<G>::min_blocks)
-    cols_rss(const float2* __restrict__ mid, int coils, int coils_per, int n,
+    cols_rss(const float2* __restrict__ mid, int coils, int coils_per, int n_arg,
              const float* __restrict__ factor, const float2* __restrict__ tw, float2* __restrict__ image) {
   using S = RssShape<G>;
+  const int n = NC ? NC : n_arg;
   extern __shared__ float2 s[];
   float* acc = reinterpret_cast<float*>(s + S::TB * G);  // [n][TB], each element owned by one thread
   const int l = threadIdx.x, tb = l % S::TB;
@@ -75,6 +82,8 @@ __global__ void __launch_bounds__(RssShape<G>::threads, RssShape<G>::min_blocks)
   const bool ok = x < n;
   const int c_first = blockIdx.y * coils_per, c_last = min(coils, c_first + coils_per);
   for (int i = l; i < S::TB * n; i += S::threads) acc[i] = 0.f;
+  gpu::wait_for_previous();  // launched dependent: rows_crop's middle and cleared image
+  gpu::allow_dependents();
   __syncthreads();
   for (int c = c_first; c < c_last; ++c) {
     const float2* col = mid + size_t(c) * G * n + (ok ? x : 0);
@@ -96,7 +105,19 @@ __global__ void __launch_bounds__(RssShape<G>::threads, RssShape<G>::min_blocks)
   }
 }
 
+// Calls f.template operator()<NC>() with NC = n when the matrix n is half the grid N (sigma 2, the usual
+// case: the kernels' crop then known at compile time), else NC = 0.
+template <int N, class F>
+void with_crop(int n, F&& f) {
+  if (2 * n == N)
+    f.template operator()<N / 2>();
+  else
+    f.template operator()<0>();
+}
+
 __global__ void take_sqrt(float2* __restrict__ image, long pixels) {
+  gpu::wait_for_previous();
+  gpu::allow_dependents();
   const long p = long(blockIdx.x) * blockDim.x + threadIdx.x;
   if (p < pixels) image[p] = make_float2(sqrtf(image[p].x), 0.f);
 }
@@ -122,15 +143,17 @@ class FusedImageCuda final : public Stage {
     const bool ok = dispatch_size(G_, [&]<int N>() {
       using C = RssShape<N>;
       smem_cols = C::smem + C::TB * n_ * int(sizeof(float));
-      CUDA_CHECK(
-          cudaFuncSetAttribute(rows_crop<N>, cudaFuncAttributeMaxDynamicSharedMemorySize, RowShape<N>::smem));
       tb = C::TB;
       // The limit is the kernel's for the whole process: what the largest matrix on this grid asks (n <= N,
       // as far as the GPU allows), so that a smaller geometry configured later cannot lower it under a larger
       // one's launches.
-      CUDA_CHECK(cudaFuncSetAttribute(
-          cols_rss<N>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-          std::max(smem_cols, std::min(optin, C::smem + C::TB * N * int(sizeof(float))))));
+      const int cols_limit = std::max(smem_cols, std::min(optin, C::smem + C::TB * N * int(sizeof(float))));
+      with_crop<N>(n_, [&]<int NC>() {
+        CUDA_CHECK(cudaFuncSetAttribute(rows_crop<N, NC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        RowShape<N>::smem));
+        CUDA_CHECK(
+            cudaFuncSetAttribute(cols_rss<N, NC>, cudaFuncAttributeMaxDynamicSharedMemorySize, cols_limit));
+      });
     });
     if (!ok)
       throw ConfigError("fft: the custom engine supports grids of 64..2048 points (powers of two); matrix " +
@@ -172,15 +195,18 @@ class FusedImageCuda final : public Stage {
       using R = RowShape<N>;
       using C = RssShape<N>;
       static_assert(N % R::TB == 0, "rows_crop's launch covers the rows exactly");
-      rows_crop<N><<<dim3(unsigned(coils_), unsigned(N / R::TB)), R::threads, R::smem, stream>>>(
-          grid, n_, factor_.data(), tw, mid, image, pixels);
-      CUDA_CHECK_LAUNCH("rows_crop");
-      cols_rss<N><<<dim3(unsigned(col_groups_), unsigned(coil_groups_)), C::threads, smem_cols_, stream>>>(
-          mid, coils_, coils_per_, n_, factor_.data(), tw, image);
-      CUDA_CHECK_LAUNCH("cols_rss");
+      with_crop<N>(n_, [&]<int NC>() {
+        gpu::launch_dependent("rows_crop", rows_crop<N, NC>, dim3(unsigned(coils_), unsigned(N / R::TB)),
+                              R::threads, R::smem, stream, grid, n_,
+                              static_cast<const float*>(factor_.data()), tw, mid, image, pixels);
+        gpu::launch_dependent("cols_rss", cols_rss<N, NC>,
+                              dim3(unsigned(col_groups_), unsigned(coil_groups_)), C::threads,
+                              std::size_t(smem_cols_), stream, static_cast<const float2*>(mid), coils_,
+                              coils_per_, n_, static_cast<const float*>(factor_.data()), tw, image);
+      });
     });
-    take_sqrt<<<unsigned((pixels + 255) / 256), 256, 0, stream>>>(image, pixels);
-    CUDA_CHECK_LAUNCH("take_sqrt");
+    gpu::launch_dependent("take_sqrt", take_sqrt, unsigned((pixels + 255) / 256), 256, 0, stream, image,
+                          pixels);
   }
 
  private:

@@ -1,8 +1,9 @@
 // CUDA gridding: the spread of the frame's NUFFT plan (noncart/nufft_plan_cuda.cu: the tile sort, done once
-// per frame by the chain on its stream, then the per-tile gather). As "density_gridding" the same stage first
-// computes the frame's density weights, one float a sample (compute_density_weights_cuda), and the spread
-// applies them as it stages each sample: the separate density stage reads and writes every coil's samples (on
-// an H200, R1's 32 coils: 18 us at the card's bandwidth); the weights here are 0.5 MB.
+// per frame by the chain on its stream, then the per-tile gather). As "density_gridding" the spread applies
+// the density weights as it stages each sample: the separate density stage reads and writes every coil's
+// samples (on an H200, R1's 32 coils: 18 us at the card's bandwidth). The ramps (ramp, ramp-dc) are computed
+// by the spread itself from the trajectory (SampleWeights: no weights kernel, no weights array; the same
+// bits as compute_density_weights_cuda); Voronoi's are computed first, one float a sample.
 #include <optional>
 #include <string>
 
@@ -29,7 +30,7 @@ class GriddingCuda final : public Stage {
     in_ext_ = input;
     G_ = oversampled_grid_size(g.matrix, p_.oversampling);
     out_ext_ = Extents{std::size_t(g.coils), std::size_t(G_), std::size_t(G_)};
-    if (dcf_ && *dcf_ != DcfMethod::None) {
+    if (dcf_ && *dcf_ == DcfMethod::Voronoi) {  // (the ramps are computed inside the spread)
       width_ = DeviceBuffer<double>(Extents{std::size_t(2 * g.spokes)});
       weights_ = DeviceBuffer<float>(Extents{std::size_t(g.spokes), std::size_t(g.samples)});
     }
@@ -52,6 +53,10 @@ class GriddingCuda final : public Stage {
     }
     if (frame.traj.size() != n * 2 || frame.traj.loc != Location::Device)
       throw InputError(std::string(stage_) + ": trajectory is not on the device or has the wrong size");
+    if (*dcf_ == DcfMethod::Ramp || *dcf_ == DcfMethod::RampDc) {  // computed by the spread as it stages
+      plan->spread(in.data, out.data, g_.coils, SampleWeights(*dcf_, g_.spokes, g_.samples));
+      return;
+    }
     compute_density_weights_cuda(*dcf_, frame.traj.data, g_.spokes, g_.samples, width_.data(),
                                  weights_.data(), ctx.stream);
     plan->spread(in.data, out.data, g_.coils, weights_.data());
