@@ -433,8 +433,10 @@ void NufftPlanCuda::set_points(const float* d_traj, std::size_t n) {
     key_samples<<<b4, 256, 0, stream>>>(n4, keys_sorted_.data(), sample_bits_, sorted_det_.data());
     CUDA_CHECK_LAUNCH("key_samples");
   } else if (n) {
-    gpu::launch_dependent("scatter", scatter, unsigned((4 * n + 255) / 256), 256, 0, stream, long(n),
-                          tile_of_.data(), rank_.data(), offset_.data(), sorted_.data());
+    gpu::launch_dependent("scatter", scatter, unsigned((n + 255) / 256), 256, 0, stream, long(n),
+                          reinterpret_cast<const int4*>(tile_of_.data()),
+                          reinterpret_cast<const int4*>(rank_.data()),
+                          static_cast<const int*>(offset_.data()), sorted_.data());
   }
 }
 

@@ -127,14 +127,18 @@ __global__ void __launch_bounds__(kCountThreads)
   if (threadIdx.x == 0) tally[tiles] = 0;
 }
 
-__global__ void scatter(long n, const int* __restrict__ tile_of, const int* __restrict__ rank,
+// A sample a thread: its four entries' tiles and ranks in two 16-byte loads.
+__global__ void scatter(long n, const int4* __restrict__ tile_of, const int4* __restrict__ rank,
                         const int* __restrict__ offset, int* __restrict__ sorted) {
   gpu::wait_for_previous();  // count_tiles' entries and offsets
   gpu::allow_dependents();
-  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= 4 * n) return;
-  const int t = tile_of[i];
-  if (t >= 0) sorted[offset[t] + rank[i]] = int(i / 4);
+  const long j = long(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= n) return;
+  const int4 t = tile_of[j], r = rank[j];
+  if (t.x >= 0) sorted[offset[t.x] + r.x] = int(j);
+  if (t.y >= 0) sorted[offset[t.y] + r.y] = int(j);
+  if (t.z >= 0) sorted[offset[t.z] + r.z] = int(j);
+  if (t.w >= 0) sorted[offset[t.w] + r.w] = int(j);
 }
 
 // Deterministic mode: entry i's key is (tile << sample_bits) | sample, unused entries (tile = tiles) last, so

@@ -181,8 +181,10 @@ TEST(SenseCuda, CgSenseFramesMatchTheCpuChainWithGraphWarmStartAndDeadline) {
   // float amplifies rounding: on the CPU alone a 1e-7 perturbation of the data moves the 12-iteration image
   // by 6e-5 and the 30-iteration one by 7e-4 (measured, docs/benchmarks.md), so FFTW-vs-cuFFT rounding (~2e-7
   // per operator application) gives 1e-4..6e-3 after 12 iterations on this undersampled 48-spoke window: held
-  // to 1e-2 there, for frames from zero and for warm-started sequences (each backend from its own previous
-  // frame).
+  // to 1e-2 there for warm-started sequences (each backend from its own previous frame), and to 2e-2 for
+  // frames from zero: the spread's atomics add in a different order on every run, and frame 3 from zero, the
+  // most sensitive, measured 7.7e-5 .. 1.01e-2 over 49 runs on H100s and H200s (the logs in
+  // tests/bench/results).
   {
     ReconParams cold = p;
     cold.cg.warm_start = false;
@@ -223,7 +225,7 @@ TEST(SenseCuda, CgSenseFramesMatchTheCpuChainWithGraphWarmStartAndDeadline) {
         "cg-sense frame %d: cuda vs cpu %.3g from zero, %.3g warm-started (graph %d); residual cpu %.3g "
         "cuda %.3g\n",
         f, e_cold, e_warm, int(gpu_chain.uses_graph()), sc.residual, sg.residual);
-    EXPECT_LE(e_cold, 1e-2);
+    EXPECT_LE(e_cold, 2e-2);
     EXPECT_LE(e_warm, 1e-2);
     EXPECT_TRUE(gpu_chain.uses_graph());
     EXPECT_EQ(sg.iterations, 12);
