@@ -45,6 +45,17 @@ inline bool dependent_launch_enabled() {
   return on;
 }
 
+// Whether the current device has programmatic dependent launch (compute capability 9.0 or later): asked at
+// each launch (two cheap runtime queries), so that a device before Hopper gets ordinary launches and no
+// process-wide state is kept.
+inline bool device_has_dependent_launch() {
+  int device = 0, major = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice", __FILE__, __LINE__);
+  check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+             "cudaDeviceGetAttribute(compute capability)", __FILE__, __LINE__);
+  return major >= 9;
+}
+
 // kernel<<<grid, block, smem, stream>>>(args...), allowed to overlap the previous kernel of the stream (see
 // above); checked like every launch.
 template <class... Params, class... Args>
@@ -59,7 +70,7 @@ void launch_dependent(const char* name, void (*kernel)(Params...), dim3 grid, di
   config.dynamicSmemBytes = smem;
   config.stream = stream;
   config.attrs = attr;
-  config.numAttrs = dependent_launch_enabled() ? 1 : 0;
+  config.numAttrs = dependent_launch_enabled() && device_has_dependent_launch() ? 1 : 0;
   check_cuda(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), name, __FILE__, __LINE__);
 }
 
