@@ -53,11 +53,11 @@ __global__ void sample_weights(DcfMethod method, const float* __restrict__ traj,
   if (j >= long(P) * S) return;
   const int p = int(j / S), n = int(j % S);
   const float* t = traj + size_t(p) * S * 2;
-  const SpokeAxis a = spoke_axis(t, S);
-  if (method == DcfMethod::Ramp || method == DcfMethod::RampDc) {
+  if (is_ramp(method)) {
     w_out[j] = ramp_weight(method == DcfMethod::RampDc, t, S, n, P);
     return;
   }
+  const SpokeAxis a = spoke_axis(t, S);
   double w = 1.0;
   if (method == DcfMethod::Voronoi) {
     auto along = [&](int m) { return t[2 * m] * a.dx + t[2 * m + 1] * a.dy; };

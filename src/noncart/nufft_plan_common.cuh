@@ -53,7 +53,7 @@ __device__ __forceinline__ Footprint footprint(const float* traj, long j, int G,
 __device__ __forceinline__ float sample_weight(const SampleWeights& w, const float* __restrict__ traj,
                                                long j) {
   if (w.array) return __ldg(w.array + j);
-  if (w.ramp != DcfMethod::Ramp && w.ramp != DcfMethod::RampDc) return 1.f;
+  if (!is_ramp(w.ramp)) return 1.f;
   const int p = int(j / w.samples), s = int(j % w.samples);
   return ramp_weight(w.ramp == DcfMethod::RampDc, traj + size_t(p) * w.samples * 2, w.samples, s, w.spokes);
 }

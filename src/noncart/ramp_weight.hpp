@@ -9,6 +9,11 @@
 
 namespace radstream {
 
+// Whether a method is one of the two ramps (the weight of a sample from its own spoke alone).
+RADSTREAM_HD inline bool is_ramp(DcfMethod m) {
+  return m == DcfMethod::Ramp || m == DcfMethod::RampDc;
+}
+
 RADSTREAM_HD inline float ramp_weight(bool dc, const float* spoke, int S, int n, int P) {
   const SpokeAxis a = spoke_axis(spoke, S);
   double r = sqrt(double(spoke[2 * n]) * spoke[2 * n] + double(spoke[2 * n + 1]) * spoke[2 * n + 1]);
@@ -27,7 +32,7 @@ struct SampleWeights {
   SampleWeights(const float* weights = nullptr) : array(weights) {}  // NOLINT: a weights array converts
   SampleWeights(DcfMethod method, int spokes_, int samples_)
       : ramp(method), spokes(spokes_), samples(samples_) {}
-  bool ramp_computed() const { return !array && (ramp == DcfMethod::Ramp || ramp == DcfMethod::RampDc); }
+  bool ramp_computed() const { return !array && is_ramp(ramp); }
 };
 
 }  // namespace radstream

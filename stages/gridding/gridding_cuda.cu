@@ -53,7 +53,7 @@ class GriddingCuda final : public Stage {
     }
     if (frame.traj.size() != n * 2 || frame.traj.loc != Location::Device)
       throw InputError(std::string(stage_) + ": trajectory is not on the device or has the wrong size");
-    if (*dcf_ == DcfMethod::Ramp || *dcf_ == DcfMethod::RampDc) {  // computed by the spread as it stages
+    if (is_ramp(*dcf_)) {  // computed by the spread as it stages each sample
       plan->spread(in.data, out.data, g_.coils, SampleWeights(*dcf_, g_.spokes, g_.samples));
       return;
     }
