@@ -15,6 +15,8 @@
 
 #include <vector>
 
+#include "fft/twiddle_table.hpp"
+
 namespace radstream::customfft {
 
 __device__ __forceinline__ float2 add(float2 a, float2 b) {
@@ -96,7 +98,8 @@ struct ColLayout {
 // One Stockham pass of radix R on the transform at st, by thread tid of T = N / E. The first pass reads the
 // input with load(e) and the last one hands the output to store(e, v) (both straight from and to registers,
 // each element exactly once); the passes between use shared memory.
-// tw[m] = exp(-2 pi i m / N) (conjugated here for the inverse).
+// tw: twiddle_table(N), pass (Ns, R)'s factors exp(-2 pi i r k / (Ns R)) at Ns - 1 + (r - 1) Ns + k
+// (conjugated here for the inverse).
 template <int N, int E, int R, bool INV, bool FIRST, bool LAST, class L, class Load, class Store>
 __device__ __forceinline__ void pass(float2* st, int tid, int Ns, const float2* __restrict__ tw, Load& load,
                                      Store& store) {
@@ -119,11 +122,10 @@ __device__ __forceinline__ void pass(float2* st, int tid, int Ns, const float2* 
   for (int b = 0; b < B; ++b) {
     const int j = tid + b * T;
     const int k = j & (Ns - 1);
-    const int step = k * (N / (Ns * R));
     if (Ns > 1) {  // the first pass's twiddles are all 1 (Ns is a constant once the passes are unrolled)
 #pragma unroll
       for (int r = 1; r < R; ++r) {
-        float2 w = __ldg(tw + r * step);
+        float2 w = __ldg(tw + (Ns - 1) + (r - 1) * Ns + k);  // exp(-2 pi i r k / (Ns R)), see twiddle_table
         if (INV) w.y = -w.y;
         v[b * R + r] = mul(v[b * R + r], w);
       }
@@ -240,9 +242,6 @@ bool dispatch_size(int n, F&& f) {
   }
 }
 
-// tw[m] = exp(-2 pi i m / n), m < n, computed in double (the custom engine's twiddle table;
-// custom_fft_tables.cu).
-std::vector<float2> twiddle_table(int n);
 // Whether the engine takes n points (custom_fft_tables.cu).
 bool supported(int n);
 // Batched 1D transforms of n points (contiguous, one after the other), in place, on `stream` (fft_custom.cu).

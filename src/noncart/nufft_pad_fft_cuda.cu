@@ -88,7 +88,7 @@ PadFftCuda::PadFftCuda(int matrix, int grid, int batch, const AxisApodization& a
   tw_ = DeviceBuffer<cfloat>(Extents{tw.size()});
   mid_ = DeviceBuffer<cfloat>(Extents{std::size_t(batch), std::size_t(matrix), std::size_t(grid)});
   gpu::copy_to_device(factor_.data(), ap.factor.data(), ap.factor.size() * sizeof(float), stream);
-  gpu::copy_to_device(tw_.data(), tw.data(), tw.size() * sizeof(float2), stream);
+  gpu::copy_to_device(tw_.data(), tw.data(), tw.size() * sizeof(cfloat), stream);
   dispatch_size(grid, [&]<int G>() {
     CUDA_CHECK(
         cudaFuncSetAttribute(pad_rows<G>, cudaFuncAttributeMaxDynamicSharedMemorySize, RowShape<G>::smem));

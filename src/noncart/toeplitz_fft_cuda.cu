@@ -130,7 +130,7 @@ ToeplitzFftCuda::ToeplitzFftCuda(int matrix, int coils, gpu::StreamRef stream)
   const auto tw = twiddle_table(M);
   tw_ = DeviceBuffer<cfloat>(Extents{tw.size()});
   mid_ = DeviceBuffer<cfloat>(Extents{std::size_t(coils), std::size_t(matrix), std::size_t(M)});
-  gpu::copy_to_device(tw_.data(), tw.data(), tw.size() * sizeof(float2), stream);
+  gpu::copy_to_device(tw_.data(), tw.data(), tw.size() * sizeof(cfloat), stream);
   dispatch_size(M, [&]<int G>() {
     CUDA_CHECK(
         cudaFuncSetAttribute(expand_rows<G>, cudaFuncAttributeMaxDynamicSharedMemorySize, RowShape<G>::smem));

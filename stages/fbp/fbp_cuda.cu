@@ -156,7 +156,7 @@ class FbpProjectCuda final : public Stage {
                           " samples need " + std::to_string(P_) + " (use fft: cufft)");
       const auto tw = customfft::twiddle_table(P_);
       tw_ = DeviceBuffer<cfloat>(Extents{tw.size()});
-      gpu::copy_to_device(tw_.data(), tw.data(), tw.size() * sizeof(float2), ctx.stream);
+      gpu::copy_to_device(tw_.data(), tw.data(), tw.size() * sizeof(cfloat), ctx.stream);
     } else {
       if (plan_) cufftDestroy(plan_);
       plan_ = 0;

@@ -91,7 +91,7 @@ class FftCustom final : public Stage {
           std::to_string(G_) + " (use fft: cufft, or an oversampling that gives a power of two)");
     const auto t = twiddle_table(G_);
     tw_ = DeviceBuffer<cfloat>(Extents{t.size()});
-    gpu::copy_to_device(tw_.data(), t.data(), t.size() * sizeof(float2), ctx.stream);
+    gpu::copy_to_device(tw_.data(), t.data(), t.size() * sizeof(cfloat), ctx.stream);
     return input;
   }
 

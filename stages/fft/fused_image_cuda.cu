@@ -175,7 +175,7 @@ class FusedImageCuda final : public Stage {
     gpu::copy_to_device(factor_.data(), t.factor.data(), t.factor.size() * sizeof(float), ctx.stream);
     const auto tw = twiddle_table(G_);
     tw_ = DeviceBuffer<cfloat>(Extents{tw.size()});
-    gpu::copy_to_device(tw_.data(), tw.data(), tw.size() * sizeof(float2), ctx.stream);
+    gpu::copy_to_device(tw_.data(), tw.data(), tw.size() * sizeof(cfloat), ctx.stream);
     mid_ = DeviceBuffer<cfloat>(Extents{std::size_t(coils_), std::size_t(G_), std::size_t(n_)});
     gpu::synchronize(ctx.stream);  // the host tables above are temporaries
     out_ext_ = Extents{std::size_t(n_), std::size_t(n_)};

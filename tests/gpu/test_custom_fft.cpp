@@ -1,6 +1,11 @@
 // The custom GPU FFT engine against cuFFT and FFTW (every supported size, both directions, batch 1 and 32),
 // the fused custom-FFT chain tail against the CPU chain, and CUDA-graph replay against direct launches.
 // Skip without a GPU; RADSTREAM_REQUIRE_GPU=1 makes a missing GPU fail them.
+#include <algorithm>
+#include <cmath>
+
+#include "core/math.hpp"
+#include "fft/twiddle_table.hpp"
 #include "gpu/gpu_test_util.hpp"
 #include "io/frame_io.hpp"
 #include "sim/simulator.hpp"
@@ -51,6 +56,36 @@ TEST(CustomFft, MatchesCufftAndFftwEverySizeBothDirectionsBatch1And32) {
     }
   }
 }
+
+#ifdef RADSTREAM_HAVE_CUDA
+// The twiddle table in the passes' read order (host only, no GPU): pass (Ns, R) at Ns - 1 + (r - 1) Ns + k
+// holds exp(-2 pi i r k / (Ns R)), the same float as the plain table's entry m = r k n / (Ns R), for every
+// size; the passes fill n - 1 entries.
+TEST(CustomFft, TwiddleTableHoldsEachPassFactorsWhereThePassReadsThem) {
+  for (int n = 64; n <= 2048; n *= 2) {
+    const auto t = customfft::twiddle_table(n);
+    ASSERT_EQ(t.size(), std::size_t(n));
+    std::vector<int> hits(std::size_t(n), 0);
+    int passes = 0;
+    for (int Ns = 1; Ns < n; ++passes) {
+      const int R = n / Ns >= 8 ? 8 : n / Ns;
+      for (int r = 1; r < R; ++r)
+        for (int k = 0; k < Ns; ++k) {
+          const std::size_t i = std::size_t(Ns - 1 + (r - 1) * Ns + k);
+          ASSERT_LT(i, t.size());
+          ++hits[i];
+          const long m = long(r) * k * (n / (Ns * R));
+          const double a = -2.0 * kPi * double(m) / double(n);
+          EXPECT_EQ(t[i].real(), float(std::cos(a))) << "n " << n << " Ns " << Ns << " r " << r << " k " << k;
+          EXPECT_EQ(t[i].imag(), float(std::sin(a))) << "n " << n << " Ns " << Ns << " r " << r << " k " << k;
+        }
+      Ns *= R;
+    }
+    EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), n - 1) << "n " << n;
+    EXPECT_EQ(passes, (n == 64 || n == 512) ? (n == 64 ? 2 : 3) : (n < 512 ? 3 : 4)) << "n " << n;
+  }
+}
+#endif
 
 TEST(CustomFft, UnsupportedGridSizeIsAConfigErrorNamingTheSize) {
   RADSTREAM_REQUIRE_GPU();
