@@ -13,8 +13,6 @@
 #pragma once
 #include <cuda_runtime.h>
 
-#include <vector>
-
 #include "fft/twiddle_table.hpp"
 
 namespace radstream::customfft {
