@@ -55,7 +55,6 @@ Runner add_recon(CLI::App& app) {
     o->apply("exact", exact);
     const ReconParams params = resolve_recon(*o, true);
     if (params.method == ReconMethod::Nlinv) return run_nlinv(*o, io, exact, params);
-    if (!io.sens_out.empty()) throw ConfigError("--sens-out goes with --method nlinv");
     const KeyNames nlinv = nlinv_keys();
     for (const std::string& key : o->given_keys("recon"))
       if (nlinv.has(key)) throw ConfigError(o->option_of("recon", key) + " goes with --method nlinv");

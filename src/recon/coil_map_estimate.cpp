@@ -108,8 +108,11 @@ CoilMapBand coil_map_band(View<const cfloat> data, View<const float> traj, int N
     throw InputError(fmt::format("coil map estimate: data {} and trajectory of {} values do not match",
                                  data.ext.str(), traj.size()));
   const int L = std::min(N, std::max(8, p.matrix - p.matrix % 2));
-  const int B =
-      std::max(L, p.refine.matrix > 0 ? std::min(N, p.refine.matrix) : 0);  // what the estimate reads
+  // What the estimate reads: Walsh's low-resolution matrix and the refinement's, or ESPIRiT's band of
+  // |k| < calibration samples (recon/espirit.cpp).
+  const int B = p.method == CoilMapMethod::Espirit
+                    ? std::min(N, 2 * p.espirit.calibration)
+                    : std::max(L, p.refine.matrix > 0 ? std::min(N, p.refine.matrix) : 0);
   const std::size_t n = data.ext[1] * data.ext[2], coils = data.ext[0];
   const double band = 0.5 * B / N;
   std::vector<std::size_t> keep;
@@ -157,6 +160,13 @@ HostBuffer<cfloat> estimate_coil_maps(View<const cfloat> data, View<const float>
     throw InputError(fmt::format("coil map estimate: data {} and trajectory of {} values do not match",
                                  data.ext.str(), traj.size()));
   if (N < 2 || N % 2) throw InputError(fmt::format("coil map estimate: matrix {} must be even", N));
+  if (p.method == CoilMapMethod::Espirit) {
+    EspiritParams e = p.espirit;
+    e.grid = p.matrix;
+    e.threads = threads_of(p);
+    e.mask = p.mask == SensMask::Auto;
+    return espirit_maps(data, traj, N, e).maps;
+  }
   const int coils = int(data.ext[0]);
   const int L = std::min(N, std::max(8, p.matrix - p.matrix % 2));
   const HostBuffer<cfloat> img = low_res_images(data, traj, N, L, threads_of(p));
@@ -165,7 +175,8 @@ HostBuffer<cfloat> estimate_coil_maps(View<const cfloat> data, View<const float>
   // Support: energy above the threshold, dilated by one pixel.
   const double peak = *std::max_element(local.begin(), local.end());
   std::vector<float> above(local.size()), support(local.size());
-  for (std::size_t q = 0; q < local.size(); ++q) above[q] = local[q] >= p.mask_threshold * peak ? 1.f : 0.f;
+  const double threshold = p.mask == SensMask::Auto ? p.mask_threshold : 0.0;
+  for (std::size_t q = 0; q < local.size(); ++q) above[q] = local[q] >= threshold * peak ? 1.f : 0.f;
   for (int y = 0; y < L; ++y)
     for (int x = 0; x < L; ++x) {
       float m = 0.f;

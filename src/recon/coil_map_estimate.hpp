@@ -1,5 +1,6 @@
-// Coil sensitivities estimated from the radial data themselves (Walsh's adaptive method, seed 000's need for
-// S without a separate calibration scan):
+// Coil sensitivities estimated from the radial data themselves (seed 000's need for S without a separate
+// calibration scan). By default ESPIRiT (recon/espirit.hpp: eigenvector maps of the calibration region, the
+// support faded by a smooth step of the eigenvalue). method = Walsh: Walsh's adaptive method,
 //  1. low-resolution coil images on an L x L matrix from the centre of k-space (|k| < L/2N cycles per pixel),
 //     ramp-weighted with a Hann taper, by the adjoint NUFFT: radial sampling is dense there, so a window of a
 //     few dozen spokes is already fully sampled at low resolution;
@@ -15,11 +16,16 @@
 #pragma once
 #include "core/buffer.hpp"
 #include "recon/coil_map_refine.hpp"
+#include "recon/espirit.hpp"
+#include "stages/cg_sense/cg_sense.hpp"
 
 namespace radstream {
 
 struct CoilMapEstimate {
-  int matrix = 48;  // L, the low-resolution matrix (clamped to N)
+  CoilMapMethod method = CoilMapMethod::Espirit;
+  SensMask mask = SensMask::Auto;  // off: no support (ESPIRiT's weight, Walsh's threshold) at all
+  EspiritParams espirit;           // its grid and threads come from matrix and threads below
+  int matrix = 48;  // L, the low-resolution matrix (clamped to N); ESPIRiT's eigen-problem grid
   int radius = 2;   // neighbourhood half-width in low-resolution pixels
   int power_iterations = 8;
   // Pixels whose neighbourhood energy is below this fraction of the peak (after a one-pixel dilation) get

@@ -10,7 +10,12 @@
 namespace radstream {
 
 CoilMapSource::CoilMapSource(const ReconParams& p, bool quick_first)
-    : path_(p.cg.sens), matrix_(p.cg.maps_matrix), every_(p.cg.maps_every), quick_first_(quick_first) {}
+    : path_(p.cg.sens),
+      method_(p.cg.maps_method),
+      mask_(p.cg.sens_mask),
+      matrix_(p.cg.maps_matrix),
+      every_(p.cg.maps_every),
+      quick_first_(quick_first && p.cg.maps_method == CoilMapMethod::Walsh) {}
 
 CoilMapSource::~CoilMapSource() {
   wait();
@@ -40,6 +45,8 @@ bool CoilMapSource::update(ReconChain& chain, const Frame* frame) {
   }
   if (want && !frame) throw InputError("coil maps: an estimate is due but no frame was given");
   CoilMapEstimate est;
+  est.method = method_;
+  est.mask = mask_;
   est.matrix = matrix_;
   if (!chain.has_coil_maps()) {  // the first frame waits for its maps
     CoilMapEstimate first = est;
@@ -49,10 +56,15 @@ bool CoilMapSource::update(ReconChain& chain, const Frame* frame) {
     chain.take_coil_maps(maps.view());
     ++estimates_;
     refine_due_ = quick_first_;
-    log::info(
-        "coil maps: estimated from the data ({} coils, {}^2 from a {}^2 low-resolution Walsh fit{})", g.coils,
-        g.matrix, std::min(matrix_, g.matrix),
-        quick_first_ ? "; the refined estimate follows in the background" : ", refined against the data");
+    if (method_ == CoilMapMethod::Espirit)
+      log::info("coil maps: estimated from the data by ESPIRiT ({} coils, {}^2 from a {}^2 eigen-grid, {})",
+                g.coils, g.matrix, std::min(matrix_, g.matrix),
+                mask_ == SensMask::Auto ? "faded smoothly where the coils see no signal" : "no support mask");
+    else
+      log::info(
+          "coil maps: estimated from the data ({} coils, {}^2 from a {}^2 low-resolution Walsh fit{})",
+          g.coils, g.matrix, std::min(matrix_, g.matrix),
+          quick_first_ ? "; the refined estimate follows in the background" : ", refined against the data");
     return true;
   }
   bool updated = false;

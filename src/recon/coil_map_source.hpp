@@ -15,8 +15,9 @@ namespace radstream {
 
 class CoilMapSource {
  public:
-  // quick_first: the first estimate is the fast local one (Walsh alone), so that a stream has maps within its
-  // first window; the refined estimate follows at once on the helper thread. Offline: refined from the start.
+  // quick_first (Walsh's method only): the first estimate is the fast local one (Walsh alone), so that a
+  // stream has maps within its first window; the refined estimate follows at once on the helper thread.
+  // Offline: refined from the start. ESPIRiT has no quick form: its first estimate is the full one.
   explicit CoilMapSource(const ReconParams& p, bool quick_first = false);
   ~CoilMapSource();
   CoilMapSource(const CoilMapSource&) = delete;
@@ -37,6 +38,8 @@ class CoilMapSource {
 
  private:
   std::string path_;
+  CoilMapMethod method_;
+  SensMask mask_;
   int matrix_, every_;
   bool quick_first_, refine_due_ = false;
   std::uint64_t frames_ = 0, estimates_ = 0;

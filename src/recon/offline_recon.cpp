@@ -86,6 +86,12 @@ void run_offline_recon(const OfflineRecon& a, const ReconParams& params) {
             to_string(params.density.method), params.gridding.width, params.gridding.oversampling, plan_ms);
 
   chain.fix_coil_maps(frame);  // the file, or an estimate from these data, when the recipe reads coil maps
+  if (!a.sens_out.empty()) {
+    if (!chain.needs_coil_maps())
+      throw ConfigError("--sens-out: --method " + to_string(params.method) + " uses no coil maps");
+    write_cfl(a.sens_out, {g.matrix, g.matrix, 1, g.coils}, chain.coil_maps().span());
+    log::info("wrote the coil maps to {} (BART [{} {} 1 {}])", a.sens_out, g.matrix, g.matrix, g.coils);
+  }
 
   std::vector<double> times;
   View<const cfloat> image;

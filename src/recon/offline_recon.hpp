@@ -35,8 +35,8 @@ struct OfflineRecon {
         "correct the trajectory for gradient delays: off, auto (RING on the data) or A:B:C (BART's traj -q "
         "x:y:xy, in samples)");
     v.field("sens_out", sens_out,
-            "--method nlinv: write the last frame's estimated coil sensitivities here (BART [N N 1 coils], "
-            "usable as --sens of cg-sense on the same coils; virtual coils when compressed)");
+            "write the coil maps here (BART [N N 1 coils], usable as --sens of cg-sense on the same coils): "
+            "cg-sense's (estimated or read), or nlinv's of the last frame (virtual coils when compressed)");
   }
 };
 

@@ -22,21 +22,36 @@
 #include <string>
 #include <vector>
 
+#include "core/enum_table.hpp"
 #include "fft/fftw_plan.hpp"
 #include "noncart/nufft_kernel.hpp"
 #include "stage/stage.hpp"
 
 namespace radstream {
 
+// How coil maps are estimated from the data when no file is given (recon/coil_map_estimate.hpp): ESPIRiT
+// (eigenvector maps of the calibration region, as BART's ecalib -m1), or Walsh's local method refined against
+// the data (the stream's quick first estimate before the ESPIRiT one exists is not needed: ESPIRiT is quick).
+enum class CoilMapMethod { Espirit, Walsh };
+inline constexpr EnumTable<CoilMapMethod, 2> kCoilMapMethods{
+    "coil map method", {{{CoilMapMethod::Espirit, "espirit"}, {CoilMapMethod::Walsh, "walsh"}}}};
+// Whether estimated maps fade out where the coils see no signal (auto: ESPIRiT's eigenvalue through a smooth
+// step; Walsh's energy threshold) or keep unit root-sum-of-squares over the whole field of view (off).
+enum class SensMask { Auto, Off };
+inline constexpr EnumTable<SensMask, 2> kSensMasks{"coil map mask",
+                                                   {{{SensMask::Auto, "auto"}, {SensMask::Off, "off"}}}};
+
 struct CgSenseParams {
-  int iterations = 10;          // CG iterations per frame (the cap in deadline mode)
-  double lambda = 1e-2;         // Tikhonov weight, relative (see above)
-  double smoothness = 0.0;      // weight of ||D x||^2 (periodic finite differences), relative like lambda
-  double deadline_ms = 0.0;     // 0: fixed count; > 0: the solver's time budget per frame
-  bool warm_start = true;       // start from the previous frame's image
-  bool toeplitz = true;         // normal operator through the PSF kernel (else gridding both ways)
-  std::string sens;             // coil maps file (BART [N N 1 coils]); empty: estimated from the data
-  int maps_matrix = 48;         // estimated maps: the low-resolution matrix they are computed on
+  int iterations = 10;       // CG iterations per frame (the cap in deadline mode)
+  double lambda = 1e-2;      // Tikhonov weight, relative (see above)
+  double smoothness = 0.0;   // weight of ||D x||^2 (periodic finite differences), relative like lambda
+  double deadline_ms = 0.0;  // 0: fixed count; > 0: the solver's time budget per frame
+  bool warm_start = true;    // start from the previous frame's image
+  bool toeplitz = true;      // normal operator through the PSF kernel (else gridding both ways)
+  std::string sens;          // coil maps file (BART [N N 1 coils]); empty: estimated from the data
+  int maps_matrix = 48;      // estimated maps: the low-resolution matrix they are computed on
+  CoilMapMethod maps_method = CoilMapMethod::Espirit;  // estimated maps: how
+  SensMask sens_mask = SensMask::Auto;                 // estimated maps: faded outside the signal, or not
   int maps_every = 64;          // estimated maps in a stream: refreshed every this many frames
   int split_parts = 0;          // coil split partitions (0 or 1: off)
   std::string split_gpus;       // cuda: the partitions' GPUs, "0,1" (empty: 0..split_parts-1)
@@ -59,6 +74,13 @@ struct CgSenseParams {
             "cg-sense / sense combination: coil maps file, BART [N N 1 coils] (empty = estimate)");
     v.field("maps_matrix", maps_matrix, 8, 512,
             "estimated coil maps: low-resolution matrix they are computed on");
+    v.choice("maps_method", maps_method, kCoilMapMethods,
+             "estimated coil maps: espirit (eigenvector maps of the calibration region, as BART's ecalib) or "
+             "walsh (local eigenvectors refined against the data)");
+    v.choice(
+        "sens_mask", sens_mask, kSensMasks,
+        "estimated coil maps: auto fades them out smoothly where the coils see no signal; off keeps them "
+        "over the whole field of view");
     v.field("maps_every", maps_every, 1, 100000,
             "estimated coil maps: refresh every this many frames in a stream");
     v.field(
