@@ -149,16 +149,18 @@ inline void bart(const TempDir& dir, const std::string& args) {
   ASSERT_EQ(r.exit_code, 0) << "bart " << args << "\n" << r.output;
 }
 
-// The real scanner data sets beside the project (../shared/data/real), absent from a user's clone.
-inline std::filesystem::path real_data_dir() {
-  return RADSTREAM_REAL_DATA;
+// A real scanner data set: shipped in tests/data (the cardiac set, MIT), else beside the project
+// (../shared/data/real, absent from a user's clone).
+inline std::filesystem::path real_data(const std::string& set) {
+  const std::filesystem::path shipped = std::filesystem::path(RADSTREAM_TEST_DATA) / set;
+  return std::filesystem::exists(shipped) ? shipped : std::filesystem::path(RADSTREAM_REAL_DATA) / set;
 }
 
-#define RADSTREAM_REQUIRE_REAL_DATA(sub)                                                        \
-  do {                                                                                          \
-    if (!std::filesystem::exists(radstream::test::real_data_dir() / (sub)))                     \
-      GTEST_SKIP() << "real data " << (radstream::test::real_data_dir() / (sub)).string()       \
-                   << " is absent (it lives in ../shared, beside the project, not in a clone)"; \
+#define RADSTREAM_REQUIRE_REAL_DATA(sub)                                                                   \
+  do {                                                                                                     \
+    if (!std::filesystem::exists(radstream::test::real_data(sub)))                                         \
+      GTEST_SKIP() << "real data " << radstream::test::real_data(sub).string()                             \
+                   << " is absent (not shipped in tests/data; it lives in ../shared, beside the project)"; \
   } while (0)
 
 // The IMPATIENT example data beside the project (../shared/data/impatient), absent from a user's clone.

@@ -29,6 +29,13 @@ class InputError : public Error {
   using Error::Error;
 };
 
+// A reconstruction produced values that are not finite (NaN or Inf): the frame is dropped and counted, never
+// shown or sent. Thrown by the chain's check of its output.
+class NumericError : public Error {
+ public:
+  using Error::Error;
+};
+
 // A CUDA or cuFFT call failed; carries the call, file and line in its message.
 class CudaError : public Error {
  public:

@@ -88,7 +88,7 @@ int Irgnm::cg(double alpha, int max_iter, const cfloat* b, double t_setup, int& 
     ++done;
     ratio = last > 0 ? rs / last : 0;
     last = rs;
-    if (rs <= limit) {
+    if (rs <= limit || !std::isfinite(rs)) {  // converged, or diverged past float's range: more cannot help
       spent += enqueued - done;
       break;
     }

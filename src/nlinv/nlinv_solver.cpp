@@ -1,5 +1,6 @@
 #include "nlinv/nlinv_solver.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -99,7 +100,14 @@ NlinvFrameReport NlinvSolver::reconstruct(const float* traj, const cfloat* sampl
           "nlinv: the stream's first frame has no signal (its gridded k-space is zero or not finite)");
     scaling_ = 100.0 / std::sqrt(s);
   }
-  model_->scale(y_.data(), m, float(scaling_));
+  // In steps that each fit a float: data near float's smallest (denormal) values need a factor past its
+  // largest (1e-42 -> 1e43), which as one float is Inf and turns every sample into NaN.
+  for (double left = scaling_; left != 1.0;) {
+    const double step = std::clamp(left, 1e-30, 1e30);
+    model_->scale(y_.data(), m, float(step));
+    left /= step;
+    if (std::abs(left - 1.0) < 1e-12) break;
+  }
   NlinvFrameReport rep;
   rep.scaling = scaling_;
   // x_ref: damping x the previous solution; zeros (reset()) before the stream's first frame, which is BART's

@@ -42,9 +42,21 @@ std::vector<cd> calibration_region(View<const cfloat> data, View<const float> tr
   }
   NufftOperatorCpu nufft(2, {L, L, 1}, coils, n, NufftKernel{6, 2.0, 1024}, FftPlanner::Estimate, threads);
   nufft.set_points(t.data());
+  // The maps do not depend on the data's scale: the weighted samples are divided by their largest
+  // magnitude, so that data near float's limits (1e30, a sample of 3e38, denormals) neither overflow nor
+  // vanish in the sums below.
+  double peak = 0;
+  for (int c = 0; c < coils; ++c)
+    for (std::size_t j = 0; j < n; ++j)
+      if (w[j] > 0) peak = std::max(peak, std::abs(std::complex<double>(data.data[c * n + j])) * w[j]);
+  if (!std::isfinite(peak))
+    throw InputError("espirit: a sample near k = 0 is not finite; no coil maps can be estimated");
+  if (!(peak > 0))
+    throw InputError("espirit: the calibration region holds no signal (all samples near k = 0 are zero)");
   HostBuffer<cfloat> weighted(Extents{std::size_t(coils), n});
   for (int c = 0; c < coils; ++c)
-    for (std::size_t j = 0; j < n; ++j) weighted[c * n + j] = data.data[c * n + j] * w[j];
+    for (std::size_t j = 0; j < n; ++j)
+      weighted[c * n + j] = cfloat(std::complex<double>(data.data[c * n + j]) * (double(w[j]) / peak));
   HostBuffer<cfloat> img(Extents{std::size_t(coils), std::size_t(L), std::size_t(L)});
   nufft.adjoint(weighted.data(), img.data());
   std::vector<cd> e(std::size_t(cal) * L);  // e[m][x] = exp(-2 pi i m x / L), m and x centred

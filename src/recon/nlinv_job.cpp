@@ -178,6 +178,14 @@ void run_nlinv_job(const NlinvJob& job, const ReconParams& params) {
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     log::info("nlinv: frame {}/{}: {:.1f} ms, {} CG iterations over {} Newton steps, residual {:.4g}", f + 1,
               frames, ms.back(), rep.irgnm.cg_iterations, rep.irgnm.newton_steps, rep.irgnm.final_residual);
+    const cfloat* img = out.data() + std::size_t(f) * n * n;
+    const std::size_t bad = std::size_t(std::count_if(img, img + std::size_t(n) * n, [](const cfloat& v) {
+      return !std::isfinite(v.real()) || !std::isfinite(v.imag());
+    }));
+    if (bad)  // never written as an image
+      throw NumericError(
+          fmt::format("nlinv: frame {} gave {} non-finite pixels (residual {:.4g}); nothing written", f + 1,
+                      bad, rep.irgnm.final_residual));
   }
   std::vector<long> dims(16, 1);
   dims[0] = n;

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <bit>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 
 #include "core/coil_map_power.hpp"
 #include "core/error.hpp"
@@ -160,12 +162,12 @@ View<const cfloat> ReconChain::reconstruct(const Frame& frame) {
   if (fg.coils != g_.coils || fg.spokes != g_.spokes || fg.samples != g_.samples)
     throw InputError(
         fmt::format("reconstruct: frame is {}, the chain is configured for {}", fg.str(), g_.str()));
+  provide_maps(&frame);  // both backends: a caller that only calls reconstruct() (batch) gets maps too
   if (ctx_.backend == Backend::Cuda) {
     gpu::copy_to_device(d_input_.data(), frame.data.data(), frame.data.size() * sizeof(cfloat), ctx_.stream);
     gpu::copy_to_device(d_traj_.data(), frame.traj.data(), frame.traj.size() * sizeof(float), ctx_.stream);
-    return run_cuda();
+    return finite_or_throw(run_cuda());
   }
-  provide_maps(&frame);
   const FrameContext fc = context(frame.traj.view());
   View<const cfloat> in = frame.data.view();
   auto ms_since = [](auto t0) {
@@ -184,7 +186,21 @@ View<const cfloat> ReconChain::reconstruct(const Frame& frame) {
     keep_output(i, out);
     in = out;
   }
-  return in;
+  return finite_or_throw(in);
+}
+
+View<const cfloat> ReconChain::finite_or_throw(View<const cfloat> image) {
+  // An IEEE float is not finite when its exponent bits are all ones: a branch-free count that vectorizes.
+  std::size_t bad = 0;
+  for (const cfloat& v : image.span())
+    bad += ((std::bit_cast<std::uint32_t>(v.real()) & 0x7f800000u) == 0x7f800000u) +
+           ((std::bit_cast<std::uint32_t>(v.imag()) & 0x7f800000u) == 0x7f800000u);
+  if (bad == 0) return image;
+  reset_state();
+  throw NumericError(fmt::format(
+      "the {} reconstruction gave {} non-finite values in its {} pixels (a scale beyond float's range in the "
+      "data, or a solver's step overflowed): frame dropped, the next frame starts cold",
+      to_string(params_.method), bad, image.size()));
 }
 
 View<const cfloat> ReconChain::reconstruct_device(
@@ -194,7 +210,7 @@ View<const cfloat> ReconChain::reconstruct_device(
     throw InputError("reconstruct_device: the chain is not on the CUDA backend");
   provide_maps(host_frame);
   if (!fill(d_input_.data(), d_traj_.data(), ctx_.stream)) return {};
-  return run_cuda();
+  return finite_or_throw(run_cuda());
 }
 
 FrameContext ReconChain::context(View<const float> traj) {

@@ -138,6 +138,9 @@ class ReconChain {
   std::unique_ptr<CoilMapSource> maps_source_;
   bool reads_maps_ = false, maps_given_ = false, live_maps_ = false;
   void provide_maps(const Frame* frame);
+  // The image when every value is finite; else the stages' state is zeroed (a warm start from it would carry
+  // the NaNs into every later frame) and NumericError names the count and the method.
+  View<const cfloat> finite_or_throw(View<const cfloat> image);
   void install_maps(View<const cfloat> maps);
   std::uint64_t number_ = 0;
   HostBuffer<cfloat> maps_host_;

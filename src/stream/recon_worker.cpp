@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "core/error.hpp"
 #include "core/log.hpp"
 #include "gpu/handles.hpp"
 #include "stream/frame_scheduler.hpp"
@@ -274,6 +275,13 @@ void ReconWorker::frames() {
         sched.advance();
         continue;
       }
+    } catch (const NumericError& e) {  // its own kind: a client hears of it even after another failure
+      once_.warn(5, slice_prefix() + "a frame was dropped: " + e.what());
+      set_error(e.what());
+      ++metrics_.frames_failed;
+      ++metrics_.slice(slice_).frames_failed;
+      sched.advance();
+      continue;
     } catch (const std::exception& e) {
       once_.error(2, slice_prefix() + "a frame failed: " + e.what());
       set_error(e.what());

@@ -373,10 +373,8 @@ TEST(Cli, ConvertTurnsABartPairIntoAStreamFileThatReconstructsTheSame) {
   EXPECT_EQ(r.output.find("foreign"), std::string::npos) << r.output;
   std::printf("replay of 123 spokes at 200/s: %.2f s\n", s);
   EXPECT_GT(s, 0.55);
-  if (test::real_data_dir().empty() ||
-      !std::filesystem::exists(test::real_data_dir() / "cardiac-25spokes-12coils"))
-    return;
-  const auto src = test::real_data_dir() / "cardiac-25spokes-12coils";
+  ASSERT_TRUE(std::filesystem::exists(test::real_data("cardiac-25spokes-12coils")));  // shipped in tests/data
+  const auto src = test::real_data("cardiac-25spokes-12coils");
   r = radstream_cmd("convert --traj " + (src / "traj").string() + " --kspace " + (src / "ksp").string() +
                     " --matrix 256 --repeat 4 --out " + dir / "cardiac.h5");
   ASSERT_EQ(r.exit_code, 0) << r.output;

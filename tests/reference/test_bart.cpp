@@ -69,7 +69,7 @@ TEST(Bart, RealCardiacDataMatchesBart) {
   RADSTREAM_REQUIRE_REAL_DATA("cardiac-25spokes-12coils");
   RADSTREAM_REQUIRE_BART();
   test::TempDir dir;
-  const auto src = test::real_data_dir() / "cardiac-25spokes-12coils";
+  const auto src = test::real_data("cardiac-25spokes-12coils");
   bart(dir, "copy " + (src / "traj").string() + " traj");
   bart(dir, "copy " + (src / "ksp").string() + " ksp");
   bart_ramp_adjoint(dir, "traj", "ksp", 256, "bart_img");
@@ -85,7 +85,7 @@ TEST(Bart, RealRadialFlashPhantomMatchesBart) {
   RADSTREAM_REQUIRE_REAL_DATA("phantom-radial-flash-16coils");
   RADSTREAM_REQUIRE_BART();
   test::TempDir dir;
-  const auto src = test::real_data_dir() / "phantom-radial-flash-16coils";
+  const auto src = test::real_data("phantom-radial-flash-16coils");
   // 384 samples (2x oversampled, 192^2 image), 69 spokes over 360 degrees, gradient-delay corrected
   // trajectory.
   bart(dir, "traj -x 384 -y 69 -D -q -0.614225:-0.651670:-0.000881 traj_os");

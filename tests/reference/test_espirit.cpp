@@ -212,7 +212,7 @@ TEST(Espirit, RealCardiacDataKeepsTheWholeObjectAndMatchesBartsEcalib) {
   RADSTREAM_REQUIRE_REAL_DATA("cardiac-25spokes-12coils");
   RADSTREAM_REQUIRE_BART();
   test::TempDir dir;
-  const auto src = test::real_data_dir() / "cardiac-25spokes-12coils";
+  const auto src = test::real_data("cardiac-25spokes-12coils");
   bart(dir, "copy " + (src / "traj").string() + " traj");
   bart(dir, "copy " + (src / "ksp").string() + " ksp");
   bart(dir, "rss 1 traj dcf");

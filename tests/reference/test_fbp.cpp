@@ -109,7 +109,7 @@ std::vector<float> mag(const std::string& path) {
 TEST(Fbp, RealCardiacDataReconstructsLikeGridding) {
   RADSTREAM_REQUIRE_REAL_DATA("cardiac-25spokes-12coils");
   test::TempDir dir;
-  const auto src = test::real_data_dir() / "cardiac-25spokes-12coils";
+  const auto src = test::real_data("cardiac-25spokes-12coils");
   const std::string in = "--traj " + (src / "traj.cfl").string() + " --kspace " + (src / "ksp.cfl").string();
   recon_cli(dir, in + " --matrix 256 --dcf ramp --out grid.cfl");
   recon_cli(dir, in + " --matrix 256 --method fbp --out fbp.cfl");
@@ -122,7 +122,7 @@ TEST(Fbp, RealRadialFlashReconstructsLikeGridding) {
   RADSTREAM_REQUIRE_REAL_DATA("phantom-radial-flash-16coils");
   RADSTREAM_REQUIRE_BART();
   test::TempDir dir;
-  const auto src = test::real_data_dir() / "phantom-radial-flash-16coils";
+  const auto src = test::real_data("phantom-radial-flash-16coils");
   test::bart(dir, "traj -x 384 -y 69 -D -q -0.614225:-0.651670:-0.000881 traj_os");
   test::bart(dir, "scale 0.5 traj_os traj");
   const std::string in = "--traj traj.cfl --kspace " + (src / "kMB1_top_SP69.cfl").string();
