@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 rm -rf .devcarry
 mkdir -p .devcarry/lib .devcarry/glibc
 cp build/radstream build/radstream_tests .devcarry/
+strip --strip-unneeded .devcarry/radstream .devcarry/radstream_tests .devcarry/lib/* 2>/dev/null || true  # the carry has 64 MiB
 for lib in $(ldd build/radstream build/radstream_tests | awk '/=> \//{print $3}' | sort -u); do
   case "$(basename "$lib")" in
     libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|libresolv.so.*) cp -L "$lib" .devcarry/glibc/ ;;
