@@ -138,6 +138,9 @@ int main(int argc, char** argv) {
   } catch (const radstream::InputError& e) {
     spdlog::error("bad input: {}", e.what());
     return 4;
+  } catch (const radstream::NumericError& e) {  // finite data whose image is not: bad input too
+    spdlog::error("bad input: {}", e.what());
+    return 4;
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     return 1;

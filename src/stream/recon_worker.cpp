@@ -275,15 +275,12 @@ void ReconWorker::frames() {
         sched.advance();
         continue;
       }
-    } catch (const NumericError& e) {  // its own kind: a client hears of it even after another failure
-      once_.warn(5, slice_prefix() + "a frame was dropped: " + e.what());
-      set_error(e.what());
-      ++metrics_.frames_failed;
-      ++metrics_.slice(slice_).frames_failed;
-      sched.advance();
-      continue;
     } catch (const std::exception& e) {
-      once_.error(2, slice_prefix() + "a frame failed: " + e.what());
+      // A non-finite image is its own kind (a warning), so a client hears of it even after another failure.
+      if (dynamic_cast<const NumericError*>(&e))
+        once_.warn(5, slice_prefix() + "a frame was dropped: " + e.what());
+      else
+        once_.error(2, slice_prefix() + "a frame failed: " + e.what());
       set_error(e.what());
       ++metrics_.frames_failed;
       ++metrics_.slice(slice_).frames_failed;

@@ -51,25 +51,25 @@ double quantile(const std::vector<double>& sorted, double q) {
   return sorted.empty() ? 0.0 : sorted[std::size_t(q * double(sorted.size() - 1))];
 }
 
+// A box blur of half-width r along one axis of an N x N image: along x (step 1) or y (step N).
+std::vector<double> box_blur(const std::vector<double>& in, int N, int r, int step) {
+  const int across = step == 1 ? N : 1;
+  std::vector<double> out(in.size());
+  for (int line = 0; line < N; ++line)
+    for (int i = 0; i < N; ++i) {
+      double s = 0;
+      const int i0 = std::max(0, i - r), i1 = std::min(N - 1, i + r);
+      for (int j = i0; j <= i1; ++j) s += in[std::size_t(line) * across + std::size_t(j) * step];
+      out[std::size_t(line) * across + std::size_t(i) * step] = s / (i1 - i0 + 1);
+    }
+  return out;
+}
+
 // The object of a 256^2 real image: its gridding image box-blurred (17 x 17, so that 25 spokes' streaks
 // average out) above 30 % of the blurred image's 99th percentile.
 std::vector<bool> object_of(const std::vector<float>& grid, int N) {
-  const int r = 8;
-  std::vector<double> rows(grid.size()), both(grid.size());
-  for (int y = 0; y < N; ++y)
-    for (int x = 0; x < N; ++x) {
-      double s = 0;
-      const int x0 = std::max(0, x - r), x1 = std::min(N - 1, x + r);
-      for (int xx = x0; xx <= x1; ++xx) s += grid[std::size_t(y) * N + xx];
-      rows[std::size_t(y) * N + x] = s / (x1 - x0 + 1);
-    }
-  for (int y = 0; y < N; ++y)
-    for (int x = 0; x < N; ++x) {
-      double s = 0;
-      const int y0 = std::max(0, y - r), y1 = std::min(N - 1, y + r);
-      for (int yy = y0; yy <= y1; ++yy) s += rows[std::size_t(yy) * N + x];
-      both[std::size_t(y) * N + x] = s / (y1 - y0 + 1);
-    }
+  const std::vector<double> both =
+      box_blur(box_blur(std::vector<double>(grid.begin(), grid.end()), N, 8, 1), N, 8, N);
   std::vector<double> sorted = both;
   std::sort(sorted.begin(), sorted.end());
   const double threshold = 0.3 * quantile(sorted, 0.99);

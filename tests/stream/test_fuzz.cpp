@@ -181,6 +181,7 @@ TEST(Fuzz, ThroughASocketIntoARunningPipeline) {
   const char* env_n = std::getenv("RADSTREAM_FUZZ_MESSAGES");
   const long n = env_n ? std::max(1000L, std::atol(env_n)) : 200000;
   std::set<std::uint64_t> good;  // sequence numbers of the spokes that are valid in every field
+  std::uint64_t mutated = 0;     // byte mutations sent
   for (long k = 0; k < n; ++k) {
     const Spoke& s = spokes[std::size_t(k) % spokes.size()];
     const int mode = int(rng() % 10);
@@ -200,6 +201,7 @@ TEST(Fuzz, ThroughASocketIntoARunningPipeline) {
       send(rng() % 2 ? header_of(std::uint32_t(100 + rng() % 50))
                      : spoke_msg(std::uint32_t(100 + rng() % 50), k, 0, s));
     } else {  // a byte mutation of a good spoke
+      ++mutated;
       Parts m = spoke_msg(7, ++seq, monotonic_ns(), s);
       auto& f = m[rng() % m.size()];
       if (!f.empty()) f[rng() % f.size()] = std::byte(rng() & 0xff);
@@ -221,9 +223,12 @@ TEST(Fuzz, ThroughASocketIntoARunningPipeline) {
     send(spoke_msg(8, std::uint64_t(i + 1), monotonic_ns(), spokes[std::size_t(i)]));
   ASSERT_TRUE(streamtest::eventually([&] { return m.messages.load() >= std::uint64_t(n + 51); },
                                      std::chrono::seconds(60)));
-  // Every frame is wanted: all of stream 7's (W 16, stride 8), then stream 8's 48 spokes make 5 more.
+  // Every frame is wanted: all of stream 7's (W 16, stride 8), then stream 8's 48 spokes make 5 more. A frame
+  // whose window holds a byte-mutated sample of finite but absurd size (1e38) has a non-finite image: it is
+  // dropped by name and counted as failed, never sent (it used to be sent with NaN pixels).
   const auto expected = [&] { return (m.spokes.load() - 48) / 8 - 1 + 48 / 8 - 1; };
-  EXPECT_TRUE(streamtest::eventually([&] { return m.spokes.load() >= 48 && m.frames.load() >= expected(); },
+  const auto made = [&] { return m.frames.load() + m.frames_failed.load(); };
+  EXPECT_TRUE(streamtest::eventually([&] { return m.spokes.load() >= 48 && made() >= expected(); },
                                      std::chrono::seconds(60)));
   EXPECT_GT(m.frames.load(), frames_after_fuzz);
   p.stop();
@@ -260,10 +265,12 @@ TEST(Fuzz, ThroughASocketIntoARunningPipeline) {
       (unsigned long long)m.rejected[int(Reject::TrajRange)].load(),
       (unsigned long long)m.rejected[int(Reject::ForeignStream)].load(),
       (unsigned long long)m.rejected_total(), (unsigned long long)m.clock_invalid.load());
-  EXPECT_EQ(m.frames_failed.load(), 0u);
+  // At most the two frames whose windows hold a mutated spoke fail, and most mutations never reach the data.
+  EXPECT_LE(m.frames_failed.load(), 2 * mutated);
+  EXPECT_LT(m.frames_failed.load(), m.frames.load() / 10);
   // Every frame was wanted (no skipping): the ingest waited for the reconstruction instead of overwriting.
   EXPECT_EQ(m.frames_skipped.load(), 0u);
-  EXPECT_EQ(m.frames.load(), expected()) << "frames of stream 7, then of stream 8";
+  EXPECT_EQ(made(), expected()) << "frames of stream 7, then of stream 8, made or failed";
   // Receiver-side latency stays honest: arrival -> ready is the pipeline's own time, never a forged clock's.
   const auto pipe = m.arrival.summary();
   EXPECT_GT(pipe.count, 100u);
