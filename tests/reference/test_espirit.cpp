@@ -16,7 +16,6 @@
 #include "recon/espirit.hpp"
 #include "recon/recon_chain.hpp"
 #include "reference_util.hpp"
-#include "sim/coil_maps.hpp"
 #include "sim/phantom.hpp"
 #include "sim/simulator.hpp"
 #include "test_util.hpp"
@@ -124,13 +123,7 @@ TEST(Espirit, MapsEqualTheSimulatorsAnalyticMapsUpToEachPixelsPhase) {
   const int N = s.matrix;
   const std::size_t P = std::size_t(N) * N;
   const auto truth = rasterize(sim.ellipses_at(0), N);
-  const CoilMaps cm(s.coils);
-  HostBuffer<cfloat> analytic(Extents{std::size_t(s.coils), std::size_t(N), std::size_t(N)});
-  for (int c = 0; c < s.coils; ++c)
-    for (int y = 0; y < N; ++y)
-      for (int x = 0; x < N; ++x)
-        analytic[(std::size_t(c) * N + y) * N + x] =
-            cfloat(cm.value(c, (x - N / 2) * 2.0 / N, (y - N / 2) * 2.0 / N));
+  const HostBuffer<cfloat> analytic = reftest::analytic_maps(s.coils, N);
   const EspiritMaps e = espirit_maps(frame.data.view(), frame.traj.view(), N);
   // Compared inside the object only (where the data say anything about the maps).
   HostBuffer<cfloat> est_in(e.maps.extents()), true_in(e.maps.extents());
