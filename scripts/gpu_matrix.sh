@@ -6,8 +6,10 @@
 # prints the table. Exit 1 when any row fails.
 #   OUT=out bash scripts/gpu_matrix.sh
 # Rows: recon on the shipped real cardiac data (gridding, fbp, cg-sense with estimated maps and with --sens,
-# nlinv) and on a simulated recording (--input .h5: gridding, cg-sense); batch over two recordings x
-# {gridding, cg-sense without --sens}; nufft adjoint and forward; bench with two quick cases.
+# nlinv, fhd, cg-exact) and on a simulated recording (--input .h5: gridding, cg-sense); batch over two
+# recordings x {gridding, cg-sense without --sens}; run with the simulator (demo) per method; replay into run
+# per method; the MRD server with the test client (replay --mrd); estdelay; nufft adjoint and forward; bench
+# with two quick cases.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
@@ -119,6 +121,78 @@ EOF2
     fail_row "run (demo, simulator) $m" "$log"
   fi
 done
+# The exact path (fhd: F^H d by direct sums; cg-exact: CG on the exact normal operator) on both backends.
+recon_row fhd 1e-4 --traj $data/traj --kspace $data/ksp --matrix 128 --method fhd
+recon_row cg-exact 1e-3 --traj $data/traj --kspace $data/ksp --matrix 64 --method cg-exact
+# A folder's .cfl frames on both backends, compared by name: one row with the worst frame's figure.
+compare_frames() {
+  python3 - "$@" >>"$rows" <<'EOF2'
+import sys, os, glob, array, math, json
+name, a, b, bound = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+def mag(path):
+    v = array.array('f'); v.frombytes(open(path, 'rb').read())
+    return [math.hypot(v[2 * i], v[2 * i + 1]) for i in range(len(v) // 2)]
+fa = sorted(os.path.basename(f) for f in glob.glob(a + '/*.cfl'))
+fb = sorted(os.path.basename(f) for f in glob.glob(b + '/*.cfl'))
+worst, bad = 0.0, 0
+for f in fa:
+    if f not in fb: continue
+    x, y = mag(os.path.join(a, f)), mag(os.path.join(b, f))
+    bad += sum(1 for t in y if not math.isfinite(t))
+    worst = max(worst, math.sqrt(sum((p - q) ** 2 for p, q in zip(x, y)) / max(sum(p * p for p in x), 1e-300)))
+ok = len(fa) > 0 and fa == fb and bad == 0 and worst <= bound
+print(json.dumps({'row': name, 'pass': ok, 'nrmse_cuda_vs_cpu': worst, 'bound': bound, 'non_finite': bad,
+                  'frames': len(fb), 'frames_cpu': len(fa)}))
+EOF2
+}
+# replay -> run: a recording replayed over ZeroMQ (as fast as it goes) into the live pipeline, every frame
+# reconstructed (--no-skip) and written; the CUDA frames against the CPU frames of the same stream.
+port=27410
+for m in gridding cg-sense nlinv; do
+  for b in cpu cuda; do
+    port=$((port + 1))
+    rs run --headless --endpoint tcp://127.0.0.1:$port --backend "$b" --method "$m" --iterations 50 \
+      --window 128 --stride 64 --no-skip --until-close --duration 120 --images "$work/rr-$m-$b" --image-every 1 \
+      --image-format cfl --metrics-json "$work/rr-$m-$b.json" >"$work/rr-$m-$b.log" 2>&1 &
+    pid=$!
+    sleep 1
+    rs replay "$work/sim1.h5" --endpoint tcp://127.0.0.1:$port --speed max >>"$work/rr-$m-$b.log" 2>&1
+    wait $pid || fail_row "replay -> run $m ($b)" "$(tail -c 400 "$work/rr-$m-$b.log")"
+  done
+  bound=1e-4
+  [ "$m" != gridding ] && bound=1e-3
+  compare_frames "replay -> run $m" "$work/rr-$m-cpu" "$work/rr-$m-cuda" $bound
+done
+# The MRD server: replay --mrd (the test client) into run --mrd-listen on each backend; every image due comes
+# back, none failed, and the server's frames (also written as .cfl) agree across the backends.
+for m in gridding cg-sense; do
+  for b in cpu cuda; do
+    port=$((port + 2))
+    rs run --headless --endpoint tcp://127.0.0.1:$port --mrd-listen tcp://127.0.0.1:$((port + 1)) \
+      --mrd-config-dir config --backend "$b" --iterations 50 --window 128 --stride 64 --no-skip --duration 60 \
+      --images "$work/mrd-$m-$b" --image-every 1 --image-format cfl --metrics-json "$work/mrd-$m-$b.json" \
+      >"$work/mrd-$m-$b.log" 2>&1 &
+    pid=$!
+    sleep 1.5
+    if ! out=$(rs replay "$work/sim1.h5" --mrd tcp://127.0.0.1:$((port + 1)) --config "$m" --speed max \
+      --images-out "$work/mrd-$m-$b.h5" 2>&1); then
+      fail_row "MRD server $m ($b)" "$out"
+    elif ! grep -q "3 images back" <<<"$out"; then
+      fail_row "MRD server $m ($b)" "expected 3 images back (256 spokes, window 128, stride 64): $out"
+    fi
+    kill -INT $pid 2>/dev/null
+    wait $pid
+  done
+  bound=1e-4
+  [ "$m" != gridding ] && bound=1e-3
+  compare_frames "MRD server $m (3 images back each)" "$work/mrd-$m-cpu" "$work/mrd-$m-cuda" $bound
+done
+# estdelay has no CUDA path (RING on the host): it runs on the GPU machine and finds a delay.
+if out=$(rs estdelay --traj "$data/traj" --kspace "$data/ksp" 2>&1) && grep -Eq '^-?[0-9.]+:-?[0-9.]+:-?[0-9.]+' <<<"$out"; then
+  python3 -c 'import json,sys; print(json.dumps({"row": "estdelay (host only)", "pass": True, "delays": sys.argv[1]}))' "$(tail -1 <<<"$out")" >>"$rows"
+else
+  fail_row "estdelay (host only)" "$out"
+fi
 # nufft: adjoint of the real data, and forward of its result, on each backend.
 for b in cpu cuda; do
   rs nufft --backend "$b" -a -t "$data/traj" -d 256:256 "$data/ksp" "$work/nufft-adj-$b.cfl" >/dev/null 2>&1 ||

@@ -9,6 +9,7 @@
 #include <omp.h>
 
 #include "core/error.hpp"
+#include "gpu/handles.hpp"
 #include "noncart/nufft_operator_cpu.hpp"
 #include "recon/coil_map_refine.hpp"
 
@@ -165,6 +166,10 @@ HostBuffer<cfloat> estimate_coil_maps(View<const cfloat> data, View<const float>
     e.grid = p.matrix;
     e.threads = threads_of(p);
     e.mask = p.mask == SensMask::Auto;
+    if (p.backend == Backend::Cuda) {
+      const gpu::DeviceGuard on(p.device);  // the caller may be a helper thread
+      return espirit_maps(data, traj, N, e, Backend::Cuda).maps;
+    }
     return espirit_maps(data, traj, N, e).maps;
   }
   const int coils = int(data.ext[0]);

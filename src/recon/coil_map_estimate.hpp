@@ -33,6 +33,10 @@ struct CoilMapEstimate {
   double mask_threshold = 0.01;
   CoilMapRefine refine;  // the data-consistent refinement (refine.matrix = 0: Walsh only)
   int threads = 0;  // CPU threads (0: all); a stream's background refresh uses few, to leave the cores to it
+  // Where ESPIRiT's eigen-problems run (recon/espirit_cuda.cu on the CUDA backend, on `device`); Walsh's
+  // method runs on the CPU on either.
+  Backend backend = Backend::Cpu;
+  int device = 0;
 };
 
 // The samples an estimate uses (|k| < L / 2N), copied out of a frame: data [coils][1][n], traj [n][2]. A

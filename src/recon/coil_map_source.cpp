@@ -48,6 +48,8 @@ bool CoilMapSource::update(ReconChain& chain, const Frame* frame) {
   est.method = method_;
   est.mask = mask_;
   est.matrix = matrix_;
+  est.backend = chain.backend();
+  est.device = chain.device();
   if (!chain.has_coil_maps()) {  // the first frame waits for its maps
     CoilMapEstimate first = est;
     if (quick_first_) first.refine.matrix = 0;
@@ -57,9 +59,11 @@ bool CoilMapSource::update(ReconChain& chain, const Frame* frame) {
     ++estimates_;
     refine_due_ = quick_first_;
     if (method_ == CoilMapMethod::Espirit)
-      log::info("coil maps: estimated from the data by ESPIRiT ({} coils, {}^2 from a {}^2 eigen-grid, {})",
-                g.coils, g.matrix, std::min(matrix_, g.matrix),
-                mask_ == SensMask::Auto ? "faded smoothly where the coils see no signal" : "no support mask");
+      log::info(
+          "coil maps: estimated from the data by ESPIRiT ({} coils, {}^2 from a {}^2 eigen-grid on the {}, "
+          "{})",
+          g.coils, g.matrix, std::min(matrix_, g.matrix), est.backend == Backend::Cuda ? "GPU" : "CPU",
+          mask_ == SensMask::Auto ? "faded smoothly where the coils see no signal" : "no support mask");
     else
       log::info(
           "coil maps: estimated from the data ({} coils, {}^2 from a {}^2 low-resolution Walsh fit{})",

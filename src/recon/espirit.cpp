@@ -200,7 +200,8 @@ float espirit_weight(float eigenvalue, const EspiritParams& p) {
   return float(t * t * (3 - 2 * t));
 }
 
-EspiritMaps espirit_maps(View<const cfloat> data, View<const float> traj, int N, const EspiritParams& p) {
+EspiritSubspace espirit_subspace(View<const cfloat> data, View<const float> traj, int N,
+                                 const EspiritParams& p) {
   if (data.ext.rank != 3 || traj.size() != 2 * data.ext[1] * data.ext[2])
     throw InputError(fmt::format("espirit: data {} and trajectory of {} values do not match", data.ext.str(),
                                  traj.size()));
@@ -212,13 +213,23 @@ EspiritMaps espirit_maps(View<const cfloat> data, View<const float> traj, int N,
                     p.calibration, p.kernel));
   // A small matrix has no samples past |k| = N/2: the region's corners must stay inside that circle.
   const int cal = std::min(p.calibration, std::max(4, int(0.7 * N) / 2 * 2));
-  const int threads = threads_of(p), coils = int(data.ext[0]), k = std::min(p.kernel, cal - 2);
+  const int threads = threads_of(p);
+  EspiritSubspace s;
+  s.coils = int(data.ext[0]);
+  s.kernel = std::min(p.kernel, cal - 2);
+  s.matrix = N;
+  s.grid = std::min(N, std::max(8, p.grid - p.grid % 2));
   const std::vector<cd> K = calibration_region(data, traj, N, cal, threads);
+  s.V = signal_subspace(K, s.coils, cal, s.kernel, p.threshold, threads, s.kept);
+  return s;
+}
+
+EspiritMaps espirit_maps_cpu(const EspiritSubspace& s, const EspiritParams& p) {
+  const int threads = threads_of(p), coils = s.coils, k = s.kernel, M = s.grid, N = s.matrix;
   EspiritMaps out;
-  const std::vector<cd> V = signal_subspace(K, coils, cal, k, p.threshold, threads, out.kept);
-  const int M = std::min(N, std::max(8, p.grid - p.grid % 2));
+  out.kept = s.kept;
   const std::size_t PM = std::size_t(M) * M, PN = std::size_t(N) * N;
-  const std::vector<cd> G = image_operator(V, out.kept, coils, k, M, threads);
+  const std::vector<cd> G = image_operator(s.V, s.kept, coils, k, M, threads);
   // The phase reference: the first principal component of the coils, the dominant eigenvector of sum_x G(x).
   std::vector<cd> total(std::size_t(coils) * coils, 0.0);
   for (std::size_t q = 0; q < PM; ++q) {
@@ -255,6 +266,12 @@ EspiritMaps espirit_maps(View<const cfloat> data, View<const float> traj, int N,
     for (int c = 0; c < coils; ++c) out.maps[c * PN + std::size_t(q)] *= scale;
   }
   return out;
+}
+
+EspiritMaps espirit_maps(View<const cfloat> data, View<const float> traj, int N, const EspiritParams& p,
+                         Backend backend) {
+  const EspiritSubspace s = espirit_subspace(data, traj, N, p);
+  return backend == Backend::Cuda ? espirit_maps_cuda(s, p) : espirit_maps_cpu(s, p);
 }
 
 }  // namespace radstream

@@ -13,9 +13,11 @@
 //  5. the support, when asked: the maps weighted by a smooth step of the eigenvalue (0 below crop - soft,
 //     1 above crop + soft), never a hard mask, so the weight's edge is as smooth as the eigenvalue map.
 #pragma once
+#include <complex>
 #include <vector>
 
 #include "core/buffer.hpp"
+#include "stage/stage.hpp"
 
 namespace radstream {
 
@@ -39,10 +41,28 @@ struct EspiritMaps {
   int kept = 0;                   // singular vectors kept
 };
 
+// Steps 1 and 2 (on the host: a small NUFFT and one eigen-decomposition of the calibration matrix's Gram
+// matrix): the kernels that span the signal subspace, V [k^2 coils][kept] (row (c, py, px)), in double.
+struct EspiritSubspace {
+  std::vector<std::complex<double>> V;
+  int kept = 0, coils = 0, kernel = 0;
+  int matrix = 0;  // N, the image grid
+  int grid = 0;    // M, the eigen-problems' grid
+};
+
 // data [coils][spokes][samples] or [coils][1][n], traj [n][2] in cycles per pixel of the N x N matrix.
 // Throws InputError for mismatched extents, an odd matrix or a calibration region with no signal.
+EspiritSubspace espirit_subspace(View<const cfloat> data, View<const float> traj, int matrix,
+                                 const EspiritParams& p = {});
+
+// Steps 3 to 5 from the subspace: on the CPU, or on the current CUDA device (its twin, recon/espirit_cuda.cu;
+// the same maps to float rounding; throws CudaError in a build without CUDA or on a machine without a GPU).
+EspiritMaps espirit_maps_cpu(const EspiritSubspace& s, const EspiritParams& p = {});
+EspiritMaps espirit_maps_cuda(const EspiritSubspace& s, const EspiritParams& p = {});
+
+// The whole estimate on the given backend.
 EspiritMaps espirit_maps(View<const cfloat> data, View<const float> traj, int matrix,
-                         const EspiritParams& p = {});
+                         const EspiritParams& p = {}, Backend backend = Backend::Cpu);
 
 // The smooth step of the support weight (0 at or below crop - soft, 1 at or above crop + soft).
 float espirit_weight(float eigenvalue, const EspiritParams& p);

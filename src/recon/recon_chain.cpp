@@ -103,6 +103,7 @@ void ReconChain::configure(const Geometry& g) {
   }
   if (cuda) {
     host_image_ = HostBuffer<cfloat>(ext);
+    d_non_finite_ = DeviceBuffer<unsigned>(Extents{1});
     const int ci = buffer_index("coil_images");
     if (ci >= 0) host_coils_ = HostBuffer<cfloat>(d_buffers_[ci].extents());
     const int si = buffer_index("solution");
@@ -189,16 +190,24 @@ View<const cfloat> ReconChain::reconstruct(const Frame& frame) {
   return finite_or_throw(in);
 }
 
+bool ReconChain::last_counts_non_finite() const {
+  return ctx_.backend == Backend::Cuda && !specs_.empty() && specs_.back().counts_non_finite;
+}
+
 View<const cfloat> ReconChain::finite_or_throw(View<const cfloat> image) {
-  // An IEEE float is not finite when its exponent bits are all ones: a branch-free count that vectorizes.
   std::size_t bad = 0;
-  for (const cfloat& v : image.span())
-    bad += ((std::bit_cast<std::uint32_t>(v.real()) & 0x7f800000u) == 0x7f800000u) +
-           ((std::bit_cast<std::uint32_t>(v.imag()) & 0x7f800000u) == 0x7f800000u);
+  if (last_counts_non_finite()) {  // counted on the GPU by the kernel that wrote the image
+    bad = non_finite_;
+  } else {
+    // An IEEE float is not finite when its exponent bits are all ones: a branch-free count that vectorizes.
+    for (const cfloat& v : image.span())
+      bad += ((std::bit_cast<std::uint32_t>(v.real()) & 0x7f800000u) == 0x7f800000u) |
+             ((std::bit_cast<std::uint32_t>(v.imag()) & 0x7f800000u) == 0x7f800000u);
+  }
   if (bad == 0) return image;
   reset_state();
   throw NumericError(fmt::format(
-      "the {} reconstruction gave {} non-finite values in its {} pixels (a scale beyond float's range in the "
+      "the {} reconstruction gave {} non-finite pixels of its {} (a scale beyond float's range in the "
       "data, or a solver's step overflowed): frame dropped, the next frame starts cold",
       to_string(params_.method), bad, image.size()));
 }
@@ -237,6 +246,8 @@ FrameContext ReconChain::stage_context(const FrameContext& frame, std::size_t st
   const StageState& st = state_[stage];
   fc.previous = st.previous;
   fc.state = std::span<const View<cfloat>>(st.views);
+  if (stage + 1 == stages_.size() && ctx_.backend == Backend::Cuda && specs_[stage].counts_non_finite)
+    fc.d_non_finite = const_cast<unsigned*>(d_non_finite_.data());
   return fc;
 }
 
@@ -315,6 +326,8 @@ View<const cfloat> ReconChain::run_cuda() {
   }
   gpu::copy_to_host(host_image_.data(), d_buffers_[output_of_.back()].data(),
                     host_image_.size() * sizeof(cfloat), ctx_.stream);
+  if (last_counts_non_finite())
+    gpu::copy_to_host(&non_finite_, d_non_finite_.data(), sizeof(unsigned), ctx_.stream);
   gpu::synchronize(ctx_.stream);
   for (std::size_t k = 0; k < timings_.size(); ++k) timings_[k].ms = events_[k + 1].ms_since(events_[k]);
   return host_image_.view();
@@ -322,6 +335,7 @@ View<const cfloat> ReconChain::run_cuda() {
 
 void ReconChain::enqueue_stages(const FrameContext& frame, View<const cfloat> in) {
   events_[0].record(ctx_.stream);
+  if (last_counts_non_finite()) gpu::memset_device(d_non_finite_.data(), 0, sizeof(unsigned), ctx_.stream);
   set_points(frame);  // the tile sort and the spoke lines, once per frame for every stage that needs them
   if (points_off_) events_[1].record(ctx_.stream);
   for (std::size_t i = 0; i < stages_.size(); ++i) {

@@ -80,6 +80,7 @@ class ReconChain {
   // True when the CUDA frames replay a captured CUDA graph.
   bool uses_graph() const { return !graph_.empty(); }
   Backend backend() const { return ctx_.backend; }
+  int device() const { return ctx_.device; }  // the CUDA device of the CUDA backend
   // Coil maps [coils][N][N] given by the caller (copied; moved to the GPU on the CUDA backend), handed to
   // every stage in the frame context from the next frame on, with a new version; the chain's own source then
   // stops. Throws InputError when they do not match the configured geometry.
@@ -141,6 +142,10 @@ class ReconChain {
   // The image when every value is finite; else the stages' state is zeroed (a warm start from it would carry
   // the NaNs into every later frame) and NumericError names the count and the method.
   View<const cfloat> finite_or_throw(View<const cfloat> image);
+  // The CUDA backend's last stage counts the image's non-finite pixels on the device (StageSpec).
+  bool last_counts_non_finite() const;
+  DeviceBuffer<unsigned> d_non_finite_;
+  unsigned non_finite_ = 0;  // the count, copied back with the image
   void install_maps(View<const cfloat> maps);
   std::uint64_t number_ = 0;
   HostBuffer<cfloat> maps_host_;

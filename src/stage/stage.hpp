@@ -62,6 +62,9 @@ struct FrameContext {
   // only its own; the views are the same every frame (a captured CUDA graph keeps them).
   View<const cfloat> previous;
   std::span<const View<cfloat>> state;
+  // CUDA backend, the last stage only, when its spec says counts_non_finite: a device counter (zeroed before
+  // the frame) to which the kernel that writes the image adds the number of non-finite pixels it wrote.
+  unsigned* d_non_finite = nullptr;
 };
 
 // What an iterative stage reports of its last frame (metrics, status line, viewer).
@@ -97,6 +100,10 @@ struct StageSpec {
   // every frame (e.g. a solver that stops at a deadline), so the chain must not capture the frame as a graph.
   bool in_place = false;
   bool capturable = true;
+  // counts_non_finite: on the CUDA backend, process() counts the non-finite pixels it writes into
+  // frame.d_non_finite when that is set (the image's finite check folded into the pass that writes it; the
+  // chain then reads one counter instead of scanning the image on the host).
+  bool counts_non_finite = false;
 };
 
 class Stage {

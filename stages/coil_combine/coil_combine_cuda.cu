@@ -5,7 +5,13 @@
 namespace radstream {
 namespace {
 
-__global__ void rss(const float2* __restrict__ in, long pixels, int coils, float2* __restrict__ out) {
+// The image's finite check, in the kernel that writes it (StageSpec::counts_non_finite): rare, so an atomic.
+__device__ void count_non_finite(float2 v, unsigned* bad) {
+  if (bad && !(isfinite(v.x) && isfinite(v.y))) atomicAdd(bad, 1u);
+}
+
+__global__ void rss(const float2* __restrict__ in, long pixels, int coils, float2* __restrict__ out,
+                    unsigned* bad) {
   const long p = long(blockIdx.x) * blockDim.x + threadIdx.x;
   if (p >= pixels) return;
   float s = 0.f;
@@ -14,10 +20,11 @@ __global__ void rss(const float2* __restrict__ in, long pixels, int coils, float
     s += v.x * v.x + v.y * v.y;
   }
   out[p] = make_float2(sqrtf(s), 0.f);
+  count_non_finite(out[p], bad);
 }
 
 __global__ void sense_combine(const float2* __restrict__ in, const float2* __restrict__ maps, long pixels,
-                              int coils, bool keep_phase, float2* __restrict__ out) {
+                              int coils, bool keep_phase, float2* __restrict__ out, unsigned* bad) {
   const long p = long(blockIdx.x) * blockDim.x + threadIdx.x;
   if (p >= pixels) return;
   float re = 0.f, im = 0.f, den = 0.f;
@@ -33,11 +40,14 @@ __global__ void sense_combine(const float2* __restrict__ in, const float2* __res
   } else {
     out[p] = make_float2(den > 1e-12f ? sqrtf(re * re + im * im) / den : 0.f, 0.f);
   }
+  count_non_finite(out[p], bad);
 }
 
-__global__ void magnitude(const float2* __restrict__ in, long n, float2* __restrict__ out) {
+__global__ void magnitude(const float2* __restrict__ in, long n, float2* __restrict__ out, unsigned* bad) {
   const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = make_float2(sqrtf(in[i].x * in[i].x + in[i].y * in[i].y), 0.f);
+  if (i >= n) return;
+  out[i] = make_float2(sqrtf(in[i].x * in[i].x + in[i].y * in[i].y), 0.f);
+  count_non_finite(out[i], bad);
 }
 
 class CoilCombineCuda final : public Stage {
@@ -47,6 +57,7 @@ class CoilCombineCuda final : public Stage {
   StageSpec spec() const override {
     StageSpec s;
     s.coil_maps = p_.method == CoilCombineMethod::Sense;
+    s.counts_non_finite = true;
     return s;
   }
 
@@ -67,12 +78,12 @@ class CoilCombineCuda final : public Stage {
       sense_combine<<<blocks, 256, 0, s>>>(reinterpret_cast<const float2*>(in.data),
                                            reinterpret_cast<const float2*>(frame.coil_maps.data.data), pixels,
                                            int(in_ext_[0]), p_.keep_phase,
-                                           reinterpret_cast<float2*>(out.data));
+                                           reinterpret_cast<float2*>(out.data), frame.d_non_finite);
       CUDA_CHECK_LAUNCH("sense_combine");
       return;
     }
     rss<<<blocks, 256, 0, s>>>(reinterpret_cast<const float2*>(in.data), pixels, int(in_ext_[0]),
-                               reinterpret_cast<float2*>(out.data));
+                               reinterpret_cast<float2*>(out.data), frame.d_non_finite);
     CUDA_CHECK_LAUNCH("rss");
   }
 
@@ -87,18 +98,19 @@ class MagnitudeCuda final : public Stage {
   StageSpec spec() const override {
     StageSpec s;
     s.in_place = true;
+    s.counts_non_finite = true;
     return s;
   }
   Extents configure(const Geometry&, const Extents& input, Context&) override {
     ext_ = input;
     return input;
   }
-  void process(const FrameContext&, View<const cfloat> in, View<cfloat> out, Context& ctx) override {
+  void process(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context& ctx) override {
     expect_view("magnitude", "input", in, ext_, Location::Device);
     expect_view("magnitude", "output", out, ext_, Location::Device);
     const long n = long(ext_.size());
     magnitude<<<unsigned((n + 255) / 256), 256, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
-        reinterpret_cast<const float2*>(in.data), n, reinterpret_cast<float2*>(out.data));
+        reinterpret_cast<const float2*>(in.data), n, reinterpret_cast<float2*>(out.data), frame.d_non_finite);
     CUDA_CHECK_LAUNCH("magnitude");
   }
 

@@ -115,17 +115,27 @@ void with_crop(int n, F&& f) {
     f.template operator()<0>();
 }
 
-__global__ void take_sqrt(float2* __restrict__ image, long pixels) {
+// The root of the sums of squares, and the image's finite check (StageSpec::counts_non_finite) in the same
+// pass.
+__global__ void take_sqrt(float2* __restrict__ image, long pixels, unsigned* bad) {
   gpu::wait_for_previous();
   gpu::allow_dependents();
   const long p = long(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (p < pixels) image[p] = make_float2(sqrtf(image[p].x), 0.f);
+  if (p >= pixels) return;
+  const float v = sqrtf(image[p].x);
+  image[p] = make_float2(v, 0.f);
+  if (bad && !isfinite(v)) atomicAdd(bad, 1u);
 }
 
 class FusedImageCuda final : public Stage {
  public:
   explicit FusedImageCuda(const NufftKernel& k) : k_(k) {}
   std::string name() const override { return "fft_deapodize_combine"; }
+  StageSpec spec() const override {
+    StageSpec s;
+    s.counts_non_finite = true;
+    return s;
+  }
 
   Extents configure(const Geometry& g, const Extents& input, Context& ctx) override {
     check_fft_grids(input);
@@ -182,7 +192,7 @@ class FusedImageCuda final : public Stage {
     return out_ext_;
   }
 
-  void process(const FrameContext&, View<const cfloat> in, View<cfloat> out, Context& ctx) override {
+  void process(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context& ctx) override {
     expect_view("fft+deapodize+combine", "input", in, in_ext_, Location::Device);
     expect_view("fft+deapodize+combine", "output", out, out_ext_, Location::Device);
     auto stream = static_cast<cudaStream_t>(ctx.stream);
@@ -206,7 +216,7 @@ class FusedImageCuda final : public Stage {
       });
     });
     gpu::launch_dependent("take_sqrt", take_sqrt, unsigned((pixels + 255) / 256), 256, 0, stream, image,
-                          pixels);
+                          pixels, frame.d_non_finite);
   }
 
  private:
