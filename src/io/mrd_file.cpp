@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "io/asymmetric_echo.hpp"
 #include "io/hdf5_errors.hpp"
+#include "io/input_file.hpp"
 #include "io/mrd_raw.hpp"
 #include "io/mrd_reader.hpp"
 
@@ -43,6 +44,7 @@ AngleScheme scheme_from_code(long c, const std::string& ctx) {
 }  // namespace
 
 void check_hdf5_file(const std::string& path) {
+  check_input_file(path, "HDF5 file");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw IoError(fmt::format("{}: cannot open the file", path));
   char sig[8] = {};

@@ -56,6 +56,28 @@ void read_exact(ByteSource& s, void* dst, std::size_t n, const char* what) {
   }
 }
 
+// Reads `count` values into v, growing it a piece at a time as the bytes arrive: a declared length alone
+// (a 342-byte header promising 65535 samples x 1024 channels) allocates nothing that the sender has not
+// sent, and a sender that stops halfway costs only what it sent.
+template <class T>
+void read_growing(ByteSource& s, std::vector<T>& v, std::size_t count, const char* what) {
+  constexpr std::size_t kPiece = (std::size_t(1) << 20) / sizeof(T);  // 1 MiB
+  v.clear();
+  while (v.size() < count) {
+    const std::size_t old = v.size(), n = std::min(kPiece, count - old);
+    v.resize(old + n);
+    auto* p = reinterpret_cast<std::byte*>(v.data() + old);
+    std::size_t got = 0;
+    while (got < n * sizeof(T)) {
+      const std::size_t k = s.read_some(p + got, n * sizeof(T) - got);
+      if (k == 0)
+        throw ProtocolError(Fault::Truncated, fmt::format("the stream ended inside {} ({} of {} bytes)", what,
+                                                          old * sizeof(T) + got, count * sizeof(T)));
+      got += k;
+    }
+  }
+}
+
 // Reads and drops n bytes in pieces (nothing of the declared size is allocated).
 void skip_exact(ByteSource& s, std::uint64_t n, const char* what) {
   std::array<std::byte, 65536> scratch;
@@ -82,8 +104,9 @@ std::string read_text_body(ByteSource& s, std::uint64_t n, const Limits& lim, co
   if (n > lim.max_text_bytes)
     throw ProtocolError(Fault::TooLong, fmt::format("{} declares {} bytes, more than the limit of {}", what,
                                                     n, lim.max_text_bytes));
-  std::string t(std::size_t(n), '\0');
-  read_exact(s, t.data(), t.size(), what);
+  std::vector<char> body;
+  read_growing(s, body, std::size_t(n), what);
+  std::string t(body.begin(), body.end());
   return strip_nul(std::move(t));
 }
 
@@ -113,10 +136,8 @@ void read_acquisition(ByteSource& s, const Limits& lim, Message& m) {
   a.samples = h.number_of_samples;
   a.channels = h.active_channels;
   a.traj_dims = h.trajectory_dimensions;
-  a.traj.resize(std::size_t(a.samples) * std::size_t(a.traj_dims));
-  a.data.resize(std::size_t(a.samples) * std::size_t(a.channels));
-  read_exact(s, a.traj.data(), a.traj.size() * sizeof(float), "an acquisition's trajectory");
-  read_exact(s, a.data.data(), a.data.size() * sizeof(cfloat), "an acquisition's data");
+  read_growing(s, a.traj, std::size_t(a.samples) * std::size_t(a.traj_dims), "an acquisition's trajectory");
+  read_growing(s, a.data, std::size_t(a.samples) * std::size_t(a.channels), "an acquisition's data");
   m.body_bytes = kAcqHeaderBytes + a.traj.size() * sizeof(float) + a.data.size() * sizeof(cfloat);
 }
 

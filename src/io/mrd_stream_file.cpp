@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "io/input_file.hpp"
 #include "io/mrd_protocol.hpp"
 
 namespace radstream {
@@ -43,6 +44,7 @@ mrd::Limits file_limits() {
 }  // namespace
 
 MrdFileKind sniff_mrd_file(const std::string& path) {
+  check_input_file(path, "MRD file");
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw IoError(fmt::format("{}: cannot open the file", path));
   std::array<unsigned char, 8> b{};
@@ -67,6 +69,7 @@ MrdFileKind sniff_mrd_file(const std::string& path) {
 }
 
 MrdStreamReader::MrdStreamReader(const std::string& path) : path_(path) {
+  check_input_file(path, "MRD stream file");
   f_ = std::fopen(path.c_str(), "rb");
   if (!f_) throw IoError(fmt::format("{}: cannot open the file: {}", path, std::strerror(errno)));
   FileSource src(f_);
@@ -78,7 +81,7 @@ MrdStreamReader::MrdStreamReader(const std::string& path) : path_(path) {
     try {
       m = mrd::read_message(src, lim);
     } catch (const mrd::ProtocolError& e) {
-      if (e.fault() == mrd::Fault::Truncated && header) {
+      if (e.fault() == mrd::Fault::Truncated && header && !offsets_.empty()) {
         log::warn(
             "{}: the file ends inside a message at byte {} after {} acquisitions (a recording cut "
             "short?); those are read",
@@ -87,6 +90,11 @@ MrdStreamReader::MrdStreamReader(const std::string& path) : path_(path) {
       }
       std::fclose(f_);
       f_ = nullptr;
+      if (e.fault() == mrd::Fault::Truncated && header)  // cut inside its first acquisition: nothing to read
+        throw IoError(
+            fmt::format("{}: the file ends inside its first acquisition (at byte {}): no complete "
+                        "acquisition; {}",
+                        path, at, e.what()));
       throw IoError(fmt::format("{}: at byte {}: {}", path, at, e.what()));
     }
     if (!m || m->id == mrd::kClose) break;

@@ -35,6 +35,10 @@ struct MrdServerParams {
   MrdPixels pixels = MrdPixels::Int16;
   std::string allow;                  // client addresses admitted beyond loopback (comma-separated)
   std::string config_dir = "config";  // where a config name that is not a method finds NAME.yaml
+  // The pipeline's limits (stream.max_samples, stream.max_coils), set by the runtime: an acquisition beyond
+  // them ends the session when its header is read, before any of its body is, as the ingest would refuse it.
+  int max_samples = 4096;
+  int max_coils = 64;
 
   template <class V>
   void visit(V& v) {

@@ -22,6 +22,7 @@
 #include "io/mrd_file.hpp"
 #include "stream/run_config.hpp"
 #include "stream/stream_runtime.hpp"
+#include "wire/endpoint.hpp"
 #include "wire/wire.hpp"
 
 namespace radstream {
@@ -79,7 +80,8 @@ MrdSession::MrdSession(const MrdServerParams& p, StreamRuntime& rt, const std::s
       recent_index_(kRecent, ~std::uint64_t(0)) {
   push_.set(zmq::sockopt::linger, 2000);
   push_.set(zmq::sockopt::sndhwm, 100000);
-  push_.connect(ingest_endpoint);
+  if (is_ipv6_endpoint(ingest_endpoint)) push_.set(zmq::sockopt::ipv6, 1);
+  push_.connect(socket_endpoint(ingest_endpoint));
 }
 
 MrdSession::~MrdSession() {
@@ -161,7 +163,8 @@ void MrdSession::sent_image(Out& o) {
 }
 
 void MrdSession::queue_text(const std::string& text) {
-  queue({text_message(mrd::kText, text), false, 0});
+  // Every text to the client through the printable-line filter: an error may quote what a client sent.
+  queue({text_message(mrd::kText, log::printable_line(text, 1000)), false, 0});
 }
 
 void MrdSession::write_loop() {
@@ -212,10 +215,11 @@ void MrdSession::run() {
     serve(src);
   } catch (const mrd::ProtocolError& e) {
     fault = e.fault();
-    log::warn("mrd: session {} ({}) ends: {} ({})", number_, peer_, e.what(), mrd::to_string(e.fault()));
+    log::warn("mrd: session {} ({}) ends: {} ({})", number_, peer_, log::printable_line(e.what(), 300),
+              mrd::to_string(e.fault()));
     error = e.what();
   } catch (const std::exception& e) {
-    log::error("mrd: session {} ({}) failed: {}", number_, peer_, e.what());
+    log::error("mrd: session {} ({}) failed: {}", number_, peer_, log::printable_line(e.what(), 300));
     error = e.what();
   }
   if (header_sent_ &&
@@ -224,7 +228,7 @@ void MrdSession::run() {
       // (a short wait: the ingest takes a close in microseconds unless it follows another session's stream)
       close_for_ingest(monotonic_ns() + std::int64_t(std::min(p_.drain_timeout_s, 2.0) * 1e9));
     } catch (const std::exception& e) {
-      log::warn("mrd: session {}: {}", number_, e.what());
+      log::warn("mrd: session {}: {}", number_, log::printable_line(e.what(), 300));
     }
   }
   {
@@ -273,9 +277,9 @@ void MrdSession::send_to_ingest(std::vector<zmq::message_t>& parts) {
 }
 
 void MrdSession::serve(mrd::ByteSource& src) {
-  mrd::Limits lim;
-  lim.max_samples = 65535;
-  lim.max_channels = 1024;
+  mrd::Limits lim;  // one set of limits: the pipeline's
+  lim.max_samples = p_.max_samples;
+  lim.max_channels = p_.max_coils;
   auto& mm = rt_.metrics().mrd;
   for (;;) {
     auto msg = mrd::read_message(src, lim);
@@ -287,9 +291,11 @@ void MrdSession::serve(mrd::ByteSource& src) {
     }
     switch (msg->id) {
       case mrd::kConfigFile:
+        count_setting("config names and texts", ++configs_, kMaxConfigs);
         select_config(msg->text, "config name");
         break;
       case mrd::kConfigText:
+        count_setting("config names and texts", ++configs_, kMaxConfigs);
         select_config(msg->text, "config text");
         break;
       case mrd::kHeader:
@@ -297,10 +303,11 @@ void MrdSession::serve(mrd::ByteSource& src) {
         break;
       case mrd::kText:
         ++mm.texts;
+        count_setting("text messages", ++texts_, kMaxTexts);
         if (have_header_ && sequence_ == 0 && !msg->text.empty() && msg->text.front() == '{')
           apply_json_settings(msg->text);
         else
-          log::info("mrd: session {} text: {}", number_, msg->text.substr(0, 200));
+          log::info("mrd: session {} text: {}", number_, log::printable_line(msg->text, 200));
         break;
       case mrd::kQuery: {
         ++mm.queries;
@@ -332,6 +339,13 @@ void MrdSession::serve(mrd::ByteSource& src) {
         break;
     }
   }
+}
+
+void MrdSession::count_setting(const char* what, int count, int limit) {
+  if (count > limit)
+    throw mrd::ProtocolError(
+        mrd::Fault::TooLong,
+        fmt::format("more than {} {} in one session (a scanner sends a few); closing", limit, what));
 }
 
 void MrdSession::select_config(const std::string& raw, const std::string& how) {
@@ -395,16 +409,16 @@ void MrdSession::select_config(const std::string& raw, const std::string& how) {
           fmt::format("DBG radstream: reconstructing with {} (method {})", stem, to_string(c.recon.method)));
       return;
     } catch (const std::exception& e) {
-      throw mrd::ProtocolError(mrd::Fault::BadField, fmt::format("config {}: {}", path, e.what()));
+      throw mrd::ProtocolError(mrd::Fault::BadField, fmt::format("config {}: {}", stem, e.what()));
     }
   }
   std::string yaml;
   for (const auto& f : files) yaml += std::string(yaml.empty() ? "" : ", ") + f;
   throw mrd::ProtocolError(
       mrd::Fault::BadField,
-      fmt::format("unknown config '{}': the choices are the methods {} or a YAML file of {}/ "
-                  "({})",
-                  name, choices, p_.config_dir, yaml.empty() ? "none found" : yaml));
+      fmt::format("unknown config '{}': the choices are the methods {} or a YAML file of the server's "
+                  "config folder ({})",
+                  name, choices, yaml.empty() ? "none found" : yaml));
 }
 
 void MrdSession::apply_json_settings(const std::string& text) {
@@ -412,7 +426,8 @@ void MrdSession::apply_json_settings(const std::string& text) {
   try {
     j = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
-    log::info("mrd: session {}: a text that is not JSON settings: {}", number_, text.substr(0, 200));
+    log::info("mrd: session {}: a text that is not JSON settings: {}", number_,
+              log::printable_line(text, 200));
     return;
   }
   const auto params = j.find("parameters");
@@ -472,6 +487,17 @@ void MrdSession::on_acquisition(const mrd::Acquisition& in) {
   std::memcpy(&head, in.head.data(), sizeof head);
   if (flag(in.flags, ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) {
     ++mm.noise;
+    if (noise_.noise_samples() + std::size_t(in.samples) > kMaxNoiseSamples) {
+      // The covariance is well estimated long before (a scanner's noise scan is some 30,000 samples); the
+      // rest would only keep the session (and its slot) busy.
+      if (!noise_budget_told_)
+        queue_text(
+            fmt::format("WRN radstream: more than {} noise samples; the further noise acquisitions are "
+                        "left out of the prewhitening",
+                        kMaxNoiseSamples));
+      noise_budget_told_ = true;
+      return;
+    }
     try {
       noise_.add_noise(in.data, in.channels, in.samples, head.sample_time_us);
     } catch (const InputError& e) {
@@ -544,7 +570,7 @@ void MrdSession::on_acquisition(const mrd::Acquisition& in) {
       queue_text("DBG radstream: prewhitening: " + noise_.summary());
     } catch (const InputError& e) {
       noise_failed_ = true;
-      log::warn("mrd: session {}: {}", number_, e.what());
+      log::warn("mrd: session {}: {}", number_, log::printable_line(e.what(), 300));
       queue_text(std::string("WRN radstream: ") + e.what());
     }
   }

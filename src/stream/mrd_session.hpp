@@ -58,6 +58,16 @@ class MrdSession {
   void write_loop();
   void serve(mrd::ByteSource& src);
   void select_config(const std::string& name, const std::string& how);
+  // A flood of texts or config changes (each may reset the reconstruction, and is logged) ends the session
+  // with an ERR past these counts.
+  static constexpr int kMaxTexts = 256;
+  // Noise samples (coil vectors) taken into the prewhitening per session: at the pipeline's 64 coils, about
+  // 0.3 s of covariance sums.
+  static constexpr std::size_t kMaxNoiseSamples = std::size_t(1) << 18;
+  bool noise_budget_told_ = false;
+  static constexpr int kMaxConfigs = 16;
+  int texts_ = 0, configs_ = 0;
+  void count_setting(const char* what, int count, int limit);
   void apply_json_settings(const std::string& text);
   void on_header(const std::string& xml);
   void forward_header();

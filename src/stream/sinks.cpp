@@ -11,6 +11,7 @@
 #include "stream/sink.hpp"
 #include "wire/connection_guard.hpp"
 #include "wire/curve.hpp"
+#include "wire/endpoint.hpp"
 #include "wire/wire.hpp"
 
 namespace radstream {
@@ -60,9 +61,10 @@ class ImagePublisher final : public Sink {
     sock_.set(zmq::sockopt::rcvhwm, 256);  // subscriptions taken in per call: the trie grows by at most this
     if (!curve_key_.empty()) make_curve_server(sock_, read_curve_key_file(curve_key_, true));
     guard_ = std::make_unique<ConnectionGuard>(ctx_, sock_, limits_, "sinks.publish", metrics_.publish_peers);
+    if (is_ipv6_endpoint(endpoint_)) sock_.set(zmq::sockopt::ipv6, 1);
     for (int attempt = 0;; ++attempt) {
       try {
-        sock_.bind(endpoint_);
+        sock_.bind(socket_endpoint(endpoint_));
         break;
       } catch (const zmq::error_t& e) {
         // Made anew: the old listener may need a moment to let the port go.

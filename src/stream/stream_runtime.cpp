@@ -72,7 +72,10 @@ StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry) : c
   if (!cfg_.mrd.listen.empty()) {  // MRD clients' streams enter the ingest through an inproc socket it binds
     const std::string inproc = fmt::format("inproc://radstream-mrd-{}", static_cast<const void*>(this));
     ingest_->bind_also(inproc);
-    mrd_ = std::make_unique<MrdServer>(cfg_.mrd, *this, inproc);
+    MrdServerParams mp = cfg_.mrd;
+    mp.max_samples = cfg_.stream.max_samples;
+    mp.max_coils = cfg_.stream.max_coils;
+    mrd_ = std::make_unique<MrdServer>(mp, *this, inproc);
   }
   for (int s = 0; s < slices; ++s) {
     latest_.push_back(std::make_unique<LatestFrame>());

@@ -22,6 +22,13 @@ Endpoint parse_endpoint(const std::string& endpoint, const std::string& what);
 // user's explicit insecure (then it is logged as a warning); otherwise ConfigError naming `what`, the
 // endpoint and what an attacker could do (`risk`, e.g. "inject spokes"). Parses the endpoint first (refusing
 // what it cannot classify), bound or not.
+// What a ZeroMQ socket is given for an endpoint parse_endpoint accepted: loopback spellings ZeroMQ's binder
+// does not resolve made explicit (localhost -> 127.0.0.1; the short IPv4 forms such as 127.1 -> 127.0.0.1);
+// anything else unchanged.
+std::string socket_endpoint(const std::string& endpoint);
+// True for tcp://[IPv6]:PORT, which a ZeroMQ socket binds or reaches only with its ipv6 option on.
+bool is_ipv6_endpoint(const std::string& endpoint);
+
 void check_endpoint_exposure(const std::string& what, const std::string& endpoint, bool bound, bool curve,
                              bool insecure, const std::string& risk);
 

@@ -21,10 +21,11 @@ zmq::socket_type socket_type(SendSocket s) {
 
 void bind_or_connect(zmq::socket_t& s, const std::string& endpoint, bool bind, const std::string& what) {
   try {
+    if (is_ipv6_endpoint(endpoint)) s.set(zmq::sockopt::ipv6, 1);
     if (bind)
-      s.bind(endpoint);
+      s.bind(socket_endpoint(endpoint));
     else
-      s.connect(endpoint);
+      s.connect(socket_endpoint(endpoint));
   } catch (const zmq::error_t& e) {
     throw ConfigError(
         fmt::format("{}: cannot {} {}: {}", what, bind ? "bind" : "connect to", endpoint, e.what()));

@@ -14,12 +14,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "io/cfl.hpp"
 #include "io/frame_io.hpp"
@@ -900,4 +903,110 @@ TEST(MrdServer, SocketFuzzOfTheFraming) {
               sessions, (unsigned long long)mm.busy_refused.load(), (unsigned long long)faults,
               (unsigned long long)mm.acquisitions.load());
   EXPECT_GT(faults, std::uint64_t(sessions) / 4);
+}
+
+// Strings a client chooses (a config name, a text message) reach the server's log through the printable-line
+// filter: an escape sequence or a line break cannot recolour the terminal or forge a log line (they used to
+// reach the log raw), and the unknown-config answer names no server path. Through the real binary.
+TEST(MrdServer, ClientStringsCannotForgeLogLines) {
+  test::TempDir dir;
+  const std::string log = dir / "run.log";
+  std::system(("(" + test::radstream_binary() + " run --headless --backend cpu --endpoint " + tcp(26292) +
+               " --mrd-listen tcp://127.0.0.1:26293 --mrd-config-dir " + std::string(RADSTREAM_CONFIG_DIR) +
+               " --duration 4 --report-interval-s 0 > " + log + " 2>&1; echo EXITED >> " + log + ") &")
+                  .c_str());
+  std::unique_ptr<RawClient> c;
+  for (int i = 0; i < 100 && !(c && c->ok()); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    c = std::make_unique<RawClient>(26293);
+  }
+  ASSERT_TRUE(c && c->ok());
+  c->config_name("nonsense\x1b[2J\x1b[31m\nFAKE LOG LINE from a config name");
+  ASSERT_TRUE(c->flush());
+  const Replies refused = c->read_until_close();
+  c.reset();
+  ASSERT_FALSE(refused.texts.empty());
+  EXPECT_EQ(refused.texts[0].find(RADSTREAM_CONFIG_DIR), std::string::npos) << refused.texts[0];
+  EXPECT_EQ(refused.texts[0].find('\x1b'), std::string::npos);
+  RawClient t(26293);
+  ASSERT_TRUE(t.ok());
+  t.config_name("gridding");
+  t.text(5, "hello\x1b]0;owned\x07\r\nFAKE LOG LINE from a text message");
+  t.put<std::uint16_t>(4);
+  ASSERT_TRUE(t.flush());
+  t.read_until_close();
+  std::string text;
+  for (int i = 0; i < 200 && text.find("EXITED") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::ifstream f(log);
+    text.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  ASSERT_NE(text.find("EXITED"), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x07'), std::string::npos) << text;
+  std::istringstream lines(text);
+  std::string line;
+  int mentions = 0;
+  while (std::getline(lines, line)) {
+    EXPECT_NE(line.rfind("FAKE LOG LINE", 0), 0u) << "a forged line: " << line;
+    mentions += line.find("FAKE LOG LINE") != std::string::npos;
+  }
+  EXPECT_GE(mentions, 2) << text;  // each string logged, inside the server's own lines
+}
+
+// A flood of text messages (each logged, a JSON one resetting the reconstruction) ends the session with an
+// ERR after 256, instead of 20,000 resets, texts and log lines; the next client is served.
+TEST(MrdServer, ATextFloodEndsTheSessionWithAnErr) {
+  const Registry reg = default_registry();
+  RunConfig cfg = mrd_config(26298, MrdPixels::Float);
+  StreamRuntime p(cfg, reg);
+  p.start();
+  const int port = port_of(p.mrd_endpoint());
+  RawClient c(port);
+  c.config_name("gridding");
+  for (int i = 0; i < 2000; ++i) c.text(5, "{\"parameters\": {}}");
+  c.flush();
+  const Replies r = c.read_until_close();
+  bool told = false;
+  for (const auto& t : r.texts)
+    told = told || (t.find("ERR") == 0 && t.find("more than 256 text") != std::string::npos);
+  EXPECT_TRUE(told) << (r.texts.empty() ? std::string("no text") : r.texts.back());
+  EXPECT_LE(p.metrics().mrd.texts.load(), 257u);
+  RawClient next(port);
+  ASSERT_TRUE(next.ok());
+  next.config_name("gridding");
+  next.put<std::uint16_t>(4);
+  ASSERT_TRUE(next.flush());
+  EXPECT_TRUE(next.read_until_close().closed);
+  p.stop();
+}
+
+// Noise acquisitions within the pipeline's limits are taken into the prewhitening up to a budget of 2^18
+// samples; past it they are counted and left out, and the client is told once, so that a flood of noise
+// scans cannot keep the session (and the server's slot) busy for minutes.
+TEST(MrdServer, NoiseBeyondTheBudgetIsLeftOutAndTheClientTold) {
+  const Registry reg = default_registry();
+  RunConfig cfg = mrd_config(26299, MrdPixels::Float);
+  StreamRuntime p(cfg, reg);
+  p.start();
+  const Simulator sim(mrd_sim());
+  Spoke s = sim.spokes(0, 1)[0];
+  const int S = 4096, C = s.coils;
+  s.samples = S;
+  s.data.assign(std::size_t(C) * S, cfloat(0.01f, -0.02f));
+  s.header.flags = std::uint64_t(1) << (ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT - 1);
+  RawClient c(port_of(p.mrd_endpoint()));
+  c.text(3, stream_header_to_xml(sim.header()));
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int k = 0; k < 300; ++k) c.acquisition(s, nullptr, false);
+  c.put<std::uint16_t>(4);
+  ASSERT_TRUE(c.flush());
+  const Replies r = c.read_until_close();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  p.stop();
+  EXPECT_EQ(p.metrics().mrd.noise.load(), 300u);
+  bool told = false;
+  for (const auto& t : r.texts) told = told || t.find("noise samples") != std::string::npos;
+  EXPECT_TRUE(told);
+  EXPECT_LT(seconds, 5.0);
 }

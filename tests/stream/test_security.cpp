@@ -2,6 +2,9 @@
 // streams, a sender with another key or none is refused and counted; a non-local or wildcard bind needs CURVE
 // or --insecure; ipc:// works for local use.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
@@ -16,6 +19,7 @@
 #include "stream/stream_test_util.hpp"
 #include "test_util.hpp"
 #include "wire/curve.hpp"
+#include "wire/endpoint.hpp"
 #include "wire/sender.hpp"
 
 using namespace radstream;
@@ -256,4 +260,44 @@ TEST(Security, ASubscriptionFloodDoesNotGrowTheReceiver) {
   const auto j = nlohmann::json::parse(mf);
   EXPECT_GE(j.at("publisher_resets").get<long>(), 1);
   EXPECT_GE(j.at("subscriptions").get<long>(), 4096);
+}
+
+namespace {
+// Whether this host has an IPv6 loopback to bind (containers often have IPv6 off).
+bool ipv6_loopback_available() {
+  const int fd = ::socket(AF_INET6, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+}  // namespace
+
+// Every spelling of loopback is loopback: localhost, the short IPv4 forms (127.1 is 127.0.0.1), the IPv6
+// loopback however written; they need no CURVE, and a ZeroMQ socket binds them (it resolves neither
+// localhost nor 127.1 by itself, and [::1] only with its ipv6 option).
+TEST(Security, EveryLoopbackSpellingIsLocalAndBinds) {
+  for (const char* ep : {"tcp://localhost:1", "tcp://127.1:1", "tcp://127.0.1:1", "tcp://127.0.0.1:1",
+                         "tcp://127.255.255.254:1", "tcp://[::1]:1", "tcp://[0:0:0:0:0:0:0:1]:1"})
+    EXPECT_TRUE(parse_endpoint(ep, "test").local) << ep;
+  for (const char* ep : {"tcp://128.1:1", "tcp://127.256.0.1:1", "tcp://1.127.0.0.1:1", "tcp://[::2]:1",
+                         "tcp://localhost.example.org:1", "tcp://0.0.0.0:1", "tcp://*:1"})
+    EXPECT_FALSE(parse_endpoint(ep, "test").local) << ep;
+  EXPECT_EQ(socket_endpoint("tcp://127.1:5555"), "tcp://127.0.0.1:5555");
+  EXPECT_EQ(socket_endpoint("tcp://localhost:5555"), "tcp://127.0.0.1:5555");
+  EXPECT_EQ(socket_endpoint("tcp://[::1]:5555"), "tcp://[::1]:5555");
+  std::vector<std::string> spellings{"tcp://localhost:26270", "tcp://127.1:26271"};
+  if (ipv6_loopback_available()) spellings.push_back("tcp://[::1]:26272");
+  for (const std::string& ep : spellings) {
+    const auto r = radstream_cmd("run --headless --backend cpu --endpoint '" + ep +
+                                 "' --publish tcp://127.1:26273 --duration 0.3 --report-interval-s 0");
+    EXPECT_EQ(r.exit_code, 0) << ep << ": " << r.output;
+    const auto m =
+        radstream_cmd("run --headless --backend cpu --endpoint tcp://127.0.0.1:26274 --mrd-listen '" + ep +
+                      "' --duration 0.3 --report-interval-s 0");
+    EXPECT_EQ(m.exit_code, 0) << ep << " (MRD): " << m.output;
+  }
 }
