@@ -19,6 +19,7 @@
 #include "io/input_file.hpp"
 #include "io/mrd_raw.hpp"
 #include "io/mrd_reader.hpp"
+#include "io/mrd_xml_numbers.hpp"
 
 namespace radstream {
 
@@ -85,6 +86,7 @@ std::string stream_header_to_xml(const StreamHeader& h) {
 }
 
 StreamHeader stream_header_from_xml(const std::string& xml, const std::string& ctx) {
+  check_mrd_xml_numbers(xml, ctx);
   ISMRMRD::IsmrmrdHeader x;
   try {
     ISMRMRD::deserialize(xml.c_str(), x);

@@ -5,7 +5,9 @@
 // really jumped) is not believed at once: the message is a Jump (its data are fine; the numbering stays), and
 // only kConfirm consecutive numbers after it make the jump the new numbering, and the numbers it skipped
 // count as missing (a tap that lost more than the window used to report 0 missing). One bad number loses
-// nothing.
+// nothing. A jump behind the window is treated the same way, so that after forged numbers far ahead were
+// confirmed, the honest numbering resynchronises after kConfirm of its messages (counted in resyncs, the
+// forged ones as jumps, their "missing" undone) instead of every honest spoke being a duplicate.
 #pragma once
 #include <bitset>
 #include <cstdint>
@@ -29,7 +31,8 @@ class SequenceTracker {
   std::uint64_t duplicates() const { return duplicates_; }
   std::uint64_t late() const { return late_; }
   std::uint64_t streams() const { return streams_; }
-  std::uint64_t jumps() const { return jumps_; }  // messages whose number jumped ahead unconfirmed
+  std::uint64_t jumps() const { return jumps_; }      // messages whose number jumped ahead unconfirmed
+  std::uint64_t resyncs() const { return resyncs_; }  // confirmed jumps undone by the old numbering's return
   std::uint32_t stream_id() const { return stream_; }
   std::uint64_t last() const { return last_; }
   bool started() const { return started_; }
@@ -49,6 +52,10 @@ class SequenceTracker {
   // An unconfirmed jump: its first and last numbers and how many consecutive ones came.
   bool pending_ = false;
   std::uint64_t pending_first_ = 0, pending_last_ = 0, pending_count_ = 0;
+  // The last confirmed jump ahead: the numbering before it, the messages it made missing, and the messages
+  // numbered after it, so that the old numbering's return can undo it.
+  bool jumped_ = false;
+  std::uint64_t before_jump_ = 0, jump_missing_ = 0, since_jump_ = 0, resyncs_ = 0;
 };
 
 }  // namespace radstream

@@ -220,3 +220,38 @@ TEST(HostileRound3, AnMrdClientsDeclaredLengthsCostTheServerNothingUnsent) {
   }
   EXPECT_NE(text.find("EXITED"), std::string::npos) << text;
 }
+
+// XML numbers are checked as written: a reconSpace matrix of 1e9 or -64 is named as such (ISMRMRD's 16-bit
+// fields made them 51712 and 65472).
+TEST(HostileRound3, XmlMatricesOutOfRangeAreReportedAsWritten) {
+  test::TempDir dir;
+  const std::string bin = test::radstream_binary();
+  ASSERT_EQ(test::run_command(bin + " simulate --spokes 16 --matrix 32 --coils 2 --out " + (dir / "s.h5"))
+                .exit_code,
+            0);
+  ASSERT_EQ(
+      test::run_command(bin + " convert --input " + (dir / "s.h5") + " --out " + (dir / "s.mrd")).exit_code,
+      0);
+  const std::string whole = slurp(dir / "s.mrd");
+  // The file opens with the XML header message: id 3, a 32-bit length, the text.
+  ASSERT_EQ(whole.substr(0, 2), std::string("\x03\x00", 2));
+  std::uint32_t n = 0;
+  std::memcpy(&n, whole.data() + 2, 4);
+  const std::string xml = whole.substr(6, n), rest = whole.substr(6 + n);
+  const std::size_t recon = xml.find("<reconSpace>");
+  ASSERT_NE(recon, std::string::npos);
+  const std::size_t x = xml.find("<x>32</x>", recon);
+  ASSERT_NE(x, std::string::npos);
+  for (const std::string bad : {"1000000000", "-64", "1e9"}) {
+    std::string changed = xml;
+    changed.replace(x, 9, "<x>" + bad + "</x>");
+    std::string file;
+    put<std::uint16_t>(file, 3);
+    put<std::uint32_t>(file, std::uint32_t(changed.size()));
+    std::ofstream(dir / "bad.mrd", std::ios::binary) << file + changed + rest;
+    const auto r =
+        test::run_command(bin + " recon --input " + (dir / "bad.mrd") + " --out " + (dir / "img.cfl"));
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("reconSpace/matrixSize/x is '" + bad + "'"), std::string::npos) << r.output;
+  }
+}

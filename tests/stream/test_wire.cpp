@@ -236,3 +236,22 @@ TEST(SequenceTracker, CloseOrAHeaderBehindStartsTheNumberingAfresh) {
   EXPECT_EQ(t.missing(), 0u);
   EXPECT_EQ(t.streams(), 3u);
 }
+
+// Three forged numbers 10^6 ahead (enough to confirm a jump) cost the honest stream nothing: its next
+// messages are far behind the forged numbering, taken as jumps, and after three of them the numbering is
+// the honest one again; the forged ones are counted as jumps and what they made "missing" is undone (they
+// used to make 200 of the next 400 honest spokes duplicates).
+TEST(SequenceTracker, ForgedNumbersAheadCannotPoisonTheHonestStream) {
+  SequenceTracker t;
+  using V = SequenceTracker::Verdict;
+  for (std::uint64_t s = 1; s <= 100; ++s) t.see(3, s);
+  for (std::uint64_t f = 0; f < 3; ++f) t.see(3, 1000000 + f);
+  std::uint64_t dropped = 0;
+  for (std::uint64_t s = 101; s <= 500; ++s) dropped += t.see(3, s) == V::Duplicate;
+  EXPECT_EQ(dropped, 0u);
+  EXPECT_EQ(t.resyncs(), 1u);
+  EXPECT_EQ(t.missing(), 0u);
+  EXPECT_EQ(t.jumps(), 3u);  // the forged three
+  EXPECT_EQ(t.see(3, 501), V::InOrder);
+  EXPECT_EQ(t.see(3, 400), V::Duplicate);  // the honest numbering's own duplicates still are
+}
