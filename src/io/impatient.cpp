@@ -14,6 +14,10 @@ namespace radstream {
 
 namespace {
 
+// The largest IMPATIENT file read (the seeds' cases are a few MB; 2^28 samples of one float): a file's
+// size is checked before it is read, so a sparse file of 6 GiB (which takes no disk) costs nothing.
+constexpr std::uintmax_t kMaxImpatientBytes = std::uintmax_t(1) << 30;
+
 // The whole file, which must be a regular file (a FIFO or a link to a device would be read without end).
 std::vector<char> slurp(const std::string& path) {
   std::error_code ec;
@@ -22,6 +26,9 @@ std::vector<char> slurp(const std::string& path) {
                   (std::filesystem::exists(path, ec) ? " is not a regular file" : " does not exist"));
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) throw IoError("IMPATIENT: cannot size " + path + ": " + ec.message());
+  if (size > kMaxImpatientBytes)
+    throw IoError("IMPATIENT: " + path + " is " + std::to_string(size) + " bytes, more than the " +
+                  std::to_string(kMaxImpatientBytes >> 20) + " MiB an input file may take");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw IoError("IMPATIENT: cannot open " + path);
   std::vector<char> b(size);

@@ -130,6 +130,9 @@ hid_t stored_type() {
   return t.release();
 }
 
+// An MRD header is a few kilobytes; what a file may declare is held to what the stream readers take.
+constexpr std::size_t kMaxXmlBytes = std::size_t(64) << 20;
+
 std::string read_xml(hid_t file, const std::string& path) {
   Id ds(H5Dopen2(file, "/dataset/xml", H5P_DEFAULT), H5Dclose);
   if (!ds.ok()) throw IoError(fmt::format("{}: the MRD file has no XML header (dataset/xml)", path));
@@ -144,6 +147,10 @@ std::string read_xml(hid_t file, const std::string& path) {
   if (cset == H5T_CSET_ASCII || cset == H5T_CSET_UTF8) H5Tset_cset(mem.get(), cset);
   if (H5Tis_variable_str(type.get()) > 0) {
     H5Tset_size(mem.get(), H5T_VARIABLE);
+    hsize_t bytes = 0;
+    if (H5Dvlen_get_buf_size(ds.get(), mem.get(), space.get(), &bytes) < 0 || bytes > kMaxXmlBytes)
+      throw IoError(fmt::format("{}: dataset/xml holds {} bytes, more than the {} MiB an MRD header may take",
+                                path, bytes, kMaxXmlBytes >> 20));
     char* text = nullptr;
     if (H5Dread(ds.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &text) < 0 || !text)
       throw IoError(fmt::format("{}: cannot read dataset/xml", path));
@@ -152,6 +159,13 @@ std::string read_xml(hid_t file, const std::string& path) {
     return xml;
   }
   const std::size_t n = H5Tget_size(type.get());
+  // A fixed-length string's size is declared, not stored: a 1 GiB declaration in a small file (its storage
+  // never written) used to cost 3 GB.
+  if (n > kMaxXmlBytes)
+    throw IoError(
+        fmt::format("{}: dataset/xml is a fixed-length string of {} bytes, more than the {} MiB an "
+                    "MRD header may take",
+                    path, n, kMaxXmlBytes >> 20));
   std::vector<char> text(n + 1, '\0');
   H5Tset_size(mem.get(), n + 1);
   if (H5Dread(ds.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, text.data()) < 0)

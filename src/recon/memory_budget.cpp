@@ -104,7 +104,7 @@ double parse_size(const std::string& text, const char* what) {
   return v * scale;
 }
 
-MemoryLimit memory_limit(const std::string& text, const char* what, bool cuda) {
+MemoryLimit memory_limit(const std::string& text, const char* what, bool cuda, double auto_fraction) {
   MemoryLimit l;
   if (text != "auto") {
     l.host_bytes = l.device_bytes = parse_size(text, what);
@@ -112,8 +112,10 @@ MemoryLimit memory_limit(const std::string& text, const char* what, bool cuda) {
     return l;
   }
   const double ram = physical_ram();
-  l.host_bytes = ram / 2;
-  l.source = fmt::format("{} auto: half of the machine's {} RAM", what, gib(ram));
+  l.host_bytes = ram * auto_fraction;
+  l.source = fmt::format(
+      "{} auto: {} of the machine's {} RAM", what,
+      auto_fraction == 0.5 ? std::string("half") : fmt::format("{:g} %", 100 * auto_fraction), gib(ram));
   if (cuda) {
     const double free = double(gpu::free_memory(0));
     l.device_bytes = 0.9 * free;

@@ -32,7 +32,9 @@ struct MemoryLimit {
 // "auto" (half the machine's RAM; 90 % of the current GPU's memory with the cuda backend) or a size with a
 // unit (512M, 8G, 1.5T; MiB/GiB spelled out too) that bounds both. Throws ConfigError naming `what` and the
 // value when it cannot be read.
-MemoryLimit memory_limit(const std::string& text, const char* what, bool cuda);
+// auto_fraction: the share of the RAM "auto" stands for (a shared server's stream: a quarter, so that the
+// host stays usable while it serves; an offline command: half).
+MemoryLimit memory_limit(const std::string& text, const char* what, bool cuda, double auto_fraction = 0.5);
 double parse_size(const std::string& text, const char* what);
 
 // "" when `need` fits `limit`, else why not (naming the bigger part and the limit's source).

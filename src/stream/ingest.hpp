@@ -86,7 +86,8 @@ struct IngestParams {
     v.field(
         "memory_limit", memory_limit,
         "memory one stream header may make the receiver allocate (spoke rings, grids, maps, solver work), "
-        "checked before anything is allocated: auto (half the RAM; 90 % of the GPU's free memory) or a "
+        "checked before anything is allocated: auto (a quarter of the RAM; 90 % of the GPU's free memory) or "
+        "a "
         "size (8G, 512M)");
     v.field("max_connections", connections.max_connections, 1, 1 << 20,
             "connections each listening socket (spokes, published images) keeps open at once; more are shut "

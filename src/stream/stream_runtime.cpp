@@ -57,7 +57,7 @@ StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry) : c
   ingest_->set_frame_stride(cfg_.frames.stride);
   {
     const bool cuda = b.backend == Backend::Cuda;
-    const MemoryLimit limit = memory_limit(cfg_.stream.memory_limit, "stream.memory_limit", cuda);
+    const MemoryLimit limit = memory_limit(cfg_.stream.memory_limit, "stream.memory_limit", cuda, 0.25);
     log::debug("run: memory budget per stream header: {}", limit.source);
     ingest_->set_memory_check([this, limit, cuda](const StreamHeader& h) {
       const MemoryNeed need = memory_need(h, cfg_.recon, cfg_.frames.max_window, cfg_.stream.ring_margin,

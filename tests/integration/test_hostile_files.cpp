@@ -238,3 +238,17 @@ TEST(HostileFiles, AReplayWhoseTimestampsJumpIsCappedAndStopsOnSignals) {
     EXPECT_NE(k.output.find("rc=130"), std::string::npos) << sig << ": " << k.output;
   }
 }
+
+// A sparse kx.dat of 6 GiB (it takes no disk) is refused by its size before a byte of it is read, at a small
+// peak memory; it used to be read (3 GB).
+TEST(HostileFiles, ASparseImpatientFileOfSixGibIsRefusedByItsSize) {
+  test::TempDir tmp;
+  const fs::path dir = fs::path(tmp.path()) / "case";
+  write_case(dir);
+  fs::resize_file(dir / "kx.dat", std::uintmax_t(6) << 30);
+  const std::string fhd = "recon --method fhd --backend cpu --impatient " + dir.string() + " --out " +
+                          (fs::path(tmp.path()) / "x.cfl").string();
+  const auto t0 = std::chrono::steady_clock::now();
+  expect_refused(radstream_cmd(fhd), "kx.dat", "more than the 1024 MiB");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+}

@@ -4,6 +4,7 @@
 // refused at once by recon, replay and convert; a stream file cut inside its first acquisition is an error,
 // not an empty success.
 #include <gtest/gtest.h>
+#include <hdf5.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -254,4 +255,34 @@ TEST(HostileRound3, XmlMatricesOutOfRangeAreReportedAsWritten) {
     EXPECT_NE(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("reconSpace/matrixSize/x is '" + bad + "'"), std::string::npos) << r.output;
   }
+}
+
+// An MRD HDF5 file whose XML header is a fixed-length string of 1 GiB (declared, never stored: the file is
+// small) is refused by name at a small peak memory; it used to cost 3 GB.
+TEST(HostileRound3, AFixedLengthXmlOfOneGibIsRefusedByItsDeclaredSize) {
+  test::TempDir dir;
+  const std::string path = dir / "xml.h5";
+  {
+    const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    const hid_t g = H5Gcreate2(f, "dataset", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, std::size_t(1) << 30);
+    const hid_t s = H5Screate(H5S_SCALAR);
+    const hid_t d = H5Dcreate2(g, "xml", t, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(d, 0);
+    H5Dclose(d);
+    H5Sclose(s);
+    H5Tclose(t);
+    H5Gclose(g);
+    H5Fclose(f);
+  }
+  EXPECT_LT(std::filesystem::file_size(path), std::uintmax_t(1) << 20);
+  const Finished f = run_measured(
+      test::radstream_binary() + " recon --input " + path + " --out " + (dir / "i.cfl"), dir / "log.txt");
+  const std::string out = slurp(dir / "log.txt");
+  std::printf("1 GiB fixed-length XML: exit %d, peak resident %ld KiB\n", f.exit_code, f.max_rss_kib);
+  EXPECT_NE(f.exit_code, 0) << out;
+  EXPECT_NE(out.find("fixed-length string of 1073741824 bytes"), std::string::npos) << out;
+  EXPECT_LT(f.max_rss_kib, 150 * 1024);
 }
