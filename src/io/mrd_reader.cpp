@@ -147,10 +147,6 @@ std::string read_xml(hid_t file, const std::string& path) {
   if (cset == H5T_CSET_ASCII || cset == H5T_CSET_UTF8) H5Tset_cset(mem.get(), cset);
   if (H5Tis_variable_str(type.get()) > 0) {
     H5Tset_size(mem.get(), H5T_VARIABLE);
-    hsize_t bytes = 0;
-    if (H5Dvlen_get_buf_size(ds.get(), mem.get(), space.get(), &bytes) < 0 || bytes > kMaxXmlBytes)
-      throw IoError(fmt::format("{}: dataset/xml holds {} bytes, more than the {} MiB an MRD header may take",
-                                path, bytes, kMaxXmlBytes >> 20));
     char* text = nullptr;
     if (H5Dread(ds.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &text) < 0 || !text)
       throw IoError(fmt::format("{}: cannot read dataset/xml", path));

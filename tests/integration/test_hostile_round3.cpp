@@ -12,12 +12,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <ismrmrd/ismrmrd.h>
+#include <signal.h>
+
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <vector>
 
 #include "io/mrd_file.hpp"
 #include "sim/simulator.hpp"
@@ -285,4 +290,70 @@ TEST(HostileRound3, AFixedLengthXmlOfOneGibIsRefusedByItsDeclaredSize) {
   EXPECT_NE(f.exit_code, 0) << out;
   EXPECT_NE(out.find("fixed-length string of 1073741824 bytes"), std::string::npos) << out;
   EXPECT_LT(f.max_rss_kib, 150 * 1024);
+}
+
+// SIGINT stops `run` within a second while a client streams maximal noise acquisitions (64 coils x 4096
+// samples, the pipeline's limits): each one's covariance sums are bounded by those limits and by the
+// session's noise budget (a 64 MiB noise acquisition used to hold SIGINT off for 94 s).
+TEST(HostileRound3, SigintStopsTheServerWithinASecondDuringNoiseScans) {
+  test::TempDir dir;
+  const std::string log = dir / "run.log", pidfile = dir / "pid";
+  std::system(
+      ("(" + test::radstream_binary() +
+       " run --headless --backend cpu --endpoint tcp://127.0.0.1:26300 --mrd-listen tcp://127.0.0.1:26301"
+       " --duration 60 --report-interval-s 0 > " +
+       log + " 2>&1 & echo $! > " + pidfile + "; wait; echo EXITED >> " + log + ") &")
+          .c_str());
+  SimParams s;
+  s.matrix = 32;
+  s.coils = 2;
+  const Simulator sim(s);
+  int fd = -1;
+  for (int i = 0; i < 100 && fd < 0; ++i) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(26301);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      ::close(fd);
+      fd = -1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ASSERT_GE(fd, 0);
+  const int pid = std::stoi(slurp(pidfile));
+  // The header, then noise acquisitions of 64 x 4096 as fast as the server takes them, on a thread.
+  Spoke noise = sim.spokes(0, 1)[0];
+  noise.header.flags = std::uint64_t(1) << (ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT - 1);
+  const auto h = acquisition_header_bytes(noise.header, 4096, 64, 0);
+  std::string one;
+  put<std::uint16_t>(one, 1008);
+  one.append(reinterpret_cast<const char*>(h.data()), h.size());
+  std::vector<cfloat> data(std::size_t(64) * 4096, cfloat(0.01f, 0.02f));
+  one.append(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(cfloat));
+  const std::string head = xml_message(sim);
+  ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), ssize_t(head.size()));
+  std::atomic<bool> stop{false};
+  std::thread sender([&] {
+    while (!stop && ::send(fd, one.data(), one.size(), MSG_NOSIGNAL) > 0) {
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto t0 = std::chrono::steady_clock::now();
+  ::kill(pid, SIGINT);
+  std::string text;
+  while (text.find("EXITED") == std::string::npos &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    text = slurp(log);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stop = true;
+  ::shutdown(fd, SHUT_RDWR);
+  sender.join();
+  ::close(fd);
+  std::printf("SIGINT during maximal noise scans: the server exited after %.2f s\n", seconds);
+  EXPECT_NE(text.find("EXITED"), std::string::npos) << text;
+  EXPECT_LT(seconds, 1.0) << text;
 }
