@@ -172,14 +172,21 @@ void Viewer::Impl::overlay(const Rect& area) {
   }
   // The tip marker: a ring around the brightest small blob inside the object, or, when nothing stands out
   // enough to be a tip, a line saying so where the ring would draw the eye.
+  // Only on a live image: a ring at the tip's last position on a stale or frozen image would look like a live
+  // position (the banner says the image is old; the ring must not say otherwise).
   tip_text[0] = tip_text[1] = tip_text[2] = tip_text[3] = 0.f;
-  if (fr.stale || frozen) live_marker[0] = live_marker[1] = live_marker[2] = live_marker[3] = 0.f;
-  if (tip_marker && tip.found) {
+  const bool not_live = fr.stale || frozen;
+  if (not_live) live_marker[0] = live_marker[1] = live_marker[2] = live_marker[3] = 0.f;
+  tip_ringed = tip_marker && tip.found && !not_live;
+  tip_hidden_not_live = tip_marker && tip.found && not_live;
+  if (tip_hidden_not_live) {
+    // nothing at the old position; the banner already says why the image is not live
+  } else if (tip_ringed) {
     const float cx = r.x + (tip.x + 0.5f) / float(n) * r.w, cy = r.y + (tip.y + 0.5f) / float(n) * r.h;
     const float rad = std::max(12.f, r.w * 0.035f);
     dl->AddCircle(ImVec2(cx, cy), rad, IM_COL32(0, 230, 255, 255), 32, 2.5f);
     dl->AddText(font, 18.f, ImVec2(cx + rad + 4.f, cy - 9.f), IM_COL32(0, 230, 255, 255), "tip");
-  } else if (tip_marker) {
+  } else if (tip_marker && !not_live) {
     const char* t = "tip: not found";
     const ImVec2 ts = font->CalcTextSizeA(22.f, FLT_MAX, 0.f, t);
     const float x = std::max(r.x, area.x) + 10.f, y = area.y + (legend ? 66.f : 40.f);
@@ -277,7 +284,8 @@ void Viewer::Impl::write_screenshot(const std::string& shot, int fb_w, int fb_h,
       {"orientation", display::describe(orient)},
       {"edge_labels", {{"right", e.right}, {"left", e.left}, {"bottom", e.bottom}, {"top", e.top}}},
       {"tip",
-       {{"shown", tip_marker && tip.found},
+       {{"shown", tip_ringed},
+        {"hidden_not_live", tip_hidden_not_live},
         {"x", tip.x},
         {"y", tip.y},
         {"contrast", tip.contrast},

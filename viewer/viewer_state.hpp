@@ -100,6 +100,8 @@ struct Viewer::Impl final : ViewerControls {
   std::optional<Freshness> drawn_freshness;
   float rec_marker[4] = {0, 0, 0, 0};  // the red REC while recording (x, y, w, h)
   float tip_text[4] = {0, 0, 0, 0};    // where "tip: not found" was drawn (x, y, w, h); zeros: not drawn
+  bool tip_ringed = false;             // the last overlay drew the tip's ring (never on an image not live)
+  bool tip_hidden_not_live = false;    // a tip was found but the image is stale or frozen: no ring drawn
   bool stream_done = false;            // run --until-close: the stream ended; the window stays open
 
   // A multi-slice stream: slices 1.. beside slice 0, in columns.

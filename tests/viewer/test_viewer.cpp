@@ -595,3 +595,36 @@ TEST(Viewer, TheTipMarkerRingsTheTipAtTheReadmesSettingsOrSaysItIsNotFound) {
               100 * cyan);
   EXPECT_GT(cyan, 0.03);
 }
+
+// Once the stream has ended the image is not live, and the tip's ring (bright cyan, which reads as "the tip
+// is here now") is no longer drawn at its last position: the JSON says shown false while the banner says
+// STREAM ENDED (a tip ringed while live is then reported hidden_not_live). A simulated scanner streams 3 s
+// into `run`.
+TEST(Viewer, AStaleImageKeepsNoTipRing) {
+  SKIP_WITHOUT_XVFB();
+  test::TempDir dir;
+  const std::string bin = test::radstream_binary();
+  const auto r = test::run_command(
+      "(xvfb-run -a -s '-screen 0 1280x1024x24' " + bin +
+      " run --endpoint tcp://127.0.0.1:26310 --backend cpu --clinical --preset object --tip-marker --window "
+      "64"
+      " --stride 16 --screenshot " +
+      dir / "end.png" +
+      " --screenshots 2 --screenshot-after 2.5 --screenshot-every 5 --close-after 9 & pid=$!; sleep 1; " +
+      bin +
+      " simulate --endpoint tcp://127.0.0.1:26310 --matrix 128 --coils 4 --rate 400 --duration 3 --motion; "
+      "wait $pid)");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream live_json(dir / "end_0.png.json"), end_json(dir / "end_1.png.json");
+  ASSERT_TRUE(live_json.good() && end_json.good()) << r.output;
+  const auto live = nlohmann::json::parse(live_json), end = nlohmann::json::parse(end_json);
+  std::printf("while streaming: stale %d, tip shown %d; after the end: stale %d, tip shown %d, hidden %d\n",
+              live.at("stale").get<bool>(), live.at("tip").at("shown").get<bool>(),
+              end.at("stale").get<bool>(), end.at("tip").at("shown").get<bool>(),
+              end.at("tip").at("hidden_not_live").get<bool>());
+  ASSERT_TRUE(end.at("stale").get<bool>()) << end.dump();
+  EXPECT_FALSE(end.at("tip").at("shown").get<bool>()) << end.dump();
+  if (live.at("tip").at("shown").get<bool>()) {
+    EXPECT_TRUE(end.at("tip").at("hidden_not_live").get<bool>()) << end.dump();
+  }
+}
