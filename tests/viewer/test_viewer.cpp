@@ -627,4 +627,19 @@ TEST(Viewer, AStaleImageKeepsNoTipRing) {
   if (live.at("tip").at("shown").get<bool>()) {
     EXPECT_TRUE(end.at("tip").at("hidden_not_live").get<bool>()) << end.dump();
   }
+  // The pixels: the ring's cyan (0, 230, 255) is on the live screenshot when it was shown, nowhere on the
+  // stale one.
+  auto cyan_pixels = [](const std::string& png) {
+    int w = 0, h = 0, ch = 0;
+    unsigned char* px = stbi_load(png.c_str(), &w, &h, &ch, 3);
+    if (!px) return -1;
+    int n = 0;
+    for (int i = 0; i < w * h; ++i) n += px[3 * i] < 40 && px[3 * i + 1] > 200 && px[3 * i + 2] > 230;
+    stbi_image_free(px);
+    return n;
+  };
+  const int live_cyan = cyan_pixels(dir / "end_0.png"), end_cyan = cyan_pixels(dir / "end_1.png");
+  std::printf("cyan pixels: %d while streaming, %d after the end\n", live_cyan, end_cyan);
+  if (live.at("tip").at("shown").get<bool>()) EXPECT_GT(live_cyan, 50);
+  EXPECT_EQ(end_cyan, 0);
 }
