@@ -38,13 +38,18 @@ struct BenchCase {
   int random_matrix = 512;    // nufft-sweep: random-2d onto random_matrix^2
   int volume = 128;           // nufft-sweep: random-3d onto volume^3
   std::string geometries = "radial,random-2d,random-3d";  // nufft-sweep
-  std::string target;  // pass/fail clauses (bench_target.hpp); empty: none (R7: see the plots)
+  std::string target;     // pass/fail clauses (bench_target.hpp); empty: none (R7: see the plots)
+  bool long_run = false;  // minutes (e.g. BART beside radstream on the CPU): run only when named
   ReconParams recon;
 
   template <class V>
   void visit(V& v) {
     v.field("name", name, "case name, e.g. R1");
     v.field("what", what, "one line describing the case");
+    v.field("long_run", long_run,
+            "a case that takes minutes: left out of a bench run that names no case (with a line saying how "
+            "to run "
+            "it)");
     v.field("spokes", spokes, 1, 1 << 16, "spokes per frame");
     v.field("samples", samples, 2, 65536, "samples per spoke");
     v.field("coils", coils, 1, 64, "coils");

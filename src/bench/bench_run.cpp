@@ -380,6 +380,15 @@ void report_baseline(nlohmann::ordered_json& js, const BenchRun& a, const std::s
 
 }  // namespace
 
+// What is measured so far, written before each case (marked incomplete), so that an interrupted run keeps
+// every case it finished.
+void save_partial(nlohmann::ordered_json& js, const std::string& out) {
+  if (out.empty() || js["cases"].empty()) return;
+  js["complete"] = false;
+  std::ofstream o(out);
+  if (!(o << js.dump(1) << "\n")) throw IoError(out + ": cannot write");
+}
+
 int run_bench(const BenchRun& a) {
   if (!a.out.empty()) check_output_file(a.out, "--out", true);  // before minutes of cases, not after
   if (!a.baseline.empty() && a.baseline != "auto" && !std::filesystem::is_regular_file(a.baseline))
@@ -425,8 +434,27 @@ int run_bench(const BenchRun& a) {
       throw ConfigError("bench: no case '" + name + "' in " + cases_dir + " (cases: " + known + ")");
     }
   double copy_gb_per_s = -1;  // measured before the first GPU chain case
+  const auto named = [&](const BenchCase& c) {
+    return a.cases.empty() || std::find(a.cases.begin(), a.cases.end(), c.name) != a.cases.end();
+  };
+  std::size_t total = 0, k = 0;
+  for (const BenchCase& c : cases) {
+    if (!named(c)) continue;
+    if (a.cases.empty() && c.long_run) {  // a no-argument run stays short; the long cases on request
+      const std::string why =
+          "takes minutes (" + c.what + "): run it by name, radstream bench --case " + c.name;
+      log::info("bench: {} left out: {}", c.name, why);
+      js["skipped"].push_back({{"case", c.name}, {"reason", why}});
+      continue;
+    }
+    ++total;
+  }
+  log::info("bench: {} case(s){}{}", total, a.out.empty() ? "" : "; the JSON is written after each to ",
+            a.out);
   for (BenchCase c : cases) {
-    if (!a.cases.empty() && std::find(a.cases.begin(), a.cases.end(), c.name) == a.cases.end()) continue;
+    if (!named(c) || (a.cases.empty() && c.long_run)) continue;
+    log::info("bench {}/{}: {}: {}", ++k, total, c.name, c.what);
+    save_partial(js, a.out);
     const bool movable =
         c.kind == BenchKind::Chain || c.kind == BenchKind::Nufft || c.kind == BenchKind::NufftSweep;
     const bool moved_to_cpu = a.backend == "cpu" && c.backend == Backend::Cuda && movable;
@@ -461,6 +489,7 @@ int run_bench(const BenchRun& a) {
     if (b == Backend::Cuda && copy_gb_per_s < 0) copy_gb_per_s = measured_copy_bandwidth_gb_s();
     js["cases"].push_back(chain_case(c, moved_to_cpu, registry, a.frames, a.warmup, copy_gb_per_s));
   }
+  js.erase("complete");
   js["load_average_1min_after"] = load_average();
   const int failed = print_summary(js);
   if (!a.baseline.empty()) report_baseline(js, a, cases_dir);

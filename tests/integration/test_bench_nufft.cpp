@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <stb_image.h>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -170,4 +171,34 @@ TEST(BenchNufft, TheDriverReleaseIsReadFromBothModuleLines) {
       app::driver_release_of("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 2024"),
       "535.183.01");
   EXPECT_EQ(app::driver_release_of("no release here"), "unknown");
+}
+
+// bench says which case it starts (k of n), writes the JSON before each next case, so that an interrupted run
+// keeps every case it finished (marked incomplete; here it is killed during the second); a run that names no
+// case leaves the long CPU case (N3, minutes with BART beside it) out with a line saying how to run it.
+TEST(BenchProgress, AnInterruptedRunKeepsTheCasesItFinished) {
+  test::TempDir dir;
+  const std::string out = dir / "b.json", log = dir / "log.txt";
+  std::system(("(" + test::radstream_binary() +
+               " bench --backend cpu --case MRD1 R5-cpu --frames 3 --warmup 0 --out " + out + " > " + log +
+               " 2>&1 & pid=$!; for i in $(seq 1 600); do [ -s " + out +
+               " ] && break; sleep 0.1; done; sleep 0.5; kill -KILL $pid; wait $pid; echo EXITED >> " + log +
+               ")")
+                  .c_str());
+  std::ifstream lf(log);
+  const std::string text((std::istreambuf_iterator<char>(lf)), {});
+  EXPECT_NE(text.find("bench 1/2: MRD1"), std::string::npos) << text;
+  EXPECT_NE(text.find("bench 2/2: R5-cpu"), std::string::npos) << text;
+  std::ifstream jf(out);
+  ASSERT_TRUE(jf.good()) << text;
+  const auto j = nlohmann::json::parse(jf);
+  ASSERT_EQ(j.at("cases").size(), 1u) << j.dump();
+  EXPECT_EQ(j.at("cases")[0].at("case"), "MRD1");
+  EXPECT_FALSE(j.at("complete").get<bool>());
+  // No case named: N3 is left out, said so, and listed as skipped (the run is stopped at once: only the
+  // lines before the first case are looked at).
+  const auto r = test::run_command("timeout -s INT 3 " + test::radstream_binary() +
+                                   " bench --backend cpu --frames 2 --warmup 0 --out " + (dir / "all.json"));
+  EXPECT_NE(r.output.find("N3 left out: takes minutes"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("radstream bench --case N3"), std::string::npos) << r.output;
 }
