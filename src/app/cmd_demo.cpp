@@ -68,6 +68,9 @@ struct DemoArgs : DemoControl {
   ReconParams recon;
   DisplayChoice display;
   ViewerScriptChoice script;
+  // The demo's phantom has a bright rim: the object preset windows on the inside, so the tissue is not
+  // squeezed into dark grey (run keeps auto: its data are anyone's).
+  DemoArgs() { display.preset = display::WindowPreset::Object; }
 };
 
 // The run's configuration: the simulator's stream on any free loopback port, the demo's window, metrics
@@ -217,7 +220,7 @@ SimParams demo_sim() {
 Runner add_demo(CLI::App& app) {
   auto o = std::make_shared<DeclaredOptions>();
   o->add(app, "demo", DemoControl{});
-  o->add(app, "display", DisplayChoice{});
+  o->add(app, "display", DemoArgs{}.display);  // the demo's own defaults (the object preset)
   o->add(app, "script", ViewerScriptChoice{});
   o->add(app, "simulate", demo_sim(),
          {{{"rate_hz", "--rate"}, {"readout_oversampling", "--readout-os"}, {"tiny_golden_n", "--tiny-n"}}});

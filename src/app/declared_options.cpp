@@ -23,7 +23,7 @@ std::string first_long(const std::string& names) {
 }  // namespace
 
 void DeclaredOptions::add_key(CLI::App& app, const std::string& section, const std::string& key, bool is_bool,
-                              const std::string& help, const Style& style, bool is_list) {
+                              const std::string& help, const Style& style, bool is_list, const char* type) {
   if (!style.only.empty() && std::find(style.only.begin(), style.only.end(), key) == style.only.end()) return;
   std::string names = long_name(key);
   bool sets_false = false;
@@ -56,7 +56,8 @@ void DeclaredOptions::add_key(CLI::App& app, const std::string& section, const s
     e.option = app.add_option_function<std::string>(
         names, [&e](const std::string& s) { e.value = s; }, text);
   }
-  e.option->group(kDeclaredGroup + section);
+  if (!flag) e.option->type_name(type);
+  e.option->group(section + kDeclaredGroupSuffix);
   if (std::find(style.required.begin(), style.required.end(), key) != style.required.end())
     e.option->required();
 }

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/enum_table.hpp"
@@ -31,8 +32,9 @@ struct CliName {
       : key(std::move(k)), names(std::move(n)), sets_false(f), help(std::move(h)) {}
 };
 
-// The help group of every generated option starts with this (the test tells them from hand-written ones).
-inline constexpr const char* kDeclaredGroup = "Declared: ";
+// The help group of every generated option ends with this ("stream settings:"; the test tells them from
+// hand-written ones).
+inline constexpr const char* kDeclaredGroupSuffix = " settings";
 
 class DeclaredOptions {
  public:
@@ -46,7 +48,7 @@ class DeclaredOptions {
         : names(std::move(n)), only(std::move(o)), required(std::move(r)), bool_values(b) {}
   };
 
-  // Adds one option per key that `defaults`' visit() declares, in the help group "Declared: <section>". An
+  // Adds one option per key that `defaults`' visit() declares, in the help group "<section> settings". An
   // option name another section already added is shared: the value goes to both keys.
   template <class P>
   void add(CLI::App& app, const std::string& section, P defaults, const Style& style = {}) {
@@ -99,8 +101,9 @@ class DeclaredOptions {
   };
   std::deque<Entry> entries_;  // stable addresses for the options' callbacks
   std::vector<Given> given_for(const std::string& section) const;
+  // type: what --help shows for the value (INT, FLOAT, SECONDS, MS, CHOICE, BOOL, LIST, TEXT).
   void add_key(CLI::App& app, const std::string& section, const std::string& key, bool is_bool,
-               const std::string& help, const Style& style, bool is_list = false);
+               const std::string& help, const Style& style, bool is_list = false, const char* type = "TEXT");
 
   class Adder {
    public:
@@ -109,16 +112,18 @@ class DeclaredOptions {
     template <class T>
     void field(const char* key, T& value, T lo, T hi, const char* help) {
       o_.add_key(app_, section_, key, false, fmt::format("{} ({}..{}, default {})", help, lo, hi, value),
-                 style_);
+                 style_, false, number_type<T>(key));
     }
     void field(const char* key, bool& value, const char* help) {
-      o_.add_key(app_, section_, key, true, fmt::format("{} (default {})", help, value), style_);
+      o_.add_key(app_, section_, key, true, fmt::format("{} (default {})", help, value), style_, false,
+                 "BOOL");
     }
     void field(const char* key, std::vector<std::string>& value, const char* help) {
       std::string d;
       for (const auto& x : value) d += (d.empty() ? "" : " ") + x;
       o_.add_key(app_, section_, key, false,
-                 d.empty() ? std::string(help) : fmt::format("{} (default {})", help, d), style_, true);
+                 d.empty() ? std::string(help) : fmt::format("{} (default {})", help, d), style_, true,
+                 "LIST");
     }
     void field(const char* key, std::string& value, const char* help) {
       o_.add_key(app_, section_, key, false,
@@ -127,10 +132,23 @@ class DeclaredOptions {
     template <class E, std::size_t N>
     void choice(const char* key, E& value, const EnumTable<E, N>& table, const char* help) {
       o_.add_key(app_, section_, key, false,
-                 fmt::format("{}: {} (default {})", help, table.list(" | "), table.name(value)), style_);
+                 fmt::format("{}: {} (default {})", help, table.list(" | "), table.name(value)), style_,
+                 false, "CHOICE");
     }
 
    private:
+    // A number's kind for --help: whole numbers INT; durations by their key's unit (..._s SECONDS, ..._ms
+    // MS); other reals FLOAT.
+    template <class T>
+    static const char* number_type(const std::string& key) {
+      if constexpr (std::is_integral_v<T>) {
+        return "INT";
+      } else {
+        if (key.ends_with("_ms")) return "MS";
+        if (key.ends_with("_s")) return "SECONDS";
+        return "FLOAT";
+      }
+    }
     DeclaredOptions& o_;
     CLI::App& app_;
     std::string section_;

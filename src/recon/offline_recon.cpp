@@ -82,9 +82,13 @@ void run_offline_recon(const OfflineRecon& a, const ReconParams& params) {
   chain.configure(g);
   const double plan_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  log::info("configured for {} (dcf {}, W {}, sigma {}, planning {:.1f} ms)", g.str(),
-            to_string(params.density.method), params.gridding.width, params.gridding.oversampling, plan_ms);
-
+  log::info("configured for {} (dcf {}, W {}, sigma {}, planning {:.1f} ms{})", g.str(),
+            to_string(params.density.method), params.gridding.width, params.gridding.oversampling, plan_ms,
+            backend.backend == Backend::Cpu
+                ? fmt::format(", FFTW planner {}", kFftPlanners.name(params.fft.planner))
+                : std::string());
+  if (chain.needs_coil_maps() && params.cg.sens.empty())
+    log::info("coil maps: estimating them from the data ({})", kCoilMapMethods.name(params.cg.maps_method));
   chain.fix_coil_maps(frame);  // the file, or an estimate from these data, when the recipe reads coil maps
   if (!a.sens_out.empty()) {
     if (!chain.needs_coil_maps())

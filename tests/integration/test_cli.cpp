@@ -323,6 +323,18 @@ TEST(Cli, ReadmeKeyTableIsTheGeneratedOne) {
   EXPECT_NE(r.output.find("| recon.kernel_width | 4 | 2..16 |"), std::string::npos);
 }
 
+// The README works from the repository alone: no path that leaves it (a user who clones it has no ../shared).
+TEST(Cli, TheReadmeNamesNoPathOutsideTheRepository) {
+  std::ifstream f(std::string(RADSTREAM_CONFIG_DIR) + "/../README.md");
+  std::string line;
+  int n = 0;
+  while (std::getline(f, line)) {
+    ++n;
+    EXPECT_EQ(line.find("../"), std::string::npos) << "README.md line " << n << ": " << line;
+  }
+  EXPECT_GT(n, 100);
+}
+
 // Reconstruction options come from the parameters' declarations: every recon key is an option, parsed and
 // range-checked like the YAML (the message names the option and the value); run takes them too.
 TEST(Cli, ReconOptionsAreGeneratedFromTheParameterDeclarations) {
@@ -469,7 +481,7 @@ TEST(Cli, PngAndCflOutputsShareOneOrientation) {
 }
 
 // Every option of every command comes from a declaration (a params struct's visit(),
-// app/declared_options.hpp): the generated options sit in "Declared: <section>" groups of the help, so any
+// app/declared_options.hpp): the generated options sit in "<section> settings" groups of the help, so any
 // option in the plain "Options:" group other than --help was added by hand. The subcommands are read from the
 // program's own help.
 TEST(Cli, EveryOptionComesFromADeclaration) {
@@ -501,7 +513,7 @@ TEST(Cli, EveryOptionComesFromADeclaration) {
         continue;
       }
       if (group == "Subcommands:" || line.rfind("  -", 0) != 0) continue;
-      if (group.rfind("Declared: ", 0) == 0) {
+      if (group.ends_with(" settings:")) {
         ++declared;
         continue;
       }
@@ -563,7 +575,7 @@ TEST(Cli, SimulateOutWritesTheSpokesOfItsDuration) {
 // info lines; a bad level is named.
 TEST(Cli, TheLogLevelIsTakenAfterTheSubcommandToo) {
   const auto top = radstream_cmd("--help");
-  EXPECT_NE(top.output.find("Declared: program"), std::string::npos) << top.output;
+  EXPECT_NE(top.output.find("program settings:"), std::string::npos) << top.output;
   const auto bad = radstream_cmd("recon --log-level loud --out x.png");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("'loud'"), std::string::npos) << bad.output;
@@ -608,4 +620,25 @@ TEST(Cli, TheExactMethodsAreDeclaredMethodsOfRecon) {
       "recon --method fhd --lambda x --traj a.cfl --kspace b.cfl --matrix 8 --out " + (dir / "x.cfl"));
   EXPECT_NE(lam.exit_code, 0);
   EXPECT_NE(lam.output.find("--lambda"), std::string::npos) << lam.output;
+}
+
+// --help says what each value is: whole numbers INT, durations by their unit (SECONDS, MS), other numbers
+// FLOAT, names from a list CHOICE (they all read TEXT before), under "<section> settings" headers.
+TEST(Cli, HelpShowsEachValuesType) {
+  const auto h = radstream_cmd("run --help");
+  ASSERT_EQ(h.exit_code, 0) << h.output;
+  for (const char* want : {"--window INT", "--sender-timeout-s SECONDS", "--lambda FLOAT", "--method CHOICE",
+                           "--deadline-ms MS", "stream settings:", "recon settings:"})
+    EXPECT_NE(h.output.find(want), std::string::npos) << want << " in:\n" << h.output;
+  EXPECT_EQ(h.output.find("Declared:"), std::string::npos) << h.output;
+  EXPECT_EQ(h.output.find("--window TEXT"), std::string::npos) << h.output;
+}
+
+// The demo starts with the object preset (its phantom's bright rim would squeeze the tissue into dark grey
+// under auto); run keeps auto.
+TEST(Cli, TheDemoStartsWithTheObjectPreset) {
+  const auto d = radstream_cmd("demo --help"), r = radstream_cmd("run --help");
+  ASSERT_EQ(d.exit_code, 0) << d.output;
+  EXPECT_NE(d.output.find("auto | object | full (default object)"), std::string::npos) << d.output;
+  EXPECT_NE(r.output.find("auto | object | full (default auto)"), std::string::npos) << r.output;
 }

@@ -598,8 +598,7 @@ TEST(Viewer, TheTipMarkerRingsTheTipAtTheReadmesSettingsOrSaysItIsNotFound) {
 
 // Once the stream has ended the image is not live, and the tip's ring (bright cyan, which reads as "the tip
 // is here now") is no longer drawn at its last position: the JSON says shown false while the banner says
-// STREAM ENDED (a tip ringed while live is then reported hidden_not_live). A simulated scanner streams 3 s
-// into `run`.
+// STREAM ENDED. A simulated scanner streams 3 s into `run`.
 TEST(Viewer, AStaleImageKeepsNoTipRing) {
   SKIP_WITHOUT_XVFB();
   test::TempDir dir;
@@ -624,11 +623,9 @@ TEST(Viewer, AStaleImageKeepsNoTipRing) {
               end.at("tip").at("hidden_not_live").get<bool>());
   ASSERT_TRUE(end.at("stale").get<bool>()) << end.dump();
   EXPECT_FALSE(end.at("tip").at("shown").get<bool>()) << end.dump();
-  if (live.at("tip").at("shown").get<bool>()) {
-    EXPECT_TRUE(end.at("tip").at("hidden_not_live").get<bool>()) << end.dump();
-  }
   // The pixels: the ring's cyan (0, 230, 255) is on the live screenshot when it was shown, nowhere on the
-  // stale one.
+  // stale one (neither a ring nor "tip: not found", which is cyan too; whether the last image's tip was
+  // found, hidden_not_live, depends on which frame came last).
   auto cyan_pixels = [](const std::string& png) {
     int w = 0, h = 0, ch = 0;
     unsigned char* px = stbi_load(png.c_str(), &w, &h, &ch, 3);
