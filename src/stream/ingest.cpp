@@ -276,9 +276,15 @@ void Ingest::handle(std::span<const std::span<const std::byte>> parts) {
       metrics_.stream_ended = true;
       seq_.close(d.msg.env.stream_id);
       if (events_.allow(monotonic_ns()))
-        log::info("ingest: stream {} closed by the sender after {} spokes ({} received, {} missing)",
-                  d.msg.env.stream_id, d.msg.env.spoke_index, metrics_.spokes.load(),
-                  metrics_.missing.load());
+        log::info(
+            "ingest: stream {} closed by the sender after {} spokes ({} of them received, {} missing; "
+            "{} received over the run)",
+            d.msg.env.stream_id, d.msg.env.spoke_index,
+            d.msg.env.stream_id == counted_stream_ ? metrics_.spokes.load() - stream_spokes0_ : 0,
+            d.msg.env.stream_id == counted_stream_
+                ? std::max(metrics_.missing.load(), stream_missing0_) - stream_missing0_
+                : 0,
+            metrics_.spokes.load());
       return;
     case wire::MsgType::Spoke:
       on_spoke(d.msg, parts);
@@ -466,6 +472,11 @@ void Ingest::on_spoke(const wire::Message& m, std::span<const std::span<const st
   // Only a spoke that passed every check consumes its sequence number.
   const auto verdict = seq_.see(m.env.stream_id, m.env.sequence);
   using V = SequenceTracker::Verdict;
+  if ((verdict == V::First || verdict == V::NewStream) && m.env.stream_id != counted_stream_) {
+    counted_stream_ = m.env.stream_id;
+    stream_spokes0_ = metrics_.spokes.load();
+    stream_missing0_ = seq_.missing();
+  }
   if (verdict == V::Duplicate) {
     reject(wire::Reject::Duplicate, fmt::format("spoke sequence {} seen before", m.env.sequence));
     return;

@@ -192,6 +192,9 @@ class Ingest {
   std::vector<int> ring_gpus_;
   std::string xml_;
   SequenceTracker seq_;
+  // The counters when the current stream (by id) began, so that its close reports its own spokes.
+  std::uint32_t counted_stream_ = 0;
+  std::uint64_t stream_spokes0_ = 0, stream_missing0_ = 0;
   std::optional<std::uint32_t> followed_;  // the stream this pipeline follows (set by its header)
   std::int64_t followed_last_ns_ = 0;      // its last accepted message
   bool followed_closed_ = false;

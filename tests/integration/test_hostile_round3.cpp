@@ -87,6 +87,16 @@ std::string huge_acquisition_header(const Simulator& sim, int samples, int coils
   return m;
 }
 
+// A small simulated recording as an MRD stream file (simulate, then convert), its bytes; empty on failure.
+std::string simulated_stream_file(const test::TempDir& dir) {
+  const std::string bin = test::radstream_binary();
+  if (test::run_command(bin + " simulate --spokes 16 --matrix 32 --coils 2 --out " + (dir / "s.h5"))
+          .exit_code ||
+      test::run_command(bin + " convert --input " + (dir / "s.h5") + " --out " + (dir / "s.mrd")).exit_code)
+    return {};
+  return slurp(dir / "s.mrd");
+}
+
 long rss_kib(int pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/status");
   std::string line;
@@ -122,13 +132,8 @@ TEST(HostileRound3, A342ByteHeaderPromising512MiBCostsTheFileReadersNothing) {
 TEST(HostileRound3, AStreamFileCutInsideItsFirstAcquisitionIsAnError) {
   test::TempDir dir;
   const std::string bin = test::radstream_binary();
-  ASSERT_EQ(test::run_command(bin + " simulate --spokes 16 --matrix 32 --coils 2 --out " + (dir / "s.h5"))
-                .exit_code,
-            0);
-  ASSERT_EQ(
-      test::run_command(bin + " convert --input " + (dir / "s.h5") + " --out " + (dir / "s.mrd")).exit_code,
-      0);
-  const std::string whole = slurp(dir / "s.mrd");
+  const std::string whole = simulated_stream_file(dir);
+  ASSERT_FALSE(whole.empty());
   // The XML header as the converter wrote it ends where its first acquisition (id 1008) begins.
   const std::size_t first = whole.find(std::string("\xf0\x03", 2), 6);
   ASSERT_NE(first, std::string::npos);
@@ -232,13 +237,8 @@ TEST(HostileRound3, AnMrdClientsDeclaredLengthsCostTheServerNothingUnsent) {
 TEST(HostileRound3, XmlMatricesOutOfRangeAreReportedAsWritten) {
   test::TempDir dir;
   const std::string bin = test::radstream_binary();
-  ASSERT_EQ(test::run_command(bin + " simulate --spokes 16 --matrix 32 --coils 2 --out " + (dir / "s.h5"))
-                .exit_code,
-            0);
-  ASSERT_EQ(
-      test::run_command(bin + " convert --input " + (dir / "s.h5") + " --out " + (dir / "s.mrd")).exit_code,
-      0);
-  const std::string whole = slurp(dir / "s.mrd");
+  const std::string whole = simulated_stream_file(dir);
+  ASSERT_FALSE(whole.empty());
   // The file opens with the XML header message: id 3, a 32-bit length, the text.
   ASSERT_EQ(whole.substr(0, 2), std::string("\x03\x00", 2));
   std::uint32_t n = 0;

@@ -661,7 +661,8 @@ TEST(Stream, ReplayOfASimulatedFileRunsInRealTime) {
   EXPECT_NEAR(paced, 1.995, 0.04);  // spoke 0 at t = 0, spoke 399 at 399 / 200 s
   const auto got = run.get();
   ASSERT_EQ(got.exit_code, 0) << got.output;
-  EXPECT_NE(got.output.find("closed by the sender after 400 spokes (400 received, 0 missing)"),
+  EXPECT_NE(got.output.find("closed by the sender after 400 spokes (400 of them received, 0 missing; 400 "
+                            "received over the run)"),
             std::string::npos)
       << got.output;
 }
@@ -1160,4 +1161,34 @@ TEST(Stream, AVerbatimReplaysRecordedClockIsNotReportedAsLatency) {
       EXPECT_GT(j.at("latency_ms").at("end_to_end").at("count").get<int>(), 0) << j.dump(1);
     }
   }
+}
+
+// The close line counts the closing stream's own spokes: a second stream of 300 after one of 400 is "300 of
+// them received", not 700 (the run's total is said apart).
+TEST(Stream, TheCloseLineCountsTheStreamsOwnSpokes) {
+  test::TempDir dir;
+  const std::string bin = test::radstream_binary();
+  ASSERT_EQ(test::run_command(bin + " simulate --out " + dir / "a.h5" + " --matrix 32 --coils 2 --spokes 400")
+                .exit_code,
+            0);
+  ASSERT_EQ(test::run_command(bin + " simulate --out " + dir / "b.h5" + " --matrix 32 --coils 2 --spokes 300")
+                .exit_code,
+            0);
+  auto run = std::async(std::launch::async, [&] {
+    return test::run_command(bin + " run --headless --backend cpu --endpoint " + tcp(26119) +
+                             " --window 32 --stride 16 --duration 14");
+  });
+  std::this_thread::sleep_for(300ms);
+  ASSERT_EQ(
+      test::run_command(bin + " replay " + dir / "a.h5" + " --speed max --endpoint " + tcp(26119)).exit_code,
+      0);
+  std::this_thread::sleep_for(10500ms);  // past the stream-event lines' limit (5 per 10 s)
+  ASSERT_EQ(
+      test::run_command(bin + " replay " + dir / "b.h5" + " --speed max --endpoint " + tcp(26119)).exit_code,
+      0);
+  const auto got = run.get();
+  ASSERT_EQ(got.exit_code, 0) << got.output;
+  EXPECT_NE(got.output.find("after 300 spokes (300 of them received, 0 missing; 700 received over the run)"),
+            std::string::npos)
+      << got.output;
 }
