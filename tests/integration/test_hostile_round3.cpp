@@ -97,6 +97,35 @@ std::string simulated_stream_file(const test::TempDir& dir) {
   return slurp(dir / "s.mrd");
 }
 
+// `radstream run ARGS` in the background: its output in dir/run.log, then a line EXITED when it ends; its
+// process id in dir/pid.
+void start_run(const test::TempDir& dir, const std::string& args) {
+  const std::string log = dir / "run.log";
+  std::system(("(" + test::radstream_binary() + " run --headless --backend cpu --report-interval-s 0 " +
+               args + " > " + log + " 2>&1 & echo $! > " + (dir / "pid") + "; wait; echo EXITED >> " + log +
+               ") &")
+                  .c_str());
+}
+
+// A TCP connection to the loopback port, retried for up to 5 s while the server starts; -1 when none came.
+int connect_to(int port) {
+  for (int i = 0; i < 100; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(std::uint16_t(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+      timeval tv{5, 0};
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      return fd;
+    }
+    ::close(fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return -1;
+}
+
 long rss_kib(int pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/status");
   std::string line;
@@ -167,34 +196,15 @@ TEST(HostileRound3, AFifoNamedMrdIsRefusedAtOnceByEveryReader) {
 // client that declared a large but allowed acquisition sends nothing more.
 TEST(HostileRound3, AnMrdClientsDeclaredLengthsCostTheServerNothingUnsent) {
   test::TempDir dir;
-  const std::string log = (dir / "run.log"), pidfile = (dir / "pid");
-  std::system(
-      ("(" + test::radstream_binary() +
-       " run --headless --backend cpu --endpoint tcp://127.0.0.1:26296 --mrd-listen tcp://127.0.0.1:26297"
-       " --mrd-max-sessions 2 --duration 6 --report-interval-s 0 > " +
-       log + " 2>&1 & echo $! > " + pidfile + "; wait; echo EXITED >> " + log + ") &")
-          .c_str());
+  const std::string log = dir / "run.log", pidfile = dir / "pid";
+  start_run(dir,
+            "--endpoint tcp://127.0.0.1:26296 --mrd-listen tcp://127.0.0.1:26297 --mrd-max-sessions 2 "
+            "--duration 6");
   SimParams s;
   s.matrix = 32;
   s.coils = 2;
   const Simulator sim(s);
-  auto connect_client = [] {
-    for (int i = 0; i < 100; ++i) {
-      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in a{};
-      a.sin_family = AF_INET;
-      a.sin_port = htons(26297);
-      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-        timeval tv{5, 0};
-        ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        return fd;
-      }
-      ::close(fd);
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return -1;
-  };
+  auto connect_client = [] { return connect_to(26297); };
   std::string config;
   put<std::uint16_t>(config, 1);
   std::string name(1024, '\0');
@@ -298,29 +308,12 @@ TEST(HostileRound3, AFixedLengthXmlOfOneGibIsRefusedByItsDeclaredSize) {
 TEST(HostileRound3, SigintStopsTheServerWithinASecondDuringNoiseScans) {
   test::TempDir dir;
   const std::string log = dir / "run.log", pidfile = dir / "pid";
-  std::system(
-      ("(" + test::radstream_binary() +
-       " run --headless --backend cpu --endpoint tcp://127.0.0.1:26300 --mrd-listen tcp://127.0.0.1:26301"
-       " --duration 60 --report-interval-s 0 > " +
-       log + " 2>&1 & echo $! > " + pidfile + "; wait; echo EXITED >> " + log + ") &")
-          .c_str());
+  start_run(dir, "--endpoint tcp://127.0.0.1:26300 --mrd-listen tcp://127.0.0.1:26301 --duration 60");
   SimParams s;
   s.matrix = 32;
   s.coils = 2;
   const Simulator sim(s);
-  int fd = -1;
-  for (int i = 0; i < 100 && fd < 0; ++i) {
-    fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(26301);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      ::close(fd);
-      fd = -1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
+  const int fd = connect_to(26301);
   ASSERT_GE(fd, 0);
   const int pid = std::stoi(slurp(pidfile));
   // The header, then noise acquisitions of 64 x 4096 as fast as the server takes them, on a thread.
