@@ -61,8 +61,8 @@ class MrdSession {
   // A flood of texts or config changes (each may reset the reconstruction, and is logged) ends the session
   // with an ERR past these counts.
   static constexpr int kMaxTexts = 256;
-  // Noise samples (coil vectors) taken into the prewhitening per session: at the pipeline's 64 coils, about
-  // 0.3 s of covariance sums.
+  // Noise samples (coil vectors) taken into the prewhitening per session: several times a scanner's noise
+  // scan, and small enough that noise cannot keep a session (and its slot) busy.
   static constexpr std::size_t kMaxNoiseSamples = std::size_t(1) << 18;
   bool noise_budget_told_ = false;
   static constexpr int kMaxConfigs = 16;
