@@ -59,8 +59,9 @@ void read_exact(ByteSource& s, void* dst, std::size_t n, const char* what) {
 // Reads `count` values into v, growing it a piece at a time as the bytes arrive: a declared length alone
 // (a 342-byte header promising 65535 samples x 1024 channels) allocates nothing that the sender has not
 // sent, and a sender that stops halfway costs only what it sent.
-template <class T>
-void read_growing(ByteSource& s, std::vector<T>& v, std::size_t count, const char* what) {
+template <class Container>
+void read_growing(ByteSource& s, Container& v, std::size_t count, const char* what) {
+  using T = typename Container::value_type;
   constexpr std::size_t kPiece = (std::size_t(1) << 20) / sizeof(T);  // 1 MiB
   v.clear();
   while (v.size() < count) {
@@ -104,9 +105,8 @@ std::string read_text_body(ByteSource& s, std::uint64_t n, const Limits& lim, co
   if (n > lim.max_text_bytes)
     throw ProtocolError(Fault::TooLong, fmt::format("{} declares {} bytes, more than the limit of {}", what,
                                                     n, lim.max_text_bytes));
-  std::vector<char> body;
-  read_growing(s, body, std::size_t(n), what);
-  std::string t(body.begin(), body.end());
+  std::string t;
+  read_growing(s, t, std::size_t(n), what);
   return strip_nul(std::move(t));
 }
 
