@@ -318,7 +318,10 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
     nlohmann::ordered_json f;
     for (std::size_t i = 0; i < mrd.faults.size(); ++i) f[kFaults[i]] = mrd.faults[i].load();
     j["mrd"] = {{"sessions", mrd.sessions.load()},
+                {"sessions_admitted", mrd.sessions_admitted.load()},
+                {"sessions_completed", mrd.sessions_completed.load()},
                 {"sessions_failed", mrd.sessions_failed.load()},
+                {"sessions_refused", mrd.sessions_refused.load()},
                 {"busy_refused", mrd.busy_refused.load()},
                 {"address_refused", mrd.address_refused.load()},
                 {"acquisitions", mrd.acquisitions.load()},
@@ -345,6 +348,24 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
                    {"deadline_reserve_ms", deadline_reserve_ms.load()},
                    {"deadline_reserve_max_ms", deadline_reserve_max_ms.load()}};
   return j;
+}
+
+void Metrics::absorb(const Metrics& m) {
+  for (auto [to, from] : {std::pair{&spokes, &m.spokes},
+                          {&bytes, &m.bytes},
+                          {&headers, &m.headers},
+                          {&closes, &m.closes},
+                          {&missing, &m.missing},
+                          {&gaps, &m.gaps},
+                          {&streams, &m.streams},
+                          {&reconfigurations, &m.reconfigurations},
+                          {&frames, &m.frames},
+                          {&frames_skipped, &m.frames_skipped},
+                          {&frames_failed, &m.frames_failed},
+                          {&deadline_stops, &m.deadline_stops},
+                          {&clock_invalid, &m.clock_invalid}})
+    *to += from->load();
+  for (std::size_t r = 0; r < rejected.size(); ++r) rejected[r] += m.rejected[r].load();
 }
 
 }  // namespace radstream

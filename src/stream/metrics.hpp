@@ -132,6 +132,10 @@ class Metrics {
   // The MRD TCP server (stream/mrd_server.hpp), when --mrd-listen is set.
   struct Mrd {
     std::atomic<bool> on{false};
+    // sessions: connections accepted; admitted: their header came and a place was free; each admitted one
+    // ends completed (its close) or failed; refused: an unknown config or a stream over the limits (busy
+    // and address refusals apart).
+    std::atomic<std::uint64_t> sessions_admitted{0}, sessions_completed{0}, sessions_refused{0};
     std::atomic<std::uint64_t> sessions{0}, busy_refused{0}, address_refused{0}, sessions_failed{0},
         acquisitions{0}, non_imaging{0}, noise{0}, waveforms{0}, client_images{0}, ndarrays{0}, texts{0},
         queries{0}, images_sent{0}, images_dropped{0};
@@ -181,6 +185,10 @@ class Metrics {
   std::vector<std::pair<std::string, Percentiles>> stage_summaries() const;
 
   void reject(wire::Reject r) { ++rejected[int(r)]; }
+  // A closed session's counts (its own Metrics) added into these, the run's totals: spokes, bytes, headers,
+  // closes, rejections by reason, missing and gaps, frames made, skipped and failed (a session's recorder
+  // counts into the run's metrics as it writes).
+  void absorb(const Metrics& session);
   std::uint64_t rejected_total() const;
 
   std::string line(double elapsed_s);  // fps and spokes/s since the previous call

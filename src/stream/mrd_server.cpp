@@ -7,6 +7,8 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "gpu/cuda_runtime.hpp"
+#include "recon/backend.hpp"
 #include "stream/mrd_session.hpp"
 #include "stream/stream_runtime.hpp"
 #include "wire/endpoint.hpp"
@@ -54,8 +56,22 @@ void MrdServerParams::validate(bool insecure) const {
   log::warn("security: MRD server {} is open to {} without authentication (--insecure)", listen, allow);
 }
 
-MrdServer::MrdServer(const MrdServerParams& p, StreamRuntime& runtime, std::string ingest_endpoint)
-    : p_(p), rt_(runtime), ingest_endpoint_(std::move(ingest_endpoint)), allow_(split_list(p.allow)) {
+int max_sessions_auto(bool cuda) {
+  std::size_t n = 0;
+  if (cuda) {
+    n = gpu::free_memory(0) >> 30;  // a scanner-sized session needs well under a GiB (GPU 0: the default)
+  } else {
+    n = std::max(1u, std::thread::hardware_concurrency()) / 2;
+  }
+  return int(std::clamp<std::size_t>(n, 1, 16));
+}
+
+MrdServer::MrdServer(const MrdServerParams& p, StreamRuntime& runtime)
+    : p_(p), rt_(runtime), allow_(split_list(p.allow)) {
+  max_sessions_ =
+      p_.max_sessions > 0
+          ? p_.max_sessions
+          : max_sessions_auto(resolve_backend(rt_.config().recon.backend).backend == Backend::Cuda);
   listener_ = std::make_unique<TcpListener>(p_.listen);
   rt_.metrics().mrd.on = true;
 }
@@ -70,7 +86,8 @@ std::string MrdServer::endpoint() const {
 
 void MrdServer::start() {
   if (thread_.joinable()) return;
-  log::info("mrd: serving MRD clients on {} (at most {} at once)", endpoint(), p_.max_sessions);
+  log::info("mrd: serving MRD clients on {} (at most {} sessions at once{}, each with its own pipeline)",
+            endpoint(), max_sessions_, p_.max_sessions > 0 ? "" : ", from the memory budget");
   thread_ = std::thread([this] { accept_loop(); });
 }
 
@@ -101,6 +118,30 @@ void MrdServer::reap() {
   done.clear();  // joined outside the lock
 }
 
+bool MrdServer::claim_slot(std::string& why) {
+  std::lock_guard l(m_);
+  if (slots_ >= max_sessions_) {
+    why = fmt::format("busy: {} session(s) in progress (at most {}, --mrd-max-sessions); try again later",
+                      slots_, max_sessions_);
+    return false;
+  }
+  ++slots_;
+  return true;
+}
+
+void MrdServer::release_slot() {
+  std::lock_guard l(m_);
+  if (slots_ > 0) --slots_;
+}
+
+std::vector<std::string> MrdServer::session_lines() const {
+  std::vector<std::string> out;
+  std::lock_guard l(m_);
+  for (const auto& s : sessions_)
+    if (auto line = s->status_line(); !line.empty()) out.push_back(std::move(line));
+  return out;
+}
+
 void MrdServer::accept_loop() {
   while (!stop_) {
     try {
@@ -115,22 +156,21 @@ void MrdServer::accept_loop() {
         refuse(fd.get(), fmt::format("the address {} is not admitted", peer));
         continue;
       }
+      // Connections still sending their header hold no slot, but they are bounded: each has its threads.
       std::size_t open = 0;
       {
         std::lock_guard l(m_);
-        open = std::size_t(
-            std::count_if(sessions_.begin(), sessions_.end(), [](const auto& s) { return s->active(); }));
+        open = sessions_.size();
       }
-      if (open >= std::size_t(p_.max_sessions)) {
+      const std::size_t most = std::size_t(max_sessions_) + kMaxWaiting;
+      if (open >= most) {
         ++rt_.metrics().mrd.busy_refused;
-        log::warn("mrd: a client at {} came while {} session(s) run (--mrd-max-sessions {}); told busy", peer,
-                  open, p_.max_sessions);
-        refuse(fd.get(), fmt::format("busy: {} session(s) in progress (at most {}); try again later", open,
-                                     p_.max_sessions));
+        log::warn("mrd: a client at {} came while {} connections are open; told busy", peer, open);
+        refuse(fd.get(), fmt::format("busy: {} connections open (at most {}); try again later", open, most));
         continue;
       }
       ++rt_.metrics().mrd.sessions;
-      auto s = std::make_shared<MrdSession>(p_, rt_, ingest_endpoint_, std::move(fd), peer, ++next_session_);
+      auto s = std::make_shared<MrdSession>(p_, rt_, *this, std::move(fd), peer, ++next_session_);
       {
         std::lock_guard l(m_);
         sessions_.push_back(s);
@@ -140,19 +180,6 @@ void MrdServer::accept_loop() {
       log::error("mrd: accepting a client failed: {}", e.what());
     }
   }
-}
-
-void MrdServer::consume(const FrameResult& f) {
-  std::shared_ptr<MrdSession> owner;
-  {
-    std::lock_guard l(m_);
-    for (auto& s : sessions_)
-      if (s->owns_frames()) {
-        owner = s;
-        break;
-      }
-  }
-  if (owner) owner->send_frame(f);
 }
 
 }  // namespace radstream

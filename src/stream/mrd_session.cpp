@@ -55,9 +55,11 @@ std::uint32_t fresh_stream_id() {
   return id;
 }
 
-zmq::message_t bytes_message(const void* p, std::size_t n) {
-  return zmq::message_t(p, n);
-}
+// A session the server does not take (busy, an unknown config, a stream over the limits): the client hears
+// why in an ERR text, then the close; counted as refused, not failed.
+struct Refusal : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 std::vector<std::byte> text_message(std::uint16_t id, const std::string& t) {
   std::vector<std::byte> b;
@@ -67,21 +69,24 @@ std::vector<std::byte> text_message(std::uint16_t id, const std::string& t) {
 
 }  // namespace
 
-MrdSession::MrdSession(const MrdServerParams& p, StreamRuntime& rt, const std::string& ingest_endpoint, Fd fd,
+MrdSession::MrdSession(const MrdServerParams& p, StreamRuntime& rt, MrdServer& server, Fd fd,
                        std::string peer, std::uint32_t number)
     : p_(p),
       rt_(rt),
-      push_(rt.zmq_context(), zmq::socket_type::push),
+      server_(server),
       fd_(std::move(fd)),
       peer_(std::move(peer)),
       number_(number),
       stream_id_(fresh_stream_id()),
+      tag_("session " + std::to_string(number)),
       recent_(kRecent),
       recent_index_(kRecent, ~std::uint64_t(0)) {
-  push_.set(zmq::sockopt::linger, 2000);
-  push_.set(zmq::sockopt::sndhwm, 100000);
-  if (is_ipv6_endpoint(ingest_endpoint)) push_.set(zmq::sockopt::ipv6, 1);
-  push_.connect(socket_endpoint(ingest_endpoint));
+  const RunConfig& c = rt.config();
+  settings_.frames = c.frames;
+  settings_.frames.skip_when_behind = p_.frames == MrdFrames::Latest;
+  settings_.recon = c.recon;
+  settings_.recon.keep_phase = p_.pixels == MrdPixels::Complex;
+  settings_.tag = tag_;
 }
 
 MrdSession::~MrdSession() {
@@ -97,11 +102,14 @@ MrdSession::~MrdSession() {
 }
 
 void MrdSession::start() {
-  // The pipeline's warnings and errors go to the client as WRN/ERR texts, as a FIRE server's log does. Not
-  // the MRD server's own lines ("mrd: ..."): this session's faults reach its client as its ERR text already,
-  // and other sessions' are none of its business.
-  forward_.emplace([this](bool error, std::string_view line) {
-    if (line.substr(0, 4) == "mrd:" || line.substr(0, 9) == "security:") return;
+  // This session's warnings and errors (its front door's and its reconstruction's lines carry its tag) go to
+  // its client as WRN/ERR texts, as a FIRE server's log does; not the MRD server's own lines ("mrd: ...": its
+  // faults reach it as its ERR text already) and nothing of the other sessions or the server's own stream.
+  const std::string mine = tag_ + ": ";
+  forward_.emplace([this, mine](bool error, std::string_view line) {
+    if (line.substr(0, 4) == "mrd:" || line.substr(0, 9) == "security:" ||
+        line.find(mine) == std::string_view::npos)
+      return;
     queue_text(std::string(error ? "ERR" : "WRN") + " radstream: " + log::printable_line(line, 500));
   });
   writer_ = std::thread([this] { write_loop(); });
@@ -139,6 +147,7 @@ void MrdSession::queue(Out o) {
       dead_ = true;
       ++rt_.metrics().mrd.sessions_failed;
       log::warn("mrd: session {} ({}): the client went away; dropped", number_, peer_);
+      stop_ = true;                      // its frames are abandoned at once
       ::shutdown(fd_.get(), SHUT_RDWR);  // the reader ends too
     } else if (std::size_t(k) == o.bytes.size()) {
       sent_image(o);
@@ -194,6 +203,7 @@ void MrdSession::write_loop() {
           ++rt_.metrics().mrd.sessions_failed;
           log::warn("mrd: session {} ({}): the client took no data for {} s or went away; dropped", number_,
                     peer_, p_.send_timeout_s);
+          stop_ = true;                      // its frames are abandoned at once
           ::shutdown(fd_.get(), SHUT_RDWR);  // the reader ends too
           continue;
         }
@@ -211,8 +221,14 @@ void MrdSession::run() {
   std::string error;
   std::optional<mrd::Fault> fault;
   try {
-    SocketSource src(fd_.get(), p_.message_timeout_s, p_.idle_timeout_s, &stop_);
+    // No idle timer between any two messages: the session's own deadlines (the header, then an acquisition)
+    // say what counts as progress; queries and texts do not.
+    SocketSource src(fd_.get(), p_.message_timeout_s, 0.0, &stop_);
     serve(src);
+  } catch (const Refusal& e) {  // said to the client, then closed; not a failure of the session
+    log::info("mrd: {} ({}) refused: {}", tag_, peer_, log::printable_line(e.what(), 300));
+    error = e.what();
+    refused_ = true;
   } catch (const mrd::ProtocolError& e) {
     fault = e.fault();
     log::warn("mrd: session {} ({}) ends: {} ({})", number_, peer_, log::printable_line(e.what(), 300),
@@ -222,24 +238,34 @@ void MrdSession::run() {
     log::error("mrd: session {} ({}) failed: {}", number_, peer_, log::printable_line(e.what(), 300));
     error = e.what();
   }
-  if (header_sent_ &&
-      !finished_) {  // a stream that ended without the client's close ends here for the ingest
-    try {
-      // (a short wait: the ingest takes a close in microseconds unless it follows another session's stream)
-      close_for_ingest(monotonic_ns() + std::int64_t(std::min(p_.drain_timeout_s, 2.0) * 1e9));
-    } catch (const std::exception& e) {
-      log::warn("mrd: session {}: {}", number_, log::printable_line(e.what(), 300));
-    }
-  }
+  end_session(error, fault);
+}
+
+// The session's end, whatever ended it: a vanished or faulty client's frames are abandoned at once (nothing
+// more is made for nobody); its pipeline's counts join the run's; its place is free before the close is sent,
+// so that a client that reconnects at once is served.
+void MrdSession::end_session(const std::string& error, std::optional<mrd::Fault> fault) {
   {
     std::lock_guard l(frame_m_);
-    finished_ = true;  // no more frames, and no longer counted against --mrd-max-sessions
+    frames_wanted_ = false;
   }
-  // Counted once the stream is closed for the ingest and the session's place is free: a client that sees the
-  // count may connect again at once.
-  if (fault) ++rt_.metrics().mrd.faults[std::size_t(*fault)];
+  std::shared_ptr<SessionPipeline> pipe;
+  {
+    std::lock_guard l(pipe_m_);
+    pipe = std::move(pipe_);
+  }
+  if (pipe) {
+    pipe->stop();
+    rt_.absorb(pipe->metrics());
+  }
+  auto& mm = rt_.metrics().mrd;
+  if (phase_.exchange(Phase::Over) == Phase::Admitted) {
+    server_.release_slot();
+    if (error.empty()) ++mm.sessions_completed;
+  }
+  if (fault) ++mm.faults[std::size_t(*fault)];
   if (!error.empty()) {
-    ++rt_.metrics().mrd.sessions_failed;
+    if (!dead_ && !refused_) ++mm.sessions_failed;  // (a client gone while being sent to was counted then)
     queue_text(fmt::format("ERR radstream: {}", error));
     std::vector<std::byte> c;
     mrd::append_close(c);
@@ -255,32 +281,14 @@ void MrdSession::run() {
   ended_ = true;
 }
 
-void MrdSession::close_for_ingest(std::int64_t deadline_ns) {
-  const std::uint64_t closes0 = rt_.metrics().closes.load();
-  wire::Envelope env;
-  env.type = std::uint16_t(wire::MsgType::Close);
-  env.stream_id = stream_id_;
-  env.sequence = sequence_;
-  env.spoke_index = sequence_;  // a close carries the number of spokes sent
-  auto parts = wire::encode_bare(env);
-  std::vector<zmq::message_t> msgs;
-  for (auto& part : parts) msgs.push_back(bytes_message(part.data(), part.size()));
-  send_to_ingest(msgs);
-  while (rt_.metrics().closes.load() == closes0 && monotonic_ns() < deadline_ns && !stop_)
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-}
-
-void MrdSession::send_to_ingest(std::vector<zmq::message_t>& parts) {
-  for (std::size_t i = 0; i < parts.size(); ++i)
-    if (!push_.send(parts[i], i + 1 < parts.size() ? zmq::send_flags::sndmore : zmq::send_flags::none))
-      throw Error("the ingest did not take a message");
-}
-
-void MrdSession::serve(mrd::ByteSource& src) {
+void MrdSession::serve(SocketSource& src) {
   mrd::Limits lim;  // one set of limits: the pipeline's
   lim.max_samples = p_.max_samples;
   lim.max_channels = p_.max_coils;
   auto& mm = rt_.metrics().mrd;
+  src.set_deadline(
+      monotonic_ns() + std::int64_t(p_.header_timeout_s * 1e9),
+      fmt::format("no XML header within {} s of connecting (--mrd-header-timeout)", p_.header_timeout_s));
   for (;;) {
     auto msg = mrd::read_message(src, lim);
     if (!msg) {
@@ -299,12 +307,12 @@ void MrdSession::serve(mrd::ByteSource& src) {
         select_config(msg->text, "config text");
         break;
       case mrd::kHeader:
-        on_header(msg->text);
+        on_header(msg->text, src);
         break;
       case mrd::kText:
         ++mm.texts;
         count_setting("text messages", ++texts_, kMaxTexts);
-        if (have_header_ && sequence_ == 0 && !msg->text.empty() && msg->text.front() == '{')
+        if (have_header_ && !pipe_ && !msg->text.empty() && msg->text.front() == '{')
           apply_json_settings(msg->text);
         else
           log::info("mrd: session {} text: {}", number_, log::printable_line(msg->text, 200));
@@ -318,6 +326,9 @@ void MrdSession::serve(mrd::ByteSource& src) {
         break;
       }
       case mrd::kAcquisition:
+        if (p_.idle_timeout_s > 0)
+          src.set_deadline(monotonic_ns() + std::int64_t(p_.idle_timeout_s * 1e9),
+                           fmt::format("no acquisition for {} s (--mrd-idle-timeout)", p_.idle_timeout_s));
         on_acquisition(msg->acq);
         break;
       case mrd::kWaveform:
@@ -332,7 +343,6 @@ void MrdSession::serve(mrd::ByteSource& src) {
       case mrd::kResponse:
         break;
       case mrd::kClose:
-        if (have_header_ && !header_sent_) forward_header();  // a header with no acquisition: an empty stream
         finish_stream();
         return;
       default:
@@ -348,77 +358,88 @@ void MrdSession::count_setting(const char* what, int count, int limit) {
         fmt::format("more than {} {} in one session (a scanner sends a few); closing", limit, what));
 }
 
-void MrdSession::select_config(const std::string& raw, const std::string& how) {
-  const std::string name = raw;
-  if (name.empty() || name == "default") return;
-  ReconParams r = rt_.recon();
-  std::string choices;
+std::string MrdSession::offered_configs() const {
+  std::string out;
   for (const auto& e : kReconMethods.items)
-    if (!e.offline) choices += std::string(choices.empty() ? "" : ", ") + e.name;
-  if (how == "config text") {
-    try {
-      RunConfig c = RunConfig::from_yaml(YAML::Load(name), "MRD config text");
-      c.recon.keep_phase = p_.pixels == MrdPixels::Complex;
-      rt_.set_recon(c.recon);
-      rt_.set_window(c.frames.window);
-      rt_.set_stride(c.frames.stride);
-      log::info("mrd: session {} config text applied (method {})", number_, to_string(c.recon.method));
-      return;
-    } catch (const std::exception& e) {
-      throw mrd::ProtocolError(
-          mrd::Fault::BadField,
-          fmt::format("the config text is not a radstream YAML configuration: {}", e.what()));
-    }
-  }
-  r.keep_phase = p_.pixels == MrdPixels::Complex;
-  bool method = true;
-  try {
-    r.method = parse_recon_method(name);
-  } catch (const ConfigError&) {
-    method = false;
-  }
-  if (method) {
-    try {
-      rt_.set_recon(r);
-    } catch (const ConfigError& e) {  // e.g. complex images from a method without phase
-      throw mrd::ProtocolError(mrd::Fault::BadField, fmt::format("config {}: {}", name, e.what()));
-    }
-    log::info("mrd: session {} reconstructs with {}", number_, name);
-    queue_text(fmt::format("DBG radstream: reconstructing with {}", name));
-    return;
-  }
+    if (!e.offline) out += std::string(out.empty() ? "" : ", ") + e.name;
   namespace fs = std::filesystem;
   std::vector<std::string> files;
   std::error_code ec;
   for (const auto& f : fs::directory_iterator(p_.config_dir, ec))
-    if (f.path().extension() == ".yaml") files.push_back(f.path().stem().string());
+    if (f.path().extension() == ".yaml") {
+      try {  // only a session's configs (recon:, frames:): the server's own files are not a client's choice
+        if (is_session_config(YAML::LoadFile(f.path().string()))) files.push_back(f.path().stem().string());
+      } catch (const std::exception&) {
+      }
+    }
   std::sort(files.begin(), files.end());
+  for (const auto& f : files) out += ", " + f;
+  return out;
+}
+
+// A config (name, YAML text, or a name inside the JSON settings) sets this session's reconstruction and
+// frames only; it is applied when the session's pipeline is made. An unknown name is remembered and refused
+// (or served by the default config) once the header has come: a FIRE client sends its config name first and
+// reads the answer only after its header.
+void MrdSession::select_config(const std::string& raw, const std::string& how) {
+  const std::string name = raw;
+  if (name.empty() || name == "default") return;
+  if (pipe_)
+    throw mrd::ProtocolError(mrd::Fault::BadField,
+                             fmt::format("a {} after the first acquisition (the session's reconstruction is "
+                                         "set by then)",
+                                         how));
+  if (how == "config text") {
+    try {
+      SessionConfig c = session_config_from_yaml(YAML::Load(name), rt_.config(), "MRD config text");
+      settings_.recon = c.recon;
+      settings_.frames.window = c.frames.window;
+      settings_.frames.stride = c.frames.stride;
+      settings_.frames.framing = c.frames.framing;
+      settings_.frames.max_window = c.frames.max_window;
+      config_name_ = "a config text";
+      unknown_config_.clear();
+      return;
+    } catch (const std::exception& e) {
+      throw mrd::ProtocolError(
+          mrd::Fault::BadField,
+          fmt::format("the config text is not a radstream session configuration: {}", e.what()));
+    }
+  }
+  try {
+    settings_.recon.method = parse_recon_method(name);
+    config_name_ = name;
+    unknown_config_.clear();
+    return;
+  } catch (const ConfigError&) {
+  }
   const bool plain = name.find('/') == std::string::npos && name.find("..") == std::string::npos;
   const std::string stem =
       name.size() > 5 && name.ends_with(".yaml") ? name.substr(0, name.size() - 5) : name;
-  if (plain && std::find(files.begin(), files.end(), stem) != files.end()) {
-    const std::string path = (fs::path(p_.config_dir) / (stem + ".yaml")).string();
-    try {
-      RunConfig c = RunConfig::from_yaml(YAML::LoadFile(path), path);
-      c.recon.keep_phase = p_.pixels == MrdPixels::Complex;
-      rt_.set_recon(c.recon);
-      rt_.set_window(c.frames.window);
-      rt_.set_stride(c.frames.stride);
-      log::info("mrd: session {} reconstructs with {} (method {})", number_, path, to_string(c.recon.method));
-      queue_text(
-          fmt::format("DBG radstream: reconstructing with {} (method {})", stem, to_string(c.recon.method)));
-      return;
-    } catch (const std::exception& e) {
-      throw mrd::ProtocolError(mrd::Fault::BadField, fmt::format("config {}: {}", stem, e.what()));
-    }
+  namespace fs = std::filesystem;
+  const fs::path path = fs::path(p_.config_dir) / (stem + ".yaml");
+  std::error_code ec;
+  if (plain && fs::is_regular_file(path, ec)) {
+    apply_config_file(stem);
+    return;
   }
-  std::string yaml;
-  for (const auto& f : files) yaml += std::string(yaml.empty() ? "" : ", ") + f;
-  throw mrd::ProtocolError(
-      mrd::Fault::BadField,
-      fmt::format("unknown config '{}': the choices are the methods {} or a YAML file of the server's "
-                  "config folder ({})",
-                  name, choices, yaml.empty() ? "none found" : yaml));
+  unknown_config_ = name;
+}
+
+void MrdSession::apply_config_file(const std::string& stem) {
+  const std::string path = (std::filesystem::path(p_.config_dir) / (stem + ".yaml")).string();
+  try {
+    SessionConfig c = session_config_from_yaml(YAML::LoadFile(path), rt_.config(), path);
+    settings_.recon = c.recon;
+    settings_.frames.window = c.frames.window;
+    settings_.frames.stride = c.frames.stride;
+    settings_.frames.framing = c.frames.framing;
+    settings_.frames.max_window = c.frames.max_window;
+    config_name_ = stem;
+    unknown_config_.clear();
+  } catch (const std::exception& e) {
+    throw mrd::ProtocolError(mrd::Fault::BadField, fmt::format("config {}: {}", stem, e.what()));
+  }
 }
 
 void MrdSession::apply_json_settings(const std::string& text) {
@@ -440,14 +461,57 @@ void MrdSession::apply_json_settings(const std::string& text) {
   if (!config.empty()) select_config(config, "config name");
 }
 
-void MrdSession::on_header(const std::string& xml) {
+// The header admits the session: its config is known by then, so every refusal (an unknown config, a stream
+// over the limits, no place free) is said now, as an ERR text, before the close.
+void MrdSession::on_header(const std::string& xml, SocketSource& src) {
+  if (have_header_) {
+    log::info("mrd: {} ({}): a repeated XML header; the first one stands", tag_, peer_);
+    return;
+  }
   StreamHeader h;
   try {
     h = stream_header_from_xml(xml, "the MRD XML header");
   } catch (const Error& e) {
     throw mrd::ProtocolError(mrd::Fault::BadField, e.what());
   }
+  auto& mm = rt_.metrics().mrd;
+  const auto refuse = [&](const std::string& why) {
+    ++mm.sessions_refused;
+    throw Refusal(why);
+  };
+  if (!unknown_config_.empty()) {
+    if (p_.default_config.empty())
+      refuse(fmt::format("unknown config '{}': the choices are {}", unknown_config_, offered_configs()));
+    queue_text(
+        fmt::format("WRN radstream: unknown config '{}'; serving the default config {} (the choices "
+                    "are {})",
+                    unknown_config_, p_.default_config, offered_configs()));
+    const std::string unknown = unknown_config_;
+    select_config(p_.default_config, "config name");
+    if (!unknown_config_.empty())
+      refuse(fmt::format("the default config '{}' is unknown", p_.default_config));
+  }
+  try {  // the session's own settings, checked before it takes a place (e.g. complex images from gridding)
+    settings_.recon.validate();
+    settings_.frames.validate();
+  } catch (const ConfigError& e) {
+    refuse(fmt::format("config {}: {}", config_name_, e.what()));
+  }
+  if (h.samples > p_.max_samples || h.coils > p_.max_coils)
+    refuse(
+        fmt::format("the stream of {} samples x {} coils is beyond the server's limits ({} x {}: "
+                    "stream.max_samples, stream.max_coils)",
+                    h.samples, h.coils, p_.max_samples, p_.max_coils));
+  std::string busy;
+  if (!server_.claim_slot(busy)) {
+    ++mm.busy_refused;
+    log::warn("mrd: {} ({}): {}", tag_, peer_, busy);
+    throw Refusal(busy);
+  }
+  phase_ = Phase::Admitted;
+  ++mm.sessions_admitted;
   xml_ = xml;
+  header_ = h;
   have_header_ = true;
   samples_full_ = h.samples;
   radstream_xml_ = xml.find("radstream_radial") != std::string::npos;
@@ -462,21 +526,41 @@ void MrdSession::on_header(const std::string& xml) {
     fov_[1] = f.y > 0 ? f.y : float(h.fov_mm);
     fov_[2] = f.z > 0 ? f.z : 10.f;
   }
-  log::info("mrd: session {} ({}): stream of {} samples x {} coils -> {}x{}", number_, peer_, h.samples,
+  log::info("mrd: {} ({}): stream of {} samples x {} coils -> {}x{}", tag_, peer_, h.samples,
             h.coils ? std::to_string(h.coils) : std::string("?"), h.matrix, h.matrix);
-  if (h.coils > 0) forward_header();  // else: the coil count comes with the first acquisition
+  if (p_.idle_timeout_s > 0)
+    src.set_deadline(monotonic_ns() + std::int64_t(p_.idle_timeout_s * 1e9),
+                     fmt::format("no acquisition for {} s (--mrd-idle-timeout)", p_.idle_timeout_s));
+  else
+    src.set_deadline(0, {});
 }
 
-void MrdSession::forward_header() {
-  wire::Envelope env;
-  env.type = std::uint16_t(wire::MsgType::Header);
-  env.stream_id = stream_id_;
-  env.sequence = sequence_;
-  auto parts = wire::encode_text(env, xml_);
-  std::vector<zmq::message_t> msgs;
-  for (auto& part : parts) msgs.push_back(bytes_message(part.data(), part.size()));
-  send_to_ingest(msgs);
-  header_sent_ = true;
+// The session's own pipeline, made when its settings are final (the first imaging acquisition, or the close
+// of a stream without one), with the header's coil count (or the first acquisition's).
+void MrdSession::open_pipeline() {
+  std::shared_ptr<SessionPipeline> pipe;
+  try {
+    pipe = rt_.open_session(settings_,
+                            [this](std::shared_ptr<const FrameResult> f) { send_frame(std::move(f)); });
+  } catch (const ConfigError& e) {  // e.g. complex images from a method without phase
+    throw mrd::ProtocolError(mrd::Fault::BadField, fmt::format("config {}: {}", config_name_, e.what()));
+  }
+  {
+    std::lock_guard l(pipe_m_);
+    pipe_ = pipe;
+  }
+  wire::Message m;
+  m.env.type = std::uint16_t(wire::MsgType::Header);
+  m.env.stream_id = stream_id_;
+  m.env.sequence = sequence_;
+  m.text = xml_;
+  pipe->intake().header(m);
+  if (!pipe->intake().has_stream())
+    throw mrd::ProtocolError(mrd::Fault::BadField,
+                             "the stream header was refused: " + pipe->intake().last_rejection());
+  log::info("mrd: {} ({}) reconstructs with {}: {}", tag_, peer_, config_name_, pipe->settings().describe());
+  queue_text(
+      fmt::format("DBG radstream: reconstructing with {} ({})", config_name_, pipe->settings().describe()));
 }
 
 void MrdSession::on_acquisition(const mrd::Acquisition& in) {
@@ -533,16 +617,18 @@ void MrdSession::on_acquisition(const mrd::Acquisition& in) {
   const mrd::Acquisition& a = *use;
   ISMRMRD::ISMRMRD_AcquisitionHeader h;
   std::memcpy(&h, a.head.data(), sizeof h);
-  if (!header_sent_) {  // the header named no receiver channels: the first spoke's count
-    ISMRMRD::IsmrmrdHeader x;
-    ISMRMRD::deserialize(xml_.c_str(), x);
-    if (!x.acquisitionSystemInformation)
-      x.acquisitionSystemInformation = ISMRMRD::AcquisitionSystemInformation();
-    x.acquisitionSystemInformation->receiverChannels = std::uint16_t(a.channels);
-    std::ostringstream o;
-    ISMRMRD::serialize(x, o);
-    xml_ = o.str();
-    forward_header();
+  if (!pipe_) {
+    if (header_.coils == 0) {  // the header named no receiver channels: the first spoke's count
+      ISMRMRD::IsmrmrdHeader x;
+      ISMRMRD::deserialize(xml_.c_str(), x);
+      if (!x.acquisitionSystemInformation)
+        x.acquisitionSystemInformation = ISMRMRD::AcquisitionSystemInformation();
+      x.acquisitionSystemInformation->receiverChannels = std::uint16_t(a.channels);
+      std::ostringstream o;
+      ISMRMRD::serialize(x, o);
+      xml_ = o.str();
+    }
+    open_pipeline();
   }
   // The spoke's index: radstream's own 64-bit one, else kspace_encode_step_1 unwrapped past 65535.
   if (radstream_xml_) {
@@ -584,40 +670,136 @@ void MrdSession::on_acquisition(const mrd::Acquisition& in) {
     noise_.apply(white_, a.samples);
   }
   const std::vector<cfloat>& data = noise_.ready() ? white_ : a.data;
-  wire::Envelope env;
-  env.type = std::uint16_t(wire::MsgType::Spoke);
-  env.stream_id = stream_id_;
-  env.sequence = ++sequence_;
-  env.spoke_index = spoke_index_;
-  env.acquired_ns = monotonic_ns();  // its arrival: a scanner's time stamps are not this machine's clock
-  env.sent_ns = env.acquired_ns;
-  env.angle = std::nan("");
-  const auto envb = wire::encode_envelope(env);
-  std::vector<zmq::message_t> msgs;
-  msgs.push_back(bytes_message(envb.data(), envb.size()));
-  msgs.push_back(bytes_message(a.head.data(), a.head.size()));
-  msgs.push_back(bytes_message(a.traj.data(), a.traj.size() * sizeof(float)));
-  msgs.push_back(bytes_message(data.data(), data.size() * sizeof(cfloat)));
-  send_to_ingest(msgs);
+  wire::Message m;  // straight to the session's front door: nothing re-encoded
+  m.env.type = std::uint16_t(wire::MsgType::Spoke);
+  m.env.stream_id = stream_id_;
+  m.env.sequence = ++sequence_;
+  m.env.spoke_index = spoke_index_;
+  m.head.scan_counter = h.scan_counter;
+  m.head.flags = h.flags;
+  m.head.acquisition_time_stamp = h.acquisition_time_stamp;
+  m.head.slice = h.idx.slice;
+  m.head.spoke_index = spoke_index_;
+  m.head.acquired_ns = monotonic_ns();  // its arrival: a scanner's time stamps are not this machine's clock
+  m.head.sent_ns = m.head.acquired_ns;
+  m.head.angle = std::nan("");
+  m.samples = a.samples;
+  m.coils = a.channels;
+  m.traj_dims = a.traj_dims;
+  m.traj = std::as_bytes(std::span(a.traj));
+  m.data = std::as_bytes(std::span(data));
+  pipe_->intake().spoke(m, std::span<const std::byte>(a.head.data(), a.head.size()));
+  warn_if_behind();
+}
+
+// A session that cannot keep up hears it, at most once a second, with the counts.
+void MrdSession::warn_if_behind() {
+  const std::int64_t now = monotonic_ns();
+  if (now - behind_told_ns_ < 1'000'000'000) return;
+  const std::uint64_t due = pipe_->frames_due(), made = pipe_->frames_made() + pipe_->frames_lost();
+  if (due <= made + 2) return;  // a frame in flight and one waiting are keeping up
+  behind_told_ns_ = now;
+  queue_text(
+      fmt::format("WRN radstream: the reconstruction is behind: {} frames due, {} made, {} behind "
+                  "({})",
+                  due, pipe_->frames_made(), due - made,
+                  p_.frames == MrdFrames::All ? "every frame will come; the acquisitions wait"
+                                              : "the newest frame wins; some are skipped"));
+}
+
+std::string MrdSession::counts() const {
+  std::shared_ptr<SessionPipeline> pipe;
+  {
+    std::lock_guard l(pipe_m_);
+    pipe = pipe_;
+  }
+  if (!pipe) return fmt::format("0 frames due, {} sent", frames_sent_.load());
+  return fmt::format("{} frames due, {} made, {} sent", pipe->frames_due(), pipe->frames_made(),
+                     frames_sent_.load());
+}
+
+std::string MrdSession::status_line() const {
+  if (phase_ != Phase::Admitted) return {};
+  std::shared_ptr<SessionPipeline> pipe;
+  {
+    std::lock_guard l(pipe_m_);
+    pipe = pipe_;
+  }
+  if (!pipe) return fmt::format("{} ({}): {}: waiting for its first acquisition", tag_, peer_, config_name_);
+  return fmt::format("{} ({}): {}, matrix {}, {} coils: {}", tag_, peer_, pipe->settings().describe(),
+                     header_.matrix, pipe->intake().state(0).header.coils, counts());
+}
+
+// How long the frames still due may take after the client's close: the measured frame time (its 95th
+// percentile) times the frames left, twice over, and a second for
+// the last frame's trip; never more than drain_timeout_s.
+double MrdSession::drain_seconds() const {
+  const std::uint64_t due = pipe_->frames_due(), done = pipe_->frames_made() + pipe_->frames_lost();
+  const std::uint64_t left = due > done ? due - done : 0;
+  double frame_ms = 1000.0;
+  for (const auto& [stage, p] : pipe_->metrics().stage_summaries())
+    if (stage == "frame_total" && p.count > 0) frame_ms = p.p95;
+  return std::min(p_.drain_timeout_s, 1.0 + 2.0 * double(left) * frame_ms * 1e-3);
 }
 
 void MrdSession::finish_stream() {
-  if (header_sent_) {
-    // The frames still due: once the ingest has taken the close, until the reconstruction and the sinks are
-    // idle (bounded by drain_timeout_s).
-    const std::int64_t deadline = monotonic_ns() + std::int64_t(p_.drain_timeout_s * 1e9);
-    close_for_ingest(deadline);
-    int idle = 0;
-    while (monotonic_ns() < deadline && !stop_ && idle < 3) {
-      idle = rt_.drained() && rt_.sinks_idle() ? idle + 1 : 0;
-      std::this_thread::sleep_for(std::chrono::microseconds(500));
+  if (have_header_ && !pipe_) open_pipeline();  // a header and no acquisition: an empty stream, said so
+  if (pipe_) {
+    wire::Message m;
+    m.env.type = std::uint16_t(wire::MsgType::Close);
+    m.env.stream_id = stream_id_;
+    m.env.sequence = sequence_;
+    m.env.spoke_index = sequence_;  // a close carries the number of spokes sent
+    pipe_->intake().close(m);
+    // The frames still due: made (or dropped) by the deadline, each sent as it is made.
+    const double limit_s = drain_seconds();
+    const std::int64_t deadline = monotonic_ns() + std::int64_t(limit_s * 1e9);
+    bool drained = pipe_->drained();
+    {
+      std::unique_lock l(frame_m_);
+      while (!stop_ && !drained && monotonic_ns() < deadline) {
+        frame_cv_.wait_for(l, std::chrono::milliseconds(20));
+        drained = pipe_->drained();
+      }
     }
-    if (monotonic_ns() >= deadline)
-      log::warn("mrd: session {}: frames still due after {} s; closing", number_, p_.drain_timeout_s);
+    const std::uint64_t due = pipe_->frames_due(), made = pipe_->frames_made(), lost = pipe_->frames_lost();
+    if (!drained && !stop_) {
+      const std::uint64_t cut = due > made + lost ? due - made - lost : 0;
+      log::warn("mrd: {}: {} frames still due after {:.1f} s; closing", tag_, cut, limit_s);
+      queue_text(
+          fmt::format("ERR radstream: {} of {} frames were not made within {:.1f} s of the close "
+                      "(the measured frame time; --mrd-drain-timeout {} s at most); {} made",
+                      cut, due, limit_s, p_.drain_timeout_s, made));
+    }
+    const std::uint64_t spokes = pipe_->intake().spokes_taken();
+    if (due == 0)
+      queue_text(
+          fmt::format("WRN radstream: no image: {} spokes arrived, fewer than one window of {} "
+                      "(frames.window)",
+                      spokes, settings_.frames.window));
+    else if (lost > 0)
+      queue_text(fmt::format("WRN radstream: summary: {} spokes, {}; {} frames dropped or skipped", spokes,
+                             counts(), lost));
+    else
+      queue_text(fmt::format("DBG radstream: summary: {} spokes, {}", spokes, counts()));
   }
   {
     std::lock_guard l(frame_m_);
-    finished_ = true;  // no more frames for this session
+    frames_wanted_ = false;  // no more frames for this session
+  }
+  const std::string final_counts = counts();
+  std::shared_ptr<SessionPipeline> pipe;
+  {
+    std::lock_guard l(pipe_m_);
+    pipe = std::move(pipe_);
+  }
+  if (pipe) {
+    pipe->stop();  // its recording written out before the client hears the close
+    rt_.absorb(pipe->metrics());
+  }
+  if (phase_.exchange(Phase::Over) == Phase::Admitted) {
+    server_.release_slot();  // free before the close is sent: a client may come back at once
+    ++rt_.metrics().mrd.sessions_completed;
   }
   std::vector<std::byte> c;
   mrd::append_close(c);
@@ -627,24 +809,24 @@ void MrdSession::finish_stream() {
   }
   out_cv_.notify_all();
   if (have_header_)
-    log::info("mrd: session {} ({}) closed: {} acquisitions forwarded", number_, peer_, sequence_);
+    log::info("mrd: {} ({}) closed: {} acquisitions, {}", tag_, peer_, sequence_, final_counts);
   else
-    log::debug("mrd: session {} ({}) closed before any header", number_, peer_);
+    log::debug("mrd: {} ({}) closed before any header", tag_, peer_);
 }
 
-void MrdSession::send_frame(const FrameResult& f) {
+void MrdSession::send_frame(std::shared_ptr<const FrameResult> f) {
   MrdImageContext c;
   {
     std::lock_guard l(frame_m_);
-    if (finished_) return;
-    const std::size_t k = f.last_spoke % kRecent;
-    if (recent_index_[k] == f.last_spoke) c.last_acquisition = recent_[k];
+    if (!frames_wanted_) return;
+    const std::size_t k = f->last_spoke % kRecent;
+    if (recent_index_[k] == f->last_spoke) c.last_acquisition = recent_[k];
     std::copy(fov_, fov_ + 3, c.fov_mm);
     c.index = image_index_++;
   }
   c.series = std::uint16_t(number_ & 0xffffu);
-  c.method = to_string(rt_.recon(f.slice).method);
-  c.latency_ms = f.last_arrival_ns > 0 ? double(monotonic_ns() - f.last_arrival_ns) * 1e-6 : 0.0;
+  c.method = to_string(settings_.recon.method);
+  c.latency_ms = f->last_arrival_ns > 0 ? double(monotonic_ns() - f->last_arrival_ns) * 1e-6 : 0.0;
   std::vector<std::byte> bytes;
   {
     std::lock_guard l(out_m_);
@@ -653,8 +835,13 @@ void MrdSession::send_frame(const FrameResult& f) {
       spare_.pop_back();
     }
   }
-  encoder_.encode(f, c, p_.pixels, bytes);
-  queue({std::move(bytes), true, f.last_arrival_ns, f.ready_ns});
+  {
+    std::lock_guard l(encode_m_);  // one encoder, and a stream of several slices has a worker each
+    encoder_.encode(*f, c, p_.pixels, bytes);
+  }
+  ++frames_sent_;
+  queue({std::move(bytes), true, f->last_arrival_ns, f->ready_ns});
+  frame_cv_.notify_all();
 }
 
 }  // namespace radstream

@@ -14,13 +14,14 @@
 namespace radstream {
 
 ReconWorker::ReconWorker(const FrameParams& frames, const ReconParams& recon, Backend backend,
-                         const Registry& registry, Ingest& ingest, Metrics& metrics, Emit emit, int slice,
-                         int gpu)
+                         const Registry& registry, SpokeSource& source, Metrics& metrics, Emit emit,
+                         int slice, int gpu, std::string tag)
     : fp_(frames),
       slice_(slice),
       gpu_(gpu),
+      tag_(std::move(tag)),
       registry_(registry),
-      ingest_(ingest),
+      source_(source),
       metrics_(metrics),
       emit_(std::move(emit)),
       window_(frames.window),
@@ -63,7 +64,8 @@ std::string ReconWorker::last_error() const {
 }
 
 std::string ReconWorker::slice_prefix() const {
-  return ingest_.slices() > 1 ? "slice " + std::to_string(slice_) + ": " : std::string();
+  return (tag_.empty() ? std::string() : tag_ + ": ") +
+         (source_.slices() > 1 ? "slice " + std::to_string(slice_) + ": " : std::string());
 }
 
 void ReconWorker::set_error(const std::string& e) {
@@ -82,7 +84,7 @@ void ReconWorker::loop() {
       ++metrics_.frames_failed;
       ++metrics_.slice(slice_).frames_failed;
       set_error(e.what());
-      once_.error(4, std::string("the reconstruction thread hit an unexpected error: ") + e.what());
+      once_.error(4, slice_prefix() + "the reconstruction thread hit an unexpected error: " + e.what());
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
@@ -169,9 +171,11 @@ bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t e
 }
 
 bool ReconWorker::drained() const {
-  if (!drained_) return false;
-  const Ingest::State st = ingest_.state(slice_);
+  // The count first, then the flag: frames() lowers the flag before it publishes the count of a due frame,
+  // so a count that makes a frame due is never read with the flag of the idle pass before it.
   const std::uint64_t checked = checked_count_;
+  if (!drained_) return false;
+  const SpokeSource::State st = source_.state(slice_);
   return seen_generation_ == st.generation &&
          (!st.ring || checked == kAnyCount || checked == st.ring->count());
 }
@@ -185,11 +189,11 @@ void ReconWorker::frames() {
   std::shared_ptr<SpokeRing> kept_ring;  // the ring and frame end last told to keep spokes (every-frame mode)
   std::uint64_t kept_end = 0, kept_from = 0;
   while (running_) {
-    const Ingest::State st = ingest_.state(slice_);
+    const SpokeSource::State st = source_.state(slice_);
     if (!st.ring) {
       checked_count_ = kAnyCount;
       drained_ = true;
-      ingest_.wait_for(generation, 1, std::chrono::milliseconds(100), slice_);
+      source_.wait_for(generation, 1, std::chrono::milliseconds(100), slice_);
       continue;
     }
     {
@@ -202,7 +206,7 @@ void ReconWorker::frames() {
       if (next) {  // rebuild the chain with the new settings before the next frame
         backend_ = next->second;
         chain.reset();
-        log::info("run: new reconstruction settings ({} backend)", to_string(next->second));
+        log::info("run: {}new reconstruction settings ({} backend)", slice_prefix(), to_string(next->second));
       }
     }
     int want = window_, stride = stride_;
@@ -225,7 +229,7 @@ void ReconWorker::frames() {
         chain->configure(g);
         if (backend_ == Backend::Cpu || !st.ring->on_device() || chain->needs_coil_maps())
           host_frame = Frame(g);
-        log::info("run: reconstructing {} ({} backend), a frame every {} spokes", g.str(),
+        log::info("run: {}reconstructing {} ({} backend), a frame every {} spokes", slice_prefix(), g.str(),
                   to_string(backend_.load()), stride);
       } catch (const std::exception& e) {
         set_error(e.what());
@@ -237,7 +241,7 @@ void ReconWorker::frames() {
         kept_ring.reset();
         checked_count_ = kAnyCount;
         drained_ = true;  // nothing can be made until the next stream header
-        ingest_.wait_for(generation, ~std::uint64_t(0), std::chrono::milliseconds(200), slice_);
+        source_.wait_for(generation, ~std::uint64_t(0), std::chrono::milliseconds(200), slice_);
         continue;
       }
       if (new_stream)
@@ -257,10 +261,11 @@ void ReconWorker::frames() {
     }
     const std::uint64_t count = st.ring->count();
     const auto due = sched.next(count);
+    if (due) drained_ = false;  // before the count (drained() reads them in the other order)
     checked_count_ = count;
-    drained_ = !due.has_value();
+    if (!due) drained_ = true;
     if (!due) {
-      ingest_.wait_for(generation, sched.next_end(), std::chrono::milliseconds(100), slice_);
+      source_.wait_for(generation, sched.next_end(), std::chrono::milliseconds(100), slice_);
       continue;
     }
     metrics_.add_skipped(due->skipped);
@@ -270,7 +275,9 @@ void ReconWorker::frames() {
         // The reconstruction fell so far behind that the ring moved past this frame: a frame skipped for
         // speed (CANNOT KEEP UP), not a failure of the data or the code.
         once_.warn(
-            1, "a frame's spokes were overwritten before it was assembled (reconstruction behind); skipped");
+            1,
+            slice_prefix() +
+                "a frame's spokes were overwritten before it was assembled (reconstruction behind); skipped");
         metrics_.add_skipped(1);
         sched.advance();
         continue;

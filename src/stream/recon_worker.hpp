@@ -14,9 +14,9 @@
 
 #include "recon/recon_chain.hpp"
 #include "stream/frame_result.hpp"
-#include "stream/ingest.hpp"
 #include "stream/metrics.hpp"
 #include "stream/once_log.hpp"
+#include "stream/spoke_source.hpp"
 
 namespace radstream {
 
@@ -29,7 +29,8 @@ class ReconWorker {
   // slice this worker reconstructs (its own ring, window and warm-start state); gpu: the GPU its thread makes
   // current for its whole life (-1: the current one).
   ReconWorker(const FrameParams& frames, const ReconParams& recon, Backend backend, const Registry& registry,
-              Ingest& ingest, Metrics& metrics, Emit emit, int slice = 0, int gpu = -1);
+              SpokeSource& source, Metrics& metrics, Emit emit, int slice = 0, int gpu = -1,
+              std::string tag = {});
   ~ReconWorker();
   ReconWorker(const ReconWorker&) = delete;
   ReconWorker& operator=(const ReconWorker&) = delete;
@@ -48,7 +49,7 @@ class ReconWorker {
   ReconParams recon() const;
   Backend backend() const { return backend_; }
   std::string last_error() const;
-  // True when every frame due with the spokes of the stream in hand (the ingest's current generation) has
+  // True when every frame due with the spokes of the stream in hand (the source's current generation) has
   // been made or dropped: false from a new stream header until the worker has configured for it and found
   // nothing due.
   bool drained() const;
@@ -61,12 +62,13 @@ class ReconWorker {
   bool make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t end, int W, Frame& host_frame,
                   FrameResult& out);
   void set_error(const std::string& e);
-  std::string slice_prefix() const;  // "slice k: " when the stream has several
+  std::string slice_prefix() const;  // "session n: slice k: " (the tag, and the slice when several)
 
   const FrameParams& fp_;
   int slice_, gpu_;
+  std::string tag_;
   const Registry& registry_;
-  Ingest& ingest_;
+  SpokeSource& source_;
   Metrics& metrics_;
   Emit emit_;
   std::atomic<int> window_, stride_, coil_view_{-1};

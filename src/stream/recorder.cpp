@@ -46,9 +46,8 @@ std::uint64_t room_for(const std::string& path) {
 
 }  // namespace
 
-Recorder::Recorder(const RecordOptions& options, Metrics& metrics) : o_(options), metrics_(metrics) {
+RecordingNames::RecordingNames(const RecordOptions& o) : o_(o) {
   namespace fs = std::filesystem;
-  if (const char* f = std::getenv("RADSTREAM_TEST_RECORD_FAIL_AFTER")) fail_after_ = std::atol(f);
   const std::string& path = o_.path;
   if (!path.ends_with(".h5") && !path.ends_with(".mrd"))
     throw ConfigError("record: '" + path + "' must be an .h5 (MRD HDF5) or .mrd (MRD stream) file name");
@@ -74,6 +73,37 @@ Recorder::Recorder(const RecordOptions& options, Metrics& metrics) : o_(options)
   } else if (::access(path.c_str(), W_OK) != 0) {
     throw IoError("record: " + path + " is not writable (" + std::strerror(errno) + ")");
   }
+}
+
+RecordingNames::~RecordingNames() {
+  if (first_claimed_ && files_ == 0) {  // the stream never came: no empty placeholder is left behind
+    std::error_code ec;
+    std::filesystem::remove(o_.path, ec);
+  }
+}
+
+std::string RecordingNames::claim() {
+  std::lock_guard lock(m_);
+  if (made_ >= o_.max_files) return "";
+  ++made_;
+  ++files_;
+  if (files_ == 1 && (first_claimed_ || o_.overwrite)) return o_.path;
+  for (;; ++files_) {  // NAME_2.h5, ...: taken only when nobody has it (or when overwriting)
+    const std::string p = nth_file(o_.path, files_);
+    if (o_.overwrite) return p;
+    const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd >= 0) {
+      ::close(fd);
+      return p;
+    }
+    if (errno != EEXIST) return p;  // the writer will say why it cannot be made
+  }
+}
+
+Recorder::Recorder(const RecordOptions& options, Metrics& metrics, std::shared_ptr<RecordingNames> names)
+    : o_(options), metrics_(metrics), names_(std::move(names)) {
+  if (const char* f = std::getenv("RADSTREAM_TEST_RECORD_FAIL_AFTER")) fail_after_ = std::atol(f);
+  if (!names_) names_ = std::make_shared<RecordingNames>(o_);
   thread_ = std::thread([this] { run(); });
 }
 
@@ -144,23 +174,6 @@ void Recorder::push(std::span<const std::byte> acq, std::span<const std::byte> t
   queued_bytes_ += it.bytes;
   q_.push_back(std::move(it));
   cv_.notify_all();
-}
-
-std::string Recorder::claim_next_file() {
-  if (made_ >= o_.max_files) return "";
-  ++made_;
-  ++files_;
-  if (files_ == 1 && (first_claimed_ || o_.overwrite)) return o_.path;
-  for (;; ++files_) {  // NAME_2.h5, ...: taken only when nobody has it (or when overwriting)
-    const std::string p = nth_file(o_.path, files_);
-    if (o_.overwrite) return p;
-    const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
-    if (fd >= 0) {
-      ::close(fd);
-      return p;
-    }
-    if (errno != EEXIST) return p;  // the writer will say why it cannot be made
-  }
 }
 
 void Recorder::fail(const std::string& what, bool lost_a_spoke) {
@@ -276,13 +289,13 @@ void Recorder::run() {
         held_bytes = 0;
         waiting_xml.clear();
         attempts = 0;
-        const std::string p = claim_next_file();
+        const std::string p = names_->claim();
         if (p.empty()) {
           failed = true;
           fail(fmt::format(
                    "the run's limit of {} recording files (sinks.record_max_files) is reached; later streams "
                    "are not recorded",
-                   o_.max_files),
+                   names_->limit()),
                false);
           continue;
         }
@@ -372,10 +385,6 @@ void Recorder::run() {
     failures_ += held.size();
   }
   close(true);
-  if (first_claimed_ && files_ == 0) {  // the stream never came: no empty placeholder is left behind
-    std::error_code ec;
-    std::filesystem::remove(o_.path, ec);
-  }
 }
 
 }  // namespace radstream

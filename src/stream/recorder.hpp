@@ -32,9 +32,32 @@ struct RecordOptions {
   std::size_t max_queue_bytes = std::size_t(1) << 30;  // the ingest waits beyond this
 };
 
+// The file names of one run's recordings, shared by every recorder of the run (each session records its own
+// stream): NAME.h5 for the first stream, then NAME_2.h5, ...; at most max_files; an existing file is never
+// taken unless overwriting. The constructor checks the path and claims NAME.h5 (created exclusively, so that
+// nothing else takes it before the first stream comes); if no stream ever comes, the empty placeholder is
+// removed when the last recorder lets go of the names. Throws ConfigError/IoError naming the problem.
+class RecordingNames {
+ public:
+  explicit RecordingNames(const RecordOptions& o);
+  ~RecordingNames();
+  RecordingNames(const RecordingNames&) = delete;
+  RecordingNames& operator=(const RecordingNames&) = delete;
+  std::string claim();  // the next file's name; "" once max_files are made
+  int limit() const { return o_.max_files; }
+
+ private:
+  RecordOptions o_;
+  std::mutex m_;
+  int files_ = 0;  // the number in the last file name used (NAME.h5 is 1)
+  int made_ = 0;
+  bool first_claimed_ = false;
+};
+
 class Recorder {
  public:
-  Recorder(const RecordOptions& options, Metrics& metrics);
+  // `names`: the run's file names when several recorders share them (null: this recorder's own).
+  Recorder(const RecordOptions& options, Metrics& metrics, std::shared_ptr<RecordingNames> names = nullptr);
   ~Recorder();  // writes what is queued, then closes
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
@@ -58,7 +81,6 @@ class Recorder {
   void run();
   // Logs the first failure; `lost_a_spoke`: the spoke in hand was not recorded (counted). Closes nothing.
   void fail(const std::string& what, bool lost_a_spoke);
-  std::string claim_next_file();  // the next file name, created exclusively; "" when none may be made
 
   RecordOptions o_;
   Metrics& metrics_;
@@ -67,9 +89,7 @@ class Recorder {
   std::deque<Item> q_;
   std::size_t queued_bytes_ = 0;
   bool stopping_ = false, warned_ = false, failed_ = false;
-  int files_ = 0;               // the number in the last file name used (NAME.h5 is 1)
-  int made_ = 0;                // files made by this run
-  bool first_claimed_ = false;  // the constructor created NAME.h5 (removed at the end if never written)
+  std::shared_ptr<RecordingNames> names_;
   std::string current_;
   std::size_t written_ = 0, failures_ = 0;
   // Tests: a write error after this many spokes of a file (RADSTREAM_TEST_RECORD_FAIL_AFTER; -1: never), to

@@ -99,6 +99,42 @@ RunConfig RunConfig::from_yaml(const YAML::Node& root, const std::string& contex
   return c;
 }
 
+SessionConfig session_config_from_yaml(const YAML::Node& root, const RunConfig& base,
+                                       const std::string& context) {
+  SessionConfig c{base.recon, base.frames};
+  try {
+    if (!root.IsDefined() || root.IsNull()) return c;
+    if (!root.IsMap()) throw ConfigError("the text is not a YAML map of sections");
+    for (const auto& kv : root) {
+      const auto key = kv.first.as<std::string>();
+      if (key != "frames" && key != "recon")
+        throw ConfigError("section '" + key +
+                          "' is the server's, not a session's (a session's config has recon: and frames:)");
+    }
+    if (root["recon"]) c.recon = ReconParams::from_config(root["recon"]);
+    if (root["frames"]) read_section(root, "frames", c.frames);  // over the server's window and stride
+    c.frames.max_window = std::max(c.frames.max_window, c.frames.window);
+    c.frames.validate();
+    c.recon.validate();
+  } catch (const ConfigError& e) {
+    throw ConfigError(context + ": " + e.what());
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(context + ": " + e.what());
+  }
+  return c;
+}
+
+bool is_session_config(const YAML::Node& root) {
+  if (!root.IsDefined() || !root.IsMap()) return false;
+  bool any = false;
+  for (const auto& kv : root) {
+    const auto key = kv.first.as<std::string>();
+    if (key != "frames" && key != "recon") return false;
+    any = true;
+  }
+  return any;
+}
+
 void RunConfig::validate() const {
   stream.validate();
   frames.validate();

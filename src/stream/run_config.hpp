@@ -8,7 +8,7 @@
 
 #include "core/enum_table.hpp"
 #include "recon/recon_params.hpp"
-#include "stream/ingest.hpp"
+#include "stream/ingest_params.hpp"
 #include "stream/mrd_server.hpp"
 
 namespace radstream {
@@ -108,5 +108,17 @@ struct RunConfig {
   // True when MRD clients are sent complex images: the reconstruction must keep the phase.
   bool wants_phase() const { return !mrd.listen.empty() && mrd.pixels == MrdPixels::Complex; }
 };
+
+// What a session's own config (an MRD client's config name or text) may set: its reconstruction and its
+// frames. The frames keys it names apply over the server's (base); any other section is the server's and is
+// refused with its name. Throws ConfigError (prefixed by `context`).
+struct SessionConfig {
+  ReconParams recon;
+  FrameParams frames;
+};
+SessionConfig session_config_from_yaml(const YAML::Node& root, const RunConfig& base,
+                                       const std::string& context);
+// True when a YAML holds only a session's sections (recon:, frames:): a config the MRD server offers.
+bool is_session_config(const YAML::Node& root);
 
 }  // namespace radstream

@@ -26,13 +26,17 @@ RecordOptions record_options(const SinkParams& s, const std::string& path) {
 
 }  // namespace
 
-StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry) : cfg_(cfg), zctx_(1) {
+StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry)
+    : cfg_(cfg), registry_(registry), zctx_(1) {
   cfg_.recon.keep_phase = cfg_.wants_phase();
   cfg_.validate();
   const BackendDecision b = resolve_backend(cfg_.recon.backend);
   log::info("run: backend {} ({})", to_string(b.backend), b.reason);
-  if (!cfg_.sinks.record.empty())
-    recorder_ = std::make_unique<Recorder>(record_options(cfg_.sinks, cfg_.sinks.record), metrics_);
+  if (!cfg_.sinks.record.empty()) {
+    record_names_ = std::make_shared<RecordingNames>(record_options(cfg_.sinks, cfg_.sinks.record));
+    recorder_ =
+        std::make_unique<Recorder>(record_options(cfg_.sinks, cfg_.sinks.record), metrics_, record_names_);
+  }
   recording_ = cfg_.sinks.record;
   if (!cfg_.stream.curve_key.empty()) {
     zap_ = std::make_unique<ZapHandler>(zctx_, read_curve_allow_list(cfg_.stream.curve_clients),
@@ -69,18 +73,16 @@ StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry) : c
   }
   if (!cfg_.frames.skip_when_behind) ingest_->keep_spokes_for_every_frame();
   sinks_ = make_sinks(cfg_.sinks, zctx_, metrics_, cfg_.stream.curve_key, cfg_.stream.connections);
-  if (!cfg_.mrd.listen.empty()) {  // MRD clients' streams enter the ingest through an inproc socket it binds
-    const std::string inproc = fmt::format("inproc://radstream-mrd-{}", static_cast<const void*>(this));
-    ingest_->bind_also(inproc);
+  if (!cfg_.mrd.listen.empty()) {  // each MRD client a session with its own pipeline (open_session)
     MrdServerParams mp = cfg_.mrd;
     mp.max_samples = cfg_.stream.max_samples;
     mp.max_coils = cfg_.stream.max_coils;
-    mrd_ = std::make_unique<MrdServer>(mp, *this, inproc);
+    mrd_ = std::make_unique<MrdServer>(mp, *this);
   }
   for (int s = 0; s < slices; ++s) {
     latest_.push_back(std::make_unique<LatestFrame>());
     workers_.push_back(std::make_unique<ReconWorker>(
-        cfg_.frames, cfg_.recon, b.backend, registry, *ingest_, metrics_,
+        cfg_.frames, cfg_.recon, b.backend, registry, ingest_->intake(), metrics_,
         [this](std::shared_ptr<const FrameResult> f) { emit(std::move(f)); }, s,
         gpu_of.empty() ? -1 : gpu_of[std::size_t(s)]));
   }
@@ -247,22 +249,36 @@ void StreamRuntime::sink_loop() {
         ++metrics_.sink_dropped;
       }
     }
-    if (mrd_) {
-      try {
-        mrd_->consume(*f);
-      } catch (const std::exception& e) {
-        once_.error(2, std::string("the MRD image sink failed: ") + e.what());
-        ++metrics_.sink_dropped;
-      }
-    }
     std::lock_guard lock(sink_m_);
     sink_busy_ = false;
   }
 }
 
-bool StreamRuntime::sinks_idle() const {
-  std::lock_guard lock(sink_m_);
-  return sink_q_.empty() && !sink_busy_;
+std::unique_ptr<SessionPipeline> StreamRuntime::open_session(SessionSettings s, ReconWorker::Emit emit) {
+  s.frames.max_window = std::max(s.frames.max_window, s.frames.window);
+  s.frames.validate();
+  s.recon.validate();
+  const BackendDecision b = resolve_backend(s.recon.backend);  // an unusable backend is refused, with why
+  s.backend = b.backend;
+  const int opened = sessions_opened_++;
+  if (!cfg_.placement.gpus.empty() && b.backend == Backend::Cuda) {
+    const auto gpus = cfg_.placement.assign_slices(opened + 1, gpu::query().device_count);
+    s.gpu = gpus.back();  // sessions take the GPUs in turn, as slices do
+  }
+  std::unique_ptr<Recorder> rec;
+  if (record_names_)
+    rec = std::make_unique<Recorder>(record_options(cfg_.sinks, cfg_.sinks.record), metrics_, record_names_);
+  IngestParams ip = cfg_.stream;
+  auto pipe = std::make_unique<SessionPipeline>(ip, s, registry_, std::move(rec), std::move(emit));
+  const bool cuda = b.backend == Backend::Cuda;
+  const MemoryLimit limit = memory_limit(cfg_.stream.memory_limit, "stream.memory_limit", cuda, 0.25);
+  const SessionSettings& set = pipe->settings();
+  pipe->intake().set_memory_check([set, limit, cuda, ip](const StreamHeader& h) {
+    return over_budget(memory_need(h, set.recon, set.frames.max_window, ip.ring_margin, ip.slices, cuda),
+                       limit);
+  });
+  pipe->start();
+  return pipe;
 }
 
 std::string StreamRuntime::mrd_endpoint() const {

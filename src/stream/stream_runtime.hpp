@@ -32,6 +32,7 @@
 #include "stream/recon_worker.hpp"
 #include "stream/recorder.hpp"
 #include "stream/run_config.hpp"
+#include "stream/session_pipeline.hpp"
 #include "stream/sink.hpp"
 #include "wire/curve.hpp"
 #include "wire/wire.hpp"
@@ -81,9 +82,16 @@ class StreamRuntime {
   Backend backend() const { return workers_[0]->backend(); }
 
   Metrics& metrics() { return metrics_; }
+  // A session's own pipeline (an MRD connection): `s` starts from the server's defaults (config()) with the
+  // session's own config applied; validated and resolved here (backend, GPU by the placement, the memory
+  // check of its stream headers, its recording). Throws ConfigError naming the bad value. Nothing of it
+  // changes this runtime's own stream or any other session.
+  std::unique_ptr<SessionPipeline> open_session(SessionSettings s, ReconWorker::Emit emit);
+  // A closed session's counts, added into the run's totals (metrics()).
+  void absorb(const Metrics& session) { metrics_.absorb(session); }
+  const RunConfig& config() const { return cfg_; }
+  const Registry& registry() const { return registry_; }
   zmq::context_t& zmq_context() { return zctx_; }
-  // True while no frame waits for the sinks or is being handed to them.
-  bool sinks_idle() const;
   std::string mrd_endpoint() const;  // the MRD server's endpoint with its port (empty: no --mrd-listen)
   double elapsed_s() const;
   std::shared_ptr<const FrameResult> latest(int slice = 0) const {
@@ -114,7 +122,10 @@ class StreamRuntime {
   const ReconWorker& worker(int slice) const { return *workers_.at(std::size_t(slice)); }
 
   RunConfig cfg_;
+  const Registry& registry_;
   Metrics metrics_;
+  std::shared_ptr<RecordingNames> record_names_;  // every session's recording file names
+  std::atomic<int> sessions_opened_{0};           // for the GPU placement of sessions
   zmq::context_t zctx_;
   std::unique_ptr<ZapHandler>
       zap_;  // CURVE's allow-list for this context's sockets (before them, after zctx_)

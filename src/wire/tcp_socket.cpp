@@ -169,6 +169,8 @@ std::size_t SocketSource::read_some(std::byte* p, std::size_t n) {
     } else if (idle_s_ > 0 && double(now - idle_start_ns_) * 1e-9 > idle_s_) {
       throw mrd::ProtocolError(mrd::Fault::Timeout,
                                fmt::format("no message for {} s (a vanished client)", idle_s_));
+    } else if (deadline_ns_ > 0 && now > deadline_ns_) {
+      throw mrd::ProtocolError(mrd::Fault::Timeout, deadline_why_);
     }
     if (stop_ && stop_->load()) throw mrd::ProtocolError(mrd::Fault::Io, "the server is stopping");
     pollfd pf{fd_, POLLIN, 0};

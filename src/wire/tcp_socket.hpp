@@ -66,6 +66,12 @@ class SocketSource : public mrd::ByteSource {
   std::size_t read_some(std::byte* p, std::size_t n) override;
   void begin_message() override;
   std::uint64_t bytes() const { return bytes_; }
+  // A deadline for the next message's first byte (monotonic ns; 0: none) beside the idle timeout, said as
+  // `why` when it passes: the owner decides what counts as progress (a server: the header, an acquisition).
+  void set_deadline(std::int64_t ns, std::string why) {
+    deadline_ns_ = ns;
+    deadline_why_ = std::move(why);
+  }
 
  private:
   int fd_;
@@ -74,6 +80,8 @@ class SocketSource : public mrd::ByteSource {
   bool in_message_ = false;
   std::int64_t message_start_ns_ = 0, idle_start_ns_ = 0;
   std::uint64_t bytes_ = 0;
+  std::int64_t deadline_ns_ = 0;
+  std::string deadline_why_;
 };
 
 // Sends every byte within timeout_s; false when the peer is gone or too slow (the caller drops it).

@@ -335,9 +335,10 @@ TEST(MrdServer, ComplexImagesCarryThePhaseOfTheSolution) {
     r = c.read_until_close();
   }
   Replies refused;
-  {
+  {  // refused once its header has come (a FIRE client reads nothing before)
     RawClient c(port);
     c.config_name("gridding");
+    c.text(3, stream_header_to_xml(sim.header()));
     ASSERT_TRUE(c.flush());
     refused = c.read_until_close();
   }
@@ -426,16 +427,20 @@ TEST(MrdServer, FaultsEndOnlyTheirSession) {
     EXPECT_NE(err_text(r).find("4294967295"), std::string::npos) << err_text(r);
     EXPECT_EQ(mm.faults[std::size_t(mrd::Fault::TooLong)].load(), 1u);
   }
-  {  // an unknown config name: the choices named, then close
+  {  // an unknown config name: refused once the header has come, the choices named (a session's configs
+     // only: not the server's own realtime.yaml), then close
     RawClient c(port);
     c.config_name("nonsense");
+    c.text(3, stream_header_to_xml(sim.header()));
     ASSERT_TRUE(c.flush());
     const Replies r = c.read_until_close();
     EXPECT_TRUE(r.closed);
     const std::string t = err_text(r);
     EXPECT_EQ(t.rfind("ERR", 0), 0u) << t;
-    for (const char* name : {"nonsense", "gridding", "fbp", "cg-sense", "nlinv", "realtime"})
+    for (const char* name : {"nonsense", "gridding", "fbp", "cg-sense", "nlinv", "accurate"})
       EXPECT_NE(t.find(name), std::string::npos) << name << " in " << t;
+    EXPECT_EQ(t.find("realtime"), std::string::npos) << t;
+    EXPECT_EQ(mm.sessions_refused.load(), 1u);
   }
   {  // JSON settings right after the header: a non-empty customconfig overrides config
     RawClient c(port);
@@ -446,8 +451,10 @@ TEST(MrdServer, FaultsEndOnlyTheirSession) {
     ASSERT_TRUE(c.flush());
     const Replies r = c.read_until_close();
     EXPECT_TRUE(r.closed);
-    ASSERT_EQ(r.texts.size(), 1u);
-    EXPECT_EQ(r.texts[0], "DBG radstream: reconstructing with fbp");
+    ASSERT_EQ(r.texts.size(), 2u);  // what the session runs, and the summary
+    EXPECT_EQ(r.texts[0].rfind("DBG radstream: reconstructing with fbp (fbp, window 32, stride 16", 0), 0u)
+        << r.texts[0];
+    EXPECT_EQ(r.texts[1], "DBG radstream: summary: 40 spokes, 1 frames due, 1 made, 1 sent");
     EXPECT_EQ(r.images.size(), 1u);
     auto meta = r.images[0].attributes;
     EXPECT_NE(meta.find("<value>fbp</value>"), std::string::npos) << meta;
@@ -462,13 +469,15 @@ TEST(MrdServer, FaultsEndOnlyTheirSession) {
     c.close();
     ASSERT_TRUE(eventually([&] { return mm.faults[std::size_t(mrd::Fault::Truncated)].load() == 1u; }));
   }
-  {  // busy: a second client while one session runs
+  {  // busy: a second client while one session runs, told once its header has come
     RawClient a(port);
     a.config_name("fbp");
     a.text(3, stream_header_to_xml(sim.header()));
     ASSERT_TRUE(a.flush());
-    ASSERT_TRUE(eventually([&] { return mm.sessions.load() == 7u; }));
+    ASSERT_TRUE(eventually([&] { return mm.sessions.load() == 7u && mm.sessions_admitted.load() == 3u; }));
     RawClient b(port);
+    b.text(3, stream_header_to_xml(sim.header()));
+    ASSERT_TRUE(b.flush());
     const Replies rb = b.read_until_close();
     EXPECT_TRUE(rb.closed);
     EXPECT_NE(err_text(rb).find("busy"), std::string::npos) << err_text(rb);
@@ -479,8 +488,9 @@ TEST(MrdServer, FaultsEndOnlyTheirSession) {
     const Replies ra = a.read_until_close();  // the session in hand went on
     EXPECT_TRUE(ra.closed);
     EXPECT_EQ(ra.images.size(), 1u);  // (40 - 32) / 16 + 1
-    ASSERT_EQ(ra.texts.size(), 1u);   // the log line for the client, no error
-    EXPECT_EQ(ra.texts[0], "DBG radstream: reconstructing with fbp");
+    ASSERT_EQ(ra.texts.size(), 2u);   // what it runs and its summary, no error
+    EXPECT_EQ(ra.texts[0].rfind("DBG radstream: reconstructing with fbp (", 0), 0u) << ra.texts[0];
+    EXPECT_EQ(ra.texts[1].rfind("DBG radstream: summary: 40 spokes, 1 frames due", 0), 0u) << ra.texts[1];
     // The vanished client's stream was closed for the ingest before this session's place was given: none of
     // this session's messages reached an ingest still following the dead stream (CI once saw all 42 refused
     // as foreign_stream and no image).
@@ -495,7 +505,7 @@ TEST(MrdServer, FaultsEndOnlyTheirSession) {
     ASSERT_TRUE(c.read_until_close().closed) << "session " << i;
   }
   ASSERT_TRUE(eventually([&] { return open_fds() <= fds + 2; })) << open_fds() << " vs " << fds;
-  EXPECT_EQ(mm.sessions.load(), 1007u);
+  EXPECT_EQ(mm.sessions.load(), 1008u);  // (the client told busy after its header counts)
   // Memory: 1000 whole sessions (config, header, 32 acquisitions, one image back, close) after 50 that warm
   // the allocator and the chain leave the process within 16 MiB of where it was: a session's buffers go with
   // it.
@@ -508,7 +518,9 @@ TEST(MrdServer, FaultsEndOnlyTheirSession) {
     c.put<std::uint16_t>(4);
     if (!c.flush()) return false;
     const Replies r = c.read_until_close();
-    EXPECT_EQ(r.images.size(), 1u) << "session " << i;
+    std::string said;
+    for (const auto& t : r.texts) said += t + "\n";
+    EXPECT_EQ(r.images.size(), 1u) << "session " << i << ": " << said;
     return r.closed;
   };
   for (int i = 0; i < 50; ++i) ASSERT_TRUE(whole(i));
@@ -519,7 +531,7 @@ TEST(MrdServer, FaultsEndOnlyTheirSession) {
   std::printf("1000 whole MRD sessions: resident memory %ld -> %ld KiB (%+ld KiB), descriptors %zu -> %zu\n",
               before, after, after - before, fds, open_fds());
   EXPECT_LT(after - before, 16 * 1024);
-  EXPECT_EQ(mm.sessions.load(), 2057u);
+  EXPECT_EQ(mm.sessions.load(), 2058u);
   p.stop();
 }
 
@@ -922,6 +934,7 @@ TEST(MrdServer, ClientStringsCannotForgeLogLines) {
   }
   ASSERT_TRUE(c && c->ok());
   c->config_name("nonsense\x1b[2J\x1b[31m\nFAKE LOG LINE from a config name");
+  c->text(3, stream_header_to_xml(Simulator(SimParams{}).header()));  // refused once its header has come
   ASSERT_TRUE(c->flush());
   const Replies refused = c->read_until_close();
   c.reset();

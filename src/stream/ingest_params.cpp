@@ -1,0 +1,16 @@
+#include "stream/ingest_params.hpp"
+
+#include "noncart/gradient_delay.hpp"
+#include "recon/memory_budget.hpp"
+#include "wire/endpoint.hpp"
+
+namespace radstream {
+
+void IngestParams::validate() const {
+  parse_endpoint(endpoint, "stream.endpoint");
+  if (memory_limit != "auto") parse_size(memory_limit, "stream.memory_limit");
+  if (gradient_delay != "off" && gradient_delay != "auto")
+    parse_gradient_delays(gradient_delay, "--gradient-delay");
+}
+
+}  // namespace radstream
