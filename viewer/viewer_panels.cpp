@@ -32,6 +32,14 @@ void stream_section(StreamRuntime& p) {
   for (int r = 0; r < wire::kRejectCount; ++r)
     if (m.rejected[r]) bad += fmt::format("{} {}  ", wire::to_string(wire::Reject(r)), m.rejected[r].load());
   ImGui::TextWrapped("bad messages: %s", bad.empty() ? "none" : bad.c_str());
+  if (const std::string mrd = p.mrd_endpoint(); !mrd.empty()) {  // the scanner port and its sessions
+    const auto sessions = p.session_lines();
+    ImGui::Separator();
+    ImGui::Text(
+        "MRD %s  %s", mrd.c_str(),
+        sessions.empty() ? "waiting for a client" : fmt::format("{} session(s)", sessions.size()).c_str());
+    for (const auto& line : sessions) ImGui::TextWrapped("%s", line.c_str());
+  }
 }
 
 }  // namespace

@@ -155,11 +155,14 @@ Runner add_run(CLI::App& app) {
         {{{"listen", "--mrd-listen"},
           {"max_sessions", "--mrd-max-sessions"},
           {"message_timeout_s", "--mrd-message-timeout"},
+          {"header_timeout_s", "--mrd-header-timeout"},
           {"idle_timeout_s", "--mrd-idle-timeout"},
           {"send_timeout_s", "--mrd-send-timeout"},
           {"drain_timeout_s", "--mrd-drain-timeout"},
           {"queue_images", "--mrd-queue-images"},
           {"pixels", "--mrd-pixels"},
+          {"frames", "--mrd-frames"},
+          {"default_config", "--mrd-default-config"},
           {"allow", "--mrd-allow"},
           {"config_dir", "--mrd-config-dir"}}});
   add_recon_options(app, o, false);  // the same reconstruction options as recon (over the config's recon:)

@@ -14,8 +14,8 @@ bool is_partial_echo(const Readout& r, int full) {
          offset + r.samples <= full;
 }
 
-void place_partial_echo(const Readout& r, int full, int coils, int traj_dims, const std::vector<float>& traj,
-                        const std::vector<cfloat>& data, std::vector<float>& traj_out,
+void place_partial_echo(const Readout& r, int full, int coils, int traj_dims, std::span<const float> traj,
+                        std::span<const cfloat> data, std::vector<float>& traj_out,
                         std::vector<cfloat>& data_out) {
   if (!is_partial_echo(r, full))
     throw InputError(fmt::format("a readout of {} samples centred at {} is not a partial echo of {}",

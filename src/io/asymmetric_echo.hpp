@@ -5,6 +5,7 @@
 // ones is that of their positions), and a trajectory that came with it is continued along the spoke at its
 // own step. So gridding, the density and every iterative method see each sample at its true k.
 #pragma once
+#include <span>
 #include <vector>
 
 #include "core/buffer.hpp"
@@ -22,8 +23,8 @@ bool is_partial_echo(const Readout& r, int full);
 // Places a partial echo (data [coils][r.samples], traj [r.samples][traj_dims], traj_dims 0 for none) into
 // `data_out` [coils][full] and `traj_out` [full][traj_dims]; the vectors are resized (their capacity is kept
 // from call to call). Throws InputError when it is not a partial echo of `full` (is_partial_echo).
-void place_partial_echo(const Readout& r, int full, int coils, int traj_dims, const std::vector<float>& traj,
-                        const std::vector<cfloat>& data, std::vector<float>& traj_out,
+void place_partial_echo(const Readout& r, int full, int coils, int traj_dims, std::span<const float> traj,
+                        std::span<const cfloat> data, std::vector<float>& traj_out,
                         std::vector<cfloat>& data_out);
 
 }  // namespace radstream

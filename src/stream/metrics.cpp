@@ -265,6 +265,8 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
   j["streams"] = streams.load();
   j["reconfigurations"] = reconfigurations.load();
   j["held_before_header"] = held_before_header.load();
+  j["noise_spokes"] = noise_spokes.load();
+  j["non_imaging"] = non_imaging.load();
   j["missing"] = missing.load();
   j["gaps"] = gaps.load();
   j["frame_gaps"] = frame_gaps.to_json();

@@ -99,6 +99,9 @@ class Metrics {
   std::atomic<std::uint64_t> missing{0}, gaps{0}, streams{0}, reconfigurations{0};
   // Spokes that came before their stream header and were held for it (taken when it came, else no_header).
   std::atomic<std::uint64_t> held_before_header{0};
+  // Acquisitions the conditioning took (stream/spoke_conditioner.hpp): noise scans (into the prewhitening),
+  // and those set aside as no imaging spokes of the stream (navigators, calibration-only, dummy scans, ...).
+  std::atomic<std::uint64_t> noise_spokes{0}, non_imaging{0};
   // Connections (the receive socket's guard, wire/connection_guard.hpp): peers that connected and that went
   // away (closed, or dropped by ZeroMQ, e.g. for an oversized message or a handshake not completed in time),
   // connections shut down at once over the connection limits; and CURVE handshakes refused (key not on the

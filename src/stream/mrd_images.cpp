@@ -89,7 +89,9 @@ void MrdImageEncoder::encode(const FrameResult& f, const MrdImageContext& c, Mrd
   const std::size_t n = std::min(std::size_t(f.matrix) * std::size_t(f.matrix), f.image.size());
   const float* interleaved = reinterpret_cast<const float*>(f.image.data());  // complex: re, im
   const float peak = peak_of_real(interleaved, n);
-  const double scale = peak > 0.f ? double((1 << kMrdStoredBits) - 1) / double(peak) : 1.0;
+  const double scale = c.scale > 0  ? c.scale
+                       : peak > 0.f ? double((1 << kMrdStoredBits) - 1) / double(peak)
+                                    : 1.0;
   const std::size_t pixel_bytes = std::size_t(f.matrix) * std::size_t(f.matrix) *
                                   (int16     ? 2
                                    : complex ? 8

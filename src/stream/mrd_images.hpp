@@ -30,6 +30,9 @@ struct MrdImageContext {
   std::uint16_t index = 0;   // frames of the series, wrapping
   std::string method;
   double latency_ms = 0;  // the frame's last spoke arrived -> the image made
+  // int16 pixels: the series' one scale (stored value = magnitude x scale, said in ImageScale), so that a
+  // scanner's database sees one intensity scale for the whole series; 0: this frame's own (its peak at 4095).
+  double scale = 0;
 };
 
 constexpr int kMrdStoredBits = 12;

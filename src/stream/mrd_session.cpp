@@ -29,25 +29,6 @@ namespace radstream {
 
 namespace {
 
-bool flag(std::uint64_t flags, int bit) {
-  return (flags >> (bit - 1)) & 1u;
-}
-
-// Acquisitions that are not imaging spokes of the stream: skipped and counted. ISMRMRD's flags are 1-based
-// bit numbers; PARALLEL_CALIBRATION_AND_IMAGING (21) is imaging data.
-bool non_imaging(std::uint64_t f) {
-  using namespace ISMRMRD;
-  if (flag(f, ISMRMRD_ACQ_IS_PARALLEL_CALIBRATION) &&
-      !flag(f, ISMRMRD_ACQ_IS_PARALLEL_CALIBRATION_AND_IMAGING))
-    return true;
-  for (int b : {ISMRMRD_ACQ_IS_NAVIGATION_DATA, ISMRMRD_ACQ_IS_PHASECORR_DATA, ISMRMRD_ACQ_IS_HPFEEDBACK_DATA,
-                ISMRMRD_ACQ_IS_DUMMYSCAN_DATA, ISMRMRD_ACQ_IS_RTFEEDBACK_DATA,
-                ISMRMRD_ACQ_IS_SURFACECOILCORRECTIONSCAN_DATA, ISMRMRD_ACQ_IS_PHASE_STABILIZATION_REFERENCE,
-                ISMRMRD_ACQ_IS_PHASE_STABILIZATION})
-    if (flag(f, b)) return true;
-  return false;
-}
-
 std::uint32_t fresh_stream_id() {
   std::random_device rd;
   std::uint32_t id = 0;
@@ -513,12 +494,9 @@ void MrdSession::on_header(const std::string& xml, SocketSource& src) {
   xml_ = xml;
   header_ = h;
   have_header_ = true;
-  samples_full_ = h.samples;
   radstream_xml_ = xml.find("radstream_radial") != std::string::npos;
   ISMRMRD::IsmrmrdHeader x;
   ISMRMRD::deserialize(xml.c_str(), x);
-  if (x.acquisitionSystemInformation && x.acquisitionSystemInformation->relativeReceiverNoiseBandwidth)
-    receiver_bandwidth_ = *x.acquisitionSystemInformation->relativeReceiverNoiseBandwidth;
   {
     std::lock_guard l(frame_m_);
     const auto& f = x.encoding[0].reconSpace.fieldOfView_mm;
@@ -563,62 +541,17 @@ void MrdSession::open_pipeline() {
       fmt::format("DBG radstream: reconstructing with {} ({})", config_name_, pipe->settings().describe()));
 }
 
-void MrdSession::on_acquisition(const mrd::Acquisition& in) {
+// Every acquisition goes to the session's front door, which conditions it (noise scans, partial echoes,
+// acquisitions that are no imaging spokes: stream/spoke_conditioner.hpp) as it does a ZeroMQ stream's.
+void MrdSession::on_acquisition(const mrd::Acquisition& a) {
   auto& mm = rt_.metrics().mrd;
-  const mrd::Acquisition* use = &in;
   ++mm.acquisitions;
-  ISMRMRD::ISMRMRD_AcquisitionHeader head;
-  std::memcpy(&head, in.head.data(), sizeof head);
-  if (flag(in.flags, ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) {
-    ++mm.noise;
-    if (noise_.noise_samples() + std::size_t(in.samples) > kMaxNoiseSamples) {
-      // The covariance is well estimated long before (a scanner's noise scan is some 30,000 samples); the
-      // rest would only keep the session (and its slot) busy.
-      if (!noise_budget_told_)
-        queue_text(
-            fmt::format("WRN radstream: more than {} noise samples; the further noise acquisitions are "
-                        "left out of the prewhitening",
-                        kMaxNoiseSamples));
-      noise_budget_told_ = true;
-      return;
-    }
-    try {
-      noise_.add_noise(in.data, in.channels, in.samples, head.sample_time_us);
-    } catch (const InputError& e) {
-      throw mrd::ProtocolError(mrd::Fault::BadField, e.what());
-    }
-    return;
-  }
-  if (non_imaging(in.flags)) {
-    ++mm.non_imaging;
-    return;
-  }
   if (!have_header_)
     throw mrd::ProtocolError(mrd::Fault::BadField, "an acquisition came before the XML header (message 3)");
-  {  // a partial echo: placed into the symmetric readout the header declares (io/asymmetric_echo.hpp)
-    const Readout r{in.samples, head.center_sample};
-    if (is_partial_echo(r, samples_full_)) {
-      ISMRMRD::ISMRMRD_AcquisitionHeader ah = head;
-      place_partial_echo(r, samples_full_, in.channels, in.traj_dims, in.traj, in.data, echo_.traj,
-                         echo_.data);
-      ah.number_of_samples = std::uint16_t(samples_full_);
-      ah.center_sample = std::uint16_t(samples_full_ / 2);
-      std::memcpy(echo_.head.data(), &ah, sizeof ah);
-      echo_.samples = samples_full_;
-      echo_.channels = in.channels;
-      echo_.traj_dims = in.traj_dims;
-      echo_.flags = in.flags;
-      use = &echo_;
-      if (++partial_echoes_ == 1)
-        log::info("mrd: session {}: partial echoes ({} samples, k = 0 at {}) placed into readouts of {}",
-                  number_, r.samples, r.center_sample, samples_full_);
-    }
-  }
-  const mrd::Acquisition& a = *use;
   ISMRMRD::ISMRMRD_AcquisitionHeader h;
   std::memcpy(&h, a.head.data(), sizeof h);
   if (!pipe_) {
-    if (header_.coils == 0) {  // the header named no receiver channels: the first spoke's count
+    if (header_.coils == 0) {  // the header named no receiver channels: the first acquisition's count
       ISMRMRD::IsmrmrdHeader x;
       ISMRMRD::deserialize(xml_.c_str(), x);
       if (!x.acquisitionSystemInformation)
@@ -630,8 +563,11 @@ void MrdSession::on_acquisition(const mrd::Acquisition& in) {
     }
     open_pipeline();
   }
-  // The spoke's index: radstream's own 64-bit one, else kspace_encode_step_1 unwrapped past 65535.
-  if (radstream_xml_) {
+  const bool imaging = SpokeConditioner::imaging(a.flags);
+  // The spoke's index: radstream's own 64-bit one, else kspace_encode_step_1 unwrapped past 65535 (noise
+  // and the other acquisitions that are no spokes keep the count where it is).
+  if (!imaging) {
+  } else if (radstream_xml_) {
     spoke_index_ = std::uint64_t(join64(h.user_int[4], h.user_int[5]));
   } else {
     const long step = h.idx.kspace_encode_step_1;
@@ -643,37 +579,15 @@ void MrdSession::on_acquisition(const mrd::Acquisition& in) {
       spoke_index_ = std::uint64_t(std::int64_t(spoke_index_) + (step - last_step1_));
     last_step1_ = step;
   }
-  {
+  if (imaging) {
     std::lock_guard l(frame_m_);
     recent_[spoke_index_ % kRecent] = a.head;
     recent_index_[spoke_index_ % kRecent] = spoke_index_;
   }
-  // Prewhitened by the noise scans that came before (the matrix made at the first imaging spoke).
-  if (noise_.has_noise() && !noise_.ready() && !noise_failed_) {
-    try {
-      noise_.prepare(head.sample_time_us, receiver_bandwidth_);
-      log::info("mrd: session {}: prewhitening: {}", number_, noise_.summary());
-      queue_text("DBG radstream: prewhitening: " + noise_.summary());
-    } catch (const InputError& e) {
-      noise_failed_ = true;
-      log::warn("mrd: session {}: {}", number_, log::printable_line(e.what(), 300));
-      queue_text(std::string("WRN radstream: ") + e.what());
-    }
-  }
-  if (noise_.ready()) {
-    if (a.channels * a.samples != int(a.data.size()) ||
-        std::size_t(a.channels) * a.channels != noise_.covariance().size())
-      throw mrd::ProtocolError(mrd::Fault::BadField,
-                               fmt::format("a spoke of {} coils after noise scans of {}", a.channels,
-                                           int(std::sqrt(double(noise_.covariance().size())))));
-    white_.assign(a.data.begin(), a.data.end());  // the session's buffer: no allocation per spoke
-    noise_.apply(white_, a.samples);
-  }
-  const std::vector<cfloat>& data = noise_.ready() ? white_ : a.data;
   wire::Message m;  // straight to the session's front door: nothing re-encoded
   m.env.type = std::uint16_t(wire::MsgType::Spoke);
   m.env.stream_id = stream_id_;
-  m.env.sequence = ++sequence_;
+  m.env.sequence = imaging ? ++sequence_ : sequence_;
   m.env.spoke_index = spoke_index_;
   m.head.scan_counter = h.scan_counter;
   m.head.flags = h.flags;
@@ -687,8 +601,11 @@ void MrdSession::on_acquisition(const mrd::Acquisition& in) {
   m.coils = a.channels;
   m.traj_dims = a.traj_dims;
   m.traj = std::as_bytes(std::span(a.traj));
-  m.data = std::as_bytes(std::span(data));
-  pipe_->intake().spoke(m, std::span<const std::byte>(a.head.data(), a.head.size()));
+  m.data = std::as_bytes(std::span(a.data));
+  using Kind = SpokeConditioner::Kind;
+  const Kind kind = pipe_->intake().spoke(m, std::span<const std::byte>(a.head.data(), a.head.size()));
+  if (kind == Kind::Noise || kind == Kind::NoiseOverBudget) ++mm.noise;
+  if (kind == Kind::NonImaging) ++mm.non_imaging;
   warn_if_behind();
 }
 
@@ -837,6 +754,14 @@ void MrdSession::send_frame(std::shared_ptr<const FrameResult> f) {
   }
   {
     std::lock_guard l(encode_m_);  // one encoder, and a stream of several slices has a worker each
+    if (p_.pixels == MrdPixels::Int16 && series_scale_ == 0) {
+      // One scale for the series, from its first frame: its peak at half the stored range, so that a
+      // brighter frame later (contrast arriving) still fits; later frames keep it (said in ImageScale).
+      float peak = 0.f;
+      for (const cfloat& v : f->image) peak = std::max(peak, v.real());
+      series_scale_ = peak > 0.f ? double((1 << kMrdStoredBits) - 1) / (2.0 * double(peak)) : 0.0;
+    }
+    c.scale = series_scale_;
     encoder_.encode(*f, c, p_.pixels, bytes);
   }
   ++frames_sent_;

@@ -24,7 +24,6 @@
 #include "io/mrd_protocol.hpp"
 #include "stream/mrd_images.hpp"
 #include "stream/mrd_server.hpp"
-#include "stream/noise_prewhitener.hpp"
 #include "stream/session_pipeline.hpp"
 #include "wire/tcp_socket.hpp"
 
@@ -67,10 +66,6 @@ class MrdSession {
   std::string offered_configs() const;  // the names a client may give
   // A flood of texts or config changes ends the session with an ERR past these counts.
   static constexpr int kMaxTexts = 256;
-  // Noise samples (coil vectors) taken into the prewhitening per session: several times a scanner's noise
-  // scan, and small enough that noise cannot keep a session (and its slot) busy.
-  static constexpr std::size_t kMaxNoiseSamples = std::size_t(1) << 18;
-  bool noise_budget_told_ = false;
   static constexpr int kMaxConfigs = 16;
   int texts_ = 0, configs_ = 0;
   void count_setting(const char* what, int count, int limit);
@@ -95,9 +90,6 @@ class MrdSession {
   std::uint32_t stream_id_;
   std::string tag_;  // "session 3": in this session's log lines (and the filter of what its client hears)
   std::thread reader_, writer_;
-  int samples_full_ = 0;   // the header's readout (encodedSpace): partial echoes are placed into it
-  mrd::Acquisition echo_;  // the placed partial echo (its buffers kept from spoke to spoke)
-  std::uint64_t partial_echoes_ = 0;
   std::optional<log::Subscription> forward_;  // this session's WRN/ERR lines to its client (start())
   std::atomic<bool> stop_{false}, ended_{false}, dead_{false};
   bool refused_ = false;  // the reader's: the session was refused (busy, unknown config), not failed
@@ -120,10 +112,6 @@ class MrdSession {
   std::uint64_t sequence_ = 0;
   std::uint64_t spoke_index_ = 0;
   long last_step1_ = -1;
-  NoisePrewhitener noise_;  // from the session's noise acquisitions, applied to every later spoke
-  bool noise_failed_ = false;
-  std::vector<cfloat> white_;          // the prewhitened copy of the spoke in hand
-  double receiver_bandwidth_ = 0.793;  // relativeReceiverNoiseBandwidth (Gadgetron's default when absent)
 
   std::mutex frame_m_;                // the frames' context: acquisitions by spoke index, fov, image index
   std::condition_variable frame_cv_;  // a frame was made (the drain waits on it)
@@ -140,6 +128,7 @@ class MrdSession {
   std::vector<std::vector<std::byte>> spare_;  // sent image buffers, reused (their capacity kept)
   std::mutex encode_m_;
   MrdImageEncoder encoder_;  // the workers' (under encode_m_)
+  double series_scale_ = 0;  // int16: the series' one scale (under encode_m_; 0 until the first frame)
   bool closing_ = false;
   bool writing_ =
       false;  // a message is being sent (by the writer, or directly by queue()): guarded by out_m_

@@ -213,6 +213,8 @@ void StreamIntake::take_header(const wire::Message& m, bool continues) {
     return;
   }
   delays_->new_stream(h.samples, h.coils);
+  conditioner_.new_stream(h.samples, m.text);
+  noise_budget_told_ = false;
   lock.lock();
   rings_ = std::move(rings);
   state_.header = h;
@@ -231,7 +233,45 @@ void StreamIntake::take_header(const wire::Message& m, bool continues) {
   if (recorder_) recorder_->start_file(m.text);
 }
 
-void StreamIntake::spoke(const wire::Message& m, std::span<const std::byte> acq_header) {
+SpokeConditioner::Kind StreamIntake::spoke(const wire::Message& in, std::span<const std::byte> acq_header) {
+  using Kind = SpokeConditioner::Kind;
+  wire::Message m = in;  // (spans; a spoke has no text)
+  Kind kind = Kind::Imaging;
+  try {
+    kind = conditioner_.take(m, acq_header);
+  } catch (const InputError& e) {
+    reject(wire::Reject::GeometryMismatch, e.what());
+    return Kind::Imaging;
+  }
+  if (auto note = conditioner_.take_note(); !note.text.empty()) {
+    if (note.warning)
+      log::warn("ingest: {}{}", prefix(), note.text);
+    else
+      log::info("ingest: {}{}", prefix(), note.text);
+  }
+  switch (kind) {
+    case Kind::Noise:
+      ++metrics_.noise_spokes;
+      return kind;
+    case Kind::NoiseOverBudget:
+      ++metrics_.noise_spokes;
+      if (!std::exchange(noise_budget_told_, true))
+        log::warn(
+            "ingest: {}more than {} noise samples; the further noise acquisitions are left out of the "
+            "prewhitening",
+            prefix(), SpokeConditioner::kMaxNoiseSamples);
+      return kind;
+    case Kind::NonImaging:
+      ++metrics_.non_imaging;
+      return kind;
+    case Kind::Imaging:
+      break;
+  }
+  take_spoke(m, acq_header);
+  return kind;
+}
+
+void StreamIntake::take_spoke(const wire::Message& m, std::span<const std::byte> acq_header) {
   std::shared_ptr<SpokeRing> ring;
   StreamHeader h;
   {

@@ -19,6 +19,7 @@
 #include "stream/ingest_params.hpp"
 #include "stream/metrics.hpp"
 #include "stream/sequence_tracker.hpp"
+#include "stream/spoke_conditioner.hpp"
 #include "stream/spoke_source.hpp"
 #include "wire/wire.hpp"
 
@@ -51,7 +52,9 @@ class StreamIntake : public SpokeSource {
   // The stream's events, from one adapter thread. A header's `env` gives the stream id and sequence; a
   // spoke's `acq_header` is its 340-byte MRD AcquisitionHeader (recorded verbatim).
   void header(const wire::Message& m);
-  void spoke(const wire::Message& m, std::span<const std::byte> acq_header);
+  // Noise and non-imaging acquisitions are conditioning's (stream/spoke_conditioner.hpp): the kind says
+  // what the acquisition was.
+  SpokeConditioner::Kind spoke(const wire::Message& m, std::span<const std::byte> acq_header);
   void close(const wire::Message& m);
   // Counts a bad message of kind `r`, logs the first of each kind (with `detail`).
   void reject(wire::Reject r, const std::string& detail);
@@ -72,12 +75,17 @@ class StreamIntake : public SpokeSource {
  private:
   // `continues`: the header repeats that of the stream in hand (same id, not closed or restarted).
   void take_header(const wire::Message& m, bool continues);
-  bool fits(const StreamHeader& h);  // the limits, the ring size and the memory budget, before allocation
+  bool fits(const StreamHeader& h);
+  void take_spoke(const wire::Message& m,
+                  std::span<const std::byte> acq_header);  // an imaging spoke  // the limits, the ring size
+                                                           // and the memory budget, before allocation
   std::string prefix() const { return tag_.empty() ? std::string() : tag_ + ": "; }
 
   IngestParams p_;
   Metrics& metrics_;
   std::unique_ptr<DelayCorrector> delays_;
+  SpokeConditioner conditioner_;  // the adapter's thread's
+  bool noise_budget_told_ = false;
   bool device_ring_;
   bool keep_all_ = false;
   int max_window_;

@@ -281,6 +281,10 @@ std::unique_ptr<SessionPipeline> StreamRuntime::open_session(SessionSettings s, 
   return pipe;
 }
 
+std::vector<std::string> StreamRuntime::session_lines() const {
+  return mrd_ ? mrd_->session_lines() : std::vector<std::string>{};
+}
+
 std::string StreamRuntime::mrd_endpoint() const {
   return mrd_ ? mrd_->endpoint() : std::string();
 }
@@ -314,19 +318,23 @@ void StreamRuntime::report_loop() {
       if (report_cv_.wait_until(lock, next, [&] { return !running_.load(); })) break;
       next += std::chrono::duration_cast<std::chrono::nanoseconds>(period);
       const std::int64_t now = monotonic_ns();
-      const std::uint64_t activity =
-          metrics_.messages.load() + metrics_.frames.load() + metrics_.frames_failed.load();
+      const std::uint64_t activity = metrics_.messages.load() + metrics_.frames.load() +
+                                     metrics_.frames_failed.load() + metrics_.mrd.acquisitions.load() +
+                                     metrics_.mrd.images_sent.load();
       const bool quiet_due = last_quiet_ns == 0 || now - last_quiet_ns >= quiet_every_ns;
-      if (metrics_.messages.load() == 0) {
+      const std::vector<std::string> sessions = mrd_ ? mrd_->session_lines() : std::vector<std::string>{};
+      if (metrics_.messages.load() == 0 && sessions.empty() && metrics_.mrd.acquisitions.load() == 0) {
         if (quiet_due)
-          log::info("run: waiting for a sender on {} ({:.0f} s)", endpoint(), elapsed_s()),
+          log::info("run: waiting for a sender on {}{} ({:.0f} s)", endpoint(),
+                    mrd_ ? " or an MRD client on " + mrd_->endpoint() : std::string(), elapsed_s()),
               last_quiet_ns = now;
         continue;
       }
       if (activity == seen && !quiet_due) continue;
       if (activity == seen) last_quiet_ns = now;
       seen = activity;
-      log::info("{}", metrics_.line(elapsed_s()));
+      if (metrics_.messages.load() > 0) log::info("{}", metrics_.line(elapsed_s()));
+      for (const auto& line : sessions) log::info("mrd: {}", line);
       say_skip_hint(now);
     }
   } catch (const std::exception& e) {

@@ -93,6 +93,8 @@ class StreamRuntime {
   const Registry& registry() const { return registry_; }
   zmq::context_t& zmq_context() { return zctx_; }
   std::string mrd_endpoint() const;  // the MRD server's endpoint with its port (empty: no --mrd-listen)
+  // One line per MRD session in progress: client, config, settings, frames due/made/sent.
+  std::vector<std::string> session_lines() const;
   double elapsed_s() const;
   std::shared_ptr<const FrameResult> latest(int slice = 0) const {
     return latest_.at(std::size_t(slice))->get();

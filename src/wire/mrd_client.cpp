@@ -32,6 +32,8 @@ namespace {
 struct ServerReplies {
   std::atomic<bool> closed{false}, failed{false}, errored{false};
   std::atomic<std::uint64_t> images{0}, texts{0};
+  // The frames the server said were due (radstream's summary text: "..., N frames due, ..."); -1: not said.
+  std::atomic<long long> frames_due{-1};
   std::string failure;  // under m
   std::mutex m;
 };
@@ -56,6 +58,14 @@ void read_replies(int fd, ServerReplies& r, MrdImageWriter* out, const std::atom
         if (out) out->append(msg->image.head, msg->image.attributes, msg->image.pixels);
       } else if (msg->id == mrd::kText) {
         ++r.texts;
+        if (const auto at = msg->text.find(" frames due");
+            msg->text.find("summary:") != std::string::npos && at != std::string::npos) {
+          const auto from = msg->text.rfind(' ', at - 1);
+          try {
+            r.frames_due = std::stoll(msg->text.substr(from + 1, at - from - 1));
+          } catch (const std::exception&) {
+          }
+        }
         if (msg->text.rfind("ERR", 0) == 0) {
           r.errored = true;
           log::error("replay: the MRD server says: {}", msg->text);
@@ -181,6 +191,12 @@ int replay_to_mrd_server(const ReplayControl& a, const std::function<bool()>& st
   }
   if (replies.failed) {
     log::error("replay: the MRD server connection failed: {}", replies.failure);
+    return 3;
+  }
+  if (const long long due = replies.frames_due.load();
+      due >= 0 && replies.images.load() < std::uint64_t(due)) {
+    log::error("replay: {} images came back of the {} frames the server said were due", replies.images.load(),
+               due);
     return 3;
   }
   return replies.errored ? 3 : 0;
