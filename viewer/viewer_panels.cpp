@@ -32,7 +32,7 @@ void stream_section(StreamRuntime& p) {
   for (int r = 0; r < wire::kRejectCount; ++r)
     if (m.rejected[r]) bad += fmt::format("{} {}  ", wire::to_string(wire::Reject(r)), m.rejected[r].load());
   ImGui::TextWrapped("bad messages: %s", bad.empty() ? "none" : bad.c_str());
-  if (const std::string mrd = p.mrd_endpoint(); !mrd.empty()) {  // the scanner port and its sessions
+  if (const std::string mrd = p.endpoint_of("mrd"); !mrd.empty()) {  // the scanner port and its sessions
     const auto sessions = p.session_lines();
     ImGui::Separator();
     ImGui::Text(

@@ -87,7 +87,7 @@ int run(RunArgs& a) {
             kReceiveSockets.name(cfg.stream.socket), cfg.stream.bind ? "bind" : "connect", cfg.frames.window,
             cfg.frames.stride, kFramings.name(cfg.frames.framing));
   p.start();
-  if (!cfg.mrd.listen.empty()) log::info("run: MRD clients connect to {}", p.mrd_endpoint());
+  if (!cfg.mrd.listen.empty()) log::info("run: MRD clients connect to {}", p.endpoint_of("mrd"));
   std::int64_t closed_at = 0;
   auto stop_now = [&] {  // Ctrl-C, --duration, --frames: the run (and its window) stops
     if (interrupt.requested()) {

@@ -11,14 +11,15 @@
 
 namespace radstream::app {
 
-enum class BenchKind { Chain, FftEngines, Ingest, Live, MrdDecode, MrdLive, Nufft, NufftSweep };
-inline constexpr EnumTable<BenchKind, 8> kBenchKinds{"bench kind",
+enum class BenchKind { Chain, FftEngines, Ingest, Live, MrdDecode, MrdLive, MrdSessions, Nufft, NufftSweep };
+inline constexpr EnumTable<BenchKind, 9> kBenchKinds{"bench kind",
                                                      {{{BenchKind::Chain, "chain"},
                                                        {BenchKind::FftEngines, "fft-engines"},
                                                        {BenchKind::Ingest, "ingest"},
                                                        {BenchKind::Live, "live"},
                                                        {BenchKind::MrdDecode, "mrd-decode"},
                                                        {BenchKind::MrdLive, "mrd-live"},
+                                                       {BenchKind::MrdSessions, "mrd-sessions"},
                                                        {BenchKind::Nufft, "nufft"},
                                                        {BenchKind::NufftSweep, "nufft-sweep"}}}};
 
@@ -33,6 +34,8 @@ struct BenchCase {
   long total_spokes = 50000;  // ingest: spokes sent as fast as possible
   int port = 56300;           // tcp loopback port of the streaming cases
   int slices = 1;             // live: slices interleaved in the stream, each at rate_hz
+  int sessions = 8;           // mrd-sessions: MRD clients at once, each at rate_hz
+  bool kill_one = false;      // mrd-sessions: the first client vanishes halfway
   std::string gpus;           // live: placement.gpus for the slices' workers (empty: the current GPU)
   long points = 1000000;      // nufft-sweep: random points of the random geometries
   int random_matrix = 512;    // nufft-sweep: random-2d onto random_matrix^2
@@ -66,6 +69,9 @@ struct BenchCase {
     v.field("total_spokes", total_spokes, 1L, 100000000L, "ingest: spokes sent");
     v.field("port", port, 1024, 65535, "tcp loopback port");
     v.field("slices", slices, 1, 16, "live: slices interleaved in the stream, each at rate_hz (M2)");
+    v.field("sessions", sessions, 1, 64, "mrd-sessions: MRD clients streaming at once, each at rate_hz");
+    v.field("kill_one", kill_one,
+            "mrd-sessions: the first client vanishes halfway (the others must not notice)");
     v.field("gpus", gpus, "live: GPUs for the slices' workers, e.g. 0,1 (empty: the current GPU)");
     v.field("points", points, 1L, 100000000L, "nufft-sweep: points of the random geometries");
     v.field("random_matrix", random_matrix, 8, 4096, "nufft-sweep: random-2d image extent");
@@ -94,5 +100,9 @@ nlohmann::ordered_json mrd_decode_case(const BenchCase& c);
 // MRD2: like R5, but one MRD client streams over TCP to --mrd-listen and takes every image back; the last
 // spoke's arrival -> image sent against -> image ready in the same run (bench_mrd.cpp).
 nlohmann::ordered_json mrd_live_case(const BenchCase& c, const Registry& registry);
+// S1/S2: `sessions` MRD clients at once, each streaming its own data at rate_hz and taking every image back,
+// against one client alone in the same run; each client's last spoke sent -> image received percentiles
+// (bench_mrd_sessions.cpp).
+nlohmann::ordered_json mrd_sessions_case(const BenchCase& c, const Registry& registry);
 
 }  // namespace radstream::app

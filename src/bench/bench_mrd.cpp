@@ -138,7 +138,7 @@ nlohmann::ordered_json mrd_pass(const BenchCase& c, const Registry& registry) {
   const long total = long(c.rate_hz * c.duration_s);
   // The scanner: one MRD client, the XML header, then the acquisitions paced at rate_hz, then the close; a
   // reader thread takes the images back.
-  Fd fd = tcp_connect(p.mrd_endpoint(), 5.0);
+  Fd fd = tcp_connect(p.endpoint_of("mrd"), 5.0);
   std::atomic<long> images{0};
   std::atomic<bool> closed{false}, stop{false};
   std::thread reader([&] {

@@ -473,12 +473,13 @@ int run_bench(const BenchRun& a) {
     if (c.kind != BenchKind::Chain) {
       js["cases"].push_back(c.kind == BenchKind::FftEngines
                                 ? fft_engines_case(c, registry, a.frames, a.warmup)
-                            : c.kind == BenchKind::Nufft      ? nufft_case(c, a.frames, a.warmup)
-                            : c.kind == BenchKind::NufftSweep ? nufft_sweep_case(c, a.frames, a.warmup)
-                            : c.kind == BenchKind::Ingest     ? ingest_case(c)
-                            : c.kind == BenchKind::MrdDecode  ? mrd_decode_case(c)
-                            : c.kind == BenchKind::MrdLive    ? mrd_live_case(c, registry)
-                                                              : live_case(c, registry));
+                            : c.kind == BenchKind::Nufft       ? nufft_case(c, a.frames, a.warmup)
+                            : c.kind == BenchKind::NufftSweep  ? nufft_sweep_case(c, a.frames, a.warmup)
+                            : c.kind == BenchKind::Ingest      ? ingest_case(c)
+                            : c.kind == BenchKind::MrdDecode   ? mrd_decode_case(c)
+                            : c.kind == BenchKind::MrdLive     ? mrd_live_case(c, registry)
+                            : c.kind == BenchKind::MrdSessions ? mrd_sessions_case(c, registry)
+                                                               : live_case(c, registry));
       if (moved_to_cpu && !c.target.empty())
         js["cases"].back()["target_not_applied"] =
             "'" + c.target + "' is a GPU target; this run moved the case to the CPU (--backend cpu)";

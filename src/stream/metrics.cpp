@@ -34,7 +34,15 @@ void LatencySeries::add(double ms) {
   ++bins_[latency_bin(ms)];
 }
 
-namespace {
+void LatencySeries::merge(const LatencySeries& o) {
+  if (&o == this) return;
+  std::scoped_lock lock(m_, o.m_);
+  if (o.count_ == 0) return;
+  min_ = count_ == 0 ? o.min_ : std::min(min_, o.min_);
+  max_ = count_ == 0 ? o.max_ : std::max(max_, o.max_);
+  count_ += o.count_;
+  for (std::size_t i = 0; i < kBins; ++i) bins_[i] += o.bins_[i];
+}
 
 Percentiles percentiles_of(std::vector<double> v) {
   Percentiles p;
@@ -49,8 +57,6 @@ Percentiles percentiles_of(std::vector<double> v) {
   p.max = v.back();
   return p;
 }
-
-}  // namespace
 
 Percentiles LatencySeries::summary() const {
   std::lock_guard lock(m_);
@@ -368,6 +374,9 @@ void Metrics::absorb(const Metrics& m) {
                           {&clock_invalid, &m.clock_invalid}})
     *to += from->load();
   for (std::size_t r = 0; r < rejected.size(); ++r) rejected[r] += m.rejected[r].load();
+  arrival.merge(m.arrival);
+  end_to_end.merge(m.end_to_end);
+  sender_lag.merge(m.sender_lag);
 }
 
 }  // namespace radstream

@@ -31,7 +31,9 @@ struct Percentiles {
   std::size_t count = 0;
   double p50 = 0, p95 = 0, p99 = 0, p999 = 0, max = 0;
 };
-nlohmann::ordered_json to_json(const Percentiles& p);  // {"count", "p50", "p95", "p99", "p99.9", "max"}
+nlohmann::ordered_json to_json(const Percentiles& p);
+Percentiles percentiles_of(std::vector<double> v);  // of every value, exactly (sorted)  // {"count", "p50",
+                                                    // "p95", "p99", "p99.9", "max"}
 
 // A session series: 200 log-spaced bins a decade from 1e-3 to 1e6 ms, plus one below and one above. A
 // percentile is the geometric centre of the bin that holds it, clamped to the exact minimum and maximum.
@@ -40,6 +42,7 @@ class LatencySeries {
   explicit LatencySeries(std::size_t skip = 10) : skip_(skip) {}
   void add(double ms);
   Percentiles summary() const;
+  void merge(const LatencySeries& other);  // another series' values (a closed session's) into this one
 
   static constexpr int kBinsPerDecade = 200, kLowDecade = -3, kHighDecade = 6;
   static constexpr std::size_t kBins = std::size_t(kBinsPerDecade * (kHighDecade - kLowDecade)) + 2;

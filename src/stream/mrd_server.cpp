@@ -66,8 +66,10 @@ int max_sessions_auto(bool cuda) {
   return int(std::clamp<std::size_t>(n, 1, 16));
 }
 
-MrdServer::MrdServer(const MrdServerParams& p, StreamRuntime& runtime)
+MrdServer::MrdServer(const MrdServerParams& p, const IngestParams& stream, StreamRuntime& runtime)
     : p_(p), rt_(runtime), allow_(split_list(p.allow)) {
+  p_.max_samples = stream.max_samples;
+  p_.max_coils = stream.max_coils;
   max_sessions_ =
       p_.max_sessions > 0
           ? p_.max_sessions

@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "core/enum_table.hpp"
+#include "stream/ingest_params.hpp"
 #include "stream/mrd_images.hpp"
+#include "stream/session_server.hpp"
 
 namespace radstream {
 
@@ -43,7 +45,7 @@ struct MrdServerParams {
   MrdPixels pixels = MrdPixels::Int16;
   std::string allow;                  // client addresses admitted beyond loopback (comma-separated)
   std::string config_dir = "config";  // where a config name that is not a method finds NAME.yaml
-  // The pipeline's limits (stream.max_samples, stream.max_coils), set by the runtime: an acquisition beyond
+  // The pipeline's limits (stream.max_samples, stream.max_coils), set by the server: an acquisition beyond
   // them ends the session when its header is read, before any of its body is, as the ingest would refuse it.
   int max_samples = 4096;
   int max_coils = 64;
@@ -90,24 +92,26 @@ struct MrdServerParams {
 // max_sessions 0: one session per GiB of free memory on the GPU (cuda), else one per two CPU cores; 1..16.
 int max_sessions_auto(bool cuda);
 
-class MrdServer {
+class MrdServer : public SessionServer {
  public:
-  // Listens at once (a port in use is a ConfigError at start-up).
-  MrdServer(const MrdServerParams& p, StreamRuntime& runtime);
-  ~MrdServer();
+  // Listens at once (a port in use is a ConfigError at start-up). `stream`: the limits every session's
+  // acquisitions meet (max_samples, max_coils), checked as each acquisition's header is read.
+  MrdServer(const MrdServerParams& p, const IngestParams& stream, StreamRuntime& runtime);
+  ~MrdServer() override;
   MrdServer(const MrdServer&) = delete;
   MrdServer& operator=(const MrdServer&) = delete;
 
-  void start();
-  void stop();                   // ends every session (their clients get a close) and joins the threads
-  std::string endpoint() const;  // with the port actually bound
+  std::string protocol() const override { return "mrd"; }
+  void start() override;
+  void stop() override;  // ends every session (their clients get a close) and joins the threads
+  std::string endpoint() const override;
   int max_sessions() const { return max_sessions_; }
   // A session whose header has come asks for its place: true when one of max_sessions is free (it is then
   // taken until release_slot()), else false with `why` (the client is told, then closed).
   bool claim_slot(std::string& why);
   void release_slot();
   // One line per open session, for the status line and the viewer ("session 3 127.0.0.1:5000 gridding ...").
-  std::vector<std::string> session_lines() const;
+  std::vector<std::string> session_lines() const override;
 
  private:
   void accept_loop();

@@ -125,8 +125,7 @@ void MrdSession::queue(Out o) {
   if (direct) {
     const long k = send_now(fd_.get(), o.bytes);
     if (k < 0) {
-      dead_ = true;
-      ++rt_.metrics().mrd.sessions_failed;
+      dead_ = true;  // (counted as failed when the session ends)
       log::warn("mrd: session {} ({}): the client went away; dropped", number_, peer_);
       stop_ = true;                      // its frames are abandoned at once
       ::shutdown(fd_.get(), SHUT_RDWR);  // the reader ends too
@@ -180,8 +179,7 @@ void MrdSession::write_loop() {
         Done done{*this};
         if (dead_) continue;
         if (!send_all(fd_.get(), std::span(o.bytes).subspan(o.sent), p_.send_timeout_s)) {
-          dead_ = true;
-          ++rt_.metrics().mrd.sessions_failed;
+          dead_ = true;  // (counted as failed when the session ends)
           log::warn("mrd: session {} ({}): the client took no data for {} s or went away; dropped", number_,
                     peer_, p_.send_timeout_s);
           stop_ = true;                      // its frames are abandoned at once
@@ -242,11 +240,10 @@ void MrdSession::end_session(const std::string& error, std::optional<mrd::Fault>
   auto& mm = rt_.metrics().mrd;
   if (phase_.exchange(Phase::Over) == Phase::Admitted) {
     server_.release_slot();
-    if (error.empty()) ++mm.sessions_completed;
+    admitted_ = true;
   }
   if (fault) ++mm.faults[std::size_t(*fault)];
   if (!error.empty()) {
-    if (!dead_ && !refused_) ++mm.sessions_failed;  // (a client gone while being sent to was counted then)
     queue_text(fmt::format("ERR radstream: {}", error));
     std::vector<std::byte> c;
     mrd::append_close(c);
@@ -258,6 +255,15 @@ void MrdSession::end_session(const std::string& error, std::optional<mrd::Fault>
   }
   out_cv_.notify_all();
   if (writer_.joinable()) writer_.join();
+  // Each session counted once, when it is over: completed (its close, every message sent), failed (a fault,
+  // a vanished or stalled client), or refused (counted where it was refused).
+  if (!refused_) {
+    if (error.empty() && !dead_) {
+      if (admitted_) ++mm.sessions_completed;
+    } else {
+      ++mm.sessions_failed;
+    }
+  }
   ::shutdown(fd_.get(), SHUT_RDWR);
   ended_ = true;
 }
@@ -716,7 +722,7 @@ void MrdSession::finish_stream() {
   }
   if (phase_.exchange(Phase::Over) == Phase::Admitted) {
     server_.release_slot();  // free before the close is sent: a client may come back at once
-    ++rt_.metrics().mrd.sessions_completed;
+    admitted_ = true;
   }
   std::vector<std::byte> c;
   mrd::append_close(c);

@@ -92,7 +92,8 @@ class MrdSession {
   std::thread reader_, writer_;
   std::optional<log::Subscription> forward_;  // this session's WRN/ERR lines to its client (start())
   std::atomic<bool> stop_{false}, ended_{false}, dead_{false};
-  bool refused_ = false;  // the reader's: the session was refused (busy, unknown config), not failed
+  bool refused_ = false;   // the reader's: the session was refused (busy, unknown config), not failed
+  bool admitted_ = false;  // the reader's: it held a place (given back when it ended)
   std::atomic<Phase> phase_{Phase::Waiting};
 
   // The session's settings (reader thread until the pipeline is made, then fixed).

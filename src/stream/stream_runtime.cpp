@@ -10,7 +10,7 @@
 #include "core/log.hpp"
 #include "gpu/cuda_runtime.hpp"
 #include "recon/memory_budget.hpp"
-#include "stream/mrd_server.hpp"
+#include "stream/session_server.hpp"
 
 namespace radstream {
 namespace {
@@ -73,12 +73,7 @@ StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry)
   }
   if (!cfg_.frames.skip_when_behind) ingest_->keep_spokes_for_every_frame();
   sinks_ = make_sinks(cfg_.sinks, zctx_, metrics_, cfg_.stream.curve_key, cfg_.stream.connections);
-  if (!cfg_.mrd.listen.empty()) {  // each MRD client a session with its own pipeline (open_session)
-    MrdServerParams mp = cfg_.mrd;
-    mp.max_samples = cfg_.stream.max_samples;
-    mp.max_coils = cfg_.stream.max_coils;
-    mrd_ = std::make_unique<MrdServer>(mp, *this);
-  }
+  servers_ = make_session_servers(cfg_, *this);  // each client a session with its own pipeline
   for (int s = 0; s < slices; ++s) {
     latest_.push_back(std::make_unique<LatestFrame>());
     workers_.push_back(std::make_unique<ReconWorker>(
@@ -102,13 +97,13 @@ void StreamRuntime::start() {
   ingest_->start();
   for (auto& w : workers_) w->start();
   sink_thread_ = std::thread([this] { sink_loop(); });
-  if (mrd_) mrd_->start();
+  for (auto& s : servers_) s->start();
   if (cfg_.sinks.report_interval_s > 0) reporter_ = std::thread([this] { report_loop(); });
 }
 
 void StreamRuntime::stop() {
   if (!running_.exchange(false)) return;
-  if (mrd_) mrd_->stop();  // its sessions feed the ingest
+  for (auto& s : servers_) s->stop();  // their sessions first
   ingest_->stop();
   for (auto& w : workers_) w->stop();
   {
@@ -282,11 +277,22 @@ std::unique_ptr<SessionPipeline> StreamRuntime::open_session(SessionSettings s, 
 }
 
 std::vector<std::string> StreamRuntime::session_lines() const {
-  return mrd_ ? mrd_->session_lines() : std::vector<std::string>{};
+  std::vector<std::string> out;
+  for (const auto& s : servers_)
+    for (auto& line : s->session_lines()) out.push_back(s->protocol() + ": " + line);
+  return out;
 }
 
-std::string StreamRuntime::mrd_endpoint() const {
-  return mrd_ ? mrd_->endpoint() : std::string();
+std::string StreamRuntime::server_endpoints() const {
+  std::string out;
+  for (const auto& s : servers_) out += fmt::format(" or a {} client on {}", s->protocol(), s->endpoint());
+  return out;
+}
+
+std::string StreamRuntime::endpoint_of(const std::string& protocol) const {
+  for (const auto& s : servers_)
+    if (s->protocol() == protocol) return s->endpoint();
+  return {};
 }
 
 // Once per run: when more than half the frames of the last 10 s were skipped to stay live, the way to have
@@ -322,11 +328,11 @@ void StreamRuntime::report_loop() {
                                      metrics_.frames_failed.load() + metrics_.mrd.acquisitions.load() +
                                      metrics_.mrd.images_sent.load();
       const bool quiet_due = last_quiet_ns == 0 || now - last_quiet_ns >= quiet_every_ns;
-      const std::vector<std::string> sessions = mrd_ ? mrd_->session_lines() : std::vector<std::string>{};
+      const std::vector<std::string> sessions = session_lines();
       if (metrics_.messages.load() == 0 && sessions.empty() && metrics_.mrd.acquisitions.load() == 0) {
         if (quiet_due)
-          log::info("run: waiting for a sender on {}{} ({:.0f} s)", endpoint(),
-                    mrd_ ? " or an MRD client on " + mrd_->endpoint() : std::string(), elapsed_s()),
+          log::info("run: waiting for a sender on {}{} ({:.0f} s)", endpoint(), server_endpoints(),
+                    elapsed_s()),
               last_quiet_ns = now;
         continue;
       }
@@ -334,7 +340,7 @@ void StreamRuntime::report_loop() {
       if (activity == seen) last_quiet_ns = now;
       seen = activity;
       if (metrics_.messages.load() > 0) log::info("{}", metrics_.line(elapsed_s()));
-      for (const auto& line : sessions) log::info("mrd: {}", line);
+      for (const auto& line : sessions) log::info("{}", line);
       say_skip_hint(now);
     }
   } catch (const std::exception& e) {

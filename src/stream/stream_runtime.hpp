@@ -33,6 +33,7 @@
 #include "stream/recorder.hpp"
 #include "stream/run_config.hpp"
 #include "stream/session_pipeline.hpp"
+#include "stream/session_server.hpp"
 #include "stream/sink.hpp"
 #include "wire/curve.hpp"
 #include "wire/wire.hpp"
@@ -41,7 +42,7 @@ namespace radstream {
 
 using wire::kImageMagic;  // the published image message (wire.hpp)
 
-class MrdServer;
+class SessionServer;
 
 class StreamRuntime {
  public:
@@ -92,8 +93,9 @@ class StreamRuntime {
   const RunConfig& config() const { return cfg_; }
   const Registry& registry() const { return registry_; }
   zmq::context_t& zmq_context() { return zctx_; }
-  std::string mrd_endpoint() const;  // the MRD server's endpoint with its port (empty: no --mrd-listen)
-  // One line per MRD session in progress: client, config, settings, frames due/made/sent.
+  // A protocol server's endpoint with its port ("mrd": --mrd-listen), empty when it is not serving.
+  std::string endpoint_of(const std::string& protocol) const;
+  // One line per protocol session in progress: client, config, settings, frames due/made/sent.
   std::vector<std::string> session_lines() const;
   double elapsed_s() const;
   std::shared_ptr<const FrameResult> latest(int slice = 0) const {
@@ -121,6 +123,7 @@ class StreamRuntime {
   void say_skip_hint(std::int64_t now);
   std::atomic<bool> skip_hint_said_{false};  // the --no-skip hint, said once per run
   void report_loop();
+  std::string server_endpoints() const;  // " or a mrd client on tcp://..." for each protocol server
   const ReconWorker& worker(int slice) const { return *workers_.at(std::size_t(slice)); }
 
   RunConfig cfg_;
@@ -153,7 +156,9 @@ class StreamRuntime {
   std::mutex report_m_;  // the reporter's sleep
   std::condition_variable report_cv_;
 
-  std::unique_ptr<MrdServer> mrd_;  // last: stopped and destroyed before what its sessions use
+  // The protocol servers (stream/session_server.hpp): last, stopped and destroyed before what their sessions
+  // use.
+  std::vector<std::unique_ptr<SessionServer>> servers_;
 };
 
 }  // namespace radstream

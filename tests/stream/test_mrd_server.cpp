@@ -52,7 +52,7 @@ void round_trip(MrdPixels px, int port) {
   p.start();
   const Simulator sim(mrd_sim());
   const auto spokes = sim.spokes(0, 96);
-  RawClient c(port_of(p.mrd_endpoint()));
+  RawClient c(port_of(p.endpoint_of("mrd")));
   ASSERT_TRUE(c.ok());
   c.config_name("gridding");
   c.text(3, stream_header_to_xml(sim.header()));
@@ -156,7 +156,7 @@ TEST(MrdServer, ComplexImagesCarryThePhaseOfTheSolution) {
   }
   StreamRuntime p(cfg, reg);
   p.start();
-  const int port = port_of(p.mrd_endpoint());
+  const int port = port_of(p.endpoint_of("mrd"));
   Replies r;
   {
     RawClient c(port);
@@ -222,7 +222,7 @@ TEST(MrdServer, FaultsEndOnlyTheirSession) {
   RunConfig cfg = mrd_config(26182, MrdPixels::Float);
   StreamRuntime p(cfg, reg);
   p.start();
-  const int port = port_of(p.mrd_endpoint());
+  const int port = port_of(p.endpoint_of("mrd"));
   const Simulator sim(mrd_sim());
   const auto spokes = sim.spokes(0, 40);
   auto& mm = p.metrics().mrd;
@@ -405,7 +405,7 @@ TEST(MrdServer, SpokesWithoutTrajectoryGiveTheSameImages) {
   RunConfig cfg = mrd_config(26188, MrdPixels::Float);
   StreamRuntime p(cfg, reg);
   p.start();
-  const int port = port_of(p.mrd_endpoint());
+  const int port = port_of(p.endpoint_of("mrd"));
   const Simulator sim(mrd_sim());
   const auto spokes = sim.spokes(0, 64);
   std::vector<Replies> got;
@@ -441,7 +441,7 @@ TEST(MrdServer, SpokesWhoseAngleCannotBeKnownAreRefusedAndTheClientIsTold) {
   RunConfig cfg = mrd_config(26190, MrdPixels::Float);
   StreamRuntime p(cfg, reg);
   p.start();
-  const int port = port_of(p.mrd_endpoint());
+  const int port = port_of(p.endpoint_of("mrd"));
   const Simulator sim(mrd_sim());
   const auto spokes = sim.spokes(0, 40);
   ISMRMRD::IsmrmrdHeader x;
@@ -485,7 +485,7 @@ TEST(MrdServer, PartialEchoesArePlacedAtTheirTrueK) {
   RunConfig cfg = mrd_config(26191, MrdPixels::Float);
   StreamRuntime p(cfg, reg);
   p.start();
-  const int port = port_of(p.mrd_endpoint());
+  const int port = port_of(p.endpoint_of("mrd"));
   SimParams sp = mrd_sim();
   sp.snr = 0;
   const Simulator sim(sp);
@@ -576,7 +576,7 @@ TEST(MrdServer, NoiseScansPrewhitenEveryLaterSpoke) {
     }
     noise.push_back(n);
   }
-  RawClient c(port_of(p.mrd_endpoint()));
+  RawClient c(port_of(p.endpoint_of("mrd")));
   c.text(3, stream_header_to_xml(sim.header()));
   for (const auto& n : noise) {
     Spoke s = spokes[0];
@@ -658,7 +658,7 @@ TEST(MrdServer, SocketFuzzOfTheFraming) {
   cfg.mrd.max_sessions = 64;  // a client that has just closed may still be ending on the server
   StreamRuntime p(cfg, reg);
   p.start();
-  const int port = port_of(p.mrd_endpoint());
+  const int port = port_of(p.endpoint_of("mrd"));
   SimParams sp;
   sp.matrix = 8;
   sp.coils = 2;
@@ -806,7 +806,7 @@ TEST(MrdServer, ATextFloodEndsTheSessionWithAnErr) {
   RunConfig cfg = mrd_config(26298, MrdPixels::Float);
   StreamRuntime p(cfg, reg);
   p.start();
-  const int port = port_of(p.mrd_endpoint());
+  const int port = port_of(p.endpoint_of("mrd"));
   RawClient c(port);
   c.config_name("gridding");
   for (int i = 0; i < 2000; ++i) c.text(5, "{\"parameters\": {}}");
@@ -840,7 +840,7 @@ TEST(MrdServer, NoiseBeyondTheBudgetIsLeftOutAndTheClientTold) {
   s.samples = S;
   s.data.assign(std::size_t(C) * S, cfloat(0.01f, -0.02f));
   s.header.flags = std::uint64_t(1) << (ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT - 1);
-  RawClient c(port_of(p.mrd_endpoint()));
+  RawClient c(port_of(p.endpoint_of("mrd")));
   c.text(3, stream_header_to_xml(sim.header()));
   const auto t0 = std::chrono::steady_clock::now();
   for (int k = 0; k < 300; ++k) c.acquisition(s, nullptr, false);

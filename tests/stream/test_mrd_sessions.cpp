@@ -10,13 +10,13 @@
 #include <cmath>
 #include <fstream>
 #include <future>
-#include <random>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <thread>
 
 #include "io/cfl.hpp"
-#include "io/mrd_file.hpp"
 #include "io/frame_io.hpp"
+#include "io/mrd_file.hpp"
 #include "recon/coil_map_estimate.hpp"
 #include "recon/recon_chain.hpp"
 #include "recon/registry.hpp"
@@ -114,7 +114,7 @@ TEST(MrdSessions, AnUnpacedClientGetsEveryFrameOfItsMethod) {
     if (m == ReconMethod::CgSense) cfg.recon.cg.sens = sens;
     StreamRuntime p(cfg, reg);
     p.start();
-    const Replies r = whole_session(port_of(p.mrd_endpoint()), "", sim.header(), spokes);
+    const Replies r = whole_session(port_of(p.endpoint_of("mrd")), "", sim.header(), spokes);
     p.stop();
     const auto want = offline_frames(cfg.recon, sim.header(), spokes, 32, 16);
     ASSERT_EQ(want.size(), 7u);
@@ -145,7 +145,7 @@ TEST(MrdSessions, FourClientsAtOnceEachGetTheirOwnFramesBesideAZeroMqStream) {
   Collector zmq_frames;
   zmq_frames.attach(p);
   p.start();
-  const int port = port_of(p.mrd_endpoint());
+  const int port = port_of(p.endpoint_of("mrd"));
   struct Client {
     std::string config;
     ReconMethod method;
@@ -227,7 +227,7 @@ TEST(MrdSessions, NoClientCanHoldTheScannerOut) {
   cfg.mrd.idle_timeout_s = 1.0;
   StreamRuntime p(cfg, reg);
   p.start();
-  const int port = port_of(p.mrd_endpoint());
+  const int port = port_of(p.endpoint_of("mrd"));
   const Simulator sim(mrd_sim());
   const auto spokes = sim.spokes(0, 48);
   // The good client: told busy while the place is held, it tries again every 50 ms.
@@ -353,7 +353,7 @@ TEST(MrdSessions, AZeroMqStreamWithNoiseScansIsPrewhitenedAsAnMrdSessionIs) {
     cfg.sinks.record = dir / "mrd.h5";
     StreamRuntime p(cfg, reg);
     p.start();
-    RawClient c(port_of(p.mrd_endpoint()));
+    RawClient c(port_of(p.endpoint_of("mrd")));
     c.text(3, stream_header_to_xml(sim.header()));
     for (const auto& n : noise) {
       Spoke s = spokes[0];

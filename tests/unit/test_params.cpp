@@ -81,10 +81,13 @@ TEST(Params, EveryShippedConfigParses) {
   for (const auto& e : fs::recursive_directory_iterator(RADSTREAM_CONFIG_DIR)) {
     if (e.path().extension() != ".yaml") continue;
     const YAML::Node root = YAML::LoadFile(e.path().string());
-    if (root["recon"]) EXPECT_NO_THROW(ReconParams::from_config(root["recon"])) << e.path();
+    if (root["recon"]) {
+      EXPECT_NO_THROW(ReconParams::from_config(root["recon"])) << e.path();
+    }
     // Run configurations (those with a stream: or frames: section) parse whole.
-    if (root["stream"] || root["frames"])
+    if (root["stream"] || root["frames"]) {
       EXPECT_NO_THROW(RunConfig::from_yaml(root, e.path().string())) << e.path();
+    }
     ++n;
   }
   EXPECT_GE(n, 3);
