@@ -1,6 +1,7 @@
 // One reconstructed frame and its trace, as the runtime hands it to the sinks and the viewer.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/buffer.hpp"
@@ -10,6 +11,7 @@ namespace radstream {
 struct FrameResult {
   std::uint64_t number = 0;  // per slice, from 1
   int slice = 0;             // the stream's slice (MRD idx.slice)
+  std::string session;       // the protocol session it belongs to ("session 3"); empty: the runtime's stream
   int matrix = 0;
   std::vector<cfloat> image;  // [N][N], magnitude in the real part (coil k's magnitude in coil view)
   // [N][N] with its phase when the reconstruction keeps it (ReconParams::keep_phase: complex MRD images) and

@@ -773,6 +773,7 @@ void MrdSession::send_frame(std::shared_ptr<const FrameResult> f) {
   ++frames_sent_;
   queue({std::move(bytes), true, f->last_arrival_ns, f->ready_ns});
   frame_cv_.notify_all();
+  rt_.session_frame(std::move(f));  // the server's image files too
 }
 
 }  // namespace radstream

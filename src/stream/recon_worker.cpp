@@ -297,6 +297,7 @@ void ReconWorker::frames() {
     sched.advance();
     result->number = ++number;
     result->slice = slice_;
+    result->session = tag_;
     emit_(std::move(result));
   }
 }

@@ -27,6 +27,9 @@ class ImagePublisher final : public Sink {
   ~ImagePublisher() override { guard_.reset(); }
   std::string name() const override { return "publisher"; }
   void consume(const FrameResult& f) override {
+    // A protocol session's images go back to its own client; the published stream is the runtime's own, one
+    // stream per subscriber (its image header names no session).
+    if (!f.session.empty()) return;
     take_subscriptions();
     const auto h = wire::encode_image_header({.number = f.number,
                                               .matrix = std::uint32_t(f.matrix),
@@ -115,7 +118,13 @@ class ImageFiles final : public Sink {
   void consume(const FrameResult& f) override {
     if (f.number % std::uint64_t(p_.image_every) != 0) return;
     // A multi-slice stream: each slice's frames under their own names (frame numbers count per slice).
-    const std::string slice = slices_ > 1 ? fmt::format("slice{}_", f.slice) : std::string();
+    // A protocol session's frames under its name (each session counts its own frames).
+    std::string slice = slices_ > 1 ? fmt::format("slice{}_", f.slice) : std::string();
+    if (!f.session.empty()) {
+      std::string name = f.session;
+      std::erase(name, ' ');
+      slice = name + "_" + slice;
+    }
     write_image(
         fmt::format("{}/{}frame_{:06d}.{}", p_.images, slice, f.number, kImageFormats.name(p_.image_format)),
         f.image, f.matrix);

@@ -212,17 +212,21 @@ void StreamRuntime::emit(std::shared_ptr<const FrameResult> f) {
   metrics_.add_frame_latency(f->last_acquired_ns, f->last_arrival_ns, f->ready_ns, f->slice);
   metrics_.frame_gaps.frame(f->ready_ns, f->last_arrival_ns, f->make_ms, metrics_.start_ns);
   if (on_frame_) on_frame_(*f);
+  to_sinks(f);
+  ++metrics_.frames;
+  latest_.at(std::size_t(f->slice))->put(std::move(f));
+}
+
+void StreamRuntime::to_sinks(std::shared_ptr<const FrameResult> f) {
   {
     std::lock_guard lock(sink_m_);
     if (sink_q_.size() >= 8) {
       sink_q_.pop_front();
       ++metrics_.sink_dropped;
     }
-    sink_q_.push_back(f);
+    sink_q_.push_back(std::move(f));
   }
   sink_cv_.notify_one();
-  ++metrics_.frames;
-  latest_.at(std::size_t(f->slice))->put(std::move(f));
 }
 
 void StreamRuntime::sink_loop() {

@@ -88,6 +88,9 @@ class StreamRuntime {
   // check of its stream headers, its recording). Throws ConfigError naming the bad value. Nothing of it
   // changes this runtime's own stream or any other session.
   std::unique_ptr<SessionPipeline> open_session(SessionSettings s, ReconWorker::Emit emit);
+  // A session's frame for the run's own sinks (image files under the session's name; not the viewer's
+  // mailbox, the publisher or on_frame, which are the runtime's own stream's). Any thread.
+  void session_frame(std::shared_ptr<const FrameResult> f) { to_sinks(std::move(f)); }
   // A closed session's counts, added into the run's totals (metrics()).
   void absorb(const Metrics& session) { metrics_.absorb(session); }
   const RunConfig& config() const { return cfg_; }
@@ -119,6 +122,7 @@ class StreamRuntime {
 
  private:
   void emit(std::shared_ptr<const FrameResult> f);  // on the reconstruction thread
+  void to_sinks(std::shared_ptr<const FrameResult> f);
   void sink_loop();
   void say_skip_hint(std::int64_t now);
   std::atomic<bool> skip_hint_said_{false};  // the --no-skip hint, said once per run
