@@ -1,5 +1,7 @@
 #include "stream/metrics.hpp"
 
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -344,7 +346,8 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
                 {"images_dropped", mrd.images_dropped.load()},
                 {"faults", f},
                 {"arrival_to_sent_ms", radstream::to_json(mrd.arrival_to_sent.summary())},
-                {"ready_to_sent_ms", radstream::to_json(mrd.ready_to_sent.summary())}};
+                {"ready_to_sent_ms", radstream::to_json(mrd.ready_to_sent.summary())},
+                {"each_session", mrd.session_summaries()}};
   }
   if (last_iterations >= 0)
     j["solver"] = {{"iterations", radstream::to_json(solver_iterations.summary())},
@@ -356,6 +359,43 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
                    {"deadline_reserve_ms", deadline_reserve_ms.load()},
                    {"deadline_reserve_max_ms", deadline_reserve_max_ms.load()}};
   return j;
+}
+
+void Metrics::Mrd::SessionSummary::put_text(char* to, std::size_t n, const std::string& s) {
+  const std::size_t k = std::min(n - 1, s.size());
+  std::memcpy(to, s.data(), k);
+  to[k] = '\0';
+}
+
+void Metrics::Mrd::add_session(const SessionSummary& summary) {
+  std::lock_guard lock(sessions_m_);
+  if (sessions_.empty()) sessions_.resize(kMaxSessionSummaries);
+  sessions_[next_session_] = summary;
+  next_session_ = (next_session_ + 1) % kMaxSessionSummaries;
+  summaries_ = std::min(summaries_ + 1, kMaxSessionSummaries);
+}
+
+nlohmann::ordered_json Metrics::Mrd::session_summaries() const {
+  std::lock_guard lock(sessions_m_);
+  nlohmann::ordered_json a = nlohmann::ordered_json::array();
+  const std::size_t first = (next_session_ + kMaxSessionSummaries - summaries_) % kMaxSessionSummaries;
+  for (std::size_t i = 0; i < summaries_; ++i) {
+    const SessionSummary& s = sessions_[(first + i) % kMaxSessionSummaries];
+    a.push_back({{"session", s.session},
+                 {"client", s.client.data()},
+                 {"config", s.config.data()},
+                 {"settings", s.settings.data()},
+                 {"acquisitions", s.acquisitions},
+                 {"spokes", s.spokes},
+                 {"frames_due", s.frames_due},
+                 {"frames_made", s.frames_made},
+                 {"frames_sent", s.frames_sent},
+                 {"rejected", s.rejected},
+                 {"arrival_to_ready_p50_ms", s.arrival_to_ready_p50_ms},
+                 {"arrival_to_ready_p99_ms", s.arrival_to_ready_p99_ms},
+                 {"ended", s.ended.data()}});
+  }
+  return a;
 }
 
 void Metrics::absorb(const Metrics& m) {

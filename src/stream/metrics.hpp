@@ -149,6 +149,27 @@ class Metrics {
     LatencySeries arrival_to_sent;  // the frame's last spoke arrived -> its image message sent, ms
     LatencySeries
         ready_to_sent;  // the image ready -> sent (encoding, queue, socket): the MRD path's own cost
+    // One summary per session that ended, at most kMaxSessionSummaries (the newest kept), in one ring
+    // allocated with the first: a server that runs for months keeps its memory flat.
+    struct SessionSummary {
+      std::uint32_t session = 0;
+      std::array<char, 64> client{}, config{};
+      std::array<char, 160> settings{}, ended{};
+      std::uint64_t acquisitions = 0, spokes = 0, frames_due = 0, frames_made = 0, frames_sent = 0,
+                    rejected = 0;
+      double arrival_to_ready_p50_ms = 0, arrival_to_ready_p99_ms = 0;
+      static void put(std::array<char, 64>& to, const std::string& s) { put_text(to.data(), to.size(), s); }
+      static void put(std::array<char, 160>& to, const std::string& s) { put_text(to.data(), to.size(), s); }
+      static void put_text(char* to, std::size_t n, const std::string& s);
+    };
+    static constexpr std::size_t kMaxSessionSummaries = 1000;
+    void add_session(const SessionSummary& summary);
+    nlohmann::ordered_json session_summaries() const;
+
+   private:
+    mutable std::mutex sessions_m_;
+    std::vector<SessionSummary> sessions_;  // a ring of kMaxSessionSummaries once the first came
+    std::size_t next_session_ = 0, summaries_ = 0;
   } mrd;
   // Latency series, ms: end_to_end = last spoke acquired -> image ready; arrival = last spoke arrived ->
   // image ready; plus one per reconstruction stage and "assemble".

@@ -228,15 +228,7 @@ void MrdSession::end_session(const std::string& error, std::optional<mrd::Fault>
     std::lock_guard l(frame_m_);
     frames_wanted_ = false;
   }
-  std::shared_ptr<SessionPipeline> pipe;
-  {
-    std::lock_guard l(pipe_m_);
-    pipe = std::move(pipe_);
-  }
-  if (pipe) {
-    pipe->stop();
-    rt_.absorb(pipe->metrics());
-  }
+  drop_pipeline();
   auto& mm = rt_.metrics().mrd;
   if (phase_.exchange(Phase::Over) == Phase::Admitted) {
     server_.release_slot();
@@ -257,12 +249,23 @@ void MrdSession::end_session(const std::string& error, std::optional<mrd::Fault>
   if (writer_.joinable()) writer_.join();
   // Each session counted once, when it is over: completed (its close, every message sent), failed (a fault,
   // a vanished or stalled client), or refused (counted where it was refused).
-  if (!refused_) {
-    if (error.empty() && !dead_) {
-      if (admitted_) ++mm.sessions_completed;
-    } else {
-      ++mm.sessions_failed;
-    }
+  std::string outcome = "completed";
+  if (refused_) {
+    outcome = "refused: " + error;
+  } else if (error.empty() && !dead_) {
+    if (admitted_) ++mm.sessions_completed;
+  } else {
+    ++mm.sessions_failed;
+    outcome = "failed: " + (error.empty() ? std::string("the client went away") : error);
+  }
+  if (have_header_ || refused_) {  // a connection that never sent a header is no session to report
+    using Summary = Metrics::Mrd::SessionSummary;
+    summary_.session = number_;
+    Summary::put(summary_.client, peer_);
+    Summary::put(summary_.config, config_name_);
+    summary_.acquisitions = sequence_;
+    Summary::put(summary_.ended, log::printable_line(outcome, 150));
+    mm.add_session(summary_);
   }
   ::shutdown(fd_.get(), SHUT_RDWR);
   ended_ = true;
@@ -630,6 +633,27 @@ void MrdSession::warn_if_behind() {
                                               : "the newest frame wins; some are skipped"));
 }
 
+void MrdSession::drop_pipeline() {
+  std::shared_ptr<SessionPipeline> pipe;
+  {
+    std::lock_guard l(pipe_m_);
+    pipe = std::move(pipe_);
+  }
+  if (!pipe) return;
+  using Summary = Metrics::Mrd::SessionSummary;
+  Summary::put(summary_.settings, pipe->settings().describe());
+  summary_.frames_due = pipe->frames_due();
+  summary_.frames_made = pipe->frames_made();
+  summary_.frames_sent = frames_sent_.load();
+  pipe->stop();
+  summary_.spokes = pipe->intake().spokes_taken();
+  summary_.rejected = pipe->metrics().rejected_total();
+  const Percentiles arrival = pipe->metrics().arrival.summary();
+  summary_.arrival_to_ready_p50_ms = arrival.p50;
+  summary_.arrival_to_ready_p99_ms = arrival.p99;
+  rt_.absorb(pipe->metrics());
+}
+
 std::string MrdSession::counts() const {
   std::shared_ptr<SessionPipeline> pipe;
   {
@@ -711,15 +735,7 @@ void MrdSession::finish_stream() {
     frames_wanted_ = false;  // no more frames for this session
   }
   const std::string final_counts = counts();
-  std::shared_ptr<SessionPipeline> pipe;
-  {
-    std::lock_guard l(pipe_m_);
-    pipe = std::move(pipe_);
-  }
-  if (pipe) {
-    pipe->stop();  // its recording written out before the client hears the close
-    rt_.absorb(pipe->metrics());
-  }
+  drop_pipeline();  // its recording written out before the client hears the close
   if (phase_.exchange(Phase::Over) == Phase::Admitted) {
     server_.release_slot();  // free before the close is sent: a client may come back at once
     admitted_ = true;

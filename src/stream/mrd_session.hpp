@@ -61,6 +61,10 @@ class MrdSession {
   void write_loop();
   void serve(SocketSource& src);
   void end_session(const std::string& error, std::optional<mrd::Fault> fault);
+  // Stops the session's pipeline (its recording written out), adds its counts to the run's and keeps them
+  // for the session's summary (the metrics JSON's mrd.each_session).
+  void drop_pipeline();
+  Metrics::Mrd::SessionSummary summary_;  // the reader's
   void select_config(const std::string& name, const std::string& how);
   void apply_config_file(const std::string& stem);
   std::string offered_configs() const;  // the names a client may give

@@ -213,6 +213,13 @@ TEST(MrdSessions, FourClientsAtOnceEachGetTheirOwnFramesBesideAZeroMqStream) {
   EXPECT_EQ(p.metrics().mrd.sessions_completed.load(), 4u);
   EXPECT_EQ(p.metrics().mrd.sessions_failed.load(), 0u);
   EXPECT_EQ(p.metrics().mrd.busy_refused.load(), 0u);
+  const auto each = p.metrics().mrd.session_summaries();  // the metrics JSON's mrd.each_session
+  ASSERT_EQ(each.size(), 4u);
+  for (const auto& e : each) {
+    EXPECT_EQ(e["ended"], "completed") << e.dump();
+    EXPECT_EQ(e["frames_due"], e["frames_sent"]) << e.dump();
+    EXPECT_EQ(e["spokes"], 96) << e.dump();
+  }
 }
 
 // One place (max_sessions 1), a header deadline and an idle deadline of 1 s: a connection that sends nothing
