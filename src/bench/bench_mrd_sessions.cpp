@@ -76,11 +76,7 @@ ClientResult scanner(const std::string& endpoint, const BenchCase& c, unsigned s
             if (double(last) >= kWarmupS * c.rate_hz) r.steady_ms.push_back(r.latency_ms.back());
           }
         } else if (msg->id == mrd::kText) {
-          const auto at = msg->text.find(" frames due");
-          if (msg->text.find("summary:") != std::string::npos && at != std::string::npos) {
-            const auto from = msg->text.rfind(' ', at - 1);
-            r.frames_due = std::atol(msg->text.substr(from + 1, at - from - 1).c_str());
-          }
+          if (const long long due = mrd::frames_due_in_summary(msg->text); due >= 0) r.frames_due = long(due);
         } else if (msg->id == mrd::kClose) {
           closed = true;
           return;

@@ -328,6 +328,17 @@ void append_query(std::vector<std::byte>& out, std::uint64_t correlation_id, con
   put_bytes(out, q.data(), q.size());
 }
 
+long long frames_due_in_summary(const std::string& text) {
+  const auto at = text.find(" frames due");
+  if (text.find("summary:") == std::string::npos || at == std::string::npos || at == 0) return -1;
+  const auto from = text.rfind(' ', at - 1);
+  try {
+    return std::stoll(text.substr(from + 1, at - from - 1));
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
 void append_response(std::vector<std::byte>& out, std::uint64_t correlation_id, const std::string& text) {
   put<std::uint16_t>(out, kResponse);
   put<std::uint64_t>(out, correlation_id);

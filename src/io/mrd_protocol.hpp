@@ -133,6 +133,9 @@ void append_text(std::vector<std::byte>& out, std::uint16_t id, const std::strin
 void append_close(std::vector<std::byte>& out);
 void append_query(std::vector<std::byte>& out, std::uint64_t correlation_id, const std::string& query);
 void append_response(std::vector<std::byte>& out, std::uint64_t correlation_id, const std::string& text);
+// The frames a radstream server's session summary text says were due ("... summary: 128 spokes, 7 frames due,
+// 7 made, 7 sent"); -1 when the text is no such summary.
+long long frames_due_in_summary(const std::string& text);
 // Sizes from the header bytes (number_of_samples, active_channels, trajectory_dimensions); throws
 // std::invalid_argument when the spans disagree with them.
 void append_acquisition(std::vector<std::byte>& out, std::span<const std::byte> head,

@@ -18,7 +18,6 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "io/asymmetric_echo.hpp"
 #include "io/mrd_file.hpp"
 #include "stream/run_config.hpp"
 #include "stream/stream_runtime.hpp"
@@ -381,14 +380,8 @@ void MrdSession::select_config(const std::string& raw, const std::string& how) {
                                          how));
   if (how == "config text") {
     try {
-      SessionConfig c = session_config_from_yaml(YAML::Load(name), rt_.config(), "MRD config text");
-      settings_.recon = c.recon;
-      settings_.frames.window = c.frames.window;
-      settings_.frames.stride = c.frames.stride;
-      settings_.frames.framing = c.frames.framing;
-      settings_.frames.max_window = c.frames.max_window;
-      config_name_ = "a config text";
-      unknown_config_.clear();
+      take_config(session_config_from_yaml(YAML::Load(name), rt_.config(), "MRD config text"),
+                  "a config text");
       return;
     } catch (const std::exception& e) {
       throw mrd::ProtocolError(
@@ -416,17 +409,22 @@ void MrdSession::select_config(const std::string& raw, const std::string& how) {
   unknown_config_ = name;
 }
 
+// A session config's reconstruction and frames; the frame policy (mrd.frames) and the phase the pixels need
+// stay the server's.
+void MrdSession::take_config(const SessionConfig& c, const std::string& name) {
+  const bool keep_phase = settings_.recon.keep_phase, skip = settings_.frames.skip_when_behind;
+  settings_.recon = c.recon;
+  settings_.recon.keep_phase = keep_phase;
+  settings_.frames = c.frames;
+  settings_.frames.skip_when_behind = skip;
+  config_name_ = name;
+  unknown_config_.clear();
+}
+
 void MrdSession::apply_config_file(const std::string& stem) {
   const std::string path = (std::filesystem::path(p_.config_dir) / (stem + ".yaml")).string();
   try {
-    SessionConfig c = session_config_from_yaml(YAML::LoadFile(path), rt_.config(), path);
-    settings_.recon = c.recon;
-    settings_.frames.window = c.frames.window;
-    settings_.frames.stride = c.frames.stride;
-    settings_.frames.framing = c.frames.framing;
-    settings_.frames.max_window = c.frames.max_window;
-    config_name_ = stem;
-    unknown_config_.clear();
+    take_config(session_config_from_yaml(YAML::LoadFile(path), rt_.config(), path), stem);
   } catch (const std::exception& e) {
     throw mrd::ProtocolError(mrd::Fault::BadField, fmt::format("config {}: {}", stem, e.what()));
   }

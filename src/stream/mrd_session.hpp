@@ -67,6 +67,7 @@ class MrdSession {
   Metrics::Mrd::SessionSummary summary_;  // the reader's
   void select_config(const std::string& name, const std::string& how);
   void apply_config_file(const std::string& stem);
+  void take_config(const SessionConfig& c, const std::string& name);
   std::string offered_configs() const;  // the names a client may give
   // A flood of texts or config changes ends the session with an ERR past these counts.
   static constexpr int kMaxTexts = 256;

@@ -58,14 +58,7 @@ void read_replies(int fd, ServerReplies& r, MrdImageWriter* out, const std::atom
         if (out) out->append(msg->image.head, msg->image.attributes, msg->image.pixels);
       } else if (msg->id == mrd::kText) {
         ++r.texts;
-        if (const auto at = msg->text.find(" frames due");
-            msg->text.find("summary:") != std::string::npos && at != std::string::npos) {
-          const auto from = msg->text.rfind(' ', at - 1);
-          try {
-            r.frames_due = std::stoll(msg->text.substr(from + 1, at - from - 1));
-          } catch (const std::exception&) {
-          }
-        }
+        if (const long long due = mrd::frames_due_in_summary(msg->text); due >= 0) r.frames_due = due;
         if (msg->text.rfind("ERR", 0) == 0) {
           r.errored = true;
           log::error("replay: the MRD server says: {}", msg->text);
