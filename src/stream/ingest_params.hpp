@@ -32,6 +32,7 @@ struct IngestParams {
   long gradient_delay_every = 125;     // auto: frames between two RING estimates
   ConnectionLimits connections;        // every listening socket of the receiver (wire/connection_guard.hpp)
   std::string memory_limit = "auto";  // what one stream header may make the receiver allocate (memory_budget)
+  std::string memory_limit_total = "auto";  // what all streams together may hold (recon/memory_account.hpp)
 
   template <class V>
   void visit(V& v) {
@@ -71,6 +72,11 @@ struct IngestParams {
         "checked before anything is allocated: auto (a quarter of the RAM; 90 % of the GPU's free memory) or "
         "a "
         "size (8G, 512M)");
+    v.field(
+        "memory_limit_total", memory_limit_total,
+        "memory all streams together (the ZeroMQ stream and every MRD session) may hold; a header that "
+        "would go past it is refused (an MRD client hears why in an ERR text): auto (a quarter of the RAM; "
+        "90 % of the GPU's free memory) or a size (16G)");
     v.field("max_connections", connections.max_connections, 1, 1 << 20,
             "connections each listening socket (spokes, published images) keeps open at once; more are shut "
             "down at once (lowered to what the descriptor limit allows)");

@@ -334,6 +334,7 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
                 {"sessions_refused", mrd.sessions_refused.load()},
                 {"busy_refused", mrd.busy_refused.load()},
                 {"address_refused", mrd.address_refused.load()},
+                {"messages", mrd.messages.load()},
                 {"acquisitions", mrd.acquisitions.load()},
                 {"non_imaging", mrd.non_imaging.load()},
                 {"noise", mrd.noise.load()},

@@ -142,9 +142,10 @@ class Metrics {
     // ends completed (its close) or failed; refused: an unknown config or a stream over the limits (busy
     // and address refusals apart).
     std::atomic<std::uint64_t> sessions_admitted{0}, sessions_completed{0}, sessions_refused{0};
+    // messages: every message the codec read whole (any id), before the session acted on it.
     std::atomic<std::uint64_t> sessions{0}, busy_refused{0}, address_refused{0}, sessions_failed{0},
-        acquisitions{0}, non_imaging{0}, noise{0}, waveforms{0}, client_images{0}, ndarrays{0}, texts{0},
-        queries{0}, images_sent{0}, images_dropped{0};
+        messages{0}, acquisitions{0}, non_imaging{0}, noise{0}, waveforms{0}, client_images{0}, ndarrays{0},
+        texts{0}, queries{0}, images_sent{0}, images_dropped{0};
     std::array<std::atomic<std::uint64_t>, 7> faults{};  // by mrd::Fault
     LatencySeries arrival_to_sent;  // the frame's last spoke arrived -> its image message sent, ms
     LatencySeries

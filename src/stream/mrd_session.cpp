@@ -228,6 +228,7 @@ void MrdSession::end_session(const std::string& error, std::optional<mrd::Fault>
     frames_wanted_ = false;
   }
   drop_pipeline();
+  memory_->release();
   auto& mm = rt_.metrics().mrd;
   if (phase_.exchange(Phase::Over) == Phase::Admitted) {
     server_.release_slot();
@@ -286,6 +287,7 @@ void MrdSession::serve(SocketSource& src) {
       log::debug("mrd: session {} ({}) ended by the client before any header", number_, peer_);
       return;
     }
+    ++mm.messages;
     switch (msg->id) {
       case mrd::kConfigFile:
         count_setting("config names and texts", ++configs_, kMaxConfigs);
@@ -423,10 +425,13 @@ void MrdSession::take_config(const SessionConfig& c, const std::string& name) {
 
 void MrdSession::apply_config_file(const std::string& stem) {
   const std::string path = (std::filesystem::path(p_.config_dir) / (stem + ".yaml")).string();
+  const std::string shown = stem + ".yaml";  // a client hears the config's name, never the server's paths
   try {
-    take_config(session_config_from_yaml(YAML::LoadFile(path), rt_.config(), path), stem);
+    take_config(session_config_from_yaml(YAML::LoadFile(path), rt_.config(), shown), stem);
   } catch (const std::exception& e) {
-    throw mrd::ProtocolError(mrd::Fault::BadField, fmt::format("config {}: {}", stem, e.what()));
+    std::string why = e.what();
+    for (std::size_t at; (at = why.find(path)) != std::string::npos;) why.replace(at, path.size(), shown);
+    throw mrd::ProtocolError(mrd::Fault::BadField, fmt::format("config {}: {}", stem, why));
   }
 }
 
@@ -490,6 +495,17 @@ void MrdSession::on_header(const std::string& xml, SocketSource& src) {
         fmt::format("the stream of {} samples x {} coils is beyond the server's limits ({} x {}: "
                     "stream.max_samples, stream.max_coils)",
                     h.samples, h.coils, p_.max_samples, p_.max_coils));
+  std::string why;
+  try {  // (without a coil count in the header, checked when the first acquisition gives it)
+    if (h.coils > 0) why = rt_.reserve_memory(settings_, h, *memory_);
+  } catch (const ConfigError& e) {
+    refuse(fmt::format("config {}: {}", config_name_, e.what()));
+  }
+  if (!why.empty())
+    refuse(
+        fmt::format("the stream of matrix {}, {} samples x {} coils {}; the server's --memory-limit and "
+                    "--memory-limit-total set what a session and all sessions together may take",
+                    h.matrix, h.samples, h.coils, why));
   std::string busy;
   if (!server_.claim_slot(busy)) {
     ++mm.busy_refused;
@@ -525,8 +541,8 @@ void MrdSession::on_header(const std::string& xml, SocketSource& src) {
 void MrdSession::open_pipeline() {
   std::shared_ptr<SessionPipeline> pipe;
   try {
-    pipe = rt_.open_session(settings_,
-                            [this](std::shared_ptr<const FrameResult> f) { send_frame(std::move(f)); });
+    pipe = rt_.open_session(
+        settings_, [this](std::shared_ptr<const FrameResult> f) { send_frame(std::move(f)); }, memory_);
   } catch (const ConfigError& e) {  // e.g. complex images from a method without phase
     throw mrd::ProtocolError(mrd::Fault::BadField, fmt::format("config {}: {}", config_name_, e.what()));
   }

@@ -22,6 +22,7 @@
 
 #include "core/log.hpp"
 #include "io/mrd_protocol.hpp"
+#include "recon/memory_account.hpp"
 #include "stream/mrd_images.hpp"
 #include "stream/mrd_server.hpp"
 #include "stream/session_pipeline.hpp"
@@ -108,6 +109,9 @@ class MrdSession {
       unknown_config_;  // a name the server does not know: refused (or served by default) at the header
   mutable std::mutex pipe_m_;  // guards pipe_ (made and dropped by the reader; read by status_line)
   std::shared_ptr<SessionPipeline> pipe_;
+  // What this session holds of the memory all streams share: reserved when its header is admitted, given
+  // back when it ends.
+  std::shared_ptr<MemoryAccount::Hold> memory_ = std::make_shared<MemoryAccount::Hold>();
   std::atomic<std::uint64_t> frames_sent_{0};
   std::int64_t behind_told_ns_ = 0;
 

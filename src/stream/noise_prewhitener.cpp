@@ -14,18 +14,12 @@ using cd = std::complex<double>;
 void NoisePrewhitener::add_noise(std::span<const std::complex<float>> data, int coils, int samples,
                                  float dwell_us) {
   if (coils_ == 0) {
+    sum_ = make_(coils);
     coils_ = coils;
-    sum_.assign(std::size_t(coils) * coils, cd(0));
   }
   if (coils != coils_)
     throw InputError(fmt::format("a noise acquisition of {} coils after ones of {}", coils, coils_));
-  if (data.size() != std::size_t(coils) * samples) throw InputError("noise acquisition sizes disagree");
-  const std::size_t C = std::size_t(coils);
-  for (int s = 0; s < samples; ++s)
-    for (std::size_t i = 0; i < C; ++i) {
-      const cd a(data[i * samples + s]);
-      for (std::size_t j = 0; j <= i; ++j) sum_[i * C + j] += a * std::conj(cd(data[j * samples + s]));
-    }
+  sum_->add(data, samples);
   count_ += std::size_t(samples);
   if (dwell_us > 0) noise_dwell_us_ = dwell_us;
 }
@@ -33,12 +27,8 @@ void NoisePrewhitener::add_noise(std::span<const std::complex<float>> data, int 
 void NoisePrewhitener::prepare(float acquisition_dwell_us, double receiver_bandwidth) {
   if (!has_noise()) return;
   const std::size_t C = std::size_t(coils_);
-  psi_.assign(C * C, cd(0));
-  for (std::size_t i = 0; i < C; ++i)
-    for (std::size_t j = 0; j <= i; ++j) {
-      psi_[i * C + j] = sum_[i * C + j] / double(count_ - 1);
-      psi_[j * C + i] = std::conj(psi_[i * C + j]);
-    }
+  psi_ = sum_->sum();
+  for (auto& v : psi_) v /= double(count_ - 1);
   // Cholesky Psi = L L^H (lower), in double.
   std::vector<cd> L(C * C, cd(0));
   for (std::size_t j = 0; j < C; ++j) {

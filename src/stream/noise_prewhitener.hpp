@@ -7,14 +7,21 @@
 // relativeReceiverNoiseBandwidth).
 #pragma once
 #include <complex>
+#include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "linalg/noise_covariance.hpp"
 
 namespace radstream {
 
 class NoisePrewhitener {
  public:
+  // How the covariance sum is accumulated for a coil count: on the CPU, or on the stream's GPU.
+  using MakeCovariance = std::function<std::unique_ptr<NoiseCovariance>(int coils)>;
+  explicit NoisePrewhitener(MakeCovariance make = make_noise_covariance_cpu) : make_(std::move(make)) {}
   // data [coils][samples] of one noise acquisition; dwell_us its sample_time_us. Throws InputError when the
   // coil count changes.
   void add_noise(std::span<const std::complex<float>> data, int coils, int samples, float dwell_us);
@@ -32,10 +39,11 @@ class NoisePrewhitener {
   double scale() const { return scale_; }
 
  private:
+  MakeCovariance make_;
+  std::unique_ptr<NoiseCovariance> sum_;
   int coils_ = 0;
   std::size_t count_ = 0;
   float noise_dwell_us_ = 0;
-  std::vector<std::complex<double>> sum_;  // [coils][coils]
   std::vector<std::complex<double>> psi_;
   std::vector<std::complex<float>> w_;  // s L^-1, row-major
   double scale_ = 1.0;

@@ -40,9 +40,11 @@ bool SpokeConditioner::imaging(std::uint64_t flags) {
   return !flag(flags, ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT) && !non_imaging(flags);
 }
 
-void SpokeConditioner::new_stream(int samples_full, const std::string& xml) {
+void SpokeConditioner::new_stream(int samples_full, int coils, const std::string& xml,
+                                  NoisePrewhitener::MakeCovariance covariance) {
   samples_full_ = samples_full;
-  noise_ = NoisePrewhitener();
+  coils_ = coils;
+  noise_ = NoisePrewhitener(std::move(covariance));
   noise_failed_ = false;
   bandwidth_ = 0.793;
   try {
@@ -64,6 +66,8 @@ SpokeConditioner::Kind SpokeConditioner::take(wire::Message& m, std::span<const 
     std::memcpy(out.data(), b.data(), out.size() * sizeof(cfloat));  // the bytes may not be aligned
   };
   if (flag(m.head.flags, ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) {
+    if (m.coils != coils_)
+      throw InputError(fmt::format("a noise acquisition of {} coils in a stream of {}", m.coils, coils_));
     if (noise_.noise_samples() + std::size_t(m.samples) > kMaxNoiseSamples) return Kind::NoiseOverBudget;
     as_cfloats(m.data, data_in_);
     noise_.add_noise(data_in_, m.coils, m.samples, h.sample_time_us);

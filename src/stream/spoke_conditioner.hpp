@@ -32,9 +32,12 @@ class SpokeConditioner {
   // that noise cannot keep a stream (and a server's place) busy.
   static constexpr std::size_t kMaxNoiseSamples = std::size_t(1) << 18;
 
-  // A new stream: its readout (encodedSpace: partial echoes are placed into it) and its header text (the
-  // relative receiver noise bandwidth, Gadgetron's 0.793 when absent). Noise of the stream before is dropped.
-  void new_stream(int samples_full, const std::string& xml);
+  // A new stream: its readout (encodedSpace: partial echoes are placed into it), its coil count (noise of
+  // another is refused: the pipeline's coil limit holds for noise too), its header text (the relative
+  // receiver noise bandwidth, Gadgetron's 0.793 when absent), and where the noise covariance is summed (the
+  // stream's GPU, or the CPU). Noise of the stream before is dropped.
+  void new_stream(int samples_full, int coils, const std::string& xml,
+                  NoisePrewhitener::MakeCovariance covariance = make_noise_covariance_cpu);
   // An imaging spoke may come back viewing this conditioner's buffers (`m`'s spans and `acq_header`: the
   // placed echo with its header's sample count, the prewhitened data), valid until the next call. Throws
   // InputError naming what is wrong (noise of another coil count, a spoke of another coil count than the
@@ -54,6 +57,7 @@ class SpokeConditioner {
 
  private:
   int samples_full_ = 0;
+  int coils_ = 0;
   double bandwidth_ = 0.793;
   NoisePrewhitener noise_;
   bool noise_failed_ = false;

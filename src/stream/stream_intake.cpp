@@ -164,6 +164,22 @@ bool StreamIntake::fits(const StreamHeader& h) {
   return true;
 }
 
+// With the cuda backend the noise covariance is summed on the stream's GPU (slice 0's); the CPU when that
+// cannot be had (said once).
+NoisePrewhitener::MakeCovariance StreamIntake::covariance_maker() const {
+  if (!device_ring_) return make_noise_covariance_cpu;
+  const int gpu = ring_gpus_.empty() ? -1 : ring_gpus_[0];
+  const std::string prefix = this->prefix();
+  return [gpu, prefix](int coils) -> std::unique_ptr<NoiseCovariance> {
+    try {
+      return make_noise_covariance_cuda(coils, gpu);
+    } catch (const std::exception& e) {
+      log::warn("ingest: {}the noise covariance is summed on the CPU: {}", prefix, e.what());
+      return make_noise_covariance_cpu(coils);
+    }
+  };
+}
+
 void StreamIntake::take_header(const wire::Message& m, bool continues) {
   StreamHeader h;
   try {
@@ -213,7 +229,7 @@ void StreamIntake::take_header(const wire::Message& m, bool continues) {
     return;
   }
   delays_->new_stream(h.samples, h.coils);
-  conditioner_.new_stream(h.samples, m.text);
+  conditioner_.new_stream(h.samples, h.coils, m.text, covariance_maker());
   noise_budget_told_ = false;
   lock.lock();
   rings_ = std::move(rings);

@@ -76,6 +76,7 @@ class StreamIntake : public SpokeSource {
   // `continues`: the header repeats that of the stream in hand (same id, not closed or restarted).
   void take_header(const wire::Message& m, bool continues);
   bool fits(const StreamHeader& h);
+  NoisePrewhitener::MakeCovariance covariance_maker() const;
   void take_spoke(const wire::Message& m,
                   std::span<const std::byte> acq_header);  // an imaging spoke  // the limits, the ring size
                                                            // and the memory budget, before allocation

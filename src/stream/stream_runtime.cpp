@@ -61,14 +61,18 @@ StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry)
   ingest_->set_frame_stride(cfg_.frames.stride);
   {
     const bool cuda = b.backend == Backend::Cuda;
-    const MemoryLimit limit = memory_limit(cfg_.stream.memory_limit, "stream.memory_limit", cuda, 0.25);
-    log::debug("run: memory budget per stream header: {}", limit.source);
-    ingest_->set_memory_check([this, limit, cuda](const StreamHeader& h) {
+    per_stream_limit_ = memory_limit(cfg_.stream.memory_limit, "stream.memory_limit", cuda, 0.25);
+    memory_ = std::make_shared<MemoryAccount>(
+        memory_limit(cfg_.stream.memory_limit_total, "stream.memory_limit_total", cuda, 0.25));
+    log::debug("run: memory budget per stream header: {}; for all streams: {}", per_stream_limit_.source,
+               memory_->limit().source);
+    ingest_->set_memory_check([this, cuda](const StreamHeader& h) {
       const MemoryNeed need = memory_need(h, cfg_.recon, cfg_.frames.max_window, cfg_.stream.ring_margin,
                                           cfg_.stream.slices, cuda);
       log::debug("run: a stream of matrix {}, {} samples x {} coils needs at most {}", h.matrix, h.samples,
                  h.coils, need.describe());
-      return over_budget(need, limit);
+      if (std::string why = over_budget(need, per_stream_limit_); !why.empty()) return why;
+      return memory_->reserve(own_stream_memory_, need);
     });
   }
   if (!cfg_.frames.skip_when_behind) ingest_->keep_spokes_for_every_frame();
@@ -253,29 +257,45 @@ void StreamRuntime::sink_loop() {
   }
 }
 
-std::unique_ptr<SessionPipeline> StreamRuntime::open_session(SessionSettings s, ReconWorker::Emit emit) {
+namespace {
+
+// A session's settings as its pipeline runs them: the largest window at least the window; the backend
+// resolved (an unusable one is refused, with why).
+SessionSettings resolved(SessionSettings s) {
   s.frames.max_window = std::max(s.frames.max_window, s.frames.window);
   s.frames.validate();
   s.recon.validate();
-  const BackendDecision b = resolve_backend(s.recon.backend);  // an unusable backend is refused, with why
-  s.backend = b.backend;
+  s.backend = resolve_backend(s.recon.backend).backend;
+  return s;
+}
+
+}  // namespace
+
+std::string StreamRuntime::reserve_memory(const SessionSettings& settings, const StreamHeader& h,
+                                          MemoryAccount::Hold& hold) const {
+  const SessionSettings s = resolved(settings);
+  const MemoryNeed need = memory_need(h, s.recon, s.frames.max_window, cfg_.stream.ring_margin,
+                                      cfg_.stream.slices, s.backend == Backend::Cuda);
+  if (std::string why = over_budget(need, per_stream_limit_); !why.empty()) return why;
+  return memory_->reserve(hold, need);
+}
+
+std::unique_ptr<SessionPipeline> StreamRuntime::open_session(SessionSettings settings, ReconWorker::Emit emit,
+                                                             std::shared_ptr<MemoryAccount::Hold> hold) {
+  SessionSettings s = resolved(std::move(settings));
   const int opened = sessions_opened_++;
-  if (!cfg_.placement.gpus.empty() && b.backend == Backend::Cuda) {
+  if (!cfg_.placement.gpus.empty() && s.backend == Backend::Cuda) {
     const auto gpus = cfg_.placement.assign_slices(opened + 1, gpu::query().device_count);
     s.gpu = gpus.back();  // sessions take the GPUs in turn, as slices do
   }
   std::unique_ptr<Recorder> rec;
   if (record_names_)
     rec = std::make_unique<Recorder>(record_options(cfg_.sinks, cfg_.sinks.record), metrics_, record_names_);
-  IngestParams ip = cfg_.stream;
-  auto pipe = std::make_unique<SessionPipeline>(ip, s, registry_, std::move(rec), std::move(emit));
-  const bool cuda = b.backend == Backend::Cuda;
-  const MemoryLimit limit = memory_limit(cfg_.stream.memory_limit, "stream.memory_limit", cuda, 0.25);
+  auto pipe = std::make_unique<SessionPipeline>(cfg_.stream, s, registry_, std::move(rec), std::move(emit));
   const SessionSettings& set = pipe->settings();
-  pipe->intake().set_memory_check([set, limit, cuda, ip](const StreamHeader& h) {
-    return over_budget(memory_need(h, set.recon, set.frames.max_window, ip.ring_margin, ip.slices, cuda),
-                       limit);
-  });
+  if (!hold) hold = std::make_shared<MemoryAccount::Hold>();
+  pipe->intake().set_memory_check(
+      [this, set, hold](const StreamHeader& h) { return reserve_memory(set, h, *hold); });
   pipe->start();
   return pipe;
 }

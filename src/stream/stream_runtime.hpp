@@ -24,6 +24,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "recon/memory_account.hpp"
 #include "stream/frame_result.hpp"
 #include "stream/ingest.hpp"
 #include "stream/latest_frame.hpp"
@@ -87,7 +88,15 @@ class StreamRuntime {
   // session's own config applied; validated and resolved here (backend, GPU by the placement, the memory
   // check of its stream headers, its recording). Throws ConfigError naming the bad value. Nothing of it
   // changes this runtime's own stream or any other session.
-  std::unique_ptr<SessionPipeline> open_session(SessionSettings s, ReconWorker::Emit emit);
+  // `hold`: what the session holds of the memory all streams share (memory_account()); its stream
+  // headers reserve into it, and it is given back when the last owner (the session, its pipeline) drops it.
+  std::unique_ptr<SessionPipeline> open_session(SessionSettings s, ReconWorker::Emit emit,
+                                                std::shared_ptr<MemoryAccount::Hold> hold);
+  // Checks a session's stream header against the per-stream limit (stream.memory_limit) and reserves it in
+  // the memory all streams share (stream.memory_limit_total): "" when it fits, else why not.
+  std::string reserve_memory(const SessionSettings& s, const StreamHeader& h,
+                             MemoryAccount::Hold& hold) const;
+  const MemoryAccount& memory_account() const { return *memory_; }
   // A session's frame for the run's own sinks (image files under the session's name; not the viewer's
   // mailbox, the publisher or on_frame, which are the runtime's own stream's). Any thread.
   void session_frame(std::shared_ptr<const FrameResult> f) { to_sinks(std::move(f)); }
@@ -135,6 +144,9 @@ class StreamRuntime {
   Metrics metrics_;
   std::shared_ptr<RecordingNames> record_names_;  // every session's recording file names
   std::atomic<int> sessions_opened_{0};           // for the GPU placement of sessions
+  std::shared_ptr<MemoryAccount> memory_;         // what all streams together may hold
+  MemoryLimit per_stream_limit_;                  // what one stream header may need
+  MemoryAccount::Hold own_stream_memory_;         // this runtime's own (ZeroMQ) stream's share
   zmq::context_t zctx_;
   std::unique_ptr<ZapHandler>
       zap_;  // CURVE's allow-list for this context's sockets (before them, after zctx_)

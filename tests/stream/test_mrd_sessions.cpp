@@ -4,6 +4,7 @@
 // frames while a ZeroMQ stream beside them keeps its own method, window and images; a client that sends
 // nothing, one that only sends queries, one that vanishes and one that comes back at once cannot keep a good
 // client out (times asserted); and replay --mrd says when fewer images came back than frames were due.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -18,6 +19,7 @@
 #include "io/frame_io.hpp"
 #include "io/mrd_file.hpp"
 #include "recon/coil_map_estimate.hpp"
+#include "recon/memory_budget.hpp"
 #include "recon/recon_chain.hpp"
 #include "recon/registry.hpp"
 #include "sim/simulator.hpp"
@@ -424,4 +426,49 @@ TEST(MrdSessions, AZeroMqStreamWithNoiseScansIsPrewhitenedAsAnMrdSessionIs) {
               std::sqrt(raw / n));
   EXPECT_LE(std::sqrt(e / n), 1e-6);
   EXPECT_GT(std::sqrt(raw / n), 0.1);
+}
+
+// All sessions together hold no more than stream.memory_limit_total (--memory-limit-total): with room for
+// one session's stream, a second client's header is refused at once with an ERR text that names the limit,
+// while the first goes on; once the first has ended, its memory is free and the next client is served.
+TEST(MrdSessions, AllSessionsTogetherHoldNoMoreThanTheTotalMemoryLimit) {
+  const Registry reg = default_registry();
+  RunConfig cfg = mrd_config(26450, MrdPixels::Float);
+  cfg.mrd.max_sessions = 4;
+  const Simulator sim(mrd_sim());
+  const auto spokes = sim.spokes(0, 48);
+  const MemoryNeed one =
+      memory_need(sim.header(), cfg.recon, std::max(cfg.frames.max_window, cfg.frames.window),
+                  cfg.stream.ring_margin, cfg.stream.slices, false);
+  cfg.stream.memory_limit_total = fmt::format("{}K", int(1.5 * one.host_bytes / 1024));
+  StreamRuntime p(cfg, reg);
+  p.start();
+  const int port = port_of(p.endpoint_of("mrd"));
+  RawClient first(port);
+  first.config_name("gridding");
+  first.text(3, stream_header_to_xml(sim.header()));
+  for (int i = 0; i < 8; ++i) first.acquisition(spokes[std::size_t(i)]);
+  ASSERT_TRUE(first.flush());
+  ASSERT_TRUE(eventually([&] { return p.memory_account().held_host() > 0.9 * one.host_bytes; }));
+  EXPECT_LE(p.memory_account().held_host(), 1.01 * one.host_bytes);
+  const auto t0 = std::chrono::steady_clock::now();
+  const Replies second = whole_session(port, "gridding", sim.header(), spokes);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  EXPECT_TRUE(second.images.empty());
+  ASSERT_FALSE(second.texts.empty());
+  EXPECT_EQ(second.texts.back().rfind("ERR", 0), 0u) << texts_of(second);
+  EXPECT_NE(second.texts.back().find("all streams together may hold"), std::string::npos) << texts_of(second);
+  EXPECT_NE(second.texts.back().find("--memory-limit-total"), std::string::npos) << texts_of(second);
+  EXPECT_EQ(p.metrics().mrd.sessions_refused.load(), 1u);
+  // The first session is unharmed: the rest of its spokes, its close, its two frames.
+  for (std::size_t i = 8; i < spokes.size(); ++i) first.acquisition(spokes[i]);
+  first.put<std::uint16_t>(4);
+  ASSERT_TRUE(first.flush());
+  const Replies r1 = first.read_until_close();
+  EXPECT_EQ(r1.images.size(), 2u) << texts_of(r1);
+  ASSERT_TRUE(eventually([&] { return p.memory_account().held_host() < 1.0; }));
+  const Replies third = whole_session(port, "gridding", sim.header(), spokes);
+  EXPECT_EQ(third.images.size(), 2u) << texts_of(third);
+  p.stop();
+  EXPECT_LT(p.memory_account().held_host(), 1.0);
 }
