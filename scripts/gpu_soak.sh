@@ -25,7 +25,7 @@ case "${1:?start|wait|collect}" in
     .devcarry/rs --version | head -1
     setsid nohup python3 scripts/soak_sessions.py "${2:?seconds}" "$dir" --backend cuda --bin .devcarry/rs \
       --matrix 256 --coils 8 --configs gridding,cg-sense,nlinv,gridding --session-spokes 4000 --rate 400 \
-      --memory-limit-total 16G > "$dir/driver.log" 2>&1 < /dev/null &
+      --memory-limit-total 8G > "$dir/driver.log" 2>&1 < /dev/null &
     sleep 20
     tail -3 "$dir/driver.log"
     ;;
