@@ -68,6 +68,7 @@ struct DemoArgs : DemoControl {
   ReconParams recon;
   DisplayChoice display;
   ViewerScriptChoice script;
+  bool period_given = false;  // --motion-period-s was given (else the pool's loop sets it)
   // The demo's phantom has a bright rim: the object preset windows on the inside, so the tissue is not
   // squeezed into dark grey (run keeps auto: its data are anyone's).
   DemoArgs() { display.preset = display::WindowPreset::Object; }
@@ -88,7 +89,8 @@ RunConfig demo_config(DemoArgs& a, bool headless) {
   check_output_folder(a.out_dir, "--out-dir");
   a.sim.motion = true;
   if (a.pool % a.sim.slices) a.pool += a.sim.slices - a.pool % a.sim.slices;  // slices cycle together
-  if (a.pool > 0) a.sim.motion_period_s = double(a.pool) / a.sim.rate_hz;     // the pool loops seamlessly
+  if (a.pool > 0 && !a.period_given)  // the pool loops seamlessly unless a period was asked for
+    a.sim.motion_period_s = double(a.pool) / a.sim.rate_hz;
   RunConfig cfg;
   cfg.recon = a.recon;
   cfg.stream.endpoint = "tcp://127.0.0.1:*";  // any free port; the simulator connects to it
@@ -214,6 +216,8 @@ SimParams demo_sim() {
   p.coils = 8;
   p.snr = 40.0;
   p.rate_hz = 400;
+  p.motion = true;  // the demo's tip always moves (no --motion here)
+  p.motion_period_s = double(DemoControl{}.pool) / p.rate_hz;  // the default pool loops seamlessly: 10.24 s
   return p;
 }
 
@@ -223,7 +227,10 @@ Runner add_demo(CLI::App& app) {
   o->add(app, "display", DemoArgs{}.display);  // the demo's own defaults (the object preset)
   o->add(app, "script", ViewerScriptChoice{});
   o->add(app, "simulate", demo_sim(),
-         {{{"rate_hz", "--rate"}, {"readout_oversampling", "--readout-os"}, {"tiny_golden_n", "--tiny-n"}}});
+         {{{"rate_hz", "--rate"},
+           {"readout_oversampling", "--readout-os"},
+           {"tiny_golden_n", "--tiny-n"},
+           {"motion", ""}}});
   add_recon_options(app, *o);
   return [o] {
     DemoArgs a;
@@ -232,6 +239,7 @@ Runner add_demo(CLI::App& app) {
     o->apply("script", a.script);
     a.sim = demo_sim();
     o->apply("simulate", a.sim);
+    a.period_given = o->given("simulate", "motion_period_s");
     a.recon = resolve_recon(*o);
     return run_demo(a);
   };

@@ -1,6 +1,6 @@
 // radstream run -c config/realtime.yaml: listen, reconstruct every frame, feed the sinks, and show the stream
 // in the viewer when there is a display (--headless: never). Stops on Ctrl-C, when the window is closed,
-// after --duration or --frames, or (--until-close) when the sender closes its stream; with a window open,
+// after --duration-s or --frames, or (--until-close) when the sender closes its stream; with a window open,
 // that last one leaves the image on screen under STREAM ENDED until the window is closed.
 #include <yaml-cpp/yaml.h>
 
@@ -89,9 +89,14 @@ int run(RunArgs& a) {
   p.start();
   if (!cfg.mrd.listen.empty()) log::info("run: MRD clients connect to {}", p.endpoint_of("mrd"));
   std::int64_t closed_at = 0;
-  auto stop_now = [&] {  // Ctrl-C, --duration, --frames: the run (and its window) stops
+  bool said_stopping = false;
+  auto stop_now = [&] {  // Ctrl-C, --duration-s, --frames: the run (and its window) stops
     if (interrupt.requested()) {
-      log::info("run: interrupted; stopping");
+      if (!said_stopping) {
+        said_stopping = true;
+        log::info("run: interrupted; stopping: {} (Ctrl-C again to stop at once)", p.stop_outlook());
+        interrupt.second_stops_at_once("run");
+      }
       return true;
     }
     if (a.control.duration_s > 0 && p.elapsed_s() >= a.control.duration_s) return true;

@@ -40,7 +40,7 @@ struct SimControl {
     v.field("wait", wait_s, 0.0, 1e6, "seconds to wait for a receiver before failing");
     v.field("no_wait", no_wait, "send even when no receiver is connected");
     v.field("spokes", spokes, -1L, 1L << 40,
-            "number of spokes (-1: a file 256 or --duration x --rate, a stream endless)");
+            "number of spokes (-1: a file 256 or --duration-s x --rate, a stream endless)");
     v.field("duration", duration_s, 0.0, 1e9,
             "stream for this many seconds (0: until Ctrl-C); with --out, write this many seconds of spokes");
     v.field("pool", pool, 0, 1 << 24,
@@ -58,8 +58,9 @@ struct SimArgs : SimControl {
 
 int write_file(const SimArgs& a) {
   if (a.spokes >= 0 && a.duration_s > 0)
-    throw ConfigError("simulate --out: --spokes and --duration both say how many spokes to write; give one");
-  // --duration D with --out: the D seconds a scanner at --rate would take, D x rate spokes.
+    throw ConfigError(
+        "simulate --out: --spokes and --duration-s both say how many spokes to write; give one");
+  // --duration-s D with --out: the D seconds a scanner at --rate would take, D x rate spokes.
   const long n_spokes = a.spokes >= 0      ? a.spokes
                         : a.duration_s > 0 ? std::max(1L, std::lround(a.duration_s * a.sim.rate_hz))
                                            : 256;

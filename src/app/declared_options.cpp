@@ -20,6 +20,26 @@ std::string first_long(const std::string& names) {
   }
   return names.substr(0, names.find(','));
 }
+// Keys that hold seconds without saying so in their name (command-line settings only, no YAML file uses
+// them).
+bool seconds_without_unit(const std::string& key) {
+  for (const char* k : {"duration", "wait", "stale_after", "screenshot_after", "screenshot_every",
+                        "close_after", "header_every", "max_gap"})
+    if (key == k) return true;
+  return false;
+}
+
+// Every duration's option says its unit: "--mrd-idle-timeout" becomes "--mrd-idle-timeout-s", "--duration"
+// "--duration-s"; the old spelling is returned, to be kept as a hidden alias for one release.
+std::string with_unit(std::string& names, const std::string& key, const char*& type) {
+  const bool seconds = seconds_without_unit(key) || (key.size() > 2 && key.ends_with("_s"));
+  const std::string name = first_long(names);
+  if (!seconds || name.ends_with("-s") || name.rfind("--", 0) != 0) return {};
+  names.replace(names.find(name), name.size(), name + "-s");
+  type = "SECONDS";
+  return name;
+}
+
 }  // namespace
 
 void DeclaredOptions::add_key(CLI::App& app, const std::string& section, const std::string& key, bool is_bool,
@@ -35,6 +55,7 @@ void DeclaredOptions::add_key(CLI::App& app, const std::string& section, const s
       if (!n.help.empty()) text = n.help + " (sets " + section + "." + key + ": false)";
     }
   if (names.empty()) return;  // hidden from this command
+  const std::string alias = is_bool ? std::string() : with_unit(names, key, type);
   const std::string name = first_long(names);
   for (Entry& e : entries_)
     if (e.name == name) {  // shared by two sections (demo's --slices: the simulator's and the stream's)
@@ -58,6 +79,10 @@ void DeclaredOptions::add_key(CLI::App& app, const std::string& section, const s
   }
   if (!flag) e.option->type_name(type);
   e.option->group(section + kDeclaredGroupSuffix);
+  if (!alias.empty())  // the old spelling, hidden from --help (an empty group), for one release
+    e.alias = app.add_option_function<std::string>(
+                     alias, [&e](const std::string& v) { e.value = v; }, text)
+                  ->group("");
   if (std::find(style.required.begin(), style.required.end(), key) != style.required.end())
     e.option->required();
 }
@@ -65,7 +90,7 @@ void DeclaredOptions::add_key(CLI::App& app, const std::string& section, const s
 std::vector<DeclaredOptions::Given> DeclaredOptions::given_for(const std::string& section) const {
   std::vector<Given> out;
   for (const Entry& e : entries_) {
-    if (!e.option || e.option->count() == 0) continue;
+    if (!e.option || e.option->count() + (e.alias ? e.alias->count() : 0) == 0) continue;
     for (const Target& t : e.targets)
       if (t.section == section)
         out.push_back({t.key, t.sets_false ? "false" : e.value, e.name, e.list ? &e.values : nullptr});

@@ -89,6 +89,7 @@ class DeclaredOptions {
   };
   struct Entry {
     CLI::Option* option = nullptr;
+    CLI::Option* alias = nullptr;     // a duration's old spelling without its unit (hidden)
     std::string name;                 // the long name, for messages
     std::string value;                // as typed (flags: "true")
     std::vector<std::string> values;  // a list's values
@@ -104,6 +105,8 @@ class DeclaredOptions {
   // type: what --help shows for the value (INT, FLOAT, SECONDS, MS, CHOICE, BOOL, LIST, TEXT).
   void add_key(CLI::App& app, const std::string& section, const std::string& key, bool is_bool,
                const std::string& help, const Style& style, bool is_list = false, const char* type = "TEXT");
+  // A duration whose name lacks its unit is given one ("--mrd-idle-timeout" -> "--mrd-idle-timeout-s"; the
+  // names above stay the keys' own), the old spelling a hidden alias: with_unit in declared_options.cpp.
 
   class Adder {
    public:

@@ -46,7 +46,7 @@ struct ViewerScriptChoice {
     v.field("screenshot", screenshot, "viewer: save the window as this PNG (with a .json beside it)");
     v.field("screenshot_after", screenshot_after_s, 0.0, 3600.0, "viewer: seconds before the screenshot");
     v.field("screenshots", screenshots, 1, 10000,
-            "viewer: take this many screenshots (NAME_0.png, NAME_1.png, ...), --screenshot-every apart");
+            "viewer: take this many screenshots (NAME_0.png, NAME_1.png, ...), --screenshot-every-s apart");
     v.field("screenshot_every", screenshot_every_s, 0.01, 3600.0, "viewer: seconds between screenshots");
     v.field("close_after", close_after_s, 0.0, 1e9,
             "viewer: close the window after this many seconds (0: never)");

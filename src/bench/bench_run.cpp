@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -437,7 +438,8 @@ int run_bench(const BenchRun& a) {
   const auto named = [&](const BenchCase& c) {
     return a.cases.empty() || std::find(a.cases.begin(), a.cases.end(), c.name) != a.cases.end();
   };
-  std::size_t total = 0, k = 0;
+  std::size_t total = 0, k = 0, streams = 0;
+  double stream_s = 0;  // what the streaming cases take by their own durations (the MRD ones run twice)
   for (const BenchCase& c : cases) {
     if (!named(c)) continue;
     if (a.cases.empty() && c.long_run) {  // a no-argument run stays short; the long cases on request
@@ -448,9 +450,20 @@ int run_bench(const BenchRun& a) {
       continue;
     }
     ++total;
+    const bool twice = c.kind == BenchKind::MrdLive || c.kind == BenchKind::MrdSessions;
+    if (c.kind == BenchKind::Live || c.kind == BenchKind::Ingest || twice) {
+      ++streams;
+      stream_s += (twice ? 2 : 1) * (c.duration_s + 2);  // (a stream's start and drain: about 2 s)
+    }
   }
-  log::info("bench: {} case(s){}{}", total, a.out.empty() ? "" : "; the JSON is written after each to ",
-            a.out);
+  const std::string estimate =
+      streams == 0 ? std::string()
+                   : fmt::format(
+                         "; its {} stream(s) take about {:.0f} min {:.0f} s by their durations, the "
+                         "other {} case(s) seconds to a minute each",
+                         streams, std::floor(stream_s / 60), std::fmod(stream_s, 60.0), total - streams);
+  log::info("bench: {} case(s){}{}{}", total, estimate,
+            a.out.empty() ? "" : "; the JSON is written after each to ", a.out);
   for (BenchCase c : cases) {
     if (!named(c) || (a.cases.empty() && c.long_run)) continue;
     log::info("bench {}/{}: {}: {}", ++k, total, c.name, c.what);

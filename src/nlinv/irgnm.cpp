@@ -121,7 +121,10 @@ IrgnmReport Irgnm::solve(const NlinvParams& p, cfloat* x, const cfloat* x_ref, c
   slowest_setup_ *= 0.98;
   slowest_tail_ *= 0.98;
   reserve_.next_frame();
+  progress_.newton_step = 0;
+  progress_.cg_iterations = 0;
   for (int step = 0; step < p.newton; ++step) {
+    progress_.newton_step = step + 1;
     if (deadline_ms_ > 0 && step > 0) {  // a further Newton step needs its set-up and one CG iteration
       if (past_deadline(now_ms(), slowest_setup_)) {
         stopped_early_ = true;
@@ -137,6 +140,7 @@ IrgnmReport Irgnm::solve(const NlinvParams& p, cfloat* x, const cfloat* x_ref, c
     if (x_ref) o.axpy(v_->b.data(), float(alpha), x_ref, n);
     o.axpy(v_->b.data(), -float(alpha), x, n);
     rep.cg_iterations += cg(alpha, p.newton_cg_max, v_->b.data(), t_setup, rep.cg_run_ahead_spent);
+    progress_.cg_iterations = rep.cg_iterations;
     o.axpy(x, 1.f, v_->h.data(), n);
     alpha = (alpha - p.alpha_min) / p.alpha_reduction + p.alpha_min;
     ++rep.newton_steps;

@@ -8,6 +8,7 @@
 // Every vector is made at construction: a frame allocates nothing.
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -29,6 +30,12 @@ class Irgnm {
   IrgnmReport solve(const NlinvParams& p, cfloat* x, const cfloat* x_ref, const cfloat* y,
                     std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now());
   VectorOps& ops() { return *ops_; }
+  // Where the solve in progress is, for a progress line on another thread: its Newton step (1-based; 0 before
+  // the first) and the CG iterations of the frame so far.
+  struct Progress {
+    std::atomic<int> newton_step{0}, cg_iterations{0};
+  };
+  const Progress& progress() const { return progress_; }
   // Tests: the clock the deadline reads (ms since the solve's start); empty: the steady clock.
   void set_clock(std::function<double()> elapsed_ms);
   // A test's clock: the test also says what the tail cost and what overran (note_tail, note_overrun).
@@ -72,6 +79,7 @@ class Irgnm {
   std::chrono::steady_clock::time_point tail_start_;
   bool stopped_early_ = false;
   bool run_ahead_;
+  Progress progress_;
 };
 
 }  // namespace radstream

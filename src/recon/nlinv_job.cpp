@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/heartbeat.hpp"
 #include "core/log.hpp"
 #include "gpu/device_memory.hpp"
 #include "gpu/handles.hpp"
@@ -78,6 +79,7 @@ class FrameSolver {
   virtual NlinvFrameReport frame(std::size_t turn, const cfloat* samples, cfloat* out) = 0;
   virtual int grid() = 0;
   virtual int coil_maps(std::vector<cfloat>& host) = 0;
+  virtual const Irgnm::Progress& progress() = 0;  // the frame's solve in progress (another thread reads it)
 };
 
 class HostFrames final : public FrameSolver {
@@ -90,6 +92,7 @@ class HostFrames final : public FrameSolver {
   }
   int grid() override { return nlinv_.model().grid(); }
   int coil_maps(std::vector<cfloat>& host) override { return nlinv_.coil_maps(host); }
+  const Irgnm::Progress& progress() override { return nlinv_.irgnm().progress(); }
 
  private:
   NlinvCpu nlinv_;
@@ -119,6 +122,7 @@ class CudaFrames final : public FrameSolver {
   }
   int grid() override { return engine_->model().grid(); }
   int coil_maps(std::vector<cfloat>& host) override { return engine_->coil_maps(host); }
+  const Irgnm::Progress& progress() override { return engine_->irgnm().progress(); }
 
  private:
   int n_;
@@ -167,14 +171,21 @@ void run_nlinv_job(const NlinvJob& job, const ReconParams& params) {
       "nlinv: {} frame(s) of {} spokes x {} samples x {} coils -> {}x{} on a {}x{} grid, {} Newton steps",
       frames, spokes, samples, coils, n, n, solver->grid(), solver->grid(), params.nlinv.newton);
   std::vector<double> ms;
+  Heartbeat beat("nlinv");  // a frame can take a minute on a CPU: a line at least every 1.5 s meanwhile
+  const Irgnm::Progress& progress = solver->progress();
   for (long f = 0; f < frames; ++f) {
     const cfloat* s = k.data.data() + std::size_t(f * frame_values);
     for (long i = 0; i < frame_values; ++i)
       if (!std::isfinite(s[i].real()) || !std::isfinite(s[i].imag()))
         throw InputError(
             fmt::format("{}: frame {} holds a sample that is not finite (index {})", job.kspace, f, i));
+    beat.doing(fmt::format("reconstructing frame {}/{}", f + 1, frames), [&progress, &params] {
+      return fmt::format("Newton step {} of {}, {} CG iterations done", progress.newton_step.load(),
+                         params.nlinv.newton, progress.cg_iterations.load());
+    });
     const auto t0 = std::chrono::steady_clock::now();
     const auto rep = solver->frame(std::size_t(f % turns), s, out.data() + std::size_t(f) * n * n);
+    beat.idle();
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     log::info("nlinv: frame {}/{}: {:.1f} ms, {} CG iterations over {} Newton steps, residual {:.4g}", f + 1,
               frames, ms.back(), rep.irgnm.cg_iterations, rep.irgnm.newton_steps, rep.irgnm.final_residual);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/heartbeat.hpp"
 #include "core/log.hpp"
 #include "io/cfl.hpp"
 #include "io/frame_io.hpp"
@@ -78,8 +79,13 @@ void run_offline_recon(const OfflineRecon& a, const ReconParams& params) {
   log::info("backend: {} ({})", to_string(backend.backend), backend.reason);
   const Registry registry = default_registry();
   ReconChain chain(params, backend.backend, registry);
+  Heartbeat beat("recon");  // no step is silent: a line at least every 1.5 s while one runs
+  beat.doing(backend.backend == Backend::Cpu
+                 ? fmt::format("planning (FFTW planner {})", kFftPlanners.name(params.fft.planner))
+                 : std::string("planning"));
   const auto t0 = std::chrono::steady_clock::now();
   chain.configure(g);
+  beat.idle();
   const double plan_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   log::info("configured for {} (dcf {}, W {}, sigma {}, planning {:.1f} ms{})", g.str(),
@@ -89,7 +95,9 @@ void run_offline_recon(const OfflineRecon& a, const ReconParams& params) {
                 : std::string());
   if (chain.needs_coil_maps() && params.cg.sens.empty())
     log::info("coil maps: estimating them from the data ({})", kCoilMapMethods.name(params.cg.maps_method));
+  beat.doing("estimating coil maps");
   chain.fix_coil_maps(frame);  // the file, or an estimate from these data, when the recipe reads coil maps
+  beat.idle();
   if (!a.sens_out.empty()) {
     if (!chain.needs_coil_maps())
       throw ConfigError("--sens-out: --method " + to_string(params.method) + " uses no coil maps");
@@ -100,8 +108,15 @@ void run_offline_recon(const OfflineRecon& a, const ReconParams& params) {
   std::vector<double> times;
   View<const cfloat> image;
   for (int r = 0; r < a.repeat; ++r) {
+    beat.doing(a.repeat > 1 ? fmt::format("reconstructing (run {} of {})", r + 1, a.repeat)
+                            : std::string("reconstructing"),
+               [&chain] {
+                 const std::string stage = chain.running_stage();
+                 return stage.empty() ? std::string() : "stage " + stage;
+               });
     const auto s = std::chrono::steady_clock::now();
     image = chain.reconstruct(frame);
+    beat.idle();
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
   }
   std::sort(times.begin(), times.end());

@@ -179,15 +179,25 @@ View<const cfloat> ReconChain::reconstruct(const Frame& frame) {
     set_points(fc);
     timings_[0].ms = ms_since(t0);
   }
+  struct Running {  // the stage in progress, whatever way the loop leaves
+    std::atomic<int>& at;
+    ~Running() { at = -1; }
+  } running{running_};
   for (std::size_t i = 0; i < stages_.size(); ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     View<cfloat> out = buffers_[output_of_[i]].view();
+    running_ = int(i + points_off_);
     stages_[i]->process(stage_context(fc, i), in, out, ctx_);
     timings_[i + points_off_].ms = ms_since(t0);
     keep_output(i, out);
     in = out;
   }
   return finite_or_throw(in);
+}
+
+std::string ReconChain::running_stage() const {
+  const int i = running_.load();
+  return i >= 0 && std::size_t(i) < timings_.size() ? timings_[std::size_t(i)].stage : std::string();
 }
 
 bool ReconChain::last_counts_non_finite() const {

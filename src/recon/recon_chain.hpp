@@ -4,6 +4,7 @@
 // when a stage reads them: a coil-map source (recon/coil_map_source.hpp) gives them from the file or
 // estimates them from the frames, before each frame, so that no caller repeats that protocol.
 #pragma once
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -98,6 +99,9 @@ class ReconChain {
   // Time of each step in the last frame: "set_points" first when the recipe has a point plan, then the
   // stages (wall time on the CPU, CUDA events on the GPU).
   const std::vector<StageTiming>& timings() const { return timings_; }
+  // The stage running now on the CPU backend ("" between frames, and on the CUDA backend, whose stages are
+  // queued at once): for a progress line on another thread.
+  std::string running_stage() const;
   std::vector<std::string> stage_names() const;
 
  private:
@@ -116,6 +120,7 @@ class ReconChain {
   std::unique_ptr<gpu::Stream> stream_;  // CUDA backend
   std::vector<gpu::Event> events_;       // around the stages
   std::vector<StageTiming> timings_;
+  std::atomic<int> running_{-1};            // index into timings_, -1: none
   SpokeLineSet lines_;                      // fitted once per frame when a stage needs them (CPU)
   DeviceBuffer<SpokeLine> d_lines_;         // the same on the GPU
   std::unique_ptr<NufftPlanCpu> cpu_plan_;  // the frame's point plan, when a stage needs it

@@ -204,7 +204,7 @@ void MrdSession::run() {
     SocketSource src(fd_.get(), p_.message_timeout_s, 0.0, &stop_);
     serve(src);
   } catch (const Refusal& e) {  // said to the client, then closed; not a failure of the session
-    log::info("mrd: {} ({}) refused: {}", tag_, peer_, log::printable_line(e.what(), 300));
+    log::warn("mrd: {} ({}) refused: {}", tag_, peer_, log::printable_line(e.what(), 300));
     error = e.what();
     refused_ = true;
   } catch (const mrd::ProtocolError& e) {
@@ -278,7 +278,7 @@ void MrdSession::serve(SocketSource& src) {
   auto& mm = rt_.metrics().mrd;
   src.set_deadline(
       monotonic_ns() + std::int64_t(p_.header_timeout_s * 1e9),
-      fmt::format("no XML header within {} s of connecting (--mrd-header-timeout)", p_.header_timeout_s));
+      fmt::format("no XML header within {} s of connecting (--mrd-header-timeout-s)", p_.header_timeout_s));
   for (;;) {
     auto msg = mrd::read_message(src, lim);
     if (!msg) {
@@ -319,7 +319,7 @@ void MrdSession::serve(SocketSource& src) {
       case mrd::kAcquisition:
         if (p_.idle_timeout_s > 0)
           src.set_deadline(monotonic_ns() + std::int64_t(p_.idle_timeout_s * 1e9),
-                           fmt::format("no acquisition for {} s (--mrd-idle-timeout)", p_.idle_timeout_s));
+                           fmt::format("no acquisition for {} s (--mrd-idle-timeout-s)", p_.idle_timeout_s));
         on_acquisition(msg->acq);
         break;
       case mrd::kWaveform:
@@ -509,7 +509,6 @@ void MrdSession::on_header(const std::string& xml, SocketSource& src) {
   std::string busy;
   if (!server_.claim_slot(busy)) {
     ++mm.busy_refused;
-    log::warn("mrd: {} ({}): {}", tag_, peer_, busy);
     throw Refusal(busy);
   }
   phase_ = Phase::Admitted;
@@ -531,7 +530,7 @@ void MrdSession::on_header(const std::string& xml, SocketSource& src) {
             h.coils ? std::to_string(h.coils) : std::string("?"), h.matrix, h.matrix);
   if (p_.idle_timeout_s > 0)
     src.set_deadline(monotonic_ns() + std::int64_t(p_.idle_timeout_s * 1e9),
-                     fmt::format("no acquisition for {} s (--mrd-idle-timeout)", p_.idle_timeout_s));
+                     fmt::format("no acquisition for {} s (--mrd-idle-timeout-s)", p_.idle_timeout_s));
   else
     src.set_deadline(0, {});
 }
@@ -731,7 +730,7 @@ void MrdSession::finish_stream() {
       log::warn("mrd: {}: {} frames still due after {:.1f} s; closing", tag_, cut, limit_s);
       queue_text(
           fmt::format("ERR radstream: {} of {} frames were not made within {:.1f} s of the close "
-                      "(the measured frame time; --mrd-drain-timeout {} s at most); {} made",
+                      "(the measured frame time; --mrd-drain-timeout-s {} s at most); {} made",
                       cut, due, limit_s, p_.drain_timeout_s, made));
     }
     const std::uint64_t spokes = pipe_->intake().spokes_taken();

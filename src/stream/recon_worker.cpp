@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "gpu/handles.hpp"
@@ -61,6 +62,12 @@ ReconParams ReconWorker::recon() const {
 std::string ReconWorker::last_error() const {
   std::lock_guard lock(error_m_);
   return last_error_;
+}
+
+std::optional<ReconWorker::InFlight> ReconWorker::in_flight() const {
+  const std::int64_t since = in_flight_since_ns_.load();
+  if (since == 0) return std::nullopt;
+  return InFlight{in_flight_end_.load(), double(monotonic_ns() - since) * 1e-9};
 }
 
 std::string ReconWorker::slice_prefix() const {
@@ -229,8 +236,14 @@ void ReconWorker::frames() {
         chain->configure(g);
         if (backend_ == Backend::Cpu || !st.ring->on_device() || chain->needs_coil_maps())
           host_frame = Frame(g);
-        log::info("run: {}reconstructing {} ({} backend), a frame every {} spokes", slice_prefix(), g.str(),
-                  to_string(backend_.load()), stride);
+        // A session's server has said what the session runs (its config, window, stride, backend) in one line
+        // already: this one is for the run's own stream, and a session's only in the debug log.
+        const std::string line = fmt::format("run: {}reconstructing {} ({} backend), a frame every {} spokes",
+                                             slice_prefix(), g.str(), to_string(backend_.load()), stride);
+        if (tag_.empty())
+          log::info("{}", line);
+        else
+          log::debug("{}", line);
       } catch (const std::exception& e) {
         set_error(e.what());
         once_.error(0, slice_prefix() + "cannot configure the reconstruction: " + e.what());
@@ -270,6 +283,12 @@ void ReconWorker::frames() {
     }
     metrics_.add_skipped(due->skipped);
     auto result = std::make_shared<FrameResult>();
+    in_flight_end_ = due->end;
+    in_flight_since_ns_ = monotonic_ns();
+    struct Landed {  // whatever way make_frame leaves, the frame is no longer in the making
+      std::atomic<std::int64_t>& since;
+      ~Landed() { since = 0; }
+    } landed{in_flight_since_ns_};
     try {
       if (!make_frame(*chain, *st.ring, due->end, W, host_frame, *result)) {
         // The reconstruction fell so far behind that the ring moved past this frame: a frame skipped for

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -53,6 +54,13 @@ class ReconWorker {
   // been made or dropped: false from a new stream header until the worker has configured for it and found
   // nothing due.
   bool drained() const;
+  // The frame being made now, if any: the spoke its window ends at, and how long it has been in the making
+  // (the status line says so while a slow frame holds everything else still).
+  struct InFlight {
+    std::uint64_t end = 0;
+    double seconds = 0;
+  };
+  std::optional<InFlight> in_flight() const;
   int slice() const { return slice_; }
   int gpu() const { return gpu_; }
 
@@ -74,7 +82,9 @@ class ReconWorker {
   std::atomic<int> window_, stride_, coil_view_{-1};
   std::atomic<Backend> backend_;
   std::atomic<bool> running_{false}, drained_{false};
-  std::atomic<std::uint64_t> seen_generation_{0};  // the ingest generation drained_ speaks of
+  std::atomic<std::uint64_t> seen_generation_{0};
+  std::atomic<std::int64_t> in_flight_since_ns_{0};  // 0: no frame in the making
+  std::atomic<std::uint64_t> in_flight_end_{0};      // the ingest generation drained_ speaks of
   // The ring's spoke count when drained_ was decided: spokes that came after it may make a frame due that the
   // worker has not seen yet (an MRD session closing at once would lose that frame to the next session).
   static constexpr std::uint64_t kAnyCount = ~std::uint64_t(0);  // drained whatever comes (no ring, no chain)

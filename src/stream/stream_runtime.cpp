@@ -319,6 +319,23 @@ std::string StreamRuntime::endpoint_of(const std::string& protocol) const {
   return {};
 }
 
+std::string StreamRuntime::stop_outlook() const {
+  std::vector<std::string> parts;
+  for (const auto& w : workers_)
+    if (const auto f = w->in_flight())
+      parts.push_back(fmt::format(
+          "the frame at spoke {}{} ({:.1f} s in the making so far)", f->end,
+          workers_.size() > 1 ? fmt::format(" of slice {}", w->slice()) : std::string(), f->seconds));
+  if (const std::size_t n = session_lines().size())
+    parts.push_back(fmt::format("{} client session(s) to end, each told why (at most {:.0f} s)", n,
+                                cfg_.mrd.drain_timeout_s));
+  if (!recording().empty()) parts.push_back("the recording " + recording() + " to close");
+  if (parts.empty()) return "nothing in flight";
+  std::string out = "waiting for " + parts[0];
+  for (std::size_t i = 1; i < parts.size(); ++i) out += (i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  return out;
+}
+
 // Once per run: when more than half the frames of the last 10 s were skipped to stay live, the way to have
 // every frame (a replay at --speed max, a slow backend) is said while it matters, not only at the end.
 void StreamRuntime::say_skip_hint(std::int64_t now) {
@@ -360,10 +377,19 @@ void StreamRuntime::report_loop() {
               last_quiet_ns = now;
         continue;
       }
-      if (activity == seen && !quiet_due) continue;
-      if (activity == seen) last_quiet_ns = now;
+      // A frame in the making for over a second keeps the line's rhythm, saying so: a slow frame (NLINV on
+      // a CPU) holds everything else still, and silence would look like a hang.
+      std::string in_flight;
+      for (const auto& w : workers_)
+        if (const auto f = w->in_flight(); f && f->seconds >= 1.0)
+          in_flight +=
+              fmt::format("; {}frame at spoke {} in flight {:.1f} s",
+                          workers_.size() > 1 ? fmt::format("slice {}: ", w->slice()) : std::string(), f->end,
+                          f->seconds);
+      if (activity == seen && !quiet_due && in_flight.empty()) continue;
+      if (activity == seen && in_flight.empty()) last_quiet_ns = now;
       seen = activity;
-      if (metrics_.messages.load() > 0) log::info("{}", metrics_.line(elapsed_s()));
+      if (metrics_.messages.load() > 0) log::info("{}{}", metrics_.line(elapsed_s()), in_flight);
       for (const auto& line : sessions) log::info("{}", line);
       say_skip_hint(now);
     }

@@ -128,6 +128,9 @@ class StreamRuntime {
     return true;
   }
   void write_metrics_json() const;
+  // What a stop will wait for, in words: the frames in the making (and for how long so far), the sessions
+  // that will be drained (each at most mrd.drain_timeout_s), the recording to close.
+  std::string stop_outlook() const;
 
  private:
   void emit(std::shared_ptr<const FrameResult> f);  // on the reconstruction thread

@@ -94,7 +94,7 @@ int replay_to_mrd_server(const ReplayControl& a, const std::function<bool()>& st
   std::unique_ptr<MrdImageWriter> out;
   if (!a.images_out.empty()) out = std::make_unique<MrdImageWriter>(a.images_out);
 
-  // A server still starting is waited for, up to --wait (as replay waits for a ZeroMQ receiver).
+  // A server still starting is waited for, up to --wait-s (as replay waits for a ZeroMQ receiver).
   Fd fd;
   const std::int64_t give_up = monotonic_ns() + std::int64_t((a.no_wait ? 0.0 : a.wait_s) * 1e9);
   for (;;) {

@@ -97,7 +97,7 @@ int replay_recording(const ReplayControl& a, const SenderParams& sender_params,
           if (first_pass) rec0 = rec;
           prev_rec = rec;  // each pass starts at its first spoke's time
         }
-        // A jump of the timestamps (hours, a clock reset, a garbled stamp) is shortened to --max-gap; one
+        // A jump of the timestamps (hours, a clock reset, a garbled stamp) is shortened to --max-gap-s; one
         // going back is not waited for. Each kind is said once, with the spoke where it happened.
         const std::int64_t gap = rec - prev_rec;
         if (gap > max_gap_ns) {
@@ -105,7 +105,7 @@ int replay_recording(const ReplayControl& a, const SenderParams& sender_params,
           if (!jumps++)
             log::warn(
                 "replay: the timestamps jump by {:.1f} s before spoke {}; waits are capped at {} s "
-                "(--max-gap)",
+                "(--max-gap-s)",
                 double(gap) * 1e-9, i, a.max_gap_s);
         } else if (gap < 0) {
           skipped_ns += gap;

@@ -172,8 +172,9 @@ void Sender::send_frame(zmq::message_t& m, zmq::send_flags f) {
     if (stall_limit_s_ > 0 && seq_ > 0 && double(now - since) * 1e-9 > stall_limit_s_) {
       sock_.set(zmq::sockopt::linger, 0);
       closed_ = true;
-      throw IoError(fmt::format("receiver at {} gone after {} spokes: it took nothing for {:.0f} s (--wait)",
-                                endpoint_, seq_, stall_limit_s_));
+      throw IoError(
+          fmt::format("receiver at {} gone after {} spokes: it took nothing for {:.0f} s (--wait-s)",
+                      endpoint_, seq_, stall_limit_s_));
     }
   }
 }

@@ -54,6 +54,15 @@ void SimStreamer::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+std::string SimStreamer::behind_advice(double rate) const {
+  if (pool_.empty())
+    return fmt::format("this machine cannot make {} spokes/s live; --pool N precomputes them", rate);
+  return fmt::format(
+      "the {} precomputed spokes cannot be sent at {} spokes/s: the receiver or the link is slower; a lower "
+      "--rate",
+      pool_.size(), rate);
+}
+
 std::uint64_t SimStreamer::run(const std::function<bool()>& interrupted) {
   if (p_.sender.endpoint.empty()) throw ConfigError("simulate: no endpoint to send to (set_endpoint)");
   zmq::context_t ctx(1);
@@ -109,9 +118,7 @@ std::uint64_t SimStreamer::run(const std::function<bool()>& interrupted) {
         if (behind_ms > 500 && behind_ms > warned_ms && (!warned_at || now - warned_at >= 5'000'000'000)) {
           warned_at = now;
           warned_ms = behind_ms;
-          log::warn(
-              "simulate: {:.0f} ms behind schedule: this machine cannot make {} spokes/s live; use --pool",
-              behind_ms, rate);
+          log::warn("simulate: {:.0f} ms behind schedule: {}", behind_ms, behind_advice(rate));
         }
         h.acquired_ns = due;
       }
@@ -137,9 +144,8 @@ std::uint64_t SimStreamer::run(const std::function<bool()>& interrupted) {
       const auto due = std::uint64_t(p_.duration_s * rate);
       if (due > i)
         log::warn(
-            "simulate: --duration {} s reached: {} of the {} spokes due at {} spokes/s were not sent "
-            "(this machine could not keep up; use --pool)",
-            p_.duration_s, due - i, due, rate);
+            "simulate: --duration-s {} s reached: {} of the {} spokes due at {} spokes/s were not sent ({})",
+            p_.duration_s, due - i, due, rate, behind_advice(rate));
     }
     complete_ = !stopped && (cut || p_.spokes < 0 || std::int64_t(i) >= p_.spokes);
   } catch (const SendInterrupted&) {  // Ctrl-C, SIGTERM or stop() while no receiver took the spokes

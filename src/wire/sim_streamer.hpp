@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -47,6 +48,9 @@ class SimStreamer {
   Simulator sim_;
   StreamerParams p_;
   std::vector<Spoke> pool_;
+  // Why the stream falls behind `rate`, and what helps: without a pool, making the spokes live (--pool);
+  // with one, sending them (the receiver or the link is slower than the rate: a lower --rate).
+  std::string behind_advice(double rate) const;
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> sent_{0};
   std::atomic<std::int64_t> max_late_{0};

@@ -95,7 +95,7 @@ TEST(SenseCuda, TheCustomToeplitzFftMatchesCufftAndTheCpuTwin) {
   RADSTREAM_REQUIRE_GPU();
   gpu::Stream stream;
   const auto s = stream.get();
-  for (const auto [N, coils] : {std::pair{32, 2}, {64, 3}, {128, 12}, {256, 32}, {512, 4}}) {
+  for (const auto& [N, coils] : {std::pair{32, 2}, {64, 3}, {128, 12}, {256, 32}, {512, 4}}) {
     const auto r = gputest::random_radial(N, 2 * N, N / 2, 1, 3);
     const std::size_t n = r.traj.size() / 2, P = std::size_t(N) * N;
     const auto maps = smooth_maps(N, coils);

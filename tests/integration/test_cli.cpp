@@ -3,6 +3,7 @@
 
 #include <ismrmrd/dataset.h>
 #include <ismrmrd/ismrmrd.h>
+#include <cstdio>
 #include <sstream>
 
 #include <algorithm>
@@ -641,4 +642,95 @@ TEST(Cli, TheDemoStartsWithTheObjectPreset) {
   ASSERT_EQ(d.exit_code, 0) << d.output;
   EXPECT_NE(d.output.find("auto | object | full (default object)"), std::string::npos) << d.output;
   EXPECT_NE(r.output.find("auto | object | full (default auto)"), std::string::npos) << r.output;
+}
+
+namespace {
+
+// The seconds of each "[HH:MM:SS.mmm]" log line's stamp.
+std::vector<double> line_times(const std::string& out) {
+  std::vector<double> t;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    int h = 0, m = 0;
+    double s = 0;
+    if (std::sscanf(line.c_str(), "[%d:%d:%lf]", &h, &m, &s) == 3) t.push_back(h * 3600.0 + m * 60.0 + s);
+  }
+  return t;
+}
+
+}  // namespace
+
+// No silent run: NLINV of the real cardiac frame on the CPU (about 12 s here) says where it is at least every
+// 2 s (the frame, its Newton step, the CG iterations), instead of one line after a long silence.
+TEST(Cli, ASlowReconstructionIsNeverSilentForTwoSeconds) {
+  test::TempDir dir;
+  const auto src = test::real_data("cardiac-25spokes-12coils");
+  ASSERT_TRUE(std::filesystem::exists(src));  // shipped in tests/data
+  const auto r =
+      radstream_cmd("recon --backend cpu --traj " + (src / "traj").string() + " --kspace " +
+                    (src / "ksp").string() + " --matrix 256 --method nlinv --out " + dir / "nl.cfl");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::vector<double> t = line_times(r.output);
+  ASSERT_GE(t.size(), 3u) << r.output;
+  double worst = 0;
+  for (std::size_t i = 1; i < t.size(); ++i) worst = std::max(worst, t[i] - t[i - 1]);
+  EXPECT_LE(worst, 2.0) << r.output;
+  if (t.back() - t.front() > 3.0) {  // a slow machine's frame: the progress lines say where the solve is
+    EXPECT_NE(r.output.find("still reconstructing frame 1/1"), std::string::npos) << r.output;
+  }
+  EXPECT_NE(r.output.find("Newton step"), std::string::npos) << r.output;
+}
+
+// A slow frame keeps the status line's rhythm ("frame at spoke N in flight S s"); Ctrl-C says what the stop
+// waits for, and a second Ctrl-C stops at once (exit 130) instead of waiting for the frame.
+TEST(Cli, ASecondCtrlCStopsAtOnceAndTheStatusLineSaysWhatIsInFlight) {
+  test::TempDir dir;
+  const std::string bin = test::radstream_binary();
+  ASSERT_EQ(
+      radstream_cmd("simulate --out " + dir / "rec.h5" + " --spokes 100 --matrix 32 --coils 3").exit_code, 0);
+  const std::string cmd =
+      "(RADSTREAM_TEST_FRAME_DELAY_MS=20000 " + bin +
+      " run --headless --endpoint tcp://127.0.0.1:26470 --window 32 --stride 32 --no-skip > " +
+      dir / "run.log" + " 2>&1 & pid=$!; sleep 1; " + bin + " replay " + dir / "rec.h5" +
+      " --endpoint tcp://127.0.0.1:26470 --speed max > /dev/null 2>&1; sleep 3; kill -INT $pid; sleep 0.5; "
+      "t0=$(date +%s%N); kill -INT $pid; wait $pid; rc=$?; echo \"rc=$rc ms=$((($(date +%s%N) - t0) / "
+      "1000000))\")";
+  const auto r = test::run_command(cmd);
+  std::ifstream lf(dir / "run.log");
+  const std::string log((std::istreambuf_iterator<char>(lf)), {});
+  EXPECT_NE(r.output.find("rc=130"), std::string::npos) << r.output << log;
+  int ms = 99999;
+  if (const auto at = r.output.find("ms="); at != std::string::npos)
+    ms = std::atoi(r.output.c_str() + at + 3);
+  EXPECT_LT(ms, 1000) << r.output;
+  EXPECT_NE(log.find("in flight"), std::string::npos) << log;
+  EXPECT_NE(log.find("interrupted; stopping: waiting for the frame at spoke 32"), std::string::npos) << log;
+  EXPECT_NE(log.find("Ctrl-C again to stop at once"), std::string::npos) << log;
+  EXPECT_NE(log.find("interrupted again: stopping at once (exit 130)"), std::string::npos) << log;
+}
+
+// Every duration's option names its unit (--duration-s, --wait-s, --mrd-idle-timeout-s); the old spellings
+// still work for one release but --help shows only the new ones. The demo's help shows the demo's own
+// defaults: no --motion (its tip always moves), and the period its pool loops in.
+TEST(Cli, EveryDurationNamesItsUnitAndTheOldSpellingsStillWork) {
+  const auto run = radstream_cmd("run --help"), sim = radstream_cmd("simulate --help"),
+             demo = radstream_cmd("demo --help");
+  for (const char* want : {"--duration-s SECONDS", "--mrd-idle-timeout-s SECONDS", "--mrd-drain-timeout-s",
+                           "--stale-after-s SECONDS", "--close-after-s SECONDS"})
+    EXPECT_NE(run.output.find(want), std::string::npos) << want << " in:\n" << run.output;
+  for (const char* old : {"--duration ", "--mrd-idle-timeout ", "--stale-after ", "--close-after "})
+    EXPECT_EQ(run.output.find(old), std::string::npos) << old << " in:\n" << run.output;
+  EXPECT_NE(sim.output.find("--wait-s SECONDS"), std::string::npos) << sim.output;
+  EXPECT_NE(sim.output.find("--header-every-s SECONDS"), std::string::npos) << sim.output;
+  EXPECT_EQ(demo.output.find("--motion "), std::string::npos) << demo.output;
+  EXPECT_NE(demo.output.find("default 10.24)"), std::string::npos) << demo.output;
+  test::TempDir dir;
+  for (const char* spelling : {"--duration", "--duration-s"}) {  // old and new: the same run
+    const auto r = radstream_cmd(std::string("run --headless --endpoint tcp://127.0.0.1:26471 ") + spelling +
+                                 " 0.5 --mrd-idle-timeout 5");
+    EXPECT_EQ(r.exit_code, 0) << spelling << ": " << r.output;
+  }
+  const auto bad = radstream_cmd("run --headless --duration -1");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("--duration-s"), std::string::npos) << bad.output;  // named by its new spelling
 }

@@ -3,6 +3,7 @@
 // file converted from an HDF5 recording holds the same acquisitions byte for byte and reconstructs the same
 // (to float rounding); a file cut short keeps its whole acquisitions; the format is told by the first bytes
 // (MRD v2 named).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <ismrmrd/ismrmrd.h>
 
@@ -211,7 +212,7 @@ TEST(MrdXml, EveryHeaderRadstreamWritesIsValidAgainstTheSchema) {
   headers[3].matrix = 192;
   headers[3].samples = 384;
   for (std::size_t i = 0; i < headers.size(); ++i) {
-    const std::string path = dir / ("h" + std::to_string(i) + ".xml");
+    const std::string path = dir / fmt::format("h{}.xml", i);
     std::ofstream(path) << stream_header_to_xml(headers[i]);
     const auto r = test::run_command("xmllint --noout --schema " + xsd + " " + path);
     EXPECT_EQ(r.exit_code, 0) << r.output;
