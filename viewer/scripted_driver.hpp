@@ -1,5 +1,5 @@
 // The driver of the viewer's scripted options (--screenshot, --screenshots, --set-window, --apply-backend,
-// --close-after) of `demo` and `run`: each action at its time.
+// --close-after-s) of `demo` and `run`: each action at its time.
 #pragma once
 #include <string>
 
