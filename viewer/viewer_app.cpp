@@ -263,6 +263,19 @@ std::string Viewer::Impl::apply_backend(const std::string& backend) {
   return message;
 }
 
+void Viewer::Impl::follow_preparation() {
+  if (!opt.waiting_note || shown) return;
+  const std::string note = opt.waiting_note();
+  if (!note.empty() && !preparing) {
+    preparing = true;
+    log::info("viewer: the window is open; {}", note);
+  } else if (note.empty() && preparing) {
+    preparing = false;
+    t0 = monotonic_ns();  // the script's clock starts with the stream
+    log::info("viewer: the source is ready");
+  }
+}
+
 void Viewer::Impl::close() {
   glfwSetWindowShouldClose(win, GLFW_TRUE);
 }
@@ -276,7 +289,8 @@ long Viewer::run() {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       continue;
     }
-    const double t = double(monotonic_ns() - s.t0) * 1e-9;
+    s.follow_preparation();
+    const double t = s.preparing ? 0.0 : double(monotonic_ns() - s.t0) * 1e-9;
     if (s.opt.driver) s.opt.driver->step(t, s);
     if (s.opt.should_close && s.opt.should_close()) s.close();
     if (!s.stream_done && s.opt.stream_done && s.opt.stream_done()) {

@@ -46,6 +46,9 @@ struct ViewerOptions {
   std::function<bool()> stream_done;
   // Polled once per displayed frame: true closes the window (Ctrl-C, a run's stop condition).
   std::function<bool()> should_close;
+  // Polled while no image has come: what the window says instead of "waiting for spokes..." when not empty
+  // (the demo: "preparing the simulated scanner (4 s)").
+  std::function<std::string()> waiting_note;
 };
 
 class Viewer {

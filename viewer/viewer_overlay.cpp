@@ -107,8 +107,10 @@ void Viewer::Impl::overlay(const Rect& area) {
   ImFont* font = ImGui::GetFont();
   drawn_freshness.reset();
   if (!shown) {
+    const std::string note = opt.waiting_note ? opt.waiting_note() : std::string();
+    waiting_text = note.empty() ? "waiting for spokes..." : note;
     dl->AddText(font, 22.f, ImVec2(area.x + 20, area.y + 20), IM_COL32(220, 220, 220, 255),
-                "waiting for spokes...");
+                waiting_text.c_str());
     return;
   }
   const Rect r = view->placement(disp, area);
@@ -291,7 +293,8 @@ void Viewer::Impl::write_screenshot(const std::string& shot, int fb_w, int fb_h,
         {"contrast", tip.contrast},
         {"threshold", tip.threshold},
         {"not_found_rect", {tip_text[0], tip_text[1], tip_text[2], tip_text[3]}}}},
-      {"shown_glass_ms", shown_glass_ms}};
+      {"shown_glass_ms", shown_glass_ms},
+      {"waiting", shown ? std::string() : waiting_text}};
   std::ofstream out(path.string() + ".json");
   if (!(out << j.dump() << "\n")) log::error("viewer: cannot write {}.json", path.string());
   log::info("viewer: screenshot {} (frame {})", path.string(), shown ? shown->number : 0);

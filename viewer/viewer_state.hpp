@@ -59,6 +59,9 @@ struct Viewer::Impl final : ViewerControls {
   History fps, e2e, glass;
   long displayed = 0;
   std::int64_t t0 = 0, last_fps_t = 0;
+  // The source is being prepared (opt.waiting_note says so): a script's clock (screenshots, close-after)
+  // starts when that is over, so that unattended runs time what they see of the stream.
+  bool preparing = false;
   long frames_at_last_fps = 0;
   int ui_window = 0, ui_stride = 0, ui_coil = -1;
   ReconParams ui_recon;
@@ -98,6 +101,7 @@ struct Viewer::Impl final : ViewerControls {
   // The freshness the last overlay was drawn with (empty: none drawn): the screenshot JSON reports it, not a
   // later reading, so that its state is the one the pixels show.
   std::optional<Freshness> drawn_freshness;
+  std::string waiting_text;  // what the window said while no image had come (the screenshot JSON's "waiting")
   float rec_marker[4] = {0, 0, 0, 0};  // the red REC while recording (x, y, w, h)
   float tip_text[4] = {0, 0, 0, 0};    // where "tip: not found" was drawn (x, y, w, h); zeros: not drawn
   bool tip_ringed = false;             // the last overlay drew the tip's ring (never on an image not live)
@@ -133,6 +137,8 @@ struct Viewer::Impl final : ViewerControls {
   bool frame_shown() const override { return shown != nullptr; }
   void request_screenshot(const std::string& path) override { pending_screenshot = path; }
   void close() override;
+  // Follows the source's preparation (opt.waiting_note): the script clock waits for it.
+  void follow_preparation();
 };
 
 }  // namespace radstream::viewer

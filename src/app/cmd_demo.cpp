@@ -3,9 +3,13 @@
 // with --headless) the same simulator and pipeline run for a fixed number of frames and write PNG snapshots
 // and the metrics JSON instead, and say so.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include "app/commands.hpp"
@@ -126,7 +130,8 @@ bool want_viewer(const DemoArgs& a) {
 
 #ifdef RADSTREAM_HAVE_VIEWER
 // Shows the stream until the window is closed; throws viewer::Unavailable when no window can be opened.
-void show(StreamRuntime& p, const DemoArgs& a, InterruptWatch& interrupt) {
+void show(StreamRuntime& p, const DemoArgs& a, InterruptWatch& interrupt,
+          std::function<std::string()> waiting_note) {
   viewer::ViewerOptions vo;
   vo.snapshot_dir = (std::filesystem::path(a.out_dir) / "snapshots").string();
   viewer::ViewerScript script = viewer_script(a.script);
@@ -140,6 +145,7 @@ void show(StreamRuntime& p, const DemoArgs& a, InterruptWatch& interrupt) {
   vo.tip_marker = a.display.tip_marker;
   vo.orientation = a.display.orientation;
   vo.should_close = [&] { return interrupt.requested(); };
+  vo.waiting_note = std::move(waiting_note);
   viewer::Viewer v(p, vo);
   v.run();
 }
@@ -160,34 +166,81 @@ std::jthread quiet_after(SimStreamer& streamer, double s) {
   });
 }
 
+// The simulated scanner, made beside the window: its pool of precomputed spokes takes seconds on a small
+// machine (39-54 s under load), and the window opens at once, saying so, instead of after them. The pipeline
+// starts when the scanner is ready, so that it never waits, saying "waiting for a sender", on the demo's own
+// simulator.
+class ScannerPrep {
+ public:
+  ScannerPrep(const DemoArgs& a, StreamRuntime& p) : t0_(std::chrono::steady_clock::now()) {
+    thread_ = std::jthread([this, &a, &p] {
+      try {
+        StreamerParams sp;
+        sp.sender.endpoint.clear();  // the pipeline's own port, known once it has bound one (set_endpoint)
+        sp.pool = a.pool;
+        auto streamer = std::make_unique<SimStreamer>(a.sim, sp);
+        p.start();
+        streamer->set_endpoint(p.endpoint());
+        streamer->start();
+        quiet_ = quiet_after(*streamer, a.stop_sending_after_s);
+        std::lock_guard lock(m_);
+        streamer_ = std::move(streamer);
+      } catch (const std::exception& e) {
+        log::error("demo: the simulated scanner could not start: {}", e.what());
+        std::lock_guard lock(m_);
+        error_ = e.what();
+      }
+      ready_ = true;
+    });
+  }
+  // What the window says until the first image: the preparation and its seconds so far.
+  std::string note() const {
+    std::lock_guard lock(m_);
+    if (!error_.empty()) return "the simulated scanner could not start: " + error_;
+    if (ready_) return {};
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    return fmt::format("preparing the simulated scanner ({:.0f} s)", s);
+  }
+  // Waits for the preparation; whether the scanner runs.
+  bool wait() {
+    if (thread_.joinable()) thread_.join();
+    return streamer_ != nullptr;
+  }
+  // Stops the scanner (after its preparation, if that is still going on).
+  void stop() {
+    wait();
+    if (quiet_.joinable()) {  // before stopping the streamer here: never two stop() calls at once
+      quiet_.request_stop();
+      quiet_.join();
+    }
+    if (streamer_) streamer_->stop();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point t0_;
+  mutable std::mutex m_;
+  std::unique_ptr<SimStreamer> streamer_;
+  std::string error_;
+  std::atomic<bool> ready_{false};
+  std::jthread quiet_;  // the freshness test's hook: the sender goes quiet after a while
+  std::jthread thread_;
+};
+
 int run_demo(DemoArgs a) {
   InterruptWatch interrupt;
   bool headless = !want_viewer(a);
   const RunConfig cfg = demo_config(a, headless);
   const Registry registry = default_registry();
   StreamRuntime p(cfg, registry);
-  // The simulator's pool first (seconds on a small machine), then the pipeline it feeds: the pipeline never
-  // waits, saying "waiting for a sender", on the demo's own simulator.
-  StreamerParams sp;
-  sp.sender.endpoint.clear();  // the pipeline's own port, known once it has bound one (set_endpoint)
-  sp.pool = a.pool;
-  SimStreamer streamer(a.sim, sp);
-  p.start();
-  streamer.set_endpoint(p.endpoint());
-  streamer.start();
-  std::jthread quiet = quiet_after(streamer, a.stop_sending_after_s);
+  ScannerPrep prep(a, p);
   const auto stop_all = [&] {
-    if (quiet.joinable()) {  // before stopping the streamer here: never two stop() calls at once
-      quiet.request_stop();
-      quiet.join();
-    }
-    streamer.stop();
+    prep.stop();
     p.stop();
   };
 #ifdef RADSTREAM_HAVE_VIEWER
   if (!headless) {
     try {
-      show(p, a, interrupt);
+      show(p, a, interrupt, [&prep] { return prep.note(); });
     } catch (const viewer::Unavailable& e) {  // a display that would not open a window: start over headless
       log::info("demo: no viewer ({}); running headless: {} frames, PNG snapshots and metrics in {}",
                 e.what(), a.frames, a.out_dir);
@@ -198,6 +251,10 @@ int run_demo(DemoArgs a) {
   }
 #endif
   if (headless) {
+    if (!prep.wait()) {
+      stop_all();
+      return 3;
+    }
     log::info(
         "demo: headless: {} frames of the simulated catheter phantom, PNG every {} frames, metrics in {}",
         a.frames, a.snapshot_every, cfg.sinks.metrics_json);

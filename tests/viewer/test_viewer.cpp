@@ -642,3 +642,26 @@ TEST(Viewer, AStaleImageKeepsNoTipRing) {
   }
   EXPECT_EQ(end_cyan, 0);
 }
+
+// The demo's window opens at once: while the simulated scanner precomputes its pool (seconds on a small
+// machine) the window says so, instead of opening only after it; a script's clock (screenshots, close-after)
+// starts when the scanner is ready, so the screenshot still shows the stream.
+TEST(Viewer, TheDemoWindowOpensAtOnceAndSaysTheScannerIsBeingPrepared) {
+  SKIP_WITHOUT_XVFB();
+  test::TempDir dir;
+  const std::string shot = dir / "first.png";
+  const auto r =
+      test::run_command("xvfb-run -a -s '-screen 0 1280x1024x24' " + test::radstream_binary() +
+                        " demo --backend cpu --matrix 128 --coils 4 --pool 2048 --screenshot " + shot +
+                        " --screenshot-after-s 1 --close-after-s 1.5 --out-dir " + dir / "demo");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto opened = r.output.find("viewer: the window is open; preparing the simulated scanner (");
+  const auto pooled = r.output.find("2048 spokes precomputed in");
+  ASSERT_NE(opened, std::string::npos) << r.output;
+  ASSERT_NE(pooled, std::string::npos) << r.output;
+  EXPECT_LT(opened, pooled) << r.output;  // the window came first
+  std::ifstream jf(shot + ".json");
+  ASSERT_TRUE(jf.good()) << r.output;
+  const auto j = nlohmann::json::parse(jf);
+  EXPECT_GT(j.at("matrix").get<int>(), 0) << r.output;  // the screenshot shows the stream, not the wait
+}
