@@ -45,7 +45,10 @@ struct Extents {
   }
   std::string str() const {
     std::string s = "[";
-    for (int i = 0; i < rank; ++i) s += (i ? " " : "") + std::to_string(d[i]);
+    for (int i = 0; i < rank; ++i) {
+      if (i) s += ' ';
+      s += std::to_string(d[i]);
+    }
     return s + "]";
   }
 };
