@@ -1,6 +1,7 @@
 // The viewer's side panel: one column beside the image with the stream's state, the reconstruction controls,
 // the display controls and the performance plots, each a section that can be folded; the column scrolls
 // inside itself when the window is small (1024 x 768 shows everything).
+#include <fmt/format.h>
 #include <imgui.h>
 
 #include <algorithm>
@@ -122,14 +123,22 @@ void Viewer::Impl::panels(const Rect& area) {
     const auto pipe = m.pipeline_recent.summary(now_ns), lag = m.lag_recent.summary(now_ns),
                glass_now = m.glass_recent.summary(now_ns);
     const double behind = m.skipped_recent.sum(now_ns);
+    // A series with nothing in it says why rather than 0.00 (no frame yet; a verbatim replay's recorded
+    // timestamps, which are not this machine's clock).
+    const bool recorded = m.recorded_clock.load();
+    const auto ms = [recorded](const Percentiles& q, bool labelled) -> std::string {
+      if (q.count == 0) return recorded ? "n/a (recorded timestamps)" : "n/a (no frame yet)";
+      return labelled ? fmt::format("p50 {:.2f}  p99 {:.2f} ms", q.p50, q.p99)
+                      : fmt::format("{:.1f}/{:.1f}", q.p50, q.p99);
+    };
     ImGui::Text("last 10 s, p50/p99 ms:");
-    ImGui::Text("  pipeline %.1f/%.1f  sender lag %.1f/%.1f  glass %.1f/%.1f", pipe.p50, pipe.p99, lag.p50,
-                lag.p99, glass_now.p50, glass_now.p99);
+    ImGui::Text("  pipeline %s  sender lag %s  glass %s", ms(pipe, false).c_str(), ms(lag, false).c_str(),
+                ms(glass_now, false).c_str());
     if (behind > 0)
       ImGui::TextColored(ImVec4(1.f, 0.3f, 0.3f, 1.f), "CANNOT KEEP UP: %.0f skipped in 10 s", behind);
-    ImGui::Text("session: acquired -> image ready p50 %.2f  p99 %.2f ms", pe.p50, pe.p99);
+    ImGui::Text("session: acquired -> image ready %s", ms(pe, true).c_str());
     ImGui::PlotLines("##e2e", ev.data(), int(ev.size()), 0, "ms", 0.f, FLT_MAX, ImVec2(plot_w, 40));
-    ImGui::Text("session: acquired -> on glass p50 %.2f  p99 %.2f ms", pg.p50, pg.p99);
+    ImGui::Text("session: acquired -> on glass %s", ms(pg, true).c_str());
     ImGui::PlotLines("##glass", gv.data(), int(gv.size()), 0, "ms", 0.f, FLT_MAX, ImVec2(plot_w, 40));
     if (ImGui::BeginTable("stages", 3, ImGuiTableFlags_SizingStretchProp)) {  // per stage, ms
       ImGui::TableSetupColumn("stage");
