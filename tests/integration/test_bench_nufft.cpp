@@ -179,7 +179,7 @@ TEST(BenchNufft, TheDriverReleaseIsReadFromBothModuleLines) {
 TEST(BenchProgress, AnInterruptedRunKeepsTheCasesItFinished) {
   test::TempDir dir;
   const std::string out = dir / "b.json", log = dir / "log.txt";
-  std::system(("(" + test::radstream_binary() +
+  std::system((std::string("(") + test::radstream_binary() +
                " bench --backend cpu --case MRD1 R5-cpu --frames 3 --warmup 0 --out " + out + " > " + log +
                " 2>&1 & pid=$!; for i in $(seq 1 600); do [ -s " + out +
                " ] && break; sleep 0.1; done; sleep 0.5; kill -KILL $pid; wait $pid; echo EXITED >> " + log +

@@ -29,8 +29,9 @@ void expect_refused(const test::CommandResult& r, const std::string& needle,
                     const std::string& needle2 = "") {
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find(needle), std::string::npos) << "missing '" << needle << "' in:\n" << r.output;
-  if (!needle2.empty())
+  if (!needle2.empty()) {
     EXPECT_NE(r.output.find(needle2), std::string::npos) << "missing '" << needle2 << "' in:\n" << r.output;
+  }
 }
 
 // A version 0.2 IMPATIENT file: float32 0.2, int32 rows, coils, slices, rows again, then the values. `extra`

@@ -101,9 +101,9 @@ std::string simulated_stream_file(const test::TempDir& dir) {
 // process id in dir/pid.
 void start_run(const test::TempDir& dir, const std::string& args) {
   const std::string log = dir / "run.log";
-  std::system(("(" + test::radstream_binary() + " run --headless --backend cpu --report-interval-s 0 " +
-               args + " > " + log + " 2>&1 & echo $! > " + (dir / "pid") + "; wait; echo EXITED >> " + log +
-               ") &")
+  std::system((std::string("(") + test::radstream_binary() +
+               " run --headless --backend cpu --report-interval-s 0 " + args + " > " + log +
+               " 2>&1 & echo $! > " + (dir / "pid") + "; wait; echo EXITED >> " + log + ") &")
                   .c_str());
 }
 

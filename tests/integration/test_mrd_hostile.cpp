@@ -2,6 +2,7 @@
 // trajectory dimensions than the file stores, and byte-level mutations of a whole recording, through the real
 // program (`recon --input`, `replay`): exit 3 with a message naming the file, never a crash, a hang or a read
 // past what is stored. And a file that another process holds open for writing can still be read.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <hdf5.h>
@@ -181,7 +182,7 @@ TEST(MrdHostile, MutatedRecordingsNeverCrashTheReaders) {
     // Half the runs aim at the first 4 KiB (superblock, object headers, the XML): HDF5's own metadata.
     const std::size_t span = k % 2 ? m.size() : std::size_t(4096);
     for (int e = 0; e < edits; ++e) m[rng() % span] = char(rng() & 0xff);
-    const std::string path = dir / ("m" + std::to_string(k) + ".h5");
+    const std::string path = dir / fmt::format("m{}.h5", k);
     std::ofstream(path, std::ios::binary).write(m.data(), std::streamsize(m.size()));
     const auto r = radstream_cmd("recon --backend cpu --input " + path + " --out " + (dir / "m.png"));
     // Exit 4 only for data whose image came out non-finite (a mutated sample near 1e38): refused by name,

@@ -255,9 +255,13 @@ TEST(ExactField, TimeSegmentationConvergesToTheExactFieldOperator) {
         ASSERT_TRUE(std::isfinite(v.real()) && std::isfinite(v.imag())) << name << " L " << L;
       const double err = rel_err(y, ref);
       std::cout << name << ", " << L << " segments: relative error " << err << "\n";
-      if (L > 1) EXPECT_LT(err, previous) << name << " L " << L;
+      if (L > 1) {
+        EXPECT_LT(err, previous) << name << " L " << L;
+      }
       previous = err;
-      if (L == 16) EXPECT_LE(err, 2e-2) << name;
+      if (L == 16) {
+        EXPECT_LE(err, 2e-2) << name;
+      }
       EXPECT_LE(check_adjoint(g).relative_error, 1e-5) << name << " L " << L;
     }
   }

@@ -188,7 +188,9 @@ TEST(SequenceTracker, AJumpAheadIsBelievedOnlyWhenConfirmed) {
   SequenceTracker t;
   using V = SequenceTracker::Verdict;
   for (std::uint64_t s = 1; s <= 40; ++s) {
-    if (s == 20) EXPECT_EQ(t.see(5, 1000000), V::Jump);  // one corrupted number in the middle
+    if (s == 20) {  // one corrupted number in the middle
+      EXPECT_EQ(t.see(5, 1000000), V::Jump);
+    }
     EXPECT_EQ(t.see(5, s), s == 1 ? V::First : V::InOrder) << s;
   }
   EXPECT_EQ(t.duplicates(), 0u);
