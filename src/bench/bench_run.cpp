@@ -28,6 +28,7 @@
 #include "bench/bench_target.hpp"
 #include "bench/driver_release.hpp"
 #include "core/error.hpp"
+#include "core/heartbeat.hpp"
 #include "core/log.hpp"
 #include "core/param_reader.hpp"
 #include "gpu/cuda_runtime.hpp"
@@ -464,9 +465,11 @@ int run_bench(const BenchRun& a) {
                          streams, std::floor(stream_s / 60), std::fmod(stream_s, 60.0), total - streams);
   log::info("bench: {} case(s){}{}{}", total, estimate,
             a.out.empty() ? "" : "; the JSON is written after each to ", a.out);
+  Heartbeat beat("bench");  // a case can measure for a minute: a line at least every 1.5 s meanwhile
   for (BenchCase c : cases) {
     if (!named(c) || (a.cases.empty() && c.long_run)) continue;
     log::info("bench {}/{}: {}: {}", ++k, total, c.name, c.what);
+    beat.doing(fmt::format("measuring case {} ({} of {})", c.name, k, total));
     save_partial(js, a.out);
     const bool movable =
         c.kind == BenchKind::Chain || c.kind == BenchKind::Nufft || c.kind == BenchKind::NufftSweep;
