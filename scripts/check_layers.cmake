@@ -1,7 +1,7 @@
 # The layers' include arrows, checked at every build (cmake -DROOT=<repo> -P scripts/check_layers.cmake): an
 # #include "dir/file" that runs upward (or sideways between stages) fails the build with the file and line.
 #   core <- gpu <- fft, linalg <- noncart, exact <- nlinv (on noncart) <- stage (the stage API) <- stages/<x> <- recon <- stream
-#   <- viewer, bench, batch <- app
+#   <- viewer, bench, batch <- app; python (the Python module) beside app, on stream and below
 #   io and sim sit on core only; wire (both ends of the spoke protocol) on core, io and sim; recon also uses io
 #   (coil maps from a file), stream uses wire, io and sim.
 set(allowed_core core)
@@ -29,6 +29,7 @@ set(allowed_viewer ${allowed_stream} display viewer)
 set(allowed_bench ${allowed_stream} bench)
 set(allowed_batch ${allowed_stream} batch)
 set(allowed_app ${allowed_viewer} bench batch app)
+set(allowed_python ${allowed_stream} python)
 
 # The layer of an include path as written ("stages/fft/fft.hpp" is the stage, "fft/fftw_plan.hpp" the library).
 function(layer_of_include path out)

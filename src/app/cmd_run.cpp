@@ -2,9 +2,11 @@
 // in the viewer when there is a display (--headless: never). Stops on Ctrl-C, when the window is closed,
 // after --duration-s or --frames, or (--until-close) when the sender closes its stream; with a window open,
 // that last one leaves the image on screen under STREAM ENDED until the window is closed.
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "app/commands.hpp"
@@ -27,7 +29,7 @@ namespace {
 struct RunControl {
   double duration_s = 0;
   long frames = 0;
-  bool until_close = false, headless = false;
+  bool until_close = false, headless = false, mrd_stdin = false;
   double stale_after_s = 0;
 
   template <class V>
@@ -36,6 +38,9 @@ struct RunControl {
     v.field("frames", frames, 0L, 1L << 40, "stop after this many frames (0: never)");
     v.field("until_close", until_close, "stop when the sender closes its stream");
     v.field("headless", headless, "no window even when a display is present");
+    v.field("mrd_stdin", mrd_stdin,
+            "one MRD session from standard input, its images as MRD messages to standard output (logs on "
+            "stderr); the run ends with the session (as --mrd-listen -)");
     v.field("stale_after", stale_after_s, 0.0, 3600.0,
             "viewer: dim the image under NO NEW DATA when it is older than S s (0: 3 frame intervals)");
   }
@@ -71,6 +76,18 @@ RunConfig load(RunArgs& a) {
   a.options.apply("placement", c.placement);
   a.options.apply("mrd", c.mrd);
   a.options.apply("recon", c.recon);
+  if (a.control.mrd_stdin) {
+    if (!c.mrd.listen.empty() && !c.mrd.pipe())
+      throw ConfigError(
+          fmt::format("--mrd-stdin and --mrd-listen {}: one MRD front door per run", c.mrd.listen));
+    c.mrd.listen = "-";
+  }
+  if (c.mrd.pipe()) {
+    // A stage of a chain of commands: no window, and its ZeroMQ receiver on a free port unless one was
+    // asked for (two chained runs never fight over the default port).
+    a.control.headless = true;
+    if (c.stream.endpoint == IngestParams{}.endpoint) c.stream.endpoint = "tcp://127.0.0.1:*";
+  }
   c.validate();
   return c;
 }
@@ -87,7 +104,8 @@ int run(RunArgs& a) {
             kReceiveSockets.name(cfg.stream.socket), cfg.stream.bind ? "bind" : "connect", cfg.frames.window,
             cfg.frames.stride, kFramings.name(cfg.frames.framing));
   p.start();
-  if (!cfg.mrd.listen.empty()) log::info("run: MRD clients connect to {}", p.endpoint_of("mrd"));
+  if (!cfg.mrd.listen.empty() && !cfg.mrd.pipe())
+    log::info("run: MRD clients connect to {}", p.endpoint_of("mrd"));
   std::int64_t closed_at = 0;
   bool said_stopping = false;
   auto stop_now = [&] {  // Ctrl-C, --duration-s, --frames: the run (and its window) stops
@@ -99,6 +117,7 @@ int run(RunArgs& a) {
       }
       return true;
     }
+    if (p.finished_server()) return true;  // --mrd-stdin: its one session ended
     if (a.control.duration_s > 0 && p.elapsed_s() >= a.control.duration_s) return true;
     return a.control.frames > 0 && p.metrics().frames.load() >= std::uint64_t(a.control.frames);
   };
@@ -137,7 +156,12 @@ int run(RunArgs& a) {
   }
 #endif
   while (!shown && !done()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const std::optional<std::string> session_end = p.finished_server();
   p.stop();
+  if (session_end && !session_end->empty()) {  // a chained run whose stream failed fails the chain
+    log::error("run: the MRD session on standard input {}", *session_end);
+    return 3;
+  }
   if (p.metrics().record_failures.load() > 0) {  // a recording that failed is an error, never a silent loss
     log::error("run: the recording failed: {}", p.recording_status());
     return 3;

@@ -3,6 +3,8 @@
 
 #include <sys/resource.h>
 
+#include <csignal>
+
 #include <algorithm>
 #include <iostream>
 #include <map>
@@ -51,6 +53,9 @@ struct ProgramOptions {
 int main(int argc, char** argv) {
   radstream::hdf5_skip_exit_cleanup();  // a recording abandoned after a write error stays as last flushed
   radstream::log::install_default_logger();
+  // A reader that went away (a closed pipe after `| head`, a client's socket) is an EPIPE error where it is
+  // written, reported there, never a silent death of the whole program by SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
 
   CLI::App app{"radstream: real-time reconstruction of radial MRI streams (CPU and CUDA)"};

@@ -139,8 +139,19 @@ void run_nlinv_job(const NlinvJob& job, const ReconParams& params) {
   if (job.traj.empty() || job.kspace.empty())
     throw ConfigError("--method nlinv reads --traj T.cfl and --kspace K.cfl (BART's rtnlinv layouts)");
   if (job.out.empty()) throw ConfigError("--method nlinv needs --out X.cfl");
-  const CflArray t = read_cfl(job.traj);
-  const CflArray k = read_cfl(job.kspace);
+  const NlinvImages r =
+      reconstruct_nlinv(job, read_cfl(job.traj), read_cfl(job.kspace), params, !job.sens_out.empty());
+  write_cfl(job.out, r.dims, r.images);
+  if (!job.sens_out.empty()) {
+    write_cfl(job.sens_out, {r.dims[0], r.dims[1], 1, r.coils}, r.coil_maps);
+    log::info("nlinv: wrote the last frame's {} coil sensitivities to {}", r.coils, job.sens_out);
+  }
+  log::info("nlinv: wrote {} ({} frame(s)), median {:.1f} ms per frame", job.out, r.dims[kTimeDim],
+            r.median_ms);
+}
+
+NlinvImages reconstruct_nlinv(const NlinvJob& job, const CflArray& t, const CflArray& k,
+                              const ReconParams& params, bool want_maps) {
   check_layouts(job, t, k);
   const int n = matrix_of(job, t);
   const long samples = k.dim(1), spokes = k.dim(2), coils = k.dim(3);
@@ -198,19 +209,16 @@ void run_nlinv_job(const NlinvJob& job, const ReconParams& params) {
           fmt::format("nlinv: frame {} gave {} non-finite pixels (residual {:.4g}); nothing written", f + 1,
                       bad, rep.irgnm.final_residual));
   }
-  std::vector<long> dims(16, 1);
-  dims[0] = n;
-  dims[1] = n;
-  dims[kTimeDim] = frames;
-  write_cfl(job.out, dims, out);
-  if (!job.sens_out.empty()) {
-    std::vector<cfloat> maps;
-    const int j = solver->coil_maps(maps);
-    write_cfl(job.sens_out, {n, n, 1, j}, maps);
-    log::info("nlinv: wrote the last frame's {} coil sensitivities to {}", j, job.sens_out);
-  }
+  NlinvImages r;
+  r.dims.assign(16, 1);
+  r.dims[0] = n;
+  r.dims[1] = n;
+  r.dims[kTimeDim] = frames;
+  r.images = std::move(out);
+  if (want_maps) r.coils = solver->coil_maps(r.coil_maps);
   std::sort(ms.begin(), ms.end());
-  log::info("nlinv: wrote {} ({} frame(s)), median {:.1f} ms per frame", job.out, frames, ms[ms.size() / 2]);
+  r.median_ms = ms[ms.size() / 2];
+  return r;
 }
 
 }  // namespace radstream

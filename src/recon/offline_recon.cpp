@@ -65,17 +65,32 @@ void run_offline_recon(const OfflineRecon& a, const ReconParams& params) {
     const CflArray t = read_cfl(a.traj), k = read_cfl(a.kspace);
     frame = frame_from_bart(t, k, a.matrix, a.traj + " + " + a.kspace);
   }
+  const OfflineImage result =
+      reconstruct_offline(frame, params, a.gradient_delay, a.repeat, !a.sens_out.empty());
   const Geometry& g = frame.geometry;
-  if (a.gradient_delay != "off") {  // the trajectory corrected before any method sees it
-    const GradientDelays d = a.gradient_delay == "auto"
+  if (!a.sens_out.empty()) {
+    if (result.coils == 0)
+      throw ConfigError("--sens-out: --method " + to_string(params.method) + " uses no coil maps");
+    write_cfl(a.sens_out, {g.matrix, g.matrix, 1, result.coils}, result.coil_maps);
+    log::info("wrote the coil maps to {} (BART [{} {} 1 {}])", a.sens_out, g.matrix, g.matrix, result.coils);
+  }
+  write_image(a.out, result.image, g.matrix);
+  log::info("wrote {}", a.out);
+}
+
+OfflineImage reconstruct_offline(Frame& frame, const ReconParams& params, const std::string& gradient_delay,
+                                 int repeat, bool want_maps) {
+  const BackendDecision backend = resolve_backend(params.backend);
+  const Geometry& g = frame.geometry;
+  if (gradient_delay != "off") {  // the trajectory corrected before any method sees it
+    const GradientDelays d = gradient_delay == "auto"
                                  ? estimate_delays_ring(frame.traj.view().span(), frame.data.view().span(),
                                                         g.samples, g.spokes, g.coils)
-                                 : parse_gradient_delays(a.gradient_delay, "--gradient-delay");
+                                 : parse_gradient_delays(gradient_delay, "--gradient-delay");
     apply_gradient_delays(frame.traj.view().span(), g.samples, g.spokes, d);
     log::info("gradient delays {} (x:y:xy, samples){}", d.str(),
-              a.gradient_delay == "auto" ? " estimated by RING" : "");
+              gradient_delay == "auto" ? " estimated by RING" : "");
   }
-
   log::info("backend: {} ({})", to_string(backend.backend), backend.reason);
   const Registry registry = default_registry();
   ReconChain chain(params, backend.backend, registry);
@@ -98,18 +113,18 @@ void run_offline_recon(const OfflineRecon& a, const ReconParams& params) {
   beat.doing("estimating coil maps");
   chain.fix_coil_maps(frame);  // the file, or an estimate from these data, when the recipe reads coil maps
   beat.idle();
-  if (!a.sens_out.empty()) {
-    if (!chain.needs_coil_maps())
-      throw ConfigError("--sens-out: --method " + to_string(params.method) + " uses no coil maps");
-    write_cfl(a.sens_out, {g.matrix, g.matrix, 1, g.coils}, chain.coil_maps().span());
-    log::info("wrote the coil maps to {} (BART [{} {} 1 {}])", a.sens_out, g.matrix, g.matrix, g.coils);
+  OfflineImage out;
+  if (want_maps && chain.needs_coil_maps()) {
+    const auto maps = chain.coil_maps().span();
+    out.coil_maps.assign(maps.begin(), maps.end());
+    out.coils = g.coils;
   }
 
   std::vector<double> times;
   View<const cfloat> image;
-  for (int r = 0; r < a.repeat; ++r) {
-    beat.doing(a.repeat > 1 ? fmt::format("reconstructing (run {} of {})", r + 1, a.repeat)
-                            : std::string("reconstructing"),
+  for (int r = 0; r < repeat; ++r) {
+    beat.doing(repeat > 1 ? fmt::format("reconstructing (run {} of {})", r + 1, repeat)
+                          : std::string("reconstructing"),
                [&chain] {
                  const std::string stage = chain.running_stage();
                  return stage.empty() ? std::string() : "stage " + stage;
@@ -128,8 +143,8 @@ void run_offline_recon(const OfflineRecon& a, const ReconParams& params) {
   const SolverStats solver = chain.solver_stats();
   if (solver.present)
     log::info("cg-sense: {} iterations, relative residual {:.3g}", solver.iterations, solver.residual);
-  write_image(a.out, image.span(), g.matrix);
-  log::info("wrote {}", a.out);
+  out.image.assign(image.span().begin(), image.span().end());
+  return out;
 }
 
 }  // namespace radstream

@@ -2,6 +2,9 @@
 // a window of an MRD file or a BART trajectory/k-space pair in, the combined image out, timed over repeats.
 #pragma once
 #include <string>
+#include <vector>
+
+#include "core/frame.hpp"
 
 #include "recon/recon_params.hpp"
 
@@ -39,6 +42,19 @@ struct OfflineRecon {
             "cg-sense's (estimated or read), or nlinv's of the last frame (virtual coils when compressed)");
   }
 };
+
+// One frame's reconstruction in memory (what run_offline_recon does once the data are read; the Python
+// module's radstream.recon): gradient delays corrected ("off", "auto" or "A:B:C"), the chain configured, the
+// coil maps fixed (the file's or estimated), `repeat` runs timed (the median logged). The image is the
+// combined [N N] complex image; the coil maps [N N coils] come with want_maps when the method uses them
+// (coils 0 otherwise). Throws ConfigError, InputError, NumericError.
+struct OfflineImage {
+  std::vector<cfloat> image;
+  std::vector<cfloat> coil_maps;
+  int coils = 0;
+};
+OfflineImage reconstruct_offline(Frame& frame, const ReconParams& params, const std::string& gradient_delay,
+                                 int repeat = 1, bool want_maps = false);
 
 // Reads the data, configures the chain, takes the coil maps (the file's or estimated), reconstructs `repeat`
 // times (the median logged) and writes `out`. Throws ConfigError naming the option, InputError/IoError.

@@ -1,8 +1,12 @@
 #include "stream/mrd_server.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -42,7 +46,7 @@ void refuse(int fd, const std::string& why) {
 }  // namespace
 
 void MrdServerParams::validate(bool insecure) const {
-  if (listen.empty()) return;
+  if (listen.empty() || pipe()) return;
   const Endpoint e = parse_endpoint(listen, "--mrd-listen");
   if (e.transport != "tcp")
     throw ConfigError(fmt::format("--mrd-listen '{}': MRD clients speak TCP (tcp://HOST:PORT)", listen));
@@ -74,7 +78,20 @@ MrdServer::MrdServer(const MrdServerParams& p, const IngestParams& stream, Strea
       p_.max_sessions > 0
           ? p_.max_sessions
           : max_sessions_auto(resolve_backend(rt_.config().recon.backend).backend == Backend::Cuda);
-  listener_ = std::make_unique<TcpListener>(p_.listen);
+  if (p_.pipe()) {
+    // Images are binary: a terminal would show noise and could be sent control sequences.
+    if (::isatty(STDOUT_FILENO))
+      throw ConfigError(
+          "--mrd-stdin writes the images as MRD messages to standard output, which is a terminal here: "
+          "redirect it to a file or a pipe (> images.mrd)");
+    if (::isatty(STDIN_FILENO))
+      throw ConfigError(
+          "--mrd-stdin reads an MRD stream from standard input, which is a terminal here: pipe one in "
+          "(radstream replay FILE --mrd - | radstream run --mrd-stdin > images.mrd)");
+    max_sessions_ = 1;
+  } else {
+    listener_ = std::make_unique<TcpListener>(p_.listen);
+  }
   rt_.metrics().mrd.on = true;
 }
 
@@ -83,10 +100,14 @@ MrdServer::~MrdServer() {
 }
 
 std::string MrdServer::endpoint() const {
-  return listener_->endpoint();
+  return listener_ ? listener_->endpoint() : std::string("standard input");
 }
 
 void MrdServer::start() {
+  if (p_.pipe()) {
+    if (next_session_ == 0) start_pipe_session();
+    return;
+  }
   if (thread_.joinable()) return;
   log::info("mrd: serving MRD clients on {} (at most {} sessions at once{}, each with its own pipeline)",
             endpoint(), max_sessions_, p_.max_sessions > 0 ? "" : ", from the memory budget");
@@ -103,6 +124,46 @@ void MrdServer::stop() {
   }
   for (auto& s : all) s->request_stop();
   all.clear();  // joins each
+  if (stdout_flags_ >= 0) {
+    ::fcntl(STDOUT_FILENO, F_SETFL, stdout_flags_);  // as the shell gave it
+    stdout_flags_ = -1;
+  }
+}
+
+void MrdServer::start_pipe_session() {
+  Fd in(::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3));
+  Fd out(::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3));
+  if (!in || !out)
+    throw IoError(
+        fmt::format("--mrd-stdin: cannot take standard input and output: {}", std::strerror(errno)));
+  // The session's images go out without waiting from the reconstruction's thread (what the pipe takes
+  // now; the writer thread sends the rest), as on a socket: standard output is made non-blocking, and its
+  // flags are put back when the server stops.
+  stdout_flags_ = ::fcntl(STDOUT_FILENO, F_GETFL);
+  if (stdout_flags_ >= 0) ::fcntl(STDOUT_FILENO, F_SETFL, stdout_flags_ | O_NONBLOCK);
+  log::info("mrd: serving one MRD session on standard input, its images to standard output");
+  ++rt_.metrics().mrd.sessions;
+  auto s =
+      std::make_shared<MrdSession>(p_, rt_, *this, std::move(in), "stdin", ++next_session_, std::move(out));
+  {
+    std::lock_guard l(m_);
+    sessions_.push_back(s);
+  }
+  s->start();
+}
+
+bool MrdServer::finished() const {
+  if (!p_.pipe()) return false;
+  std::lock_guard l(m_);
+  return next_session_ > 0 &&
+         std::all_of(sessions_.begin(), sessions_.end(), [](const auto& s) { return s->ended(); });
+}
+
+std::string MrdServer::failure() const {
+  std::lock_guard l(m_);
+  for (const auto& s : sessions_)
+    if (s->ended() && s->outcome() != "completed") return s->outcome();
+  return {};
 }
 
 void MrdServer::reap() {

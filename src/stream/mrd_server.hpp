@@ -32,7 +32,7 @@ inline constexpr EnumTable<MrdFrames, 2> kMrdFrames{
     "MRD frame policy", {{{MrdFrames::All, "all"}, {MrdFrames::Latest, "latest"}}}};
 
 struct MrdServerParams {
-  std::string listen;               // tcp://HOST:PORT; empty: off
+  std::string listen;               // tcp://HOST:PORT; "-": one session on stdin/stdout; empty: off
   int max_sessions = 0;             // 0: sized from the memory budget (max_sessions_auto)
   double message_timeout_s = 10.0;  // a message must arrive whole within this of its first byte
   double header_timeout_s = 10.0;   // a connection must send its XML header within this
@@ -53,7 +53,8 @@ struct MrdServerParams {
   template <class V>
   void visit(V& v) {
     v.field("listen", listen,
-            "serve MRD (ISMRMRD) clients on this TCP endpoint, e.g. tcp://127.0.0.1:9002 (empty: off)");
+            "serve MRD (ISMRMRD) clients on this TCP endpoint, e.g. tcp://127.0.0.1:9002; '-': one session "
+            "read from standard input, its images written to standard output (empty: off)");
     v.field("max_sessions", max_sessions, 0, 64,
             "MRD sessions served at once, each with its own pipeline (others are told: busy); 0: as many as "
             "the memory budget allows (one per GiB of free GPU memory, or per two CPU cores; 1..16)");
@@ -87,15 +88,20 @@ struct MrdServerParams {
   }
   // Throws ConfigError naming the bad value: a non-local endpoint without `insecure` and an allow-list.
   void validate(bool insecure) const;
+  // One session over the program's standard input and output (Gadgetron's --from_stream convention).
+  bool pipe() const { return listen == "-"; }
 };
 
 // max_sessions 0: one session per GiB of free memory on the GPU (cuda), else one per two CPU cores; 1..16.
 int max_sessions_auto(bool cuda);
 
+// On a pipe (listen "-") the server has one session, on the program's standard input and output, and is
+// finished when it ends; the same session code serves it as a TCP client.
 class MrdServer : public SessionServer {
  public:
   // Listens at once (a port in use is a ConfigError at start-up). `stream`: the limits every session's
-  // acquisitions meet (max_samples, max_coils), checked as each acquisition's header is read.
+  // acquisitions meet (max_samples, max_coils), checked as each acquisition's header is read. On a pipe:
+  // a ConfigError when standard output is a terminal (images are binary).
   MrdServer(const MrdServerParams& p, const IngestParams& stream, StreamRuntime& runtime);
   ~MrdServer() override;
   MrdServer(const MrdServer&) = delete;
@@ -112,9 +118,12 @@ class MrdServer : public SessionServer {
   void release_slot();
   // One line per open session, for the status line and the viewer ("session 3 127.0.0.1:5000 gridding ...").
   std::vector<std::string> session_lines() const override;
+  bool finished() const override;
+  std::string failure() const override;
 
  private:
   void accept_loop();
+  void start_pipe_session();
   void reap();  // joins finished sessions
   // Connections beyond max_sessions that may be sending their header at once (a flood is told busy).
   static constexpr std::size_t kMaxWaiting = 16;
@@ -130,6 +139,8 @@ class MrdServer : public SessionServer {
   std::vector<std::shared_ptr<MrdSession>> sessions_;
   int slots_ = 0;  // sessions admitted (their header came) and not yet ended
   std::uint32_t next_session_ = 0;
+  std::string pipe_outcome_;  // a pipe session's end ("completed", "failed: ..."), under m_
+  int stdout_flags_ = -1;     // standard output's flags before the pipe session made it non-blocking
 };
 
 }  // namespace radstream

@@ -50,11 +50,12 @@ std::vector<std::byte> text_message(std::uint16_t id, const std::string& t) {
 }  // namespace
 
 MrdSession::MrdSession(const MrdServerParams& p, StreamRuntime& rt, MrdServer& server, Fd fd,
-                       std::string peer, std::uint32_t number)
+                       std::string peer, std::uint32_t number, Fd out)
     : p_(p),
       rt_(rt),
       server_(server),
       fd_(std::move(fd)),
+      pipe_out_(std::move(out)),
       peer_(std::move(peer)),
       number_(number),
       stream_id_(fresh_stream_id()),
@@ -122,12 +123,12 @@ void MrdSession::queue(Out o) {
     }
   }
   if (direct) {
-    const long k = send_now(fd_.get(), o.bytes);
+    const long k = send_now(out_fd(), o.bytes);
     if (k < 0) {
       dead_ = true;  // (counted as failed when the session ends)
       log::warn("mrd: session {} ({}): the client went away; dropped", number_, peer_);
-      stop_ = true;                      // its frames are abandoned at once
-      ::shutdown(fd_.get(), SHUT_RDWR);  // the reader ends too
+      stop_ = true;  // its frames are abandoned at once
+      hang_up();     // the reader ends too
     } else if (std::size_t(k) == o.bytes.size()) {
       sent_image(o);
     } else {
@@ -177,12 +178,12 @@ void MrdSession::write_loop() {
       {
         Done done{*this};
         if (dead_) continue;
-        if (!send_all(fd_.get(), std::span(o.bytes).subspan(o.sent), p_.send_timeout_s)) {
+        if (!send_all(out_fd(), std::span(o.bytes).subspan(o.sent), p_.send_timeout_s)) {
           dead_ = true;  // (counted as failed when the session ends)
           log::warn("mrd: session {} ({}): the client took no data for {} s or went away; dropped", number_,
                     peer_, p_.send_timeout_s);
-          stop_ = true;                      // its frames are abandoned at once
-          ::shutdown(fd_.get(), SHUT_RDWR);  // the reader ends too
+          stop_ = true;  // its frames are abandoned at once
+          hang_up();     // the reader ends too
           continue;
         }
         if (o.image) sent_image(o);
@@ -267,8 +268,16 @@ void MrdSession::end_session(const std::string& error, std::optional<mrd::Fault>
     Summary::put(summary_.ended, log::printable_line(outcome, 150));
     mm.add_session(summary_);
   }
-  ::shutdown(fd_.get(), SHUT_RDWR);
+  hang_up();
+  pipe_out_.reset();  // a pipe's reader sees the end of the stream (the writer is done)
+  // (A stream that ended before its header is no session on TCP; on a pipe it is the run's failure.)
+  outcome_ =
+      have_header_ || refused_ || !error.empty() ? outcome : "failed: the stream ended before its XML header";
   ended_ = true;
+}
+
+void MrdSession::hang_up() {
+  ::shutdown(fd_.get(), SHUT_RDWR);  // (ENOTSOCK on a pipe: its reader polls stop_)
 }
 
 void MrdSession::serve(SocketSource& src) {

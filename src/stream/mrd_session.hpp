@@ -34,8 +34,10 @@ class SocketSource;
 
 class MrdSession {
  public:
+  // `fd`: the client's socket, or the pipe it is read from, with `out` the pipe its answers go to (empty:
+  // `fd` both ways).
   MrdSession(const MrdServerParams& p, StreamRuntime& rt, MrdServer& server, Fd fd, std::string peer,
-             std::uint32_t number);
+             std::uint32_t number, Fd out = {});
   ~MrdSession();
   MrdSession(const MrdSession&) = delete;
   MrdSession& operator=(const MrdSession&) = delete;
@@ -44,6 +46,8 @@ class MrdSession {
   void request_stop() { stop_ = true; }
   bool ended() const { return ended_; }  // its threads are done (the server may join them)
   std::uint32_t number() const { return number_; }
+  // Once ended(): "completed", "failed: why" or "refused: why".
+  const std::string& outcome() const { return outcome_; }
   // "session 3 (127.0.0.1): gridding, window 64, ...: 12 of 20 frames due sent" ("" before its header).
   std::string status_line() const;
 
@@ -90,7 +94,10 @@ class MrdSession {
   MrdServerParams p_;
   StreamRuntime& rt_;
   MrdServer& server_;
-  Fd fd_;
+  Fd fd_, pipe_out_;
+  int out_fd() const { return pipe_out_ ? pipe_out_.get() : fd_.get(); }
+  void hang_up();  // ends the reader's wait on the client (a socket's shutdown; a pipe's reader sees stop_)
+  std::string outcome_;
   std::string peer_;
   std::uint32_t number_;
   std::uint32_t stream_id_;

@@ -307,6 +307,12 @@ std::vector<std::string> StreamRuntime::session_lines() const {
   return out;
 }
 
+std::optional<std::string> StreamRuntime::finished_server() const {
+  for (const auto& s : servers_)
+    if (s->finished()) return s->failure();
+  return std::nullopt;
+}
+
 std::string StreamRuntime::server_endpoints() const {
   std::string out;
   for (const auto& s : servers_) out += fmt::format(" or a {} client on {}", s->protocol(), s->endpoint());

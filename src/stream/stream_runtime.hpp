@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -109,6 +110,9 @@ class StreamRuntime {
   std::string endpoint_of(const std::string& protocol) const;
   // One line per protocol session in progress: client, config, settings, frames due/made/sent.
   std::vector<std::string> session_lines() const;
+  // A server of one session (run --mrd-stdin) whose session ended: why it failed ("" when it completed);
+  // nullopt while every server still serves.
+  std::optional<std::string> finished_server() const;
   double elapsed_s() const;
   std::shared_ptr<const FrameResult> latest(int slice = 0) const {
     return latest_.at(std::size_t(slice))->get();

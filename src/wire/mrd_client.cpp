@@ -1,13 +1,16 @@
-// replay FILE --mrd tcp://HOST:PORT: a recording to any MRD server (wire/replay.hpp), on the codec the server
-// side uses (io/mrd_protocol.hpp). A reader thread takes what the server sends meanwhile (images, texts,
-// the close), so that a server that answers while data still flows never blocks on a full socket.
+// replay FILE --mrd tcp://HOST:PORT: a recording to any MRD server (or --mrd -: to standard output)
+// (wire/replay.hpp), on the codec the server side uses (io/mrd_protocol.hpp). A reader thread takes what the
+// server sends meanwhile (images, texts, the close), so that a server that answers while data still flows
+// never blocks on a full socket.
 #include <fmt/format.h>
 #include <ismrmrd/ismrmrd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -80,17 +83,97 @@ void read_replies(int fd, ServerReplies& r, MrdImageWriter* out, const std::atom
   }
 }
 
-}  // namespace
-
-int replay_to_mrd_server(const ReplayControl& a, const std::function<bool()>& stop) {
-  check_mrd_in_child(a.file, a.start, a.count);
-  MrdReader reader(a.file);
-  stream_header_from_xml(reader.xml(), a.file);  // a file radstream cannot describe is refused before sending
+// What a replay sends an MRD receiver, in order: the config name, the XML header, the acquisitions paced as
+// replay paces ZeroMQ (radstream's ns stamps, --rate, or the MRD time stamps), the close. `send` throws
+// IoError when the receiver stops taking data; `halt` ends the acquisitions early (the server ended the
+// session). Returns the acquisitions sent, or -1 when `stop` interrupted it.
+long send_session(const ReplayControl& a, MrdReader& reader, std::size_t end,
+                  const std::function<void(const std::vector<std::byte>&)>& send,
+                  const std::function<bool()>& halt, const std::function<bool()>& stop) {
   const double asked = replay_speed(a);
   const bool max_speed = asked == 0;
   const double speed = max_speed ? 1.0 : asked;  // (max: no waiting; the factor only scales the stamps)
+  log::info("replay: {} acquisitions of {} to {}{}, {}", end - std::size_t(a.start), a.file,
+            a.mrd == "-" ? std::string("standard output") : "the MRD server " + a.mrd,
+            a.config.empty() ? "" : " (config " + a.config + ")",
+            max_speed ? "as fast as possible" : fmt::format("speed {}", speed));
+  const std::int64_t t_start = monotonic_ns();
+  std::vector<std::byte> b;
+  if (!a.config.empty()) mrd::append_config_name(b, a.config);
+  mrd::append_text(b, mrd::kHeader, reader.xml());
+  send(b);
+  long sent = 0;
+  std::int64_t rec0 = 0, prev = 0, skipped = 0;
+  const std::int64_t max_gap_ns = std::int64_t(a.max_gap_s * 1e9);
+  for (std::size_t i = std::size_t(a.start); i < end; ++i) {
+    if (stop()) {
+      log::info("replay: interrupted after {} acquisitions", sent);
+      return -1;
+    }
+    if (halt()) break;
+    const RawSpoke r = reader.read(i);
+    ISMRMRD::ISMRMRD_AcquisitionHeader h;
+    std::memcpy(&h, r.acq_header.data(), sizeof h);
+    if (!max_speed) {
+      std::int64_t rec = h.user_int[6] != 0 ? join64(h.user_int[0], h.user_int[1])
+                         : a.rate > 0       ? std::int64_t(double(i - std::size_t(a.start)) * 1e9 / a.rate)
+                                      : std::int64_t(double(h.acquisition_time_stamp) * a.tick_us * 1e3);
+      if (i == std::size_t(a.start)) rec0 = prev = rec;
+      const std::int64_t gap = rec - prev;
+      if (gap > max_gap_ns) skipped += gap - max_gap_ns;
+      if (gap < 0) skipped += gap;
+      prev = rec;
+      const std::int64_t due = t_start + std::int64_t(double(rec - rec0 - skipped) / speed);
+      while (monotonic_ns() < due && !stop()) sleep_until_ns(std::min(due, monotonic_ns() + 50'000'000));
+    }
+    b.clear();
+    mrd::append_acquisition(b, r.acq_header, r.traj, r.data);
+    send(b);
+    ++sent;
+  }
+  b.clear();
+  mrd::append_close(b);
+  send(b);
+  return sent;
+}
+
+// replay FILE --mrd -: the session's messages to standard output (a pipe into `run --mrd-stdin`, or a
+// stream file), nothing read back.
+int replay_to_stdout(const ReplayControl& a, MrdReader& reader, std::size_t end,
+                     const std::function<bool()>& stop) {
+  if (::isatty(STDOUT_FILENO))
+    throw ConfigError(
+        "--mrd - writes binary MRD messages to standard output, which is a terminal here: "
+        "pipe it into a reader (| radstream run --mrd-stdin) or redirect it (> scan.mrd)");
+  const std::int64_t t0 = monotonic_ns();
+  const long sent = send_session(
+      a, reader, end,
+      [](const std::vector<std::byte>& b) {
+        // Blocking: a slow reader paces the replay; a reader that went away is EPIPE.
+        if (!send_all(STDOUT_FILENO, b, 86400.0))
+          throw IoError(fmt::format("replay: standard output stopped taking data: {}", std::strerror(errno)));
+      },
+      [] { return false; }, stop);
+  if (sent < 0) return 130;
+  log::info("replay: wrote {} acquisitions to standard output in {:.2f} s", sent,
+            double(monotonic_ns() - t0) * 1e-9);
+  return 0;
+}
+
+}  // namespace
+
+int replay_to_mrd_server(const ReplayControl& a, const std::function<bool()>& stop) {
+  if (a.mrd == "-" && !a.images_out.empty())
+    throw ConfigError(
+        "--images-out needs an MRD server to answer (--mrd tcp://HOST:PORT); with --mrd - "
+        "the images come from the reading end of the pipe");
+  check_mrd_in_child(a.file, a.start, a.count);
+  MrdReader reader(a.file);
+  stream_header_from_xml(reader.xml(), a.file);  // a file radstream cannot describe is refused before sending
+  replay_speed(a);                               // a bad --speed is refused before anything is sent
   if (a.loop) throw ConfigError("--loop is not available with --mrd (one MRD session sends one scan)");
   const std::size_t end = replay_end(a, reader.count());
+  if (a.mrd == "-") return replay_to_stdout(a, reader, end, stop);
   std::unique_ptr<MrdImageWriter> out;
   if (!a.images_out.empty()) out = std::make_unique<MrdImageWriter>(a.images_out);
 
@@ -118,47 +201,12 @@ int replay_to_mrd_server(const ReplayControl& a, const std::function<bool()>& st
     if (!send_all(fd.get(), b, 30.0))
       throw IoError(fmt::format("the MRD server at {} stopped taking data", a.mrd));
   };
-  std::size_t sent = 0;
+  long sent = 0;
   const std::int64_t t_start = monotonic_ns();
   try {
-    log::info("replay: {} acquisitions of {} to the MRD server {}{}, {}", end - a.start, a.file, a.mrd,
-              a.config.empty() ? "" : " (config " + a.config + ")",
-              max_speed ? "as fast as possible" : fmt::format("speed {}", speed));
-    std::vector<std::byte> b;
-    if (!a.config.empty()) mrd::append_config_name(b, a.config);
-    mrd::append_text(b, mrd::kHeader, reader.xml());
-    send(b);
-    std::int64_t rec0 = 0, prev = 0, skipped = 0;
-    const std::int64_t max_gap_ns = std::int64_t(a.max_gap_s * 1e9);
-    for (std::size_t i = std::size_t(a.start); i < end; ++i) {
-      if (stop()) {
-        log::info("replay: interrupted after {} acquisitions", sent);
-        return finish(130);
-      }
-      if (replies.errored || replies.failed || replies.closed) break;
-      const RawSpoke r = reader.read(i);
-      ISMRMRD::ISMRMRD_AcquisitionHeader h;
-      std::memcpy(&h, r.acq_header.data(), sizeof h);
-      if (!max_speed) {  // paced as replay paces ZeroMQ (radstream ns, --rate, or the MRD time stamps)
-        std::int64_t rec = h.user_int[6] != 0 ? join64(h.user_int[0], h.user_int[1])
-                           : a.rate > 0       ? std::int64_t(double(i - a.start) * 1e9 / a.rate)
-                                        : std::int64_t(double(h.acquisition_time_stamp) * a.tick_us * 1e3);
-        if (i == std::size_t(a.start)) rec0 = prev = rec;
-        const std::int64_t gap = rec - prev;
-        if (gap > max_gap_ns) skipped += gap - max_gap_ns;
-        if (gap < 0) skipped += gap;
-        prev = rec;
-        const std::int64_t due = t_start + std::int64_t(double(rec - rec0 - skipped) / speed);
-        while (monotonic_ns() < due && !stop()) sleep_until_ns(std::min(due, monotonic_ns() + 50'000'000));
-      }
-      b.clear();
-      mrd::append_acquisition(b, r.acq_header, r.traj, r.data);
-      send(b);
-      ++sent;
-    }
-    b.clear();
-    mrd::append_close(b);
-    send(b);
+    sent = send_session(
+        a, reader, end, send, [&] { return replies.errored || replies.failed || replies.closed; }, stop);
+    if (sent < 0) return finish(130);
   } catch (const Error& e) {
     // A server that said why it ended the session has said enough (its ERR text is in the log).
     for (int i = 0; i < 200 && !replies.errored && !replies.closed && !replies.failed; ++i)

@@ -18,7 +18,8 @@ struct ReplayControl {
   bool no_wait = false;
   double tick_us = 2500;   // MRD acquisition_time_stamp tick: 2.5 ms (scanners' and radstream's convention)
   double max_gap_s = 2.0;  // longest wait between two spokes; a larger jump of the timestamps is shortened
-  std::string mrd;         // tcp://HOST:PORT of an MRD server: send there (MRD over TCP) instead of ZeroMQ
+  std::string mrd;         // tcp://HOST:PORT of an MRD server: send there (MRD over TCP) instead of ZeroMQ;
+                           // "-": to standard output
   std::string config;      // the MRD config name sent first (the server's reconstruction)
   std::string images_out;  // MRD: the images sent back, into this .h5
   double mrd_timeout_s = 60;  // MRD: the longest wait for the server's close after ours
@@ -42,7 +43,8 @@ struct ReplayControl {
     v.field("tick_us", tick_us, 1e-3, 1e9, "MRD acquisition_time_stamp tick in microseconds (2500: 2.5 ms)");
     v.field("mrd", mrd,
             "send to this MRD (ISMRMRD) server instead, over TCP: tcp://HOST:PORT (Gadgetron, a FIRE server, "
-            "radstream run --mrd-listen)");
+            "radstream run --mrd-listen); '-': the MRD stream to standard output (| radstream run "
+            "--mrd-stdin)");
     v.field("config", config, "MRD: the config name sent first (e.g. gridding, nlinv, or the server's own)");
     v.field("images_out", images_out, "MRD: store the images the server sends back in this .h5 file");
     v.field("mrd_timeout_s", mrd_timeout_s, 0.1, 86400.0,
@@ -63,7 +65,8 @@ int replay_recording(const ReplayControl& control, const SenderParams& sender,
 
 // The same recording to an MRD server over TCP (control.mrd): config name, XML header, acquisitions paced as
 // above, close; the images that come back are counted and stored (control.images_out). Returns 0 when the
-// server closed cleanly, 3 when it sent an error or went away, 130 when interrupted.
+// server closed cleanly, 3 when it sent an error or went away, 130 when interrupted. control.mrd "-": the
+// same messages to standard output (a pipe; nothing read back).
 int replay_to_mrd_server(const ReplayControl& control, const std::function<bool()>& stop);
 
 }  // namespace radstream

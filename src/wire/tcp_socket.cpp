@@ -177,7 +177,7 @@ std::size_t SocketSource::read_some(std::byte* p, std::size_t n) {
     const int rc = ::poll(&pf, 1, wait_ms);
     if (rc < 0 && errno != EINTR) throw mrd::ProtocolError(mrd::Fault::Io, std::strerror(errno));
     if (rc <= 0) continue;
-    const ssize_t k = ::recv(fd_, p, n, 0);
+    const ssize_t k = ::read(fd_, p, n);  // (a socket or a pipe: `run --mrd-stdin`)
     if (k < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
       throw mrd::ProtocolError(mrd::Fault::Io,
@@ -196,7 +196,10 @@ std::size_t SocketSource::read_some(std::byte* p, std::size_t n) {
 long send_now(int fd, std::span<const std::byte> bytes) {
   std::size_t off = 0;
   while (off < bytes.size()) {
-    const ssize_t k = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t k = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    // A pipe or a file (`run --mrd-stdin`'s standard output, made non-blocking by its owner; SIGPIPE is
+    // ignored by the program, so a reader that went away is EPIPE here).
+    if (k < 0 && errno == ENOTSOCK) k = ::write(fd, bytes.data() + off, bytes.size() - off);
     if (k > 0) {
       off += std::size_t(k);
       continue;

@@ -55,9 +55,10 @@ class TcpListener {
 // Connects to tcp://HOST:PORT within timeout_s. Throws IoError naming the endpoint and the reason.
 Fd tcp_connect(const std::string& endpoint, double timeout_s);
 
-// Reads from a connected socket: a message must arrive whole within message_timeout_s of its first byte
-// (a client sending one byte a second is dropped), and the wait for a message's first byte ends after
-// idle_timeout_s (0: never), or when `stop` is set (checked every 100 ms). Throws ProtocolError(Timeout, Io).
+// Reads from a connected socket (or a pipe): a message must arrive whole within message_timeout_s of its
+// first byte (a client sending one byte a second is dropped), and the wait for a message's first byte ends
+// after idle_timeout_s (0: never), or when `stop` is set (checked every 100 ms). Throws
+// ProtocolError(Timeout, Io).
 class SocketSource : public mrd::ByteSource {
  public:
   SocketSource(int fd, double message_timeout_s, double idle_timeout_s,
@@ -84,7 +85,8 @@ class SocketSource : public mrd::ByteSource {
   std::string deadline_why_;
 };
 
-// Sends every byte within timeout_s; false when the peer is gone or too slow (the caller drops it).
+// Sends every byte within timeout_s; false when the peer is gone or too slow (the caller drops it). Both
+// sends take a socket, a pipe or a file (a pipe's owner makes it non-blocking for send_now's promise).
 bool send_all(int fd, std::span<const std::byte> bytes, double timeout_s);
 // Sends what the socket takes now, without waiting: the count (possibly 0), or -1 when the peer is gone.
 long send_now(int fd, std::span<const std::byte> bytes);

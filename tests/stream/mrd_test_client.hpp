@@ -52,6 +52,11 @@ class RawClient {
     timeval tv{10, 0};
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   }
+  // The messages of a file or pipe (what `run --mrd-stdin` wrote), read as a server's replies (owns fd).
+  struct FromFd {
+    int fd;
+  };
+  explicit RawClient(FromFd f) : fd_(f.fd), ok_(f.fd >= 0) {}
   ~RawClient() { close(); }
   bool ok() const { return ok_; }
   void close() {
@@ -106,7 +111,7 @@ class RawClient {
     auto* b = static_cast<char*>(p);
     std::size_t got = 0;
     while (got < n) {
-      const ssize_t k = ::recv(fd_, b + got, n - got, 0);
+      const ssize_t k = ::read(fd_, b + got, n - got);  // (a socket, or a file: FromFd)
       if (k <= 0) return false;
       got += std::size_t(k);
     }

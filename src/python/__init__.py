@@ -1,0 +1,14 @@
+"""radstream from Python: the NUFFT, gridding, FBP, CG-SENSE and NLINV of the radstream program on numpy
+arrays in BART's dimension order (as BART's cfl.readcfl returns them: Fortran order, trailing singleton
+dimensions dropped).
+
+    import radstream
+    img = radstream.nufft(traj, ksp, adjoint=True)          # as `bart nufft -a`
+    plan = radstream.NufftPlan(traj, dims=(256, 256))       # forward / adjoint / normal, many times
+    x = radstream.recon(traj, ksp, matrix=256, method="cg-sense", iterations=10, lambda_=0.01)
+
+Errors are radstream.ConfigError / InputError (ValueError), IoError (OSError), NumericError
+(ArithmeticError); each names the bad argument or value.
+"""
+from ._core import (ConfigError, CudaError, InputError, IoError, NufftPlan, NumericError,  # noqa: F401
+                    __version__, nufft, recon, set_log_level)

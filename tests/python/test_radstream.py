@@ -1,0 +1,161 @@
+"""The Python module against real references: `bart nufft` (run by the test) both ways, the adjoint identity,
+`radstream recon` (the command, run by the test) for every method, and errors that name the bad argument.
+Run by ctest with PYTHONPATH=build/python, RADSTREAM_BIN (the program) and BART on the PATH."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+import radstream
+
+BIN = os.environ.get("RADSTREAM_BIN", "radstream")
+HAVE_BART = subprocess.run(["sh", "-c", "command -v bart"], capture_output=True).returncode == 0
+NEED_BART = os.environ.get("RADSTREAM_REQUIRE_BART") == "1"
+
+
+def readcfl(base):
+    """BART's cfl.readcfl: Fortran order, trailing singleton dimensions dropped."""
+    with open(base + ".hdr") as h:
+        h.readline()
+        dims = [int(v) for v in h.readline().split()]
+    n = int(np.prod(dims))
+    dims = dims[:int(np.searchsorted(np.cumprod(dims), n)) + 1]
+    data = np.fromfile(base + ".cfl", dtype=np.complex64, count=n)
+    return data.reshape(dims, order="F")
+
+
+def writecfl(base, a):
+    with open(base + ".hdr", "w") as h:
+        h.write("# Dimensions\n" + " ".join(str(d) for d in a.shape) + "\n")
+    np.asfortranarray(a, dtype=np.complex64).T.tofile(base + ".cfl")  # column-major bytes
+
+
+def run(cmd, cwd):
+    r = subprocess.run(cmd, cwd=cwd, shell=True, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise AssertionError(f"{cmd} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def rel(a, b):
+    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
+
+
+class RadialData:
+    """BART's radial phantom: 8 coils, 2x readout oversampling, N x N."""
+
+    def __init__(self, n=32, spokes=33, coils=8):
+        self.dir = tempfile.TemporaryDirectory()
+        d = self.dir.name
+        self.n = n
+        run(f"bart traj -r -x {2 * n} -y {spokes} traj_os && bart scale 0.5 traj_os traj && "
+            f"bart phantom -k -s {coils} -t traj ksp", d)
+        self.traj = readcfl(os.path.join(d, "traj"))
+        self.ksp = readcfl(os.path.join(d, "ksp"))
+
+
+@unittest.skipUnless(HAVE_BART or NEED_BART, "BART is not installed")
+class AgainstBart(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.data = RadialData()
+
+    def test_nufft_equals_bart_nufft_both_ways(self):
+        d, n = self.data.dir.name, self.data.n
+        ours_adj = radstream.nufft(self.data.traj, self.data.ksp, adjoint=True, dims=(n, n), backend="cpu")
+        run(f"bart nufft -a -d {n}:{n}:1 traj ksp bart_adj", d)
+        bart_adj = readcfl(os.path.join(d, "bart_adj"))
+        self.assertEqual(ours_adj.shape, bart_adj.shape)  # (n, n, 1, 8), as readcfl gives it
+        self.assertLess(rel(ours_adj, bart_adj), 1e-3)
+        img = np.asfortranarray(bart_adj[:, :, 0, 0].astype(np.complex64))
+        writecfl(os.path.join(d, "img"), img)
+        run("bart nufft traj img bart_fwd", d)
+        bart_fwd = readcfl(os.path.join(d, "bart_fwd"))
+        ours_fwd = radstream.nufft(self.data.traj, img, backend="cpu")
+        self.assertEqual(ours_fwd.shape, bart_fwd.shape)
+        self.assertLess(rel(ours_fwd, bart_fwd), 1e-3)
+
+    def test_the_plan_is_its_own_adjoint_and_its_normal(self):
+        n = self.data.n
+        plan = radstream.NufftPlan(self.data.traj, dims=(n, n), backend="cpu")
+        self.assertEqual(plan.dims, [n, n])
+        rng = np.random.default_rng(7)
+        x = (rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))).astype(np.complex64)
+        y = (rng.standard_normal(self.data.ksp.shape[:3]) +
+             1j * rng.standard_normal(self.data.ksp.shape[:3])).astype(np.complex64)
+        lhs = np.vdot(plan.forward(x).astype(np.complex128), y.astype(np.complex128))
+        rhs = np.vdot(x.astype(np.complex128), plan.adjoint(y).astype(np.complex128))
+        self.assertLess(abs(lhs - rhs) / abs(lhs), 1e-5)
+        self.assertLess(rel(plan.normal(x), plan.adjoint(plan.forward(x))), 1e-7)
+        # A C-ordered float64 input is converted, the result the same.
+        self.assertLess(rel(plan.forward(np.ascontiguousarray(x.astype(np.complex128))), plan.forward(x)), 1e-7)
+
+    def test_recon_equals_the_command_for_every_method(self):
+        d, n = self.data.dir.name, self.data.n
+        for method, keys, flags in [
+            ("gridding", {}, ""),
+            ("fbp", {}, ""),
+            ("cg-sense", {"iterations": 6, "lambda_": 0.01}, "--iterations 6 --lambda 0.01"),
+            ("nlinv", {"newton": 5}, "--newton 5"),
+        ]:
+            with self.subTest(method=method):
+                run(f"{BIN} recon --traj traj.cfl --kspace ksp.cfl --matrix {n} --method {method} "
+                    f"--backend cpu {flags} --out cmd_{method}.cfl", d)
+                cmd = readcfl(os.path.join(d, f"cmd_{method}"))
+                ours = radstream.recon(self.data.traj, self.data.ksp, matrix=n, method=method, backend="cpu",
+                                       **keys)
+                self.assertEqual(ours.shape, cmd.shape)
+                self.assertGreater(np.abs(cmd).max(), 0)
+                self.assertLessEqual(rel(ours, cmd), 1e-5, method)
+
+
+class Wheel(unittest.TestCase):
+    def test_the_wheel_installs_into_a_virtual_environment_without_a_registry(self):
+        build = os.path.dirname(os.path.dirname(radstream.__file__))
+        wheels = [f for f in os.listdir(build) if f.endswith(".whl")]
+        self.assertEqual(len(wheels), 1, wheels)
+        with tempfile.TemporaryDirectory() as d:
+            env = os.path.join(d, "env")
+            # Debian's numpy seen from the environment; the wheel from the build, no index.
+            run(f"{sys.executable} -m venv --system-site-packages {env}", d)
+            run(f"{env}/bin/python -m pip install --no-index --no-deps {os.path.join(build, wheels[0])}", d)
+            probe = ("import radstream, numpy as np; t = np.zeros((3, 4, 2), np.complex64); "
+                     "print(radstream.__file__, radstream.nufft(t, np.ones((1, 4, 2), np.complex64), "
+                     "adjoint=True, dims=(4, 4), backend='cpu').shape)")
+            r = subprocess.run([f"{env}/bin/python", "-c", probe], cwd=d, capture_output=True, text=True,
+                               env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn(env, r.stdout)
+            self.assertIn("(4, 4)", r.stdout)
+
+
+class Errors(unittest.TestCase):
+    def test_bad_arguments_are_exceptions_that_name_them(self):
+        traj = np.zeros((2, 8, 4), dtype=np.complex64)
+        with self.assertRaisesRegex(ValueError, "traj: a trajectory has 3 coordinates"):
+            radstream.NufftPlan(traj, dims=(8, 8))
+        good = np.zeros((3, 8, 4), dtype=np.complex64)
+        with self.assertRaisesRegex(radstream.ConfigError, "extent 7 must be even"):
+            radstream.NufftPlan(good, dims=(7, 8))
+        with self.assertRaisesRegex(ValueError, r"kspace: shape \(1, 8, 5\) must be \(1, 8, 4, ...\)"):
+            radstream.NufftPlan(good, dims=(8, 8)).adjoint(np.zeros((1, 8, 5), dtype=np.complex64))
+        with self.assertRaisesRegex(TypeError, "kspace"):
+            radstream.recon(good, None, matrix=8)
+        ksp = np.zeros((1, 8, 4, 2), dtype=np.complex64)
+        with self.assertRaisesRegex(radstream.ConfigError, "iterations"):
+            radstream.recon(good, ksp, matrix=8, method="cg-sense", iterations=-3)
+        with self.assertRaisesRegex(radstream.ConfigError, "no_such_key"):
+            radstream.recon(good, ksp, matrix=8, no_such_key=1)
+        with self.assertRaisesRegex(radstream.ConfigError, "nonsense"):
+            radstream.recon(good, ksp, matrix=8, method="nonsense")
+        bad = good.copy()
+        bad[0, 0, 0] = np.nan
+        with self.assertRaisesRegex(radstream.InputError, "point 0 has coordinate nan"):
+            radstream.NufftPlan(bad, dims=(8, 8))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
