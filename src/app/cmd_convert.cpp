@@ -11,6 +11,7 @@
 #include "app/declared_options.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "io/bart_mrd.hpp"
 #include "io/cfl.hpp"
 #include "io/frame_io.hpp"
 #include "io/mrd_check.hpp"
@@ -75,39 +76,10 @@ int run_convert(const ConvertArgs& a) {
   if (!(a.rate_hz > 0)) throw ConfigError("--rate " + std::to_string(a.rate_hz) + " must be > 0");
   check_output_file(a.out, "--out", a.overwrite);
   const Frame f = frame_from_bart(read_cfl(a.traj), read_cfl(a.kspace), a.matrix, a.traj + " + " + a.kspace);
+  const std::size_t n = write_frame_as_mrd(a.out, f, BartToMrd{a.rate_hz, a.fov_mm, a.repeat});
   const Geometry& g = f.geometry;
-  StreamHeader h;
-  h.matrix = g.matrix;
-  h.samples = g.samples;
-  h.coils = g.coils;
-  h.readout_os = float(g.samples) / float(g.matrix);
-  h.fov_mm = a.fov_mm;
-  h.angles.scheme = AngleScheme::Linear180;  // informative only: every acquisition carries its trajectory
-  h.angles.spokes_per_rotation = g.spokes;
-  h.spoke_rate_hz = a.rate_hz;
-  h.validate();
-  MrdWriter w(a.out, h);
-  const std::size_t S = std::size_t(g.samples), P = std::size_t(g.spokes);
-  std::uint64_t index = 0;
-  for (int r = 0; r < a.repeat; ++r)
-    for (std::size_t p = 0; p < P; ++p, ++index) {
-      Spoke s;
-      s.samples = g.samples;
-      s.coils = g.coils;
-      s.traj.assign(f.traj.data() + p * S * 2, f.traj.data() + (p + 1) * S * 2);
-      s.data.resize(std::size_t(g.coils) * S);
-      for (int c = 0; c < g.coils; ++c)
-        std::copy_n(f.data.data() + (std::size_t(c) * P + p) * S, S, s.data.data() + std::size_t(c) * S);
-      // The spoke's direction from its end points (the readout may run either way).
-      const float* t = s.traj.data();
-      s.header.angle = std::atan2(double(t[2 * (S - 1) + 1] - t[1]), double(t[2 * (S - 1)] - t[0]));
-      s.header.spoke_index = index;
-      s.header.scan_counter = std::uint32_t(index);
-      s.header.acquired_ns = std::int64_t(double(index) * 1e9 / a.rate_hz);
-      w.append(s);
-    }
-  log::info("convert: {} spokes ({} spokes x {}, {} samples, {} coils) at {} spokes/s to {}", w.count(),
-            g.spokes, a.repeat, g.samples, g.coils, a.rate_hz, a.out);
+  log::info("convert: {} spokes ({} spokes x {}, {} samples, {} coils) at {} spokes/s to {}", n, g.spokes,
+            a.repeat, g.samples, g.coils, a.rate_hz, a.out);
   return 0;
 }
 

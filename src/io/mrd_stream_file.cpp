@@ -152,8 +152,7 @@ MrdStreamWriter::MrdStreamWriter(const std::string& path, const std::string& xml
 
 MrdStreamWriter::~MrdStreamWriter() {
   if (!f_) return;
-  if (!abandoned_) {
-    buf_.clear();
+  if (!abandoned_) {  // the acquisitions still buffered, then the close
     mrd::append_close(buf_);
     try {
       flush();

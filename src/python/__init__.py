@@ -6,9 +6,12 @@ dimensions dropped).
     img = radstream.nufft(traj, ksp, adjoint=True)          # as `bart nufft -a`
     plan = radstream.NufftPlan(traj, dims=(256, 256))       # forward / adjoint / normal, many times
     x = radstream.recon(traj, ksp, matrix=256, method="cg-sense", iterations=10, lambda_=0.01)
+    d = radstream.read_mrd("scan.h5")                       # {'traj', 'kspace', 'matrix', 'header'}
+    for image, meta in radstream.Stream("tcp://127.0.0.1:5556"):   # run --publish tcp://127.0.0.1:5556
+        ...
 
 Errors are radstream.ConfigError / InputError (ValueError), IoError (OSError), NumericError
 (ArithmeticError); each names the bad argument or value.
 """
-from ._core import (ConfigError, CudaError, InputError, IoError, NufftPlan, NumericError,  # noqa: F401
-                    __version__, nufft, recon, set_log_level)
+from ._core import (ConfigError, CudaError, InputError, IoError, NufftPlan, NumericError, Stream,  # noqa: F401
+                    __version__, nufft, read_mrd, recon, set_log_level, write_mrd)

@@ -28,4 +28,6 @@ PYBIND11_MODULE(_core, m) {
       "radstream's log lines on stderr from this level: trace|debug|info|warn|error|off", py::arg("level"));
   radstream::python::bind_nufft(m);
   radstream::python::bind_recon(m);
+  radstream::python::bind_mrd(m);
+  radstream::python::bind_stream(m);
 }

@@ -7,7 +7,9 @@
 #include <memory>
 #include <optional>
 
+#include <pybind11/stl.h>
 #include "core/error.hpp"
+
 #include "python/arrays.hpp"
 #include "python/bindings.hpp"
 #include "recon/bart_nufft.hpp"

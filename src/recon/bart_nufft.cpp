@@ -52,7 +52,7 @@ struct BartNufftPlan::Engine {
   int batch = 0;
   std::unique_ptr<NufftOperatorCpu> cpu;
 #if RADSTREAM_HAVE_CUDA
-  gpu::Stream stream;
+  std::unique_ptr<gpu::Stream> stream;  // made for the CUDA engine only (none on a machine without a GPU)
   DeviceBuffer<float> d_k;
   DeviceBuffer<cfloat> d_image, d_kspace;
   std::unique_ptr<NufftOperatorCuda> cuda;
@@ -111,11 +111,12 @@ BartNufftPlan::Engine& BartNufftPlan::engine(int batch) {
   const NufftKernel kernel{o_.width, o_.oversampling, o_.lut_resolution};
   if (where_.backend == Backend::Cuda) {
 #if RADSTREAM_HAVE_CUDA
+    e->stream = std::make_unique<gpu::Stream>();
     e->d_k = DeviceBuffer<float>(Extents{k_.size()});
     e->d_image = DeviceBuffer<cfloat>(Extents{image_size() * std::size_t(batch)});
     e->d_kspace = DeviceBuffer<cfloat>(Extents{points_ * std::size_t(batch)});
-    gpu::copy_to_device(e->d_k.data(), k_.data(), k_.size() * sizeof(float), e->stream.get());
-    e->cuda = std::make_unique<NufftOperatorCuda>(d, matrix_, batch, points_, kernel, e->stream.get());
+    gpu::copy_to_device(e->d_k.data(), k_.data(), k_.size() * sizeof(float), e->stream->get());
+    e->cuda = std::make_unique<NufftOperatorCuda>(d, matrix_, batch, points_, kernel, e->stream->get());
     e->cuda->set_points(e->d_k.data());
 #endif
   } else {
@@ -133,10 +134,10 @@ void BartNufftPlan::forward(const cfloat* image, cfloat* kspace, int batch) {
 #if RADSTREAM_HAVE_CUDA
   if (e.cuda) {
     gpu::copy_to_device(e.d_image.data(), image, image_size() * std::size_t(batch) * sizeof(cfloat),
-                        e.stream.get());
+                        e.stream->get());
     e.cuda->forward(e.d_image.data(), e.d_kspace.data());
-    gpu::copy_to_host(kspace, e.d_kspace.data(), n_out * sizeof(cfloat), e.stream.get());
-    gpu::synchronize(e.stream.get());
+    gpu::copy_to_host(kspace, e.d_kspace.data(), n_out * sizeof(cfloat), e.stream->get());
+    gpu::synchronize(e.stream->get());
   }
 #endif
   if (e.cpu) e.cpu->forward(image, kspace);
@@ -151,10 +152,10 @@ void BartNufftPlan::adjoint(const cfloat* kspace, cfloat* image, int batch) {
 #if RADSTREAM_HAVE_CUDA
   if (e.cuda) {
     gpu::copy_to_device(e.d_kspace.data(), kspace, points_ * std::size_t(batch) * sizeof(cfloat),
-                        e.stream.get());
+                        e.stream->get());
     e.cuda->adjoint(e.d_kspace.data(), e.d_image.data());
-    gpu::copy_to_host(image, e.d_image.data(), n_out * sizeof(cfloat), e.stream.get());
-    gpu::synchronize(e.stream.get());
+    gpu::copy_to_host(image, e.d_image.data(), n_out * sizeof(cfloat), e.stream->get());
+    gpu::synchronize(e.stream->get());
   }
 #endif
   if (e.cpu) e.cpu->adjoint(kspace, image);

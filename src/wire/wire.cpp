@@ -284,6 +284,26 @@ std::array<std::byte, 64> encode_image_header(const ImageHeader& h) {
   return b;
 }
 
+std::optional<ImageHeader> decode_image_header(std::span<const std::byte> b) {
+  if (b.size() != 64) return std::nullopt;
+  auto get = [&](std::size_t off, auto& v) { std::memcpy(&v, b.data() + off, sizeof(v)); };
+  std::uint32_t magic = 0;
+  std::uint16_t version = 0;
+  get(0, magic);
+  get(4, version);
+  if (magic != kImageMagic || version != 1) return std::nullopt;
+  ImageHeader h;
+  get(6, h.slice);
+  get(8, h.number);
+  get(16, h.matrix);
+  get(20, h.window);
+  get(24, h.first_spoke);
+  get(32, h.last_spoke);
+  get(40, h.last_acquired_ns);
+  get(48, h.ready_ns);
+  return h;
+}
+
 bool trajectory_in_range(std::span<const std::byte> traj, int dims) {
   if (dims < 1) return true;
   const std::size_t n = traj.size() / (sizeof(float) * std::size_t(dims));

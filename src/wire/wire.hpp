@@ -10,6 +10,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -131,5 +132,7 @@ struct ImageHeader {
   std::uint16_t slice = 0;
 };
 std::array<std::byte, 64> encode_image_header(const ImageHeader& h);
+// The header of a published image message; nullopt unless it is 64 bytes with the magic and version 1.
+std::optional<ImageHeader> decode_image_header(std::span<const std::byte> b);
 
 }  // namespace radstream::wire

@@ -163,6 +163,26 @@ TEST(MrdStreamFile, RunRecordsAStreamFileHeaderFirstCloseLast) {
   EXPECT_EQ(torn.count(), 49u);
 }
 
+// A writer closed without a flush of its own keeps every acquisition it buffered (it lost them all before:
+// `convert --traj --kspace --out F.mrd` wrote a header and a close).
+TEST(MrdStreamFile, AWriterClosedWithoutAFlushKeepsEveryAcquisition) {
+  test::TempDir dir;
+  const Simulator sim(SimParams{});
+  const auto spokes = sim.spokes(0, 5);
+  {
+    MrdWriter w(dir / "few.mrd", sim.header());
+    for (const Spoke& s : spokes) w.append(s);
+  }
+  const Parsed p = parse_stream_file(dir / "few.mrd");
+  EXPECT_EQ(p.acquisitions.size(), 5u);
+  ASSERT_FALSE(p.ids.empty());
+  EXPECT_EQ(p.ids.front(), 3);
+  EXPECT_EQ(p.ids.back(), 4);
+  const MrdRecording back = read_mrd(dir / "few.mrd");
+  ASSERT_EQ(back.spokes.size(), 5u);
+  EXPECT_EQ(back.spokes[4].data, spokes[4].data);
+}
+
 TEST(MrdStreamFile, TheFormatIsToldByTheFirstBytes) {
   test::TempDir dir;
   std::ofstream(dir / "v2.mrd", std::ios::binary) << "yardl" << std::string(8, '\1');

@@ -33,7 +33,7 @@ Replies read_stream_file(const std::string& path) {
 
 std::string run_options() {
   return " --mrd-config-dir " + std::string(RADSTREAM_CONFIG_DIR) +
-         " --window 32 --stride 16 --no-skip --images '' --mrd-pixels float";
+         " --window 32 --stride 16 --no-skip --images \"\" --mrd-pixels float";
 }
 
 }  // namespace
@@ -56,10 +56,11 @@ TEST(MrdPipes, TheChainedCommandGivesTheSameImagesAsTheTcpServer) {
   ASSERT_EQ(tcp.exit_code, 0) << tcp.output;
 
   // The same file through the chain; stderr apart from the images.
-  const auto chain = test::run_command("set -o pipefail; " + bin + " replay " + (dir / "rec.h5") +
+  // (In parentheses: run_command sends the command's stderr to its output, not the files named here.)
+  const auto chain = test::run_command("(bash -o pipefail -c '" + bin + " replay " + (dir / "rec.h5") +
                                        " --mrd - --config gridding --speed max 2> " + (dir / "replay.err") +
                                        " | " + bin + " run --mrd-stdin" + run_options() + " > " +
-                                       (dir / "images.mrd") + " 2> " + (dir / "run.err"));
+                                       (dir / "images.mrd") + " 2> " + (dir / "run.err") + "')");
   ASSERT_EQ(chain.exit_code, 0) << chain.output << read_file(dir / "run.err")
                                 << read_file(dir / "replay.err");
   const std::string err = read_file(dir / "run.err");
@@ -99,8 +100,9 @@ TEST(MrdPipes, AStreamThatFailsFailsTheChainAndSaysWhy) {
     const unsigned char b[] = {0x39, 0x05, 0, 0, 0, 0};
     f.write(reinterpret_cast<const char*>(b), sizeof b);
   }
-  const auto bad = test::run_command(bin + " run --mrd-stdin" + run_options() + " < " + (dir / "bad.mrd") +
-                                     " > " + (dir / "out.mrd") + " 2> " + (dir / "err"));
+  const auto bad =
+      test::run_command("(" + bin + " run --mrd-stdin" + run_options() + " < " + (dir / "bad.mrd") + " > " +
+                        (dir / "out.mrd") + " 2> " + (dir / "err") + ")");
   EXPECT_EQ(bad.exit_code, 3) << read_file(dir / "err");
   EXPECT_NE(read_file(dir / "err").find("the MRD session on standard input failed"), std::string::npos)
       << read_file(dir / "err");
@@ -110,8 +112,8 @@ TEST(MrdPipes, AStreamThatFailsFailsTheChainAndSaysWhy) {
   EXPECT_EQ(r.texts.back().rfind("ERR radstream:", 0), 0u) << r.texts.back();
 
   // An empty stream is no session: a failure, said.
-  const auto empty = test::run_command(bin + " run --mrd-stdin" + run_options() + " < /dev/null > " +
-                                       (dir / "out2.mrd") + " 2> " + (dir / "err2"));
+  const auto empty = test::run_command("(" + bin + " run --mrd-stdin" + run_options() + " < /dev/null > " +
+                                       (dir / "out2.mrd") + " 2> " + (dir / "err2") + ")");
   EXPECT_EQ(empty.exit_code, 3);
   EXPECT_NE(read_file(dir / "err2").find("ended before its XML header"), std::string::npos)
       << read_file(dir / "err2");
@@ -122,8 +124,8 @@ TEST(MrdPipes, AStreamThatFailsFailsTheChainAndSaysWhy) {
   EXPECT_NE(both.exit_code, 0);
   EXPECT_NE(both.output.find("--mrd-stdin and --mrd-listen tcp://127.0.0.1:26285"), std::string::npos)
       << both.output;
-  const auto images = test::run_command(bin + " replay " + (dir / "bad.mrd") + " --mrd - --images-out " +
-                                        (dir / "x.h5") + " > /dev/null");
+  const auto images = test::run_command("(" + bin + " replay " + (dir / "bad.mrd") +
+                                        " --mrd - --images-out " + (dir / "x.h5") + " > /dev/null)");
   EXPECT_NE(images.exit_code, 0);
   EXPECT_NE(images.output.find("--images-out needs an MRD server"), std::string::npos) << images.output;
 }
