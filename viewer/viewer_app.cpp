@@ -309,8 +309,8 @@ long Viewer::run() {
     ImGui_ImplGlfw_NewFrame();
     ImGui::NewFrame();
     const Rect full{0.f, 0.f, s.clinical ? float(w_w) : std::max(50.f, float(w_w) - kPanelWidth), float(w_h)};
+    s.update_slices();                          // (the columns first: an MRD session's frame adds one)
     const Rect area = s.slice_column(full, 0);  // slice 0 (the whole area for a one-slice stream)
-    s.update_slices();
     s.handle_mouse(area);
     s.handle_keys();
     if (!s.clinical) s.panels(full);

@@ -125,8 +125,9 @@ void Viewer::Impl::overlay(const Rect& area) {
       shown->window, shown->coil >= 0 ? fmt::format("  coil {}", shown->coil) : "",
       shown->iterations >= 0 ? fmt::format("  CG {} it, res {:.2g}", shown->iterations, shown->residual) : "",
       frozen ? "  FROZEN" : "");
-  if (clinical)  // the essentials, large: how old the image is and how late it was on glass
-    line = fmt::format("frame {}   age {:.2f} s   latency {}   window {}", shown->number, fr.age_s,
+  if (clinical)  // the essentials, large: how old the image is and how late it was on glass (and whose)
+    line = fmt::format("{}frame {}   age {:.2f} s   latency {}   window {}",
+                       others.empty() ? std::string() : main_label() + "   ", shown->number, fr.age_s,
                        shown_glass_ms >= 0 ? fmt::format("{:.0f} ms", shown_glass_ms) : std::string("-"),
                        display::kWindowPresets.name(preset));
   if (m.x >= r.x && m.x < r.x + r.w && m.y >= r.y && m.y < r.y + r.h && !pixels.empty()) {
@@ -294,7 +295,14 @@ void Viewer::Impl::write_screenshot(const std::string& shot, int fb_w, int fb_h,
         {"threshold", tip.threshold},
         {"not_found_rect", {tip_text[0], tip_text[1], tip_text[2], tip_text[3]}}}},
       {"shown_glass_ms", shown_glass_ms},
-      {"waiting", shown ? std::string() : waiting_text}};
+      {"waiting", shown ? std::string() : waiting_text},
+      {"main_label", main_label()}};
+  // The columns beside the main view: the other slices and the MRD sessions.
+  j["columns"] = nlohmann::ordered_json::array();
+  for (const auto& v : others)
+    j["columns"].push_back({{"label", v.session.empty() ? fmt::format("slice {}", v.slice) : v.label},
+                            {"session", v.session},
+                            {"frame", v.shown ? v.shown->number : 0}});
   std::ofstream out(path.string() + ".json");
   if (!(out << j.dump() << "\n")) log::error("viewer: cannot write {}.json", path.string());
   log::info("viewer: screenshot {} (frame {})", path.string(), shown ? shown->number : 0);

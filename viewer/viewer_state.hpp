@@ -4,6 +4,7 @@
 #pragma once
 #include <GLFW/glfw3.h>
 #include <imgui.h>
+#include <algorithm>
 
 #include <deque>
 #include <memory>
@@ -34,6 +35,9 @@ struct History {
 // Another slice's image beside slice 0's (viewer_slices.cpp).
 struct SliceView {
   int slice = 0;
+  std::string session;  // a protocol session's column ("session 3"); empty: slice `slice` of the stream
+  std::string label;    // what its column says it shows
+  std::shared_ptr<const FrameResult> offered;  // a session's newest frame (from the runtime's mailboxes)
   std::unique_ptr<ImageView> view;
   std::shared_ptr<const FrameResult> shown;
   std::vector<float> raw, pixels;
@@ -113,7 +117,10 @@ struct Viewer::Impl final : ViewerControls {
   bool sync_slices = true;  // slice 0's window/level on every slice
   Rect slice_column(const Rect& area, int k) const;
   void make_slice_views();
+  void sync_session_views();  // a column per MRD session that has made a frame; none after it ends
   void update_slices();
+  // What the main view shows, said when other columns are beside it: "slice 0" or "ZeroMQ stream".
+  std::string main_label() const;
   void draw_slices(const Rect& area, float sx, float sy, int fb_w, int fb_h);
   void overlay_slices(const Rect& area);
 
@@ -134,7 +141,10 @@ struct Viewer::Impl final : ViewerControls {
   // ViewerControls: what a driver may do, through the user's code paths.
   void move_window_slider(int window) override;
   std::string apply_backend(const std::string& backend) override;
-  bool frame_shown() const override { return shown != nullptr; }
+  bool frame_shown() const override {  // on the main view, or in a column (an MRD session's)
+    return shown != nullptr ||
+           std::any_of(others.begin(), others.end(), [](const SliceView& v) { return v.shown; });
+  }
   void request_screenshot(const std::string& path) override { pending_screenshot = path; }
   void close() override;
   // Follows the source's preparation (opt.waiting_note): the script clock waits for it.

@@ -229,6 +229,7 @@ void MrdSession::end_session(const std::string& error, std::optional<mrd::Fault>
     frames_wanted_ = false;
   }
   drop_pipeline();
+  rt_.session_ended(tag_);  // its column in the viewer goes with it
   memory_->release();
   auto& mm = rt_.metrics().mrd;
   if (phase_.exchange(Phase::Over) == Phase::Admitted) {

@@ -34,6 +34,7 @@
 #include "stream/recon_worker.hpp"
 #include "stream/recorder.hpp"
 #include "stream/run_config.hpp"
+#include "stream/session_mailboxes.hpp"
 #include "stream/session_pipeline.hpp"
 #include "stream/session_server.hpp"
 #include "stream/sink.hpp"
@@ -100,7 +101,14 @@ class StreamRuntime {
   const MemoryAccount& memory_account() const { return *memory_; }
   // A session's frame for the run's own sinks (image files under the session's name; not the viewer's
   // mailbox, the publisher or on_frame, which are the runtime's own stream's). Any thread.
-  void session_frame(std::shared_ptr<const FrameResult> f) { to_sinks(std::move(f)); }
+  // The session's newest frame is also kept for the viewer's session columns until session_ended().
+  void session_frame(std::shared_ptr<const FrameResult> f) {
+    session_latest_.put(f);
+    to_sinks(std::move(f));
+  }
+  void session_ended(const std::string& session) { session_latest_.remove(session); }
+  // The newest frame of each session in progress that has made one (the viewer's columns).
+  std::vector<SessionMailboxes::Entry> session_frames() const { return session_latest_.all(); }
   // A closed session's counts, added into the run's totals (metrics()).
   void absorb(const Metrics& session) { metrics_.absorb(session); }
   const RunConfig& config() const { return cfg_; }
@@ -167,6 +175,7 @@ class StreamRuntime {
   std::thread sink_thread_, reporter_;
   OnceLog once_;
 
+  SessionMailboxes session_latest_;
   mutable std::mutex record_m_;  // guards recorder_ and recording_ (the switch, not the writing)
   std::unique_ptr<Recorder> recorder_;
   std::string recording_, last_recording_;

@@ -665,3 +665,46 @@ TEST(Viewer, TheDemoWindowOpensAtOnceAndSaysTheScannerIsBeingPrepared) {
   const auto j = nlohmann::json::parse(jf);
   EXPECT_GT(j.at("matrix").get<int>(), 0) << r.output;  // the screenshot shows the stream, not the wait
 }
+
+// The viewer shows each MRD session beside the server's own stream: a column named after the session's client
+// and config, with its image, while the main view says it is the ZeroMQ stream (nothing sent there: waiting).
+TEST(Viewer, AnMrdSessionHasItsOwnColumnNamedAfterItsClientAndConfig) {
+  SKIP_WITHOUT_XVFB();
+  test::TempDir dir;
+  const std::string bin = test::radstream_binary();
+  const auto sim = test::run_command(bin + " simulate --out " + (dir / "rec.h5") +
+                                     " --spokes 4000 --matrix 64 --coils 2 --rate 400 --snr 30");
+  ASSERT_EQ(sim.exit_code, 0) << sim.output;
+  const std::string shot = (std::filesystem::path(RADSTREAM_ARTIFACT_DIR) / "viewer_session.png").string();
+  const auto r = test::run_command(
+      "(xvfb-run -a -s '-screen 0 1280x800x24' " + bin +
+      " run --backend cpu --endpoint tcp://127.0.0.1:26391 --mrd-listen tcp://127.0.0.1:26392 "
+      "--mrd-config-dir " +
+      std::string(RADSTREAM_CONFIG_DIR) + " --window 64 --stride 16 --images '' --screenshot " + shot +
+      " --screenshot-after 4 --close-after 4.5 > " + (dir / "run.log") + " 2>&1 & pid=$!; sleep 1; " + bin +
+      " replay " + (dir / "rec.h5") + " --mrd tcp://127.0.0.1:26392 --config gridding > " +
+      (dir / "replay.log") + " 2>&1; wait $pid)");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream jf(shot + ".json");
+  ASSERT_TRUE(jf.good()) << test::run_command("cat " + (dir / "run.log")).output;
+  const auto j = nlohmann::json::parse(jf);
+  EXPECT_EQ(j["main_label"], "ZeroMQ stream");
+  ASSERT_EQ(j["columns"].size(), 1u) << j.dump();
+  const std::string label = j["columns"][0]["label"];
+  EXPECT_NE(label.find("session 1 (127.0.0.1): gridding"), std::string::npos) << label;
+  EXPECT_GT(j["columns"][0]["frame"].get<int>(), 3);
+  // The session's column (the right half of the image area) holds an image: the phantom's bright rim.
+  int w = 0, h = 0, ch = 0;
+  unsigned char* px = stbi_load(shot.c_str(), &w, &h, &ch, 3);
+  ASSERT_NE(px, nullptr);
+  const int area_w = w - 390;  // the side panel's width (viewer_state.hpp kPanelWidth)
+  long bright_right = 0, bright_left = 0;
+  for (int y = 120; y < h - 60; ++y)  // below the labels and the waiting text, above the bottom label
+    for (int x = 30; x < area_w - 30; ++x) {
+      const unsigned char* p = px + (std::size_t(y) * w + x) * 3;
+      if (p[0] > 110 && p[1] > 110 && p[2] > 110) ++(x > area_w / 2 ? bright_right : bright_left);
+    }
+  stbi_image_free(px);
+  EXPECT_GT(bright_right, 200) << "the session's column shows no image";
+  EXPECT_GT(bright_right, 4 * bright_left) << "the ZeroMQ stream's view has no sender: no image there";
+}
