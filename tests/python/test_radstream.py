@@ -119,6 +119,20 @@ class AgainstBart(unittest.TestCase):
                 self.assertLessEqual(rel(ours, cmd), 1e-5, method)
 
 
+    def test_cg_sense_with_given_coil_maps_equals_the_command(self):
+        d, n = self.data.dir.name, self.data.n
+        run(f"bart phantom -S {self.data.ksp.shape[3]} -x {n} sens", d)
+        sens = readcfl(os.path.join(d, "sens"))
+        run(f"{BIN} recon --traj traj.cfl --kspace ksp.cfl --matrix {n} --method cg-sense --sens sens.cfl "
+            "--iterations 8 --backend cpu --out cmd_sens.cfl", d)
+        ours = radstream.recon(self.data.traj, self.data.ksp, matrix=n, method="cg-sense", sens=sens,
+                               iterations=8, backend="cpu")
+        cmd = readcfl(os.path.join(d, "cmd_sens"))
+        self.assertGreater(np.abs(cmd).max(), 0)
+        self.assertLessEqual(rel(ours, cmd), 1e-5)
+        with self.assertRaisesRegex(radstream.ConfigError, "sens: coil maps go with method='cg-sense'"):
+            radstream.recon(self.data.traj, self.data.ksp, matrix=n, method="gridding", sens=sens)
+
     def test_mrd_files_round_trip_and_reconstruct_as_the_command(self):
         d, n = self.data.dir.name, self.data.n
         for ext in ("h5", "mrd"):
