@@ -12,6 +12,7 @@
 #include <numeric>
 #include <span>
 #include <string>
+#include <type_traits>
 
 #include "core/error.hpp"
 
@@ -63,7 +64,10 @@ struct View {
   std::size_t size() const { return ext.size(); }
   bool empty() const { return data == nullptr || size() == 0; }
   std::span<T> span() const { return {data, size()}; }
-  operator View<const T>() const { return {data, ext, loc}; }
+  // A view of mutable data reads as a view of const data (a template, so that a view of const data, which
+  // already is one, declares no conversion to itself: nvcc warns such a one would never be called).
+  template <class U = T>
+  requires(!std::is_const_v<U>) operator View<const U>() const { return {data, ext, loc}; }
 };
 
 namespace detail {
