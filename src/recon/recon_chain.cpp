@@ -197,7 +197,13 @@ View<const cfloat> ReconChain::reconstruct(const Frame& frame) {
 
 std::string ReconChain::running_stage() const {
   const int i = running_.load();
-  return i >= 0 && std::size_t(i) < timings_.size() ? timings_[std::size_t(i)].stage : std::string();
+  if (i < 0 || std::size_t(i) >= timings_.size()) return {};
+  std::string out = timings_[std::size_t(i)].stage;
+  // The stage's own word on where it is (timings_ has the point plan first when there is one).
+  const int k = i - int(points_off_);
+  if (k >= 0 && std::size_t(k) < stages_.size())
+    if (const std::string p = stages_[std::size_t(k)]->progress(); !p.empty()) out += " (" + p + ")";
+  return out;
 }
 
 bool ReconChain::last_counts_non_finite() const {

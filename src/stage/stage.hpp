@@ -117,6 +117,9 @@ class Stage {
   virtual void process(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context& ctx) = 0;
   // The last frame's solver report (may wait for the device); present = false for stages that do not iterate.
   virtual SolverStats solver_stats() { return {}; }
+  // What the stage is doing now, for a progress line read from another thread while process() runs (an
+  // iterative solver's iteration and residual); empty when it has nothing to say.
+  virtual std::string progress() const { return {}; }
   // A stage that estimates the coil sensitivities itself (nlinv): the last frame's, [coils][N][N] into `host`
   // (resized; may wait for the device), and their count; 0 for the others.
   virtual int estimated_coil_maps(std::vector<cfloat>& host) {
