@@ -8,8 +8,15 @@
 
 namespace radstream::customfft {
 
+// A size's kernel that does nothing: a struct, not a templated lambda, whose conversion to a function pointer
+// nvcc warns it cannot deduce (#445-D).
+struct NoKernel {
+  template <int>
+  void operator()() const {}
+};
+
 bool supported(int n) {
-  return dispatch_size(n, []<int>() {});
+  return dispatch_size(n, NoKernel{});
 }
 
 std::vector<std::complex<float>> twiddle_table(int n) {
