@@ -27,14 +27,14 @@ class PyNufftPlan {
  public:
   PyNufftPlan(const py::handle& traj, std::optional<std::vector<int>> dims, int width, double oversampling,
               const std::string& backend) {
-    traj_ = as_bart_array(traj, "traj");
-    tdims_ = bart_dims(traj_);
+    const CArray a = as_bart_array(traj, "traj");  // (the plan keeps its own points; the array is not held)
+    tdims_ = bart_dims(a);
     if (tdims_[0] != 3)
       throw ConfigError(
           fmt::format("traj: a trajectory has 3 coordinates in its first dimension, not {} "
                       "(shape {})",
                       tdims_[0], fmt::join(tdims_, ", ")));
-    const std::span<const cfloat> t(reinterpret_cast<const cfloat*>(traj_.data()), std::size_t(traj_.size()));
+    const std::span<const cfloat> t(reinterpret_cast<const cfloat*>(a.data()), std::size_t(a.size()));
     BartNufftOptions o;
     o.width = width;
     o.oversampling = oversampling;
@@ -89,7 +89,6 @@ class PyNufftPlan {
   std::string backend() const { return to_string(plan_->backend()); }
 
  private:
-  CArray traj_;
   std::vector<long> tdims_;
   std::unique_ptr<BartNufftPlan> plan_;
 };
