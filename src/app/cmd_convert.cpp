@@ -1,5 +1,5 @@
-// radstream convert: an MRD file into the other MRD format (--input F.h5 --out F.mrd, or back), or real
-// radial data from BART's .cfl pair into an MRD .h5 stream file, so that scanner data (e.g.
+// radstream convert: an MRD file into another MRD format (--input F.h5 --out F.mrd or F.mrd2, or back), or
+// real radial data from BART's .cfl pair into an MRD .h5 stream file, so that scanner data (e.g.
 // ../shared/data/real/) can be replayed into a live pipeline and watched: one acquisition per spoke with its
 // own trajectory (cycles per pixel), its angle from the trajectory, acquisition times spaced at
 // --rate, the radstream envelope fields (so that `replay` paces it), and the spokes repeated --repeat times
@@ -37,7 +37,7 @@ struct ConvertArgs {
             "an MRD file (HDF5 or stream, told by its first bytes) to copy into --out's format (instead of "
             "--traj/--kspace)");
     v.field("matrix", matrix, 0, 1 << 14, "image matrix N of the trajectory's units");
-    v.field("out", out, "MRD file to write: .h5 (HDF5) or .mrd (an MRD stream file)");
+    v.field("out", out, "MRD file to write: .h5 (HDF5), .mrd (an MRD stream file) or .mrd2 (MRD 2.2.1)");
     v.field("rate", rate_hz, 0.0, 1e9, "spokes per second of the acquisition times");
     v.field("repeat", repeat, 0, 1 << 20, "write the spokes this many times, as one longer stream");
     v.field("fov", fov_mm, 1.0, 10000.0, "field of view in mm, for the viewer's scale bar");

@@ -45,8 +45,9 @@ namespace {
 }  // namespace
 
 void check_mrd_in_child(const std::string& path, long start, long count) {
-  // An MRD stream file is read by radstream's own codec alone (no HDF5 inside): nothing to fence off.
-  if (sniff_mrd_file(path) == MrdFileKind::Stream) return;
+  // MRD stream and MRD 2 files are read by radstream's own codecs alone (no HDF5 inside): nothing to fence
+  // off.
+  if (sniff_mrd_file(path) != MrdFileKind::Hdf5) return;
   std::error_code ec;
   const auto bytes = std::filesystem::file_size(path, ec);
   // 30 s, plus 1 s per 50 MB: far above an honest file's read time, a bound on a file made to loop.

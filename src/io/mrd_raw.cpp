@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "io/hdf5_errors.hpp"
+#include "io/mrd2_file.hpp"
 #include "io/mrd_file.hpp"
 #include "io/mrd_stream_file.hpp"
 
@@ -18,6 +19,10 @@ namespace radstream {
 MrdRawWriter::MrdRawWriter(const std::string& path, const std::string& xml) : path_(path) {
   std::error_code ec;
   std::filesystem::remove(path, ec);
+  if (path.size() > 5 && path.ends_with(".mrd2")) {
+    v2_ = std::make_unique<Mrd2Writer>(path, xml);
+    return;
+  }
   if (path.size() > 4 && path.ends_with(".mrd")) {
     stream_ = std::make_unique<MrdStreamWriter>(path, xml);
     return;
@@ -38,8 +43,9 @@ MrdRawWriter::MrdRawWriter(const std::string& path, const std::string& xml) : pa
 }
 
 MrdRawWriter::~MrdRawWriter() {
-  if (stream_) {
-    if (abandoned_) stream_->abandon();
+  if (stream_ || v2_) {
+    if (abandoned_ && stream_) stream_->abandon();
+    if (abandoned_ && v2_) v2_->abandon();
     return;
   }
   if (abandoned_) {
@@ -51,6 +57,7 @@ MrdRawWriter::~MrdRawWriter() {
 
 void MrdRawWriter::flush() {
   if (stream_) return stream_->flush();
+  if (v2_) return v2_->flush();
   if (H5Fflush(hid_t(flush_id_), H5F_SCOPE_GLOBAL) < 0)
     throw IoError(
         fmt::format("{}: cannot write to the disk after {} acquisitions (disk full?)", path_, count_));
@@ -60,8 +67,11 @@ void MrdRawWriter::append(std::span<const std::byte> bytes, std::span<const floa
                           std::span<const cfloat> data) {
   if (bytes.size() != sizeof(ISMRMRD::ISMRMRD_AcquisitionHeader))
     throw InputError(fmt::format("{}: acquisition header of {} bytes", path_, bytes.size()));
-  if (stream_) {
-    stream_->append(bytes, traj, data);
+  if (stream_ || v2_) {
+    if (stream_)
+      stream_->append(bytes, traj, data);
+    else
+      v2_->append(bytes, traj, data);
     ++count_;
     return;
   }

@@ -19,6 +19,7 @@ class Dataset;
 namespace radstream {
 
 class MrdStreamWriter;
+class Mrd2Writer;
 
 struct RawSpoke {
   std::array<std::byte, 340> acq_header;  // MRD AcquisitionHeader, verbatim
@@ -29,7 +30,8 @@ struct RawSpoke {
 class MrdRawWriter {
  public:
   // Creates (or replaces) the file with this XML header text: an MRD stream file when the name ends in .mrd
-  // (io/mrd_stream_file.hpp), else HDF5. Throws IoError naming the file.
+  // (io/mrd_stream_file.hpp), an MRD 2 file when it ends in .mrd2 (io/mrd2_file.hpp), else HDF5. Throws
+  // IoError naming the file.
   MrdRawWriter(const std::string& path, const std::string& xml);
   ~MrdRawWriter();
   MrdRawWriter(const MrdRawWriter&) = delete;
@@ -51,6 +53,7 @@ class MrdRawWriter {
   std::string path_;
   std::unique_ptr<ISMRMRD::Dataset> ds_;
   std::unique_ptr<MrdStreamWriter> stream_;
+  std::unique_ptr<Mrd2Writer> v2_;
   long long flush_id_ = -1;
   bool abandoned_ = false;  // a second HDF5 id on the same open file, for H5Fflush (libismrmrd has none)
   std::size_t count_ = 0;

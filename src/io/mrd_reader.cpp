@@ -172,10 +172,17 @@ std::string read_xml(hid_t file, const std::string& path) {
 }  // namespace
 
 MrdReader::MrdReader(const std::string& path) : path_(path) {
-  if (sniff_mrd_file(path) == MrdFileKind::Stream) {
+  const MrdFileKind kind = sniff_mrd_file(path);
+  if (kind == MrdFileKind::Stream) {
     stream_ = std::make_unique<MrdStreamReader>(path);
     xml_ = stream_->xml();
     count_ = stream_->count();
+    return;
+  }
+  if (kind == MrdFileKind::Mrd2) {
+    v2_ = std::make_unique<Mrd2Reader>(path);
+    xml_ = v2_->xml();
+    count_ = v2_->count();
     return;
   }
   const QuietHdf5 quiet;
@@ -256,6 +263,7 @@ void MrdReader::close() noexcept {
 
 RawSpoke MrdReader::read(std::size_t i) {
   if (stream_) return stream_->read(i);
+  if (v2_) return v2_->read(i);
   if (i >= count_) throw IoError(fmt::format("{}: acquisition {} is outside 0..{}", path_, i, count_));
   Stored s{};
   herr_t got = -1;

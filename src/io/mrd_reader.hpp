@@ -1,17 +1,18 @@
 // Reads the acquisitions of an MRD (ISMRMRD v1) file: an MRD stream file (io/mrd_stream_file.hpp, told by its
-// first bytes) through the stream codec, or an HDF5 file with radstream's own code on the HDF5 C library, so
-// that a crafted file cannot make it read past what is stored: each acquisition's trajectory and data are
-// read as the lengths the file stores, and an acquisition whose header disagrees with them (libismrmrd sizes
-// its copy from the header) is an IoError naming the file and the acquisition, found before HDF5 allocates
-// them (mrd_declared_lengths.hpp). The file is opened read-only
-// and without HDF5's file lock, so several processes can read one file (also one still being recorded).
-// A torn tail (acquisitions at the end that cannot be read, or read as the zero fill of an extent written
-// before its data) is left out with a warning naming how many were kept.
+// first bytes) through the stream codec, an MRD 2 file (io/mrd2_file.hpp) in MRD v1 terms, or an HDF5 file
+// with radstream's own code on the HDF5 C library, so that a crafted file cannot make it read past what is
+// stored: each acquisition's trajectory and data are read as the lengths the file stores, and an acquisition
+// whose header disagrees with them (libismrmrd sizes its copy from the header) is an IoError naming the file
+// and the acquisition, found before HDF5 allocates them (mrd_declared_lengths.hpp). The file is opened
+// read-only and without HDF5's file lock, so several processes can read one file (also one still being
+// recorded). A torn tail (acquisitions at the end that cannot be read, or read as the zero fill of an extent
+// written before its data) is left out with a warning naming how many were kept.
 #pragma once
 #include <cstddef>
 #include <memory>
 #include <string>
 
+#include "io/mrd2_file.hpp"
 #include "io/mrd_declared_lengths.hpp"
 #include "io/mrd_raw.hpp"
 #include "io/mrd_stream_file.hpp"
@@ -43,6 +44,7 @@ class MrdReader {
   long long file_ = -1, data_ = -1, mem_type_ = -1;  // HDF5 ids (hid_t), -1: none
   std::unique_ptr<MrdDeclaredLengths> declared_;     // checked before each read allocates
   std::unique_ptr<MrdStreamReader> stream_;          // an MRD stream file (told by its first bytes)
+  std::unique_ptr<Mrd2Reader> v2_;                   // an MRD 2 file
   void close() noexcept;
   bool readable(std::size_t i);  // read(i) succeeds and holds a spoke (not the zero fill of a torn tail)
   void leave_out_a_torn_tail();

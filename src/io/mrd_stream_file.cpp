@@ -52,11 +52,7 @@ MrdFileKind sniff_mrd_file(const std::string& path) {
   std::fclose(f);
   static constexpr unsigned char hdf5[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
   if (n == 8 && std::memcmp(b.data(), hdf5, 8) == 0) return MrdFileKind::Hdf5;
-  if (n >= 5 && std::memcmp(b.data(), "yardl", 5) == 0)
-    throw IoError(fmt::format(
-        "{}: an MRD v2 file (the yardl binary format of ismrmrd/mrd), which radstream does not read; convert "
-        "it to MRD v1 first with mrd's `mrd_stream_to_hdf5` or `mrd_to_ismrmrd` tools",
-        path));
+  if (n >= 5 && std::memcmp(b.data(), "yardl", 5) == 0) return MrdFileKind::Mrd2;
   if (n >= 2) {
     const unsigned id = unsigned(b[0]) | (unsigned(b[1]) << 8);
     if (id == mrd::kConfigFile || id == mrd::kConfigText || id == mrd::kHeader || id == mrd::kText)

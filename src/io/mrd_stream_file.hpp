@@ -3,7 +3,7 @@
 // Gadgetron's --from_stream read them: optional 1/2/5, then 3 (the XML header), then acquisitions and
 // waveforms in time order, then 4. What a file is comes from its first bytes, never its extension (`.mrd` is
 // also what older converters give HDF5 files): the HDF5 signature, an MRD stream's first message id, or
-// yardl's magic (MRD v2, named with the converter to use).
+// yardl's magic (MRD 2).
 #pragma once
 #include <cstdint>
 #include <cstdio>
@@ -16,9 +16,10 @@
 
 namespace radstream {
 
-enum class MrdFileKind { Hdf5, Stream };
+enum class MrdFileKind { Hdf5, Stream, Mrd2 };
 
-// Throws IoError naming the file: missing or unreadable, an MRD v2 (yardl) file, or neither format.
+// Throws IoError naming the file: missing or unreadable, or none of the three formats (Mrd2: yardl's magic,
+// an MRD 2 binary file, io/mrd2_file.hpp).
 MrdFileKind sniff_mrd_file(const std::string& path);
 
 // Reads a stream file's acquisitions by index: one pass at opening records where each acquisition starts

@@ -49,8 +49,9 @@ std::uint64_t room_for(const std::string& path) {
 RecordingNames::RecordingNames(const RecordOptions& o) : o_(o) {
   namespace fs = std::filesystem;
   const std::string& path = o_.path;
-  if (!path.ends_with(".h5") && !path.ends_with(".mrd"))
-    throw ConfigError("record: '" + path + "' must be an .h5 (MRD HDF5) or .mrd (MRD stream) file name");
+  if (!path.ends_with(".h5") && !path.ends_with(".mrd") && !path.ends_with(".mrd2"))
+    throw ConfigError("record: '" + path +
+                      "' must be an .h5 (MRD HDF5), .mrd (MRD stream) or .mrd2 (MRD 2) file name");
   if (o_.max_files < 1) throw ConfigError(fmt::format("record: max_files {} must be >= 1", o_.max_files));
   const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
   std::error_code ec;

@@ -39,9 +39,11 @@ void FrameParams::validate() const {
 void SinkParams::validate() const {
   ParamChecker c("sinks");
   const_cast<SinkParams*>(this)->visit(c);
-  if (!record.empty() && !record.ends_with(".h5") && !record.ends_with(".mrd"))
-    throw ConfigError("sinks.record '" + record +
-                      "' must name an .h5 file (MRD HDF5) or an .mrd file (an MRD stream file)");
+  if (!record.empty() && !record.ends_with(".h5") && !record.ends_with(".mrd") && !record.ends_with(".mrd2"))
+    throw ConfigError(
+        "sinks.record '" + record +
+        "' must name an .h5 file (MRD HDF5), an .mrd file (an MRD stream file) or an .mrd2 file "
+        "(MRD 2)");
 }
 
 std::vector<int> PlacementParams::gpu_list(int device_count) const {

@@ -54,7 +54,9 @@ struct SinkParams {
 
   template <class V>
   void visit(V& v) {
-    v.field("record", record, "record every received spoke into this MRD .h5 file (empty: off)");
+    v.field("record", record,
+            "record every received spoke into this MRD file: .h5 (HDF5), .mrd (stream) or .mrd2 (MRD 2) "
+            "(empty: off)");
     v.field("record_overwrite", record_overwrite, "allow recording over an existing file (false: refuse)");
     v.field("record_flush_s", record_flush_s, 0.05, 3600.0,
             "flush the recording to the disk at least this often (a crash keeps what was flushed)");
