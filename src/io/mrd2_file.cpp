@@ -22,11 +22,6 @@ constexpr char kMagic[5] = {'y', 'a', 'r', 'd', 'l'};
 constexpr std::uint32_t kEncodingVersion = 1;
 constexpr std::size_t kFlushBytes = std::size_t(4) << 20;  // a block is written at least every 4 MiB
 
-const yardl::Schema& schema() {
-  static const yardl::Schema s(mrd2::schema_text(), "MRD 2.2.1's schema");
-  return s;
-}
-
 // An optional uint that MRD v1 keeps in 16 bits.
 std::uint16_t opt_u16(yardl::Input& in, const char* field) {
   const std::uint64_t i = in.varint();
@@ -125,6 +120,15 @@ void encode_head(const Head& h, yardl::Output& out) {
 
 namespace mrd2 {
 
+void write_preamble(yardl::Output& out, const std::string& xml, const std::string& context) {
+  out.bytes(kMagic, 5);
+  out.bytes(&kEncodingVersion, 4);
+  out.string(schema_text());
+  if (xml.empty()) return out.varint(0);  // no Header
+  out.varint(1);
+  schema().write("Mrd.Header", header_from_xml(schema(), xml, context), out);
+}
+
 RawSpoke decode_acquisition(yardl::Input& in) {
   Head h;
   ISMRMRD::ismrmrd_init_acquisition_header(&h);
@@ -210,7 +214,7 @@ Mrd2Reader::Mrd2Reader(const std::string& path) : path_(path) {
                       "earlier MRD 2 release (fingerprint {:#018x}, {} bytes)",
                       path, mrd2::fnv1a(text), text.size()));
     }
-    const yardl::Schema& s = schema();
+    const yardl::Schema& s = mrd2::schema();
     const std::uint64_t has_header = in_->varint();
     if (has_header != 1) in_->fail("the MRD v2 file has no Header (radstream needs its encoding)");
     header_ = s.read("Mrd.Header", *in_);
@@ -269,11 +273,7 @@ Mrd2Reader::~Mrd2Reader() {
 Mrd2Writer::Mrd2Writer(const std::string& path, const std::string& xml) : path_(path) {
   std::vector<std::byte> head;
   yardl::Output out(head);
-  out.bytes(kMagic, 5);
-  out.bytes(&kEncodingVersion, 4);
-  out.string(mrd2::schema_text());
-  out.varint(1);
-  schema().write("Mrd.Header", mrd2::header_from_xml(schema(), xml, path), out);
+  mrd2::write_preamble(out, xml, path);
   f_ = std::fopen(path.c_str(), "wb");
   if (!f_) throw IoError(fmt::format("{}: cannot create the file: {}", path, std::strerror(errno)));
   if (std::fwrite(head.data(), 1, head.size(), f_) != head.size() || std::fflush(f_) != 0) {

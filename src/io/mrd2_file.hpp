@@ -69,6 +69,9 @@ class Mrd2Writer {
 };
 
 namespace mrd2 {
+// The file's start: magic, encoding version, the 2.2.1 schema, the Header from v1 XML (none when xml is
+// empty).
+void write_preamble(yardl::Output& out, const std::string& xml, const std::string& context);
 // One acquisition in MRD v1 terms <-> its MRD 2 encoding (the Acquisition record, without the union index).
 void encode_acquisition(std::span<const std::byte> acq_header, std::span<const float> traj,
                         std::span<const cfloat> data, yardl::Output& out);

@@ -18,6 +18,11 @@ const std::string& schema_text() {
   return s;
 }
 
+const yardl::Schema& schema() {
+  static const yardl::Schema s(schema_text(), "MRD 2.2.1's schema");
+  return s;
+}
+
 std::uint64_t fnv1a(const std::string& text) {
   std::uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : text) {

@@ -5,10 +5,15 @@
 #include <cstdint>
 #include <string>
 
+#include "io/yardl_schema.hpp"
+
 namespace radstream::mrd2 {
 
 // The schema text exactly as MRD 2.2.1 writes it (ismrmrd/mrd v2.2.1, model/*.yml; MIT licence).
 const std::string& schema_text();
+
+// That schema, parsed once.
+const yardl::Schema& schema();
 
 // The MRD release whose schema this is ("2.2.1", "2.2.0", "2.1.x", "2.0.x"), or "" for an unknown one.
 std::string schema_release(const std::string& text);

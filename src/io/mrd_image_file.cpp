@@ -9,12 +9,17 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/mrd2_images.hpp"
 
 namespace radstream {
 
-MrdImageWriter::MrdImageWriter(const std::string& path) : path_(path) {
+MrdImageWriter::MrdImageWriter(const std::string& path, const std::string& xml) : path_(path) {
   std::error_code ec;
   std::filesystem::remove(path, ec);
+  if (path.size() > 5 && path.ends_with(".mrd2")) {
+    v2_ = std::make_unique<Mrd2ImageWriter>(path, xml);
+    return;
+  }
   try {
     ds_ = std::make_unique<ISMRMRD::Dataset>(path.c_str(), "dataset", true);
   } catch (const std::exception& e) {
@@ -26,6 +31,11 @@ MrdImageWriter::~MrdImageWriter() = default;
 
 void MrdImageWriter::append(std::span<const std::byte> head, const std::string& attributes,
                             std::span<const std::byte> pixels) {
+  if (v2_) {
+    v2_->append(head, attributes, pixels);
+    ++count_;
+    return;
+  }
   ISMRMRD::ISMRMRD_Image im;
   if (head.size() != sizeof im.head) throw IoError(fmt::format("{}: an image header is 198 bytes", path_));
   std::memcpy(&im.head, head.data(), sizeof im.head);

@@ -1,6 +1,6 @@
-// MRD images into an HDF5 file (the images an MRD server sent back: `replay --mrd ... --images-out OUT.h5`),
-// as ISMRMRD's own tools store them: one image group per series ("images_<series>"), header, attributes
-// and pixels as received.
+// MRD images into an HDF5 file (the images an MRD server sent back: `replay --mrd ... --images-out OUT.h5`;
+// OUT.mrd2 writes MRD 2, io/mrd2_images.hpp), as ISMRMRD's own tools store them: one image group per series
+// ("images_<series>"), header, attributes and pixels as received.
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -13,10 +13,13 @@ class Dataset;
 
 namespace radstream {
 
+class Mrd2ImageWriter;
+
 class MrdImageWriter {
  public:
-  // Creates (or replaces) the file. Throws IoError naming it.
-  explicit MrdImageWriter(const std::string& path);
+  // Creates (or replaces) the file: HDF5, or an MRD 2 file when the name ends in .mrd2 (io/mrd2_images.hpp,
+  // headed by `xml`, the scan's header). Throws IoError naming it.
+  explicit MrdImageWriter(const std::string& path, const std::string& xml = {});
   ~MrdImageWriter();
   MrdImageWriter(const MrdImageWriter&) = delete;
   MrdImageWriter& operator=(const MrdImageWriter&) = delete;
@@ -28,6 +31,7 @@ class MrdImageWriter {
  private:
   std::string path_;
   std::unique_ptr<ISMRMRD::Dataset> ds_;
+  std::unique_ptr<Mrd2ImageWriter> v2_;
   std::size_t count_ = 0;
 };
 

@@ -175,7 +175,7 @@ int replay_to_mrd_server(const ReplayControl& a, const std::function<bool()>& st
   const std::size_t end = replay_end(a, reader.count());
   if (a.mrd == "-") return replay_to_stdout(a, reader, end, stop);
   std::unique_ptr<MrdImageWriter> out;
-  if (!a.images_out.empty()) out = std::make_unique<MrdImageWriter>(a.images_out);
+  if (!a.images_out.empty()) out = std::make_unique<MrdImageWriter>(a.images_out, reader.xml());
 
   // A server still starting is waited for, up to --wait-s (as replay waits for a ZeroMQ receiver).
   Fd fd;

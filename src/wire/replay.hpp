@@ -21,7 +21,7 @@ struct ReplayControl {
   std::string mrd;         // tcp://HOST:PORT of an MRD server: send there (MRD over TCP) instead of ZeroMQ;
                            // "-": to standard output
   std::string config;      // the MRD config name sent first (the server's reconstruction)
-  std::string images_out;  // MRD: the images sent back, into this .h5
+  std::string images_out;  // MRD: the images sent back, into this .h5 (or .mrd2)
   double mrd_timeout_s = 60;  // MRD: the longest wait for the server's close after ours
 
   template <class V>
@@ -46,7 +46,8 @@ struct ReplayControl {
             "radstream run --mrd-listen); '-': the MRD stream to standard output (| radstream run "
             "--mrd-stdin)");
     v.field("config", config, "MRD: the config name sent first (e.g. gridding, nlinv, or the server's own)");
-    v.field("images_out", images_out, "MRD: store the images the server sends back in this .h5 file");
+    v.field("images_out", images_out,
+            "MRD: store the images the server sends back in this file: .h5 (HDF5) or .mrd2 (MRD 2)");
     v.field("mrd_timeout_s", mrd_timeout_s, 0.1, 86400.0,
             "MRD: the longest wait for the server's images and close after the last spoke");
   }

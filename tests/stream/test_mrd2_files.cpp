@@ -4,6 +4,7 @@
 // field by field by the schema it carries; the header's v1 XML and MRD 2 record both ways; files of other
 // releases, cut short or lying about lengths refused or read up to what they hold.
 #include <gtest/gtest.h>
+#include <ismrmrd/dataset.h>
 #include <ismrmrd/ismrmrd.h>
 
 #include <cstring>
@@ -325,4 +326,54 @@ TEST(Mrd2File, RunRecordsAnMrd2FileThatReadsBackEverySpoke) {
   EXPECT_EQ(rec.spokes[39].data, spokes[39].data);
   EXPECT_EQ(rec.spokes[39].traj, spokes[39].traj);
   EXPECT_EQ(rec.spokes[39].header.spoke_index, spokes[39].header.spoke_index);
+}
+
+TEST(Mrd2File, ImagesAnMrdServerSendsBackAreStoredAsMrd2ImagesEqualToTheHdf5Ones) {
+  test::TempDir dir;
+  const std::string bin = test::radstream_binary();
+  run_ok("simulate --out " + (dir / "rec.h5") + " --spokes 96 --matrix 32 --coils 3 --snr 30");
+  const std::string server = bin + " run --headless --endpoint tcp://127.0.0.1:27085 --mrd-listen " +
+                             "tcp://127.0.0.1:27086 --duration 20 --mrd-config-dir " + RADSTREAM_CONFIG_DIR +
+                             " --window 32 --stride 16 --no-skip --images \"\" --mrd-pixels float > " +
+                             (dir / "run.log") + " 2>&1 & pid=$!; sleep 1.5; ";
+  const std::string replay =
+      bin + " replay " + (dir / "rec.h5") + " --mrd tcp://127.0.0.1:27086 --config gridding --speed max ";
+  // The HDF5 copy from the server's first session (its images in series 1), the MRD 2 one from the second.
+  const auto r = test::run_command("(" + server + replay + "--images-out " + (dir / "back.h5") + " && " +
+                                   replay + "--images-out " + (dir / "back.mrd2") +
+                                   "; rc=$?; kill -INT $pid; wait $pid; exit $rc)");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  std::FILE* f = std::fopen((dir / "back.mrd2").c_str(), "rb");
+  ASSERT_TRUE(f);
+  yardl::Input in(f, "back.mrd2");
+  in.skip(9);
+  const yardl::Schema s(in.string(), "back.mrd2");
+  const yardl::Value header = s.read(s.step_type("header"), in);
+  EXPECT_EQ(header["encoding"][0]["reconSpace"]["matrixSize"]["x"],
+            32);  // the scan's header heads the images
+  ISMRMRD::Dataset d((dir / "back.h5").c_str(), "dataset", false);
+  ASSERT_EQ(d.getNumberOfImages("images_1"), 5u);  // (96 - 32) / 16 + 1
+  unsigned n = 0;
+  for (std::uint64_t block = in.varint(); block > 0; block = in.varint()) {
+    for (std::uint64_t k = 0; k < block; ++k, ++n) {
+      const yardl::Value item = s.read(s.step_type("data"), in);
+      ASSERT_TRUE(item.contains("imageFloat")) << item.dump().substr(0, 200);
+      const yardl::Value& im = item["imageFloat"];
+      ISMRMRD::Image<float> ref;
+      d.readImage("images_1", n, ref);
+      EXPECT_EQ(im["data"]["dims"], json::array({1, 1, 32, 32}));
+      ASSERT_EQ(im["data"]["data"].size(), 32u * 32u);
+      for (std::size_t p = 0; p < 32 * 32; ++p)
+        ASSERT_EQ(im["data"]["data"][p].get<float>(), ref.getDataPtr()[p]) << p;
+      EXPECT_EQ(im["head"]["imageIndex"], ref.getImageIndex());
+      EXPECT_EQ(im["head"]["imageType"], "magnitude");
+      bool role = false;
+      for (const auto& kv : im["meta"]) role = role || (kv[0] == "DataRole" && kv[1][0]["string"] == "Image");
+      EXPECT_TRUE(role) << im["meta"].dump();
+    }
+  }
+  EXPECT_EQ(n, 5u);
+  EXPECT_TRUE(in.at_end());
+  std::fclose(f);
 }
