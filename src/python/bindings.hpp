@@ -7,4 +7,5 @@ void bind_nufft(pybind11::module_& m);
 void bind_recon(pybind11::module_& m);
 void bind_mrd(pybind11::module_& m);
 void bind_stream(pybind11::module_& m);
+void bind_mrd_stream(pybind11::module_& m);
 }  // namespace radstream::python

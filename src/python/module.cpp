@@ -30,4 +30,5 @@ PYBIND11_MODULE(_core, m) {
   radstream::python::bind_recon(m);
   radstream::python::bind_mrd(m);
   radstream::python::bind_stream(m);
+  radstream::python::bind_mrd_stream(m);
 }

@@ -1,6 +1,6 @@
 """The Python module against real references: `bart nufft` (run by the test) both ways, the adjoint identity,
 `radstream recon` (the command, run by the test) for every method and on MRD files written and read from
-Python, a running pipeline's published frames against the offline windows, the wheel in a fresh virtual
+Python, a running pipeline's published frames and a chained MRD session's images against the offline windows, the wheel in a fresh virtual
 environment, and errors that name the bad argument.
 Run by ctest with PYTHONPATH=build/python, RADSTREAM_BIN (the program) and BART on the PATH."""
 import os
@@ -189,6 +189,37 @@ class LiveStream(unittest.TestCase):
             offline = np.abs(readcfl(os.path.join(d, "offline")))
             self.assertGreater(offline.max(), 0)
             self.assertLessEqual(rel(image, offline), 1e-4)
+
+
+class MrdStreamIteration(unittest.TestCase):
+    def test_the_images_of_a_chained_mrd_session_read_live_equal_the_offline_windows(self):
+        with tempfile.TemporaryDirectory() as d:
+            run(f"{BIN} simulate --out rec.h5 --spokes 160 --matrix 32 --coils 3 --snr 30", d)
+            chain = subprocess.Popen(
+                f"{BIN} replay rec.h5 --mrd - --config gridding --speed max 2> replay.err | {BIN} run --mrd-stdin "
+                f"--mrd-config-dir {os.environ['RADSTREAM_CONFIG_DIR']} --window 32 --stride 16 --no-skip "
+                "--images '' --mrd-pixels float 2> run.err", cwd=d, shell=True, stdout=subprocess.PIPE)
+            stream = radstream.Stream(f"fd:{chain.stdout.fileno()}", idle_timeout=30)
+            frames = list(stream)  # read while the chain runs
+            self.assertEqual(chain.wait(timeout=60), 0)
+            self.assertTrue(stream.closed)
+            self.assertEqual(len(frames), 9)  # (160 - 32) / 16 + 1
+            self.assertEqual([m["image_index"] for _, m in frames], list(range(9)))
+            self.assertTrue(any("9 frames due, 9 made, 9 sent" in t for t in stream.texts), stream.texts)
+            image, meta = frames[0]
+            self.assertEqual((image.shape, image.dtype, meta["matrix"]), ((32, 32), np.float32, (32, 32, 1)))
+            self.assertEqual(meta["attributes"]["DataRole"], ["Image"])
+            run(f"{BIN} recon --input rec.h5 --start 0 --count 32 --out offline.cfl", d)
+            self.assertLessEqual(rel(image, np.abs(readcfl(os.path.join(d, "offline")))), 1e-5)
+            # The same images stored in a file read the same; a missing file names itself.
+            run(f"{BIN} replay rec.h5 --mrd - --config gridding --speed max 2>/dev/null | {BIN} run "
+                f"--mrd-stdin --mrd-config-dir {os.environ['RADSTREAM_CONFIG_DIR']} --window 32 --stride 16 "
+                "--no-skip --images '' --mrd-pixels float > images.mrd", d)
+            again = list(radstream.Stream(os.path.join(d, "images.mrd")))
+            self.assertEqual(len(again), 9)
+            self.assertEqual(np.abs(again[0][0] - image).max(), 0)
+            with self.assertRaisesRegex(OSError, "nowhere.mrd"):
+                radstream.Stream(os.path.join(d, "nowhere.mrd"))
 
 
 class Wheel(unittest.TestCase):
