@@ -15,7 +15,7 @@ esac
 packages=(build-essential cmake pkg-config libzmq3-dev cppzmq-dev libglfw3-dev libimgui-dev libgl-dev
           libfftw3-dev libismrmrd-dev libhdf5-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
           libgtest-dev libstb-dev libpng-dev xvfb xauth bart nlohmann-json3-dev openmpi-bin libopenmpi-dev
-          time ismrmrd-schema libxml2-utils liblapack-dev libpugixml-dev pybind11-dev python3-dev python3-numpy python3-venv)
+          time ismrmrd-schema libxml2-utils liblapack-dev libpugixml-dev pybind11-dev libdlpack-dev python3-dev python3-numpy python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -131,6 +131,9 @@ Graph Graph::end_capture(StreamRef) {
 void Graph::launch(StreamRef) const {
   no_cuda("Graph::launch");
 }
+int current_device() {
+  no_cuda("current_device");
+}
 DeviceGuard::DeviceGuard(int) {
   no_cuda("DeviceGuard");
 }

@@ -94,6 +94,12 @@ void Graph::launch(StreamRef stream) const {
   CUDA_CHECK(cudaGraphLaunch(g_, stream));
 }
 
+int current_device() {
+  int d = -1;
+  CUDA_CHECK(cudaGetDevice(&d));
+  return d;
+}
+
 DeviceGuard::DeviceGuard(int device) {
   CUDA_CHECK(cudaGetDevice(&previous_));
   if (device != previous_) CUDA_CHECK(cudaSetDevice(device));

@@ -68,6 +68,9 @@ class Graph {
   CUgraphExec_st* g_ = nullptr;
 };
 
+// The current device (cudaGetDevice).
+int current_device();
+
 // Makes `device` current for its lifetime and restores the previous device after (cuFINUFFT's
 // DeviceSwitcher): one worker per GPU wraps its calls in one.
 class DeviceGuard {

@@ -12,6 +12,7 @@
 
 #include "python/arrays.hpp"
 #include "python/bindings.hpp"
+#include "python/dlpack_arrays.hpp"
 #include "recon/bart_nufft.hpp"
 
 namespace radstream::python {
@@ -85,6 +86,38 @@ class PyNufftPlan {
   }
 
   py::array normal(const py::handle& image) { return adjoint(forward(image)); }
+
+  // Device tensors through DLPack (the Python layer's torch path): no host copy, ordered on `stream` (the
+  // caller's cudaStream_t as an integer). The sizes say the batch.
+  void apply_dlpack(bool forward, const py::capsule& in, const py::capsule& out, std::uintptr_t stream) {
+    const DlpackArray x(in, forward ? "image" : "kspace"), y(out, "out");
+    const std::int64_t n_in = forward ? std::int64_t(plan_->image_size()) : std::int64_t(plan_->points());
+    const std::int64_t n_out = forward ? std::int64_t(plan_->points()) : std::int64_t(plan_->image_size());
+    if (x.size() % n_in != 0 || x.size() == 0)
+      throw ConfigError(fmt::format("{}: {} values are not a whole number of {} ({} each)",
+                                    forward ? "image" : "kspace", x.size(),
+                                    forward ? "images" : "k-space sets", n_in));
+    const std::int64_t batch = x.size() / n_in;
+    if (y.size() != batch * n_out)
+      throw ConfigError(fmt::format("out: {} values, {} wanted", y.size(), batch * n_out));
+    if (plan_->backend() == Backend::Cuda && (x.device() != device() || y.device() != device()))
+      throw ConfigError(fmt::format("the tensors are on CUDA devices {} and {}, the plan on {}", x.device(),
+                                    y.device(), device()));
+    py::gil_scoped_release free;
+    const auto s = reinterpret_cast<gpu::StreamRef>(stream);
+    if (forward)
+      plan_->forward_device(x.data(), y.data(), int(batch), s);
+    else
+      plan_->adjoint_device(x.data(), y.data(), int(batch), s);
+  }
+  int device() {
+    if (plan_->device() < 0) {  // the engine (and its device) comes at the first use: make it now
+      std::vector<cfloat> img(plan_->image_size()), k(plan_->points());
+      plan_->forward(img.data(), k.data(), 1);
+    }
+    return plan_->device();
+  }
+  std::vector<long> kspace_dims() const { return {tdims_.begin() + 1, tdims_.end()}; }
   std::vector<int> dims() const { return plan_->dims(); }
   std::string backend() const { return to_string(plan_->backend()); }
 
@@ -107,6 +140,10 @@ void bind_nufft(py::module_& m) {
       .def("forward", &PyNufftPlan::forward, py::arg("image"))
       .def("adjoint", &PyNufftPlan::adjoint, py::arg("kspace"))
       .def("normal", &PyNufftPlan::normal, py::arg("image"))
+      .def("_apply_dlpack", &PyNufftPlan::apply_dlpack, py::arg("forward"), py::arg("data"), py::arg("out"),
+           py::arg("stream"))
+      .def_property_readonly("_device", &PyNufftPlan::device)
+      .def_property_readonly("kspace_dims", &PyNufftPlan::kspace_dims)
       .def_property_readonly("dims", &PyNufftPlan::dims)
       .def_property_readonly("backend", &PyNufftPlan::backend);
 

@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "gpu/device_memory.hpp"
 #include "gpu/handles.hpp"
+#include "linalg/vector_ops.hpp"
 #include "noncart/nufft_operator_cpu.hpp"
 #if RADSTREAM_HAVE_CUDA
 #include "noncart/nufft_operator_cuda.hpp"
@@ -56,6 +57,8 @@ struct BartNufftPlan::Engine {
   DeviceBuffer<float> d_k;
   DeviceBuffer<cfloat> d_image, d_kspace;
   std::unique_ptr<NufftOperatorCuda> cuda;
+  std::unique_ptr<VectorOps> ops;  // the BART scaling of a device caller's output, on `stream`
+  std::unique_ptr<gpu::Event> caller_ready, done;  // order a device caller's stream and `stream`
 #endif
 };
 
@@ -111,7 +114,11 @@ BartNufftPlan::Engine& BartNufftPlan::engine(int batch) {
   const NufftKernel kernel{o_.width, o_.oversampling, o_.lut_resolution};
   if (where_.backend == Backend::Cuda) {
 #if RADSTREAM_HAVE_CUDA
+    device_ = gpu::current_device();
     e->stream = std::make_unique<gpu::Stream>();
+    e->ops = make_vector_ops_cuda(e->stream->get());
+    e->caller_ready = std::make_unique<gpu::Event>();
+    e->done = std::make_unique<gpu::Event>();
     e->d_k = DeviceBuffer<float>(Extents{k_.size()});
     e->d_image = DeviceBuffer<cfloat>(Extents{image_size() * std::size_t(batch)});
     e->d_kspace = DeviceBuffer<cfloat>(Extents{points_ * std::size_t(batch)});
@@ -144,6 +151,53 @@ void BartNufftPlan::forward(const cfloat* image, cfloat* kspace, int batch) {
   // The operator is unscaled (the exact NUDFT sums); BART scales both directions by 1/sqrt(prod N).
   const float scale = 1.f / std::sqrt(float(image_size()));
   std::for_each(kspace, kspace + n_out, [scale](cfloat& v) { v *= scale; });
+}
+
+void BartNufftPlan::forward_device(const cfloat* d_image, cfloat* d_kspace, int batch,
+                                   gpu::StreamRef caller) {
+  on_device(batch, caller, [&](Engine& e) {
+#if RADSTREAM_HAVE_CUDA
+    e.cuda->forward(d_image, d_kspace);
+    return std::pair{d_kspace, points_ * std::size_t(batch)};
+#else
+    (void)e;
+    return std::pair<cfloat*, std::size_t>{nullptr, 0};
+#endif
+  });
+}
+
+void BartNufftPlan::adjoint_device(const cfloat* d_kspace, cfloat* d_image, int batch,
+                                   gpu::StreamRef caller) {
+  on_device(batch, caller, [&](Engine& e) {
+#if RADSTREAM_HAVE_CUDA
+    e.cuda->adjoint(d_kspace, d_image);
+    return std::pair{d_image, image_size() * std::size_t(batch)};
+#else
+    (void)e;
+    return std::pair<cfloat*, std::size_t>{nullptr, 0};
+#endif
+  });
+}
+
+void BartNufftPlan::on_device(int batch, gpu::StreamRef caller,
+                              const std::function<std::pair<cfloat*, std::size_t>(Engine&)>& work) {
+  if (where_.backend != Backend::Cuda)
+    throw ConfigError(
+        fmt::format("device arrays given to a NUFFT plan that runs on the CPU ({})", where_.reason));
+#if RADSTREAM_HAVE_CUDA
+  Engine& e = engine(batch);
+  e.caller_ready->record(caller);  // what the caller enqueued before (its input's producer) comes first
+  e.caller_ready->wait_on(e.stream->get());
+  const auto [out, n] = work(e);
+  const float scale = 1.f / std::sqrt(float(image_size()));
+  e.ops->axpy(out, scale - 1.f, out, n);  // out *= scale, as BART scales both directions
+  e.done->record(e.stream->get());
+  e.done->wait_on(caller);  // the caller's later work (its use of the output) waits for ours
+#else
+  (void)batch;
+  (void)caller;
+  (void)work;
+#endif
 }
 
 void BartNufftPlan::adjoint(const cfloat* kspace, cfloat* image, int batch) {

@@ -5,12 +5,14 @@
 // A plan is made once per trajectory and applied to any number of images or k-space sets.
 #pragma once
 #include <array>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/buffer.hpp"
+#include "gpu/handles.hpp"
 #include "recon/backend.hpp"
 
 namespace radstream {
@@ -48,16 +50,27 @@ class BartNufftPlan {
   // `batch` images (image_size() each) -> `batch` k-space sets (points() each), and back; scaled as BART.
   void forward(const cfloat* image, cfloat* kspace, int batch);
   void adjoint(const cfloat* kspace, cfloat* image, int batch);
+  // The same on device arrays (a DLPack caller's tensors) with no host copy: the work is ordered after what
+  // `caller` had enqueued, and `caller` waits for it (the caller's stream is respected; the host waits for
+  // nothing). The arrays must be on device(). Throws ConfigError on a plan that runs on the CPU.
+  void forward_device(const cfloat* d_image, cfloat* d_kspace, int batch, gpu::StreamRef caller);
+  void adjoint_device(const cfloat* d_kspace, cfloat* d_image, int batch, gpu::StreamRef caller);
+  int device() const { return device_; }  // the GPU of the CUDA engine (-1 on the CPU)
 
  private:
   struct Engine;  // the CPU or CUDA operator for one batch size (made at the first use of that size)
   Engine& engine(int batch);
+  // Runs `work` (the operator on device arrays; it returns the output and its length) between the caller's
+  // stream and the engine's, then scales the output.
+  void on_device(int batch, gpu::StreamRef caller,
+                 const std::function<std::pair<cfloat*, std::size_t>(Engine&)>& work);
   std::vector<int> dims_;
   std::array<int, 3> matrix_{1, 1, 1};
   std::size_t points_ = 0;
   std::vector<float> k_;  // cycles per pixel, [points][dims]
   BartNufftOptions o_;
   BackendDecision where_;
+  int device_ = -1;
   std::unique_ptr<Engine> engine_;
 };
 

@@ -254,6 +254,11 @@ class Errors(unittest.TestCase):
             radstream.NufftPlan(good, dims=(8, 8)).adjoint(np.zeros((1, 8, 5), dtype=np.complex64))
         with self.assertRaisesRegex(TypeError, "kspace"):
             radstream.recon(good, None, matrix=8)
+        # DLPack takes only what the GPU path can use: a host (numpy) array is named as not CUDA.
+        plan = radstream.NufftPlan(good, dims=(8, 8))
+        k, out = np.zeros((4, 8), np.complex64), np.zeros((8, 8), np.complex64)
+        with self.assertRaisesRegex(radstream.ConfigError, "kspace: DLPack device type 1 is not CUDA"):
+            plan._apply_dlpack(False, k.__dlpack__(), out.__dlpack__(), 0)
         ksp = np.zeros((1, 8, 4, 2), dtype=np.complex64)
         with self.assertRaisesRegex(radstream.ConfigError, "iterations"):
             radstream.recon(good, ksp, matrix=8, method="cg-sense", iterations=-3)
