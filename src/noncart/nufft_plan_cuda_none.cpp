@@ -25,7 +25,7 @@ void NufftPlanCuda::set_deterministic(bool, int) {
 void NufftPlanCuda::spread(const cfloat*, cfloat*, int, const SampleWeights&) {
   no_cuda("NufftPlanCuda::spread");
 }
-void NufftPlanCuda::interp(const cfloat*, cfloat*, int) {
+void NufftPlanCuda::interp(const cfloat*, cfloat*, int, bool) {
   no_cuda("NufftPlanCuda::interp");
 }
 NufftPlanCuda3d::NufftPlanCuda3d(std::array<int, 3>, const NufftKernel& kernel, std::size_t, gpu::StreamRef)
