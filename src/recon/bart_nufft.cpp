@@ -161,6 +161,8 @@ void BartNufftPlan::forward_device(const cfloat* d_image, cfloat* d_kspace, int 
     return std::pair{d_kspace, points_ * std::size_t(batch)};
 #else
     (void)e;
+    (void)d_image;
+    (void)d_kspace;
     return std::pair<cfloat*, std::size_t>{nullptr, 0};
 #endif
   });
@@ -174,6 +176,8 @@ void BartNufftPlan::adjoint_device(const cfloat* d_kspace, cfloat* d_image, int 
     return std::pair{d_image, image_size() * std::size_t(batch)};
 #else
     (void)e;
+    (void)d_image;
+    (void)d_kspace;
     return std::pair<cfloat*, std::size_t>{nullptr, 0};
 #endif
   });

@@ -271,12 +271,7 @@ EspiritMaps espirit_maps_cpu(const EspiritSubspace& s, const EspiritParams& p) {
 EspiritMaps espirit_maps(View<const cfloat> data, View<const float> traj, int N, const EspiritParams& p,
                          Backend backend) {
   const EspiritSubspace s = espirit_subspace(data, traj, N, p);
-#if RADSTREAM_HAVE_CUDA
-  if (backend == Backend::Cuda) return espirit_maps_cuda(s, p);
-#else
-  (void)backend;  // a build without CUDA resolves every backend to the CPU
-#endif
-  return espirit_maps_cpu(s, p);
+  return backend == Backend::Cuda ? espirit_maps_cuda(s, p) : espirit_maps_cpu(s, p);
 }
 
 }  // namespace radstream

@@ -19,11 +19,11 @@ using gputest::rel_error;
 
 namespace {
 
-std::vector<float> random_points(std::size_t n, unsigned seed) {
+[[maybe_unused]] std::vector<float> random_points(std::size_t n, unsigned seed) {
   return gputest::random_points(n, 2, seed);
 }
 
-std::vector<cfloat> random_values(std::size_t n, unsigned seed) {
+[[maybe_unused]] std::vector<cfloat> random_values(std::size_t n, unsigned seed) {
   return test::random_complex(n, seed);
 }
 

@@ -30,11 +30,12 @@ using sense3d::stack_of_stars;
 
 namespace {
 
-std::vector<float> random_points3(std::size_t n, unsigned seed) {
+[[maybe_unused]] std::vector<float> random_points3(std::size_t n, unsigned seed) {
   return gputest::random_points(n, 3, seed);
 }
 
-double rel_error_exact(const std::vector<cfloat>& a, const std::vector<std::complex<double>>& b) {
+[[maybe_unused]] double rel_error_exact(const std::vector<cfloat>& a,
+                                        const std::vector<std::complex<double>>& b) {
   double num = 0, den = 0;
   for (std::size_t i = 0; i < b.size(); ++i) {
     num += std::norm(std::complex<double>(a[i]) - b[i]);

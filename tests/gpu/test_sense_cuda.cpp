@@ -21,11 +21,11 @@ namespace {
 
 const NufftKernel kAccurate{6, 2.0, 4096};
 
-std::vector<cfloat> smooth_maps(int N, int coils) {
+[[maybe_unused]] std::vector<cfloat> smooth_maps(int N, int coils) {
   return test::smooth_coil_maps(N, coils);
 }
 
-std::vector<cfloat> random_vec(std::size_t n, unsigned seed) {
+[[maybe_unused]] std::vector<cfloat> random_vec(std::size_t n, unsigned seed) {
   return test::random_complex(n, seed);
 }
 
