@@ -217,7 +217,8 @@ class MrdStreamIteration(unittest.TestCase):
                 "--no-skip --images '' --mrd-pixels float > images.mrd", d)
             again = list(radstream.Stream(os.path.join(d, "images.mrd")))
             self.assertEqual(len(again), 9)
-            self.assertEqual(np.abs(again[0][0] - image).max(), 0)
+            # (a second run of the chain: equal to float rounding, the CPU's threads add in their own order)
+            self.assertLessEqual(rel(again[0][0], image), 1e-6)
             with self.assertRaisesRegex(OSError, "nowhere.mrd"):
                 radstream.Stream(os.path.join(d, "nowhere.mrd"))
 
