@@ -129,7 +129,7 @@ void write_preamble(yardl::Output& out, const std::string& xml, const std::strin
   schema().write("Mrd.Header", header_from_xml(schema(), xml, context), out);
 }
 
-RawSpoke decode_acquisition(yardl::Input& in) {
+RawSpoke decode_acquisition(yardl::Input& in, bool keep) {
   Head h;
   ISMRMRD::ismrmrd_init_acquisition_header(&h);
   decode_head(in, h);
@@ -139,8 +139,12 @@ RawSpoke decode_acquisition(yardl::Input& in) {
                         samples));
   RawSpoke r;
   in.need(coils * samples * sizeof(cfloat), fmt::format("data of {} coils x {} samples", coils, samples));
-  r.data.resize(std::size_t(coils * samples));
-  in.read(r.data.data(), r.data.size() * sizeof(cfloat));
+  if (keep) {
+    r.data.resize(std::size_t(coils * samples));
+    in.read(r.data.data(), r.data.size() * sizeof(cfloat));
+  } else {
+    in.skip(coils * samples * sizeof(cfloat));
+  }
   const std::uint64_t phase = in.varint();
   if (phase > 1) in.fail(fmt::format("phase: union case {} of an optional", phase));
   if (phase == 1) in.fail("the acquisition has a phase array, and MRD v1 has no place for it");
@@ -148,6 +152,10 @@ RawSpoke decode_acquisition(yardl::Input& in) {
   if (basis * tsamples > 0 && (tsamples != samples || basis > 0xffff))
     in.fail(fmt::format("a trajectory of {} x {} for {} samples", basis, tsamples, samples));
   in.need(basis * tsamples * sizeof(float), "a trajectory");
+  if (!keep) {
+    in.skip(basis * tsamples * sizeof(float));
+    return r;
+  }
   std::vector<float> t(std::size_t(basis * tsamples));
   in.read(t.data(), t.size() * sizeof(float));
   r.traj.resize(t.size());
@@ -242,7 +250,7 @@ void Mrd2Reader::index(const yardl::Schema& s) {
           in_->fail(fmt::format("stream item of union case {} (StreamItem has {})", i, items.size()));
         if (i == 0) {
           offsets_.push_back(in_->offset());
-          mrd2::decode_acquisition(*in_);
+          mrd2::decode_acquisition(*in_, false);  // checked and passed over; read(i) comes back for it
         } else {
           s.skip(items[i]["type"], *in_);
           ++skipped_;

@@ -75,7 +75,8 @@ void write_preamble(yardl::Output& out, const std::string& xml, const std::strin
 // One acquisition in MRD v1 terms <-> its MRD 2 encoding (the Acquisition record, without the union index).
 void encode_acquisition(std::span<const std::byte> acq_header, std::span<const float> traj,
                         std::span<const cfloat> data, yardl::Output& out);
-RawSpoke decode_acquisition(yardl::Input& in);
+// keep = false checks the acquisition and passes over its data and trajectory (an index of a file).
+RawSpoke decode_acquisition(yardl::Input& in, bool keep = true);
 }  // namespace mrd2
 
 }  // namespace radstream

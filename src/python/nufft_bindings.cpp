@@ -100,22 +100,18 @@ class PyNufftPlan {
     const std::int64_t batch = x.size() / n_in;
     if (y.size() != batch * n_out)
       throw ConfigError(fmt::format("out: {} values, {} wanted", y.size(), batch * n_out));
-    if (plan_->backend() == Backend::Cuda && (x.device() != device() || y.device() != device()))
+    // The engine is made at its first use on the current device (the Python layer makes that the tensors');
+    // once made, the tensors must be where it is.
+    const int on = plan_->device();
+    if (x.device() != y.device() || (on >= 0 && x.device() != on))
       throw ConfigError(fmt::format("the tensors are on CUDA devices {} and {}, the plan on {}", x.device(),
-                                    y.device(), device()));
+                                    y.device(), on));
     py::gil_scoped_release free;
     const auto s = reinterpret_cast<gpu::StreamRef>(stream);
     if (forward)
       plan_->forward_device(x.data(), y.data(), int(batch), s);
     else
       plan_->adjoint_device(x.data(), y.data(), int(batch), s);
-  }
-  int device() {
-    if (plan_->device() < 0) {  // the engine (and its device) comes at the first use: make it now
-      std::vector<cfloat> img(plan_->image_size()), k(plan_->points());
-      plan_->forward(img.data(), k.data(), 1);
-    }
-    return plan_->device();
   }
   std::vector<long> kspace_dims() const { return {tdims_.begin() + 1, tdims_.end()}; }
   std::vector<int> dims() const { return plan_->dims(); }
@@ -142,7 +138,6 @@ void bind_nufft(py::module_& m) {
       .def("normal", &PyNufftPlan::normal, py::arg("image"))
       .def("_apply_dlpack", &PyNufftPlan::apply_dlpack, py::arg("forward"), py::arg("data"), py::arg("out"),
            py::arg("stream"))
-      .def_property_readonly("_device", &PyNufftPlan::device)
       .def_property_readonly("kspace_dims", &PyNufftPlan::kspace_dims)
       .def_property_readonly("dims", &PyNufftPlan::dims)
       .def_property_readonly("backend", &PyNufftPlan::backend);

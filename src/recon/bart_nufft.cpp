@@ -155,36 +155,16 @@ void BartNufftPlan::forward(const cfloat* image, cfloat* kspace, int batch) {
 
 void BartNufftPlan::forward_device(const cfloat* d_image, cfloat* d_kspace, int batch,
                                    gpu::StreamRef caller) {
-  on_device(batch, caller, [&](Engine& e) {
-#if RADSTREAM_HAVE_CUDA
-    e.cuda->forward(d_image, d_kspace);
-    return std::pair{d_kspace, points_ * std::size_t(batch)};
-#else
-    (void)e;
-    (void)d_image;
-    (void)d_kspace;
-    return std::pair<cfloat*, std::size_t>{nullptr, 0};
-#endif
-  });
+  on_device(true, d_image, d_kspace, batch, caller);
 }
 
 void BartNufftPlan::adjoint_device(const cfloat* d_kspace, cfloat* d_image, int batch,
                                    gpu::StreamRef caller) {
-  on_device(batch, caller, [&](Engine& e) {
-#if RADSTREAM_HAVE_CUDA
-    e.cuda->adjoint(d_kspace, d_image);
-    return std::pair{d_image, image_size() * std::size_t(batch)};
-#else
-    (void)e;
-    (void)d_image;
-    (void)d_kspace;
-    return std::pair<cfloat*, std::size_t>{nullptr, 0};
-#endif
-  });
+  on_device(false, d_kspace, d_image, batch, caller);
 }
 
-void BartNufftPlan::on_device(int batch, gpu::StreamRef caller,
-                              const std::function<std::pair<cfloat*, std::size_t>(Engine&)>& work) {
+void BartNufftPlan::on_device(bool forward, const cfloat* d_in, cfloat* d_out, int batch,
+                              gpu::StreamRef caller) {
   if (where_.backend != Backend::Cuda)
     throw ConfigError(
         fmt::format("device arrays given to a NUFFT plan that runs on the CPU ({})", where_.reason));
@@ -192,15 +172,17 @@ void BartNufftPlan::on_device(int batch, gpu::StreamRef caller,
   Engine& e = engine(batch);
   e.caller_ready->record(caller);  // what the caller enqueued before (its input's producer) comes first
   e.caller_ready->wait_on(e.stream->get());
-  const auto [out, n] = work(e);
+  if (forward)
+    e.cuda->forward(d_in, d_out);
+  else
+    e.cuda->adjoint(d_in, d_out);
+  const std::size_t n = (forward ? points_ : image_size()) * std::size_t(batch);
   const float scale = 1.f / std::sqrt(float(image_size()));
-  e.ops->axpy(out, scale - 1.f, out, n);  // out *= scale, as BART scales both directions
+  e.ops->axpy(d_out, scale - 1.f, d_out, n);  // d_out *= scale, as BART scales both directions
   e.done->record(e.stream->get());
   e.done->wait_on(caller);  // the caller's later work (its use of the output) waits for ours
 #else
-  (void)batch;
-  (void)caller;
-  (void)work;
+  (void)forward, (void)d_in, (void)d_out, (void)batch, (void)caller;  // no build without CUDA gets here
 #endif
 }
 

@@ -5,7 +5,6 @@
 // A plan is made once per trajectory and applied to any number of images or k-space sets.
 #pragma once
 #include <array>
-#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -60,10 +59,8 @@ class BartNufftPlan {
  private:
   struct Engine;  // the CPU or CUDA operator for one batch size (made at the first use of that size)
   Engine& engine(int batch);
-  // Runs `work` (the operator on device arrays; it returns the output and its length) between the caller's
-  // stream and the engine's, then scales the output.
-  void on_device(int batch, gpu::StreamRef caller,
-                 const std::function<std::pair<cfloat*, std::size_t>(Engine&)>& work);
+  // The operator on device arrays between the caller's stream and the engine's, then the output scaled.
+  void on_device(bool forward, const cfloat* d_in, cfloat* d_out, int batch, gpu::StreamRef caller);
   std::vector<int> dims_;
   std::array<int, 3> matrix_{1, 1, 1};
   std::size_t points_ = 0;
