@@ -9,6 +9,7 @@
 #include "recon/exact_job.hpp"
 #include "recon/nlinv_job.hpp"
 #include "recon/offline_recon.hpp"
+#include "recon/offline_volume.hpp"
 
 namespace radstream::app {
 
@@ -28,7 +29,8 @@ int run_nlinv(const DeclaredOptions& o, const OfflineRecon& io, const ExactJob& 
   for (const std::string& key : o.given_keys("recon"))
     if (key != "method" && key != "backend" && key != "threads" && !nlinv.has(key))
       throw ConfigError(o.option_of("recon", key) + " does not apply to --method nlinv");
-  if (!io.input.empty()) {  // one window of an MRD file through the chain's nlinv stage
+  // One window of an MRD file, or each partition of a stack of stars, through the chain's nlinv stage.
+  if (!io.input.empty() || io.partitions != -1 || is_stack_of_stars(io)) {
     if (!io.sens_out.empty()) throw ConfigError("--sens-out is written by --method nlinv on --traj/--kspace");
     run_offline_recon(io, params);
     return 0;

@@ -58,6 +58,11 @@ Frame frame_from_bart(const CflArray& traj, const CflArray& ksp, int matrix, con
     const double kx = traj.data[3 * j].real() * scale, ky = traj.data[3 * j + 1].real() * scale;
     if (!std::isfinite(kx) || !std::isfinite(ky))
       throw IoError(fmt::format("{}: trajectory sample {} is not finite", what, j));
+    if (const float kz = traj.data[3 * j + 2].real(); kz != 0.f)  // never dropped silently
+      throw ConfigError(fmt::format(
+          "{}: trajectory sample {} has kz = {}: 3D data, read here as one 2D frame (radstream recon takes a "
+          "stack of stars, kz on whole numbers, as a volume; radstream nufft any 3D trajectory)",
+          what, j, kz));
     f.traj[2 * j] = float(kx);
     f.traj[2 * j + 1] = float(ky);
     kmax = std::max(kmax, std::max(std::abs(kx), std::abs(ky)));

@@ -18,7 +18,9 @@
 #include "python/bindings.hpp"
 #include "recon/nlinv_job.hpp"
 #include "recon/offline_recon.hpp"
+#include "recon/offline_volume.hpp"
 #include "recon/recon_params.hpp"
+#include "recon/stack_of_stars.hpp"
 
 namespace radstream::python {
 namespace {
@@ -66,7 +68,8 @@ class SensFile {
 };
 
 py::array recon(const py::handle& traj, const py::handle& kspace, int matrix, const std::string& method,
-                const py::handle& sens, const std::string& gradient_delay, const py::kwargs& keys) {
+                const py::handle& sens, const std::string& gradient_delay, int partitions,
+                const py::kwargs& keys) {
   ReconParams p = params_of(method, keys);
   const CflArray t = to_cfl(as_bart_array(traj, "traj"));
   const CflArray k = to_cfl(as_bart_array(kspace, "kspace"));
@@ -76,6 +79,17 @@ py::array recon(const py::handle& traj, const py::handle& kspace, int matrix, co
       throw ConfigError("sens: coil maps go with method='cg-sense', not '" + method + "'");
     sens_file.emplace(sens);
     p.cg.sens = sens_file->path();
+  }
+  if (const auto stack = stack_of_stars_layout(t, partitions, "traj")) {  // a volume [N N P]
+    if (matrix <= 0) throw ConfigError(fmt::format("matrix {}: give the image matrix N (>= 1)", matrix));
+    if (gradient_delay != "off") throw ConfigError("gradient_delay: not with a stack of stars");
+    const std::vector<Frame> frames = stack_frames(*stack, t, k, matrix, "traj + kspace");
+    OfflineVolume v;
+    {
+      py::gil_scoped_release free;
+      v = reconstruct_volume(frames, p, p.cg.sens, false);
+    }
+    return from_bart({matrix, matrix, v.partitions}, v.image);
   }
   if (p.method == ReconMethod::Nlinv) {
     if (gradient_delay != "off") throw ConfigError("gradient_delay: not with method='nlinv'");
@@ -104,9 +118,11 @@ void bind_recon(py::module_& m) {
         "(N, N) complex image (nlinv: (N, N[, 1, ..., frames]) over the frames of dimension 10).\n"
         "method: gridding | fbp | cg-sense | nlinv; sens: coil maps (N, N, 1, coils) for cg-sense;\n"
         "gradient_delay: off | auto | A:B:C; every recon key as a keyword (lambda_ for lambda),\n"
-        "e.g. iterations=10, kernel_width=6, backend='cpu'.",
+        "e.g. iterations=10, kernel_width=6, backend='cpu'. A stack of stars (kz of traj on whole\n"
+        "numbers) gives the volume (N, N, P); partitions: its depth P (-1: from the trajectory); sens\n"
+        "then (N, N, P, coils) or (N, N, 1, coils).",
         py::arg("traj"), py::arg("kspace"), py::arg("matrix") = -1, py::arg("method") = "gridding",
-        py::arg("sens") = py::none(), py::arg("gradient_delay") = "off");
+        py::arg("sens") = py::none(), py::arg("gradient_delay") = "off", py::arg("partitions") = -1);
 }
 
 }  // namespace radstream::python

@@ -31,6 +31,22 @@ bool CoilMapSource::wants_frame(const ReconChain& chain) const {
          (!pending_.valid() && (refine_due_ || (frames_ + 1) % std::uint64_t(every_) == 0));
 }
 
+CoilMapEstimate CoilMapSource::estimate_settings(const ReconChain& chain) const {
+  CoilMapEstimate est;
+  est.method = method_;
+  est.mask = mask_;
+  est.matrix = matrix_;
+  est.backend = chain.backend();
+  est.device = chain.device();
+  return est;
+}
+
+HostBuffer<cfloat> CoilMapSource::estimate_now(const ReconChain& chain, const Frame& frame) const {
+  CoilMapEstimate first = estimate_settings(chain);
+  if (quick_first_) first.refine.matrix = 0;
+  return estimate_coil_maps(frame.data.view(), frame.traj.view(), chain.geometry().matrix, first);
+}
+
 bool CoilMapSource::update(ReconChain& chain, const Frame* frame) {
   if (!chain.needs_coil_maps()) return false;
   const bool want = wants_frame(chain);
@@ -44,17 +60,9 @@ bool CoilMapSource::update(ReconChain& chain, const Frame* frame) {
     return true;
   }
   if (want && !frame) throw InputError("coil maps: an estimate is due but no frame was given");
-  CoilMapEstimate est;
-  est.method = method_;
-  est.mask = mask_;
-  est.matrix = matrix_;
-  est.backend = chain.backend();
-  est.device = chain.device();
+  CoilMapEstimate est = estimate_settings(chain);
   if (!chain.has_coil_maps()) {  // the first frame waits for its maps
-    CoilMapEstimate first = est;
-    if (quick_first_) first.refine.matrix = 0;
-    const HostBuffer<cfloat> maps =
-        estimate_coil_maps(frame->data.view(), frame->traj.view(), g.matrix, first);
+    const HostBuffer<cfloat> maps = estimate_now(chain, *frame);
     chain.take_coil_maps(maps.view());
     ++estimates_;
     refine_due_ = quick_first_;

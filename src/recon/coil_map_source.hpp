@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/frame.hpp"
+#include "recon/coil_map_estimate.hpp"
 #include "recon/recon_chain.hpp"
 
 namespace radstream {
@@ -31,12 +32,16 @@ class CoilMapSource {
   // InputError when the file does not fit the chain's geometry.
   bool update(ReconChain& chain, const Frame* frame);
   bool update(ReconChain& chain, const Frame& frame) { return update(chain, &frame); }
+  // This frame's maps estimated now on the caller's thread, whatever the chain holds (the first frame's; each
+  // partition of a volume its own), [coils][N][N] for the chain's geometry.
+  HostBuffer<cfloat> estimate_now(const ReconChain& chain, const Frame& frame) const;
   // Waits for a refresh in flight (tests and the end of a run).
   void wait();
   std::uint64_t estimates() const { return estimates_; }  // how many estimates were made
   bool from_file() const { return !path_.empty(); }
 
  private:
+  CoilMapEstimate estimate_settings(const ReconChain& chain) const;
   std::string path_;
   CoilMapMethod method_;
   SensMask mask_;

@@ -16,6 +16,7 @@
 #include "io/mrd_file.hpp"
 #include "recon/backend.hpp"
 #include "recon/memory_budget.hpp"
+#include "recon/offline_volume.hpp"
 #include "recon/recon_chain.hpp"
 
 namespace radstream {
@@ -28,6 +29,10 @@ void run_offline_recon(const OfflineRecon& a, const ReconParams& params) {
   if (a.repeat < 1) throw ConfigError("--repeat " + std::to_string(a.repeat) + " must be >= 1");
   if (a.matrix == 0) throw ConfigError("--matrix 0: the image matrix N must be >= 1");
   check_image_output(a.out);  // before any work: a bad extension or a missing folder is said at once
+  if (a.partitions != -1 || is_stack_of_stars(a)) {
+    run_offline_volume(a, params);
+    return;
+  }
 
   const BackendDecision backend = resolve_backend(params.backend);
   const bool cuda = backend.backend == Backend::Cuda;

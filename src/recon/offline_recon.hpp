@@ -16,6 +16,7 @@ struct OfflineRecon {
   int matrix = -1;  // -1: not given
   long start = 0, count = -1;
   int repeat = 1;
+  int partitions = -1;                 // a stack of stars' depth; -1: read from the trajectory's kz
   std::string gradient_delay = "off";  // off | auto | A:B:C (noncart/gradient_delay.hpp)
   std::string memory_limit = "auto";   // what the frame and reconstruction of an MRD file may take
 
@@ -32,6 +33,9 @@ struct OfflineRecon {
             "memory the frame and reconstruction of an MRD file may take, checked before reading: auto (half "
             "the RAM; 90 % of the GPU's free memory) or a size (8G, 512M)");
     v.field("out", out, "output .cfl ([N N] complex, combined magnitude) or .png (8-bit grey)");
+    v.field("partitions", partitions, -1, 1 << 12,
+            "a stack of stars (--traj whose kz lie on whole numbers): the volume depth P, written as [N N P] "
+            "(-1: read from the trajectory)");
     v.field("repeat", repeat, 1, 1 << 20, "reconstruct this many times and report the median time");
     v.field(
         "gradient_delay", gradient_delay,

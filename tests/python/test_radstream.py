@@ -133,6 +133,30 @@ class AgainstBart(unittest.TestCase):
         with self.assertRaisesRegex(radstream.ConfigError, "sens: coil maps go with method='cg-sense'"):
             radstream.recon(self.data.traj, self.data.ksp, matrix=n, method="gridding", sens=sens)
 
+    def test_a_stack_of_stars_gives_the_volume_of_the_command(self):
+        d, n, parts = self.data.dir.name, self.data.n, 8
+        star = self.data.traj  # (3, samples, spokes), kz 0
+        traj = np.concatenate([star + np.array([0, 0, p - parts // 2])[:, None, None] for p in range(parts)], axis=2)
+        writecfl(os.path.join(d, "sos_traj"), traj)
+        run(f"bart phantom -3 -x {n} -s 4 -k -t sos_traj sos_ksp && bart phantom -3 -x {n} -S 4 sbig && "
+            f"bart resize -c 2 {parts} sbig sos_sens", d)
+        ksp, sens = readcfl(os.path.join(d, "sos_ksp")), readcfl(os.path.join(d, "sos_sens"))
+        for method, keys, flags in [("gridding", {}, ""),
+                                    ("cg-sense", {"sens": sens, "iterations": 5}, "--sens sos_sens.cfl --iterations 5")]:
+            with self.subTest(method=method):
+                run(f"{BIN} recon --traj sos_traj.cfl --kspace sos_ksp.cfl --matrix {n} --method {method} "
+                    f"--backend cpu {flags} --out cmd_sos.cfl", d)
+                cmd = readcfl(os.path.join(d, "cmd_sos"))
+                ours = radstream.recon(traj, ksp, matrix=n, method=method, backend="cpu", **keys)
+                self.assertEqual(ours.shape, (n, n, parts))
+                self.assertEqual(cmd.shape, (n, n, parts))
+                self.assertGreater(np.abs(cmd).max(), 0)
+                self.assertLessEqual(rel(ours, cmd), 1e-5, method)
+        deeper = radstream.recon(traj, ksp, matrix=n, backend="cpu", partitions=parts + 2)
+        self.assertEqual(deeper.shape, (n, n, parts + 2))
+        with self.assertRaisesRegex(radstream.ConfigError, "lies outside the 4 partitions"):
+            radstream.recon(traj, ksp, matrix=n, partitions=4)
+
     def test_mrd_files_round_trip_and_reconstruct_as_the_command(self):
         d, n = self.data.dir.name, self.data.n
         for ext in ("h5", "mrd"):

@@ -1,0 +1,34 @@
+// An offline volume from a stack of stars (recon/stack_of_stars.hpp) in BART's layout: the data turned into
+// one 2D problem per z position, each solved through one configured chain by the method asked for (gridding
+// with any density compensation, cg-sense with coil maps [N N P C] or [N N 1 C] from --sens or estimated per
+// partition, nlinv per partition), the image written as BART [N N P].
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/frame.hpp"
+#include "recon/offline_recon.hpp"
+#include "recon/recon_params.hpp"
+
+namespace radstream {
+
+struct OfflineVolume {
+  int matrix = 0, partitions = 0, coils = 0;
+  std::vector<cfloat> image;      // [P][N][N], the combined image of each partition
+  std::vector<cfloat> coil_maps;  // [coils][P][N][N] (BART's [N N P coils]) when wanted and used
+};
+
+// True when `job` is a BART trajectory that is a stack of stars (kz on the partition grid, or --partitions
+// above 1). Throws ConfigError/IoError as stack_of_stars_layout does.
+bool is_stack_of_stars(const OfflineRecon& job);
+
+// frames: one per z position (stack_frames). sens: BART [N N P C] or [N N 1 C] coil maps, or none (the
+// chain's method estimates them per partition when it reads maps). Throws ConfigError naming the bad value.
+OfflineVolume reconstruct_volume(const std::vector<Frame>& frames, const ReconParams& params,
+                                 const std::string& sens, bool want_maps);
+
+// Reads job.traj/job.kspace as a stack of stars, reconstructs and writes job.out (.cfl [N N P]) and, when
+// asked, job.sens_out ([N N P coils]).
+void run_offline_volume(const OfflineRecon& job, const ReconParams& params);
+
+}  // namespace radstream
