@@ -1,17 +1,19 @@
 # The layers' include arrows, checked at every build (cmake -DROOT=<repo> -P scripts/check_layers.cmake): an
 # #include "dir/file" that runs upward (or sideways between stages) fails the build with the file and line.
-#   core <- gpu <- fft, linalg <- noncart, exact <- nlinv (on noncart) <- stage (the stage API) <- stages/<x> <- recon <- stream
-#   <- viewer, bench, batch <- app; python (the Python module) beside app, on stream and below
+#   core <- iter (the iteration floor: the deadline stepper); core <- gpu <- fft, linalg <- noncart, exact <- nlinv (on noncart) <- stage (the stage API) <- stages/<x> <- recon <- stream
+#   (front door, rings, sessions) <- ingest (the protocol adapters: ingest/zmq, ingest/mrd) <- viewer, bench, batch <- app;
+#   python (the Python module) beside app, on ingest and below
 #   io and sim sit on core only; wire (both ends of the spoke protocol) on core, io and sim; recon also uses io
 #   (coil maps from a file), stream uses wire, io and sim.
 set(allowed_core core)
 set(allowed_gpu core gpu)
 set(allowed_fft core gpu fft)
 set(allowed_linalg core gpu linalg)
+set(allowed_iter core iter)
 set(allowed_noncart core gpu fft linalg noncart)
 set(allowed_exact core gpu fft linalg exact)
-set(allowed_nlinv core gpu fft linalg noncart nlinv)
-set(allowed_stage core gpu fft linalg noncart nlinv stage)
+set(allowed_nlinv core gpu fft linalg iter noncart nlinv)
+set(allowed_stage core gpu fft linalg iter noncart nlinv stage)
 set(allowed_io core io)
 set(allowed_sim core sim)
 set(allowed_display core io display)
@@ -22,14 +24,15 @@ foreach(s ${stage_dirs})
     list(APPEND stage_names "stages/${s}")
   endif()
 endforeach()
-set(allowed_recon core gpu fft linalg noncart exact nlinv io stage recon ${stage_names})
+set(allowed_recon core gpu fft linalg iter noncart exact nlinv io stage recon ${stage_names})
 set(allowed_wire core io sim wire)
 set(allowed_stream ${allowed_recon} io sim wire stream)
-set(allowed_viewer ${allowed_stream} display viewer)
-set(allowed_bench ${allowed_stream} bench)
-set(allowed_batch ${allowed_stream} batch)
+set(allowed_ingest ${allowed_stream} ingest)
+set(allowed_viewer ${allowed_ingest} display viewer)
+set(allowed_bench ${allowed_ingest} bench)
+set(allowed_batch ${allowed_ingest} batch)
 set(allowed_app ${allowed_viewer} bench batch app)
-set(allowed_python ${allowed_stream} python)
+set(allowed_python ${allowed_ingest} python)
 
 # The layer of an include path as written ("stages/fft/fft.hpp" is the stage, "fft/fftw_plan.hpp" the library).
 function(layer_of_include path out)

@@ -9,18 +9,19 @@ set -u
 tar xJf .dcpack/dc.tar.xz
 source scripts/gpu_env.sh > /dev/null
 R=$PWD/.devcarry/radstream
-g=gpuin
+g=${GPUIN:-gpuin}
 mkdir -p "$OUT"
 run $R nufft --traj $g/traj --backend cuda -a -d 64:64 $g/ksp $g/adj_cuda 2>&1 | tail -1
 run $R nufft --traj $g/traj --backend cpu -a -d 64:64 $g/ksp $g/adj_cpu 2>&1 | tail -1
 run $R nufft --traj $g/traj --backend cuda $g/img $g/fwd_cuda 2>&1 | tail -1
 run $R nufft --traj $g/traj --backend cpu $g/img $g/fwd_cpu 2>&1 | tail -1
-python3 - <<'PY' | tee "$OUT/nufft-cuda-vs-cpu.txt"
-import array, math
+G=$g python3 - <<'PY' | tee "$OUT/nufft-cuda-vs-cpu.txt"
+import array, math, os
+g = os.environ['G']
 def read(b):
     a = array.array('f'); a.frombytes(open(b + '.cfl', 'rb').read()); return a
 for what in ('adj', 'fwd'):
-    c, p = read(f'gpuin/{what}_cuda'), read(f'gpuin/{what}_cpu')
+    c, p = read(f'{g}/{what}_cuda'), read(f'{g}/{what}_cpu')
     num = math.sqrt(sum((x - y) ** 2 for x, y in zip(c, p))); den = math.sqrt(sum(y * y for y in p))
     print(f'nufft {what} cuda vs cpu: relative difference {num / den:.3g} over {len(p) // 2} values')
 PY

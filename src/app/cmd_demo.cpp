@@ -19,6 +19,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/trajectory.hpp"
+#include "ingest/protocols.hpp"
 #include "io/output_path.hpp"
 #include "stream/stream_runtime.hpp"
 #include "wire/sim_streamer.hpp"
@@ -231,7 +232,7 @@ int run_demo(DemoArgs a) {
   bool headless = !want_viewer(a);
   const RunConfig cfg = demo_config(a, headless);
   const Registry registry = default_registry();
-  StreamRuntime p(cfg, registry);
+  StreamRuntime p(cfg, registry, make_protocol_servers);
   ScannerPrep prep(a, p);
   const auto stop_all = [&] {
     prep.stop();

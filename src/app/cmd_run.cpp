@@ -15,6 +15,7 @@
 #include "app/recon_options.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "ingest/protocols.hpp"
 #include "io/output_path.hpp"
 #include "stream/stream_runtime.hpp"
 #ifdef RADSTREAM_HAVE_VIEWER
@@ -99,7 +100,7 @@ int run(RunArgs& a) {
   if (!cfg.sinks.metrics_json.empty()) check_output_file(cfg.sinks.metrics_json, "--metrics-json", true);
   if (!cfg.sinks.images.empty()) check_output_folder(cfg.sinks.images, "--images");
   const Registry registry = default_registry();
-  StreamRuntime p(cfg, registry);
+  StreamRuntime p(cfg, registry, make_protocol_servers);
   log::info("run: listening on {} ({} {}), window {} stride {} ({})", cfg.stream.endpoint,
             kReceiveSockets.name(cfg.stream.socket), cfg.stream.bind ? "bind" : "connect", cfg.frames.window,
             cfg.frames.stride, kFramings.name(cfg.frames.framing));

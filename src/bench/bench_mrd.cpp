@@ -9,6 +9,7 @@
 #include "bench/bench_case.hpp"
 #include "core/clock.hpp"
 #include "core/log.hpp"
+#include "ingest/protocols.hpp"
 #include "io/mrd_file.hpp"
 #include "io/mrd_protocol.hpp"
 #include "sim/simulator.hpp"
@@ -76,7 +77,7 @@ namespace {
 nlohmann::ordered_json zmq_pass(const BenchCase& c, const Registry& registry) {
   RunConfig cfg = live_run_config(c);
   cfg.sinks.publish = "tcp://127.0.0.1:" + std::to_string(c.port + 1);
-  StreamRuntime p(cfg, registry);
+  StreamRuntime p(cfg, registry, make_protocol_servers);
   zmq::context_t ctx(1);
   zmq::socket_t sub(ctx, zmq::socket_type::sub);
   sub.set(zmq::sockopt::subscribe, "");
@@ -130,7 +131,7 @@ nlohmann::ordered_json zmq_pass(const BenchCase& c, const Registry& registry) {
 nlohmann::ordered_json mrd_pass(const BenchCase& c, const Registry& registry) {
   RunConfig cfg = live_run_config(c);
   cfg.mrd.listen = "tcp://127.0.0.1:*";
-  StreamRuntime p(cfg, registry);
+  StreamRuntime p(cfg, registry, make_protocol_servers);
   p.start();
   const Simulator sim(bench_sim_params(c));
   const int pool = std::max(512, c.spokes + 2 * c.stride);

@@ -13,6 +13,7 @@
 #include "bench/bench_case.hpp"
 #include "core/clock.hpp"
 #include "core/log.hpp"
+#include "ingest/protocols.hpp"
 #include "io/mrd_file.hpp"
 #include "io/mrd_protocol.hpp"
 #include "sim/simulator.hpp"
@@ -135,7 +136,7 @@ std::vector<ClientResult> run_scanners(const BenchCase& c, const Registry& regis
   cfg.mrd.listen = "tcp://127.0.0.1:*";
   cfg.mrd.max_sessions = n;
   cfg.mrd.pixels = MrdPixels::Int16;
-  StreamRuntime p(cfg, registry);
+  StreamRuntime p(cfg, registry, make_protocol_servers);
   p.start();
   const long total = long(c.rate_hz * c.duration_s);
   std::vector<ClientResult> out(static_cast<std::size_t>(n));

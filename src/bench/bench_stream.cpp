@@ -5,9 +5,10 @@
 
 #include "bench/bench_case.hpp"
 #include "core/log.hpp"
+#include "ingest/protocols.hpp"
+#include "ingest/zmq/zmq_ingest.hpp"
 #include "sim/simulator.hpp"
 #include "stream/host_stall_probe.hpp"
-#include "stream/ingest.hpp"
 #include "stream/stream_runtime.hpp"
 #include "wire/sim_streamer.hpp"
 
@@ -53,7 +54,7 @@ nlohmann::ordered_json ingest_case(const BenchCase& c) {
   Metrics metrics;
   IngestParams ip;
   ip.endpoint = "tcp://127.0.0.1:" + std::to_string(c.port);
-  Ingest ingest(rctx, ip, metrics, false, 64);
+  ZmqIngest ingest(rctx, ip, metrics, false, 64);
   ingest.start();
   const std::int64_t t_first = monotonic_ns();
   sim->run();
@@ -141,7 +142,7 @@ nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry) {
   RunConfig cfg = live_run_config(c);
   cfg.stream.slices = c.slices;
   cfg.placement.gpus = c.gpus;
-  StreamRuntime p(cfg, registry);
+  StreamRuntime p(cfg, registry, make_protocol_servers);
   HostStallProbe probe;
   const std::int64_t start_ns = monotonic_ns();
   p.start();

@@ -135,7 +135,7 @@ class Metrics {
   // Gradient-delay correction (stream.gradient_delay): the delays in use and the RING estimates made.
   std::atomic<double> delay_x{0}, delay_y{0}, delay_xy{0};
   std::atomic<std::uint64_t> delay_estimates{0}, delay_failures{0};
-  // The MRD TCP server (stream/mrd_server.hpp), when --mrd-listen is set.
+  // The MRD TCP server (ingest/mrd/mrd_server.hpp), when --mrd-listen is set.
   struct Mrd {
     std::atomic<bool> on{false};
     // sessions: connections accepted; admitted: their header came and a place was free; each admitted one

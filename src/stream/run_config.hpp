@@ -9,7 +9,7 @@
 #include "core/enum_table.hpp"
 #include "recon/recon_params.hpp"
 #include "stream/ingest_params.hpp"
-#include "stream/mrd_server.hpp"
+#include "stream/mrd_params.hpp"
 
 namespace radstream {
 

@@ -26,7 +26,7 @@ RecordOptions record_options(const SinkParams& s, const std::string& path) {
 
 }  // namespace
 
-StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry)
+StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry, const ProtocolServers& protocols)
     : cfg_(cfg), registry_(registry), zctx_(1) {
   cfg_.recon.keep_phase = cfg_.wants_phase();
   cfg_.validate();
@@ -55,10 +55,10 @@ StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry)
     gpu_of = cfg_.placement.assign_slices(slices, gpu::query().device_count);
     for (int s = 0; s < slices; ++s) log::info("run: slice {} on GPU {}", s, gpu_of[std::size_t(s)]);
   }
-  ingest_ = std::make_unique<Ingest>(zctx_, cfg_.stream, metrics_, b.backend == Backend::Cuda,
-                                     cfg_.frames.max_window, recorder_.get());
-  if (!gpu_of.empty()) ingest_->set_ring_gpus(gpu_of);
-  ingest_->set_frame_stride(cfg_.frames.stride);
+  intake_ = std::make_unique<StreamIntake>(cfg_.stream, metrics_, b.backend == Backend::Cuda,
+                                           cfg_.frames.max_window, recorder_.get());
+  if (!gpu_of.empty()) intake_->set_ring_gpus(gpu_of);
+  intake_->set_frame_stride(cfg_.frames.stride);
   {
     const bool cuda = b.backend == Backend::Cuda;
     per_stream_limit_ = memory_limit(cfg_.stream.memory_limit, "stream.memory_limit", cuda, 0.25);
@@ -66,7 +66,7 @@ StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry)
         memory_limit(cfg_.stream.memory_limit_total, "stream.memory_limit_total", cuda, 0.25));
     log::debug("run: memory budget per stream header: {}; for all streams: {}", per_stream_limit_.source,
                memory_->limit().source);
-    ingest_->set_memory_check([this, cuda](const StreamHeader& h) {
+    intake_->set_memory_check([this, cuda](const StreamHeader& h) {
       const MemoryNeed need = memory_need(h, cfg_.recon, cfg_.frames.max_window, cfg_.stream.ring_margin,
                                           cfg_.stream.slices, cuda);
       log::debug("run: a stream of matrix {}, {} samples x {} coils needs at most {}", h.matrix, h.samples,
@@ -75,13 +75,13 @@ StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry)
       return memory_->reserve(own_stream_memory_, need);
     });
   }
-  if (!cfg_.frames.skip_when_behind) ingest_->keep_spokes_for_every_frame();
+  if (!cfg_.frames.skip_when_behind) intake_->keep_spokes_for_every_frame();
   sinks_ = make_sinks(cfg_.sinks, zctx_, metrics_, cfg_.stream.curve_key, cfg_.stream.connections);
-  servers_ = make_session_servers(cfg_, *this);  // each client a session with its own pipeline
+  servers_ = protocols(cfg_, *this);  // its own stream's feeder; each MRD client a session of its own
   for (int s = 0; s < slices; ++s) {
     latest_.push_back(std::make_unique<LatestFrame>());
     workers_.push_back(std::make_unique<ReconWorker>(
-        cfg_.frames, cfg_.recon, b.backend, registry, ingest_->intake(), metrics_,
+        cfg_.frames, cfg_.recon, b.backend, registry, *intake_, metrics_,
         [this](std::shared_ptr<const FrameResult> f) { emit(std::move(f)); }, s,
         gpu_of.empty() ? -1 : gpu_of[std::size_t(s)]));
   }
@@ -98,7 +98,6 @@ double StreamRuntime::elapsed_s() const {
 void StreamRuntime::start() {
   if (running_.exchange(true)) return;
   t0_ns_ = monotonic_ns();
-  ingest_->start();
   for (auto& w : workers_) w->start();
   sink_thread_ = std::thread([this] { sink_loop(); });
   for (auto& s : servers_) s->start();
@@ -107,8 +106,8 @@ void StreamRuntime::start() {
 
 void StreamRuntime::stop() {
   if (!running_.exchange(false)) return;
-  for (auto& s : servers_) s->stop();  // their sessions first
-  ingest_->stop();
+  for (auto& s : servers_) s->stop();  // their sessions first, and what feeds the runtime's own stream
+  intake_->stop();
   for (auto& w : workers_) w->stop();
   {
     std::lock_guard lock(sink_m_);
@@ -151,7 +150,7 @@ void StreamRuntime::set_window(int w) {
 void StreamRuntime::set_stride(int s) {
   if (s < 1 || s > 1 << 16) throw ConfigError(fmt::format("stride {} is outside 1..65536", s));
   for (auto& w : workers_) w->set_stride(s);
-  ingest_->set_frame_stride(s);
+  intake_->set_frame_stride(s);
 }
 
 void StreamRuntime::set_recon(const ReconParams& p, int slice) {
@@ -174,7 +173,7 @@ void StreamRuntime::set_recording(const std::string& path) {
     next = std::make_unique<Recorder>(o, metrics_);
   }
   std::lock_guard lock(record_m_);
-  ingest_->set_recorder(next.get());
+  intake_->set_recorder(next.get());
   if (recorder_) {
     recorder_->stop();
     last_recording_ = recorder_->status();
@@ -315,8 +314,15 @@ std::optional<std::string> StreamRuntime::finished_server() const {
 
 std::string StreamRuntime::server_endpoints() const {
   std::string out;
-  for (const auto& s : servers_) out += fmt::format(" or a {} client on {}", s->protocol(), s->endpoint());
+  for (const auto& s : servers_)
+    if (!s->feeds_own_stream()) out += fmt::format(" or a {} client on {}", s->protocol(), s->endpoint());
   return out;
+}
+
+std::string StreamRuntime::endpoint() const {
+  for (const auto& s : servers_)
+    if (s->feeds_own_stream()) return s->endpoint();
+  return {};
 }
 
 std::string StreamRuntime::endpoint_of(const std::string& protocol) const {

@@ -27,7 +27,6 @@
 
 #include "recon/memory_account.hpp"
 #include "stream/frame_result.hpp"
-#include "stream/ingest.hpp"
 #include "stream/latest_frame.hpp"
 #include "stream/metrics.hpp"
 #include "stream/once_log.hpp"
@@ -38,6 +37,7 @@
 #include "stream/session_pipeline.hpp"
 #include "stream/session_server.hpp"
 #include "stream/sink.hpp"
+#include "stream/stream_intake.hpp"
 #include "wire/curve.hpp"
 #include "wire/wire.hpp"
 
@@ -49,7 +49,9 @@ class SessionServer;
 
 class StreamRuntime {
  public:
-  StreamRuntime(const RunConfig& cfg, const Registry& registry);
+  // `protocols` makes the servers that feed it (ingest/protocols.hpp's make_protocol_servers: ZeroMQ for its
+  // own stream, MRD sessions when asked); they bind at once.
+  StreamRuntime(const RunConfig& cfg, const Registry& registry, const ProtocolServers& protocols);
   ~StreamRuntime();
   StreamRuntime(const StreamRuntime&) = delete;
   StreamRuntime& operator=(const StreamRuntime&) = delete;
@@ -78,8 +80,10 @@ class StreamRuntime {
   std::string recording() const;
   // The current (or else the last) recording: "N spokes in FILE", or "FAILED: ..." when writes failed.
   std::string recording_status() const;
-  std::string endpoint() const { return ingest_->bound_endpoint(); }
-  StreamHeader stream_header() const { return ingest_->state().header; }
+  std::string endpoint() const;  // its own stream's, "" when no server feeds it
+  StreamHeader stream_header() const { return intake_->state(0).header; }
+  // The front door of the runtime's own stream, for the protocol server that feeds it.
+  StreamIntake& own_intake() { return *intake_; }
   std::string last_error(int slice = 0) const { return worker(slice).last_error(); }
   int window() const { return workers_[0]->window(); }
   int stride() const { return workers_[0]->stride(); }
@@ -165,7 +169,7 @@ class StreamRuntime {
   zmq::context_t zctx_;
   std::unique_ptr<ZapHandler>
       zap_;  // CURVE's allow-list for this context's sockets (before them, after zctx_)
-  std::unique_ptr<Ingest> ingest_;
+  std::unique_ptr<StreamIntake> intake_;               // its own stream's front door
   std::vector<std::unique_ptr<ReconWorker>> workers_;  // one per slice
   std::vector<std::unique_ptr<Sink>> sinks_;
   std::vector<std::unique_ptr<LatestFrame>> latest_;  // one per slice

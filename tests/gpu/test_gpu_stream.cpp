@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "gpu/gpu_test_util.hpp"
+#include "ingest/protocols.hpp"
 #include "io/frame_io.hpp"
 #include "io/mrd_file.hpp"
 #include "sim/simulator.hpp"
@@ -33,7 +34,7 @@ TEST(GpuStream, DeviceRingFramesMatchTheOfflineCpuRecon) {
     std::vector<FrameResult> frames;
     std::mutex m;
     {
-      StreamRuntime p(cfg, reg);
+      StreamRuntime p(cfg, reg, make_protocol_servers);
       ASSERT_EQ(p.backend(), Backend::Cuda);
       p.on_frame([&](const FrameResult& f) {
         std::lock_guard lock(m);

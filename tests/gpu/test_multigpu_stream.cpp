@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "gpu/gpu_test_util.hpp"
+#include "ingest/protocols.hpp"
 #include "io/mrd_file.hpp"
 #include "sim/simulator.hpp"
 #include "stream/stream_runtime.hpp"
@@ -27,7 +28,7 @@ std::vector<std::vector<FrameResult>> run_two_slices(const std::string& gpus, in
   const Registry reg = default_registry();
   std::vector<std::vector<FrameResult>> out(2);
   std::mutex m;
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   for (int s = 0; s < 2; ++s) placed.push_back(p.slice_gpu(s));
   p.on_frame([&](const FrameResult& f) {
     std::lock_guard lock(m);

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "ingest/protocols.hpp"
 #include "stream/stream_runtime.hpp"
 #include "wire/sender.hpp"
 
@@ -82,7 +83,7 @@ struct Rig {
     return sp;
   }
   Rig(const RunConfig& cfg, std::uint32_t stream_id)
-      : p(cfg, reg), s(ctx, to(cfg.stream.endpoint), stream_id) {
+      : p(cfg, reg, make_protocol_servers), s(ctx, to(cfg.stream.endpoint), stream_id) {
     c.attach(p);
     p.start();
   }

@@ -14,10 +14,11 @@
 #include <set>
 #include <thread>
 
+#include "ingest/protocols.hpp"
+#include "ingest/zmq/zmq_ingest.hpp"
 #include "io/mrd_file.hpp"
 #include "io/mrd_reader.hpp"
 #include "sim/simulator.hpp"
-#include "stream/ingest.hpp"
 #include "stream/stream_test_util.hpp"
 #include "test_util.hpp"
 #include "wire/wire.hpp"
@@ -57,7 +58,7 @@ TEST(Fuzz, RandomAndMutatedMessagesNeverCrashTheDecoderOrTheIngest) {
   ip.max_coils = 16;
   ip.sender_timeout_s =
       0.05;  // the stream the fuzz left followed falls silent quickly (one stream per pipeline)
-  Ingest ingest(ctx, ip, metrics, false, 16);
+  ZmqIngest ingest(ctx, ip, metrics, false, 16);
   Limits limits;
   limits.max_samples = 4096;
   limits.max_coils = 16;
@@ -145,7 +146,7 @@ TEST(Fuzz, ThroughASocketIntoARunningPipeline) {
   test::TempDir dir;
   cfg.sinks.record = dir / "fuzz.h5";
   const Registry registry = default_registry();  // outlives the runtime, which keeps a reference
-  StreamRuntime p(cfg, registry);
+  StreamRuntime p(cfg, registry, make_protocol_servers);
   p.start();
   zmq::context_t ctx(1);
   zmq::socket_t push(ctx, zmq::socket_type::push);

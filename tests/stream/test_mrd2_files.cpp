@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "ingest/protocols.hpp"
 #include "io/mrd2_file.hpp"
 #include "io/mrd2_header.hpp"
 #include "io/mrd2_schema.hpp"
@@ -308,7 +309,7 @@ TEST(Mrd2File, RunRecordsAnMrd2FileThatReadsBackEverySpoke) {
   const Simulator sim(sp);
   const auto spokes = sim.spokes(0, 40);
   {
-    StreamRuntime p(cfg, reg);
+    StreamRuntime p(cfg, reg, make_protocol_servers);
     p.start();
     zmq::context_t ctx(1);
     SenderParams snd;

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "ingest/protocols.hpp"
 #include "io/cfl.hpp"
 #include "io/mrd_file.hpp"
 #include "io/mrd_reader.hpp"
@@ -133,7 +134,7 @@ TEST(MrdStreamFile, RunRecordsAStreamFileHeaderFirstCloseLast) {
   const Simulator sim(sp);
   const auto spokes = sim.spokes(0, 50);
   {
-    StreamRuntime p(cfg, reg);
+    StreamRuntime p(cfg, reg, make_protocol_servers);
     p.start();
     zmq::context_t ctx(1);
     SenderParams snd;

@@ -21,6 +21,7 @@
 #include <random>
 #include <thread>
 
+#include "ingest/protocols.hpp"
 #include "recon/registry.hpp"
 #include "sim/simulator.hpp"
 #include "stream/mrd_test_client.hpp"
@@ -230,7 +231,7 @@ TEST(MrdFuzz, MutatedValidSessionsAreParsedAndNeverHarmTheServer) {
   cfg.stream.max_coils = 8;
   cfg.frames.window = 16;
   cfg.frames.stride = 16;
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   p.start();
   const int port = port_of(p.endpoint_of("mrd"));
   SimParams sp;

@@ -24,6 +24,7 @@
 #include <sstream>
 #include <thread>
 
+#include "ingest/protocols.hpp"
 #include "io/cfl.hpp"
 #include "io/frame_io.hpp"
 #include "io/mrd_file.hpp"
@@ -48,7 +49,7 @@ namespace {
 void round_trip(MrdPixels px, int port) {
   const Registry reg = default_registry();
   RunConfig cfg = mrd_config(port, px);
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   p.start();
   const Simulator sim(mrd_sim());
   const auto spokes = sim.spokes(0, 96);
@@ -154,7 +155,7 @@ TEST(MrdServer, ComplexImagesCarryThePhaseOfTheSolution) {
       EXPECT_NE(std::string(e.what()).find("--mrd-pixels complex"), std::string::npos) << e.what();
     }
   }
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   p.start();
   const int port = port_of(p.endpoint_of("mrd"));
   Replies r;
@@ -220,7 +221,7 @@ TEST(MrdServer, ComplexImagesCarryThePhaseOfTheSolution) {
 TEST(MrdServer, FaultsEndOnlyTheirSession) {
   const Registry reg = default_registry();
   RunConfig cfg = mrd_config(26182, MrdPixels::Float);
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   p.start();
   const int port = port_of(p.endpoint_of("mrd"));
   const Simulator sim(mrd_sim());
@@ -403,7 +404,7 @@ TEST(MrdServer, ReplayMrdAgainstRunMrdListen) {
 TEST(MrdServer, SpokesWithoutTrajectoryGiveTheSameImages) {
   const Registry reg = default_registry();
   RunConfig cfg = mrd_config(26188, MrdPixels::Float);
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   p.start();
   const int port = port_of(p.endpoint_of("mrd"));
   const Simulator sim(mrd_sim());
@@ -439,7 +440,7 @@ TEST(MrdServer, SpokesWithoutTrajectoryGiveTheSameImages) {
 TEST(MrdServer, SpokesWhoseAngleCannotBeKnownAreRefusedAndTheClientIsTold) {
   const Registry reg = default_registry();
   RunConfig cfg = mrd_config(26190, MrdPixels::Float);
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   p.start();
   const int port = port_of(p.endpoint_of("mrd"));
   const Simulator sim(mrd_sim());
@@ -483,7 +484,7 @@ TEST(MrdServer, SpokesWhoseAngleCannotBeKnownAreRefusedAndTheClientIsTold) {
 TEST(MrdServer, PartialEchoesArePlacedAtTheirTrueK) {
   const Registry reg = default_registry();
   RunConfig cfg = mrd_config(26191, MrdPixels::Float);
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   p.start();
   const int port = port_of(p.endpoint_of("mrd"));
   SimParams sp = mrd_sim();
@@ -552,7 +553,7 @@ TEST(MrdServer, NoiseScansPrewhitenEveryLaterSpoke) {
   const Registry reg = default_registry();
   RunConfig cfg = mrd_config(26189, MrdPixels::Float);
   cfg.sinks.record = dir / "white.h5";
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   p.start();
   const Simulator sim(mrd_sim());
   const auto spokes = sim.spokes(0, 40);
@@ -656,7 +657,7 @@ TEST(MrdServer, SocketFuzzOfTheFraming) {
   cfg.mrd.idle_timeout_s = 0.5;
   cfg.stream.max_samples = 256;
   cfg.mrd.max_sessions = 64;  // a client that has just closed may still be ending on the server
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   p.start();
   const int port = port_of(p.endpoint_of("mrd"));
   SimParams sp;
@@ -804,7 +805,7 @@ TEST(MrdServer, ClientStringsCannotForgeLogLines) {
 TEST(MrdServer, ATextFloodEndsTheSessionWithAnErr) {
   const Registry reg = default_registry();
   RunConfig cfg = mrd_config(26298, MrdPixels::Float);
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   p.start();
   const int port = port_of(p.endpoint_of("mrd"));
   RawClient c(port);
@@ -832,7 +833,7 @@ TEST(MrdServer, ATextFloodEndsTheSessionWithAnErr) {
 TEST(MrdServer, NoiseBeyondTheBudgetIsLeftOutAndTheClientTold) {
   const Registry reg = default_registry();
   RunConfig cfg = mrd_config(26299, MrdPixels::Float);
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   p.start();
   const Simulator sim(mrd_sim());
   Spoke s = sim.spokes(0, 1)[0];

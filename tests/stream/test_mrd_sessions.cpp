@@ -15,6 +15,7 @@
 #include <random>
 #include <thread>
 
+#include "ingest/protocols.hpp"
 #include "io/cfl.hpp"
 #include "io/frame_io.hpp"
 #include "io/mrd_file.hpp"
@@ -114,7 +115,7 @@ TEST(MrdSessions, AnUnpacedClientGetsEveryFrameOfItsMethod) {
     cfg.recon.method = m;
     cfg.recon.cg.iterations = 6;
     if (m == ReconMethod::CgSense) cfg.recon.cg.sens = sens;
-    StreamRuntime p(cfg, reg);
+    StreamRuntime p(cfg, reg, make_protocol_servers);
     p.start();
     const Replies r = whole_session(port_of(p.endpoint_of("mrd")), "", sim.header(), spokes);
     p.stop();
@@ -143,7 +144,7 @@ TEST(MrdSessions, FourClientsAtOnceEachGetTheirOwnFramesBesideAZeroMqStream) {
   const Registry reg = default_registry();
   RunConfig mc = mrd_config(26421, MrdPixels::Float);
   mc.mrd.max_sessions = 4;
-  StreamRuntime p(mc, reg);
+  StreamRuntime p(mc, reg, make_protocol_servers);
   Collector zmq_frames;
   zmq_frames.attach(p);
   p.start();
@@ -234,7 +235,7 @@ TEST(MrdSessions, NoClientCanHoldTheScannerOut) {
   cfg.mrd.max_sessions = 1;
   cfg.mrd.header_timeout_s = 1.0;
   cfg.mrd.idle_timeout_s = 1.0;
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   p.start();
   const int port = port_of(p.endpoint_of("mrd"));
   const Simulator sim(mrd_sim());
@@ -360,7 +361,7 @@ TEST(MrdSessions, AZeroMqStreamWithNoiseScansIsPrewhitenedAsAnMrdSessionIs) {
   {  // through MRD
     RunConfig cfg = mrd_config(26450, MrdPixels::Float);
     cfg.sinks.record = dir / "mrd.h5";
-    StreamRuntime p(cfg, reg);
+    StreamRuntime p(cfg, reg, make_protocol_servers);
     p.start();
     RawClient c(port_of(p.endpoint_of("mrd")));
     c.text(3, stream_header_to_xml(sim.header()));
@@ -386,7 +387,7 @@ TEST(MrdSessions, AZeroMqStreamWithNoiseScansIsPrewhitenedAsAnMrdSessionIs) {
   {  // through ZeroMQ
     RunConfig cfg = small_config(26451, false);
     cfg.sinks.record = dir / "zmq.h5";
-    StreamRuntime p(cfg, reg);
+    StreamRuntime p(cfg, reg, make_protocol_servers);
     p.start();
     zmq::context_t ctx(1);
     Sender s(ctx, Rig::to(cfg.stream.endpoint), 9);
@@ -441,7 +442,7 @@ TEST(MrdSessions, AllSessionsTogetherHoldNoMoreThanTheTotalMemoryLimit) {
       memory_need(sim.header(), cfg.recon, std::max(cfg.frames.max_window, cfg.frames.window),
                   cfg.stream.ring_margin, cfg.stream.slices, false);
   cfg.stream.memory_limit_total = fmt::format("{}K", int(1.5 * one.host_bytes / 1024));
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   p.start();
   const int port = port_of(p.endpoint_of("mrd"));
   RawClient first(port);

@@ -8,9 +8,9 @@
 #include <chrono>
 #include <thread>
 
+#include "ingest/zmq/zmq_ingest.hpp"
 #include "io/mrd_file.hpp"
 #include "sim/simulator.hpp"
-#include "stream/ingest.hpp"
 #include "stream/recorder.hpp"
 #include "stream/stream_test_util.hpp"
 #include "test_util.hpp"
@@ -49,7 +49,7 @@ TEST(Stream, ARecorderThatCannotMakeItsFileTriesAgainAndLosesNothing) {
   o.max_queue_bytes = 1 << 26;
   {
     Recorder rec(o, metrics);
-    Ingest in(ctx, ip, metrics, false, 64, &rec);
+    ZmqIngest in(ctx, ip, metrics, false, 64, &rec);
     auto send_spokes = [&](int from, int to) {
       for (int i = from; i < to; ++i) {
         Envelope e;

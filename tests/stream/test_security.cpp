@@ -12,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include "ingest/protocols.hpp"
 #include "io/mrd_file.hpp"
 #include "recon/registry.hpp"
 #include "sim/simulator.hpp"
@@ -120,7 +121,7 @@ TEST(Security, OnlyAllowListedSubscribersReceiveTheImages) {
   cfg.stream.curve_clients = dir / "allowed";
   cfg.sinks.publish = "tcp://127.0.0.1:26217";
   const Registry reg = default_registry();
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   zmq::context_t ctx(1);
   const auto subscriber = [&](const CurveKeys& keys) {
     zmq::socket_t sub(ctx, zmq::socket_type::sub);

@@ -12,6 +12,8 @@
 #include <regex>
 #include <thread>
 
+#include "ingest/protocols.hpp"
+#include "ingest/zmq/zmq_ingest.hpp"
 #include "io/cfl.hpp"
 #include "io/frame_io.hpp"
 #include "io/mrd_file.hpp"
@@ -84,7 +86,7 @@ std::uint16_t type_of(const wire::Parts& p) {
 TEST(Stream, EndToEndOverTcpEqualsOfflineRecon) {
   const RunConfig cfg = config(26101);
   const Registry reg = default_registry();
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   std::mutex m;
   std::vector<FrameResult> frames;
   p.on_frame([&](const FrameResult& f) {
@@ -153,7 +155,7 @@ TEST(Stream, RecordThenReplayIsByteIdentical) {
     o.path = file;
     o.max_queue_bytes = 1 << 26;
     Recorder rec(o, metrics);
-    Ingest in(ctx, ip, metrics, false, 64, &rec);
+    ZmqIngest in(ctx, ip, metrics, false, 64, &rec);
     for (const auto& parts : original) in.handle(spans(parts));
     rec.stop();
     EXPECT_EQ(rec.written(), 40u);
@@ -198,7 +200,7 @@ TEST(Stream, RecordThenReplayIsByteIdentical) {
   IngestParams i1, i2;
   i1.endpoint = "inproc://a";
   i2.endpoint = "inproc://b";
-  Ingest in1(ctx, i1, m1, false, 64), in2(ctx, i2, m2, false, 64);
+  ZmqIngest in1(ctx, i1, m1, false, 64), in2(ctx, i2, m2, false, 64);
   for (const auto& p : original) in1.handle(spans(p));
   for (const auto& p : replayed) in2.handle(spans(p));
   Frame f1(sim.header().geometry(32)), f2(sim.header().geometry(32));
@@ -212,7 +214,7 @@ TEST(Stream, RecordThenReplayIsByteIdentical) {
 TEST(Stream, EveryBadInputIsCountedAndThePipelineGoesOn) {
   RunConfig cfg = config(26104);
   const Registry reg = default_registry();
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   p.start();
   const Simulator sim(small_sim());
   const auto spokes = sim.spokes(0, 70);
@@ -325,7 +327,7 @@ TEST(Stream, PubSubGapsAreDetected) {
   sp.socket = SendSocket::Pub;
   sp.bind = true;
   Sender s(ctx, sp, 31);
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   p.start();
   const std::string xml = stream_header_to_xml(sim.header());
   // A subscriber joins late (ZeroMQ's slow joiner): repeat the header until it is heard.
@@ -357,7 +359,7 @@ TEST(Stream, SenderKilledAndRestartedMidStream) {
   RunConfig cfg = config(26106);
   cfg.stream.sender_timeout_s = 0.2;
   const Registry reg = default_registry();
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   p.start();
   const Simulator sim(small_sim());
   const auto spokes = sim.spokes(0, 80);
@@ -700,7 +702,7 @@ TEST(Stream, SendersRefuseBadEndpointsAndWaitForAReceiver) {
 TEST(Stream, AHeaderWhoseRingIsTooLargeIsRejectedAndTheStreamGoesOn) {
   RunConfig cfg = config(26119);
   const Registry reg = default_registry();
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   p.start();
   const Simulator sim(small_sim());
   zmq::context_t ctx(1);
@@ -872,7 +874,7 @@ TEST(Stream, ARecordingReplayedTwiceIsReceivedTwice) {
             0);
   RunConfig cfg = config(26128);
   const Registry reg = default_registry();
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   p.start();
   for (int k = 0; k < 2; ++k) {
     const auto r =
@@ -903,7 +905,7 @@ TEST(Stream, CgSenseLiveEqualsOfflineReconOfTheSameWindows) {
   write_cfl(dir / "sens", {N, N, 1, C}, maps.view().span());
   cfg.recon.cg.sens = dir / "sens.cfl";
   const Registry reg = default_registry();
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   std::mutex m;
   std::vector<FrameResult> frames;
   p.on_frame([&](const FrameResult& f) {
@@ -950,7 +952,7 @@ struct NlinvRig {
   NlinvRig(int port, int newton) : cfg(small_config(port, false)) {
     cfg.recon.method = ReconMethod::Nlinv;
     cfg.recon.nlinv.newton = newton;
-    runtime = std::make_unique<StreamRuntime>(cfg, reg);
+    runtime = std::make_unique<StreamRuntime>(cfg, reg, make_protocol_servers);
     collected.attach(*runtime);
   }
 };
@@ -1080,7 +1082,7 @@ TEST(Stream, SpokesBeforeTheRepeatedHeaderAreKeptForIt) {
   RunConfig cfg = config(26110);
   cfg.frames.skip_when_behind = false;
   const Registry reg = default_registry();
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   p.start();
   const Simulator sim(small_sim());
   const auto spokes = sim.spokes(0, 200);

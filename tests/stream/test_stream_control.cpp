@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "gpu/cuda_runtime.hpp"
+#include "ingest/protocols.hpp"
 #include "io/frame_io.hpp"
 #include "io/mrd_file.hpp"
 #include "io/mrd_raw.hpp"
@@ -101,7 +102,7 @@ TEST(StreamControl, LinearStreamsFramePerRotation) {
   RunConfig cfg = config(26203);
   cfg.frames.framing = Framing::Rotation;
   const Registry reg = default_registry();
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   Collector c;
   c.attach(p);
   p.start();
@@ -126,7 +127,7 @@ TEST(StreamControl, PublisherSendsEveryImageWithItsHeader) {
   RunConfig cfg = config(26204);
   cfg.sinks.publish = "tcp://127.0.0.1:26205";
   const Registry reg = default_registry();
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   Collector c;
   c.attach(p);
   zmq::context_t ctx(1);
@@ -185,7 +186,7 @@ TEST(StreamControl, ReplayOfAFileWithoutEnvelopesPacedByRate) {
   }
   RunConfig cfg = config(26206);
   const Registry reg = default_registry();
-  StreamRuntime p(cfg, reg);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   Collector c;
   c.attach(p);
   p.start();

@@ -1,4 +1,4 @@
-#include "stream/mrd_server.hpp"
+#include "ingest/mrd/mrd_server.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -12,8 +12,8 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "gpu/cuda_runtime.hpp"
+#include "ingest/mrd/mrd_session.hpp"
 #include "recon/backend.hpp"
-#include "stream/mrd_session.hpp"
 #include "stream/stream_runtime.hpp"
 #include "wire/endpoint.hpp"
 #include "wire/tcp_socket.hpp"
@@ -21,17 +21,6 @@
 namespace radstream {
 
 namespace {
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
 bool loopback(const std::string& a) {
   return a == "::1" || a.rfind("127.", 0) == 0 || a == "::ffff:127.0.0.1";
 }
@@ -45,33 +34,8 @@ void refuse(int fd, const std::string& why) {
 }
 }  // namespace
 
-void MrdServerParams::validate(bool insecure) const {
-  if (listen.empty() || pipe()) return;
-  const Endpoint e = parse_endpoint(listen, "--mrd-listen");
-  if (e.transport != "tcp")
-    throw ConfigError(fmt::format("--mrd-listen '{}': MRD clients speak TCP (tcp://HOST:PORT)", listen));
-  if (e.local) return;
-  if (!insecure || split_list(allow).empty())
-    throw ConfigError(fmt::format(
-        "--mrd-listen {} is reachable from other hosts, and the MRD protocol has neither encryption nor "
-        "authentication: any of them could send data or read the images. Listen on 127.0.0.1 and tunnel (see "
-        "docs/security.md), or give --insecure and the client addresses admitted with --mrd-allow",
-        listen));
-  log::warn("security: MRD server {} is open to {} without authentication (--insecure)", listen, allow);
-}
-
-int max_sessions_auto(bool cuda) {
-  std::size_t n = 0;
-  if (cuda) {
-    n = gpu::free_memory(0) >> 30;  // a scanner-sized session needs well under a GiB (GPU 0: the default)
-  } else {
-    n = std::max(1u, std::thread::hardware_concurrency()) / 2;
-  }
-  return int(std::clamp<std::size_t>(n, 1, 16));
-}
-
 MrdServer::MrdServer(const MrdServerParams& p, const IngestParams& stream, StreamRuntime& runtime)
-    : p_(p), rt_(runtime), allow_(split_list(p.allow)) {
+    : p_(p), rt_(runtime), allow_(mrd_allow_list(p.allow)) {
   p_.max_samples = stream.max_samples;
   p_.max_coils = stream.max_coils;
   max_sessions_ =

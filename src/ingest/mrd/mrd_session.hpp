@@ -1,4 +1,4 @@
-// One MRD client connection of the MRD server (stream/mrd_server.hpp): a reader thread that decodes the
+// One MRD client connection of the MRD server (ingest/mrd/mrd_server.hpp): a reader thread that decodes the
 // client's messages (config, XML header, JSON settings, acquisitions, waveforms, close) and a writer thread
 // that sends the images, texts and the final close from a bounded queue, so that a slow client delays nobody.
 // Its header admits it (a place among max_sessions, or an ERR and close); its config builds its own pipeline
@@ -21,10 +21,10 @@
 #include <vector>
 
 #include "core/log.hpp"
+#include "ingest/mrd/mrd_images.hpp"
+#include "ingest/mrd/mrd_server.hpp"
 #include "io/mrd_protocol.hpp"
 #include "recon/memory_account.hpp"
-#include "stream/mrd_images.hpp"
-#include "stream/mrd_server.hpp"
 #include "stream/session_pipeline.hpp"
 #include "wire/tcp_socket.hpp"
 

@@ -13,15 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "core/enum_table.hpp"
 #include "stream/frame_result.hpp"
+#include "stream/mrd_params.hpp"
 
 namespace radstream {
-
-enum class MrdPixels { Int16, Float, Complex };
-inline constexpr EnumTable<MrdPixels, 3> kMrdPixels{
-    "MRD image pixels",
-    {{{MrdPixels::Int16, "int16"}, {MrdPixels::Float, "float"}, {MrdPixels::Complex, "complex"}}}};
 
 struct MrdImageContext {
   std::array<std::byte, 340> last_acquisition{};  // the frame's last acquisition header (zeros: none)

@@ -2,7 +2,8 @@
 // decodes and validates each one, chooses the stream it follows, holds spokes that come before their header,
 // and hands the stream's header, spokes and close to its front door (stream/stream_intake.hpp), which
 // checks, sequences, counts, records and writes them into the spoke rings. Bad messages are counted by
-// reason, logged once per reason, and skipped.
+// reason, logged once per reason, and skipped. The runtime's own stream is fed by one (ZmqServer, registered
+// in ingest/protocols.cpp); tests and the benchmarks may run one with a front door of its own.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -26,27 +27,31 @@ namespace radstream {
 
 class Recorder;
 
-class Ingest {
+class ZmqIngest {
  public:
-  // `max_window`: the largest frame window the assembler may ask for (sizes the ring).
-  Ingest(zmq::context_t& ctx, const IngestParams& p, Metrics& metrics, bool device_ring, int max_window,
-         Recorder* recorder = nullptr);
-  ~Ingest();
-  Ingest(const Ingest&) = delete;
-  Ingest& operator=(const Ingest&) = delete;
+  // Feeds `intake`, the front door of a stream someone else owns (the runtime's own stream); binds or
+  // connects at once (an endpoint in use is a ConfigError here).
+  ZmqIngest(zmq::context_t& ctx, const IngestParams& p, Metrics& metrics, StreamIntake& intake);
+  // With a front door of its own. `max_window`: the largest frame window the assembler may ask for (sizes
+  // the ring).
+  ZmqIngest(zmq::context_t& ctx, const IngestParams& p, Metrics& metrics, bool device_ring, int max_window,
+            Recorder* recorder = nullptr);
+  ~ZmqIngest();
+  ZmqIngest(const ZmqIngest&) = delete;
+  ZmqIngest& operator=(const ZmqIngest&) = delete;
 
   // Every frame will be made (frames.skip_when_behind false): each new ring keeps all its spokes until the
   // reconstruction says which it still needs, so none is overwritten before its frame (call before start()).
-  void keep_spokes_for_every_frame() { intake_.keep_spokes_for_every_frame(); }
+  void keep_spokes_for_every_frame() { intake_->keep_spokes_for_every_frame(); }
   // Several GPUs: slice s's spoke ring (and its device mirror) lives on GPU gpus[s] (call before start();
   // default: the current GPU for every slice).
-  void set_ring_gpus(std::vector<int> gpus) { intake_.set_ring_gpus(std::move(gpus)); }
+  void set_ring_gpus(std::vector<int> gpus) { intake_->set_ring_gpus(std::move(gpus)); }
   // The frames' stride, in spokes: the gradient-delay estimate is repeated every gradient_delay_every frames.
-  void set_frame_stride(int stride) { intake_.set_frame_stride(stride); }
+  void set_frame_stride(int stride) { intake_->set_frame_stride(stride); }
   // Checked for every stream header before anything is allocated: "" when what it implies fits the memory
   // budget, else why not (the header is then rejected, named and counted; the stream in hand goes on).
   void set_memory_check(std::function<std::string(const StreamHeader&)> check) {
-    intake_.set_memory_check(std::move(check));
+    intake_->set_memory_check(std::move(check));
   }
   int slices() const { return p_.slices; }
 
@@ -54,21 +59,23 @@ class Ingest {
   void stop();  // joins the thread
 
   // The followed stream's front door: what the reconstruction workers read.
-  StreamIntake& intake() { return intake_; }
+  StreamIntake& intake() { return *intake_; }
   using State = SpokeSource::State;
-  State state(int slice = 0) const { return intake_.state(slice); }
+  State state(int slice = 0) const { return intake_->state(slice); }
 
   // Replaces the recorder (null: recording off) between messages; a new one starts its file with the current
   // stream header. The caller keeps the old one alive until this returns.
-  void set_recorder(Recorder* r) { intake_.set_recorder(r); }
+  void set_recorder(Recorder* r) { intake_->set_recorder(r); }
   std::string bound_endpoint() const;  // the endpoint actually bound (resolves tcp://...:* ports)
 
   // Handles one message given as frames (the thread's own path, public for tests).
   void handle(std::span<const std::span<const std::byte>> parts);
 
  private:
+  ZmqIngest(zmq::context_t& ctx, const IngestParams& p, Metrics& metrics, std::unique_ptr<StreamIntake> own);
+  void open(zmq::context_t& ctx);  // the socket's options, CURVE, the guard, bind or connect
   void run();
-  void reject(wire::Reject r, const std::string& detail) { intake_.reject(r, detail); }
+  void reject(wire::Reject r, const std::string& detail) { intake_->reject(r, detail); }
   // Spokes that come before any stream header (a receiver started or restarted mid-stream) are held, up to
   // kMaxHeldBytes, until the stream's repeated header comes, then taken in order; those of another stream,
   // those over the bound and those no header ever claims are counted as no_header.
@@ -87,7 +94,8 @@ class Ingest {
   std::unique_ptr<ConnectionGuard> guard_;  // the receive socket's connection limits and counts
   wire::Limits limits_;
   zmq::socket_t sock_;
-  StreamIntake intake_;
+  std::unique_ptr<StreamIntake> owned_intake_;  // null when it feeds someone else's
+  StreamIntake* intake_;
   std::string endpoint_;  // the stream endpoint as bound (its port resolved)
   std::thread thread_;
   std::atomic<bool> running_{false};

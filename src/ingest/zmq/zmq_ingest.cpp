@@ -1,4 +1,4 @@
-#include "stream/ingest.hpp"
+#include "ingest/zmq/zmq_ingest.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -21,55 +21,70 @@ zmq::socket_type socket_type(ReceiveSocket s) {
 }
 }  // namespace
 
-Ingest::Ingest(zmq::context_t& ctx, const IngestParams& p, Metrics& metrics, bool device_ring, int max_window,
-               Recorder* recorder)
+ZmqIngest::ZmqIngest(zmq::context_t& ctx, const IngestParams& p, Metrics& metrics, bool device_ring,
+                     int max_window, Recorder* recorder)
+    : ZmqIngest(ctx, p, metrics,
+                std::make_unique<StreamIntake>(p, metrics, device_ring, max_window, recorder)) {}
+
+ZmqIngest::ZmqIngest(zmq::context_t& ctx, const IngestParams& p, Metrics& metrics, StreamIntake& intake)
+    : p_(p), metrics_(metrics), sock_(ctx, socket_type(p.socket)), intake_(&intake) {
+  open(ctx);
+}
+
+ZmqIngest::ZmqIngest(zmq::context_t& ctx, const IngestParams& p, Metrics& metrics,
+                     std::unique_ptr<StreamIntake> own)
     : p_(p),
       metrics_(metrics),
       sock_(ctx, socket_type(p.socket)),
-      intake_(p, metrics, device_ring, max_window, recorder) {
+      owned_intake_(std::move(own)),
+      intake_(owned_intake_.get()) {
+  open(ctx);
+}
+
+void ZmqIngest::open(zmq::context_t& ctx) {
   p_.validate();
-  limits_.max_samples = p.max_samples;
-  limits_.max_coils = p.max_coils;
+  limits_.max_samples = p_.max_samples;
+  limits_.max_coils = p_.max_coils;
   // No message part may make ZeroMQ allocate more than the largest valid spoke (a peer that tries is
   // disconnected by ZeroMQ).
-  const std::int64_t largest = std::max<std::int64_t>(std::int64_t(p.max_samples) * p.max_coils * 8,
+  const std::int64_t largest = std::max<std::int64_t>(std::int64_t(p_.max_samples) * p_.max_coils * 8,
                                                       std::int64_t(limits_.max_text_bytes)) +
                                4096;
   sock_.set(zmq::sockopt::maxmsgsize, largest);
-  sock_.set(zmq::sockopt::rcvhwm, p.rcvhwm);
+  sock_.set(zmq::sockopt::rcvhwm, p_.rcvhwm);
   sock_.set(zmq::sockopt::rcvtimeo, 100);
   sock_.set(zmq::sockopt::linger, 0);
-  if (p.socket == ReceiveSocket::Sub) sock_.set(zmq::sockopt::subscribe, "");
-  if (!p.curve_key.empty()) make_curve_server(sock_, read_curve_key_file(p.curve_key, true));
+  if (p_.socket == ReceiveSocket::Sub) sock_.set(zmq::sockopt::subscribe, "");
+  if (!p_.curve_key.empty()) make_curve_server(sock_, read_curve_key_file(p_.curve_key, true));
   // Connections come and go on the guard's monitor: bounded in number, counted, the first failures logged.
-  guard_ = std::make_unique<ConnectionGuard>(ctx, sock_, p.connections, "stream.endpoint", metrics_.peers);
-  bind_or_connect(sock_, p.endpoint, p.bind, "stream.endpoint");
+  guard_ = std::make_unique<ConnectionGuard>(ctx, sock_, p_.connections, "stream.endpoint", metrics_.peers);
+  bind_or_connect(sock_, p_.endpoint, p_.bind, "stream.endpoint");
   endpoint_ = sock_.get(zmq::sockopt::last_endpoint);
 }
 
-std::string Ingest::bound_endpoint() const {
+std::string ZmqIngest::bound_endpoint() const {
   return endpoint_;
 }
 
-Ingest::~Ingest() {
+ZmqIngest::~ZmqIngest() {
   stop();
   guard_.reset();  // stops the socket's events before it closes
 }
 
-void Ingest::start() {
+void ZmqIngest::start() {
   if (running_.exchange(true)) return;
   thread_ = std::thread([this] { run(); });
 }
 
-void Ingest::stop() {
+void ZmqIngest::stop() {
   if (running_.exchange(false) && thread_.joinable()) {
-    intake_.stop();  // a writer waiting for the reconstruction
+    intake_->stop();  // a writer waiting for the reconstruction
     thread_.join();
   }
-  intake_.stop();
+  intake_->stop();
 }
 
-bool Ingest::follows(std::uint32_t id, wire::MsgType type, std::int64_t now) {
+bool ZmqIngest::follows(std::uint32_t id, wire::MsgType type, std::int64_t now) {
   if (type == wire::MsgType::Heartbeat) return true;
   if (p_.accept_stream_id != 0 && id != std::uint32_t(p_.accept_stream_id)) {
     if (!followed_) followed_ = std::uint32_t(p_.accept_stream_id);
@@ -91,7 +106,7 @@ bool Ingest::follows(std::uint32_t id, wire::MsgType type, std::int64_t now) {
   const bool silent = double(now - followed_last_ns_) * 1e-9 > p_.sender_timeout_s;
   if (type != wire::MsgType::Header || p_.accept_stream_id != 0 || !(followed_closed_ || silent))
     return false;
-  if (intake_.event_line_allowed(now))
+  if (intake_->event_line_allowed(now))
     log::info("ingest: stream {} {}; now following stream {}", *followed_,
               followed_closed_ ? "closed"
                                : fmt::format("silent for {:.1f} s", double(now - followed_last_ns_) * 1e-9),
@@ -102,7 +117,7 @@ bool Ingest::follows(std::uint32_t id, wire::MsgType type, std::int64_t now) {
   return true;
 }
 
-void Ingest::run() {
+void ZmqIngest::run() {
   std::vector<zmq::message_t> msgs;
   std::vector<std::span<const std::byte>> parts;
   constexpr std::size_t kMaxParts = 8;
@@ -159,10 +174,10 @@ void Ingest::run() {
     }
   }
   if (!held_.empty()) drop_held_spokes("spokes held for a stream header that never came");
-  intake_.say_events_left_out();
+  intake_->say_events_left_out();
 }
 
-void Ingest::handle(std::span<const std::span<const std::byte>> parts) {
+void ZmqIngest::handle(std::span<const std::span<const std::byte>> parts) {
   std::size_t bytes = 0;
   for (const auto& p : parts) bytes += p.size();
   metrics_.bytes += bytes;
@@ -179,7 +194,7 @@ void Ingest::handle(std::span<const std::span<const std::byte>> parts) {
   }
   switch (type) {
     case wire::MsgType::Header:
-      intake_.header(d.msg);
+      intake_->header(d.msg);
       if (!held_.empty()) take_held_spokes(d.msg.env.stream_id);
       return;
     case wire::MsgType::Heartbeat:
@@ -187,22 +202,22 @@ void Ingest::handle(std::span<const std::span<const std::byte>> parts) {
       return;
     case wire::MsgType::Text:
       ++metrics_.texts;
-      if (intake_.event_line_allowed(monotonic_ns()))
+      if (intake_->event_line_allowed(monotonic_ns()))
         log::info("ingest: sender says: {}", log::printable_line(d.msg.text));
       return;
     case wire::MsgType::Close:
-      intake_.close(d.msg);
+      intake_->close(d.msg);
       return;
     case wire::MsgType::Spoke:
-      if (!intake_.has_stream())  // held for its stream's header (counted as no_header if none claims it)
+      if (!intake_->has_stream())  // held for its stream's header (counted as no_header if none claims it)
         hold_early_spoke(d.msg.env.stream_id, parts);
       else
-        intake_.spoke(d.msg, parts[1]);
+        intake_->spoke(d.msg, parts[1]);
       return;
   }
 }
 
-void Ingest::hold_early_spoke(std::uint32_t stream_id, std::span<const std::span<const std::byte>> parts) {
+void ZmqIngest::hold_early_spoke(std::uint32_t stream_id, std::span<const std::span<const std::byte>> parts) {
   if (!held_.empty() && stream_id != held_stream_)
     drop_held_spokes("held spokes of another stream (a new stream began before any header)");
   std::size_t bytes = 0;
@@ -213,7 +228,7 @@ void Ingest::hold_early_spoke(std::uint32_t stream_id, std::span<const std::span
                        kMaxHeldBytes >> 20));
     return;
   }
-  if (held_.empty() && intake_.event_line_allowed(monotonic_ns()))
+  if (held_.empty() && intake_->event_line_allowed(monotonic_ns()))
     log::info(
         "ingest: spokes of stream {} before its header (started mid-stream?): held until the header comes",
         stream_id);
@@ -225,8 +240,8 @@ void Ingest::hold_early_spoke(std::uint32_t stream_id, std::span<const std::span
   ++metrics_.held_before_header;
 }
 
-void Ingest::take_held_spokes(std::uint32_t header_stream_id) {
-  if (!intake_.has_stream()) return;  // the header was refused: the spokes wait for a usable one
+void ZmqIngest::take_held_spokes(std::uint32_t header_stream_id) {
+  if (!intake_->has_stream()) return;  // the header was refused: the spokes wait for a usable one
   if (header_stream_id != held_stream_) {
     drop_held_spokes("held spokes of a stream whose header never came");
     return;
@@ -247,7 +262,7 @@ void Ingest::take_held_spokes(std::uint32_t header_stream_id) {
   }
 }
 
-void Ingest::drop_held_spokes(const std::string& why) {
+void ZmqIngest::drop_held_spokes(const std::string& why) {
   for (std::size_t i = 0; i < held_.size(); ++i) reject(wire::Reject::NoHeader, why);
   held_.clear();
   held_bytes_ = 0;

@@ -1,4 +1,4 @@
-#include "stream/mrd_session.hpp"
+#include "ingest/mrd/mrd_session.hpp"
 
 #include <fmt/format.h>
 #include <ismrmrd/ismrmrd.h>

@@ -1,4 +1,4 @@
-#include "stream/mrd_images.hpp"
+#include "ingest/mrd/mrd_images.hpp"
 
 #include <fmt/format.h>
 #include <ismrmrd/ismrmrd.h>
