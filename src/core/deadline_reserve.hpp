@@ -1,8 +1,9 @@
 // What a deadline keeps back for what its predictions miss (a hiccup of the host or the GPU longer than any
 // piece of work timed so far), learned from the frames that still overran: each overrun adds its own, at
 // most a quarter of the deadline, and the reserve fades by 0.01% a frame (a half-life of about 2 minutes at
-// 50 frames/s). NLINV's IRGNM and the CG-SENSE stage keep one each; the IRGNM keeps back at least a floor
-// (kept_back), the CG-SENSE stage, whose R9 solves end well before their deadline, the learned part alone.
+// 50 frames/s). NLINV's IRGNM and the CG-SENSE stage keep one each in their iter/deadline_stepper; the IRGNM
+// keeps back at least a floor (kept_back), the CG-SENSE stage, whose R9 solves end well before their
+// deadline, the learned part alone.
 #pragma once
 #include <algorithm>
 

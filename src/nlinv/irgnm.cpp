@@ -27,21 +27,7 @@ Irgnm::Irgnm(NlinvModel& model, std::unique_ptr<VectorOps> ops)
 Irgnm::~Irgnm() = default;
 
 void Irgnm::set_clock(std::function<double()> elapsed_ms) {
-  clock_ = std::move(elapsed_ms);
-}
-
-double Irgnm::now_ms() const {
-  if (clock_) return clock_();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
-}
-
-bool Irgnm::past_deadline(double t, double next_ms) const {
-  // The next piece of work (timed as the slowest of its kind so far, with a margin of half again) and the
-  // output that follows it (the slowest tail so far, at least one CG iteration) must still fit, before the
-  // reserve learned from the frames that overran (at least its floor for the host's jitter; under a test's
-  // driven clock there is no jitter: the learned part alone).
-  const double keep = clock_ ? reserve_.ms() : reserve_.kept_back(deadline_ms_);
-  return deadline_ms_ > 0 && t + 1.5 * (next_ms + std::max(slowest_cg_, slowest_tail_)) + keep > deadline_ms_;
+  deadline_.set_clock(std::move(elapsed_ms));
 }
 
 int Irgnm::cg(double alpha, int max_iter, const cfloat* b, double t_setup, int& spent) {
@@ -53,9 +39,9 @@ int Irgnm::cg(double alpha, int max_iter, const cfloat* b, double t_setup, int& 
   o.copy(p, b, n);
   o.dot_re(b, b, n, kRR);
   const double bb = o.read(kRR);  // waits for the Newton step's set-up too: its time is its own
-  if (deadline_ms_ > 0) {
-    t_last_ = now_ms();
-    slowest_setup_ = std::max(slowest_setup_, t_last_ - t_setup);
+  if (deadline_.active()) {
+    t_last_ = deadline_.now_ms();
+    deadline_.note(DeadlineStepper::Work::Setup, t_last_ - t_setup);
   }
   if (bb == 0 || max_iter <= 0) return 0;
   const double limit = (0.01 * bb) * (0.01 * bb);  // BART's legacy rule: ||r|| <= (cgtol ||b||)^2, cgtol 0.1
@@ -81,7 +67,7 @@ int Irgnm::cg(double alpha, int max_iter, const cfloat* b, double t_setup, int& 
   // Under a deadline the CG does not run ahead: on the H200, N2 with running ahead (each run-ahead checked
   // against the deadline) missed 12 and 25 of 29,957 frames by ~0.8 ms, against 3 of 19,962 and 9 of 29,973
   // looking at every |r| before the next iteration; the frames gained 10% more iterations, not worth a miss.
-  const bool ahead = run_ahead_ && deadline_ms_ <= 0;
+  const bool ahead = run_ahead_ && !deadline_.active();
   while (done < enqueued) {
     if (ahead && enqueued == done + 1 && enqueued < max_iter && last * ratio > 4 * limit) enqueue(enqueued++);
     const double rs = o.fetch(done % VectorOps::kPosts);  // waits for iteration `done` only
@@ -92,11 +78,11 @@ int Irgnm::cg(double alpha, int max_iter, const cfloat* b, double t_setup, int& 
       spent += enqueued - done;
       break;
     }
-    if (deadline_ms_ > 0) {  // (nothing in flight here)
-      const double t = now_ms();
-      slowest_cg_ = std::max(slowest_cg_, t - t_last_);
+    if (deadline_.active()) {  // (nothing in flight here)
+      const double t = deadline_.now_ms();
+      deadline_.note(DeadlineStepper::Work::Iteration, t - t_last_);
       t_last_ = t;
-      if (past_deadline(t, 0)) {  // the next iteration and the output
+      if (!deadline_.fits(t, 0)) {  // the next iteration and the output
         stopped_early_ = true;
         break;
       }
@@ -112,26 +98,19 @@ IrgnmReport Irgnm::solve(const NlinvParams& p, cfloat* x, const cfloat* x_ref, c
   const std::size_t n = model_.unknowns(), m = model_.data_size();
   VectorOps& o = *ops_;
   double alpha = 1.0;
-  start_ = start;
-  deadline_ms_ = p.deadline_ms;
+  deadline_.begin_frame(p.deadline_ms, start);
   stopped_early_ = false;
-  // The slowest times are kept from frame to frame (fading by 2% a frame): a frame's first checks then know
-  // what its work costs before it has timed any of it.
-  slowest_cg_ *= 0.98;
-  slowest_setup_ *= 0.98;
-  slowest_tail_ *= 0.98;
-  reserve_.next_frame();
   progress_.newton_step = 0;
   progress_.cg_iterations = 0;
   for (int step = 0; step < p.newton; ++step) {
     progress_.newton_step = step + 1;
-    if (deadline_ms_ > 0 && step > 0) {  // a further Newton step needs its set-up and one CG iteration
-      if (past_deadline(now_ms(), slowest_setup_)) {
+    if (deadline_.active() && step > 0) {  // a further Newton step needs its set-up and one CG iteration
+      if (!deadline_.fits(deadline_.now_ms(), deadline_.slowest(DeadlineStepper::Work::Setup))) {
         stopped_early_ = true;
         break;
       }
     }
-    const double t_setup = deadline_ms_ > 0 ? now_ms() : 0;
+    const double t_setup = deadline_.active() ? deadline_.now_ms() : 0;
     model_.linearize(x);
     model_.value(v_->r_data.data());
     o.rsub(v_->r_data.data(), y, m);  // r = y - F(x)

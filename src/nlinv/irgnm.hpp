@@ -13,7 +13,7 @@
 #include <functional>
 #include <memory>
 
-#include "core/deadline_reserve.hpp"
+#include "iter/deadline_stepper.hpp"
 #include "linalg/vector_ops.hpp"
 #include "nlinv/nlinv_engine.hpp"
 #include "nlinv/nlinv_model.hpp"
@@ -39,43 +39,42 @@ class Irgnm {
   // Tests: the clock the deadline reads (ms since the solve's start); empty: the steady clock.
   void set_clock(std::function<double()> elapsed_ms);
   // A test's clock: the test also says what the tail cost and what overran (note_tail, note_overrun).
-  bool clock_driven() const { return bool(clock_); }
+  bool clock_driven() const { return deadline_.clock_driven(); }
   // Whether CG enqueues its next iteration before looking at the last one's |r| (on the GPU by default, and
   // only without a deadline; on the host it gains nothing, and tests turn it on to check that it changes no
   // result).
   void set_run_ahead(bool on) { run_ahead_ = on; }
   // Drops the slowest times kept for the deadline's predictions.
-  void forget_timings() {
-    slowest_cg_ = slowest_setup_ = slowest_tail_ = 0;
-    reserve_.forget();
-  }
+  void forget_timings() { deadline_.forget_timings(); }
   // The frame's tail after the iterations (the coil images of the solution, the output image, its copy back),
   // timed by the caller from tail_start(): the deadline then reserves the slowest tail so far instead of one
   // CG iteration (on the H200, N2's small misses overran by ~0.2 ms: the tail cost more than an iteration).
-  void note_tail(double ms) { slowest_tail_ = std::max(slowest_tail_, ms); }
+  void note_tail(double ms) { deadline_.note(DeadlineStepper::Work::Tail, ms); }
   // A frame that ended `ms` past its deadline: kept back from the next frames' deadlines
   // (core/deadline_reserve.hpp).
-  void note_overrun(double ms) { reserve_.note_overrun(ms, deadline_ms_); }
-  double reserve_ms() const { return reserve_.ms(); }
-  void forget_reserve() { reserve_.forget(); }
-  double slowest_tail_ms() const { return slowest_tail_; }
+  void note_overrun(double ms) { deadline_.note_overrun(ms); }
+  double reserve_ms() const { return deadline_.reserve_ms(); }
+  void forget_reserve() { deadline_.forget_reserve(); }
+  double slowest_tail_ms() const { return deadline_.slowest(DeadlineStepper::Work::Tail); }
   std::chrono::steady_clock::time_point tail_start() const { return tail_start_; }
 
  private:
   // The CG of one Newton step from h = 0; t_setup: when the step's set-up began (ms); spent counts the
   // iterations run ahead of convergence.
   int cg(double alpha, int max_iter, const cfloat* b, double t_setup, int& spent);
-  double now_ms() const;
-  bool past_deadline(double t, double next_ms) const;
 
   NlinvModel& model_;
   std::unique_ptr<VectorOps> ops_;
   struct Vectors;
   std::unique_ptr<Vectors> v_;
-  std::function<double()> clock_;
-  std::chrono::steady_clock::time_point start_;
-  double deadline_ms_ = 0, slowest_cg_ = 0, slowest_setup_ = 0, slowest_tail_ = 0, t_last_ = 0;
-  DeadlineReserve reserve_;
+  // The next piece of work (timed as the slowest of its kind so far, with a margin of half again) and the
+  // output that follows it (the slowest tail so far, at least one CG iteration) must still fit, before the
+  // reserve learned from the frames that overran (at least its floor for the host's jitter; under a test's
+  // driven clock there is no jitter: the learned part alone). The slowest times are kept from frame to frame
+  // (fading by 2% a frame): a frame's first checks then know what its work costs before it has timed any of
+  // it.
+  DeadlineStepper deadline_{{1.5, 0.98, true, true}};
+  double t_last_ = 0;
   std::chrono::steady_clock::time_point tail_start_;
   bool stopped_early_ = false;
   bool run_ahead_;

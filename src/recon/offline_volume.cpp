@@ -10,6 +10,8 @@
 #include "core/error.hpp"
 #include "core/heartbeat.hpp"
 #include "core/log.hpp"
+#include "gpu/device_memory.hpp"
+#include "gpu/handles.hpp"
 #include "io/cfl.hpp"
 #include "recon/backend.hpp"
 #include "recon/coil_map_source.hpp"
@@ -51,6 +53,32 @@ std::vector<HostBuffer<cfloat>> read_volume_maps(const std::string& path, int N,
   return out;
 }
 
+// On the GPU every partition's frame goes up once (timed apart from the reconstruction, as a stream's spokes
+// are on the device before their frame), and each partition is then copied on the device into the chain.
+struct DeviceFrames {
+  DeviceBuffer<cfloat> data;
+  DeviceBuffer<float> traj;
+  std::size_t block = 0;  // one partition's data
+};
+
+DeviceFrames upload(const std::vector<Frame>& frames) {
+  DeviceFrames d;
+  d.block = frames[0].data.size();
+  d.data = DeviceBuffer<cfloat>(Extents{d.block * frames.size()});
+  d.traj = DeviceBuffer<float>(Extents{frames[0].traj.size()});
+  const gpu::Stream up;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::size_t z = 0; z < frames.size(); ++z)
+    gpu::copy_to_device(d.data.data() + z * d.block, frames[z].data.data(), d.block * sizeof(cfloat),
+                        up.get());
+  gpu::copy_to_device(d.traj.data(), frames[0].traj.data(), d.traj.size() * sizeof(float), up.get());
+  gpu::synchronize(up.get());
+  log::info("volume: {} partitions' data on the GPU ({:.0f} MB, {:.1f} ms)", frames.size(),
+            double(d.block * frames.size() * sizeof(cfloat)) / 1e6,
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  return d;
+}
+
 }  // namespace
 
 bool is_stack_of_stars(const OfflineRecon& job) {
@@ -58,8 +86,35 @@ bool is_stack_of_stars(const OfflineRecon& job) {
   return stack_of_stars_layout(read_cfl(job.traj), job.partitions, job.traj).has_value();
 }
 
+namespace {
+
+// Each partition's coil maps [C][N][N]: the file's, or estimated from the partition's own data (timed apart).
+std::vector<HostBuffer<cfloat>> volume_maps(const ReconChain& chain, const ReconParams& params,
+                                            const std::vector<Frame>& frames, const std::string& sens,
+                                            Heartbeat& beat) {
+  const Geometry& g = frames[0].geometry;
+  const int P = int(frames.size());
+  if (!sens.empty()) {
+    log::info("coil maps: {}", sens);
+    return read_volume_maps(sens, g.matrix, P, g.coils);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const CoilMapSource estimator(params);
+  std::vector<HostBuffer<cfloat>> maps;
+  for (int z = 0; z < P; ++z) {
+    beat.doing(fmt::format("estimating the coil maps of partition {} of {}", z + 1, P));
+    maps.push_back(estimator.estimate_now(chain, frames[std::size_t(z)]));
+  }
+  beat.idle();
+  log::info("coil maps: estimated from each partition's data ({} coils, {} partitions, {:.0f} ms)", g.coils,
+            P, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  return maps;
+}
+
+}  // namespace
+
 OfflineVolume reconstruct_volume(const std::vector<Frame>& frames, const ReconParams& params_in,
-                                 const std::string& sens, bool want_maps) {
+                                 const std::string& sens, bool want_maps, int repeat) {
   if (frames.empty()) throw InputError("a stack of stars with no partitions");
   ReconParams params = params_in;
   params.cg.sens.clear();  // the maps are set here per partition, never read by the chain as 2D maps
@@ -67,54 +122,72 @@ OfflineVolume reconstruct_volume(const std::vector<Frame>& frames, const ReconPa
   log::info("backend: {} ({})", to_string(backend.backend), backend.reason);
   const Geometry& g = frames[0].geometry;
   const int P = int(frames.size()), N = g.matrix;
+  const std::size_t plane = std::size_t(N) * std::size_t(N);
   const Registry registry = default_registry();
   ReconChain chain(params, backend.backend, registry);
   Heartbeat beat("recon");
   beat.doing("planning");
   chain.configure(g);
   beat.idle();
-  std::vector<HostBuffer<cfloat>> given;
-  if (chain.needs_coil_maps() && !sens.empty()) given = read_volume_maps(sens, N, P, g.coils);
-  if (chain.needs_coil_maps())
-    log::info("coil maps: {}", sens.empty() ? std::string("estimated from each partition's data") : sens);
-  const CoilMapSource estimator(params);
+  const std::vector<HostBuffer<cfloat>> maps = chain.needs_coil_maps()
+                                                   ? volume_maps(chain, params, frames, sens, beat)
+                                                   : std::vector<HostBuffer<cfloat>>();
   OfflineVolume out;
   out.matrix = N;
   out.partitions = P;
-  const std::size_t plane = std::size_t(N) * std::size_t(N);
   out.image.resize(plane * std::size_t(P));
-  if (want_maps && chain.needs_coil_maps()) {
+  if (want_maps && !maps.empty()) {
     out.coils = g.coils;
     out.coil_maps.resize(plane * std::size_t(P) * std::size_t(g.coils));
-  }
-  std::vector<double> times;
-  for (int z = 0; z < P; ++z) {
-    const Frame& f = frames[std::size_t(z)];
-    beat.doing(fmt::format("reconstructing partition {} of {}", z + 1, P), [&chain] {
-      const std::string stage = chain.running_stage();
-      return stage.empty() ? std::string() : "stage " + stage;
-    });
-    if (chain.needs_coil_maps()) {
-      const HostBuffer<cfloat> maps = given.empty() ? estimator.estimate_now(chain, f) : HostBuffer<cfloat>();
-      const HostBuffer<cfloat>& m = given.empty() ? maps : given[std::size_t(z)];
-      chain.set_coil_maps(m.view());
-      for (int c = 0; c < out.coils; ++c)
-        std::copy(m.data() + std::size_t(c) * plane, m.data() + std::size_t(c + 1) * plane,
+    for (int z = 0; z < P; ++z)
+      for (int c = 0; c < g.coils; ++c)
+        std::copy(maps[std::size_t(z)].data() + std::size_t(c) * plane,
+                  maps[std::size_t(z)].data() + std::size_t(c + 1) * plane,
                   out.coil_maps.begin() + long((std::size_t(c) * std::size_t(P) + std::size_t(z)) * plane));
+  }
+  const DeviceFrames dev = chain.backend() == Backend::Cuda ? upload(frames) : DeviceFrames{};
+  std::vector<double> volumes, partitions;
+  for (int r = 0; r < repeat; ++r) {
+    double volume_ms = 0;
+    for (int z = 0; z < P; ++z) {
+      const Frame& f = frames[std::size_t(z)];
+      beat.doing(fmt::format("reconstructing partition {} of {}{}", z + 1, P,
+                             repeat > 1 ? fmt::format(" (run {} of {})", r + 1, repeat) : std::string()),
+                 [&chain] {
+                   const std::string stage = chain.running_stage();
+                   return stage.empty() ? std::string() : "stage " + stage;
+                 });
+      if (!maps.empty()) chain.set_coil_maps(maps[std::size_t(z)].view());
+      chain.reset_state();  // each partition its own problem: no warm start from the partition before
+      const auto t0 = std::chrono::steady_clock::now();
+      const View<const cfloat> image =
+          dev.block == 0
+              ? chain.reconstruct(f)
+              : chain.reconstruct_device(
+                    [&](cfloat* d_data, float* d_traj, gpu::StreamRef stream) {
+                      gpu::copy_device(d_data, dev.data.data() + std::size_t(z) * dev.block,
+                                       dev.block * sizeof(cfloat), stream);
+                      gpu::copy_device(d_traj, dev.traj.data(), dev.traj.size() * sizeof(float), stream);
+                      return true;
+                    },
+                    chain.wants_host_frame() ? &f : nullptr);
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      partitions.push_back(ms);
+      volume_ms += ms;
+      std::copy(image.data, image.data + plane, out.image.begin() + long(std::size_t(z) * plane));
     }
-    chain.reset_state();  // each partition its own problem: no warm start from the partition before
-    const auto t0 = std::chrono::steady_clock::now();
-    const View<const cfloat> image = chain.reconstruct(f);
-    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    std::copy(image.data, image.data + plane, out.image.begin() + long(std::size_t(z) * plane));
+    volumes.push_back(volume_ms);
   }
   beat.idle();
-  double total = 0;
-  for (double t : times) total += t;
-  std::sort(times.begin(), times.end());
+  std::sort(volumes.begin(), volumes.end());
+  std::sort(partitions.begin(), partitions.end());
   log::info(
-      "reconstruction: {} partitions of {}, {:.1f} ms in all (a partition: median {:.2f} ms, max {:.2f})", P,
-      g.str(), total, times[times.size() / 2], times.back());
+      "reconstruction: {} partitions of {}: a volume median {:.2f} ms over {} run(s) (min {:.2f}, max "
+      "{:.2f}); "
+      "a partition median {:.3f} ms, max {:.3f}",
+      P, g.str(), volumes[volumes.size() / 2], volumes.size(), volumes.front(), volumes.back(),
+      partitions[partitions.size() / 2], partitions.back());
   return out;
 }
 
@@ -133,8 +206,11 @@ void run_offline_volume(const OfflineRecon& a, const ReconParams& params) {
   for (const auto& s : layout->spokes_of) sampled += s.empty() ? 0 : 1;
   log::info("{}: a stack of stars, {} partitions ({} sampled) x {} spokes x {} samples", a.traj,
             layout->partitions, sampled, layout->spokes_per_partition, layout->samples);
+  const auto t0 = std::chrono::steady_clock::now();
   const std::vector<Frame> frames = stack_frames(*layout, t, k, a.matrix, what);
-  const OfflineVolume v = reconstruct_volume(frames, params, params.cg.sens, !a.sens_out.empty());
+  log::info("volume: the inverse DFT along kz on the CPU, {:.0f} ms",
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  const OfflineVolume v = reconstruct_volume(frames, params, params.cg.sens, !a.sens_out.empty(), a.repeat);
   const long N = v.matrix, P = v.partitions;
   if (!a.sens_out.empty()) {
     if (v.coils == 0)

@@ -23,9 +23,10 @@ struct OfflineVolume {
 bool is_stack_of_stars(const OfflineRecon& job);
 
 // frames: one per z position (stack_frames). sens: BART [N N P C] or [N N 1 C] coil maps, or none (the
-// chain's method estimates them per partition when it reads maps). Throws ConfigError naming the bad value.
+// chain's method estimates them per partition when it reads maps). On the GPU the frames go up once; the
+// volume is reconstructed `repeat` times, its median time logged. Throws ConfigError naming the bad value.
 OfflineVolume reconstruct_volume(const std::vector<Frame>& frames, const ReconParams& params,
-                                 const std::string& sens, bool want_maps);
+                                 const std::string& sens, bool want_maps, int repeat = 1);
 
 // Reads job.traj/job.kspace as a stack of stars, reconstructs and writes job.out (.cfl [N N P]) and, when
 // asked, job.sens_out ([N N P coils]).

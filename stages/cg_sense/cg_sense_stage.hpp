@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "core/deadline_reserve.hpp"
 #include "core/error.hpp"
 #include "gpu/device_memory.hpp"
 #include "gpu/handles.hpp"
+#include "iter/deadline_stepper.hpp"
 #include "linalg/conjugate_gradient.hpp"
 #include "noncart/coil_split_sense.hpp"
 #include "stages/cg_sense/cg_sense.hpp"
@@ -108,27 +108,26 @@ class CgSenseStage final : public Stage {
       probe_end(ctx, t0);
       return;
     }
-    // Deadline: iterate while the next iteration (timed as the slowest so far) still fits before the reserve
-    // learned from the frames that overran (core/deadline_reserve.hpp).
-    reserve_.next_frame();
+    // Deadline: iterate while the next iteration (timed as the slowest of this frame's) still fits before the
+    // reserve learned from the frames that overran (iter/deadline_stepper.hpp).
+    deadline_.begin_frame(p_.deadline_ms, t0);
     auto elapsed = [&] {
       if (loc_ == Location::Device) gpu::synchronize(ctx.stream);
-      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      return deadline_.now_ms();
     };
     cg_->begin(*op_, b_.data(), out.data, o, warm, reg_.get());
-    double t = elapsed(), slowest = 0;
-    while (cg_->iterations() < p_.iterations &&
-           (cg_->iterations() == 0 || t + slowest + reserve_.ms() <= p_.deadline_ms)) {
+    double t = elapsed();
+    while (cg_->iterations() < p_.iterations && (cg_->iterations() == 0 || deadline_.fits(t, 0))) {
       cg_->step(*op_, out.data, o, reg_.get());
       const double t1 = elapsed();
-      slowest = std::max(slowest, t1 - t);
+      deadline_.note(DeadlineStepper::Work::Iteration, t1 - t);
       t = t1;
     }
     stats_.iterations = cg_->iterations();
     stats_.ms = t;
     stats_.stopped_early = cg_->iterations() < p_.iterations;
-    reserve_.note_overrun(t - p_.deadline_ms, p_.deadline_ms);
-    stats_.deadline_reserve_ms = reserve_.ms();
+    deadline_.note_overrun(t - p_.deadline_ms);
+    stats_.deadline_reserve_ms = deadline_.reserve_ms();
   }
 
   std::string progress() const override {
@@ -262,7 +261,9 @@ class CgSenseStage final : public Stage {
   std::unique_ptr<ConjugateGradient> cg_;
   const cfloat* maps_ = nullptr;
   SolverStats stats_;
-  DeadlineReserve reserve_;  // deadline mode: kept back for what the timing missed
+  // Deadline mode: this frame's slowest iteration and the reserve learned from overruns (no margin, no floor:
+  // R9's solves end far before their deadline).
+  DeadlineStepper deadline_{{1.0, 0.0, false, true}};
   std::unique_ptr<CoilSplitSense> split_;
   std::size_t split_points_ = 0;
   std::vector<double> probe_ms_;

@@ -78,7 +78,10 @@ TEST(StackOfStarsCuda, TheGpuVolumeEqualsTheCpuVolumeForEveryMethod) {
     std::string sens;
     double tolerance;
   };
-  for (const Method& m : {Method{ReconMethod::Gridding, "", 1e-5}, Method{ReconMethod::CgSense, maps, 1e-4},
+  // CG in float amplifies the backends' rounding on an undersampled 48-spoke window: the bound of
+  // SenseCuda.CgSenseFramesMatchTheCpuChainWithGraphWarmStartAndDeadline for 12 iterations from zero (2e-2;
+  // 6.0e-3 measured here on an H200 with 10).
+  for (const Method& m : {Method{ReconMethod::Gridding, "", 1e-5}, Method{ReconMethod::CgSense, maps, 2e-2},
                           Method{ReconMethod::Nlinv, "", 1e-2}}) {
     ReconParams p;
     p.method = m.method;
