@@ -3,7 +3,7 @@
 # src/ingest: the GPU tests of those paths (RADSTREAM_REQUIRE_GPU=1), issue 56's V1 case (192^2 x 32
 # partitions, 96 spokes a partition x 384 samples x 32 coils, random data from scripts/make_stack_case.py)
 # through `recon --backend cuda` for gridding and cg-sense, then the MRD pipes on CUDA and a short soak of the
-# server under attack (scripts/gpu_check_pipes.sh, inputs in $GPUIN). Binaries from .dcpack/dc.tar.xz
+# server under attack (scripts/gpu_check_pipes.sh, inputs in $GPUIN; PIPES=0 leaves them out). Binaries from .dcpack/dc.tar.xz
 # (scripts/make_devcarry.sh). Writes under $OUT.
 set -u
 OUT=${OUT:-out}
@@ -17,8 +17,8 @@ v=/tmp/v1
 python3 scripts/make_stack_case.py $v
 for m in gridding cg-sense; do
   run .devcarry/radstream recon --traj $v/traj --kspace $v/ksp --matrix 192 --backend cuda --method $m \
-    --out $v/$m.cfl > "$OUT/v1-$m.log" 2>&1
+    --repeat ${REPEAT:-20} --out $v/$m.cfl > "$v/v1-$m.log" 2>&1
   echo "V1 $m (cuda): rc=$?"
-  grep -E "stack of stars|reconstruction:|kz" "$OUT/v1-$m.log"
+  grep -E "stack of stars|reconstruction:|volume:|coil maps" "$v/v1-$m.log"
 done 2>&1 | tee "$OUT/v1.txt"
-OUT=$OUT GPUIN=${GPUIN:-.dcpack/gpuin} SOAK_S=${SOAK_S:-90} bash scripts/gpu_check_pipes.sh
+[ "${PIPES:-1}" = 1 ] && OUT=$OUT GPUIN=${GPUIN:-.dcpack/gpuin} SOAK_S=${SOAK_S:-90} bash scripts/gpu_check_pipes.sh
