@@ -9,9 +9,14 @@ namespace radstream {
 
 namespace {
 // Scalar slots: two alternating <r,r> (old and new swap by parity, no copies), <p,q>, <b,b>.
-constexpr int kRr0 = 0, kRr1 = 1, kPq = 2, kBb = 3;
+constexpr int kRr0 = 0, kPq = 2, kBb = 3;
+static_assert(kBb < ConjugateGradient::kFirstFreeSlot);
 int rr_slot_after(int iterations) {
-  return iterations % 2 == 0 ? kRr0 : kRr1;
+  return ConjugateGradient::rr_slot(iterations);
+}
+// A LinearOperator's normal as the solver applies it (a lambda of one reference: no allocation).
+ConjugateGradient::Normal normal_of(LinearOperator& a) {
+  return [&a](const cfloat* x, cfloat* z) { a.normal(x, z); };
 }
 }  // namespace
 
@@ -23,9 +28,9 @@ ConjugateGradient::ConjugateGradient(std::size_t n, VectorOps& ops)
       q_(n, ops.location()),
       t_(n, ops.location()) {}
 
-void ConjugateGradient::apply(LinearOperator& a, LinearOperator* reg, const CgOptions& o, const cfloat* in,
+void ConjugateGradient::apply(const Normal& a, LinearOperator* reg, const CgOptions& o, const cfloat* in,
                               cfloat* out) {
-  a.normal(in, out);
+  a(in, out);
   if (o.lambda != 0.0) ops_.axpy(out, float(o.lambda), in, n_);
   if (reg && o.mu != 0.0) {
     reg->normal(in, t_.data());
@@ -43,7 +48,7 @@ void ConjugateGradient::check(LinearOperator& a, const CgOptions& o, LinearOpera
     throw ConfigError("cg: max_iterations = " + std::to_string(o.max_iterations) + " must be >= 0");
 }
 
-void ConjugateGradient::start(LinearOperator& a, const cfloat* b, cfloat* x, const CgOptions& o, bool warm,
+void ConjugateGradient::start(const Normal& a, const cfloat* b, cfloat* x, const CgOptions& o, bool warm,
                               LinearOperator* reg) {
   cfloat* r = r_.data();
   if (warm) {
@@ -58,18 +63,19 @@ void ConjugateGradient::start(LinearOperator& a, const cfloat* b, cfloat* x, con
   ops_.dot_re(r, r, n_, kRr0);
 }
 
-void ConjugateGradient::iterate(LinearOperator& a, cfloat* x, const CgOptions& o, int it,
-                                LinearOperator* reg) {
+void ConjugateGradient::iterate(const Normal& a, cfloat* x, const CgOptions& o, int it, LinearOperator* reg) {
   const int rr_old = rr_slot_after(it), rr_new = rr_slot_after(it + 1);
   if (o.lambda != 0.0 && !(reg && o.mu != 0.0)) {  // q = (A + lambda) p and <p, q> in one pass
-    a.normal(p_.data(), q_.data());
+    a(p_.data(), q_.data());
     ops_.axpy_dot(q_.data(), float(o.lambda), p_.data(), n_, kPq);
   } else {
     apply(a, reg, o, p_.data(), q_.data());
     ops_.dot_re(p_.data(), q_.data(), n_, kPq);
   }
-  // The step and the new <r, r> in one pass (no limit: every iteration steps).
-  ops_.cg_step_norm(x, r_.data(), p_.data(), q_.data(), n_, rr_old, kPq, rr_new, -1.0);
+  // The step and the new <r, r> in one pass (the first always steps; later ones are no-ops once converged
+  // when the caller's rule is given).
+  ops_.cg_step_norm(x, r_.data(), p_.data(), q_.data(), n_, rr_old, kPq, rr_new,
+                    it == 0 ? -1.0 : o.converged_rr);
   ops_.cg_direction(p_.data(), r_.data(), n_, rr_new, rr_old);
 }
 
@@ -77,21 +83,38 @@ void ConjugateGradient::enqueue(LinearOperator& a, const cfloat* b, cfloat* x, c
                                 LinearOperator* reg) {
   check(a, o, reg);
   if (o.tolerance != 0.0) throw ConfigError("cg: enqueue() runs a fixed count; tolerance must be 0");
-  start(a, b, x, o, warm, reg);
-  for (int it = 0; it < o.max_iterations; ++it) iterate(a, x, o, it, reg);
+  const Normal m = normal_of(a);
+  start(m, b, x, o, warm, reg);
+  for (int it = 0; it < o.max_iterations; ++it) iterate(m, x, o, it, reg);
   last_iterations_ = o.max_iterations;
 }
 
 void ConjugateGradient::begin(LinearOperator& a, const cfloat* b, cfloat* x, const CgOptions& o, bool warm,
                               LinearOperator* reg) {
   check(a, o, reg);
-  start(a, b, x, o, warm, reg);
+  start(normal_of(a), b, x, o, warm, reg);
   last_iterations_ = 0;
 }
 
 void ConjugateGradient::step(LinearOperator& a, cfloat* x, const CgOptions& o, LinearOperator* reg) {
-  iterate(a, x, o, last_iterations_, reg);
+  iterate(normal_of(a), x, o, last_iterations_, reg);
   ++last_iterations_;
+}
+
+void ConjugateGradient::begin(const Normal& a, const cfloat* b, cfloat* x, const CgOptions& o, bool warm) {
+  if (o.max_iterations < 0)
+    throw ConfigError("cg: max_iterations = " + std::to_string(o.max_iterations) + " must be >= 0");
+  start(a, b, x, o, warm, nullptr);
+  last_iterations_ = 0;
+}
+
+void ConjugateGradient::step(const Normal& a, cfloat* x, const CgOptions& o) {
+  iterate(a, x, o, last_iterations_, nullptr);
+  ++last_iterations_;
+}
+
+double ConjugateGradient::rhs_norm2() {
+  return ops_.read(kBb);
 }
 
 double ConjugateGradient::residual() {
@@ -110,12 +133,13 @@ CgReport ConjugateGradient::solve(LinearOperator& a, const cfloat* b, cfloat* x,
     rep.residual = residual();
     return rep;
   }
-  start(a, b, x, o, warm, reg);
+  const Normal m = normal_of(a);
+  start(m, b, x, o, warm, reg);
   const double bnorm = std::sqrt(ops_.read(kBb));
   int it = 0;
   while (std::sqrt(std::max(0.0, ops_.read(rr_slot_after(it)))) > o.tolerance * bnorm &&
          it < o.max_iterations) {
-    iterate(a, x, o, it, reg);
+    iterate(m, x, o, it, reg);
     ++it;
   }
   last_iterations_ = it;

@@ -12,6 +12,7 @@
 // 0 iterations). With tolerance = 0 it runs exactly max_iterations and never waits for the device until the
 // end (the loop can be captured in one CUDA graph). All workspaces are allocated in the constructor.
 #pragma once
+#include <functional>
 #include <memory>
 
 #include "linalg/linear_operator.hpp"
@@ -24,6 +25,10 @@ struct CgOptions {
   double tolerance = 0.0;  // relative residual |r| / |b| at which to stop; 0 = always max_iterations
   double lambda = 0.0;     // Tikhonov weight (absolute: the caller scales it to the data)
   double mu = 0.0;         // weight of the regularizer operator R (when given)
+  // A stopping rule the caller looks at on the host one iteration late (step by step, the next iteration
+  // already enqueued): every step after the first is a no-op on the device once <r, r> <= converged_rr, so an
+  // iteration enqueued after convergence changes nothing. Negative: every step steps.
+  double converged_rr = -1.0;
 };
 
 struct CgReport {
@@ -33,6 +38,10 @@ struct CgReport {
 
 class ConjugateGradient {
  public:
+  // The system's normal operator applied to a vector (x -> A^H A x), for a caller without a LinearOperator
+  // (NLINV's Gauss-Newton normal DG^H D DG); the LinearOperator overloads apply normal_of.normal().
+  using Normal = std::function<void(const cfloat*, cfloat*)>;
+
   // n: the unknowns (the operator's domain size); ops decides the location of the workspaces.
   ConjugateGradient(std::size_t n, VectorOps& ops);
 
@@ -53,17 +62,25 @@ class ConjugateGradient {
   void step(LinearOperator& normal_of, cfloat* x, const CgOptions& options,
             LinearOperator* regularizer = nullptr);
   int iterations() const { return last_iterations_; }
+  // The same over a Normal (no regularizer; the domain is the caller's to match).
+  void begin(const Normal& normal, const cfloat* b, cfloat* x, const CgOptions& options, bool warm_start);
+  void step(const Normal& normal, cfloat* x, const CgOptions& options);
+  // <b, b> of the last begin() (waits for the device).
+  double rhs_norm2();
+  // The scalar slot (VectorOps) holding <r, r> after `iterations` steps: a caller posts it to read |r| late.
+  // Slots 0..3 are the solver's; a caller sharing the VectorOps keeps its own scalars above them.
+  static int rr_slot(int iterations) { return iterations % 2 == 0 ? 0 : 1; }
+  static constexpr int kFirstFreeSlot = 4;
 
  private:
   std::size_t n_;
   VectorOps& ops_;
   Vector r_, p_, q_, t_;
   int last_iterations_ = 0;
-  void start(LinearOperator& a, const cfloat* b, cfloat* x, const CgOptions& o, bool warm,
-             LinearOperator* reg);
-  void iterate(LinearOperator& a, cfloat* x, const CgOptions& o, int it, LinearOperator* reg);
+  void start(const Normal& a, const cfloat* b, cfloat* x, const CgOptions& o, bool warm, LinearOperator* reg);
+  void iterate(const Normal& a, cfloat* x, const CgOptions& o, int it, LinearOperator* reg);
   void check(LinearOperator& a, const CgOptions& o, LinearOperator* reg) const;
-  void apply(LinearOperator& a, LinearOperator* reg, const CgOptions& o, const cfloat* in, cfloat* out);
+  void apply(const Normal& a, LinearOperator* reg, const CgOptions& o, const cfloat* in, cfloat* out);
 };
 
 }  // namespace radstream

@@ -8,20 +8,21 @@
 namespace radstream {
 
 namespace {
-enum Slot { kRR = 0, kRRNew = 1, kPQ = 2, kRes = 3 };
-
+// The data residual's |y - F(x)|^2, in a scalar slot the CG leaves alone.
+constexpr int kRes = ConjugateGradient::kFirstFreeSlot;
 }  // namespace
 
 struct Irgnm::Vectors {
-  LocatedBuffer r_data, b, h, r, p, ap;
-  Vectors(std::size_t n, std::size_t m, Location loc)
-      : r_data(m, loc), b(n, loc), h(n, loc), r(n, loc), p(n, loc), ap(n, loc) {}
+  LocatedBuffer r_data, b, h;
+  Vectors(std::size_t n, std::size_t m, Location loc) : r_data(m, loc), b(n, loc), h(n, loc) {}
 };
 
 Irgnm::Irgnm(NlinvModel& model, std::unique_ptr<VectorOps> ops)
     : model_(model),
       ops_(std::move(ops)),
       v_(std::make_unique<Vectors>(model.unknowns(), model.data_size(), model.location())),
+      cg_(model.unknowns(), *ops_),
+      normal_([this](const cfloat* v, cfloat* out) { model_.normal(v, out); }),
       run_ahead_(model.location() == Location::Device) {}
 
 Irgnm::~Irgnm() = default;
@@ -31,30 +32,25 @@ void Irgnm::set_clock(std::function<double()> elapsed_ms) {
 }
 
 int Irgnm::cg(double alpha, int max_iter, const cfloat* b, double t_setup, int& spent) {
-  const std::size_t n = model_.unknowns();
   VectorOps& o = *ops_;
-  cfloat *h = v_->h.data(), *r = v_->r.data(), *p = v_->p.data(), *ap = v_->ap.data();
-  o.zero(h, n);
-  o.copy(r, b, n);  // r = b - A 0
-  o.copy(p, b, n);
-  o.dot_re(b, b, n, kRR);
-  const double bb = o.read(kRR);  // waits for the Newton step's set-up too: its time is its own
+  cfloat* h = v_->h.data();
+  CgOptions co;
+  co.max_iterations = max_iter;
+  co.lambda = alpha;  // (DG^H D DG + alpha I) h = b from h = 0
+  cg_.begin(normal_, b, h, co, false);
+  const double bb = cg_.rhs_norm2();  // waits for the Newton step's set-up too: its time is its own
   if (deadline_.active()) {
     t_last_ = deadline_.now_ms();
     deadline_.note(DeadlineStepper::Work::Setup, t_last_ - t_setup);
   }
   if (bb == 0 || max_iter <= 0) return 0;
-  const double limit = (0.01 * bb) * (0.01 * bb);  // BART's legacy rule: ||r|| <= (cgtol ||b||)^2, cgtol 0.1
-  // Iteration i reads |r|^2 from slot rr(i) and writes rr(i + 1); its |r|^2 is posted to host entry i mod
-  // kPosts.
-  const auto rr = [](int i) { return i % 2 == 0 ? kRR : kRRNew; };
+  // BART's legacy rule: ||r|| <= (cgtol ||b||)^2, cgtol 0.1; an iteration enqueued after it holds is a no-op.
+  const double limit = (0.01 * bb) * (0.01 * bb);
+  co.converged_rr = limit;
+  // Iteration i's |r|^2 is posted to host entry i mod kPosts.
   const auto enqueue = [&](int i) {
-    if (i > 0) o.cg_direction(p, r, n, rr(i), rr(i - 1));
-    model_.normal(p, ap);
-    o.axpy_dot(ap, float(alpha), p, n, kPQ);  // ap = (A + alpha) p; <p, ap>
-    // a no-op once converged (the rule is looked at after an iteration: the first always steps)
-    o.cg_step_norm(h, r, p, ap, n, rr(i), kPQ, rr(i + 1), i == 0 ? -1.0 : limit);
-    o.post(rr(i + 1), i % VectorOps::kPosts);
+    cg_.step(normal_, h, co);
+    o.post(ConjugateGradient::rr_slot(i + 1), i % VectorOps::kPosts);
   };
   // The host looks at |r| one iteration late: while iteration i runs, i + 1 is already enqueued, so the GPU
   // never waits for the host between iterations. Running ahead is skipped when iteration i is expected to

@@ -1,7 +1,8 @@
 // The iteratively regularized Gauss-Newton method of NLINV, as BART's iter4_irgnm runs it for nlinv, on
 // either backend (the model's location; VectorOps at the same place): Newton steps n = 0..N-1, each solving
 //   (DG^H D DG + alpha_n I) h = DG^H (y - F(x_n)) + alpha_n (x_ref - x_n),   x_{n+1} = x_n + h
-// by conjugate gradients from h = 0 (at most newton_cg_max iterations, stopped by BART's legacy rule
+// by conjugate gradients (linalg/conjugate_gradient.hpp) from h = 0 (at most newton_cg_max iterations,
+// stopped by BART's legacy rule
 // ||r|| <= (0.1 ||b||)^2, the original Matlab nlinv's), then alpha <- (alpha - alpha_min) / redu + alpha_min,
 // alpha_0 = 1. The stopping rule reads |r| on the host one iteration late (the next iteration is already
 // enqueued, so the GPU does not wait for the host; one that turns out to follow convergence changes nothing).
@@ -14,6 +15,7 @@
 #include <memory>
 
 #include "iter/deadline_stepper.hpp"
+#include "linalg/conjugate_gradient.hpp"
 #include "linalg/vector_ops.hpp"
 #include "nlinv/nlinv_engine.hpp"
 #include "nlinv/nlinv_model.hpp"
@@ -67,6 +69,8 @@ class Irgnm {
   std::unique_ptr<VectorOps> ops_;
   struct Vectors;
   std::unique_ptr<Vectors> v_;
+  ConjugateGradient cg_;  // the one CG of linalg, over the model's normal operator
+  ConjugateGradient::Normal normal_;
   // The next piece of work (timed as the slowest of its kind so far, with a margin of half again) and the
   // output that follows it (the slowest tail so far, at least one CG iteration) must still fit, before the
   // reserve learned from the frames that overran (at least its floor for the host's jitter; under a test's
