@@ -11,9 +11,6 @@ namespace {
 // Scalar slots: two alternating <r,r> (old and new swap by parity, no copies), <p,q>, <b,b>.
 constexpr int kRr0 = 0, kPq = 2, kBb = 3;
 static_assert(kBb < ConjugateGradient::kFirstFreeSlot);
-int rr_slot_after(int iterations) {
-  return ConjugateGradient::rr_slot(iterations);
-}
 // A LinearOperator's normal as the solver applies it (a lambda of one reference: no allocation).
 ConjugateGradient::Normal normal_of(LinearOperator& a) {
   return [&a](const cfloat* x, cfloat* z) { a.normal(x, z); };
@@ -60,11 +57,20 @@ void ConjugateGradient::start(const Normal& a, const cfloat* b, cfloat* x, const
   }
   ops_.copy(p_.data(), r, n_);
   ops_.dot_re(b, b, n_, kBb);
-  ops_.dot_re(r, r, n_, kRr0);
+  // From zero r = b: its <r, r> is <b, b>, which iteration 0 reads from b's slot (a pass over r saved).
+  first_rr_ = warm ? kRr0 : kBb;
+  if (warm) ops_.dot_re(r, r, n_, kRr0);
+}
+
+int ConjugateGradient::rr_slot(int iterations) const {
+  return iterations == 0 ? first_rr_ : iterations % 2 == 0 ? 0 : 1;
 }
 
 void ConjugateGradient::iterate(const Normal& a, cfloat* x, const CgOptions& o, int it, LinearOperator* reg) {
-  const int rr_old = rr_slot_after(it), rr_new = rr_slot_after(it + 1);
+  const int rr_old = rr_slot(it), rr_new = rr_slot(it + 1);
+  // The direction from the last step's residual (p = r before the first): made here, at the start of the
+  // iteration that uses it, so that a solve's last step leaves no direction nobody reads.
+  if (it > 0) ops_.cg_direction(p_.data(), r_.data(), n_, rr_old, rr_slot(it - 1));
   if (o.lambda != 0.0 && !(reg && o.mu != 0.0)) {  // q = (A + lambda) p and <p, q> in one pass
     a(p_.data(), q_.data());
     ops_.axpy_dot(q_.data(), float(o.lambda), p_.data(), n_, kPq);
@@ -76,7 +82,6 @@ void ConjugateGradient::iterate(const Normal& a, cfloat* x, const CgOptions& o, 
   // when the caller's rule is given).
   ops_.cg_step_norm(x, r_.data(), p_.data(), q_.data(), n_, rr_old, kPq, rr_new,
                     it == 0 ? -1.0 : o.converged_rr);
-  ops_.cg_direction(p_.data(), r_.data(), n_, rr_new, rr_old);
 }
 
 void ConjugateGradient::enqueue(LinearOperator& a, const cfloat* b, cfloat* x, const CgOptions& o, bool warm,
@@ -119,7 +124,7 @@ double ConjugateGradient::rhs_norm2() {
 
 double ConjugateGradient::residual() {
   double bb = 0, rr = 0;
-  ops_.read2(kBb, rr_slot_after(last_iterations_), bb, rr);  // one wait
+  ops_.read2(kBb, rr_slot(last_iterations_), bb, rr);  // one wait
   return bb > 0 ? std::sqrt(std::max(0.0, rr) / bb) : 0.0;
 }
 
@@ -137,8 +142,7 @@ CgReport ConjugateGradient::solve(LinearOperator& a, const cfloat* b, cfloat* x,
   start(m, b, x, o, warm, reg);
   const double bnorm = std::sqrt(ops_.read(kBb));
   int it = 0;
-  while (std::sqrt(std::max(0.0, ops_.read(rr_slot_after(it)))) > o.tolerance * bnorm &&
-         it < o.max_iterations) {
+  while (std::sqrt(std::max(0.0, ops_.read(rr_slot(it)))) > o.tolerance * bnorm && it < o.max_iterations) {
     iterate(m, x, o, it, reg);
     ++it;
   }

@@ -6,7 +6,8 @@
 //   q = M p;  alpha = <r,r> / <p,q>;  x += alpha p;  r -= alpha q;  beta = <r,r>_new / <r,r>;  p = r + beta
 //   p.
 // A zero denominator makes its coefficient 0 (so an exact solution stays put instead of dividing by zero:
-// Table 44.1 as printed divides by zero on its first pass when started at the solution).
+// Table 44.1 as printed divides by zero on its first pass when started at the solution). The direction update
+// is made at the start of the iteration that uses it.
 // With tolerance > 0 the solver reads |r| after each iteration (one device synchronization per iteration)
 // and stops when |r| <= tolerance |b|, also before the first iteration (a warm start from the solution costs
 // 0 iterations). With tolerance = 0 it runs exactly max_iterations and never waits for the device until the
@@ -67,9 +68,10 @@ class ConjugateGradient {
   void step(const Normal& normal, cfloat* x, const CgOptions& options);
   // <b, b> of the last begin() (waits for the device).
   double rhs_norm2();
-  // The scalar slot (VectorOps) holding <r, r> after `iterations` steps: a caller posts it to read |r| late.
-  // Slots 0..3 are the solver's; a caller sharing the VectorOps keeps its own scalars above them.
-  static int rr_slot(int iterations) { return iterations % 2 == 0 ? 0 : 1; }
+  // The scalar slot (VectorOps) holding <r, r> after `iterations` steps of the solve begun last: a caller
+  // posts it to read |r| late. Slots 0..3 are the solver's; a caller sharing the VectorOps keeps its own
+  // scalars above them.
+  int rr_slot(int iterations) const;
   static constexpr int kFirstFreeSlot = 4;
 
  private:
@@ -77,6 +79,7 @@ class ConjugateGradient {
   VectorOps& ops_;
   Vector r_, p_, q_, t_;
   int last_iterations_ = 0;
+  int first_rr_ = 0;  // the slot of <r0, r0>: b's own from a cold start
   void start(const Normal& a, const cfloat* b, cfloat* x, const CgOptions& o, bool warm, LinearOperator* reg);
   void iterate(const Normal& a, cfloat* x, const CgOptions& o, int it, LinearOperator* reg);
   void check(LinearOperator& a, const CgOptions& o, LinearOperator* reg) const;

@@ -50,7 +50,7 @@ int Irgnm::cg(double alpha, int max_iter, const cfloat* b, double t_setup, int& 
   // Iteration i's |r|^2 is posted to host entry i mod kPosts.
   const auto enqueue = [&](int i) {
     cg_.step(normal_, h, co);
-    o.post(ConjugateGradient::rr_slot(i + 1), i % VectorOps::kPosts);
+    o.post(cg_.rr_slot(i + 1), i % VectorOps::kPosts);
   };
   // The host looks at |r| one iteration late: while iteration i runs, i + 1 is already enqueued, so the GPU
   // never waits for the host between iterations. Running ahead is skipped when iteration i is expected to
