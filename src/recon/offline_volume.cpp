@@ -5,7 +5,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <filesystem>
+#include <memory>
+#include <thread>
+
+#include <omp.h>
 
 #include "core/error.hpp"
 #include "core/heartbeat.hpp"
@@ -113,6 +118,40 @@ std::vector<HostBuffer<cfloat>> volume_maps(const ReconChain& chain, const Recon
 
 }  // namespace
 
+namespace {
+
+// One partition through a chain: its maps, a fresh state, its frame (from the device copy on the GPU); the
+// image into its plane of the volume. Returns the time it took.
+double reconstruct_partition(ReconChain& chain, int z, const std::vector<Frame>& frames,
+                             const std::vector<HostBuffer<cfloat>>& maps, const DeviceFrames& dev,
+                             OfflineVolume& out) {
+  const Frame& f = frames[std::size_t(z)];
+  const std::size_t plane = std::size_t(out.matrix) * std::size_t(out.matrix);
+  if (!maps.empty()) chain.set_coil_maps(maps[std::size_t(z)].view());
+  chain.reset_state();  // each partition its own problem: no warm start from the partition before
+  const auto t0 = std::chrono::steady_clock::now();
+  const View<const cfloat> image =
+      dev.block == 0
+          ? chain.reconstruct(f)
+          : chain.reconstruct_device(
+                [&](cfloat* d_data, float* d_traj, gpu::StreamRef stream) {
+                  gpu::copy_device(d_data, dev.data.data() + std::size_t(z) * dev.block,
+                                   dev.block * sizeof(cfloat), stream);
+                  gpu::copy_device(d_traj, dev.traj.data(), dev.traj.size() * sizeof(float), stream);
+                  return true;
+                },
+                chain.wants_host_frame() ? &f : nullptr);
+  std::copy(image.data, image.data + plane, out.image.begin() + long(std::size_t(z) * plane));
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// On the GPU the partitions may go through kLanes chains on their own threads and CUDA streams, so that one
+// partition's host work (its launch, its wait for the image) overlaps another's kernels; on the CPU one chain
+// (it has the cores already).
+constexpr int kLanes = 2;
+
+}  // namespace
+
 OfflineVolume reconstruct_volume(const std::vector<Frame>& frames, const ReconParams& params_in,
                                  const std::string& sens, bool want_maps, int repeat) {
   if (frames.empty()) throw InputError("a stack of stars with no partitions");
@@ -124,11 +163,17 @@ OfflineVolume reconstruct_volume(const std::vector<Frame>& frames, const ReconPa
   const int P = int(frames.size()), N = g.matrix;
   const std::size_t plane = std::size_t(N) * std::size_t(N);
   const Registry registry = default_registry();
-  ReconChain chain(params, backend.backend, registry);
+  // A second lane is tried only where timed runs follow (below).
+  const int lanes = backend.backend == Backend::Cuda && repeat > 1 ? std::min(kLanes, P) : 1;
+  std::vector<std::unique_ptr<ReconChain>> chains;
   Heartbeat beat("recon");
   beat.doing("planning");
-  chain.configure(g);
+  for (int k = 0; k < lanes; ++k) {
+    chains.push_back(std::make_unique<ReconChain>(params, backend.backend, registry));
+    chains.back()->configure(g);
+  }
   beat.idle();
+  ReconChain& chain = *chains[0];
   const std::vector<HostBuffer<cfloat>> maps = chain.needs_coil_maps()
                                                    ? volume_maps(chain, params, frames, sens, beat)
                                                    : std::vector<HostBuffer<cfloat>>();
@@ -146,48 +191,63 @@ OfflineVolume reconstruct_volume(const std::vector<Frame>& frames, const ReconPa
                   out.coil_maps.begin() + long((std::size_t(c) * std::size_t(P) + std::size_t(z)) * plane));
   }
   const DeviceFrames dev = chain.backend() == Backend::Cuda ? upload(frames) : DeviceFrames{};
-  std::vector<double> volumes, partitions;
+  std::vector<std::vector<double>> partitions(static_cast<std::size_t>(lanes));
+  // One volume through `use` lanes: lane k takes partitions k, k + use, ...; each lane's thread catches what
+  // it throws, rethrown here. Returns the volume's wall time.
+  auto run_volume = [&](int use) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::exception_ptr> failed(static_cast<std::size_t>(use));
+    auto run_lane = [&](int k) {
+      try {
+        for (int z = k; z < P; z += use)
+          partitions[std::size_t(k)].push_back(
+              reconstruct_partition(*chains[std::size_t(k)], z, frames, maps, dev, out));
+      } catch (...) {
+        failed[std::size_t(k)] = std::current_exception();
+      }
+    };
+    std::vector<std::thread> threads;
+    for (int k = 1; k < use; ++k) threads.emplace_back(run_lane, k);
+    run_lane(0);
+    for (auto& t : threads) t.join();
+    for (const auto& e : failed)
+      if (e) std::rethrow_exception(e);
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const auto stage_detail = [&chain] {
+    const std::string stage = chain.running_stage();
+    return stage.empty() ? std::string() : "stage " + stage;
+  };
+  // Timed runs on the GPU follow two untimed volumes, which capture the chains' CUDA graphs and choose the
+  // lanes by their wall times: on V1 two partitions at a time took 4.5-4.7 ms a volume for gridding against
+  // 6.1-6.6 ms (its host work hidden behind the other partition's kernels) and 133-138 ms for CG-SENSE
+  // against 182-188 ms (each partition's coil maps go up from the host, overlapped with the other's solve).
+  int use = 1;
+  const bool warmed = dev.block != 0 && repeat > 1;
+  if (warmed) {
+    beat.doing(fmt::format("reconstructing {} partitions (untimed warm-ups)", P), stage_detail);
+    const double two = lanes > 1 ? run_volume(lanes) : 0, one = run_volume(1);
+    use = lanes > 1 && two < one ? lanes : 1;
+    log::debug("volume: warm-ups {:.2f} ms with {} lanes, {:.2f} ms with one", two, lanes, one);
+    for (auto& l : partitions) l.clear();
+  }
+  std::vector<double> volumes;
   for (int r = 0; r < repeat; ++r) {
-    double volume_ms = 0;
-    for (int z = 0; z < P; ++z) {
-      const Frame& f = frames[std::size_t(z)];
-      beat.doing(fmt::format("reconstructing partition {} of {}{}", z + 1, P,
-                             repeat > 1 ? fmt::format(" (run {} of {})", r + 1, repeat) : std::string()),
-                 [&chain] {
-                   const std::string stage = chain.running_stage();
-                   return stage.empty() ? std::string() : "stage " + stage;
-                 });
-      if (!maps.empty()) chain.set_coil_maps(maps[std::size_t(z)].view());
-      chain.reset_state();  // each partition its own problem: no warm start from the partition before
-      const auto t0 = std::chrono::steady_clock::now();
-      const View<const cfloat> image =
-          dev.block == 0
-              ? chain.reconstruct(f)
-              : chain.reconstruct_device(
-                    [&](cfloat* d_data, float* d_traj, gpu::StreamRef stream) {
-                      gpu::copy_device(d_data, dev.data.data() + std::size_t(z) * dev.block,
-                                       dev.block * sizeof(cfloat), stream);
-                      gpu::copy_device(d_traj, dev.traj.data(), dev.traj.size() * sizeof(float), stream);
-                      return true;
-                    },
-                    chain.wants_host_frame() ? &f : nullptr);
-      const double ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      partitions.push_back(ms);
-      volume_ms += ms;
-      std::copy(image.data, image.data + plane, out.image.begin() + long(std::size_t(z) * plane));
-    }
-    volumes.push_back(volume_ms);
+    beat.doing(repeat > 1 ? fmt::format("reconstructing {} partitions (run {} of {})", P, r + 1, repeat)
+                          : fmt::format("reconstructing {} partitions", P),
+               stage_detail);
+    volumes.push_back(run_volume(use));
   }
   beat.idle();
+  std::vector<double> each;
+  for (const auto& l : partitions) each.insert(each.end(), l.begin(), l.end());
   std::sort(volumes.begin(), volumes.end());
-  std::sort(partitions.begin(), partitions.end());
+  std::sort(each.begin(), each.end());
   log::info(
-      "reconstruction: {} partitions of {}: a volume median {:.2f} ms over {} run(s) (min {:.2f}, max "
-      "{:.2f}); "
-      "a partition median {:.3f} ms, max {:.3f}",
-      P, g.str(), volumes[volumes.size() / 2], volumes.size(), volumes.front(), volumes.back(),
-      partitions[partitions.size() / 2], partitions.back());
+      "reconstruction: {} partitions of {} ({} at a time): a volume median {:.2f} ms over {} run(s) (min "
+      "{:.2f}, max {:.2f}{}); a partition median {:.3f} ms, max {:.3f}",
+      P, g.str(), use, volumes[volumes.size() / 2], volumes.size(), volumes.front(), volumes.back(),
+      warmed ? ", after untimed warm-ups" : "", each[each.size() / 2], each.back());
   return out;
 }
 
@@ -208,7 +268,7 @@ void run_offline_volume(const OfflineRecon& a, const ReconParams& params) {
             layout->partitions, sampled, layout->spokes_per_partition, layout->samples);
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<Frame> frames = stack_frames(*layout, t, k, a.matrix, what);
-  log::info("volume: the inverse DFT along kz on the CPU, {:.0f} ms",
+  log::info("volume: the inverse DFT along kz on the CPU ({} threads), {:.0f} ms", omp_get_max_threads(),
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   const OfflineVolume v = reconstruct_volume(frames, params, params.cg.sens, !a.sens_out.empty(), a.repeat);
   const long N = v.matrix, P = v.partitions;

@@ -134,13 +134,18 @@ std::vector<Frame> stack_frames(const StackLayout& l, const CflArray& traj, cons
   const Frame templ = frame_from_bart(plane, zeros, matrix, what);
   std::vector<Frame> out;
   out.reserve(std::size_t(P));
-  // z and kz both centred at P/2 (BART's centre of an FFT grid): image(z) = sum_p y(p) e^{i 2 pi kz (z - P/2)
-  // / P}.
-  const double scale = 1.0 / std::sqrt(double(P));
   for (long z = 0; z < P; ++z) {
     Frame f(templ.geometry);
     std::copy(templ.traj.begin(), templ.traj.end(), f.traj.begin());
     f.spoke_index = templ.spoke_index;
+    out.push_back(std::move(f));
+  }
+  // z and kz both centred at P/2 (BART's centre of an FFT grid): image(z) = sum_p y(p) e^{i 2 pi kz (z - P/2)
+  // / P}. Each z position is summed by one thread (nothing here throws).
+  const double scale = 1.0 / std::sqrt(double(P));
+#pragma omp parallel for schedule(dynamic)
+  for (long z = 0; z < P; ++z) {
+    Frame& f = out[std::size_t(z)];
     for (long p = 0; p < P; ++p) {
       const auto& rows = l.spokes_of[std::size_t(p)];
       if (rows.empty()) continue;
@@ -153,7 +158,6 @@ std::vector<Frame> stack_frames(const StackLayout& l, const CflArray& traj, cons
           for (long s = 0; s < S; ++s) o[s] += w * in[s];
         }
     }
-    out.push_back(std::move(f));
   }
   return out;
 }
