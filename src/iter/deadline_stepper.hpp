@@ -27,7 +27,6 @@ class DeadlineStepper {
     double margin = 1.0;  // each prediction times this
     double fade = 0.0;    // the slowest times carried into the next frame times this (0: per frame)
     bool floor = false;   // keep back at least DeadlineReserve::kFloorShare on a real clock
-    bool tail_at_least_iteration = false;  // the output after the work reserved as one iteration at least
   };
   explicit DeadlineStepper(Policy p) : p_(p) {}
 
@@ -50,13 +49,11 @@ class DeadlineStepper {
   // A piece of work of kind `w` took `ms`.
   void note(Work w, double ms) { slowest_[index(w)] = std::max(slowest_[index(w)], ms); }
   double slowest(Work w) const { return slowest_[index(w)]; }
-  // Whether, at `t` ms, `next_ms` more of work and the output that follows it still end before the deadline
-  // less what is kept back. Always true without a deadline.
+  // Whether, at `t` ms, `next_ms` more of work and the output that follows it (the slowest tail so far, at
+  // least one iteration) still end before the deadline less what is kept back. Always true without one.
   bool fits(double t, double next_ms) const {
     if (!active()) return true;
-    const double tail = p_.tail_at_least_iteration ? std::max(slowest(Work::Iteration), slowest(Work::Tail))
-                                                   : slowest(Work::Tail);
-    return t + p_.margin * (next_ms + tail) + kept_back() <= deadline_ms_;
+    return t + p_.margin * (next_ms + tail()) + kept_back() <= deadline_ms_;
   }
   // What is kept back now: the learned reserve, and its floor on a real clock when the policy has one.
   double kept_back() const { return p_.floor && !clock_ ? reserve_.kept_back(deadline_ms_) : reserve_.ms(); }
@@ -70,6 +67,7 @@ class DeadlineStepper {
   }
 
  private:
+  double tail() const { return std::max(slowest(Work::Iteration), slowest(Work::Tail)); }
   static std::size_t index(Work w) { return std::size_t(w); }
   Policy p_;
   double deadline_ms_ = 0;

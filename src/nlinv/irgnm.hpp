@@ -77,7 +77,7 @@ class Irgnm {
   // driven clock there is no jitter: the learned part alone). The slowest times are kept from frame to frame
   // (fading by 2% a frame): a frame's first checks then know what its work costs before it has timed any of
   // it.
-  DeadlineStepper deadline_{{1.5, 0.98, true, true}};
+  DeadlineStepper deadline_{{1.5, 0.98, true}};
   double t_last_ = 0;
   std::chrono::steady_clock::time_point tail_start_;
   bool stopped_early_ = false;

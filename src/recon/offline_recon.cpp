@@ -18,6 +18,7 @@
 #include "recon/memory_budget.hpp"
 #include "recon/offline_volume.hpp"
 #include "recon/recon_chain.hpp"
+#include "recon/stack_of_stars.hpp"
 
 namespace radstream {
 
@@ -29,10 +30,8 @@ void run_offline_recon(const OfflineRecon& a, const ReconParams& params) {
   if (a.repeat < 1) throw ConfigError("--repeat " + std::to_string(a.repeat) + " must be >= 1");
   if (a.matrix == 0) throw ConfigError("--matrix 0: the image matrix N must be >= 1");
   check_image_output(a.out);  // before any work: a bad extension or a missing folder is said at once
-  if (a.partitions != -1 || is_stack_of_stars(a)) {
-    run_offline_volume(a, params);
-    return;
-  }
+  if (!a.input.empty() && a.partitions != -1)
+    throw ConfigError("--partitions goes with --traj/--kspace (BART's layout)");
 
   const BackendDecision backend = resolve_backend(params.backend);
   const bool cuda = backend.backend == Backend::Cuda;
@@ -68,6 +67,11 @@ void run_offline_recon(const OfflineRecon& a, const ReconParams& params) {
   } else {
     if (a.matrix <= 0) throw ConfigError("--matrix N is required with --traj/--kspace");
     const CflArray t = read_cfl(a.traj), k = read_cfl(a.kspace);
+    if (const auto layout = stack_of_stars_layout(t, a.partitions, a.traj)) {
+      run_offline_volume(a, params, t, k, *layout);
+      return;
+    }
+    if (a.partitions != -1) throw ConfigError(a.traj + ": not a stack of stars (every kz is 0)");
     frame = frame_from_bart(t, k, a.matrix, a.traj + " + " + a.kspace);
   }
   const OfflineImage result =

@@ -251,23 +251,20 @@ OfflineVolume reconstruct_volume(const std::vector<Frame>& frames, const ReconPa
   return out;
 }
 
-void run_offline_volume(const OfflineRecon& a, const ReconParams& params) {
-  if (!a.input.empty()) throw ConfigError("--partitions goes with --traj/--kspace (BART's layout)");
+void run_offline_volume(const OfflineRecon& a, const ReconParams& params, const CflArray& t,
+                        const CflArray& k, const StackLayout& layout) {
   if (a.matrix <= 0) throw ConfigError("--matrix N is required with --traj/--kspace");
   if (std::filesystem::path(a.out).extension() != ".cfl")
     throw ConfigError("--out " + a.out + ": a volume is written as .cfl (BART [N N partitions])");
   if (a.gradient_delay != "off")
     throw ConfigError("--gradient-delay " + a.gradient_delay + " is not applied to a stack of stars yet");
   const std::string what = a.traj + " + " + a.kspace;
-  const CflArray t = read_cfl(a.traj), k = read_cfl(a.kspace);
-  const auto layout = stack_of_stars_layout(t, a.partitions, a.traj);
-  if (!layout) throw ConfigError(a.traj + ": not a stack of stars (every kz is 0)");
   int sampled = 0;
-  for (const auto& s : layout->spokes_of) sampled += s.empty() ? 0 : 1;
+  for (const auto& s : layout.spokes_of) sampled += s.empty() ? 0 : 1;
   log::info("{}: a stack of stars, {} partitions ({} sampled) x {} spokes x {} samples", a.traj,
-            layout->partitions, sampled, layout->spokes_per_partition, layout->samples);
+            layout.partitions, sampled, layout.spokes_per_partition, layout.samples);
   const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<Frame> frames = stack_frames(*layout, t, k, a.matrix, what);
+  const std::vector<Frame> frames = stack_frames(layout, t, k, a.matrix, what);
   log::info("volume: the inverse DFT along kz on the CPU ({} threads), {:.0f} ms", omp_get_max_threads(),
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   const OfflineVolume v = reconstruct_volume(frames, params, params.cg.sens, !a.sens_out.empty(), a.repeat);

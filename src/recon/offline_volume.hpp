@@ -9,6 +9,7 @@
 #include "core/frame.hpp"
 #include "recon/offline_recon.hpp"
 #include "recon/recon_params.hpp"
+#include "recon/stack_of_stars.hpp"
 
 namespace radstream {
 
@@ -19,7 +20,8 @@ struct OfflineVolume {
 };
 
 // True when `job` is a BART trajectory that is a stack of stars (kz on the partition grid, or --partitions
-// above 1). Throws ConfigError/IoError as stack_of_stars_layout does.
+// above 1), for a caller that must choose its route before run_offline_recon reads the data. Throws
+// ConfigError/IoError as stack_of_stars_layout does.
 bool is_stack_of_stars(const OfflineRecon& job);
 
 // frames: one per z position (stack_frames). sens: BART [N N P C] or [N N 1 C] coil maps, or none (the
@@ -28,8 +30,10 @@ bool is_stack_of_stars(const OfflineRecon& job);
 OfflineVolume reconstruct_volume(const std::vector<Frame>& frames, const ReconParams& params,
                                  const std::string& sens, bool want_maps, int repeat = 1);
 
-// Reads job.traj/job.kspace as a stack of stars, reconstructs and writes job.out (.cfl [N N P]) and, when
-// asked, job.sens_out ([N N P coils]).
-void run_offline_volume(const OfflineRecon& job, const ReconParams& params);
+// The stack of stars `t` (job.traj) with k-space `k` (job.kspace) and its layout: reconstructs and writes
+// job.out
+// (.cfl [N N P]) and, when asked, job.sens_out ([N N P coils]).
+void run_offline_volume(const OfflineRecon& job, const ReconParams& params, const CflArray& t,
+                        const CflArray& k, const StackLayout& layout);
 
 }  // namespace radstream

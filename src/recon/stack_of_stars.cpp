@@ -116,8 +116,9 @@ std::vector<Frame> stack_frames(const StackLayout& l, const CflArray& traj, cons
         fmt::format("{}: k-space dimensions [{}] do not match the trajectory's {} samples x {} spokes "
                     "(expected [1 {} {} coils])",
                     what, fmt::join(kspace.dims, " "), S, spokes, S, spokes));
-  // The in-plane trajectory (the first sampled partition's, kz dropped) and zeroed data, read through
-  // frame_from_bart so that the checks of a 2D input (|k| within the matrix, finite values) apply.
+  // The in-plane trajectory (the first sampled partition's, kz dropped), read through frame_from_bart with
+  // one coil of zeros so that the checks of a 2D input (|k| within the matrix, finite values) apply; the
+  // frames then have the data's coils.
   long first = 0;
   while (l.spokes_of[std::size_t(first)].empty()) ++first;
   CflArray plane{{3, S, J}, std::vector<cfloat>(std::size_t(3 * S * J))};
@@ -130,12 +131,19 @@ std::vector<Frame> stack_frames(const StackLayout& l, const CflArray& traj, cons
   for (std::size_t i = 0; i < kspace.data.size(); ++i)
     if (!std::isfinite(kspace.data[i].real()) || !std::isfinite(kspace.data[i].imag()))
       throw IoError(fmt::format("{}: k-space value {} is NaN or Inf", what, i));
-  const CflArray zeros{{1, S, J, C}, std::vector<cfloat>(std::size_t(S * J * C))};
+  const CflArray zeros{{1, S, J}, std::vector<cfloat>(std::size_t(S * J))};
   const Frame templ = frame_from_bart(plane, zeros, matrix, what);
+  Geometry g = templ.geometry;
+  g.coils = int(C);
+  try {
+    g.validate();  // the coils, as frame_from_bart checks them
+  } catch (const ConfigError& e) {
+    throw IoError(fmt::format("{}: {}", what, e.what()));
+  }
   std::vector<Frame> out;
   out.reserve(std::size_t(P));
   for (long z = 0; z < P; ++z) {
-    Frame f(templ.geometry);
+    Frame f(g);
     std::copy(templ.traj.begin(), templ.traj.end(), f.traj.begin());
     f.spoke_index = templ.spoke_index;
     out.push_back(std::move(f));

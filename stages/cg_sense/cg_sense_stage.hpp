@@ -263,7 +263,7 @@ class CgSenseStage final : public Stage {
   SolverStats stats_;
   // Deadline mode: this frame's slowest iteration and the reserve learned from overruns (no margin, no floor:
   // R9's solves end far before their deadline).
-  DeadlineStepper deadline_{{1.0, 0.0, false, true}};
+  DeadlineStepper deadline_{{1.0, 0.0, false}};
   std::unique_ptr<CoilSplitSense> split_;
   std::size_t split_points_ = 0;
   std::vector<double> probe_ms_;

@@ -9,7 +9,7 @@ using namespace radstream;
 using Work = DeadlineStepper::Work;
 
 TEST(DeadlineStepper, TheCgSensePolicyTimesItsIterationsWithinTheFrame) {
-  DeadlineStepper d({1.0, 0.0, false, true});
+  DeadlineStepper d({1.0, 0.0, false});
   double now = 0;
   d.set_clock([&] { return now; });
   d.begin_frame(5.0, {});
@@ -30,7 +30,7 @@ TEST(DeadlineStepper, TheCgSensePolicyTimesItsIterationsWithinTheFrame) {
 }
 
 TEST(DeadlineStepper, TheNlinvPolicyKeepsItsTimingsAndReservesTheTailWithAMargin) {
-  DeadlineStepper d({1.5, 0.98, true, true});
+  DeadlineStepper d({1.5, 0.98, true});
   d.set_clock([] { return 0.0; });
   d.begin_frame(8.0, {});
   d.note(Work::Iteration, 0.25);
@@ -47,7 +47,7 @@ TEST(DeadlineStepper, TheNlinvPolicyKeepsItsTimingsAndReservesTheTailWithAMargin
 }
 
 TEST(DeadlineStepper, OnARealClockTheNlinvPolicyKeepsAFloorBack) {
-  DeadlineStepper nlinv({1.5, 0.98, true, true}), cg({1.0, 0.0, false, true});
+  DeadlineStepper nlinv({1.5, 0.98, true}), cg({1.0, 0.0, false});
   nlinv.begin_frame(8.0, std::chrono::steady_clock::now());
   cg.begin_frame(8.0, std::chrono::steady_clock::now());
   EXPECT_DOUBLE_EQ(nlinv.kept_back(), DeadlineReserve::kFloorShare * 8.0);
