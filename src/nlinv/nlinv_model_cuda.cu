@@ -195,8 +195,12 @@ NlinvModelCuda::NlinvModelCuda(int matrix, int grid, int coils, const NlinvParam
   work_ = DeviceBuffer<cfloat>(Extents{px_ * j_});
   fft_j_ = CufftPlan({g_, g_}, j_, stream_);
   fft_1_ = CufftPlan({g_, g_}, 1, stream_);
+  if (p.fused_normal && NlinvNormalCuda::supports(g_))
+    fused_normal_ = std::make_unique<NlinvNormalCuda>(n_, g_, j_, stream_);
   gpu::synchronize(stream_);  // the host weights leave scope
 }
+
+NlinvModelCuda::~NlinvModelCuda() = default;
 
 void NlinvModelCuda::fft(cfloat* data, int batch, bool inverse) const {
   (batch == j_ ? fft_j_ : fft_1_).execute(data, inverse ? FftDirection::Inverse : FftDirection::Forward);
@@ -260,6 +264,10 @@ void NlinvModelCuda::adjoint_in_place(cfloat* out) {
 }
 
 void NlinvModelCuda::normal(const cfloat* v, cfloat* out) {
+  if (fused_normal_) {
+    fused_normal_->apply({weight_.data(), pattern_.data(), rho_.data(), coils_.data()}, v, out);
+    return;
+  }
   auto s = static_cast<cudaStream_t>(stream_);
   const std::size_t n = px_ * j_;
   derivative(v, work_.data());

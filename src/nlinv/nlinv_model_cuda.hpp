@@ -1,15 +1,19 @@
 // NLINV's model on the GPU (nlinv/nlinv_model.hpp), the CPU twin's operations as kernels on one stream and
 // cuFFT plans for J and for one G x G array; enqueued, never synchronized. CUDA builds only.
 #pragma once
+#include <memory>
 #include "fft/cufft_plan.hpp"
+
 #include "gpu/device_memory.hpp"
 #include "nlinv/nlinv_model.hpp"
+#include "nlinv/nlinv_normal_cuda.hpp"
 
 namespace radstream {
 
 class NlinvModelCuda final : public NlinvModel {
  public:
   NlinvModelCuda(int matrix, int grid, int coils, const NlinvParams& p, gpu::StreamRef stream);
+  ~NlinvModelCuda() override;
 
   Location location() const override { return Location::Device; }
   gpu::StreamRef stream() const override { return stream_; }
@@ -43,6 +47,8 @@ class NlinvModelCuda final : public NlinvModel {
   DeviceBuffer<double> cov_;  // the coil covariance, (re, im) pairs, made on the first covariance()
   int in_coils_ = 0;
   CufftPlan fft_j_, fft_1_;
+  // normal() on the custom FFT engine where it takes the grid (nlinv_normal_cuda.hpp); else cuFFT's path.
+  std::unique_ptr<NlinvNormalCuda> fused_normal_;
 };
 
 }  // namespace radstream

@@ -1,0 +1,254 @@
+// NLINV's normal operator on the custom FFT engine (nlinv_normal_cuda.hpp).
+#include <string>
+
+#include "core/error.hpp"
+#include "fft/custom_fft.cuh"
+#include "gpu/cuda_check.cuh"
+#include "nlinv/nlinv_normal_cuda.hpp"
+
+namespace radstream {
+namespace {
+
+using namespace customfft;
+
+// The sizes every kernel shares: the mask's n and first cell lo per axis, the coils, s = 1/G.
+struct Geo {
+  int n, lo, coils;
+  float s;
+  __device__ bool inside(int e) const { return e >= lo && e < lo + n; }
+};
+
+__device__ __forceinline__ float2 scaled(float2 a, float f) {
+  return make_float2(a.x * f, a.y * f);
+}
+__device__ __forceinline__ float2 mulc(float2 a, float2 b) {  // conj(a) b
+  return make_float2(a.x * b.x + a.y * b.y, a.x * b.y - a.y * b.x);
+}
+
+// 1. blockIdx.x: TB adjacent grid columns; blockIdx.y: coil. mid[j][y][x] = IFFT_y(s W v_j)[y + lo][x].
+template <int G>
+__global__ void __launch_bounds__(ColShape<G>::threads)
+    coil_columns(const float2* __restrict__ v, const float* __restrict__ w, Geo geo,
+                 const float2* __restrict__ tw, float2* __restrict__ mid) {
+  using S = ColShape<G>;
+  using L = ColLayout<S::TB>;
+  extern __shared__ float2 sh[];
+  const int l = threadIdx.x, tb = l % S::TB, tid = l / S::TB;
+  const int x = int(blockIdx.x) * S::TB + tb;
+  const float2* src = v + size_t(blockIdx.y) * G * G + x;
+  float2* dst = mid + size_t(blockIdx.y) * geo.n * G + x;
+  fft_transform<G, S::E, true, L>(
+      sh + tb, tid, tw,
+      [&](int e) { return scaled(src[size_t(e) * G], __ldg(w + size_t(e) * G + x) * geo.s); },
+      [&](int e, float2 val) {
+        if (geo.inside(e)) dst[size_t(e - geo.lo) * G] = val;
+      });
+}
+
+// 2. blockIdx.x: TB of the [J][n] rows. The row goes back along x to dc_j; z_j = s (v_rho c_j + rho dc_j)
+// at the mask's cells (zero elsewhere) goes forward along x, in place.
+template <int G>
+__global__ void __launch_bounds__(RowShape<G>::threads)
+    derivative_rows(float2* __restrict__ mid, const float2* __restrict__ v_rho,
+                    const float2* __restrict__ rho, const float2* __restrict__ coils, Geo geo,
+                    const float2* __restrict__ tw) {
+  using S = RowShape<G>;
+  extern __shared__ float2 sh[];
+  const int l = threadIdx.x, tb = l / S::T, tid = l % S::T;
+  const long t = long(blockIdx.x) * S::TB + tb;
+  const bool ok = t < long(geo.coils) * geo.n;
+  const long row_index = ok ? t : 0;
+  float2* row = mid + row_index * G;
+  const size_t pix = size_t(row_index % geo.n + geo.lo) * G;  // the row's first cell on the grid
+  const float2* c = coils + size_t(row_index / geo.n) * G * G + pix;
+  float2* st = sh + tb * RowLayout::stride(G);
+  fft_transform<G, S::E, true, RowLayout>(
+      st, tid, tw, [&](int e) { return ok ? row[e] : make_float2(0.f, 0.f); },
+      [&](int e, float2 dc) {
+        float2 z = make_float2(0.f, 0.f);
+        if (geo.inside(e)) {
+          const float2 a = mul(v_rho[pix + e], c[e]), b = mul(rho[pix + e], dc);
+          z = make_float2((a.x + b.x) * geo.s, (a.y + b.y) * geo.s);
+        }
+        st[RowLayout::at(e)] = z;
+      });
+  __syncthreads();
+  fft_transform_shared<G, S::E, false, RowLayout>(st, tid, tw, [&](int e, float2 val) {
+    if (ok) row[e] = val;
+  });
+}
+
+// 3. blockIdx.x: TB adjacent columns; blockIdx.y: coil. The column (its n mask rows; zeros elsewhere) goes
+// forward along y, times D's column, back along y; its n mask rows are stored in place.
+template <int G>
+__global__ void __launch_bounds__(ColShape<G>::threads)
+    pattern_columns(float2* __restrict__ mid, const float2* __restrict__ pattern, Geo geo,
+                    const float2* __restrict__ tw) {
+  using S = ColShape<G>;
+  using L = ColLayout<S::TB>;
+  extern __shared__ float2 sh[];
+  const int l = threadIdx.x, tb = l % S::TB, tid = l / S::TB;
+  const int x = int(blockIdx.x) * S::TB + tb;
+  float2* col = mid + size_t(blockIdx.y) * geo.n * G + x;
+  float2* st = sh + tb;
+  fft_transform<G, S::E, false, L>(
+      st, tid, tw, [&](int e) { return geo.inside(e) ? col[size_t(e - geo.lo) * G] : make_float2(0.f, 0.f); },
+      [&](int e, float2 val) { st[L::at(e)] = mul(val, __ldg(pattern + size_t(e) * G + x)); });
+  __syncthreads();
+  fft_transform_shared<G, S::E, true, L>(st, tid, tw, [&](int e, float2 val) {
+    if (geo.inside(e)) col[size_t(e - geo.lo) * G] = val;
+  });
+}
+
+// Step 4's block: TB transforms of G points side by side (at most 512 threads), one coil each.
+template <int G>
+struct AdjointShape {
+  static constexpr int E = RowShape<G>::E;
+  static constexpr int T = G / E;
+  static constexpr int TB = T >= 512 ? 1 : (512 / T > 16 ? 16 : 512 / T);
+  static constexpr int threads = T * TB;
+  static constexpr int fft_smem = TB * RowLayout::stride(G) * 8;
+  static constexpr int max_smem = fft_smem + TB * G * 8;  // with the accumulators of an n <= G row
+};
+
+// 4. blockIdx.x: mask row y (grid row y + lo). For each coil j: u_j = IFFT_x(mid[j][y]); the sum
+// s sum_j conj(c_j) u_j at the mask's cells gathers in the block (each cell in the thread the store gives
+// it, the same for every coil: the element-to-thread mapping does not depend on the data), and the row of
+// s conj(rho) u_j (zero outside the mask) goes forward along x, in place. The sums are added in a fixed
+// order into out_rho's row (zeros outside the mask).
+template <int G>
+__global__ void __launch_bounds__(AdjointShape<G>::threads)
+    adjoint_rows(float2* __restrict__ mid, const float2* __restrict__ rho, const float2* __restrict__ coils,
+                 Geo geo, const float2* __restrict__ tw, float2* __restrict__ out_rho) {
+  using S = AdjointShape<G>;
+  extern __shared__ float2 sh[];
+  float2* acc = sh + S::TB * RowLayout::stride(G);
+  const int l = threadIdx.x, tb = l / S::T, tid = l % S::T;
+  const int y = int(blockIdx.x);
+  const size_t pix = size_t(y + geo.lo) * G;
+  float2* st = sh + tb * RowLayout::stride(G);
+  float2* a = acc + tb * geo.n;
+  for (int e = tid; e < geo.n; e += S::T) a[e] = make_float2(0.f, 0.f);
+  __syncthreads();
+  for (int j0 = 0; j0 < geo.coils; j0 += S::TB) {
+    const int j = j0 + tb;
+    const bool ok = j < geo.coils;
+    float2* row = mid + (size_t(ok ? j : 0) * geo.n + y) * G;
+    const float2* c = coils + size_t(ok ? j : 0) * G * G + pix;
+    fft_transform<G, S::E, true, RowLayout>(
+        st, tid, tw, [&](int e) { return ok ? row[e] : make_float2(0.f, 0.f); },
+        [&](int e, float2 u) {
+          float2 r = make_float2(0.f, 0.f);
+          if (geo.inside(e)) {
+            const float2 p = mulc(c[e], u);
+            a[e - geo.lo].x += p.x;
+            a[e - geo.lo].y += p.y;
+            r = scaled(mulc(rho[pix + e], u), geo.s);
+          }
+          st[RowLayout::at(e)] = r;
+        });
+    __syncthreads();
+    fft_transform_shared<G, S::E, false, RowLayout>(st, tid, tw, [&](int e, float2 val) {
+      if (ok) row[e] = val;
+    });
+  }
+  __syncthreads();
+  for (int e = l; e < G; e += S::threads) {
+    float2 sum = make_float2(0.f, 0.f);
+    if (geo.inside(e)) {
+      for (int k = 0; k < S::TB; ++k) {
+        sum.x += acc[k * geo.n + e - geo.lo].x;
+        sum.y += acc[k * geo.n + e - geo.lo].y;
+      }
+    }
+    out_rho[pix + e] = scaled(sum, geo.s);
+  }
+}
+
+// 5. blockIdx.x: TB adjacent columns; blockIdx.y: coil. out_j[:][x] = s W FFT_y(mid[j][:][x], the mask's
+// rows); coil 0's blocks zero out_rho's column outside the mask's rows.
+template <int G>
+__global__ void __launch_bounds__(ColShape<G>::threads)
+    adjoint_columns(const float2* __restrict__ mid, const float* __restrict__ w, Geo geo,
+                    const float2* __restrict__ tw, float2* __restrict__ out_coils,
+                    float2* __restrict__ out_rho) {
+  using S = ColShape<G>;
+  using L = ColLayout<S::TB>;
+  extern __shared__ float2 sh[];
+  const int l = threadIdx.x, tb = l % S::TB, tid = l / S::TB;
+  const int x = int(blockIdx.x) * S::TB + tb;
+  const float2* col = mid + size_t(blockIdx.y) * geo.n * G + x;
+  float2* dst = out_coils + size_t(blockIdx.y) * G * G + x;
+  fft_transform<G, S::E, false, L>(
+      sh + tb, tid, tw,
+      [&](int e) { return geo.inside(e) ? col[size_t(e - geo.lo) * G] : make_float2(0.f, 0.f); },
+      [&](int e, float2 val) { dst[size_t(e) * G] = scaled(val, __ldg(w + size_t(e) * G + x) * geo.s); });
+  if (blockIdx.y == 0)
+    for (int y = tid; y < G; y += S::T)
+      if (!geo.inside(y)) out_rho[size_t(y) * G + x] = make_float2(0.f, 0.f);
+}
+
+template <class K>
+void allow_smem(K kernel, int bytes) {
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+}
+
+}  // namespace
+
+bool NlinvNormalCuda::supports(int grid) {
+  return customfft::supported(grid);
+}
+
+NlinvNormalCuda::NlinvNormalCuda(int matrix, int grid, int coils, gpu::StreamRef stream)
+    : n_(matrix), g_(grid), j_(coils), stream_(stream) {
+  if (!supports(grid) || matrix < 2 || matrix > grid || (grid - matrix) % 2 || coils < 1)
+    throw ConfigError(
+        "nlinv: the custom-FFT normal operator takes a power-of-two grid of 64..2048 points "
+        "holding the matrix; grid " +
+        std::to_string(grid) + ", matrix " + std::to_string(matrix) + ", coils " + std::to_string(coils));
+  const auto tw = twiddle_table(grid);
+  tw_ = DeviceBuffer<cfloat>(Extents{tw.size()});
+  mid_ = DeviceBuffer<cfloat>(Extents{std::size_t(coils), std::size_t(matrix), std::size_t(grid)});
+  gpu::copy_to_device(tw_.data(), tw.data(), tw.size() * sizeof(cfloat), stream);
+  dispatch_size(grid, [&]<int G>() {
+    allow_smem(coil_columns<G>, ColShape<G>::smem);
+    allow_smem(derivative_rows<G>, RowShape<G>::smem);
+    allow_smem(pattern_columns<G>, ColShape<G>::smem);
+    allow_smem(adjoint_rows<G>, AdjointShape<G>::max_smem);
+    allow_smem(adjoint_columns<G>, ColShape<G>::smem);
+  });
+  gpu::synchronize(stream);  // the host table above is a temporary
+}
+
+#define F2(p) reinterpret_cast<float2*>(p)
+#define CF2(p) reinterpret_cast<const float2*>(p)
+
+void NlinvNormalCuda::apply(const Point& at, const cfloat* v, cfloat* out) {
+  auto stream = static_cast<cudaStream_t>(stream_);
+  const std::size_t px = std::size_t(g_) * g_;
+  const Geo geo{n_, (g_ - n_) / 2, j_, 1.f / float(g_)};
+  const auto* tw = CF2(tw_.data());
+  float2* mid = F2(mid_.data());
+  dispatch_size(g_, [&]<int G>() {
+    using C = ColShape<G>;
+    using R = RowShape<G>;
+    using A = AdjointShape<G>;
+    const dim3 cols(unsigned(G / C::TB), unsigned(j_));
+    coil_columns<G><<<cols, C::threads, C::smem, stream>>>(CF2(v + px), at.weight, geo, tw, mid);
+    CUDA_CHECK_LAUNCH("nlinv coil_columns");
+    const long rows = long(j_) * n_;
+    derivative_rows<G><<<unsigned((rows + R::TB - 1) / R::TB), R::threads, R::smem, stream>>>(
+        mid, CF2(v), CF2(at.rho), CF2(at.coils), geo, tw);
+    CUDA_CHECK_LAUNCH("nlinv derivative_rows");
+    pattern_columns<G><<<cols, C::threads, C::smem, stream>>>(mid, CF2(at.pattern), geo, tw);
+    CUDA_CHECK_LAUNCH("nlinv pattern_columns");
+    const int adj_smem = A::fft_smem + A::TB * n_ * 8;
+    adjoint_rows<G>
+        <<<unsigned(n_), A::threads, adj_smem, stream>>>(mid, CF2(at.rho), CF2(at.coils), geo, tw, F2(out));
+    CUDA_CHECK_LAUNCH("nlinv adjoint_rows");
+    adjoint_columns<G><<<cols, C::threads, C::smem, stream>>>(mid, at.weight, geo, tw, F2(out + px), F2(out));
+    CUDA_CHECK_LAUNCH("nlinv adjoint_columns");
+  });
+}
+
+}  // namespace radstream
