@@ -108,10 +108,8 @@ IrgnmReport Irgnm::solve(const NlinvParams& p, cfloat* x, const cfloat* x_ref, c
     }
     const double t_setup = deadline_.active() ? deadline_.now_ms() : 0;
     model_.linearize(x);
-    model_.value(v_->r_data.data());
-    o.rsub(v_->r_data.data(), y, m);  // r = y - F(x)
+    model_.gradient(y, v_->r_data.data(), v_->b.data());  // r = y - F(x), b = DG^H r
     o.dot_re(v_->r_data.data(), v_->r_data.data(), m, kRes);
-    model_.derivative_adjoint(v_->r_data.data(), v_->b.data());
     if (x_ref) o.axpy(v_->b.data(), float(alpha), x_ref, n);
     o.axpy(v_->b.data(), -float(alpha), x, n);
     rep.cg_iterations += cg(alpha, p.newton_cg_max, v_->b.data(), t_setup, rep.cg_run_ahead_spent);

@@ -51,6 +51,9 @@ class NlinvModel {
   virtual void linearize(const cfloat* x) = 0;
   // out [J][G*G] = F(x) at the point of linearization.
   virtual void value(cfloat* out) = 0;
+  // The Newton step's gradient at the point of linearization: r [J][G*G] = y - F(x) and b [unknowns()] =
+  // DG^H r (y: the frame's data).
+  virtual void gradient(const cfloat* y, cfloat* r, cfloat* b) = 0;
   // out [J][G*G] = DG v (the Jacobian of G, without D).
   virtual void derivative(const cfloat* v, cfloat* out) = 0;
   // out [unknowns()] = DG^H r.

@@ -150,6 +150,14 @@ void NlinvModelCpu::derivative(const cfloat* v, cfloat* out) {
   fft(out, j_, false);
 }
 
+void NlinvModelCpu::gradient(const cfloat* y, cfloat* r, cfloat* b) {
+  value(r);
+  const std::ptrdiff_t m = std::ptrdiff_t(data_size());
+#pragma omp parallel for
+  for (std::ptrdiff_t i = 0; i < m; ++i) r[i] = y[i] - r[i];
+  derivative_adjoint(r, b);
+}
+
 void NlinvModelCpu::derivative_adjoint(const cfloat* r, cfloat* out) {
   cfloat* drho = out;
   cfloat* t = out + px_;  // U^H r_j, then the coils' part in place

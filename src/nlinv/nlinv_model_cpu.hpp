@@ -21,6 +21,7 @@ class NlinvModelCpu final : public NlinvModel {
   void value(cfloat* out) override;
   void derivative(const cfloat* v, cfloat* out) override;
   void derivative_adjoint(const cfloat* r, cfloat* out) override;
+  void gradient(const cfloat* y, cfloat* r, cfloat* b) override;
   void normal(const cfloat* v, cfloat* out) override;
   void image(NlinvOutput output, cfloat* out) override;
   void unitary(cfloat* data, int batch, bool inverse) override;

@@ -94,6 +94,11 @@ __global__ void adjoint_combine(float2* drho, const float2* rho, const float2* c
   }
 }
 
+// y <- x - y
+__global__ void rsub_kernel(float2* y, const float2* x, std::size_t n) {
+  GRID_STRIDE(i, n) y[i] = make_float2(x[i].x - y[i].x, x[i].y - y[i].y);
+}
+
 __global__ void scale_kernel(float2* d, std::size_t n, float s) {
   GRID_STRIDE(i, n) d[i] = make_float2(d[i].x * s, d[i].y * s);
 }
@@ -195,8 +200,9 @@ NlinvModelCuda::NlinvModelCuda(int matrix, int grid, int coils, const NlinvParam
   work_ = DeviceBuffer<cfloat>(Extents{px_ * j_});
   fft_j_ = CufftPlan({g_, g_}, j_, stream_);
   fft_1_ = CufftPlan({g_, g_}, 1, stream_);
-  if (p.fused_normal && NlinvNormalCuda::supports(g_))
-    fused_normal_ = std::make_unique<NlinvNormalCuda>(n_, g_, j_, stream_);
+  // The coil images are read at the mask's cells only; the fused linearization writes only those.
+  gpu::memset_device(coils_.data(), 0, coils_.size() * sizeof(cfloat), stream_);
+  if (p.fused && NlinvFusedCuda::supports(g_)) fused_ = std::make_unique<NlinvFusedCuda>(n_, g_, j_, stream_);
   gpu::synchronize(stream_);  // the host weights leave scope
 }
 
@@ -212,6 +218,10 @@ void NlinvModelCuda::fft(cfloat* data, int batch, bool inverse) const {
 void NlinvModelCuda::linearize(const cfloat* x) {
   auto s = static_cast<cudaStream_t>(stream_);
   gpu::copy_device(rho_.data(), x, px_ * sizeof(cfloat), stream_);
+  if (fused_) {
+    fused_->linearize(weight_.data(), x, coils_.data());
+    return;
+  }
   const std::size_t n = px_ * j_;
   weight_scale<<<blocks(n), kThreads, 0, s>>>(CF2(x + px_), F2(coils_.data()), weight_.data(), px_, n,
                                               1.f / float(g_));
@@ -244,6 +254,18 @@ void NlinvModelCuda::derivative(const cfloat* v, cfloat* out) {
   fft(out, j_, false);
 }
 
+void NlinvModelCuda::gradient(const cfloat* y, cfloat* r, cfloat* b) {
+  if (fused_) {
+    fused_->gradient(point(), y, r, b);
+    return;
+  }
+  value(r);
+  const std::size_t n = px_ * j_;
+  rsub_kernel<<<blocks(n), kThreads, 0, static_cast<cudaStream_t>(stream_)>>>(F2(r), CF2(y), n);
+  CUDA_CHECK_LAUNCH("nlinv rsub");
+  derivative_adjoint(r, b);
+}
+
 void NlinvModelCuda::derivative_adjoint(const cfloat* r, cfloat* out) {
   gpu::copy_device(out + px_, r, px_ * j_ * sizeof(cfloat), stream_);
   adjoint_in_place(out);
@@ -264,8 +286,8 @@ void NlinvModelCuda::adjoint_in_place(cfloat* out) {
 }
 
 void NlinvModelCuda::normal(const cfloat* v, cfloat* out) {
-  if (fused_normal_) {
-    fused_normal_->apply({weight_.data(), pattern_.data(), rho_.data(), coils_.data()}, v, out);
+  if (fused_) {
+    fused_->normal(point(), v, out);
     return;
   }
   auto s = static_cast<cudaStream_t>(stream_);

@@ -5,8 +5,8 @@
 #include "fft/cufft_plan.hpp"
 
 #include "gpu/device_memory.hpp"
+#include "nlinv/nlinv_fused_cuda.hpp"
 #include "nlinv/nlinv_model.hpp"
-#include "nlinv/nlinv_normal_cuda.hpp"
 
 namespace radstream {
 
@@ -22,6 +22,7 @@ class NlinvModelCuda final : public NlinvModel {
   void value(cfloat* out) override;
   void derivative(const cfloat* v, cfloat* out) override;
   void derivative_adjoint(const cfloat* r, cfloat* out) override;
+  void gradient(const cfloat* y, cfloat* r, cfloat* b) override;
   void normal(const cfloat* v, cfloat* out) override;
   void image(NlinvOutput output, cfloat* out) override;
   void unitary(cfloat* data, int batch, bool inverse) override;
@@ -47,8 +48,12 @@ class NlinvModelCuda final : public NlinvModel {
   DeviceBuffer<double> cov_;  // the coil covariance, (re, im) pairs, made on the first covariance()
   int in_coils_ = 0;
   CufftPlan fft_j_, fft_1_;
-  // normal() on the custom FFT engine where it takes the grid (nlinv_normal_cuda.hpp); else cuFFT's path.
-  std::unique_ptr<NlinvNormalCuda> fused_normal_;
+  // normal(), linearize() and gradient() on the custom FFT engine where it takes the grid
+  // (nlinv_fused_cuda.hpp); else through cuFFT.
+  std::unique_ptr<NlinvFusedCuda> fused_;
+  NlinvFusedCuda::Point point() const {
+    return {weight_.data(), pattern_.data(), rho_.data(), coils_.data()};
+  }
 };
 
 }  // namespace radstream

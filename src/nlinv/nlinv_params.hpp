@@ -26,9 +26,10 @@ struct NlinvParams {
   int virtual_coils = 0;          // coil compression (PCA of the stream's first frame); 0 = off
   double deadline_ms = 0;         // 0: every Newton step; > 0: the frame's budget (stops early, best iterate)
   NlinvOutput output = NlinvOutput::Combined;
-  // GPU: the Gauss-Newton normal operator on the custom FFT engine where it takes the grid (a power of two
-  // of 64..2048), else cuFFT's; not a key: the tests turn it off to compare the two.
-  bool fused_normal = true;
+  // GPU: the model's work (the normal operator, the linearization, the gradient) on the custom FFT engine
+  // where it takes the grid (a power of two of 64..2048), else through cuFFT; not a key: the tests turn it
+  // off to compare the two.
+  bool fused = true;
 
   template <class V>
   void visit(V& v) {

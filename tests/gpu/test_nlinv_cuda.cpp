@@ -180,12 +180,24 @@ TEST(NlinvCuda, TheCoilCovarianceMatchesTheHostSum) {
 }
 #endif
 
-// The normal operator on the custom FFT engine (nlinv_normal_cuda.hpp) against the CPU twin's and cuFFT's
-// path at random points, on grids the engine takes: the mask a quarter of the grid (N1's 256 in 512 with 8
-// virtual coils and with 9, one coil past a block's eight), a mask off that ratio (40 in 64), and a coil
-// count below one block's transforms (3).
+// The model's work on the custom FFT engine (nlinv_fused_cuda.hpp): the linearization's coil images, the
+// gradient (r = y - F(x), DG^H r) and the normal operator against the CPU twin's and cuFFT's path at random
+// points, on grids the engine takes: the mask a quarter of the grid (N1's 256 in 512 with 8 virtual coils
+// and with 9, one coil past a block's eight), a mask off that ratio (40 in 64), and a coil count below one
+// block's transforms (3).
 #ifdef RADSTREAM_HAVE_CUDA
-TEST(NlinvCuda, TheNormalOperatorOnTheCustomFftEqualsTheCpuTwinAndCufft) {
+namespace {
+// The relative error against the CPU twin's result and against cuFFT's path's, each asserted < 1e-5.
+void expect_equal3(const char* what, const std::vector<cfloat>& got, const std::vector<cfloat>& cpu,
+                   const std::vector<cfloat>& cufft) {
+  const double e_cpu = rel_error(got, cpu), e_cufft = rel_error(got, cufft);
+  std::printf("  %s: custom FFT vs CPU %.2e, vs cuFFT %.2e\n", what, e_cpu, e_cufft);
+  EXPECT_LT(e_cpu, 1e-5) << what;
+  EXPECT_LT(e_cufft, 1e-5) << what;
+}
+}  // namespace
+
+TEST(NlinvCuda, TheModelOnTheCustomFftEqualsTheCpuTwinAndCufft) {
   RADSTREAM_REQUIRE_GPU();
   gpu::Stream stream;
   struct Shape {
@@ -195,42 +207,53 @@ TEST(NlinvCuda, TheNormalOperatorOnTheCustomFftEqualsTheCpuTwinAndCufft) {
        {Shape{32, 64, 3}, Shape{40, 64, 4}, Shape{64, 128, 5}, Shape{256, 512, 8}, Shape{256, 512, 9}}) {
     SCOPED_TRACE(std::to_string(sh.matrix) + " in " + std::to_string(sh.grid) + ", " +
                  std::to_string(sh.coils) + " coils");
-    ASSERT_TRUE(NlinvNormalCuda::supports(sh.grid));
+    std::printf("%d in %d, %d coils\n", sh.matrix, sh.grid, sh.coils);
+    ASSERT_TRUE(NlinvFusedCuda::supports(sh.grid));
     NlinvParams p;
     NlinvModelCpu cpu(sh.matrix, sh.grid, sh.coils, p, 0);
     NlinvModelCuda fused(sh.matrix, sh.grid, sh.coils, p, stream.get());
-    p.fused_normal = false;
+    p.fused = false;
     NlinvModelCuda plain(sh.matrix, sh.grid, sh.coils, p, stream.get());
-    const std::size_t px = cpu.pixels(), n = cpu.unknowns();
-    const auto pattern = rnd(px, 11), x = rnd(n, 12), v = rnd(n, 13);
+    const std::size_t px = cpu.pixels(), n = cpu.unknowns(), m = cpu.data_size();
+    const auto pattern = rnd(px, 11), x = rnd(n, 12), v = rnd(n, 13), y = rnd(m, 14);
     std::copy(pattern.begin(), pattern.end(), cpu.pattern());
-    for (NlinvModelCuda* m : {&fused, &plain})
-      gpu::copy_to_device(m->pattern(), pattern.data(), px * sizeof(cfloat), stream.get());
-    const auto d_x = upload(x, stream.get()), d_v = upload(v, stream.get());
-    std::vector<cfloat> want(n);
+    for (NlinvModelCuda* mc : {&fused, &plain})
+      gpu::copy_to_device(mc->pattern(), pattern.data(), px * sizeof(cfloat), stream.get());
+    const auto d_x = upload(x, stream.get()), d_v = upload(v, stream.get()), d_y = upload(y, stream.get());
     cpu.linearize(x.data());
-    cpu.normal(v.data(), want.data());
-    DeviceBuffer<cfloat> d_fused(Extents{n}), d_plain(Extents{n});
     fused.linearize(d_x.data());
     plain.linearize(d_x.data());
+    const std::size_t maps = std::size_t(sh.coils) * sh.matrix * sh.matrix;
+    std::vector<cfloat> want_maps(maps), want_r(m), want(n);
+    DeviceBuffer<cfloat> d_maps(Extents{maps}), d_r(Extents{m}), d_fused(Extents{n}), d_plain(Extents{n});
+    cpu.coil_maps(want_maps.data());
+    fused.coil_maps(d_maps.data());
+    const auto maps_fused = down(d_maps.data(), maps, stream.get());
+    plain.coil_maps(d_maps.data());
+    expect_equal3("coil images", maps_fused, want_maps, down(d_maps.data(), maps, stream.get()));
+
+    cpu.gradient(y.data(), want_r.data(), want.data());
+    fused.gradient(d_y.data(), d_r.data(), d_fused.data());
+    const auto r_fused = down(d_r.data(), m, stream.get());
+    plain.gradient(d_y.data(), d_r.data(), d_plain.data());
+    expect_equal3("residual", r_fused, want_r, down(d_r.data(), m, stream.get()));
+    expect_equal3("gradient", down(d_fused.data(), n, stream.get()), want,
+                  down(d_plain.data(), n, stream.get()));
+
+    cpu.normal(v.data(), want.data());
     // out is written whole: what it held before must not show
     fused.set(d_fused.data(), n, cfloat{7.f, -3.f});
     fused.normal(d_v.data(), d_fused.data());
     plain.normal(d_v.data(), d_plain.data());
     const auto got = down(d_fused.data(), n, stream.get());
-    const double e_cpu = rel_error(got, want),
-                 e_cufft = rel_error(got, down(d_plain.data(), n, stream.get()));
-    std::printf("normal %d in %d, %d coils: custom FFT vs CPU %.2e, vs cuFFT %.2e\n", sh.matrix, sh.grid,
-                sh.coils, e_cpu, e_cufft);
-    EXPECT_LT(e_cpu, 1e-5);
-    EXPECT_LT(e_cufft, 1e-5);
+    expect_equal3("normal", got, want, down(d_plain.data(), n, stream.get()));
     // and rho's part outside the mask is exactly zero, as the CPU twin's
     double outside = 0;
     const int lo = (sh.grid - sh.matrix) / 2;
-    for (int y = 0; y < sh.grid; ++y)
+    for (int yy = 0; yy < sh.grid; ++yy)
       for (int xx = 0; xx < sh.grid; ++xx)
-        if (y < lo || y >= lo + sh.matrix || xx < lo || xx >= lo + sh.matrix)
-          outside += std::abs(got[std::size_t(y) * sh.grid + xx]);
+        if (yy < lo || yy >= lo + sh.matrix || xx < lo || xx >= lo + sh.matrix)
+          outside += std::abs(got[std::size_t(yy) * sh.grid + xx]);
     EXPECT_EQ(outside, 0.0);
   }
 }

@@ -1,15 +1,18 @@
-// NLINV's normal operator on the custom FFT engine (nlinv_normal_cuda.hpp).
+// NLINV's model work on the custom FFT engine (nlinv_fused_cuda.hpp).
 #include <string>
 
 #include "core/error.hpp"
 #include "fft/custom_fft.cuh"
 #include "gpu/cuda_check.cuh"
-#include "nlinv/nlinv_normal_cuda.hpp"
+#include "nlinv/nlinv_fused_cuda.hpp"
 
 namespace radstream {
 namespace {
 
 using namespace customfft;
+
+#define F2(p) reinterpret_cast<float2*>(p)
+#define CF2(p) reinterpret_cast<const float2*>(p)
 
 // The sizes every kernel shares: the mask's n and first cell lo per axis, the coils, s = 1/G.
 struct Geo {
@@ -188,18 +191,116 @@ __global__ void __launch_bounds__(ColShape<G>::threads)
       if (!geo.inside(y)) out_rho[size_t(y) * G + x] = make_float2(0.f, 0.f);
 }
 
+// The linearization's rows: blockIdx.x: TB of the [J][n] rows of step 1's output; each goes back along x and
+// its mask cells are stored as the coil image's.
+template <int G>
+__global__ void __launch_bounds__(RowShape<G>::threads)
+    coil_rows(const float2* __restrict__ mid, Geo geo, const float2* __restrict__ tw,
+              float2* __restrict__ coils) {
+  using S = RowShape<G>;
+  extern __shared__ float2 sh[];
+  const int l = threadIdx.x, tb = l / S::T, tid = l % S::T;
+  const long t = long(blockIdx.x) * S::TB + tb;
+  const bool ok = t < long(geo.coils) * geo.n;
+  const long row_index = ok ? t : 0;
+  const float2* row = mid + row_index * G;
+  float2* dst = coils + size_t(row_index / geo.n) * G * G + size_t(row_index % geo.n + geo.lo) * G;
+  fft_transform<G, S::E, true, RowLayout>(
+      sh + tb * RowLayout::stride(G), tid, tw, [&](int e) { return ok ? row[e] : make_float2(0.f, 0.f); },
+      [&](int e, float2 val) {
+        if (ok && geo.inside(e)) dst[e] = val;
+      });
+}
+
+// The gradient's rows: blockIdx.x: TB of the [J][n] rows; row y of coil j is M rho c_j (zero outside the
+// mask) transformed forward along x, stored whole.
+template <int G>
+__global__ void __launch_bounds__(RowShape<G>::threads)
+    image_rows(const float2* __restrict__ rho, const float2* __restrict__ coils, Geo geo,
+               const float2* __restrict__ tw, float2* __restrict__ mid) {
+  using S = RowShape<G>;
+  extern __shared__ float2 sh[];
+  const int l = threadIdx.x, tb = l / S::T, tid = l % S::T;
+  const long t = long(blockIdx.x) * S::TB + tb;
+  const bool ok = t < long(geo.coils) * geo.n;
+  const long row_index = ok ? t : 0;
+  const size_t pix = size_t(row_index % geo.n + geo.lo) * G;
+  const float2* c = coils + size_t(row_index / geo.n) * G * G + pix;
+  float2* dst = mid + row_index * G;
+  fft_transform<G, S::E, false, RowLayout>(
+      sh + tb * RowLayout::stride(G), tid, tw,
+      [&](int e) { return ok && geo.inside(e) ? mul(rho[pix + e], c[e]) : make_float2(0.f, 0.f); },
+      [&](int e, float2 val) {
+        if (ok) dst[e] = val;
+      });
+}
+
+// The gradient's columns: blockIdx.x: TB adjacent columns; blockIdx.y: coil. The column (its n mask rows)
+// goes forward along y; r = y - s D v is stored and goes back along y, its n mask rows stored in place.
+template <int G>
+__global__ void __launch_bounds__(ColShape<G>::threads)
+    residual_columns(float2* __restrict__ mid, const float2* __restrict__ pattern,
+                     const float2* __restrict__ y, Geo geo, const float2* __restrict__ tw,
+                     float2* __restrict__ r) {
+  using S = ColShape<G>;
+  using L = ColLayout<S::TB>;
+  extern __shared__ float2 sh[];
+  const int l = threadIdx.x, tb = l % S::TB, tid = l / S::TB;
+  const int x = int(blockIdx.x) * S::TB + tb;
+  float2* col = mid + size_t(blockIdx.y) * geo.n * G + x;
+  const size_t at = size_t(blockIdx.y) * G * G + x;
+  float2* st = sh + tb;
+  fft_transform<G, S::E, false, L>(
+      st, tid, tw, [&](int e) { return geo.inside(e) ? col[size_t(e - geo.lo) * G] : make_float2(0.f, 0.f); },
+      [&](int e, float2 val) {
+        const float2 f = scaled(mul(val, __ldg(pattern + size_t(e) * G + x)), geo.s);
+        const float2 d = y[at + size_t(e) * G];
+        const float2 res = make_float2(d.x - f.x, d.y - f.y);
+        r[at + size_t(e) * G] = res;
+        st[L::at(e)] = res;
+      });
+  __syncthreads();
+  fft_transform_shared<G, S::E, true, L>(st, tid, tw, [&](int e, float2 val) {
+    if (geo.inside(e)) col[size_t(e - geo.lo) * G] = val;
+  });
+}
+
 template <class K>
 void allow_smem(K kernel, int bytes) {
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
 }
 
+// The launches for the grid's size G (a template: the engine's transforms are unrolled per size).
+template <int G>
+struct Launch {
+  using C = ColShape<G>;
+  using R = RowShape<G>;
+  using A = AdjointShape<G>;
+  cudaStream_t stream;
+  Geo geo;
+  const float2* tw;
+  float2* mid;
+  dim3 cols() const { return dim3(unsigned(G / C::TB), unsigned(geo.coils)); }
+  unsigned row_blocks() const { return unsigned((long(geo.coils) * geo.n + R::TB - 1) / R::TB); }
+  // Steps 4 and 5: b = DG^H of what mid holds (back along y already, the mask's rows).
+  void adjoint(const NlinvFusedCuda::Point& at, cfloat* b) const {
+    const std::size_t px = std::size_t(G) * G;
+    const int adj_smem = A::fft_smem + A::TB * geo.n * 8;
+    adjoint_rows<G>
+        <<<unsigned(geo.n), A::threads, adj_smem, stream>>>(mid, CF2(at.rho), CF2(at.coils), geo, tw, F2(b));
+    CUDA_CHECK_LAUNCH("nlinv adjoint_rows");
+    adjoint_columns<G><<<cols(), C::threads, C::smem, stream>>>(mid, at.weight, geo, tw, F2(b + px), F2(b));
+    CUDA_CHECK_LAUNCH("nlinv adjoint_columns");
+  }
+};
+
 }  // namespace
 
-bool NlinvNormalCuda::supports(int grid) {
+bool NlinvFusedCuda::supports(int grid) {
   return customfft::supported(grid);
 }
 
-NlinvNormalCuda::NlinvNormalCuda(int matrix, int grid, int coils, gpu::StreamRef stream)
+NlinvFusedCuda::NlinvFusedCuda(int matrix, int grid, int coils, gpu::StreamRef stream)
     : n_(matrix), g_(grid), j_(coils), stream_(stream) {
   if (!supports(grid) || matrix < 2 || matrix > grid || (grid - matrix) % 2 || coils < 1)
     throw ConfigError(
@@ -216,38 +317,58 @@ NlinvNormalCuda::NlinvNormalCuda(int matrix, int grid, int coils, gpu::StreamRef
     allow_smem(pattern_columns<G>, ColShape<G>::smem);
     allow_smem(adjoint_rows<G>, AdjointShape<G>::max_smem);
     allow_smem(adjoint_columns<G>, ColShape<G>::smem);
+    allow_smem(coil_rows<G>, RowShape<G>::smem);
+    allow_smem(image_rows<G>, RowShape<G>::smem);
+    allow_smem(residual_columns<G>, ColShape<G>::smem);
   });
   gpu::synchronize(stream);  // the host table above is a temporary
 }
 
-#define F2(p) reinterpret_cast<float2*>(p)
-#define CF2(p) reinterpret_cast<const float2*>(p)
-
-void NlinvNormalCuda::apply(const Point& at, const cfloat* v, cfloat* out) {
-  auto stream = static_cast<cudaStream_t>(stream_);
-  const std::size_t px = std::size_t(g_) * g_;
-  const Geo geo{n_, (g_ - n_) / 2, j_, 1.f / float(g_)};
-  const auto* tw = CF2(tw_.data());
-  float2* mid = F2(mid_.data());
+void NlinvFusedCuda::normal(const Point& at, const cfloat* v, cfloat* out) {
   dispatch_size(g_, [&]<int G>() {
-    using C = ColShape<G>;
-    using R = RowShape<G>;
-    using A = AdjointShape<G>;
-    const dim3 cols(unsigned(G / C::TB), unsigned(j_));
-    coil_columns<G><<<cols, C::threads, C::smem, stream>>>(CF2(v + px), at.weight, geo, tw, mid);
+    const Launch<G> k{static_cast<cudaStream_t>(stream_), Geo{n_, (g_ - n_) / 2, j_, 1.f / float(g_)},
+                      CF2(tw_.data()), F2(mid_.data())};
+    using C = typename Launch<G>::C;
+    using R = typename Launch<G>::R;
+    const std::size_t px = std::size_t(G) * G;
+    coil_columns<G><<<k.cols(), C::threads, C::smem, k.stream>>>(CF2(v + px), at.weight, k.geo, k.tw, k.mid);
     CUDA_CHECK_LAUNCH("nlinv coil_columns");
-    const long rows = long(j_) * n_;
-    derivative_rows<G><<<unsigned((rows + R::TB - 1) / R::TB), R::threads, R::smem, stream>>>(
-        mid, CF2(v), CF2(at.rho), CF2(at.coils), geo, tw);
+    derivative_rows<G><<<k.row_blocks(), R::threads, R::smem, k.stream>>>(k.mid, CF2(v), CF2(at.rho),
+                                                                          CF2(at.coils), k.geo, k.tw);
     CUDA_CHECK_LAUNCH("nlinv derivative_rows");
-    pattern_columns<G><<<cols, C::threads, C::smem, stream>>>(mid, CF2(at.pattern), geo, tw);
+    pattern_columns<G><<<k.cols(), C::threads, C::smem, k.stream>>>(k.mid, CF2(at.pattern), k.geo, k.tw);
     CUDA_CHECK_LAUNCH("nlinv pattern_columns");
-    const int adj_smem = A::fft_smem + A::TB * n_ * 8;
-    adjoint_rows<G>
-        <<<unsigned(n_), A::threads, adj_smem, stream>>>(mid, CF2(at.rho), CF2(at.coils), geo, tw, F2(out));
-    CUDA_CHECK_LAUNCH("nlinv adjoint_rows");
-    adjoint_columns<G><<<cols, C::threads, C::smem, stream>>>(mid, at.weight, geo, tw, F2(out + px), F2(out));
-    CUDA_CHECK_LAUNCH("nlinv adjoint_columns");
+    k.adjoint(at, out);
+  });
+}
+
+void NlinvFusedCuda::linearize(const float* weight, const cfloat* x, cfloat* coils) {
+  dispatch_size(g_, [&]<int G>() {
+    const Launch<G> k{static_cast<cudaStream_t>(stream_), Geo{n_, (g_ - n_) / 2, j_, 1.f / float(g_)},
+                      CF2(tw_.data()), F2(mid_.data())};
+    using C = typename Launch<G>::C;
+    using R = typename Launch<G>::R;
+    const std::size_t px = std::size_t(G) * G;
+    coil_columns<G><<<k.cols(), C::threads, C::smem, k.stream>>>(CF2(x + px), weight, k.geo, k.tw, k.mid);
+    CUDA_CHECK_LAUNCH("nlinv coil_columns");
+    coil_rows<G><<<k.row_blocks(), R::threads, R::smem, k.stream>>>(k.mid, k.geo, k.tw, F2(coils));
+    CUDA_CHECK_LAUNCH("nlinv coil_rows");
+  });
+}
+
+void NlinvFusedCuda::gradient(const Point& at, const cfloat* y, cfloat* r, cfloat* b) {
+  dispatch_size(g_, [&]<int G>() {
+    const Launch<G> k{static_cast<cudaStream_t>(stream_), Geo{n_, (g_ - n_) / 2, j_, 1.f / float(g_)},
+                      CF2(tw_.data()), F2(mid_.data())};
+    using C = typename Launch<G>::C;
+    using R = typename Launch<G>::R;
+    image_rows<G>
+        <<<k.row_blocks(), R::threads, R::smem, k.stream>>>(CF2(at.rho), CF2(at.coils), k.geo, k.tw, k.mid);
+    CUDA_CHECK_LAUNCH("nlinv image_rows");
+    residual_columns<G>
+        <<<k.cols(), C::threads, C::smem, k.stream>>>(k.mid, CF2(at.pattern), CF2(y), k.geo, k.tw, F2(r));
+    CUDA_CHECK_LAUNCH("nlinv residual_columns");
+    k.adjoint(at, b);
   });
 }
 
