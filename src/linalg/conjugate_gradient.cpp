@@ -51,12 +51,12 @@ void ConjugateGradient::start(const Normal& a, const cfloat* b, cfloat* x, const
   if (warm) {
     apply(a, reg, o, x, r);  // r = M x0
     ops_.rsub(r, b, n_);     // r = b - M x0
+    ops_.copy(p_.data(), r, n_);
+    ops_.dot_re(b, b, n_, kBb);
   } else {
-    ops_.zero(x, n_);
-    ops_.copy(r, b, n_);
+    if (!o.add_to_x) ops_.zero(x, n_);
+    ops_.cg_start(r, p_.data(), b, n_, kBb);  // r = p = b and <b, b> in one pass
   }
-  ops_.copy(p_.data(), r, n_);
-  ops_.dot_re(b, b, n_, kBb);
   // From zero r = b: its <r, r> is <b, b>, which iteration 0 reads from b's slot (a pass over r saved).
   first_rr_ = warm ? kRr0 : kBb;
   if (warm) ops_.dot_re(r, r, n_, kRr0);

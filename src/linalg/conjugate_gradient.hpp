@@ -30,6 +30,9 @@ struct CgOptions {
   // already enqueued): every step after the first is a no-op on the device once <r, r> <= converged_rr, so an
   // iteration enqueued after convergence changes nothing. Negative: every step steps.
   double converged_rr = -1.0;
+  // A cold start that adds its solution to x instead of overwriting it (x is not zeroed; r0 = b): the
+  // Gauss-Newton step x += h of NLINV without a vector for h and a pass to add it.
+  bool add_to_x = false;
 };
 
 struct CgReport {

@@ -28,6 +28,8 @@ class VectorOps {
   // CG direction: beta = s[rr_new] / s[rr_old] (0 when s[rr_old] <= 0); p = r + beta p.
   virtual void cg_direction(cfloat* p, const cfloat* r, std::size_t n, int rr_new, int rr_old) = 0;
   // Fused passes (each vector read once instead of twice; the same values as the separate calls):
+  // a CG's cold start: r = p = b and slot = Re <b, b>.
+  virtual void cg_start(cfloat* r, cfloat* p, const cfloat* b, std::size_t n, int slot) = 0;
   // y += a x, then slot = Re <x, y>.
   virtual void axpy_dot(cfloat* y, float a, const cfloat* x, std::size_t n, int slot) = 0;
   // The CG step, alpha = s[rr] / s[pq] (0 when s[pq] <= 0), x += alpha p, r -= alpha q, then s[rr_new] =

@@ -38,6 +38,13 @@ class VectorOpsCpu final : public VectorOps {
     });
   }
 
+  void cg_start(cfloat* r, cfloat* p, const cfloat* b, std::size_t n, int slot) override {
+    at(slot) = blocked_sum(n, [&](std::size_t i) {
+      r[i] = p[i] = b[i];
+      return double(b[i].real()) * b[i].real() + double(b[i].imag()) * b[i].imag();
+    });
+  }
+
   void axpy_dot(cfloat* y, float a, const cfloat* x, std::size_t n, int slot) override {
     at(slot) = blocked_sum(n, [&](std::size_t i) {
       y[i] += a * x[i];

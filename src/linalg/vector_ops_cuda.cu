@@ -85,6 +85,19 @@ __global__ void __launch_bounds__(kThreads) dot_kernel(const float2* x, const fl
   finish_sum(s, partial, done, slot);
 }
 
+// r = p = b; slot = Re <b, b>.
+__global__ void __launch_bounds__(kThreads)
+    cg_start_kernel(float2* r, float2* p, const float2* b, std::size_t n, double* partial, unsigned* done,
+                    double* slot) {
+  double s = 0;
+  REDUCE_STRIDE(i, n) {
+    const float2 bi = b[i];
+    r[i] = bi;
+    p[i] = bi;
+    s += re_dot(bi, bi);
+  }
+  finish_sum(s, partial, done, slot);
+}
 // y += a x; slot = Re <x, y>.
 __global__ void __launch_bounds__(kThreads)
     axpy_dot_kernel(float2* y, float a, const float2* x, std::size_t n, double* partial, unsigned* done,
@@ -161,6 +174,11 @@ class VectorOpsCuda final : public VectorOps {
     dot_kernel<<<reduce_blocks(n), kThreads, 0, stream_>>>(f2(x), f2(y), n, partial_.data(), done_.data(),
                                                            at(slot));
     CUDA_CHECK_LAUNCH("dot_kernel");
+  }
+  void cg_start(cfloat* r, cfloat* p, const cfloat* b, std::size_t n, int slot) override {
+    cg_start_kernel<<<reduce_blocks(n), kThreads, 0, stream_>>>(f2(r), f2(p), f2(b), n, partial_.data(),
+                                                                done_.data(), at(slot));
+    CUDA_CHECK_LAUNCH("cg_start_kernel");
   }
   void axpy_dot(cfloat* y, float a, const cfloat* x, std::size_t n, int slot) override {
     axpy_dot_kernel<<<reduce_blocks(n), kThreads, 0, stream_>>>(f2(y), a, f2(x), n, partial_.data(),

@@ -13,8 +13,8 @@ constexpr int kRes = ConjugateGradient::kFirstFreeSlot;
 }  // namespace
 
 struct Irgnm::Vectors {
-  LocatedBuffer r_data, b, h;
-  Vectors(std::size_t n, std::size_t m, Location loc) : r_data(m, loc), b(n, loc), h(n, loc) {}
+  LocatedBuffer r_data, b;
+  Vectors(std::size_t n, std::size_t m, Location loc) : r_data(m, loc), b(n, loc) {}
 };
 
 Irgnm::Irgnm(NlinvModel& model, std::unique_ptr<VectorOps> ops)
@@ -31,13 +31,13 @@ void Irgnm::set_clock(std::function<double()> elapsed_ms) {
   deadline_.set_clock(std::move(elapsed_ms));
 }
 
-int Irgnm::cg(double alpha, int max_iter, const cfloat* b, double t_setup, int& spent) {
+int Irgnm::cg(double alpha, int max_iter, const cfloat* b, cfloat* x, double t_setup, int& spent) {
   VectorOps& o = *ops_;
-  cfloat* h = v_->h.data();
   CgOptions co;
   co.max_iterations = max_iter;
-  co.lambda = alpha;  // (DG^H D DG + alpha I) h = b from h = 0
-  cg_.begin(normal_, b, h, co, false);
+  co.lambda = alpha;   // (DG^H D DG + alpha I) h = b from h = 0,
+  co.add_to_x = true;  // each iteration's step added to x itself: x + h without a vector for h
+  cg_.begin(normal_, b, x, co, false);
   const double bb = cg_.rhs_norm2();  // waits for the Newton step's set-up too: its time is its own
   if (deadline_.active()) {
     t_last_ = deadline_.now_ms();
@@ -49,7 +49,7 @@ int Irgnm::cg(double alpha, int max_iter, const cfloat* b, double t_setup, int& 
   co.converged_rr = limit;
   // Iteration i's |r|^2 is posted to host entry i mod kPosts.
   const auto enqueue = [&](int i) {
-    cg_.step(normal_, h, co);
+    cg_.step(normal_, x, co);
     o.post(cg_.rr_slot(i + 1), i % VectorOps::kPosts);
   };
   // The host looks at |r| one iteration late: while iteration i runs, i + 1 is already enqueued, so the GPU
@@ -112,9 +112,8 @@ IrgnmReport Irgnm::solve(const NlinvParams& p, cfloat* x, const cfloat* x_ref, c
     o.dot_re(v_->r_data.data(), v_->r_data.data(), m, kRes);
     if (x_ref) o.axpy(v_->b.data(), float(alpha), x_ref, n);
     o.axpy(v_->b.data(), -float(alpha), x, n);
-    rep.cg_iterations += cg(alpha, p.newton_cg_max, v_->b.data(), t_setup, rep.cg_run_ahead_spent);
+    rep.cg_iterations += cg(alpha, p.newton_cg_max, v_->b.data(), x, t_setup, rep.cg_run_ahead_spent);
     progress_.cg_iterations = rep.cg_iterations;
-    o.axpy(x, 1.f, v_->h.data(), n);
     alpha = (alpha - p.alpha_min) / p.alpha_reduction + p.alpha_min;
     ++rep.newton_steps;
     if (stopped_early_) break;  // the best iterate reached: this step's partial solve applied

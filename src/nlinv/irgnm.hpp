@@ -61,9 +61,9 @@ class Irgnm {
   std::chrono::steady_clock::time_point tail_start() const { return tail_start_; }
 
  private:
-  // The CG of one Newton step from h = 0; t_setup: when the step's set-up began (ms); spent counts the
-  // iterations run ahead of convergence.
-  int cg(double alpha, int max_iter, const cfloat* b, double t_setup, int& spent);
+  // The CG of one Newton step from h = 0, its iterates added to x as they come (x + h); t_setup: when the
+  // step's set-up began (ms); spent counts the iterations run ahead of convergence.
+  int cg(double alpha, int max_iter, const cfloat* b, cfloat* x, double t_setup, int& spent);
 
   NlinvModel& model_;
   std::unique_ptr<VectorOps> ops_;
