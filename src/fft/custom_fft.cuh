@@ -209,6 +209,16 @@ struct RowShape {
   static constexpr int threads = T * TB;
   static constexpr int smem = TB * RowLayout::stride(N) * 8;
 };
+// Rows of several transforms side by side in one block, for a sum over them inside the block (over coils):
+// TB transforms of N points (1..16, at most 512 threads), E elements a thread as RowShape.
+template <int N>
+struct SideBySideShape {
+  static constexpr int E = RowShape<N>::E;
+  static constexpr int T = N / E;
+  static constexpr int TB = T >= 512 ? 1 : (512 / T > 16 ? 16 : 512 / T);
+  static constexpr int threads = T * TB;
+  static constexpr int fft_smem = TB * RowLayout::stride(N) * 8;
+};
 // Columns: TB_ side by side (ColLayout<TB_>) at E_ elements a thread.
 template <int N, int E_, int TB_>
 struct ColShapeOf {

@@ -28,6 +28,24 @@ __device__ __forceinline__ float2 mulc(float2 a, float2 b) {  // conj(a) b
   return make_float2(a.x * b.x + a.y * b.y, a.x * b.y - a.y * b.x);
 }
 
+// The [J][n] row a thread of a row pass works on (S: RowShape; TB rows a block). Threads past the last row
+// stay in step on row 0 (ok false) so that every thread reaches the barriers.
+template <class S>
+struct MaskRow {
+  int tb, tid;
+  bool ok;
+  long index;          // j n + y
+  size_t coil_offset;  // j G^2
+  size_t pix;          // the row's first cell on the grid, (y + lo) G
+  __device__ MaskRow(const Geo& geo, int G) : tb(int(threadIdx.x) / S::T), tid(int(threadIdx.x) % S::T) {
+    const long t = long(blockIdx.x) * S::TB + tb;
+    ok = t < long(geo.coils) * geo.n;
+    index = ok ? t : 0;
+    coil_offset = size_t(index / geo.n) * G * G;
+    pix = size_t(index % geo.n + geo.lo) * G;
+  }
+};
+
 // 1. blockIdx.x: TB adjacent grid columns; blockIdx.y: coil. mid[j][y][x] = IFFT_y(s W v_j)[y + lo][x].
 template <int G>
 __global__ void __launch_bounds__(ColShape<G>::threads)
@@ -57,14 +75,13 @@ __global__ void __launch_bounds__(RowShape<G>::threads)
                     const float2* __restrict__ tw) {
   using S = RowShape<G>;
   extern __shared__ float2 sh[];
-  const int l = threadIdx.x, tb = l / S::T, tid = l % S::T;
-  const long t = long(blockIdx.x) * S::TB + tb;
-  const bool ok = t < long(geo.coils) * geo.n;
-  const long row_index = ok ? t : 0;
-  float2* row = mid + row_index * G;
-  const size_t pix = size_t(row_index % geo.n + geo.lo) * G;  // the row's first cell on the grid
-  const float2* c = coils + size_t(row_index / geo.n) * G * G + pix;
-  float2* st = sh + tb * RowLayout::stride(G);
+  const MaskRow<S> r(geo, G);
+  const bool ok = r.ok;
+  const size_t pix = r.pix;
+  float2* row = mid + r.index * G;
+  const float2* c = coils + r.coil_offset + pix;
+  float2* st = sh + r.tb * RowLayout::stride(G);
+  const int tid = r.tid;
   fft_transform<G, S::E, true, RowLayout>(
       st, tid, tw, [&](int e) { return ok ? row[e] : make_float2(0.f, 0.f); },
       [&](int e, float2 dc) {
@@ -103,15 +120,11 @@ __global__ void __launch_bounds__(ColShape<G>::threads)
   });
 }
 
-// Step 4's block: TB transforms of G points side by side (at most 512 threads), one coil each.
+// Step 4's block: TB transforms of G points side by side, one coil each; its shared memory at most the
+// transforms' and the sums of a row of n <= G cells for each.
 template <int G>
-struct AdjointShape {
-  static constexpr int E = RowShape<G>::E;
-  static constexpr int T = G / E;
-  static constexpr int TB = T >= 512 ? 1 : (512 / T > 16 ? 16 : 512 / T);
-  static constexpr int threads = T * TB;
-  static constexpr int fft_smem = TB * RowLayout::stride(G) * 8;
-  static constexpr int max_smem = fft_smem + TB * G * 8;  // with the accumulators of an n <= G row
+struct AdjointShape : SideBySideShape<G> {
+  static constexpr int max_smem = SideBySideShape<G>::fft_smem + SideBySideShape<G>::TB * G * 8;
 };
 
 // 4. blockIdx.x: mask row y (grid row y + lo). For each coil j: u_j = IFFT_x(mid[j][y]); the sum
@@ -199,14 +212,12 @@ __global__ void __launch_bounds__(RowShape<G>::threads)
               float2* __restrict__ coils) {
   using S = RowShape<G>;
   extern __shared__ float2 sh[];
-  const int l = threadIdx.x, tb = l / S::T, tid = l % S::T;
-  const long t = long(blockIdx.x) * S::TB + tb;
-  const bool ok = t < long(geo.coils) * geo.n;
-  const long row_index = ok ? t : 0;
-  const float2* row = mid + row_index * G;
-  float2* dst = coils + size_t(row_index / geo.n) * G * G + size_t(row_index % geo.n + geo.lo) * G;
+  const MaskRow<S> r(geo, G);
+  const bool ok = r.ok;
+  const float2* row = mid + r.index * G;
+  float2* dst = coils + r.coil_offset + r.pix;
   fft_transform<G, S::E, true, RowLayout>(
-      sh + tb * RowLayout::stride(G), tid, tw, [&](int e) { return ok ? row[e] : make_float2(0.f, 0.f); },
+      sh + r.tb * RowLayout::stride(G), r.tid, tw, [&](int e) { return ok ? row[e] : make_float2(0.f, 0.f); },
       [&](int e, float2 val) {
         if (ok && geo.inside(e)) dst[e] = val;
       });
@@ -220,15 +231,13 @@ __global__ void __launch_bounds__(RowShape<G>::threads)
                const float2* __restrict__ tw, float2* __restrict__ mid) {
   using S = RowShape<G>;
   extern __shared__ float2 sh[];
-  const int l = threadIdx.x, tb = l / S::T, tid = l % S::T;
-  const long t = long(blockIdx.x) * S::TB + tb;
-  const bool ok = t < long(geo.coils) * geo.n;
-  const long row_index = ok ? t : 0;
-  const size_t pix = size_t(row_index % geo.n + geo.lo) * G;
-  const float2* c = coils + size_t(row_index / geo.n) * G * G + pix;
-  float2* dst = mid + row_index * G;
+  const MaskRow<S> r(geo, G);
+  const bool ok = r.ok;
+  const size_t pix = r.pix;
+  const float2* c = coils + r.coil_offset + pix;
+  float2* dst = mid + r.index * G;
   fft_transform<G, S::E, false, RowLayout>(
-      sh + tb * RowLayout::stride(G), tid, tw,
+      sh + r.tb * RowLayout::stride(G), r.tid, tw,
       [&](int e) { return ok && geo.inside(e) ? mul(rho[pix + e], c[e]) : make_float2(0.f, 0.f); },
       [&](int e, float2 val) {
         if (ok) dst[e] = val;

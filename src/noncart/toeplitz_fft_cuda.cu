@@ -59,17 +59,11 @@ __global__ void __launch_bounds__(ColShape<M>::threads)
   });
 }
 
-// The back rows' block: TB transforms of M points (clamped to 1..16 so that a block has at most 512
-// threads); each takes coils tb, tb + TB, ...
+// The back rows' block: TB transforms of M points side by side; each takes coils tb, tb + TB, ...
 template <int M>
-struct BackShape {
-  static constexpr int E = RowShape<M>::E;
-  static constexpr int T = M / E;
-  static constexpr int TB = T >= 512 ? 1 : (512 / T > 16 ? 16 : 512 / T);
-  static constexpr int threads = T * TB;
-  static constexpr int fft_smem = TB * RowLayout::stride(M) * 8;
+struct BackShape : SideBySideShape<M> {
   template <class T2>
-  static constexpr int smem = fft_smem + TB*(M / 2) * int(sizeof(T2));
+  static constexpr int smem = SideBySideShape<M>::fft_smem + SideBySideShape<M>::TB*(M / 2) * int(sizeof(T2));
 };
 
 // blockIdx.x: image row y. z[y][x] = sum_c conj(S_c[y][x]) IFFT_M(mid[c][y])[x], x < N. Each thread adds
