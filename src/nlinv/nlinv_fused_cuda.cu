@@ -46,6 +46,21 @@ struct MaskRow {
   }
 };
 
+// The grid column a thread of a column pass works on (S: ColShape; TB adjacent columns a block, blockIdx.y
+// the coil j): its transform tb in the block, its thread tid in that transform, the column x, and the offsets
+// of coil j's column x in the [J][n][G] work array (mid) and in a [J][G][G] array (grid).
+template <class S>
+struct MaskColumn {
+  int tb, tid, x;
+  size_t mid, grid;
+  __device__ MaskColumn(const Geo& geo, int G)
+      : tb(int(threadIdx.x) % S::TB),
+        tid(int(threadIdx.x) / S::TB),
+        x(int(blockIdx.x) * S::TB + tb),
+        mid(size_t(blockIdx.y) * geo.n * G + x),
+        grid(size_t(blockIdx.y) * G * G + x) {}
+};
+
 // 1. blockIdx.x: TB adjacent grid columns; blockIdx.y: coil. mid[j][y][x] = IFFT_y(s W v_j)[y + lo][x].
 template <int G>
 __global__ void __launch_bounds__(ColShape<G>::threads)
@@ -54,10 +69,10 @@ __global__ void __launch_bounds__(ColShape<G>::threads)
   using S = ColShape<G>;
   using L = ColLayout<S::TB>;
   extern __shared__ float2 sh[];
-  const int l = threadIdx.x, tb = l % S::TB, tid = l / S::TB;
-  const int x = int(blockIdx.x) * S::TB + tb;
-  const float2* src = v + size_t(blockIdx.y) * G * G + x;
-  float2* dst = mid + size_t(blockIdx.y) * geo.n * G + x;
+  const MaskColumn<S> k(geo, G);
+  const int tb = k.tb, tid = k.tid, x = k.x;
+  const float2* src = v + k.grid;
+  float2* dst = mid + k.mid;
   fft_transform<G, S::E, true, L>(
       sh + tb, tid, tw,
       [&](int e) { return scaled(src[size_t(e) * G], __ldg(w + size_t(e) * G + x) * geo.s); },
@@ -107,9 +122,9 @@ __global__ void __launch_bounds__(ColShape<G>::threads)
   using S = ColShape<G>;
   using L = ColLayout<S::TB>;
   extern __shared__ float2 sh[];
-  const int l = threadIdx.x, tb = l % S::TB, tid = l / S::TB;
-  const int x = int(blockIdx.x) * S::TB + tb;
-  float2* col = mid + size_t(blockIdx.y) * geo.n * G + x;
+  const MaskColumn<S> k(geo, G);
+  const int tb = k.tb, tid = k.tid, x = k.x;
+  float2* col = mid + k.mid;
   float2* st = sh + tb;
   fft_transform<G, S::E, false, L>(
       st, tid, tw, [&](int e) { return geo.inside(e) ? col[size_t(e - geo.lo) * G] : make_float2(0.f, 0.f); },
@@ -191,10 +206,10 @@ __global__ void __launch_bounds__(ColShape<G>::threads)
   using S = ColShape<G>;
   using L = ColLayout<S::TB>;
   extern __shared__ float2 sh[];
-  const int l = threadIdx.x, tb = l % S::TB, tid = l / S::TB;
-  const int x = int(blockIdx.x) * S::TB + tb;
-  const float2* col = mid + size_t(blockIdx.y) * geo.n * G + x;
-  float2* dst = out_coils + size_t(blockIdx.y) * G * G + x;
+  const MaskColumn<S> k(geo, G);
+  const int tb = k.tb, tid = k.tid, x = k.x;
+  const float2* col = mid + k.mid;
+  float2* dst = out_coils + k.grid;
   fft_transform<G, S::E, false, L>(
       sh + tb, tid, tw,
       [&](int e) { return geo.inside(e) ? col[size_t(e - geo.lo) * G] : make_float2(0.f, 0.f); },
@@ -254,10 +269,10 @@ __global__ void __launch_bounds__(ColShape<G>::threads)
   using S = ColShape<G>;
   using L = ColLayout<S::TB>;
   extern __shared__ float2 sh[];
-  const int l = threadIdx.x, tb = l % S::TB, tid = l / S::TB;
-  const int x = int(blockIdx.x) * S::TB + tb;
-  float2* col = mid + size_t(blockIdx.y) * geo.n * G + x;
-  const size_t at = size_t(blockIdx.y) * G * G + x;
+  const MaskColumn<S> k(geo, G);
+  const int tb = k.tb, tid = k.tid, x = k.x;
+  float2* col = mid + k.mid;
+  const size_t at = k.grid;
   float2* st = sh + tb;
   fft_transform<G, S::E, false, L>(
       st, tid, tw, [&](int e) { return geo.inside(e) ? col[size_t(e - geo.lo) * G] : make_float2(0.f, 0.f); },
