@@ -17,13 +17,13 @@ ConjugateGradient::Normal normal_of(LinearOperator& a) {
 }
 }  // namespace
 
-ConjugateGradient::ConjugateGradient(std::size_t n, VectorOps& ops)
+ConjugateGradient::ConjugateGradient(std::size_t n, VectorOps& ops, bool regularized)
     : n_(n),
       ops_(ops),
       r_(n, ops.location()),
       p_(n, ops.location()),
       q_(n, ops.location()),
-      t_(n, ops.location()) {}
+      t_(regularized ? n : 0, ops.location()) {}
 
 void ConjugateGradient::apply(const Normal& a, LinearOperator* reg, const CgOptions& o, const cfloat* in,
                               cfloat* out) {
@@ -41,6 +41,8 @@ void ConjugateGradient::check(LinearOperator& a, const CgOptions& o, LinearOpera
                      std::to_string(n_) + " unknowns");
   if (a.location() != ops_.location()) throw InputError("cg: the operator and the vectors live apart");
   if (reg && reg->domain().size() != n_) throw InputError("cg: the regularizer's domain does not match");
+  if (reg && o.mu != 0.0 && t_.size() != n_)
+    throw ConfigError("cg: a regularizer was given to a solver made without one (regularized = false)");
   if (o.max_iterations < 0)
     throw ConfigError("cg: max_iterations = " + std::to_string(o.max_iterations) + " must be >= 0");
 }

@@ -46,8 +46,10 @@ class ConjugateGradient {
   // (NLINV's Gauss-Newton normal DG^H D DG); the LinearOperator overloads apply normal_of.normal().
   using Normal = std::function<void(const cfloat*, cfloat*)>;
 
-  // n: the unknowns (the operator's domain size); ops decides the location of the workspaces.
-  ConjugateGradient(std::size_t n, VectorOps& ops);
+  // n: the unknowns (the operator's domain size); ops decides the location of the workspaces. regularized:
+  // whether a solve may pass a regularizer R (its workspace, one more vector of n, is made only then; a solve
+  // given one without it throws ConfigError).
+  ConjugateGradient(std::size_t n, VectorOps& ops, bool regularized = true);
 
   // Solves for x (n values at ops' location). warm_start: x holds the first guess; else x is overwritten.
   // regularizer: optional R (domain n), applied through its normal() and weighted by options.mu.

@@ -21,7 +21,7 @@ Irgnm::Irgnm(NlinvModel& model, std::unique_ptr<VectorOps> ops)
     : model_(model),
       ops_(std::move(ops)),
       v_(std::make_unique<Vectors>(model.unknowns(), model.data_size(), model.location())),
-      cg_(model.unknowns(), *ops_),
+      cg_(model.unknowns(), *ops_, false),  // no regularizer: no workspace for one
       normal_([this](const cfloat* v, cfloat* out) { model_.normal(v, out); }),
       run_ahead_(model.location() == Location::Device) {}
 

@@ -13,6 +13,7 @@
 
 #include <omp.h>
 
+#include "core/error.hpp"
 #include "linalg/adjoint_check.hpp"
 #include "linalg/conjugate_gradient.hpp"
 #include "linalg/vector_ops.hpp"
@@ -193,6 +194,31 @@ TEST(Cg, TinyNudftNormalEquationWithTikhonovMatchesDenseSolve) {
   const double en = rel_err(xn.data(), ref);
   std::printf("  through the NUFFT operator: error %.2e\n", en);
   EXPECT_LE(en, 1e-3);
+}
+
+// A solver made without a regularizer's workspace (NLINV's: one vector of the unknowns less) solves as one
+// made with it, to the bit, and names the mistake when a solve passes it a regularizer.
+TEST(Cg, ASolverMadeWithoutARegularizerSolvesTheSameAndRefusesOne) {
+  const std::size_t rows = 60, cols = 40;
+  auto op = MatrixOperator(random_matrix(rows, cols, 11), rows, cols);
+  const Rhs b = random_rhs(cols, 12);
+  auto ops = make_vector_ops_cpu();
+  ConjugateGradient with(cols, *ops), without(cols, *ops, false);
+  std::vector<cfloat> x1(cols), x2(cols);
+  const CgOptions o{.max_iterations = 25, .lambda = 0.5};
+  with.solve(op, b.f.data(), x1.data(), o, false);
+  without.solve(op, b.f.data(), x2.data(), o, false);
+  EXPECT_EQ(x1, x2);
+  auto reg = MatrixOperator(random_matrix(cols, cols, 13), cols, cols);
+  CgOptions r = o;
+  r.mu = 0.1;
+  try {
+    without.solve(op, b.f.data(), x2.data(), r, false, &reg);
+    ADD_FAILURE() << "a regularizer was taken by a solver made without one";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("regularized = false"), std::string::npos) << e.what();
+  }
+  with.solve(op, b.f.data(), x1.data(), r, false, &reg);  // the one made with it takes it
 }
 
 TEST(Cg, WarmStartFromTheSolutionTakesZeroIterations) {
