@@ -306,6 +306,12 @@ struct Launch {
   float2* mid;
   dim3 cols() const { return dim3(unsigned(G / C::TB), unsigned(geo.coils)); }
   unsigned row_blocks() const { return unsigned((long(geo.coils) * geo.n + R::TB - 1) / R::TB); }
+  // Step 1 on the unknowns v (their coil part): mid = the weighted coils back along y, the mask's rows.
+  void coil_columns(const float* w, const cfloat* v) const {
+    radstream::coil_columns<G>
+        <<<cols(), C::threads, C::smem, stream>>>(CF2(v + std::size_t(G) * G), w, geo, tw, mid);
+    CUDA_CHECK_LAUNCH("nlinv coil_columns");
+  }
   // Steps 4 and 5: b = DG^H of what mid holds (back along y already, the mask's rows).
   void adjoint(const NlinvFusedCuda::Point& at, cfloat* b) const {
     const std::size_t px = std::size_t(G) * G;
@@ -318,6 +324,11 @@ struct Launch {
   }
 };
 
+template <int G>
+Launch<G> launches(gpu::StreamRef stream, int n, int coils, const cfloat* tw, cfloat* mid) {
+  return {static_cast<cudaStream_t>(stream), Geo{n, (G - n) / 2, coils, 1.f / float(G)}, CF2(tw), F2(mid)};
+}
+
 }  // namespace
 
 bool NlinvFusedCuda::supports(int grid) {
@@ -328,7 +339,7 @@ NlinvFusedCuda::NlinvFusedCuda(int matrix, int grid, int coils, gpu::StreamRef s
     : n_(matrix), g_(grid), j_(coils), stream_(stream) {
   if (!supports(grid) || matrix < 2 || matrix > grid || (grid - matrix) % 2 || coils < 1)
     throw ConfigError(
-        "nlinv: the custom-FFT normal operator takes a power-of-two grid of 64..2048 points "
+        "nlinv: the custom-FFT model takes a power-of-two grid of 64..2048 points "
         "holding the matrix; grid " +
         std::to_string(grid) + ", matrix " + std::to_string(matrix) + ", coils " + std::to_string(coils));
   const auto tw = twiddle_table(grid);
@@ -350,13 +361,10 @@ NlinvFusedCuda::NlinvFusedCuda(int matrix, int grid, int coils, gpu::StreamRef s
 
 void NlinvFusedCuda::normal(const Point& at, const cfloat* v, cfloat* out) {
   dispatch_size(g_, [&]<int G>() {
-    const Launch<G> k{static_cast<cudaStream_t>(stream_), Geo{n_, (g_ - n_) / 2, j_, 1.f / float(g_)},
-                      CF2(tw_.data()), F2(mid_.data())};
+    const auto k = launches<G>(stream_, n_, j_, tw_.data(), mid_.data());
     using C = typename Launch<G>::C;
     using R = typename Launch<G>::R;
-    const std::size_t px = std::size_t(G) * G;
-    coil_columns<G><<<k.cols(), C::threads, C::smem, k.stream>>>(CF2(v + px), at.weight, k.geo, k.tw, k.mid);
-    CUDA_CHECK_LAUNCH("nlinv coil_columns");
+    k.coil_columns(at.weight, v);
     derivative_rows<G><<<k.row_blocks(), R::threads, R::smem, k.stream>>>(k.mid, CF2(v), CF2(at.rho),
                                                                           CF2(at.coils), k.geo, k.tw);
     CUDA_CHECK_LAUNCH("nlinv derivative_rows");
@@ -368,13 +376,9 @@ void NlinvFusedCuda::normal(const Point& at, const cfloat* v, cfloat* out) {
 
 void NlinvFusedCuda::linearize(const float* weight, const cfloat* x, cfloat* coils) {
   dispatch_size(g_, [&]<int G>() {
-    const Launch<G> k{static_cast<cudaStream_t>(stream_), Geo{n_, (g_ - n_) / 2, j_, 1.f / float(g_)},
-                      CF2(tw_.data()), F2(mid_.data())};
-    using C = typename Launch<G>::C;
+    const auto k = launches<G>(stream_, n_, j_, tw_.data(), mid_.data());
     using R = typename Launch<G>::R;
-    const std::size_t px = std::size_t(G) * G;
-    coil_columns<G><<<k.cols(), C::threads, C::smem, k.stream>>>(CF2(x + px), weight, k.geo, k.tw, k.mid);
-    CUDA_CHECK_LAUNCH("nlinv coil_columns");
+    k.coil_columns(weight, x);
     coil_rows<G><<<k.row_blocks(), R::threads, R::smem, k.stream>>>(k.mid, k.geo, k.tw, F2(coils));
     CUDA_CHECK_LAUNCH("nlinv coil_rows");
   });
@@ -382,8 +386,7 @@ void NlinvFusedCuda::linearize(const float* weight, const cfloat* x, cfloat* coi
 
 void NlinvFusedCuda::gradient(const Point& at, const cfloat* y, cfloat* r, cfloat* b) {
   dispatch_size(g_, [&]<int G>() {
-    const Launch<G> k{static_cast<cudaStream_t>(stream_), Geo{n_, (g_ - n_) / 2, j_, 1.f / float(g_)},
-                      CF2(tw_.data()), F2(mid_.data())};
+    const auto k = launches<G>(stream_, n_, j_, tw_.data(), mid_.data());
     using C = typename Launch<G>::C;
     using R = typename Launch<G>::R;
     image_rows<G>

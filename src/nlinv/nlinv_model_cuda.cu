@@ -197,13 +197,15 @@ NlinvModelCuda::NlinvModelCuda(int matrix, int grid, int coils, const NlinvParam
   pattern_ = DeviceBuffer<cfloat>(Extents{px_});
   rho_ = DeviceBuffer<cfloat>(Extents{px_});
   coils_ = DeviceBuffer<cfloat>(Extents{px_ * j_});
-  work_ = DeviceBuffer<cfloat>(Extents{px_ * j_});
   fft_j_ = CufftPlan({g_, g_}, j_, stream_);
   fft_1_ = CufftPlan({g_, g_}, 1, stream_);
   // The coil images are read at the mask's cells only; the fused linearization writes only those.
   gpu::memset_device(coils_.data(), 0, coils_.size() * sizeof(cfloat), stream_);
-  if (p.fused && NlinvFusedCuda::supports(g_)) fused_ = std::make_unique<NlinvFusedCuda>(n_, g_, j_, stream_);
-  gpu::synchronize(stream_);  // the host weights leave scope
+  if (p.fused && NlinvFusedCuda::supports(g_))
+    fused_ = std::make_unique<NlinvFusedCuda>(n_, g_, j_, stream_);
+  else
+    work_ = DeviceBuffer<cfloat>(Extents{px_ * j_});  // cuFFT's normal operator's data-sized workspace
+  gpu::synchronize(stream_);                          // the host weights leave scope
 }
 
 NlinvModelCuda::~NlinvModelCuda() = default;

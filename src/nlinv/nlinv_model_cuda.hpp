@@ -2,8 +2,8 @@
 // cuFFT plans for J and for one G x G array; enqueued, never synchronized. CUDA builds only.
 #pragma once
 #include <memory>
-#include "fft/cufft_plan.hpp"
 
+#include "fft/cufft_plan.hpp"
 #include "gpu/device_memory.hpp"
 #include "nlinv/nlinv_fused_cuda.hpp"
 #include "nlinv/nlinv_model.hpp"
