@@ -16,7 +16,7 @@ struct ViewerScript {
   double screenshot_every_s = 0.4;
   int set_window = 0;         // > 0: the window slider moved to this value at 1 s
   std::string apply_backend;  // non-empty: this backend chosen and Apply pressed at 1.5 s
-  double close_after_s = 0;   // > 0: the window closed at this time
+  double close_after_s = 0;   // > 0: the window closed at this time (once the screenshots are taken)
 
   bool empty() const {
     return screenshot.empty() && set_window <= 0 && apply_backend.empty() && close_after_s <= 0;
@@ -29,8 +29,11 @@ class ScriptedDriver : public ViewerDriver {
   void step(double t, ViewerControls& controls) override;
 
  private:
+  static constexpr double kScreenshotGraceS = 30.0;
+  void close_when_done(double t, ViewerControls& c);
+
   ViewerScript s_;
-  bool window_set_ = false, backend_applied_ = false;
+  bool window_set_ = false, backend_applied_ = false, close_delay_said_ = false;
   int screenshots_taken_ = 0;
   double next_screenshot_s_ = -1;
 };

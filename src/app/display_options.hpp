@@ -49,7 +49,8 @@ struct ViewerScriptChoice {
             "viewer: take this many screenshots (NAME_0.png, NAME_1.png, ...), --screenshot-every-s apart");
     v.field("screenshot_every", screenshot_every_s, 0.01, 3600.0, "viewer: seconds between screenshots");
     v.field("close_after", close_after_s, 0.0, 1e9,
-            "viewer: close the window after this many seconds (0: never)");
+            "viewer: close the window after this many seconds, once the screenshots asked for are taken "
+            "(0: never)");
   }
 };
 
