@@ -83,7 +83,7 @@ nlohmann::ordered_json nlinv_operator_times(const Frame& f, const NlinvParams& p
   // The normal operator alone at the last frame's point (the model keeps it).
   NlinvModel& m = engine->model();
   DeviceBuffer<cfloat> v(Extents{m.unknowns()}), out(Extents{m.unknowns()});
-  m.set(v.data(), v.size(), cfloat{1.f, 0.f});
+  engine->irgnm().ops().fill(v.data(), v.size(), cfloat{1.f, 0.f});
   std::vector<double> normal_ms;
   for (int i = 0; i < warmup + frames; ++i) {
     gpu::synchronize(stream.get());

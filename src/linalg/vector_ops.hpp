@@ -19,6 +19,12 @@ class VectorOps {
 
   virtual void copy(cfloat* dst, const cfloat* src, std::size_t n) = 0;
   virtual void zero(cfloat* x, std::size_t n) = 0;
+  // x = v everywhere.
+  virtual void fill(cfloat* x, std::size_t n, cfloat v) = 0;
+  // x = a x (a: a host constant).
+  virtual void scale(cfloat* x, std::size_t n, float a) = 0;
+  // host [n] <- src [n] (at location()); waits for the work enqueued before it.
+  virtual void to_host(cfloat* host, const cfloat* src, std::size_t n) = 0;
   // y = y + a x (a: a host constant).
   virtual void axpy(cfloat* y, float a, const cfloat* x, std::size_t n) = 0;
   // y = x - y.

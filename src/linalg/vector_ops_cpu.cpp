@@ -18,6 +18,17 @@ class VectorOpsCpu final : public VectorOps {
     if (dst != src) std::memcpy(static_cast<void*>(dst), src, n * sizeof(cfloat));
   }
   void zero(cfloat* x, std::size_t n) override { std::memset(static_cast<void*>(x), 0, n * sizeof(cfloat)); }
+  void fill(cfloat* x, std::size_t n, cfloat v) override {
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < long(n); ++i) x[i] = v;
+  }
+  void scale(cfloat* x, std::size_t n, float a) override {
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < long(n); ++i) x[i] *= a;
+  }
+  void to_host(cfloat* host, const cfloat* src, std::size_t n) override {
+    copy(host, src, n);
+  }
 
   void axpy(cfloat* y, float a, const cfloat* x, std::size_t n) override {
 #pragma omp parallel for schedule(static)

@@ -29,6 +29,20 @@ __global__ void axpy_kernel(float2* y, float a, const float2* x, std::size_t n) 
   }
 }
 
+__global__ void fill_kernel(float2* x, std::size_t n, float2 v) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    x[i] = v;
+}
+
+__global__ void scale_kernel(float2* x, std::size_t n, float a) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    x[i].x *= a;
+    x[i].y *= a;
+  }
+}
+
 __global__ void rsub_kernel(float2* y, const float2* x, std::size_t n) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * blockDim.x) {
@@ -161,6 +175,18 @@ class VectorOpsCuda final : public VectorOps {
     if (dst != src) gpu::copy_device(dst, src, n * sizeof(cfloat), stream_);
   }
   void zero(cfloat* x, std::size_t n) override { gpu::memset_device(x, 0, n * sizeof(cfloat), stream_); }
+  void fill(cfloat* x, std::size_t n, cfloat v) override {
+    fill_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(f2(x), n, make_float2(v.real(), v.imag()));
+    CUDA_CHECK_LAUNCH("fill_kernel");
+  }
+  void scale(cfloat* x, std::size_t n, float a) override {
+    scale_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(f2(x), n, a);
+    CUDA_CHECK_LAUNCH("scale_kernel");
+  }
+  void to_host(cfloat* host, const cfloat* src, std::size_t n) override {
+    gpu::copy_to_host(host, src, n * sizeof(cfloat), stream_);
+    gpu::synchronize(stream_);
+  }
 
   void axpy(cfloat* y, float a, const cfloat* x, std::size_t n) override {
     axpy_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(f2(y), a, f2(x), n);

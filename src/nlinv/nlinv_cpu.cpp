@@ -17,7 +17,7 @@ NlinvCpu::NlinvCpu(int matrix, int coils, std::size_t points, const NlinvParams&
     : NlinvSolver(p,
                   std::make_unique<NlinvModelCpu>(matrix, nlinv_grid_size(matrix, p.grid_os),
                                                   nlinv_model_coils(coils, p), p, threads, planner),
-                  make_vector_ops_cpu(), coils, points),
+                  make_vector_ops_cpu(), make_coil_compressor_cpu(), coils, points),
       n_(matrix),
       j_(nlinv_model_coils(coils, p)) {
   const int g = model_->grid();
@@ -37,7 +37,7 @@ void NlinvCpu::grid_frame(const float* traj, const cfloat* samples) {
   nufft_->set_points(traj);
   nufft_->adjoint(samples, y());
   model_->unitary(y(), j_, false);
-  model_->scale(y(), model_->data_size(), 1.f / float(n_));
+  irgnm_->ops().scale(y(), model_->data_size(), 1.f / float(n_));
   // D = DFT of the point spread function h = A^H A delta = E^H 1 / N^2, rolled so that offset 0 is cell 0.
   psf_->set_points(traj);
   psf_->adjoint(ones_.data(), psf_image_.data());
@@ -47,7 +47,7 @@ void NlinvCpu::grid_frame(const float* traj, const cfloat* samples) {
     for (int x = 0; x < g; ++x)
       d[std::size_t(y) * g + x] = psf_image_[std::size_t((y + half) % g) * g + std::size_t((x + half) % g)];
   model_->unitary(d, 1, false);
-  model_->scale(d, px, float(g) / (float(n_) * float(n_)));  // the unnormalized DFT = G U
+  irgnm_->ops().scale(d, px, float(g) / (float(n_) * float(n_)));  // the unnormalized DFT = G U
 }
 
 }  // namespace radstream

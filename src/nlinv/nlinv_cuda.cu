@@ -20,7 +20,7 @@ class NlinvCuda final : public NlinvSolver {
       : NlinvSolver(p,
                     std::make_unique<NlinvModelCuda>(matrix, nlinv_grid_size(matrix, p.grid_os),
                                                      nlinv_model_coils(coils, p), p, stream),
-                    make_vector_ops_cuda(stream), coils, points),
+                    make_vector_ops_cuda(stream), make_coil_compressor_cuda(stream), coils, points),
         n_(matrix),
         j_(nlinv_model_coils(coils, p)),
         stream_(stream) {
@@ -29,7 +29,7 @@ class NlinvCuda final : public NlinvSolver {
     psf_ = std::make_unique<NufftOperatorCuda>(g, 1, points, nlinv_kernel(), stream);
     ones_ = DeviceBuffer<cfloat>(Extents{points});
     psf_image_ = DeviceBuffer<cfloat>(Extents{model_->pixels()});
-    model_->set(ones_.data(), points, cfloat{1.f, 0.f});
+    irgnm_->ops().fill(ones_.data(), points, cfloat{1.f, 0.f});
   }
 
   void grid_frame(const float* d_traj, const cfloat* d_samples) override {
@@ -37,7 +37,7 @@ class NlinvCuda final : public NlinvSolver {
     nufft_->set_points(d_traj);
     nufft_->adjoint(d_samples, y());
     m.unitary(y(), j_, false);
-    m.scale(y(), m.data_size(), 1.f / float(n_));
+    irgnm_->ops().scale(y(), m.data_size(), 1.f / float(n_));
     psf_->set_points(d_traj);
     psf_->adjoint(ones_.data(), psf_image_.data());
     m.pattern_from_psf(psf_image_.data(), 1.f / (float(n_) * float(n_)));

@@ -2,17 +2,9 @@
 // NlinvCpu (host arrays) and NlinvCuda (device arrays, the caller's stream) implement it.
 #pragma once
 #include "core/buffer.hpp"
+#include "iter/irgnm.hpp"
 
 namespace radstream {
-
-struct IrgnmReport {
-  int newton_steps = 0;
-  int cg_iterations = 0;       // over all Newton steps
-  int cg_run_ahead_spent = 0;  // iterations enqueued ahead of a CG that had converged (no-ops run on the GPU)
-  double final_residual = 0;   // ||y - F(x)|| before the last step
-  bool stopped_early = false;  // the deadline ended the solve before its Newton steps were done
-  double deadline_reserve_ms = 0;  // what the deadline keeps back, learned from the overruns up to this frame
-};
 
 struct NlinvFrameReport {
   IrgnmReport irgnm;

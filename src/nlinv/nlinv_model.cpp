@@ -23,6 +23,13 @@ NlinvModel::NlinvModel(int matrix, int grid, int coils)
   if (coils < 1) throw ConfigError(fmt::format("nlinv: {} coils; at least one is needed", coils));
 }
 
+NlinvModel::~NlinvModel() = default;
+
+LinearOperator& NlinvModel::derivative() {
+  if (!jacobian_) jacobian_ = std::make_unique<NlinvJacobian>(*this);
+  return *jacobian_;
+}
+
 void nlinv_sobolev_weight(int g, const NlinvParams& p, float* w) {
   for (int y = 0; y < g; ++y)
     for (int x = 0; x < g; ++x) {

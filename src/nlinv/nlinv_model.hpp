@@ -16,10 +16,12 @@
 #pragma once
 #include <complex>
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "core/buffer.hpp"
 #include "gpu/handles.hpp"
+#include "iter/nonlinear_operator.hpp"
 #include "linalg/linear_operator.hpp"
 #include "nlinv/nlinv_params.hpp"
 
@@ -29,15 +31,20 @@ namespace radstream {
 // multiple of 4 keeps every coil's array 64-byte aligned in the unknowns' vector).
 int nlinv_grid_size(int matrix, double grid_os);
 
-class NlinvModel {
+class NlinvJacobian;
+
+// As a NonlinearOperator: F = G, the weighting W = D, the data y; domain x, codomain [J][G*G].
+class NlinvModel : public NonlinearOperator {
  public:
   NlinvModel(int matrix, int grid, int coils);
-  virtual ~NlinvModel() = default;
+  ~NlinvModel() override;
   NlinvModel(const NlinvModel&) = delete;
   NlinvModel& operator=(const NlinvModel&) = delete;
 
-  virtual Location location() const = 0;
-  virtual gpu::StreamRef stream() const { return nullptr; }
+  std::size_t domain_size() const override { return unknowns(); }
+  std::size_t codomain_size() const override { return data_size(); }
+  // DG at the point of linearization (made on the first call: the solver needs only normal()).
+  LinearOperator& derivative() override;
   int matrix() const { return n_; }
   int grid() const { return g_; }
   int coils() const { return j_; }
@@ -48,43 +55,32 @@ class NlinvModel {
   // The frame's transfer function D [G*G] (written by the caller before linearize()).
   virtual cfloat* pattern() = 0;
   // Sets the point of linearization x [unknowns()]: keeps rho and computes the coil images c_j.
-  virtual void linearize(const cfloat* x) = 0;
+  void linearize(const cfloat* x) override = 0;
   // out [J][G*G] = F(x) at the point of linearization.
   virtual void value(cfloat* out) = 0;
   // The Newton step's gradient at the point of linearization: r [J][G*G] = y - F(x) and b [unknowns()] =
   // DG^H r (y: the frame's data).
-  virtual void gradient(const cfloat* y, cfloat* r, cfloat* b) = 0;
+  void gradient(const cfloat* y, cfloat* r, cfloat* b) override = 0;
   // out [J][G*G] = DG v (the Jacobian of G, without D).
   virtual void derivative(const cfloat* v, cfloat* out) = 0;
   // out [unknowns()] = DG^H r.
   virtual void derivative_adjoint(const cfloat* r, cfloat* out) = 0;
   // out = DG^H D DG v (through an internal data-sized workspace).
-  virtual void normal(const cfloat* v, cfloat* out) = 0;
+  void normal(const cfloat* v, cfloat* out) override = 0;
   // The output [N*N], the centre of the grid: rho * sqrt(sum_j |c_j|^2) (combined) or rho.
   virtual void image(NlinvOutput output, cfloat* out) = 0;
   // In place: U (or U^H) of `batch` (1 or J) arrays of G x G.
   virtual void unitary(cfloat* data, int batch, bool inverse) = 0;
-  // In place: data [n] times a host constant.
-  virtual void scale(cfloat* data, std::size_t n, float s) = 0;
-  // data [n] = v.
-  virtual void set(cfloat* data, std::size_t n, cfloat v) = 0;
-  // Coil compression: the matrix [in_coils][coils()] (host) kept for compress(in [in_coils][points], out
-  // [coils()][points]).
-  virtual void set_compression(const std::vector<cfloat>& matrix, int in_coils) = 0;
-  virtual void compress(const cfloat* in, cfloat* out, std::size_t points) = 0;
-  // The coil covariance of in [in_coils][points] (at location()) as coil_covariance computes it (host
-  // result, in double): what coil compression is estimated from.
-  virtual std::vector<std::complex<double>> covariance(const cfloat* in, int in_coils,
-                                                       std::size_t points) = 0;
   // out [J][N][N] (at location()): the coil images c_j of the point of linearization, the grid's centre.
   virtual void coil_maps(cfloat* out) = 0;
-  // host [n] <- src [n] at location() (waits for it).
-  virtual void to_host(cfloat* host, const cfloat* src, std::size_t n) = 0;
 
  protected:
   int n_, g_, j_;
   std::size_t px_;
   int lo_;  // first cell of the mask per axis
+
+ private:
+  std::unique_ptr<NlinvJacobian> jacobian_;
 };
 
 // The Sobolev weight w [G*G] in the unshifted DFT layout (host), shared by both backends.

@@ -34,48 +34,12 @@ void NlinvModelCpu::fft(cfloat* data, int batch, bool inverse) const {
     (inverse ? inv_1_ : fwd_1_).execute(data);
 }
 
-void NlinvModelCpu::scale(cfloat* data, std::size_t n, float s) {
-#pragma omp parallel for
-  for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(n); ++i) data[i] *= s;
-}
-
-void NlinvModelCpu::set(cfloat* data, std::size_t n, cfloat v) {
-  std::fill(data, data + n, v);
-}
-
-void NlinvModelCpu::set_compression(const std::vector<cfloat>& matrix, int in_coils) {
-  compression_ = matrix;
-  in_coils_ = in_coils;
-}
-
-void NlinvModelCpu::compress(const cfloat* in, cfloat* out, std::size_t points) {
-#pragma omp parallel for
-  for (std::ptrdiff_t pi = 0; pi < std::ptrdiff_t(points); ++pi) {
-    const std::size_t p = std::size_t(pi);
-    for (int v = 0; v < j_; ++v) {
-      cfloat acc{};
-      for (int a = 0; a < in_coils_; ++a)
-        acc += in[std::size_t(a) * points + p] * compression_[std::size_t(a) * j_ + v];
-      out[std::size_t(v) * points + p] = acc;
-    }
-  }
-}
-
-std::vector<std::complex<double>> NlinvModelCpu::covariance(const cfloat* in, int in_coils,
-                                                            std::size_t points) {
-  return coil_covariance(in, in_coils, points);
-}
-
 void NlinvModelCpu::coil_maps(cfloat* out) {
   for (int j = 0; j < j_; ++j)
     for (int y = 0; y < n_; ++y)
       for (int x = 0; x < n_; ++x)
         out[(std::size_t(j) * n_ + y) * n_ + x] =
             coils_[std::size_t(j) * px_ + std::size_t(y + lo_) * g_ + std::size_t(x + lo_)];
-}
-
-void NlinvModelCpu::to_host(cfloat* host, const cfloat* src, std::size_t n) {
-  std::copy(src, src + n, host);
 }
 
 void NlinvModelCpu::unitary(cfloat* data, int batch, bool inverse) {

@@ -25,12 +25,6 @@ class NlinvModelCpu final : public NlinvModel {
   void normal(const cfloat* v, cfloat* out) override;
   void image(NlinvOutput output, cfloat* out) override;
   void unitary(cfloat* data, int batch, bool inverse) override;
-  void scale(cfloat* data, std::size_t n, float s) override;
-  void set(cfloat* data, std::size_t n, cfloat v) override;
-  void set_compression(const std::vector<cfloat>& matrix, int in_coils) override;
-  void compress(const cfloat* in, cfloat* out, std::size_t points) override;
-  std::vector<std::complex<double>> covariance(const cfloat* in, int in_coils, std::size_t points) override;
-  void to_host(cfloat* host, const cfloat* src, std::size_t n) override;
   void coil_maps(cfloat* out) override;
   // The coil images c_j [J][G*G] at the point of linearization.
   const cfloat* coil_images() const { return coils_.data(); }
@@ -40,8 +34,6 @@ class NlinvModelCpu final : public NlinvModel {
 
   HostBuffer<float> weight_;
   HostBuffer<cfloat> pattern_, rho_, coils_, work_;
-  std::vector<cfloat> compression_;
-  int in_coils_ = 0;
   FftwPlan fwd_j_, inv_j_, fwd_1_, inv_1_;
 };
 

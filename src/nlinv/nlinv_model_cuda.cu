@@ -103,10 +103,6 @@ __global__ void scale_kernel(float2* d, std::size_t n, float s) {
   GRID_STRIDE(i, n) d[i] = make_float2(d[i].x * s, d[i].y * s);
 }
 
-__global__ void set_kernel(float2* d, std::size_t n, float2 v) {
-  GRID_STRIDE(i, n) d[i] = v;
-}
-
 // out[y][x] (N x N) = rho * sqrt(sum_j |c_j|^2) (combined) or rho at cell (y + lo, x + lo).
 __global__ void image_kernel(const float2* rho, const float2* c, float2* out, int g, int lo, int nm,
                              int coils, std::size_t px, bool combined) {
@@ -133,47 +129,6 @@ __global__ void roll_kernel(const float2* psf, float2* d, int g) {
     const int y = int(i / g), x = int(i % g);
     d[i] = psf[std::size_t((y + g / 2) % g) * g + std::size_t((x + g / 2) % g)];
   }
-}
-
-// out[v][p] = sum_a in[a][p] w[a][v]
-__global__ void compress_kernel(const float2* in, float2* out, const float2* w, int in_coils, int coils,
-                                std::size_t points) {
-  GRID_STRIDE(p, points) {
-    for (int v = 0; v < coils; ++v) {
-      float2 acc = make_float2(0.f, 0.f);
-      for (int a = 0; a < in_coils; ++a) {
-        const float2 t = cmul(in[std::size_t(a) * points + p], w[a * coils + v]);
-        acc.x += t.x;
-        acc.y += t.y;
-      }
-      out[std::size_t(v) * points + p] = acc;
-    }
-  }
-}
-
-// The coil covariance in double: block (a, b) sums conj(x_a(p)) x_b(p) over the points for b >= a.
-__global__ void __launch_bounds__(kThreads)
-    covariance_kernel(const float2* in, int coils, std::size_t points, double2* out) {
-  const int a = blockIdx.x, b = blockIdx.y;
-  if (b < a) return;
-  double sr = 0, si = 0;
-  for (std::size_t p = threadIdx.x; p < points; p += kThreads) {
-    const float2 xa = in[std::size_t(a) * points + p], xb = in[std::size_t(b) * points + p];
-    sr += double(xa.x) * xb.x + double(xa.y) * xb.y;
-    si += double(xa.x) * xb.y - double(xa.y) * xb.x;
-  }
-  __shared__ double s_r[kThreads], s_i[kThreads];
-  s_r[threadIdx.x] = sr;
-  s_i[threadIdx.x] = si;
-  __syncthreads();
-  for (int d = kThreads / 2; d > 0; d /= 2) {
-    if (int(threadIdx.x) < d) {
-      s_r[threadIdx.x] += s_r[threadIdx.x + d];
-      s_i[threadIdx.x] += s_i[threadIdx.x + d];
-    }
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) out[std::size_t(a) * coils + b] = make_double2(s_r[0], s_i[0]);
 }
 
 // out[j][y][x] = c[j][y + lo][x + lo]
@@ -320,53 +275,11 @@ void NlinvModelCuda::scale(cfloat* data, std::size_t n, float sc) {
   CUDA_CHECK_LAUNCH("nlinv scale");
 }
 
-void NlinvModelCuda::set(cfloat* data, std::size_t n, cfloat v) {
-  auto s = static_cast<cudaStream_t>(stream_);
-  set_kernel<<<blocks(n), kThreads, 0, s>>>(F2(data), n, make_float2(v.real(), v.imag()));
-  CUDA_CHECK_LAUNCH("nlinv set");
-}
-
-void NlinvModelCuda::set_compression(const std::vector<cfloat>& matrix, int in_coils) {
-  compression_ = DeviceBuffer<cfloat>(Extents{matrix.size()});
-  gpu::copy_to_device(compression_.data(), matrix.data(), matrix.size() * sizeof(cfloat), stream_);
-  gpu::synchronize(stream_);  // the host matrix may go
-  in_coils_ = in_coils;
-}
-
-void NlinvModelCuda::compress(const cfloat* in, cfloat* out, std::size_t points) {
-  auto s = static_cast<cudaStream_t>(stream_);
-  compress_kernel<<<blocks(points), kThreads, 0, s>>>(CF2(in), F2(out), CF2(compression_.data()), in_coils_,
-                                                      j_, points);
-  CUDA_CHECK_LAUNCH("nlinv compress");
-}
-
-std::vector<std::complex<double>> NlinvModelCuda::covariance(const cfloat* in, int in_coils,
-                                                             std::size_t points) {
-  auto s = static_cast<cudaStream_t>(stream_);
-  const std::size_t n = std::size_t(in_coils) * in_coils;
-  if (cov_.size() != 2 * n) cov_ = DeviceBuffer<double>(Extents{2 * n});  // (re, im) pairs; once a coil count
-  covariance_kernel<<<dim3(unsigned(in_coils), unsigned(in_coils)), kThreads, 0, s>>>(
-      CF2(in), in_coils, points, reinterpret_cast<double2*>(cov_.data()));
-  CUDA_CHECK_LAUNCH("nlinv covariance");
-  std::vector<std::complex<double>> cov(n);
-  gpu::copy_to_host(cov.data(), cov_.data(), n * sizeof(std::complex<double>), stream_);
-  gpu::synchronize(stream_);
-  for (int a = 0; a < in_coils; ++a)  // the lower triangle, from the upper
-    for (int b = 0; b < a; ++b)
-      cov[std::size_t(a) * in_coils + b] = std::conj(cov[std::size_t(b) * in_coils + a]);
-  return cov;
-}
-
 void NlinvModelCuda::coil_maps(cfloat* out) {
   auto s = static_cast<cudaStream_t>(stream_);
   const std::size_t n = std::size_t(j_) * n_ * n_;
   crop_coils<<<blocks(n), kThreads, 0, s>>>(CF2(coils_.data()), F2(out), g_, lo_, n_, j_, px_);
   CUDA_CHECK_LAUNCH("nlinv crop_coils");
-}
-
-void NlinvModelCuda::to_host(cfloat* host, const cfloat* src, std::size_t n) {
-  gpu::copy_to_host(host, src, n * sizeof(cfloat), stream_);
-  gpu::synchronize(stream_);
 }
 
 void NlinvModelCuda::pattern_from_psf(const cfloat* psf, float sc) {

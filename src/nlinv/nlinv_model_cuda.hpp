@@ -26,12 +26,6 @@ class NlinvModelCuda final : public NlinvModel {
   void normal(const cfloat* v, cfloat* out) override;
   void image(NlinvOutput output, cfloat* out) override;
   void unitary(cfloat* data, int batch, bool inverse) override;
-  void scale(cfloat* data, std::size_t n, float s) override;
-  void set(cfloat* data, std::size_t n, cfloat v) override;
-  void set_compression(const std::vector<cfloat>& matrix, int in_coils) override;
-  void compress(const cfloat* in, cfloat* out, std::size_t points) override;
-  std::vector<std::complex<double>> covariance(const cfloat* in, int in_coils, std::size_t points) override;
-  void to_host(cfloat* host, const cfloat* src, std::size_t n) override;
   void coil_maps(cfloat* out) override;
   // D from the point spread function image [G*G] (centre at G/2): rolled to offset 0 at cell 0, transformed,
   // times `scale` (d and psf may not alias).
@@ -39,14 +33,13 @@ class NlinvModelCuda final : public NlinvModel {
 
  private:
   void fft(cfloat* data, int batch, bool inverse) const;
+  void scale(cfloat* data, std::size_t n, float s);
   // DG^H of the data-sized array already in out's coil part (out + pixels()), in place.
   void adjoint_in_place(cfloat* out);
 
   gpu::StreamRef stream_;
   DeviceBuffer<float> weight_;
-  DeviceBuffer<cfloat> pattern_, rho_, coils_, work_, compression_;
-  DeviceBuffer<double> cov_;  // the coil covariance, (re, im) pairs, made on the first covariance()
-  int in_coils_ = 0;
+  DeviceBuffer<cfloat> pattern_, rho_, coils_, work_;
   CufftPlan fft_j_, fft_1_;
   // normal(), linearize() and gradient() on the custom FFT engine where it takes the grid
   // (nlinv_fused_cuda.hpp); else through cuFFT.

@@ -14,11 +14,23 @@ int nlinv_model_coils(int input_coils, const NlinvParams& p) {
   return p.virtual_coils > 0 && p.virtual_coils < input_coils ? p.virtual_coils : input_coils;
 }
 
+IrgnmParams irgnm_params(const NlinvParams& p) {
+  IrgnmParams q;
+  q.newton_steps = p.newton;
+  q.cg_max = p.newton_cg_max;
+  q.alpha_min = p.alpha_min;
+  q.alpha_reduction = p.alpha_reduction;
+  q.deadline_ms = p.deadline_ms;
+  return q;
+}
+
 NlinvSolver::NlinvSolver(const NlinvParams& p, std::unique_ptr<NlinvModel> model,
-                         std::unique_ptr<VectorOps> ops, int input_coils, std::size_t points)
+                         std::unique_ptr<VectorOps> ops, std::unique_ptr<CoilCompressor> compressor,
+                         int input_coils, std::size_t points)
     : p_(p),
       model_(std::move(model)),
       irgnm_(std::make_unique<Irgnm>(*model_, std::move(ops))),
+      compressor_(std::move(compressor)),
       y_(model_->data_size(), model_->location()),
       x_(model_->unknowns(), model_->location()),
       ref_(model_->unknowns(), model_->location()),
@@ -33,7 +45,7 @@ void NlinvSolver::reset() {
   VectorOps& o = irgnm_->ops();
   o.zero(x_.data(), x_.size());
   o.zero(ref_.data(), ref_.size());
-  model_->set(x_.data(), model_->pixels(), cfloat{1.f, 0.f});  // rho = 1, c = 0
+  o.fill(x_.data(), model_->pixels(), cfloat{1.f, 0.f});  // rho = 1, c = 0
   scaling_ = -1;
   compression_ready_ = false;  // a new stream: new principal components
 }
@@ -43,7 +55,7 @@ int NlinvSolver::coil_maps(std::vector<cfloat>& host) {
   if (maps_.size() != n) maps_ = LocatedBuffer(n, model_->location());  // once, on the first call
   model_->coil_maps(maps_.data());
   host.resize(n);
-  model_->to_host(host.data(), maps_.data(), n);
+  irgnm_->ops().to_host(host.data(), maps_.data(), n);
   return model_->coils();
 }
 
@@ -53,7 +65,7 @@ void NlinvSolver::warm_up() {
   LocatedBuffer samples(points_ * std::size_t(in_coils_), loc),
       out(std::size_t(model_->matrix()) * model_->matrix(), loc);
   irgnm_->ops().zero(traj.data(), traj.size());
-  model_->set(samples.data(), samples.size(), cfloat{1.f, 0.f});
+  irgnm_->ops().fill(samples.data(), samples.size(), cfloat{1.f, 0.f});
   quiet_ = true;
   reconstruct(reinterpret_cast<const float*>(traj.data()), samples.data(), out.data());
   irgnm_->forget_timings();  // the warm-up's first runs are no measure of a frame's
@@ -74,9 +86,9 @@ NlinvFrameReport NlinvSolver::reconstruct(const float* traj, const cfloat* sampl
   if (in_coils_ != model_->coils()) {
     if (!compression_ready_) {  // once per stream, from its first frame
       // (inside the first frame's deadline: the covariance is summed where the samples are)
-      const CoilCompression cc = compression_from_covariance(model_->covariance(samples, in_coils_, points_),
-                                                             in_coils_, model_->coils());
-      model_->set_compression(cc.matrix, in_coils_);
+      const CoilCompression cc = compression_from_covariance(
+          compressor_->covariance(samples, in_coils_, points_), in_coils_, model_->coils());
+      compressor_->set(cc);
       if (!quiet_)
         log::info(
             "nlinv: {} coils compressed to {} virtual coils (principal components of the stream's first "
@@ -85,7 +97,7 @@ NlinvFrameReport NlinvSolver::reconstruct(const float* traj, const cfloat* sampl
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
       compression_ready_ = true;
     }
-    model_->compress(samples, compressed_.data(), points_);
+    compressor_->compress(samples, compressed_.data(), points_);
     samples = compressed_.data();
   }
   grid_frame(traj, samples);
@@ -104,7 +116,7 @@ NlinvFrameReport NlinvSolver::reconstruct(const float* traj, const cfloat* sampl
   // largest (1e-42 -> 1e43), which as one float is Inf and turns every sample into NaN.
   for (double left = scaling_; left != 1.0;) {
     const double step = std::clamp(left, 1e-30, 1e30);
-    model_->scale(y_.data(), m, float(step));
+    o.scale(y_.data(), m, float(step));
     left /= step;
     if (std::abs(left - 1.0) < 1e-12) break;
   }
@@ -112,13 +124,13 @@ NlinvFrameReport NlinvSolver::reconstruct(const float* traj, const cfloat* sampl
   rep.scaling = scaling_;
   // x_ref: damping x the previous solution; zeros (reset()) before the stream's first frame, which is BART's
   // first-frame reference as well.
-  rep.irgnm = irgnm_->solve(p_, x_.data(), ref_.data(), y_.data(), start);
+  rep.irgnm = irgnm_->solve(irgnm_params(p_), x_.data(), ref_.data(), y_.data(), start);
   o.copy(ref_.data(), x_.data(), x_.size());
-  model_->scale(ref_.data(), ref_.size(), float(p_.temporal_damping));
+  o.scale(ref_.data(), ref_.size(), float(p_.temporal_damping));
   model_->image(p_.output, out);
   if (model_->location() == Location::Device) {
     cfloat probe;
-    model_->to_host(&probe, out, 1);  // waits for the image: the frame's time is its whole work
+    o.to_host(&probe, out, 1);  // waits for the image: the frame's time is its whole work
   }
   const auto end = std::chrono::steady_clock::now();
   rep.ms = std::chrono::duration<double, std::milli>(end - start).count();

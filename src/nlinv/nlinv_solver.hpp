@@ -9,7 +9,8 @@
 #pragma once
 #include <memory>
 
-#include "nlinv/irgnm.hpp"
+#include "iter/irgnm.hpp"
+#include "nlinv/coil_compressor.hpp"
 #include "nlinv/located_buffer.hpp"
 #include "nlinv/nlinv_engine.hpp"
 #include "nlinv/nlinv_model.hpp"
@@ -18,6 +19,8 @@ namespace radstream {
 
 // The coils the model works on: virtual_coils when it compresses (0 < V < the input's), else the input's.
 int nlinv_model_coils(int input_coils, const NlinvParams& p);
+// The Gauss-Newton solver's settings of NLINV's parameters.
+IrgnmParams irgnm_params(const NlinvParams& p);
 
 class NlinvSolver : public NlinvEngine {
  public:
@@ -40,13 +43,15 @@ class NlinvSolver : public NlinvEngine {
   virtual void grid_frame(const float* traj, const cfloat* samples) = 0;
 
  protected:
+  // model, ops and compressor at one location.
   NlinvSolver(const NlinvParams& p, std::unique_ptr<NlinvModel> model, std::unique_ptr<VectorOps> ops,
-              int input_coils, std::size_t points);
+              std::unique_ptr<CoilCompressor> compressor, int input_coils, std::size_t points);
   cfloat* y() { return y_.data(); }
 
   NlinvParams p_;
   std::unique_ptr<NlinvModel> model_;
   std::unique_ptr<Irgnm> irgnm_;
+  std::unique_ptr<CoilCompressor> compressor_;
   LocatedBuffer y_, x_, ref_;
   double scaling_ = -1;
   int in_coils_;

@@ -13,10 +13,36 @@
 
 namespace radstream {
 
-int ReconChain::estimated_coil_maps(std::vector<cfloat>& host) const {
-  for (const auto& s : stages_)
-    if (const int n = s->estimated_coil_maps(host)) return n;
-  return 0;
+int ReconChain::estimated_coil_maps(std::vector<cfloat>& host) {
+  const Extents e = output(kEstimatedCoilMaps, host);
+  return e.rank == 3 ? int(e[0]) : 0;
+}
+
+Extents ReconChain::output(const std::string& name, std::vector<cfloat>& host) {
+  if (!configured_) return {};
+  for (std::size_t i = 0; i < stages_.size(); ++i) {
+    const auto& outs = specs_[i].outputs;
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      if (outs[k].name != name) continue;
+      const Extents& e = outs[k].extents;
+      host.resize(e.size());
+      if (ctx_.backend == Backend::Cpu)
+        return stages_[i]->write_output(k, View<cfloat>{host.data(), e, Location::Host}, ctx_) ? e
+                                                                                               : Extents{};
+      std::size_t slot = 0;
+      while (slot < output_names_.size() && output_names_[slot] != name) ++slot;
+      if (slot == output_names_.size()) {  // the first request: its buffer, kept for the next ones
+        output_names_.push_back(name);
+        d_outputs_.emplace_back(e);
+      }
+      DeviceBuffer<cfloat>& d = d_outputs_[slot];
+      if (!stages_[i]->write_output(k, d.view(), ctx_)) return {};
+      gpu::copy_to_host(host.data(), d.data(), e.size() * sizeof(cfloat), ctx_.stream);
+      gpu::synchronize(ctx_.stream);
+      return e;
+    }
+  }
+  return {};
 }
 
 ReconChain::ReconChain(const ReconParams& params, Backend backend, const Registry& registry)
@@ -70,6 +96,8 @@ void ReconChain::configure(const Geometry& g) {
   d_buffers_.clear();
   buffer_names_.clear();
   output_of_.clear();
+  d_outputs_.clear();  // the declared outputs' extents may change with the geometry
+  output_names_.clear();
   const bool cuda = ctx_.backend == Backend::Cuda;
   Extents ext{std::size_t(g.coils), std::size_t(g.spokes), std::size_t(g.samples)};
   if (cuda) {

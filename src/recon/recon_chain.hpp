@@ -74,9 +74,13 @@ class ReconChain {
   // the recipe has none.
   View<const cfloat> complex_image();
   bool keeps_complex_image() const { return recipe_.has_buffer("solution"); }
-  // The coil sensitivities a stage of the recipe estimated itself (nlinv), [coils][N][N] on the host, and
-  // their count (0: none; the coils may be virtual ones).
-  int estimated_coil_maps(std::vector<cfloat>& host) const;
+  // A stage's declared output (StageSpec::outputs) of the last frame, by name, into `host` (resized; waits
+  // for the device): its extents, or rank 0 when no stage of the recipe declares it or none has it yet. Made
+  // on request only, never on the frame's path (on the GPU, into a buffer made on the first request).
+  Extents output(const std::string& name, std::vector<cfloat>& host);
+  // The coil sensitivities a stage of the recipe estimated itself (output kEstimatedCoilMaps, nlinv's),
+  // [coils][N][N] on the host, and their count (0: none; the coils may be virtual ones).
+  int estimated_coil_maps(std::vector<cfloat>& host);
   const Recipe& recipe() const { return recipe_; }
   // True when the CUDA frames replay a captured CUDA graph.
   bool uses_graph() const { return !graph_.empty(); }
@@ -117,6 +121,8 @@ class ReconChain {
   DeviceBuffer<cfloat> d_input_;                    // the frame's data and trajectory on the GPU
   DeviceBuffer<float> d_traj_;
   HostBuffer<cfloat> host_image_, host_coils_, host_complex_;
+  std::vector<DeviceBuffer<cfloat>> d_outputs_;  // the declared outputs asked for (CUDA), by name
+  std::vector<std::string> output_names_;
   std::unique_ptr<gpu::Stream> stream_;  // CUDA backend
   std::vector<gpu::Event> events_;       // around the stages
   std::vector<StageTiming> timings_;

@@ -78,6 +78,16 @@ struct SolverStats {
   double deadline_reserve_ms = 0;  // what the deadline keeps back, learned from earlier frames' overruns
 };
 
+// An output a stage can give besides the one it writes every frame, on request (StageSpec::outputs): its name
+// and extents.
+struct DeclaredOutput {
+  std::string name;
+  Extents extents;
+};
+// The coil sensitivities a stage estimates itself, [coils][N][N] (nlinv's, of its virtual coils when it
+// compresses them): what the viewer's coil view shows when the chain has no maps of its own.
+inline constexpr const char* kEstimatedCoilMaps = "estimated_coil_maps";
+
 // What a stage declares of itself (in the manner of Holoscan's OperatorSpec): what it reads of the frame
 // besides its input buffer, the state it keeps from frame to frame, and its properties. The chain reads it
 // once after construction (coil maps) and again after each configure() (everything, the state's extents
@@ -104,6 +114,10 @@ struct StageSpec {
   // frame.d_non_finite when that is set (the image's finite check folded into the pass that writes it; the
   // chain then reads one counter instead of scanning the image on the host).
   bool counts_non_finite = false;
+  // Outputs on request (their extents known after configure()): write_output() fills one from the last frame
+  // when a caller asks the chain for it (ReconChain::output), never on the frame's path, so that a frame pays
+  // nothing for what nobody looks at.
+  std::vector<DeclaredOutput> outputs;
 };
 
 class Stage {
@@ -120,11 +134,12 @@ class Stage {
   // What the stage is doing now, for a progress line read from another thread while process() runs (an
   // iterative solver's iteration and residual); empty when it has nothing to say.
   virtual std::string progress() const { return {}; }
-  // A stage that estimates the coil sensitivities itself (nlinv): the last frame's, [coils][N][N] into `host`
-  // (resized; may wait for the device), and their count; 0 for the others.
-  virtual int estimated_coil_maps(std::vector<cfloat>& host) {
-    (void)host;
-    return 0;
+  // Writes the declared output spec().outputs[index] of the last frame into `out` (its extents, at the
+  // backend's location; enqueued on the context's stream); false when there is none yet (no frame since
+  // configure()). Only stages that declare outputs override it.
+  virtual bool write_output(std::size_t index, View<cfloat> out, Context& ctx) {
+    (void)index, (void)out, (void)ctx;
+    return false;
   }
 };
 

@@ -21,6 +21,10 @@ class NlinvStage final : public Stage {
     StageSpec s;
     s.state = {Extents{1}};  // 0: no frame solved since configure() or a new stream
     s.capturable = false;    // the CG stopping rule reads |r| on the host
+    if (engine_) {
+      const auto n = std::size_t(engine_->model().matrix());
+      s.outputs = {{kEstimatedCoilMaps, Extents{std::size_t(engine_->model().coils()), n, n}}};
+    }
     return s;
   }
   Extents configure(const Geometry& g, const Extents& input, Context& ctx) override {
@@ -44,8 +48,12 @@ class NlinvStage final : public Stage {
     stats_.deadline_reserve_ms = rep.irgnm.deadline_reserve_ms;
   }
   SolverStats solver_stats() override { return stats_; }
-  int estimated_coil_maps(std::vector<cfloat>& host) override {
-    return engine_ && stats_.present ? engine_->coil_maps(host) : 0;
+  // Output 0, the estimated coil maps: the coil images of the last frame's solution.
+  bool write_output(std::size_t index, View<cfloat> out, Context& ctx) override {
+    (void)ctx;  // the engine enqueues on the chain's stream, which it was made with
+    if (index != 0 || !engine_ || !stats_.present) return false;
+    engine_->model().coil_maps(out.data);
+    return true;
   }
 
  private:

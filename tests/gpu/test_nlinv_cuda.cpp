@@ -10,7 +10,9 @@
 #include "gpu/handles.hpp"
 #include "gpu_test_util.hpp"
 #include "linalg/adjoint_check.hpp"
+#include "linalg/vector_ops.hpp"
 #include "nlinv/coil_compression.hpp"
+#include "nlinv/coil_compressor.hpp"
 #include "nlinv/nlinv_cpu.hpp"
 #include "nlinv/nlinv_cuda.hpp"
 #ifdef RADSTREAM_HAVE_CUDA
@@ -152,7 +154,8 @@ TEST(NlinvCuda, AStreamOfFramesMatchesTheCpuTwin) {
 
 // The coil covariance that coil compression is estimated from, summed on the device (the first frame of a
 // stream pays for it inside its deadline), against the host's sum in double, for 32 coils x 13 spokes x 512
-// samples (N2's frame), and the compression made from it against the host path's.
+// samples (N2's frame), the compression made from it against the host path's, and the projection on the
+// virtual coils (nlinv/coil_compressor.hpp) against its CPU twin.
 #ifdef RADSTREAM_HAVE_CUDA
 TEST(NlinvCuda, TheCoilCovarianceMatchesTheHostSum) {
   RADSTREAM_REQUIRE_GPU();
@@ -161,10 +164,9 @@ TEST(NlinvCuda, TheCoilCovarianceMatchesTheHostSum) {
   constexpr std::size_t points = 13 * 512;
   auto x = rnd(points * coils, 41);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] *= 1.f + float(i / points);  // coils of unequal energy
-  const NlinvParams p;
-  NlinvModelCuda model(32, 64, virtual_coils, p, stream.get());
+  const auto compressor = make_coil_compressor_cuda(stream.get());
   const auto d_x = upload(x, stream.get());
-  const auto gpu_cov = model.covariance(d_x.data(), coils, points);
+  const auto gpu_cov = compressor->covariance(d_x.data(), coils, points);
   const auto cpu_cov = coil_covariance(x.data(), coils, points);
   ASSERT_EQ(gpu_cov.size(), cpu_cov.size());
   double diff = 0, norm = 0;
@@ -177,6 +179,22 @@ TEST(NlinvCuda, TheCoilCovarianceMatchesTheHostSum) {
   const auto a = compression_from_covariance(gpu_cov, coils, virtual_coils);
   const auto b = coil_compression(x.data(), coils, points, virtual_coils);
   EXPECT_NEAR(a.kept_energy, b.kept_energy, 1e-9);
+  // The projection on the virtual coils, on the device and by the CPU twin, with the same matrix.
+  const auto host = make_coil_compressor_cpu();
+  compressor->set(b);
+  host->set(b);
+  DeviceBuffer<cfloat> d_y(Extents{points * virtual_coils});
+  std::vector<cfloat> y(points * virtual_coils);
+  compressor->compress(d_x.data(), d_y.data(), points);
+  host->compress(x.data(), y.data(), points);
+  const auto gy = download(d_y, stream.get());
+  double dy = 0, ny = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    dy += std::norm(std::complex<double>(gy[i]) - std::complex<double>(y[i]));
+    ny += std::norm(std::complex<double>(y[i]));
+  }
+  std::printf("compression CUDA vs host: %.2e relative\n", std::sqrt(dy / ny));
+  EXPECT_LT(std::sqrt(dy / ny), 1e-6);
 }
 #endif
 
@@ -242,7 +260,7 @@ TEST(NlinvCuda, TheModelOnTheCustomFftEqualsTheCpuTwinAndCufft) {
 
     cpu.normal(v.data(), want.data());
     // out is written whole: what it held before must not show
-    fused.set(d_fused.data(), n, cfloat{7.f, -3.f});
+    make_vector_ops_cuda(stream.get())->fill(d_fused.data(), n, cfloat{7.f, -3.f});
     fused.normal(d_v.data(), d_fused.data());
     plain.normal(d_v.data(), d_plain.data());
     const auto got = down(d_fused.data(), n, stream.get());

@@ -1,12 +1,14 @@
-// The iteratively regularized Gauss-Newton method of NLINV, as BART's iter4_irgnm runs it for nlinv, on
-// either backend (the model's location; VectorOps at the same place): Newton steps n = 0..N-1, each solving
-//   (DG^H D DG + alpha_n I) h = DG^H (y - F(x_n)) + alpha_n (x_ref - x_n),   x_{n+1} = x_n + h
-// by conjugate gradients (linalg/conjugate_gradient.hpp) from h = 0 (at most newton_cg_max iterations,
-// stopped by BART's legacy rule
-// ||r|| <= (0.1 ||b||)^2, the original Matlab nlinv's), then alpha <- (alpha - alpha_min) / redu + alpha_min,
-// alpha_0 = 1. The stopping rule reads |r| on the host one iteration late (the next iteration is already
-// enqueued, so the GPU does not wait for the host; one that turns out to follow convergence changes nothing).
-// Every vector is made at construction: a frame allocates nothing.
+// The iteratively regularized Gauss-Newton method (IRGNM) over any NonlinearOperator
+// (iter/nonlinear_operator.hpp), as BART's iter4_irgnm runs it for nlinv, on either backend (the operator's
+// location; VectorOps at the same place): Newton steps n = 0..N-1, each solving
+//   (F'^H W F' + alpha_n I) h = F'^H (y - W F(x_n)) + alpha_n (x_ref - x_n),   x_{n+1} = x_n + h
+// by conjugate gradients (linalg/conjugate_gradient.hpp) from h = 0 (at most cg_max iterations, stopped by
+// BART's legacy rule ||r|| <= (0.1 ||b||)^2, the original Matlab nlinv's), then
+// alpha <- (alpha - alpha_min) / alpha_reduction + alpha_min, alpha_0 = 1. The stopping rule reads |r| on the
+// host one iteration late (the next iteration is already enqueued, so the GPU does not wait for the host; one
+// that turns out to follow convergence changes nothing). Under a deadline one DeadlineStepper
+// (iter/deadline_stepper.hpp) decides before each CG iteration and Newton step whether it still fits. Every
+// vector is made at construction: a frame allocates nothing.
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -15,21 +17,38 @@
 #include <memory>
 
 #include "iter/deadline_stepper.hpp"
+#include "iter/nonlinear_operator.hpp"
 #include "linalg/conjugate_gradient.hpp"
 #include "linalg/vector_ops.hpp"
-#include "nlinv/nlinv_engine.hpp"
-#include "nlinv/nlinv_model.hpp"
 
 namespace radstream {
 
+struct IrgnmParams {
+  int newton_steps = 6;
+  int cg_max = 100;  // CG iterations per Newton step at most
+  double alpha_min = 0.0;
+  double alpha_reduction = 2.0;
+  double deadline_ms = 0;  // > 0: stop early at start + deadline_ms (the frame's clock)
+};
+
+struct IrgnmReport {
+  int newton_steps = 0;
+  int cg_iterations = 0;       // over all Newton steps
+  int cg_run_ahead_spent = 0;  // iterations enqueued ahead of a CG that had converged (no-ops run on the GPU)
+  double final_residual = 0;   // ||y - W F(x)|| before the last step
+  bool stopped_early = false;  // the deadline ended the solve before its Newton steps were done
+  double deadline_reserve_ms = 0;  // what the deadline keeps back, learned from the overruns up to this frame
+};
+
 class Irgnm {
  public:
-  Irgnm(NlinvModel& model, std::unique_ptr<VectorOps> ops);
+  // op and ops at the same location; op outlives the solver.
+  Irgnm(NonlinearOperator& op, std::unique_ptr<VectorOps> ops);
   ~Irgnm();
-  // x [unknowns] is updated in place; x_ref may be null (zero); y [data_size]; all at the model's location.
+  // x [domain] is updated in place; x_ref may be null (zero); y [codomain]; all at the operator's location.
   // With p.deadline_ms > 0 the solve stops early, keeping the iterate reached, when the next CG iteration or
   // Newton step (timed as the slowest so far, with a margin) would end past `start` + deadline_ms.
-  IrgnmReport solve(const NlinvParams& p, cfloat* x, const cfloat* x_ref, const cfloat* y,
+  IrgnmReport solve(const IrgnmParams& p, cfloat* x, const cfloat* x_ref, const cfloat* y,
                     std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now());
   VectorOps& ops() { return *ops_; }
   // Where the solve in progress is, for a progress line on another thread: its Newton step (1-based; 0 before
@@ -65,7 +84,7 @@ class Irgnm {
   // step's set-up began (ms); spent counts the iterations run ahead of convergence.
   int cg(double alpha, int max_iter, const cfloat* b, cfloat* x, double t_setup, int& spent);
 
-  NlinvModel& model_;
+  NonlinearOperator& op_;
   std::unique_ptr<VectorOps> ops_;
   struct Vectors;
   std::unique_ptr<Vectors> v_;

@@ -1,9 +1,9 @@
-#include "nlinv/irgnm.hpp"
+#include "iter/irgnm.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "nlinv/located_buffer.hpp"
+#include "core/error.hpp"
 
 namespace radstream {
 
@@ -13,17 +13,25 @@ constexpr int kRes = ConjugateGradient::kFirstFreeSlot;
 }  // namespace
 
 struct Irgnm::Vectors {
-  LocatedBuffer r_data, b;
+  Vector r_data, b;
   Vectors(std::size_t n, std::size_t m, Location loc) : r_data(m, loc), b(n, loc) {}
 };
 
-Irgnm::Irgnm(NlinvModel& model, std::unique_ptr<VectorOps> ops)
-    : model_(model),
-      ops_(std::move(ops)),
-      v_(std::make_unique<Vectors>(model.unknowns(), model.data_size(), model.location())),
-      cg_(model.unknowns(), *ops_, false),  // no regularizer: no workspace for one
-      normal_([this](const cfloat* v, cfloat* out) { model_.normal(v, out); }),
-      run_ahead_(model.location() == Location::Device) {}
+namespace {
+std::unique_ptr<VectorOps> checked(std::unique_ptr<VectorOps> ops, const NonlinearOperator& op) {
+  if (!ops || ops->location() != op.location())
+    throw ConfigError("irgnm: the vector operations must be given, at the operator's location");
+  return ops;
+}
+}  // namespace
+
+Irgnm::Irgnm(NonlinearOperator& op, std::unique_ptr<VectorOps> ops)
+    : op_(op),
+      ops_(checked(std::move(ops), op)),
+      v_(std::make_unique<Vectors>(op.domain_size(), op.codomain_size(), op.location())),
+      cg_(op.domain_size(), *ops_, false),  // no regularizer: no workspace for one
+      normal_([this](const cfloat* v, cfloat* out) { op_.normal(v, out); }),
+      run_ahead_(op.location() == Location::Device) {}
 
 Irgnm::~Irgnm() = default;
 
@@ -88,17 +96,17 @@ int Irgnm::cg(double alpha, int max_iter, const cfloat* b, cfloat* x, double t_s
   return done;
 }
 
-IrgnmReport Irgnm::solve(const NlinvParams& p, cfloat* x, const cfloat* x_ref, const cfloat* y,
+IrgnmReport Irgnm::solve(const IrgnmParams& p, cfloat* x, const cfloat* x_ref, const cfloat* y,
                          std::chrono::steady_clock::time_point start) {
   IrgnmReport rep;
-  const std::size_t n = model_.unknowns(), m = model_.data_size();
+  const std::size_t n = op_.domain_size(), m = op_.codomain_size();
   VectorOps& o = *ops_;
   double alpha = 1.0;
   deadline_.begin_frame(p.deadline_ms, start);
   stopped_early_ = false;
   progress_.newton_step = 0;
   progress_.cg_iterations = 0;
-  for (int step = 0; step < p.newton; ++step) {
+  for (int step = 0; step < p.newton_steps; ++step) {
     progress_.newton_step = step + 1;
     if (deadline_.active() && step > 0) {  // a further Newton step needs its set-up and one CG iteration
       if (!deadline_.fits(deadline_.now_ms(), deadline_.slowest(DeadlineStepper::Work::Setup))) {
@@ -107,12 +115,12 @@ IrgnmReport Irgnm::solve(const NlinvParams& p, cfloat* x, const cfloat* x_ref, c
       }
     }
     const double t_setup = deadline_.active() ? deadline_.now_ms() : 0;
-    model_.linearize(x);
-    model_.gradient(y, v_->r_data.data(), v_->b.data());  // r = y - F(x), b = DG^H r
+    op_.linearize(x);
+    op_.gradient(y, v_->r_data.data(), v_->b.data());  // r = y - F(x), b = DG^H r
     o.dot_re(v_->r_data.data(), v_->r_data.data(), m, kRes);
     if (x_ref) o.axpy(v_->b.data(), float(alpha), x_ref, n);
     o.axpy(v_->b.data(), -float(alpha), x, n);
-    rep.cg_iterations += cg(alpha, p.newton_cg_max, v_->b.data(), x, t_setup, rep.cg_run_ahead_spent);
+    rep.cg_iterations += cg(alpha, p.cg_max, v_->b.data(), x, t_setup, rep.cg_run_ahead_spent);
     progress_.cg_iterations = rep.cg_iterations;
     alpha = (alpha - p.alpha_min) / p.alpha_reduction + p.alpha_min;
     ++rep.newton_steps;
@@ -121,7 +129,7 @@ IrgnmReport Irgnm::solve(const NlinvParams& p, cfloat* x, const cfloat* x_ref, c
   tail_start_ = std::chrono::steady_clock::now();
   rep.stopped_early = stopped_early_;
   rep.final_residual = std::sqrt(o.read(kRes));
-  model_.linearize(x);  // the coil images of the solution, for the output
+  op_.linearize(x);  // the solution's point, for what the caller derives from it (NLINV: its coil images)
   return rep;
 }
 
