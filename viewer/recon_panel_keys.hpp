@@ -1,6 +1,6 @@
-// Which reconstruction keys the viewer's panel offers: those the chosen method's stages read (registry.cpp)
-// on the backend in use, so the panel never shows a key that changes nothing (nlinv's Newton steps while
-// gridding, cuda_graph on the CPU). Hidden keys keep their values and are applied with the rest.
+// Which reconstruction keys the viewer's panel offers: those the chosen method declares it reads
+// (methods.cpp) on the backend in use, so the panel never shows a key that changes nothing (nlinv's Newton
+// steps while gridding, cuda_graph on the CPU). Hidden keys keep their values and are applied with the rest.
 #pragma once
 #include <string>
 #include <string_view>
@@ -9,6 +9,7 @@
 
 #include "core/key_names.hpp"
 #include "recon/backend.hpp"
+#include "recon/methods.hpp"
 #include "recon/recon_params.hpp"
 
 namespace radstream::viewer {
@@ -36,30 +37,11 @@ template <class V>
 void visit_panel_keys(ReconParams& p, Backend backend, V& v) {
   TopLevelKeys<V> top{v, backend};
   p.visit(top);
-  switch (p.method) {
-    case ReconMethod::Gridding:
-      p.density.visit(v);
-      p.gridding.visit(v);
-      p.fft.visit(v);
-      p.combine.visit(v);
-      break;
-    case ReconMethod::Fbp:
-      p.fbp.visit(v);
-      p.fft.visit(v);
-      p.combine.visit(v);
-      break;
-    case ReconMethod::CgSense:
-      p.cg.visit(v);
-      p.gridding.visit(v);  // the NUFFT's kernel and oversampling
-      p.fft.visit(v);
-      break;
-    case ReconMethod::Nlinv:
-      p.nlinv.visit(v);
-      p.fft.visit(v);
-      break;
-    default:  // the exact methods are offline only: nothing more to set in a stream
-      break;
-  }
+  // The groups of keys the method declares (recon/methods.hpp); the exact methods are offline only: nothing
+  // more to set in a stream.
+  const MethodSpec& m = builtin_methods().at(p.method);
+  if (m.live)
+    for (const KeySection s : m.keys) p.visit_section(s, v);
 }
 
 // The keys' names, in the panel's order (the screenshot's JSON lists them).

@@ -1,10 +1,12 @@
 // radstream config-keys [--markdown]: every configuration key with its default, range and meaning, from the
-// params structs' visit() (the README's table is this command's --markdown output; a test holds them equal).
+// params structs' visit(), and (--markdown) which recon keys each method reads, from the methods'
+// declarations (the README's tables are this command's --markdown output; a test holds them equal).
 #include <iostream>
 
 #include "app/commands.hpp"
 #include "app/declared_options.hpp"
 #include "core/param_reader.hpp"
+#include "recon/methods.hpp"
 #include "recon/recon_params.hpp"
 #include "sim/simulator.hpp"
 #include "stream/stream_runtime.hpp"
@@ -31,6 +33,18 @@ void print_all(Printer make, auto&& out) {
   section("simulate", sp);
 }
 
+// The methods' own declarations (recon/methods.hpp): where each runs, how, and which recon keys it reads.
+void print_methods() {
+  std::cout << "\n| recon.method | runs | under a deadline | reads |\n|---|---|---|---|\n";
+  for (const MethodSpec& m : builtin_methods().all()) {
+    std::string keys;
+    for (const std::string& k : m.key_names()) keys += (keys.empty() ? "" : ", ") + k;
+    const char* runs = !m.live ? "offline only (recon)" : "streams and recon";
+    std::cout << "| " << m.name << " | " << runs << " | "
+              << (m.deadline_ms ? "when its deadline key is set" : "no") << " | " << keys << " |\n";
+  }
+}
+
 int run_config_keys(bool markdown) {
   if (markdown) {
     std::cout << "| key | default | values | meaning |\n|---|---|---|---|\n";
@@ -38,6 +52,7 @@ int run_config_keys(bool markdown) {
               [](const ParamMarkdown& p) {
                 for (const auto& r : p.rows()) std::cout << r << "\n";
               });
+    print_methods();
   } else {
     print_all([](const char* s) { return ParamPrinter(s); },
               [](const ParamPrinter& p) {

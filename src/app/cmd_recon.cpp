@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/key_names.hpp"
 #include "recon/exact_job.hpp"
+#include "recon/methods.hpp"
 #include "recon/nlinv_job.hpp"
 #include "recon/offline_recon.hpp"
 #include "recon/offline_volume.hpp"
@@ -15,20 +16,29 @@ namespace radstream::app {
 
 namespace {
 
-KeyNames nlinv_keys() {
-  KeyNames names;
-  NlinvParams{}.visit(names);
-  return names;
+// A recon option given on the command line that the method does not read (by its declaration,
+// recon/methods.hpp) is a mistake: the error names the methods that read it. The top-level keys apply to all.
+void check_method_keys(const DeclaredOptions& o, const MethodSpec& m) {
+  const auto mine = m.key_names();
+  for (const std::string& key : o.given_keys("recon")) {
+    if (key == "method" || key == "backend" || key == "threads" || key == "cuda_graph") continue;
+    if (std::find(mine.begin(), mine.end(), key) != mine.end()) continue;
+    std::string readers;
+    for (const MethodSpec& other : builtin_methods().all()) {
+      const auto theirs = other.key_names();
+      if (std::find(theirs.begin(), theirs.end(), key) != theirs.end())
+        readers += (readers.empty() ? "" : ", ") + other.name;
+    }
+    throw ConfigError(o.option_of("recon", key) + " does not apply to --method " + m.name +
+                      (readers.empty() ? std::string() : " (it goes with --method " + readers + ")"));
+  }
 }
 
 int run_nlinv(const DeclaredOptions& o, const OfflineRecon& io, const ExactJob& exact,
               const ReconParams& params) {
   for (const std::string& flag : exact.given_flags())
     throw ConfigError(flag + " goes with --method fhd or cg-exact");
-  const KeyNames nlinv = nlinv_keys();
-  for (const std::string& key : o.given_keys("recon"))
-    if (key != "method" && key != "backend" && key != "threads" && !nlinv.has(key))
-      throw ConfigError(o.option_of("recon", key) + " does not apply to --method nlinv");
+  check_method_keys(o, builtin_methods().at(params.method));
   // One window of an MRD file, or each partition of a stack of stars, through the chain's nlinv stage.
   if (!io.input.empty() || io.partitions != -1 || is_stack_of_stars(io)) {
     if (!io.sens_out.empty()) throw ConfigError("--sens-out is written by --method nlinv on --traj/--kspace");
@@ -61,13 +71,12 @@ Runner add_recon(CLI::App& app) {
     // explicit --fftw-planner, or a config file, keeps its choice.
     if (!o->given("recon", "fftw_planner") && !o->given("file", "config"))
       params.fft.planner = FftPlanner::Estimate;
-    if (params.method == ReconMethod::Nlinv) return run_nlinv(*o, io, exact, params);
-    const KeyNames nlinv = nlinv_keys();
-    for (const std::string& key : o->given_keys("recon"))
-      if (nlinv.has(key)) throw ConfigError(o->option_of("recon", key) + " goes with --method nlinv");
-    if (!is_exact_method(params.method)) {
+    const MethodSpec& m = builtin_methods().at(params.method);
+    if (m.route == OfflineRoute::Nlinv) return run_nlinv(*o, io, exact, params);
+    if (m.route == OfflineRoute::Chain) {
       for (const std::string& flag : exact.given_flags())
         throw ConfigError(flag + " goes with --method fhd or cg-exact");
+      check_method_keys(*o, m);
       run_offline_recon(io, params);
       return 0;
     }

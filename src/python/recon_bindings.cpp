@@ -16,6 +16,7 @@
 #include "io/frame_io.hpp"
 #include "python/arrays.hpp"
 #include "python/bindings.hpp"
+#include "recon/methods.hpp"
 #include "recon/nlinv_job.hpp"
 #include "recon/offline_recon.hpp"
 #include "recon/offline_volume.hpp"
@@ -91,7 +92,7 @@ py::array recon(const py::handle& traj, const py::handle& kspace, int matrix, co
     }
     return from_bart({matrix, matrix, v.partitions}, v.image);
   }
-  if (p.method == ReconMethod::Nlinv) {
+  if (builtin_methods().at(p.method).route == OfflineRoute::Nlinv) {
     if (gradient_delay != "off") throw ConfigError("gradient_delay: not with method='nlinv'");
     NlinvImages r;
     {

@@ -9,55 +9,29 @@
 
 #include "core/error.hpp"
 #include "gpu/cuda_runtime.hpp"
+#include "recon/methods.hpp"
 
 namespace radstream {
 
 namespace {
 
-constexpr double kComplex = 8, kReal = 4;
+constexpr double kComplex = StageSizes::kComplex, kReal = StageSizes::kReal;
 
 std::string gib(double bytes) {
   return bytes >= 1 << 30 ? fmt::format("{:.2f} GiB", bytes / double(1 << 30))
                           : fmt::format("{:.0f} MiB", bytes / double(1 << 20));
 }
 
-// Upper bounds of the per-slice reconstruction memory, by method, from what the stages allocate: the frame
-// (samples, trajectory, weights), the oversampled per-coil grid and its FFT work, per-coil images, coil maps,
-// and the method's own vectors. A safety factor covers plans, tables and allocator slack.
-double recon_bytes_per_slice(const StreamHeader& h, const ReconParams& r, int window) {
-  const double n = h.matrix, c = h.coils, s = h.samples, w = window;
-  const double frame = w * s * (c * kComplex + 3 * kReal);  // data, trajectory (x, y), weights
-  const double img = n * n * kComplex;
-  const auto grid_side = [&](double os) { return std::ceil(os * n); };
-  const double g = grid_side(r.gridding.oversampling);
-  const double grid = g * g * c * kComplex;
-  const double head = n * g * c * kComplex;  // the GPU forward NUFFT's row pass (noncart/nufft_pad_fft_cuda)
-  double need = 2 * frame + 8 * img;  // the frame on the host and its device or work copy; outputs and state
-  switch (r.method) {
-    case ReconMethod::Gridding:
-      need += 2 * grid + img * c + img * c;  // grid, FFT work, coil images, maps for the combination
-      break;
-    case ReconMethod::Fbp:
-      need += 2 * w * s * c * kComplex + 2 * img * c;  // filtered projections; per-coil images
-      break;
-    case ReconMethod::CgSense: {
-      const double psf = 4 * img;             // the (2N)^2 Toeplitz kernel
-      need += 2 * grid + head + 2 * img * c   // the gridding start and maps
-              + 2 * psf * c + psf + 8 * img;  // padded per-coil work, kernel, CG vectors
-      break;
-    }
-    case ReconMethod::Nlinv: {
-      const double gn = grid_side(r.nlinv.grid_os);
-      const double cn = r.nlinv.virtual_coils > 0 ? std::min<double>(c, r.nlinv.virtual_coils) : c;
-      need += 14 * gn * gn * cn * kComplex + 2 * grid + head;  // Newton and CG vectors of image and coils
-      break;
-    }
-    case ReconMethod::Fhd:
-    case ReconMethod::CgExact:
-      need += 2 * grid;  // offline only: never a stream's
-      break;
-  }
-  return 1.25 * need;
+// Upper bounds of the per-slice reconstruction memory: what the method declares (recon/methods.hpp: its
+// stages' declarations in the registry, and its own), for the window's frame.
+double recon_bytes_per_slice(const StreamHeader& h, const ReconParams& r, int window, bool cuda) {
+  StageSizes s;
+  s.matrix = h.matrix;
+  s.coils = h.coils;
+  s.samples = h.samples;
+  s.window = window;
+  return method_bytes(default_registry(), builtin_methods().at(r.method), s, r,
+                      cuda ? Backend::Cuda : Backend::Cpu);
 }
 
 double physical_ram() {
@@ -77,7 +51,7 @@ MemoryNeed memory_need(const StreamHeader& h, const ReconParams& recon, int max_
   MemoryNeed m;
   const double slots = double(max_window) + ring_margin;
   m.ring_bytes = slices * slots * h.samples * (double(h.coils) * kComplex + 2 * kReal);
-  m.recon_bytes = slices * recon_bytes_per_slice(h, recon, max_window);
+  m.recon_bytes = slices * recon_bytes_per_slice(h, recon, max_window, cuda);
   m.host_bytes = m.ring_bytes + (cuda ? 0 : m.recon_bytes);
   m.device_bytes = cuda ? m.ring_bytes + m.recon_bytes : 0;
   return m;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/error.hpp"
+#include "recon/methods.hpp"
 #include "recon/recon_params.hpp"
 
 namespace radstream {
@@ -35,15 +37,27 @@ std::vector<RecipeStep> grid_steps(Backend backend) {
 }  // namespace
 
 Recipe recipe_for(const ReconParams& p, Backend backend) {
-  if (p.method == ReconMethod::Nlinv) return {"nlinv", {{"nlinv", "solution"}, {"magnitude", "image"}}};
-  if (is_exact_method(p.method))
-    throw ConfigError(std::string("method ") + to_string(p.method) +
+  const MethodSpec& m = builtin_methods().at(p.method);
+  if (!m.recipe)
+    throw ConfigError(std::string("method ") + m.name +
                       " is the exact path (exact/exact_recon.hpp), not a stage chain");
-  if (p.method == ReconMethod::CgSense)
-    return {"cg-sense", {{"cg_sense", "solution"}, {"magnitude", "image"}}};
-  if (p.method == ReconMethod::Fbp)
-    return {"fbp", std::vector<RecipeStep>{{"fbp_project", "projections"}, {"backproject", "coil_images"}} +
-                       combine_tail(p.keep_phase)};
+  return m.recipe(p, backend);
+}
+
+Recipe nlinv_recipe(const ReconParams&, Backend) {
+  return {"nlinv", {{"nlinv", "solution"}, {"magnitude", "image"}}};
+}
+
+Recipe cg_sense_recipe(const ReconParams&, Backend) {
+  return {"cg-sense", {{"cg_sense", "solution"}, {"magnitude", "image"}}};
+}
+
+Recipe fbp_recipe(const ReconParams& p, Backend) {
+  return {"fbp", std::vector<RecipeStep>{{"fbp_project", "projections"}, {"backproject", "coil_images"}} +
+                     combine_tail(p.keep_phase)};
+}
+
+Recipe gridding_recipe(const ReconParams& p, Backend backend) {
   const bool fused = backend == Backend::Cuda && p.fft.engine == FftEngine::Custom && p.fft.fused &&
                      p.combine.method == CoilCombineMethod::Rss;
   if (fused)

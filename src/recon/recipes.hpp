@@ -23,9 +23,17 @@ struct Recipe {
   bool has_buffer(const std::string& b) const;
 };
 
-// The frame's reconstruction for these settings on this backend: gridding (density, gridding, inverse FFT,
-// deapodize, coil combination; on the GPU with the custom engine and RSS, the fused tail), or FBP.
+// The frame's reconstruction for these settings on this backend: the recipe the method declares
+// (recon/methods.hpp). Throws ConfigError for a method that is not a stage chain (the exact path).
 Recipe recipe_for(const ReconParams& p, Backend backend);
+
+// The built-in methods' chains (recon/methods.cpp says whose is which): gridding (density, gridding, inverse
+// FFT, deapodize, coil combination; on the GPU with the custom engine and RSS, the fused tail), FBP, CG-SENSE
+// and NLINV (each a solver stage and the magnitude).
+Recipe gridding_recipe(const ReconParams& p, Backend backend);
+Recipe fbp_recipe(const ReconParams& p, Backend backend);
+Recipe cg_sense_recipe(const ReconParams& p, Backend backend);
+Recipe nlinv_recipe(const ReconParams& p, Backend backend);
 
 // Partial recipes on [coils][G][G] grids (input buffer "grid"), for the benchmark's FFT-engine case and its
 // cuFFT yardstick: the inverse FFT alone, the forward FFT alone, the tail to the image (inverse FFT,

@@ -39,6 +39,10 @@ inline std::string to_string(ReconMethod v) {
   return kReconMethods.name(v);
 }
 
+// The groups of reconstruction keys, one per stage's parameters: a method declares which it reads
+// (recon/methods.hpp).
+enum class KeySection { Density, Gridding, Fft, Combine, Fbp, Cg, Nlinv };
+
 struct ReconParams {
   ReconMethod method = ReconMethod::Gridding;
   BackendChoice backend = BackendChoice::Auto;
@@ -72,6 +76,26 @@ struct ReconParams {
     fbp.visit(v);
     cg.visit(v);
     nlinv.visit(v);
+  }
+  // The keys of one group.
+  template <class V>
+  void visit_section(KeySection s, V& v) {
+    switch (s) {
+      case KeySection::Density:
+        return density.visit(v);
+      case KeySection::Gridding:
+        return gridding.visit(v);
+      case KeySection::Fft:
+        return fft.visit(v);
+      case KeySection::Combine:
+        return combine.visit(v);
+      case KeySection::Fbp:
+        return fbp.visit(v);
+      case KeySection::Cg:
+        return cg.visit(v);
+      case KeySection::Nlinv:
+        return nlinv.visit(v);
+    }
   }
 
   // Reads the keys of `node` (the `recon:` map) over the defaults. Throws ConfigError naming a bad key.

@@ -1,5 +1,6 @@
-// The stage registry: factories keyed by stage name and backend. Built explicitly (no static registration, no
-// global state): default_registry() adds every stage, one line per stage for its CPU and CUDA twins.
+// The stage registry: factories keyed by stage name and backend, and each stage's memory declaration. Built
+// explicitly (no static registration, no global state): default_registry() adds every stage, one line per
+// stage for its CPU and CUDA twins and its memory.
 #pragma once
 #include <functional>
 #include <map>
@@ -14,13 +15,19 @@
 namespace radstream {
 
 using StageFactory = std::function<std::unique_ptr<Stage>(const ReconParams&)>;
+// What a stage allocates itself for a frame of these sizes under these settings, in bytes (StageSizes).
+using StageBytes = std::function<double(const StageSizes&, const ReconParams&)>;
 
 class Registry {
  public:
   void add(const std::string& name, Backend backend, StageFactory factory);
   // A stage's twins in one line: the CPU factory, and the CUDA one (RADSTREAM_CUDA_TWIN(...): null in a build
   // without CUDA, where the CUDA twin is not compiled; null also for a stage that has only one twin).
-  void add_twins(const std::string& name, StageFactory cpu, StageFactory cuda);
+  // bytes: the stage's memory declaration (the memory budget sums those of a method's stages).
+  void add_twins(const std::string& name, StageFactory cpu, StageFactory cuda, StageBytes bytes = nullptr);
+  void declare_bytes(const std::string& name, StageBytes bytes);
+  // The stage's declared memory; throws ConfigError naming a stage that declared none.
+  double bytes(const std::string& name, const StageSizes& s, const ReconParams& p) const;
   bool has(const std::string& name, Backend backend) const;
   // Throws ConfigError when no such stage exists for the backend.
   std::unique_ptr<Stage> create(const std::string& name, Backend backend, const ReconParams& p) const;
@@ -28,6 +35,7 @@ class Registry {
 
  private:
   std::map<std::pair<std::string, Backend>, StageFactory> factories_;
+  std::map<std::string, StageBytes> bytes_;
 };
 
 // The CUDA twin's factory in a CUDA build, nothing otherwise (its symbols exist only in CUDA builds).

@@ -2,9 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "core/error.hpp"
 
 namespace radstream {
+
+double StageSizes::side(double os) const {
+  return std::ceil(os * matrix);
+}
 
 void expect_view(const char* stage, const char* what, const View<const cfloat>& v, const Extents& ext,
                  Location loc) {

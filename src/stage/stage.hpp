@@ -78,6 +78,19 @@ struct SolverStats {
   double deadline_reserve_ms = 0;  // what the deadline keeps back, learned from earlier frames' overruns
 };
 
+// The sizes a stage's memory declaration is made from, before anything is configured (the memory budget
+// admits a stream or a session by them): the image matrix N, the coils, the samples per spoke and the
+// window's spokes. A declaration (Registry::add_twins) counts what the stage itself allocates: its output
+// buffer's worth of work, tables, vectors; the chain adds the frame's copies and its own buffers.
+struct StageSizes {
+  double matrix = 0, coils = 0, samples = 0, window = 0;
+  static constexpr double kComplex = 8, kReal = 4;
+  double image() const { return matrix * matrix * kComplex; }  // one N x N complex image
+  double side(double os) const;                                // the oversampled grid's side, ceil(os N)
+  double grid(double os) const { return side(os) * side(os) * coils * kComplex; }  // every coil's grid
+  double samples_all() const { return window * samples * coils * kComplex; }       // the frame's samples
+};
+
 // An output a stage can give besides the one it writes every frame, on request (StageSpec::outputs): its name
 // and extents.
 struct DeclaredOutput {

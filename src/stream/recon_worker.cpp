@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "gpu/handles.hpp"
+#include "recon/methods.hpp"
 #include "stream/frame_scheduler.hpp"
 #include "stream/run_config.hpp"
 
@@ -164,8 +165,7 @@ bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t e
   if (solver.present) {
     out.iterations = solver.iterations;
     out.residual = solver.residual;
-    const double deadline =
-        recon_.method == ReconMethod::Nlinv ? recon_.nlinv.deadline_ms : recon_.cg.deadline_ms;
+    const double deadline = builtin_methods().at(recon_.method).deadline(recon_);
     metrics_.add_solver(solver.iterations, solver.residual, solver.ms, deadline);
     if (solver.stopped_early) ++metrics_.deadline_stops;
     metrics_.deadline_reserve_ms = solver.deadline_reserve_ms;

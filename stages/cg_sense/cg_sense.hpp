@@ -100,6 +100,15 @@ std::vector<int> cg_sense_split_gpus(const CgSenseParams& p);
 // The one line the stage logs when it decides (split: over `parts`; else why not), outside CUDA code.
 void log_cg_sense_split(std::size_t coils, int parts, double median_ms, double above_ms, bool split);
 
+// Memory (StageSizes), at the NUFFT's oversampling os: the gridding start (the coils' grids and its FFT
+// work, the GPU forward NUFFT's row pass), the coil maps and their estimate, the padded per-coil work of the
+// (2N)^2 Toeplitz normal operator and its kernel, the CG's vectors.
+inline double cg_sense_bytes(const StageSizes& s, double os) {
+  const double psf = 4 * s.image();
+  const double head = s.matrix * s.side(os) * s.coils * StageSizes::kComplex;
+  return 2 * s.grid(os) + head + 2 * s.image() * s.coils + 2 * psf * s.coils + psf + 8 * s.image();
+}
+
 std::unique_ptr<Stage> make_cg_sense_cpu(const CgSenseParams& p, const NufftKernel& kernel,
                                          FftPlanner planner);
 std::unique_ptr<Stage> make_cg_sense_cuda(const CgSenseParams& p, const NufftKernel& kernel);  // CUDA builds

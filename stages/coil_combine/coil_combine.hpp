@@ -46,6 +46,14 @@ inline float sense_combine_scale(float den) {
   return den > 1e-12f ? 1.f / den : 0.f;
 }
 
+// Memory (StageSizes): the coil maps it weighs by (sense); the magnitude needs nothing of its own.
+inline double coil_combine_bytes(const StageSizes& s) {
+  return s.image() * s.coils;
+}
+inline double magnitude_bytes(const StageSizes&) {
+  return 0;
+}
+
 std::unique_ptr<Stage> make_coil_combine_cpu(const CoilCombineParams& p);
 std::unique_ptr<Stage> make_coil_combine_cuda(const CoilCombineParams& p);  // CUDA builds only
 

@@ -16,6 +16,11 @@ namespace radstream {
 using DeapodizeTable = AxisApodization;
 DeapodizeTable make_deapodize_table(int matrix, const NufftKernel& kernel);
 
+// Memory (StageSizes): the per-coil images it writes.
+inline double deapodize_bytes(const StageSizes& s) {
+  return s.image() * s.coils;
+}
+
 std::unique_ptr<Stage> make_deapodize_cpu(const NufftKernel& kernel);
 std::unique_ptr<Stage> make_deapodize_cuda(const NufftKernel& kernel);  // CUDA builds only
 

@@ -17,6 +17,12 @@ struct DensityParams {
   }
 };
 
+// Memory (StageSizes): nothing of its own; its output, the weighted samples, is the frame's size, which the
+// chain's frame copies count.
+inline double density_bytes(const StageSizes&) {
+  return 0;
+}
+
 std::unique_ptr<Stage> make_density_cpu(const DensityParams& p);
 std::unique_ptr<Stage> make_density_cuda(const DensityParams& p);  // CUDA builds only
 

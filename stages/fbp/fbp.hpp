@@ -67,6 +67,15 @@ RADSTREAM_HD inline float fbp_filter_value(int filter, float cutoff, float k, fl
   return v * dk;
 }
 
+// Memory (StageSizes): the filtered projections of every coil's spokes and their FFT work; the backprojection
+// the per-coil images it writes.
+inline double fbp_project_bytes(const StageSizes& s) {
+  return 2 * s.samples_all();
+}
+inline double backproject_bytes(const StageSizes& s) {
+  return s.image() * s.coils;
+}
+
 std::unique_ptr<Stage> make_fbp_project_cpu(const FbpParams& p, const FftParams& fft);
 std::unique_ptr<Stage> make_backproject_cpu(const FbpParams& p);
 std::unique_ptr<Stage> make_fbp_project_cuda(const FbpParams& p, const FftParams& fft);  // CUDA builds only

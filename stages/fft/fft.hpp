@@ -17,6 +17,15 @@ void check_fft_grids(const Extents& input);
 // stream) so that the transform runs in place on out. CUDA builds only.
 void prepare_fft_in_place(View<const cfloat> in, View<cfloat> out, const Extents& ext, Context& ctx);
 
+// Memory (StageSizes): the transform's work over the coils' grids at the gridding's oversampling os; the
+// fused image tail's the same and the per-coil images and maps of the combination it folds in.
+inline double fft_bytes(const StageSizes& s, double os) {
+  return s.grid(os);
+}
+inline double fused_image_bytes(const StageSizes& s, double os) {
+  return s.grid(os) + 2 * s.image() * s.coils;
+}
+
 std::unique_ptr<Stage> make_fft_cpu(const FftParams& p, FftDirection dir);
 std::unique_ptr<Stage> make_fft_cuda(const FftParams& p, FftDirection dir);  // CUDA builds only
 std::unique_ptr<Stage> make_fft_custom(FftDirection dir);                    // CUDA builds only

@@ -26,6 +26,11 @@ struct GriddingParams {
   }
 };
 
+// Memory (StageSizes): every coil's oversampled grid, which it writes (density_gridding the same).
+inline double gridding_bytes(const StageSizes& s, const GriddingParams& p) {
+  return s.grid(p.oversampling);
+}
+
 std::unique_ptr<Stage> make_gridding_cpu(const GriddingParams& p);
 std::unique_ptr<Stage> make_gridding_cuda(const GriddingParams& p);  // CUDA builds only
 
