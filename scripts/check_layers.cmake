@@ -1,7 +1,7 @@
 # The layers' include arrows, checked at every build (cmake -DROOT=<repo> -P scripts/check_layers.cmake): an
 # #include "dir/file" that runs upward (or sideways between stages) fails the build with the file and line.
-#   core <- gpu <- fft, linalg <- iter (the iteration floor: the deadline stepper, IRGNM), noncart, exact <- nlinv (on
-#   iter and noncart) <- stage (the stage API) <- stages/<x> <- recon <- stream
+#   core <- gpu <- fft, linalg <- iter (the iteration floor: CG, IRGNM, the deadline stepper) <- noncart, exact <-
+#   nlinv (on noncart) <- stage (the stage API) <- stages/<x> <- recon <- stream
 #   (front door, rings, sessions) <- ingest (the protocol adapters: ingest/zmq, ingest/mrd) <- viewer, bench, batch <- app;
 #   python (the Python module) beside app, on ingest and below
 #   io and sim sit on core only; wire (both ends of the spoke protocol) on core, io and sim; recon also uses io
@@ -11,8 +11,8 @@ set(allowed_gpu core gpu)
 set(allowed_fft core gpu fft)
 set(allowed_linalg core gpu linalg)
 set(allowed_iter core gpu linalg iter)
-set(allowed_noncart core gpu fft linalg noncart)
-set(allowed_exact core gpu fft linalg exact)
+set(allowed_noncart core gpu fft linalg iter noncart)
+set(allowed_exact core gpu fft linalg iter exact)
 set(allowed_nlinv core gpu fft linalg iter noncart nlinv)
 set(allowed_stage core gpu fft linalg iter noncart nlinv stage)
 set(allowed_io core io)

@@ -14,7 +14,7 @@
 #include "gpu/device_memory.hpp"
 #include "gpu/handles.hpp"
 #include "io/exact_inputs.hpp"
-#include "linalg/conjugate_gradient.hpp"
+#include "iter/conjugate_gradient.hpp"
 #include "linalg/vector_ops.hpp"
 #include "sim/coil_maps.hpp"
 #include "sim/phantom.hpp"

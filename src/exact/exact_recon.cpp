@@ -11,7 +11,7 @@
 #include "exact/toeplitz_normal.hpp"
 #include "gpu/device_memory.hpp"
 #include "gpu/handles.hpp"
-#include "linalg/conjugate_gradient.hpp"
+#include "iter/conjugate_gradient.hpp"
 #include "linalg/csr_matrix.hpp"
 #include "linalg/vector_ops.hpp"
 

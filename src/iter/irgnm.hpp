@@ -2,7 +2,7 @@
 // (iter/nonlinear_operator.hpp), as BART's iter4_irgnm runs it for nlinv, on either backend (the operator's
 // location; VectorOps at the same place): Newton steps n = 0..N-1, each solving
 //   (F'^H W F' + alpha_n I) h = F'^H (y - W F(x_n)) + alpha_n (x_ref - x_n),   x_{n+1} = x_n + h
-// by conjugate gradients (linalg/conjugate_gradient.hpp) from h = 0 (at most cg_max iterations, stopped by
+// by conjugate gradients (iter/conjugate_gradient.hpp) from h = 0 (at most cg_max iterations, stopped by
 // BART's legacy rule ||r|| <= (0.1 ||b||)^2, the original Matlab nlinv's), then
 // alpha <- (alpha - alpha_min) / alpha_reduction + alpha_min, alpha_0 = 1. The stopping rule reads |r| on the
 // host one iteration late (the next iteration is already enqueued, so the GPU does not wait for the host; one
@@ -16,9 +16,9 @@
 #include <functional>
 #include <memory>
 
+#include "iter/conjugate_gradient.hpp"
 #include "iter/deadline_stepper.hpp"
 #include "iter/nonlinear_operator.hpp"
-#include "linalg/conjugate_gradient.hpp"
 #include "linalg/vector_ops.hpp"
 
 namespace radstream {

@@ -2,7 +2,7 @@
 // Gadgetron's per-GPU SENSE): partition p holds coils [C p / P, C (p+1) / P), their maps and data, and its
 // own SENSE operator. Each partition forms its coils' E_p^H y and E_p^H E_p x; one allreduce_sum per
 // application (reducer.hpp) turns them into the whole frame's, so every partition runs the same CG iterates
-// (linalg/conjugate_gradient.hpp) on the same sums and partition 0's image is the answer:
+// (iter/conjugate_gradient.hpp) on the same sums and partition 0's image is the answer:
 //   b = sum_p E_p^H y_p  (one reduction),  then per iteration  q = sum_p E_p^H E_p p + lambda_abs p  (one).
 // lambda is relative, as in the cg_sense stage: lambda_abs = lambda * sum_j w_j * max_x sum_c |S_c(x)|^2.
 // Backends: the host (partitions are threads, the host reduce group: CI's twin of the algorithm) and CUDA
@@ -17,7 +17,7 @@
 #include "core/buffer.hpp"
 #include "core/error.hpp"
 #include "gpu/handles.hpp"
-#include "linalg/conjugate_gradient.hpp"
+#include "iter/conjugate_gradient.hpp"
 #include "noncart/nufft_kernel.hpp"
 
 namespace radstream {

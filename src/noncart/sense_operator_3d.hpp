@@ -2,7 +2,7 @@
 //   forward  y_c = NUFFT3(S_c x)                 image [Nz][Ny][Nx] -> samples [coils][points]
 //   adjoint  x   = sum_c conj(S_c) NUFFT3^H(y_c)
 // with the unscaled exact-NUDFT pair of the 3D NUFFT operators (NufftOperatorCpu with dims 3 and
-// NufftOperatorCuda's 3D plan), so that CG-SENSE (linalg/conjugate_gradient.hpp) solves 3D frames on the CPU
+// NufftOperatorCuda's 3D plan), so that CG-SENSE (iter/conjugate_gradient.hpp) solves 3D frames on the CPU
 // and on the GPU with the same arithmetic. normal() is forward then adjoint (no 3D Toeplitz kernel yet).
 // Maps [coils][Nz][Ny][Nx] are kept by reference; nothing is allocated after construction.
 #pragma once

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "core/error.hpp"
-#include "linalg/conjugate_gradient.hpp"
+#include "iter/conjugate_gradient.hpp"
 #include "noncart/sense_operator_cpu.hpp"
 
 namespace radstream {

@@ -14,8 +14,8 @@
 #include "core/error.hpp"
 #include "gpu/device_memory.hpp"
 #include "gpu/handles.hpp"
+#include "iter/conjugate_gradient.hpp"
 #include "iter/deadline_stepper.hpp"
-#include "linalg/conjugate_gradient.hpp"
 #include "noncart/coil_split_sense.hpp"
 #include "stages/cg_sense/cg_sense.hpp"
 

@@ -6,8 +6,8 @@
 #include <random>
 
 #include "gpu_test_util.hpp"
+#include "iter/conjugate_gradient.hpp"
 #include "linalg/adjoint_check.hpp"
-#include "linalg/conjugate_gradient.hpp"
 #include "noncart/nufft_operator_cpu.hpp"
 #include "sim/nudft.hpp"
 #ifdef RADSTREAM_HAVE_CUDA

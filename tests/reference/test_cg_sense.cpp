@@ -10,7 +10,7 @@
 #include "io/cfl.hpp"
 #include "io/frame_io.hpp"
 #include "io/image_stats.hpp"
-#include "linalg/conjugate_gradient.hpp"
+#include "iter/conjugate_gradient.hpp"
 #include "noncart/sense_operator_cpu.hpp"
 #include "recon/coil_map_estimate.hpp"
 #include "recon/coil_map_source.hpp"

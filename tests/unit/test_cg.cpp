@@ -14,8 +14,8 @@
 #include <omp.h>
 
 #include "core/error.hpp"
+#include "iter/conjugate_gradient.hpp"
 #include "linalg/adjoint_check.hpp"
-#include "linalg/conjugate_gradient.hpp"
 #include "linalg/vector_ops.hpp"
 #include "noncart/nufft_operator_cpu.hpp"
 

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "core/trajectory.hpp"
-#include "linalg/conjugate_gradient.hpp"
+#include "iter/conjugate_gradient.hpp"
 #include "linalg/reducer.hpp"
 #include "linalg/vector_ops.hpp"
 #include "noncart/coil_split_parts.hpp"

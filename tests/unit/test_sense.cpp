@@ -8,8 +8,8 @@
 #include <random>
 
 #include "core/trajectory.hpp"
+#include "iter/conjugate_gradient.hpp"
 #include "linalg/adjoint_check.hpp"
-#include "linalg/conjugate_gradient.hpp"
 #include "linalg/finite_difference.hpp"
 #include "noncart/sense_operator_cpu.hpp"
 #include "test_util.hpp"

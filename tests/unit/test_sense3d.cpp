@@ -8,8 +8,8 @@
 #include <cmath>
 
 #include "core/math.hpp"
+#include "iter/conjugate_gradient.hpp"
 #include "linalg/adjoint_check.hpp"
-#include "linalg/conjugate_gradient.hpp"
 #include "noncart/sense_operator_3d.hpp"
 #include "sense3d_test_util.hpp"
 #include "sim/nudft.hpp"

@@ -1,4 +1,4 @@
-#include "linalg/conjugate_gradient.hpp"
+#include "iter/conjugate_gradient.hpp"
 
 #include <algorithm>
 #include <cmath>
