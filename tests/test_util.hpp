@@ -19,6 +19,31 @@
 namespace radstream::test {
 
 // Relative l2 error of complex images, in double: ||a - b|| / ||b||.
+// (A + lambda I) x = b, dense, Gaussian elimination with partial pivoting, in double.
+inline std::vector<std::complex<double>> dense_solve(std::vector<std::complex<double>> a, std::size_t n,
+                                                     double lambda, std::vector<std::complex<double>> b) {
+  for (std::size_t i = 0; i < n; ++i) a[i * n + i] += lambda;
+  for (std::size_t k = 0; k < n; ++k) {
+    std::size_t piv = k;
+    for (std::size_t i = k + 1; i < n; ++i)
+      if (std::abs(a[i * n + k]) > std::abs(a[piv * n + k])) piv = i;
+    for (std::size_t j = 0; j < n; ++j) std::swap(a[k * n + j], a[piv * n + j]);
+    std::swap(b[k], b[piv]);
+    for (std::size_t i = k + 1; i < n; ++i) {
+      const std::complex<double> f = a[i * n + k] / a[k * n + k];
+      for (std::size_t j = k; j < n; ++j) a[i * n + j] -= f * a[k * n + j];
+      b[i] -= f * b[k];
+    }
+  }
+  std::vector<std::complex<double>> x(n);
+  for (std::size_t i = n; i-- > 0;) {
+    std::complex<double> s = b[i];
+    for (std::size_t j = i + 1; j < n; ++j) s -= a[i * n + j] * x[j];
+    x[i] = s / a[i * n + i];
+  }
+  return x;
+}
+
 inline double rel_error(const std::vector<std::complex<float>>& a,
                         const std::vector<std::complex<float>>& b) {
   double num = 0, den = 0;

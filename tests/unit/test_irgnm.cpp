@@ -14,6 +14,7 @@
 #include "iter/irgnm.hpp"
 #include "linalg/adjoint_check.hpp"
 #include "linalg/vector_ops.hpp"
+#include "test_util.hpp"
 
 using namespace radstream;
 
@@ -81,32 +82,6 @@ class SquaredMix final : public NonlinearOperator {
   std::vector<cfloat> a_, x_;
   Jacobian jac_;
 };
-
-// x solving M x = b for a dense complex n x n matrix M (row-major), Gaussian elimination with partial
-// pivoting in double.
-std::vector<std::complex<double>> dense_solve(std::vector<std::complex<double>> m,
-                                              std::vector<std::complex<double>> b) {
-  const std::size_t n = b.size();
-  for (std::size_t k = 0; k < n; ++k) {
-    std::size_t piv = k;
-    for (std::size_t i = k + 1; i < n; ++i)
-      if (std::abs(m[i * n + k]) > std::abs(m[piv * n + k])) piv = i;
-    for (std::size_t j = 0; j < n; ++j) std::swap(m[k * n + j], m[piv * n + j]);
-    std::swap(b[k], b[piv]);
-    for (std::size_t i = k + 1; i < n; ++i) {
-      const auto f = m[i * n + k] / m[k * n + k];
-      for (std::size_t j = k; j < n; ++j) m[i * n + j] -= f * m[k * n + j];
-      b[i] -= f * b[k];
-    }
-  }
-  std::vector<std::complex<double>> x(n);
-  for (std::size_t k = n; k-- > 0;) {
-    auto s = b[k];
-    for (std::size_t j = k + 1; j < n; ++j) s -= m[k * n + j] * x[j];
-    x[k] = s / m[k * n + k];
-  }
-  return x;
-}
 
 double rel(const std::vector<cfloat>& a, const std::vector<cfloat>& b) {
   double d = 0, n = 0;
@@ -193,7 +168,7 @@ TEST(Irgnm, ANewtonStepEqualsTheDenseSolveInDouble) {
   f.gradient(y.data(), r.data(), b.data());
   for (std::size_t i = 0; i < n; ++i)
     rhs[i] = std::complex<double>(b[i]) + std::complex<double>(ref[i]) - std::complex<double>(x[i]);
-  const auto h = dense_solve(normal, rhs);
+  const auto h = test::dense_solve(normal, n, 0.0, rhs);
   std::vector<cfloat> direct(n);
   for (std::size_t i = 0; i < n; ++i) direct[i] = cfloat(std::complex<double>(x[i]) + h[i]);
   // The solver's step.

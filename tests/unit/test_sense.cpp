@@ -77,30 +77,6 @@ double rel_error_d(const std::vector<cfloat>& a, const std::vector<cd>& b) {
   return std::sqrt(num / den);
 }
 
-// (A + lambda I) x = b, dense, Gaussian elimination with partial pivoting, in double.
-std::vector<cd> dense_solve(std::vector<cd> a, std::size_t n, double lambda, std::vector<cd> b) {
-  for (std::size_t i = 0; i < n; ++i) a[i * n + i] += lambda;
-  for (std::size_t k = 0; k < n; ++k) {
-    std::size_t piv = k;
-    for (std::size_t i = k + 1; i < n; ++i)
-      if (std::abs(a[i * n + k]) > std::abs(a[piv * n + k])) piv = i;
-    for (std::size_t j = 0; j < n; ++j) std::swap(a[k * n + j], a[piv * n + j]);
-    std::swap(b[k], b[piv]);
-    for (std::size_t i = k + 1; i < n; ++i) {
-      const cd f = a[i * n + k] / a[k * n + k];
-      for (std::size_t j = k; j < n; ++j) a[i * n + j] -= f * a[k * n + j];
-      b[i] -= f * b[k];
-    }
-  }
-  std::vector<cd> x(n);
-  for (std::size_t i = n; i-- > 0;) {
-    cd s = b[i];
-    for (std::size_t j = i + 1; j < n; ++j) s -= a[i * n + j] * x[j];
-    x[i] = s / a[i * n + i];
-  }
-  return x;
-}
-
 }  // namespace
 
 TEST(Sense, AdjointTestCpuWithAndWithoutWeights) {
@@ -157,7 +133,7 @@ TEST(Sense, CgSenseOnATinyProblemMatchesTheDenseLeastSquaresSolution) {
       for (std::size_t j = 0; j < P; ++j) ehe[i * P + j] += ci * e[r * P + j];
     }
   const double lambda = 1e-2 * double(n);  // relative 1e-2 of the diagonal where sum |S|^2 = 1
-  const auto x_ref = dense_solve(ehe, P, lambda, ehy);
+  const auto x_ref = test::dense_solve(ehe, P, lambda, ehy);
   for (bool toeplitz : {false, true}) {
     SenseOperatorCpu op(N, coils, n, kAccurate, toeplitz);
     op.set_maps(maps.data());
