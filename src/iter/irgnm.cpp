@@ -43,7 +43,7 @@ int Irgnm::cg(double alpha, int max_iter, const cfloat* b, cfloat* x, double t_s
   VectorOps& o = *ops_;
   CgOptions co;
   co.max_iterations = max_iter;
-  co.lambda = alpha;   // (DG^H D DG + alpha I) h = b from h = 0,
+  co.lambda = alpha;   // (F'^H W F' + alpha I) h = b from h = 0,
   co.add_to_x = true;  // each iteration's step added to x itself: x + h without a vector for h
   cg_.begin(normal_, b, x, co, false);
   const double bb = cg_.rhs_norm2();  // waits for the Newton step's set-up too: its time is its own
@@ -116,7 +116,7 @@ IrgnmReport Irgnm::solve(const IrgnmParams& p, cfloat* x, const cfloat* x_ref, c
     }
     const double t_setup = deadline_.active() ? deadline_.now_ms() : 0;
     op_.linearize(x);
-    op_.gradient(y, v_->r_data.data(), v_->b.data());  // r = y - F(x), b = DG^H r
+    op_.gradient(y, v_->r_data.data(), v_->b.data());  // r = y - W F(x), b = F'^H r
     o.dot_re(v_->r_data.data(), v_->r_data.data(), m, kRes);
     if (x_ref) o.axpy(v_->b.data(), float(alpha), x_ref, n);
     o.axpy(v_->b.data(), -float(alpha), x, n);
