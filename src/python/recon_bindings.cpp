@@ -21,6 +21,7 @@
 #include "recon/offline_recon.hpp"
 #include "recon/offline_volume.hpp"
 #include "recon/recon_params.hpp"
+#include "recon/rotated_stack.hpp"
 #include "recon/stack_of_stars.hpp"
 
 namespace radstream::python {
@@ -84,6 +85,14 @@ py::array recon(const py::handle& traj, const py::handle& kspace, int matrix, co
   if (const auto stack = stack_of_stars_layout(t, partitions, "traj")) {  // a volume [N N P]
     if (matrix <= 0) throw ConfigError(fmt::format("matrix {}: give the image matrix N (>= 1)", matrix));
     if (gradient_delay != "off") throw ConfigError("gradient_delay: not with a stack of stars");
+    if (stack->rotated && p.method == ReconMethod::Gridding) {  // through the 3D NUFFT
+      std::vector<cfloat> image;
+      {
+        py::gil_scoped_release free;
+        image = rotated_stack_gridding(*stack, t, k, matrix, p, "traj + kspace");
+      }
+      return from_bart({matrix, matrix, stack->partitions}, image);
+    }
     const std::vector<Frame> frames = stack_frames(*stack, t, k, matrix, "traj + kspace");
     OfflineVolume v;
     {

@@ -21,6 +21,7 @@
 #include "recon/backend.hpp"
 #include "recon/coil_map_source.hpp"
 #include "recon/recon_chain.hpp"
+#include "recon/rotated_stack.hpp"
 #include "recon/stack_of_stars.hpp"
 
 namespace radstream {
@@ -263,6 +264,17 @@ void run_offline_volume(const OfflineRecon& a, const ReconParams& params, const 
   for (const auto& s : layout.spokes_of) sampled += s.empty() ? 0 : 1;
   log::info("{}: a stack of stars, {} partitions ({} sampled) x {} spokes x {} samples", a.traj,
             layout.partitions, sampled, layout.spokes_per_partition, layout.samples);
+  if (layout.rotated && params.method == ReconMethod::Gridding) {
+    if (!a.sens_out.empty()) throw ConfigError("--sens-out: --method gridding reads no coil maps");
+    log::info("{}: partitions rotated against each other: gridding through the 3D NUFFT", a.traj);
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<cfloat> image = rotated_stack_gridding(layout, t, k, a.matrix, params, what);
+    log::info("volume: {:.0f} ms",
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    write_cfl(a.out, {a.matrix, a.matrix, layout.partitions}, image);
+    log::info("wrote {} (BART [{} {} {}])", a.out, a.matrix, a.matrix, layout.partitions);
+    return;
+  }
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<Frame> frames = stack_frames(layout, t, k, a.matrix, what);
   log::info("volume: the inverse DFT along kz on the CPU ({} threads), {:.0f} ms", omp_get_max_threads(),

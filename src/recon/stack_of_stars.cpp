@@ -39,8 +39,9 @@ std::vector<long> spoke_kz(const CflArray& traj, const std::string& what) {
   return kz;
 }
 
-// Every sampled partition holds the same in-plane spokes as the first one sampled.
-void check_aligned(const CflArray& traj, const StackLayout& l, const std::string& what) {
+// Every sampled partition holds as many spokes as the first one sampled; the layout is rotated when their
+// in-plane coordinates differ.
+void check_aligned(const CflArray& traj, StackLayout& l, const std::string& what) {
   const long S = l.samples;
   const std::vector<long>* first = nullptr;
   int first_p = -1;
@@ -62,12 +63,13 @@ void check_aligned(const CflArray& traj, const StackLayout& l, const std::string
         for (int d = 0; d < 2; ++d) {
           const float a = traj.data[std::size_t(3 * (S * spokes[j] + s) + d)].real();
           const float b = traj.data[std::size_t(3 * (S * (*first)[j] + s) + d)].real();
-          if (!(std::abs(a - b) <= kGridTolerance))
-            throw ConfigError(fmt::format(
-                "{}: spoke {} (the {}th of partition kz = {}) is not spoke {} of partition kz = {} turned "
-                "by nothing: partitions rotated against each other are not supported; give every partition "
-                "the same in-plane angles",
-                what, spokes[j], j, p - l.partitions / 2, (*first)[j], first_p - l.partitions / 2));
+          if (!(std::abs(a - b) <= kGridTolerance) && !l.rotated) {
+            l.rotated = true;
+            l.rotation = fmt::format(
+                "{}: spoke {} (the {}th of partition kz = {}) is not spoke {} of partition kz = {} turned by "
+                "nothing",
+                what, spokes[j], j, p - l.partitions / 2, (*first)[j], first_p - l.partitions / 2);
+          }
         }
   }
 }
@@ -108,6 +110,11 @@ std::optional<StackLayout> stack_of_stars_layout(const CflArray& traj, int parti
 
 std::vector<Frame> stack_frames(const StackLayout& l, const CflArray& traj, const CflArray& kspace,
                                 int matrix, const std::string& what) {
+  if (l.rotated)
+    throw ConfigError(l.rotation +
+                      ": partitions rotated against each other are not supported by this method; gridding "
+                      "reconstructs them (through the 3D NUFFT), or give every partition the same in-plane "
+                      "angles");
   const long S = l.samples, spokes = traj.dim(2), J = l.spokes_per_partition, P = l.partitions;
   const long C = long(kspace.data.size()) / std::max(1L, S * spokes);
   if (kspace.dim(0) != 1 || kspace.dim(1) != S || kspace.dim(2) != spokes ||
