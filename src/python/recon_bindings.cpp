@@ -93,6 +93,16 @@ py::array recon(const py::handle& traj, const py::handle& kspace, int matrix, co
       }
       return from_bart({matrix, matrix, stack->partitions}, image);
     }
+    if (stack->rotated && p.method == ReconMethod::CgSense && sens_file) {  // the 3D SENSE operator
+      const long coils = long(k.data.size()) / std::max(1L, long(stack->samples) * t.dim(2));
+      const auto maps = read_volume_maps(p.cg.sens, matrix, stack->partitions, int(coils));
+      std::vector<cfloat> image;
+      {
+        py::gil_scoped_release free;
+        image = rotated_stack_cg_sense(*stack, t, k, matrix, maps, p, "traj + kspace");
+      }
+      return from_bart({matrix, matrix, stack->partitions}, image);
+    }
     const std::vector<Frame> frames = stack_frames(*stack, t, k, matrix, "traj + kspace");
     OfflineVolume v;
     {

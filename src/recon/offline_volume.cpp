@@ -26,10 +26,6 @@
 
 namespace radstream {
 
-namespace {
-
-// Coil maps BART [N N P C] (or [N N 1 C]: the same maps for every partition) as one [C][N][N] block per
-// partition.
 std::vector<HostBuffer<cfloat>> read_volume_maps(const std::string& path, int N, int P, int C) {
   const CflArray a = read_cfl(path);
   bool extra = false;
@@ -58,6 +54,8 @@ std::vector<HostBuffer<cfloat>> read_volume_maps(const std::string& path, int N,
   }
   return out;
 }
+
+namespace {
 
 // On the GPU every partition's frame goes up once (timed apart from the reconstruction, as a stream's spokes
 // are on the device before their frame), and each partition is then copied on the device into the chain.
@@ -264,11 +262,21 @@ void run_offline_volume(const OfflineRecon& a, const ReconParams& params, const 
   for (const auto& s : layout.spokes_of) sampled += s.empty() ? 0 : 1;
   log::info("{}: a stack of stars, {} partitions ({} sampled) x {} spokes x {} samples", a.traj,
             layout.partitions, sampled, layout.spokes_per_partition, layout.samples);
-  if (layout.rotated && params.method == ReconMethod::Gridding) {
-    if (!a.sens_out.empty()) throw ConfigError("--sens-out: --method gridding reads no coil maps");
-    log::info("{}: partitions rotated against each other: gridding through the 3D NUFFT", a.traj);
+  if (layout.rotated && (params.method == ReconMethod::Gridding ||
+                         (params.method == ReconMethod::CgSense && !params.cg.sens.empty()))) {
+    if (!a.sens_out.empty())
+      throw ConfigError("--sens-out: no coil maps are estimated for rotated partitions");
+    const bool sense = params.method == ReconMethod::CgSense;
+    log::info("{}: partitions rotated against each other: {} through the 3D NUFFT", a.traj,
+              sense ? "cg-sense" : "gridding");
     const auto t0 = std::chrono::steady_clock::now();
-    const std::vector<cfloat> image = rotated_stack_gridding(layout, t, k, a.matrix, params, what);
+    const std::vector<cfloat> image =
+        sense ? rotated_stack_cg_sense(
+                    layout, t, k, a.matrix,
+                    read_volume_maps(params.cg.sens, a.matrix, layout.partitions,
+                                     int(k.data.size() / std::size_t(layout.samples * t.dim(2)))),
+                    params, what)
+              : rotated_stack_gridding(layout, t, k, a.matrix, params, what);
     log::info("volume: {:.0f} ms",
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     write_cfl(a.out, {a.matrix, a.matrix, layout.partitions}, image);

@@ -19,6 +19,10 @@ struct OfflineVolume {
   std::vector<cfloat> coil_maps;  // [coils][P][N][N] (BART's [N N P coils]) when wanted and used
 };
 
+// Coil maps BART [N N P C] (or [N N 1 C]: the same maps for every partition) as one [C][N][N] block per
+// partition. Throws IoError naming the file and the extents expected, or a non-finite value.
+std::vector<HostBuffer<cfloat>> read_volume_maps(const std::string& path, int N, int P, int C);
+
 // True when `job` is a BART trajectory that is a stack of stars (kz on the partition grid, or --partitions
 // above 1), for a caller that must choose its route before run_offline_recon reads the data. Throws
 // ConfigError/IoError as stack_of_stars_layout does.

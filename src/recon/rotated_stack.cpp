@@ -2,10 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
+#include "iter/conjugate_gradient.hpp"
+#include "linalg/vector_ops.hpp"
 #include "noncart/density_weights.hpp"
+#include "noncart/sense_operator_3d.hpp"
 #include "recon/bart_nufft.hpp"
 
 namespace radstream {
@@ -32,11 +37,10 @@ std::vector<float> partition_weights(const StackLayout& l, const CflArray& traj,
   return w;
 }
 
-}  // namespace
-
-std::vector<cfloat> rotated_stack_gridding(const StackLayout& l, const CflArray& traj, const CflArray& kspace,
-                                           int matrix, const ReconParams& p, const std::string& what) {
-  const long S = l.samples, spokes = traj.dim(2), P = l.partitions;
+// The coils of kspace (BART [1 samples spokes coils]) for traj's samples and spokes, checked whole and
+// finite.
+long checked_coils(const CflArray& traj, const CflArray& kspace, long S, const std::string& what) {
+  const long spokes = traj.dim(2);
   const long C = long(kspace.data.size()) / std::max(1L, S * spokes);
   if (kspace.dim(0) != 1 || kspace.dim(1) != S || kspace.dim(2) != spokes ||
       C * S * spokes != long(kspace.data.size()) || C < 1)
@@ -47,6 +51,21 @@ std::vector<cfloat> rotated_stack_gridding(const StackLayout& l, const CflArray&
   for (std::size_t i = 0; i < kspace.data.size(); ++i)
     if (!std::isfinite(kspace.data[i].real()) || !std::isfinite(kspace.data[i].imag()))
       throw IoError(fmt::format("{}: k-space value {} is NaN or Inf", what, i));
+  return C;
+}
+
+std::vector<cfloat> magnitude(const std::vector<cfloat>& x) {
+  std::vector<cfloat> m(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) m[i] = cfloat(std::abs(x[i]), 0.f);
+  return m;
+}
+
+}  // namespace
+
+std::vector<cfloat> rotated_stack_gridding(const StackLayout& l, const CflArray& traj, const CflArray& kspace,
+                                           int matrix, const ReconParams& p, const std::string& what) {
+  const long S = l.samples, spokes = traj.dim(2), P = l.partitions;
+  const long C = checked_coils(traj, kspace, S, what);
   // Unsampled partitions are zeros; the plan takes every sampled spoke at its own kz.
   const std::vector<float> w = partition_weights(l, traj, matrix, p.density.method);
   std::vector<cfloat> weighted(kspace.data.size());
@@ -70,6 +89,55 @@ std::vector<cfloat> rotated_stack_gridding(const StackLayout& l, const CflArray&
     image[i] = cfloat(float(std::sqrt(sum)), 0.f);
   }
   return image;
+}
+
+std::vector<cfloat> rotated_stack_cg_sense(const StackLayout& l, const CflArray& traj, const CflArray& kspace,
+                                           int matrix, const std::vector<HostBuffer<cfloat>>& maps,
+                                           const ReconParams& p, const std::string& what) {
+  if (p.cg.smoothness > 0 || p.cg.deadline_ms > 0 || p.cg.split_parts > 1)
+    throw ConfigError(
+        "cg-sense over partitions rotated against each other takes --iterations and --lambda only (no "
+        "--smoothness, --deadline-ms or --split-parts)");
+  const long S = l.samples, spokes = traj.dim(2), P = l.partitions, N = matrix;
+  const long C = checked_coils(traj, kspace, S, what);
+  if (long(maps.size()) != P)
+    throw ConfigError(fmt::format("{}: {} coil-map partitions for {}", what, maps.size(), P));
+  const std::size_t plane = std::size_t(N * N), voxels = plane * std::size_t(P),
+                    points = std::size_t(S * spokes);
+  // Cycles per pixel [points][3]: in plane over N, kz over P.
+  std::vector<float> k(points * 3);
+  for (std::size_t i = 0; i < points; ++i) {
+    k[3 * i] = traj.data[3 * i].real() / float(N);
+    k[3 * i + 1] = traj.data[3 * i + 1].real() / float(N);
+    k[3 * i + 2] = traj.data[3 * i + 2].real() / float(P);
+  }
+  // Maps [coils][z][y][x] and their peak power (max over voxels of sum_c |S_c|^2).
+  std::vector<cfloat> m(std::size_t(C) * voxels);
+  std::vector<double> power(voxels, 0.0);
+  for (long z = 0; z < P; ++z)
+    for (long c = 0; c < C; ++c)
+      for (std::size_t i = 0; i < plane; ++i) {
+        const cfloat v = maps[std::size_t(z)][std::size_t(c) * plane + i];
+        m[std::size_t(c) * voxels + std::size_t(z) * plane + i] = v;
+        power[std::size_t(z) * plane + i] += std::norm(v);
+      }
+  const double peak = *std::max_element(power.begin(), power.end());
+  SenseOperator3dCpu op({int(N), int(N), int(P)}, int(C), points, p.gridding.kernel());
+  op.set_maps(m.data());
+  op.set_points(k.data());
+  std::vector<cfloat> b(voxels), x(voxels);
+  op.adjoint(kspace.data.data(), b.data());
+  const auto ops = make_vector_ops_cpu();
+  ConjugateGradient cg(voxels, *ops, false);
+  CgOptions o;
+  o.max_iterations = p.cg.iterations;
+  o.lambda = p.cg.lambda * double(points) * peak;  // relative, as cg-sense's (stages/cg_sense/cg_sense.hpp)
+  const CgReport rep = cg.solve(op, b.data(), x.data(), o, false);
+  log::info(
+      "cg-sense over the rotated partitions (3D SENSE operator, CPU): {} iterations, relative residual "
+      "{:.3g}",
+      rep.iterations, rep.residual);
+  return magnitude(x);
 }
 
 }  // namespace radstream

@@ -111,10 +111,11 @@ std::optional<StackLayout> stack_of_stars_layout(const CflArray& traj, int parti
 std::vector<Frame> stack_frames(const StackLayout& l, const CflArray& traj, const CflArray& kspace,
                                 int matrix, const std::string& what) {
   if (l.rotated)
-    throw ConfigError(l.rotation +
-                      ": partitions rotated against each other are not supported by this method; gridding "
-                      "reconstructs them (through the 3D NUFFT), or give every partition the same in-plane "
-                      "angles");
+    throw ConfigError(
+        l.rotation +
+        ": partitions rotated against each other are not supported by this method; gridding, and "
+        "cg-sense with --sens maps, reconstruct them (through the 3D NUFFT), or give every "
+        "partition the same in-plane angles");
   const long S = l.samples, spokes = traj.dim(2), J = l.spokes_per_partition, P = l.partitions;
   const long C = long(kspace.data.size()) / std::max(1L, S * spokes);
   if (kspace.dim(0) != 1 || kspace.dim(1) != S || kspace.dim(2) != spokes ||
