@@ -410,6 +410,15 @@ TEST(NufftCuda, FusedVectorPassesMatchTheCpuTwin) {
   gpu->cg_step_norm(dx.data(), dr.data(), dp.data(), dq.data(), n, 2, 0, 3, gpu->read(2));
   EXPECT_EQ(download(dx, st.s), x_before);
   EXPECT_EQ(gpu->read(3), gpu->read(2));
+  // The chores NLINV hands to the vector ops: fill, scale and the copy to the host.
+  std::vector<cfloat> hf(n), back(n);
+  cpu->fill(hf.data(), n, cfloat{0.5f, -2.f});
+  gpu->fill(dq.data(), n, cfloat{0.5f, -2.f});
+  cpu->scale(hf.data(), n, 3.f);
+  gpu->scale(dq.data(), n, 3.f);
+  gpu->to_host(back.data(), dq.data(), n);
+  EXPECT_EQ(back, hf);
+  EXPECT_EQ(back[n - 1], (cfloat{1.5f, -6.f}));
 }
 
 #endif  // RADSTREAM_HAVE_CUDA

@@ -71,6 +71,20 @@ double fitted_magnitude_nrmse(const std::string& a_path, const std::string& b_pa
   return std::sqrt(err / aa);
 }
 
+// "rot": the case's trajectory with partition p turned in plane by p x 17 degrees (kz = p - P/2); returned.
+CflArray write_rotated(const test::TempDir& dir) {
+  CflArray t = read_cfl(dir / "traj");
+  for (long i = 0; i < t.dim(1) * t.dim(2); ++i) {
+    cfloat* k = t.data.data() + 3 * i;
+    const double a = (k[2].real() + kP / 2) * 17.0 * std::numbers::pi / 180.0;
+    const float x = k[0].real(), y = k[1].real();
+    k[0] = cfloat(float(std::cos(a) * x - std::sin(a) * y), 0.f);
+    k[1] = cfloat(float(std::sin(a) * x + std::cos(a) * y), 0.f);
+  }
+  write_cfl(dir / "rot", t.dims, t.data);
+  return t;
+}
+
 void make_case(const test::TempDir& dir) {
   bart(dir, fmt::format("traj -r -G -x {} -o 2 -y {} t2", kN, kSpokes));  // +-N/2 in plane, 2x oversampled
   write_stack(dir, "traj", kP);
@@ -203,16 +217,8 @@ TEST(StackOfStars, RotatedPartitionsGridAsBartsAdjoint) {
   RADSTREAM_REQUIRE_BART();
   test::TempDir dir;
   make_case(dir);
-  CflArray t = read_cfl(dir / "traj");
+  const CflArray t = write_rotated(dir);
   const long n = t.dim(1) * t.dim(2);
-  for (long i = 0; i < n; ++i) {
-    cfloat* k = t.data.data() + 3 * i;
-    const double a = (k[2].real() + kP / 2) * 17.0 * std::numbers::pi / 180.0;
-    const float x = k[0].real(), y = k[1].real();
-    k[0] = cfloat(float(std::cos(a) * x - std::sin(a) * y), 0.f);
-    k[1] = cfloat(float(std::sin(a) * x + std::cos(a) * y), 0.f);
-  }
-  write_cfl(dir / "rot", t.dims, t.data);
   bart(dir, fmt::format("phantom -3 -x {} -s 3 -k -t rot ksp", kN));
   bart(dir, fmt::format("nufft -a -d {}:{}:{} rot ksp ref", kN, kN, kP));
   auto r = recon(dir, fmt::format("--traj rot --kspace ksp --matrix {} --dcf none --out ours.cfl", kN));
@@ -263,15 +269,7 @@ TEST(StackOfStars, RotatedPartitionsCgSenseIsNoWorseThanBartPics) {
   RADSTREAM_REQUIRE_BART();
   test::TempDir dir;
   make_case(dir);
-  CflArray t = read_cfl(dir / "traj");
-  for (long i = 0; i < t.dim(1) * t.dim(2); ++i) {  // partition p turned by p x 17 degrees
-    cfloat* k = t.data.data() + 3 * i;
-    const double a = (k[2].real() + kP / 2) * 17.0 * std::numbers::pi / 180.0;
-    const float x = k[0].real(), y = k[1].real();
-    k[0] = cfloat(float(std::cos(a) * x - std::sin(a) * y), 0.f);
-    k[1] = cfloat(float(std::sin(a) * x + std::cos(a) * y), 0.f);
-  }
-  write_cfl(dir / "rot", t.dims, t.data);
+  write_rotated(dir);
   bart(dir, fmt::format("phantom -3 -x {} big", kN));
   bart(dir, fmt::format("resize -c 2 {} big truth", kP));
   bart(dir, fmt::format("phantom -3 -x {} -S 4 sbig", kN));
