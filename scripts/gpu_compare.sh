@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Before/after on one GPU machine: the GPU tests of the current build, then `radstream bench` of a baseline
 # binary (.devcarry/radstream_base, built from an earlier commit) and of the current one on the same cases,
-# interleaved (base, new, base, new) so that drift hits both alike. Writes logs and JSON under $OUT.
+# interleaved (base, new, base, new) so that drift hits both alike. Without a baseline binary the current one
+# runs twice (cases that compare two settings of one binary, such as N1 and N1-stepped). Writes logs and
+# JSON under $OUT.
 set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
@@ -12,7 +14,7 @@ RADSTREAM_REQUIRE_GPU=1 run .devcarry/radstream_tests \
   2>&1 | tee "$OUT/gpu_tests.log" | grep -E '^\[  |OK|FAILED|vs|CG|NUFFT' | tail -60
 cases=${CASES:-R1 R1-custom R2 R2-fbp R5}
 for round in 1 2; do
-  run .devcarry/radstream_base bench --case $cases --frames ${FRAMES:-200} --warmup 20 --out "$OUT/bench_base_$round.json" \
+  [ -x .devcarry/radstream_base ] && run .devcarry/radstream_base bench --case $cases --frames ${FRAMES:-200} --warmup 20 --out "$OUT/bench_base_$round.json" \
     >> "$OUT/bench.log" 2>&1
   run .devcarry/radstream bench --case $cases --frames ${FRAMES:-200} --warmup 20 --out "$OUT/bench_new_$round.json" \
     >> "$OUT/bench.log" 2>&1

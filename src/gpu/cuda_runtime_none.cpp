@@ -35,6 +35,7 @@ void pinned_free(void* p) {
 }  // namespace radstream::detail
 
 #include "gpu/device_memory.hpp"
+#include "gpu/loop_graph.hpp"
 
 namespace radstream::gpu {
 namespace {
@@ -130,6 +131,25 @@ Graph Graph::end_capture(StreamRef) {
 }
 void Graph::launch(StreamRef) const {
   no_cuda("Graph::launch");
+}
+Graph Graph::instantiate(CUgraph_st*) {
+  no_cuda("Graph::instantiate");
+}
+LoopGraphBuilder::LoopGraphBuilder(StreamRef stream) : stream_(stream) {
+  no_cuda("LoopGraphBuilder");
+}
+LoopGraphBuilder::~LoopGraphBuilder() = default;
+LoopHandle LoopGraphBuilder::new_loop() {
+  no_cuda("LoopGraphBuilder::new_loop");
+}
+void LoopGraphBuilder::add(const std::function<void()>&) {
+  no_cuda("LoopGraphBuilder::add");
+}
+void LoopGraphBuilder::add_loop(LoopHandle, const std::function<void()>&) {
+  no_cuda("LoopGraphBuilder::add_loop");
+}
+Graph LoopGraphBuilder::finish() {
+  no_cuda("LoopGraphBuilder::finish");
 }
 int current_device() {
   no_cuda("current_device");

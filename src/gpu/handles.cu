@@ -90,6 +90,11 @@ Graph Graph::end_capture(StreamRef stream) {
   CUDA_CHECK(e);
   return g;
 }
+Graph Graph::instantiate(cudaGraph_t graph) {
+  Graph g;
+  CUDA_CHECK(cudaGraphInstantiate(&g.g_, graph, 0));
+  return g;
+}
 void Graph::launch(StreamRef stream) const {
   CUDA_CHECK(cudaGraphLaunch(g_, stream));
 }

@@ -6,6 +6,7 @@
 struct CUstream_st;
 struct CUevent_st;
 struct CUgraphExec_st;
+struct CUgraph_st;
 
 namespace radstream::gpu {
 
@@ -60,6 +61,8 @@ class Graph {
   static void begin_capture(StreamRef stream);
   static void abort_capture(StreamRef stream) noexcept;  // after a failure between begin and end
   static Graph end_capture(StreamRef stream);
+  // An instantiated copy of a graph built another way (gpu/loop_graph.hpp); the graph stays the caller's.
+  static Graph instantiate(CUgraph_st* graph);
   void launch(StreamRef stream) const;
   bool empty() const { return g_ == nullptr; }
   void reset() noexcept;

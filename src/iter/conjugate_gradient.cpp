@@ -68,11 +68,7 @@ int ConjugateGradient::rr_slot(int iterations) const {
   return iterations == 0 ? first_rr_ : iterations % 2 == 0 ? 0 : 1;
 }
 
-void ConjugateGradient::iterate(const Normal& a, cfloat* x, const CgOptions& o, int it, LinearOperator* reg) {
-  const int rr_old = rr_slot(it), rr_new = rr_slot(it + 1);
-  // The direction from the last step's residual (p = r before the first): made here, at the start of the
-  // iteration that uses it, so that a solve's last step leaves no direction nobody reads.
-  if (it > 0) ops_.cg_direction(p_.data(), r_.data(), n_, rr_old, rr_slot(it - 1));
+void ConjugateGradient::apply_pq(const Normal& a, const CgOptions& o, LinearOperator* reg) {
   if (o.lambda != 0.0 && !(reg && o.mu != 0.0)) {  // q = (A + lambda) p and <p, q> in one pass
     a(p_.data(), q_.data());
     ops_.axpy_dot(q_.data(), float(o.lambda), p_.data(), n_, kPq);
@@ -80,6 +76,14 @@ void ConjugateGradient::iterate(const Normal& a, cfloat* x, const CgOptions& o, 
     apply(a, reg, o, p_.data(), q_.data());
     ops_.dot_re(p_.data(), q_.data(), n_, kPq);
   }
+}
+
+void ConjugateGradient::iterate(const Normal& a, cfloat* x, const CgOptions& o, int it, LinearOperator* reg) {
+  const int rr_old = rr_slot(it), rr_new = rr_slot(it + 1);
+  // The direction from the last step's residual (p = r before the first): made here, at the start of the
+  // iteration that uses it, so that a solve's last step leaves no direction nobody reads.
+  if (it > 0) ops_.cg_direction(p_.data(), r_.data(), n_, rr_old, rr_slot(it - 1));
+  apply_pq(a, o, reg);
   // The step and the new <r, r> in one pass (the first always steps; later ones are no-ops once converged
   // when the caller's rule is given).
   ops_.cg_step_norm(x, r_.data(), p_.data(), q_.data(), n_, rr_old, kPq, rr_new,
@@ -118,6 +122,32 @@ void ConjugateGradient::begin(const Normal& a, const cfloat* b, cfloat* x, const
 void ConjugateGradient::step(const Normal& a, cfloat* x, const CgOptions& o) {
   iterate(a, x, o, last_iterations_, nullptr);
   ++last_iterations_;
+}
+
+void ConjugateGradient::capture(gpu::LoopGraphBuilder& graph, const Normal& a, const cfloat* b, cfloat* x,
+                                const CgOptions& o, const CgStop& stop, bool reset_total) {
+  if (!ops_.device_loops()) throw ConfigError("cg: a device loop needs vectors on a GPU");
+  if (o.max_iterations < 1)
+    throw ConfigError("cg: a device loop runs at least one iteration (max_iterations = " +
+                      std::to_string(o.max_iterations) + ")");
+  // Iteration 0 writes its <r, r> to rr_slot(1); the loop then keeps the newest in that slot (cur) and the
+  // one before in rr_slot(0) (prev), where each later step writes the newest before the control swaps them.
+  const CgLoopSlots slots{rr_slot(1), 0, kBb, kCountSlot, kTotalSlot};
+  static_assert(kCountSlot > kBb && kTotalSlot > kBb && kFirstFreeSlot > kTotalSlot);
+  const gpu::LoopHandle loop = graph.new_loop();
+  graph.add([&] {
+    CgOptions first = o;
+    first.converged_rr = -1.0;  // the loop stops itself: no step needs to turn itself off
+    start(a, b, x, first, false, nullptr);
+    iterate(a, x, first, 0, nullptr);
+    ops_.cg_loop_control(loop, slots, stop, o.max_iterations, true, reset_total);
+  });
+  graph.add_loop(loop, [&] {
+    ops_.cg_direction(p_.data(), r_.data(), n_, slots.cur, slots.prev);
+    apply_pq(a, o, nullptr);
+    ops_.cg_step_norm(x, r_.data(), p_.data(), q_.data(), n_, slots.cur, kPq, slots.prev, -1.0);
+    ops_.cg_loop_control(loop, slots, stop, o.max_iterations, false, false);
+  });
 }
 
 double ConjugateGradient::rhs_norm2() {

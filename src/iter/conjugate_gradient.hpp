@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 
+#include "gpu/loop_graph.hpp"
 #include "linalg/linear_operator.hpp"
 #include "linalg/vector_ops.hpp"
 
@@ -73,11 +74,19 @@ class ConjugateGradient {
   void step(const Normal& normal, cfloat* x, const CgOptions& options);
   // <b, b> of the last begin() (waits for the device).
   double rhs_norm2();
+  // A cold-start solve over a Normal that stops itself on the device (VectorOps::device_loops()), added to
+  // a graph being built: iteration 0, then a device loop of the later iterations until <r, r> <=
+  // stop.limit(<b, b>) or options.max_iterations (>= 1) are done; the host never waits in between. What the
+  // iterations do is what step() does. The iterations run are added to slot kTotalSlot (set to 0 first when
+  // reset_total). The solve's vectors and `normal` must outlive the graph.
+  void capture(gpu::LoopGraphBuilder& graph, const Normal& normal, const cfloat* b, cfloat* x,
+               const CgOptions& options, const CgStop& stop, bool reset_total);
   // The scalar slot (VectorOps) holding <r, r> after `iterations` steps of the solve begun last: a caller
-  // posts it to read |r| late. Slots 0..3 are the solver's; a caller sharing the VectorOps keeps its own
+  // posts it to read |r| late. Slots 0..5 are the solver's; a caller sharing the VectorOps keeps its own
   // scalars above them.
   int rr_slot(int iterations) const;
-  static constexpr int kFirstFreeSlot = 4;
+  static constexpr int kCountSlot = 4, kTotalSlot = 5;
+  static constexpr int kFirstFreeSlot = 6;
 
  private:
   std::size_t n_;
@@ -89,6 +98,7 @@ class ConjugateGradient {
   void iterate(const Normal& a, cfloat* x, const CgOptions& o, int it, LinearOperator* reg);
   void check(LinearOperator& a, const CgOptions& o, LinearOperator* reg) const;
   void apply(const Normal& a, LinearOperator* reg, const CgOptions& o, const cfloat* in, cfloat* out);
+  void apply_pq(const Normal& a, const CgOptions& o, LinearOperator* reg);  // q = M p, <p, q>
 };
 
 }  // namespace radstream

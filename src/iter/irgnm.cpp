@@ -4,12 +4,16 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 
 namespace radstream {
 
 namespace {
 // The data residual's |y - F(x)|^2, in a scalar slot the CG leaves alone.
 constexpr int kRes = ConjugateGradient::kFirstFreeSlot;
+// BART's legacy CG rule for NLINV (iter3's nlinv_legacy, which BART's nlinv and rtnlinv set; the original
+// Matlab nlinv's): ||r|| <= (cgtol ||b||)^2 with cgtol 0.1, i.e. <r, r> <= 1e-4 <b, b>^2.
+constexpr CgStop kStop{1e-4, 2};
 }  // namespace
 
 struct Irgnm::Vectors {
@@ -31,7 +35,8 @@ Irgnm::Irgnm(NonlinearOperator& op, std::unique_ptr<VectorOps> ops)
       v_(std::make_unique<Vectors>(op.domain_size(), op.codomain_size(), op.location())),
       cg_(op.domain_size(), *ops_, false),  // no regularizer: no workspace for one
       normal_([this](const cfloat* v, cfloat* out) { op_.normal(v, out); }),
-      run_ahead_(op.location() == Location::Device) {}
+      run_ahead_(op.location() == Location::Device),
+      device_loops_(ops_->device_loops() && op.stream() != nullptr) {}
 
 Irgnm::~Irgnm() = default;
 
@@ -52,8 +57,8 @@ int Irgnm::cg(double alpha, int max_iter, const cfloat* b, cfloat* x, double t_s
     deadline_.note(DeadlineStepper::Work::Setup, t_last_ - t_setup);
   }
   if (bb == 0 || max_iter <= 0) return 0;
-  // BART's legacy rule: ||r|| <= (cgtol ||b||)^2, cgtol 0.1; an iteration enqueued after it holds is a no-op.
-  const double limit = (0.01 * bb) * (0.01 * bb);
+  // BART's legacy rule (kStop); an iteration enqueued after it holds is a no-op.
+  const double limit = kStop.limit(bb);
   co.converged_rr = limit;
   // Iteration i's |r|^2 is posted to host entry i mod kPosts.
   const auto enqueue = [&](int i) {
@@ -96,8 +101,73 @@ int Irgnm::cg(double alpha, int max_iter, const cfloat* b, cfloat* x, double t_s
   return done;
 }
 
+void Irgnm::set_device_loops(bool on) {
+  device_loops_ = on && ops_->device_loops() && op_.stream() != nullptr;
+  if (!device_loops_) frame_graph_.reset();
+}
+
+bool Irgnm::use_device_loops(const IrgnmParams& p) const {
+  return device_loops_ && !(p.deadline_ms > 0) && p.cg_max > 0 && p.newton_steps > 0;
+}
+
+gpu::Graph Irgnm::capture_frame(const IrgnmParams& p, cfloat* x, const cfloat* x_ref, const cfloat* y) {
+  gpu::LoopGraphBuilder graph(op_.stream());
+  VectorOps& o = *ops_;
+  const std::size_t n = op_.domain_size(), m = op_.codomain_size();
+  double alpha = 1.0;
+  for (int step = 0; step < p.newton_steps; ++step) {
+    graph.add([&] {
+      op_.linearize(x);
+      op_.gradient(y, v_->r_data.data(), v_->b.data());  // r = y - W F(x), b = F'^H r
+      o.dot_re(v_->r_data.data(), v_->r_data.data(), m, kRes);
+      if (x_ref) o.axpy(v_->b.data(), float(alpha), x_ref, n);
+      o.axpy(v_->b.data(), -float(alpha), x, n);
+    });
+    CgOptions co;
+    co.max_iterations = p.cg_max;
+    co.lambda = alpha;
+    co.add_to_x = true;
+    cg_.capture(graph, normal_, v_->b.data(), x, co, kStop, step == 0);
+    alpha = (alpha - p.alpha_min) / p.alpha_reduction + p.alpha_min;
+  }
+  graph.add([&] { op_.linearize(x); });
+  return graph.finish();
+}
+
+IrgnmReport Irgnm::solve_in_graph(const IrgnmParams& p, cfloat* x, const cfloat* x_ref, const cfloat* y) {
+  const GraphKey key{x, x_ref, y, p.newton_steps, p.cg_max, p.alpha_min, p.alpha_reduction};
+  if (frame_graph_.empty() || !(key == graph_key_)) {
+    frame_graph_.reset();
+    frame_graph_ = capture_frame(p, x, x_ref, y);
+    graph_key_ = key;
+  }
+  progress_.newton_step = 1;
+  progress_.cg_iterations = 0;
+  frame_graph_.launch(op_.stream());
+  IrgnmReport rep;
+  double res = 0, total = 0;
+  ops_->read2(kRes, ConjugateGradient::kTotalSlot, res, total);  // the frame's one wait
+  rep.newton_steps = p.newton_steps;
+  rep.cg_iterations = int(total);
+  rep.final_residual = std::sqrt(res);
+  progress_.newton_step = p.newton_steps;
+  progress_.cg_iterations = rep.cg_iterations;
+  tail_start_ = std::chrono::steady_clock::now();
+  return rep;
+}
+
 IrgnmReport Irgnm::solve(const IrgnmParams& p, cfloat* x, const cfloat* x_ref, const cfloat* y,
                          std::chrono::steady_clock::time_point start) {
+  if (use_device_loops(p)) {
+    try {
+      return solve_in_graph(p, x, x_ref, y);
+    } catch (const CudaError& e) {  // a driver without conditional graph nodes: the host steps instead
+      log::warn("irgnm: the frame cannot run as one graph ({}); the host steps each CG from now on",
+                e.what());
+      frame_graph_.reset();
+      device_loops_ = false;
+    }
+  }
   IrgnmReport rep;
   const std::size_t n = op_.domain_size(), m = op_.codomain_size();
   VectorOps& o = *ops_;

@@ -65,6 +65,11 @@ class Irgnm {
   // only without a deadline; on the host it gains nothing, and tests turn it on to check that it changes no
   // result).
   void set_run_ahead(bool on) { run_ahead_ = on; }
+  // Whether a frame without a deadline runs as one graph of device loops (on a GPU whose VectorOps have
+  // them; the default there): each Newton step's CG stops itself on the device, so the host waits once a
+  // frame instead of at every Newton step and near every CG's convergence. The arithmetic is the host-
+  // stepped path's. Off: the host steps every CG (tests compare the two).
+  void set_device_loops(bool on);
   // Drops the slowest times kept for the deadline's predictions.
   void forget_timings() { deadline_.forget_timings(); }
   // The frame's tail after the iterations (the coil images of the solution, the output image, its copy back),
@@ -83,6 +88,19 @@ class Irgnm {
   // The CG of one Newton step from h = 0, its iterates added to x as they come (x + h); t_setup: when the
   // step's set-up began (ms); spent counts the iterations run ahead of convergence.
   int cg(double alpha, int max_iter, const cfloat* b, cfloat* x, double t_setup, int& spent);
+  // The frame as one graph of device loops (set_device_loops), captured on the first frame and again when
+  // the vectors or the parameters change.
+  bool use_device_loops(const IrgnmParams& p) const;
+  IrgnmReport solve_in_graph(const IrgnmParams& p, cfloat* x, const cfloat* x_ref, const cfloat* y);
+  gpu::Graph capture_frame(const IrgnmParams& p, cfloat* x, const cfloat* x_ref, const cfloat* y);
+  struct GraphKey {
+    const cfloat *x = nullptr, *x_ref = nullptr, *y = nullptr;
+    int newton_steps = 0, cg_max = 0;
+    double alpha_min = 0, alpha_reduction = 0;
+    bool operator==(const GraphKey&) const = default;
+  };
+  gpu::Graph frame_graph_;
+  GraphKey graph_key_;
 
   NonlinearOperator& op_;
   std::unique_ptr<VectorOps> ops_;
@@ -101,6 +119,7 @@ class Irgnm {
   std::chrono::steady_clock::time_point tail_start_;
   bool stopped_early_ = false;
   bool run_ahead_;
+  bool device_loops_;
   Progress progress_;
 };
 

@@ -8,8 +8,23 @@
 
 #include "core/buffer.hpp"
 #include "gpu/handles.hpp"
+#include "gpu/loop_graph.hpp"
 
 namespace radstream {
+
+// Where a CG running in a device loop keeps its scalars: <r, r> of the newest and the one before (cur,
+// prev), <b, b>, the iterations of this solve and a running total over solves.
+struct CgLoopSlots {
+  int cur, prev, bb, count, total;
+};
+// A CG's stopping rule as a device loop applies it: stop once <r, r> <= coef <b, b>^power (power 1: a
+// relative residual, coef = tolerance^2; power 2: BART's legacy rule for NLINV, ||r|| <= (0.1 ||b||)^2).
+struct CgStop {
+  double coef = 0;
+  int power = 1;  // 1 or 2
+  // (the device loop's control kernel computes the same in vector_ops_cuda.cu)
+  double limit(double bb) const { return power == 2 ? coef * bb * bb : coef * bb; }
+};
 
 class VectorOps {
  public:
@@ -53,6 +68,16 @@ class VectorOps {
   virtual double read(int slot) = 0;
   // Two slots with one wait (a per-frame report needs both).
   virtual void read2(int a, int b, double& va, double& vb) = 0;
+  // Whether the operations can run inside a device loop (gpu/loop_graph.hpp): the CUDA ones.
+  virtual bool device_loops() const { return false; }
+  // A CG's loop control after an iteration (one tiny kernel, inside a device loop's capture). first (after
+  // iteration 0, whose <r, r> is in cur): s[prev] = s[bb], s[count] = 1, s[total] += 1 (reset to 0 first
+  // when reset_total). Later (the iteration's step wrote the new <r, r> into prev): cur and prev swap, so cur
+  // holds the newest; count and total grow by one. Then the loop goes on while count < max_iterations and
+  // the newest <r, r> is finite and above stop.limit(s[bb]). Throws ConfigError where device_loops() is
+  // false.
+  virtual void cg_loop_control(gpu::LoopHandle loop, const CgLoopSlots& slots, const CgStop& stop,
+                               int max_iterations, bool first, bool reset_total);
 };
 
 std::unique_ptr<VectorOps> make_vector_ops_cpu();

@@ -122,6 +122,10 @@ class VectorOpsCpu final : public VectorOps {
 
 }  // namespace
 
+void VectorOps::cg_loop_control(gpu::LoopHandle, const CgLoopSlots&, const CgStop&, int, bool, bool) {
+  throw ConfigError("vector ops: device loops run on a GPU only (these vectors cannot run one)");
+}
+
 std::unique_ptr<VectorOps> make_vector_ops_cpu() {
   return std::make_unique<VectorOpsCpu>();
 }

@@ -7,6 +7,7 @@
 
 #include "gpu/cuda_check.cuh"
 #include "gpu/device_memory.hpp"
+#include "gpu/loop_condition.cuh"
 #include "gpu/pinned_buffer.hpp"
 #include "linalg/vector_ops.hpp"
 
@@ -159,6 +160,28 @@ __global__ void cg_direction_kernel(float2* p, const float2* r, std::size_t n, c
   }
 }
 
+// One thread: the CG's loop control (VectorOps::cg_loop_control).
+__global__ void cg_loop_control_kernel(double* s, CgLoopSlots k, CgStop stop, int max_iterations, bool first,
+                                       bool reset_total, gpu::LoopHandle loop) {
+  double newest;
+  if (first) {
+    s[k.prev] = s[k.bb];
+    s[k.count] = 1;
+    s[k.total] = (reset_total ? 0.0 : s[k.total]) + 1;
+    newest = s[k.cur];
+  } else {
+    newest = s[k.prev];
+    s[k.prev] = s[k.cur];
+    s[k.cur] = newest;
+    s[k.count] += 1;
+    s[k.total] += 1;
+  }
+  const double bb = s[k.bb];  // CgStop::limit, here on the device
+  const double limit = stop.power == 2 ? stop.coef * bb * bb : stop.coef * bb;
+  const bool again = s[k.count] < max_iterations && isfinite(newest) && newest > limit;
+  gpu::set_loop_condition(loop, again);
+}
+
 class VectorOpsCuda final : public VectorOps {
  public:
   explicit VectorOpsCuda(gpu::StreamRef stream)
@@ -237,6 +260,15 @@ class VectorOpsCuda final : public VectorOps {
     gpu::copy_to_host(&v, at(slot), sizeof(double), stream_);
     gpu::synchronize(stream_);
     return v;
+  }
+
+  bool device_loops() const override { return true; }
+  void cg_loop_control(gpu::LoopHandle loop, const CgLoopSlots& slots, const CgStop& stop, int max_iterations,
+                       bool first, bool reset_total) override {
+    for (int slot : {slots.cur, slots.prev, slots.bb, slots.count, slots.total}) at(slot);  // checked
+    cg_loop_control_kernel<<<1, 1, 0, stream_>>>(slots_.data(), slots, stop, max_iterations, first,
+                                                 reset_total, loop);
+    CUDA_CHECK_LAUNCH("cg_loop_control_kernel");
   }
 
   void read2(int a, int b, double& va, double& vb) override {

@@ -38,6 +38,7 @@ NlinvSolver::NlinvSolver(const NlinvParams& p, std::unique_ptr<NlinvModel> model
       points_(points) {
   if (in_coils_ != model_->coils())
     compressed_ = LocatedBuffer(points * std::size_t(model_->coils()), model_->location());
+  irgnm_->set_device_loops(p.device_loops);
   reset();
 }
 

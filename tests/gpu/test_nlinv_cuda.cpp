@@ -152,6 +152,50 @@ TEST(NlinvCuda, AStreamOfFramesMatchesTheCpuTwin) {
   }
 }
 
+// Without a deadline a GPU frame runs as one graph whose CGs stop themselves on the device (a conditional
+// while loop per Newton step; iter/irgnm.hpp): the same kernels in the same order as the host-stepped frame,
+// so the images are equal bit for bit and the CG iteration counts are equal, with the CG stopped by BART's
+// rule (cg_max 100) and by its iteration limit (cg_max 2), over a stream of three frames.
+TEST(NlinvCuda, AFrameAsOneGraphOfDeviceLoopsEqualsTheHostSteppedFrame) {
+  RADSTREAM_REQUIRE_GPU();
+  const std::size_t points = std::size_t(kSpokes) * kSamples;
+  SimParams sp;
+  sp.matrix = kN;
+  sp.coils = kCoils;
+  const Simulator sim(sp);
+  const auto phantom = sim.ellipses_at(0);
+  for (int cg_max : {100, 2}) {
+    SCOPED_TRACE("newton_cg_max " + std::to_string(cg_max));
+    gpu::Stream stream;
+    NlinvParams p;
+    p.newton = 6;
+    p.newton_cg_max = cg_max;
+    auto looped = make_nlinv_cuda_engine(kN, kCoils, points, p, stream.get());
+    auto stepped = make_nlinv_cuda_engine(kN, kCoils, points, p, stream.get());
+    stepped->irgnm().set_device_loops(false);
+    DeviceBuffer<cfloat> d_a(Extents{std::size_t(kN) * kN}), d_b(Extents{std::size_t(kN) * kN});
+    for (int f = 0; f < 3; ++f) {
+      const auto traj = radial(f);
+      std::vector<cfloat> samples(points * kCoils);
+      for (int c = 0; c < kCoils; ++c)
+        for (std::size_t i = 0; i < points; ++i)
+          samples[std::size_t(c) * points + i] = cfloat(sim.kspace(phantom, c, traj[2 * i], traj[2 * i + 1]));
+      const auto d_traj = upload(traj, stream.get());
+      const auto d_samples = upload(samples, stream.get());
+      const auto ra = looped->reconstruct(d_traj.data(), d_samples.data(), d_a.data());
+      const auto rb = stepped->reconstruct(d_traj.data(), d_samples.data(), d_b.data());
+      std::printf("frame %d: device loops %d CG iterations (%.3f ms), host-stepped %d (%.3f ms)\n", f,
+                  ra.irgnm.cg_iterations, ra.ms, rb.irgnm.cg_iterations, rb.ms);
+      EXPECT_EQ(ra.irgnm.cg_iterations, rb.irgnm.cg_iterations) << "frame " << f;
+      EXPECT_EQ(ra.irgnm.newton_steps, rb.irgnm.newton_steps);
+      EXPECT_EQ(ra.irgnm.final_residual, rb.irgnm.final_residual) << "frame " << f;
+      EXPECT_EQ(down(d_a.data(), d_a.size(), stream.get()), down(d_b.data(), d_b.size(), stream.get()))
+          << "frame " << f;
+      if (cg_max == 2) EXPECT_LE(ra.irgnm.cg_iterations, 2 * 6);
+    }
+  }
+}
+
 // The coil covariance that coil compression is estimated from, summed on the device (the first frame of a
 // stream pays for it inside its deadline), against the host's sum in double, for 32 coils x 13 spokes x 512
 // samples (N2's frame), the compression made from it against the host path's, and the projection on the
