@@ -148,6 +148,9 @@ void LoopGraphBuilder::add(const std::function<void()>&) {
 void LoopGraphBuilder::add_loop(LoopHandle, const std::function<void()>&) {
   no_cuda("LoopGraphBuilder::add_loop");
 }
+void LoopGraphBuilder::add_if(LoopHandle, const std::function<void(LoopGraphBuilder&)>&) {
+  no_cuda("LoopGraphBuilder::add_if");
+}
 Graph LoopGraphBuilder::finish() {
   no_cuda("LoopGraphBuilder::finish");
 }

@@ -11,7 +11,7 @@ LoopGraphBuilder::LoopGraphBuilder(StreamRef stream) : stream_(stream) {
 }
 
 LoopGraphBuilder::~LoopGraphBuilder() {
-  if (graph_) cudaGraphDestroy(graph_);
+  if (graph_ && owned_) cudaGraphDestroy(graph_);
 }
 
 LoopHandle LoopGraphBuilder::new_loop() {
@@ -50,21 +50,41 @@ void LoopGraphBuilder::add(const std::function<void()>& enqueue) {
   leaves_ = capture_into(graph_, leaves_, enqueue);
 }
 
-void LoopGraphBuilder::add_loop(LoopHandle handle, const std::function<void()>& body) {
-  if (!graph_) throw ConfigError("LoopGraphBuilder: add_loop() after finish()");
+namespace {
+// A conditional node of `type` after `deps`; its body graph in *body.
+cudaGraphNode_t add_conditional(cudaGraph_t graph, const std::vector<cudaGraphNode_t>& deps,
+                                LoopHandle handle, cudaGraphConditionalNodeType type, cudaGraph_t* body) {
   cudaGraphNodeParams params{};
   params.type = cudaGraphNodeTypeConditional;
   params.conditional.handle = static_cast<cudaGraphConditionalHandle>(handle);
-  params.conditional.type = cudaGraphCondTypeWhile;
+  params.conditional.type = type;
   params.conditional.size = 1;
   cudaGraphNode_t node = nullptr;
-  CUDA_CHECK(cudaGraphAddNode(&node, graph_, leaves_.data(), nullptr, leaves_.size(), &params));
-  capture_into(params.conditional.phGraph_out[0], {}, body);
+  CUDA_CHECK(cudaGraphAddNode(&node, graph, deps.data(), nullptr, deps.size(), &params));
+  *body = params.conditional.phGraph_out[0];
+  return node;
+}
+}  // namespace
+
+void LoopGraphBuilder::add_loop(LoopHandle handle, const std::function<void()>& body) {
+  if (!graph_) throw ConfigError("LoopGraphBuilder: add_loop() after finish()");
+  cudaGraph_t g = nullptr;
+  cudaGraphNode_t node = add_conditional(graph_, leaves_, handle, cudaGraphCondTypeWhile, &g);
+  capture_into(g, {}, body);
+  leaves_.assign(1, node);
+}
+
+void LoopGraphBuilder::add_if(LoopHandle handle, const std::function<void(LoopGraphBuilder&)>& build) {
+  if (!graph_) throw ConfigError("LoopGraphBuilder: add_if() after finish()");
+  cudaGraph_t g = nullptr;
+  cudaGraphNode_t node = add_conditional(graph_, leaves_, handle, cudaGraphCondTypeIf, &g);
+  LoopGraphBuilder inner(stream_, g);
+  build(inner);
   leaves_.assign(1, node);
 }
 
 Graph LoopGraphBuilder::finish() {
-  if (!graph_) throw ConfigError("LoopGraphBuilder: finish() twice");
+  if (!graph_ || !owned_) throw ConfigError("LoopGraphBuilder: finish() twice, or of a branch");
   Graph g = Graph::instantiate(graph_);
   cudaGraphDestroy(std::exchange(graph_, nullptr));
   return g;

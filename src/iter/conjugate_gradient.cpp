@@ -125,7 +125,8 @@ void ConjugateGradient::step(const Normal& a, cfloat* x, const CgOptions& o) {
 }
 
 void ConjugateGradient::capture(gpu::LoopGraphBuilder& graph, const Normal& a, const cfloat* b, cfloat* x,
-                                const CgOptions& o, const CgStop& stop, bool reset_total) {
+                                const CgOptions& o, const CgStop& stop, bool reset_total,
+                                const DeviceDeadline& deadline) {
   if (!ops_.device_loops()) throw ConfigError("cg: a device loop needs vectors on a GPU");
   if (o.max_iterations < 1)
     throw ConfigError("cg: a device loop runs at least one iteration (max_iterations = " +
@@ -140,13 +141,13 @@ void ConjugateGradient::capture(gpu::LoopGraphBuilder& graph, const Normal& a, c
     first.converged_rr = -1.0;  // the loop stops itself: no step needs to turn itself off
     start(a, b, x, first, false, nullptr);
     iterate(a, x, first, 0, nullptr);
-    ops_.cg_loop_control(loop, slots, stop, o.max_iterations, true, reset_total);
+    ops_.cg_loop_control(loop, slots, stop, o.max_iterations, true, reset_total, deadline);
   });
   graph.add_loop(loop, [&] {
     ops_.cg_direction(p_.data(), r_.data(), n_, slots.cur, slots.prev);
     apply_pq(a, o, nullptr);
     ops_.cg_step_norm(x, r_.data(), p_.data(), q_.data(), n_, slots.cur, kPq, slots.prev, -1.0);
-    ops_.cg_loop_control(loop, slots, stop, o.max_iterations, false, false);
+    ops_.cg_loop_control(loop, slots, stop, o.max_iterations, false, false, deadline);
   });
 }
 

@@ -79,8 +79,10 @@ class ConjugateGradient {
   // stop.limit(<b, b>) or options.max_iterations (>= 1) are done; the host never waits in between. What the
   // iterations do is what step() does. The iterations run are added to slot kTotalSlot (set to 0 first when
   // reset_total). The solve's vectors and `normal` must outlive the graph.
+  // Under a deadline checked on the device the loop also ends when its next iteration would not fit.
   void capture(gpu::LoopGraphBuilder& graph, const Normal& normal, const cfloat* b, cfloat* x,
-               const CgOptions& options, const CgStop& stop, bool reset_total);
+               const CgOptions& options, const CgStop& stop, bool reset_total,
+               const DeviceDeadline& deadline = {});
   // The scalar slot (VectorOps) holding <r, r> after `iterations` steps of the solve begun last: a caller
   // posts it to read |r| late. Slots 0..5 are the solver's; a caller sharing the VectorOps keeps its own
   // scalars above them.

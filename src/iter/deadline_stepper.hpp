@@ -55,6 +55,11 @@ class DeadlineStepper {
     if (!active()) return true;
     return t + p_.margin * (next_ms + tail()) + kept_back() <= deadline_ms_;
   }
+  // What the work from `t` on may still take when a check made on the device decides (DeviceDeadline):
+  // `next` more fits while t' + margin() * next <= t + budget_ms(t), the output and what is kept back taken
+  // off here as fits() takes them.
+  double budget_ms(double t) const { return deadline_ms_ - t - p_.margin * tail() - kept_back(); }
+  double margin() const { return p_.margin; }
   // What is kept back now: the learned reserve, and its floor on a real clock when the policy has one.
   double kept_back() const { return p_.floor && !clock_ ? reserve_.kept_back(deadline_ms_) : reserve_.ms(); }
   // The frame ended `ms` past its deadline (nothing when <= 0).

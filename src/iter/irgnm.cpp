@@ -11,6 +11,9 @@ namespace radstream {
 namespace {
 // The data residual's |y - F(x)|^2, in a scalar slot the CG leaves alone.
 constexpr int kRes = ConjugateGradient::kFirstFreeSlot;
+// A deadline checked on the device keeps its scalars from here (DeviceDeadline).
+constexpr int kDeadline = kRes + 1;
+static_assert(kDeadline + DeviceDeadline::kCount < VectorOps::kSlots);  // the last slot is NLINV's scale
 // BART's legacy CG rule for NLINV (iter3's nlinv_legacy, which BART's nlinv and rtnlinv set; the original
 // Matlab nlinv's): ||r|| <= (cgtol ||b||)^2 with cgtol 0.1, i.e. <r, r> <= 1e-4 <b, b>^2.
 constexpr CgStop kStop{1e-4, 2};
@@ -107,50 +110,89 @@ void Irgnm::set_device_loops(bool on) {
 }
 
 bool Irgnm::use_device_loops(const IrgnmParams& p) const {
-  return device_loops_ && !(p.deadline_ms > 0) && p.cg_max > 0 && p.newton_steps > 0;
+  // (a test's driven clock is the host's: such a solve steps on the host)
+  return device_loops_ && p.cg_max > 0 && p.newton_steps > 0 && !deadline_.clock_driven();
+}
+
+void Irgnm::enqueue_setup(double alpha, cfloat* x, const cfloat* x_ref, const cfloat* y) {
+  VectorOps& o = *ops_;
+  const std::size_t n = op_.domain_size(), m = op_.codomain_size();
+  op_.linearize(x);
+  op_.gradient(y, v_->r_data.data(), v_->b.data());  // r = y - W F(x), b = F'^H r
+  o.dot_re(v_->r_data.data(), v_->r_data.data(), m, kRes);
+  if (x_ref) o.axpy(v_->b.data(), float(alpha), x_ref, n);
+  o.axpy(v_->b.data(), -float(alpha), x, n);
 }
 
 gpu::Graph Irgnm::capture_frame(const IrgnmParams& p, cfloat* x, const cfloat* x_ref, const cfloat* y) {
   gpu::LoopGraphBuilder graph(op_.stream());
-  VectorOps& o = *ops_;
-  const std::size_t n = op_.domain_size(), m = op_.codomain_size();
+  const DeviceDeadline dl =
+      p.deadline_ms > 0 ? DeviceDeadline{kDeadline, deadline_.margin()} : DeviceDeadline{};
   double alpha = 1.0;
   for (int step = 0; step < p.newton_steps; ++step) {
-    graph.add([&] {
-      op_.linearize(x);
-      op_.gradient(y, v_->r_data.data(), v_->b.data());  // r = y - W F(x), b = F'^H r
-      o.dot_re(v_->r_data.data(), v_->r_data.data(), m, kRes);
-      if (x_ref) o.axpy(v_->b.data(), float(alpha), x_ref, n);
-      o.axpy(v_->b.data(), -float(alpha), x, n);
-    });
-    CgOptions co;
-    co.max_iterations = p.cg_max;
-    co.lambda = alpha;
-    co.add_to_x = true;
-    cg_.capture(graph, normal_, v_->b.data(), x, co, kStop, step == 0);
+    // One Newton step: its set-up, then its CG (iteration 0 and the device loop of the rest).
+    const auto newton_step = [&](gpu::LoopGraphBuilder& g) {
+      g.add([&] {
+        if (dl.active() && step == 0) ops_->deadline_start(dl);
+        enqueue_setup(alpha, x, x_ref, y);
+      });
+      CgOptions co;
+      co.max_iterations = p.cg_max;
+      co.lambda = alpha;
+      co.add_to_x = true;
+      cg_.capture(g, normal_, v_->b.data(), x, co, kStop, step == 0, dl);
+    };
+    if (dl.active() && step > 0) {  // a further Newton step only while it fits (decided on the device)
+      const gpu::LoopHandle fits = graph.new_loop();
+      graph.add([&] { ops_->deadline_gate(fits, dl); });
+      graph.add_if(fits, newton_step);
+    } else {
+      newton_step(graph);
+    }
     alpha = (alpha - p.alpha_min) / p.alpha_reduction + p.alpha_min;
   }
   graph.add([&] { op_.linearize(x); });
   return graph.finish();
 }
 
-IrgnmReport Irgnm::solve_in_graph(const IrgnmParams& p, cfloat* x, const cfloat* x_ref, const cfloat* y) {
-  const GraphKey key{x, x_ref, y, p.newton_steps, p.cg_max, p.alpha_min, p.alpha_reduction};
+IrgnmReport Irgnm::solve_in_graph(const IrgnmParams& p, cfloat* x, const cfloat* x_ref, const cfloat* y,
+                                  std::chrono::steady_clock::time_point start) {
+  const GraphKey key{
+      x, x_ref, y, p.newton_steps, p.cg_max, p.alpha_min, p.alpha_reduction, p.deadline_ms > 0};
   if (frame_graph_.empty() || !(key == graph_key_)) {
     frame_graph_.reset();
     frame_graph_ = capture_frame(p, x, x_ref, y);
     graph_key_ = key;
   }
+  deadline_.begin_frame(p.deadline_ms, start);
+  if (deadline_.active()) {  // what the work may take from now, and the slowest pieces so far
+    const double handed[3] = {deadline_.budget_ms(deadline_.now_ms()),
+                              deadline_.slowest(DeadlineStepper::Work::Iteration),
+                              deadline_.slowest(DeadlineStepper::Work::Setup)};
+    static_assert(DeviceDeadline::kBudget == 0 && DeviceDeadline::kIteration == 1 &&
+                  DeviceDeadline::kSetup == 2);
+    ops_->set_slots(kDeadline, handed, 3);
+  }
   progress_.newton_step = 1;
   progress_.cg_iterations = 0;
   frame_graph_.launch(op_.stream());
+  // The frame's one wait: the total of CG iterations, the residual, and the deadline's slots.
+  constexpr int kFirst = ConjugateGradient::kTotalSlot;
+  static_assert(kRes == kFirst + 1 && kDeadline == kRes + 1);
+  double got[2 + DeviceDeadline::kCount] = {};
+  ops_->read_slots(kFirst, got, deadline_.active() ? 2 + DeviceDeadline::kCount : 2);
   IrgnmReport rep;
-  double res = 0, total = 0;
-  ops_->read2(kRes, ConjugateGradient::kTotalSlot, res, total);  // the frame's one wait
+  rep.cg_iterations = int(got[0]);
+  rep.final_residual = std::sqrt(got[1]);
   rep.newton_steps = p.newton_steps;
-  rep.cg_iterations = int(total);
-  rep.final_residual = std::sqrt(res);
-  progress_.newton_step = p.newton_steps;
+  if (deadline_.active()) {
+    const double* d = got + 2;
+    deadline_.note(DeadlineStepper::Work::Iteration, d[DeviceDeadline::kIteration]);
+    deadline_.note(DeadlineStepper::Work::Setup, d[DeviceDeadline::kSetup]);
+    rep.newton_steps = int(d[DeviceDeadline::kSteps]);
+    rep.stopped_early = d[DeviceDeadline::kStopped] != 0;
+  }
+  progress_.newton_step = rep.newton_steps;
   progress_.cg_iterations = rep.cg_iterations;
   tail_start_ = std::chrono::steady_clock::now();
   return rep;
@@ -160,7 +202,7 @@ IrgnmReport Irgnm::solve(const IrgnmParams& p, cfloat* x, const cfloat* x_ref, c
                          std::chrono::steady_clock::time_point start) {
   if (use_device_loops(p)) {
     try {
-      return solve_in_graph(p, x, x_ref, y);
+      return solve_in_graph(p, x, x_ref, y, start);
     } catch (const CudaError& e) {  // a driver without conditional graph nodes: the host steps instead
       log::warn("irgnm: the frame cannot run as one graph ({}); the host steps each CG from now on",
                 e.what());

@@ -6,8 +6,9 @@
 // BART's legacy rule ||r|| <= (0.1 ||b||)^2, the original Matlab nlinv's), then
 // alpha <- (alpha - alpha_min) / alpha_reduction + alpha_min, alpha_0 = 1. The stopping rule reads |r| on the
 // host one iteration late (the next iteration is already enqueued, so the GPU does not wait for the host; one
-// that turns out to follow convergence changes nothing). Under a deadline one DeadlineStepper
-// (iter/deadline_stepper.hpp) decides before each CG iteration and Newton step whether it still fits. Every
+// that turns out to follow convergence changes nothing), or, on a GPU, on the device inside one graph a
+// frame (set_device_loops). Under a deadline one DeadlineStepper (iter/deadline_stepper.hpp) decides before
+// each CG iteration and Newton step whether it still fits (on a GPU, from a check inside the graph). Every
 // vector is made at construction: a frame allocates nothing.
 #pragma once
 #include <algorithm>
@@ -65,10 +66,13 @@ class Irgnm {
   // only without a deadline; on the host it gains nothing, and tests turn it on to check that it changes no
   // result).
   void set_run_ahead(bool on) { run_ahead_ = on; }
-  // Whether a frame without a deadline runs as one graph of device loops (on a GPU whose VectorOps have
-  // them; the default there): each Newton step's CG stops itself on the device, so the host waits once a
-  // frame instead of at every Newton step and near every CG's convergence. The arithmetic is the host-
-  // stepped path's. Off: the host steps every CG (tests compare the two).
+  // Whether a frame runs as one graph of device loops (on a GPU whose VectorOps have them; the default
+  // there): each Newton step's CG stops itself on the device, so the host waits once a frame instead of at
+  // every Newton step and near every CG's convergence; the arithmetic is the host-stepped path's. Under a
+  // deadline the device also checks the clock before each further CG iteration and Newton step, with the
+  // budget and the slowest times this solver's deadline stepper hands over (DeviceDeadline), so a frame
+  // ends when the clock says so, not when the host next looks. Off: the host steps every CG (tests compare
+  // the two).
   void set_device_loops(bool on);
   // Drops the slowest times kept for the deadline's predictions.
   void forget_timings() { deadline_.forget_timings(); }
@@ -91,12 +95,16 @@ class Irgnm {
   // The frame as one graph of device loops (set_device_loops), captured on the first frame and again when
   // the vectors or the parameters change.
   bool use_device_loops(const IrgnmParams& p) const;
-  IrgnmReport solve_in_graph(const IrgnmParams& p, cfloat* x, const cfloat* x_ref, const cfloat* y);
+  IrgnmReport solve_in_graph(const IrgnmParams& p, cfloat* x, const cfloat* x_ref, const cfloat* y,
+                             std::chrono::steady_clock::time_point start);
+  // A Newton step's set-up: linearized at x, the data residual's norm, the right-hand side b.
+  void enqueue_setup(double alpha, cfloat* x, const cfloat* x_ref, const cfloat* y);
   gpu::Graph capture_frame(const IrgnmParams& p, cfloat* x, const cfloat* x_ref, const cfloat* y);
   struct GraphKey {
     const cfloat *x = nullptr, *x_ref = nullptr, *y = nullptr;
     int newton_steps = 0, cg_max = 0;
     double alpha_min = 0, alpha_reduction = 0;
+    bool deadline = false;
     bool operator==(const GraphKey&) const = default;
   };
   gpu::Graph frame_graph_;

@@ -26,9 +26,23 @@ struct CgStop {
   double limit(double bb) const { return power == 2 ? coef * bb * bb : coef * bb; }
 };
 
+// A frame deadline checked on the device, inside a graph of device loops (iter/irgnm.hpp): its scalars in
+// the slots from `base`. The host's deadline stepper (iter/deadline_stepper.hpp) hands over the budget (the
+// ms the GPU work may take from its first kernel, with the output after it and what is kept back already
+// taken off) and its slowest CG iteration and Newton step set-up so far (ms); the device times its own, keeps
+// the slowest, and stops a loop (or skips a Newton step) whose next piece, times `margin`, would end past the
+// budget. The host reads back the slowest times, whether the deadline stopped the solve and the Newton steps
+// begun.
+struct DeviceDeadline {
+  enum Slot { kBudget, kIteration, kSetup, kStart, kLast, kStepStart, kStopped, kSteps, kCount };
+  int base = -1;  // < 0: no deadline
+  double margin = 1.0;
+  bool active() const { return base >= 0; }
+};
+
 class VectorOps {
  public:
-  static constexpr int kSlots = 8;
+  static constexpr int kSlots = 16;
   virtual ~VectorOps() = default;
   virtual Location location() const = 0;
 
@@ -76,8 +90,19 @@ class VectorOps {
   // holds the newest; count and total grow by one. Then the loop goes on while count < max_iterations and
   // the newest <r, r> is finite and above stop.limit(s[bb]). Throws ConfigError where device_loops() is
   // false.
+  // With a deadline the control also times the iteration (first: the Newton step's set-up and iteration 0)
+  // and ends the loop when the next iteration would not fit (DeviceDeadline).
   virtual void cg_loop_control(gpu::LoopHandle loop, const CgLoopSlots& slots, const CgStop& stop,
-                               int max_iterations, bool first, bool reset_total);
+                               int max_iterations, bool first, bool reset_total,
+                               const DeviceDeadline& deadline = {});
+  // The frame's first kernel under a device deadline: its start, no stop yet, one Newton step begun.
+  virtual void deadline_start(const DeviceDeadline& deadline);
+  // Before a further Newton step: sets `branch` to whether the step (its set-up and first iteration, timed
+  // as the slowest so far) still fits and the deadline has not stopped the solve already.
+  virtual void deadline_gate(gpu::LoopHandle branch, const DeviceDeadline& deadline);
+  // Slots [first, first + count) set from the host / read (waits for the work enqueued before).
+  virtual void set_slots(int first, const double* values, int count) = 0;
+  virtual void read_slots(int first, double* values, int count) = 0;
 };
 
 std::unique_ptr<VectorOps> make_vector_ops_cpu();

@@ -89,6 +89,12 @@ class VectorOpsCpu final : public VectorOps {
   double read(int slot) override {
     return at(slot);
   }
+  void set_slots(int first, const double* values, int count) override {
+    for (int i = 0; i < count; ++i) at(first + i) = values[i];
+  }
+  void read_slots(int first, double* values, int count) override {
+    for (int i = 0; i < count; ++i) values[i] = at(first + i);
+  }
   void read2(int a, int b, double& va, double& vb) override {
     va = at(a);
     vb = at(b);
@@ -122,8 +128,15 @@ class VectorOpsCpu final : public VectorOps {
 
 }  // namespace
 
-void VectorOps::cg_loop_control(gpu::LoopHandle, const CgLoopSlots&, const CgStop&, int, bool, bool) {
+void VectorOps::cg_loop_control(gpu::LoopHandle, const CgLoopSlots&, const CgStop&, int, bool, bool,
+                                const DeviceDeadline&) {
   throw ConfigError("vector ops: device loops run on a GPU only (these vectors cannot run one)");
+}
+void VectorOps::deadline_start(const DeviceDeadline&) {
+  throw ConfigError("vector ops: device deadlines run on a GPU only");
+}
+void VectorOps::deadline_gate(gpu::LoopHandle, const DeviceDeadline&) {
+  throw ConfigError("vector ops: device deadlines run on a GPU only");
 }
 
 std::unique_ptr<VectorOps> make_vector_ops_cpu() {

@@ -160,9 +160,62 @@ __global__ void cg_direction_kernel(float2* p, const float2* r, std::size_t n, c
   }
 }
 
+// The device's clock (ns) and the slots that keep its readings (as the bits of a double: the clock's
+// nanoseconds since the epoch need all 64 bits).
+__device__ inline unsigned long long device_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ inline void put_ns(double& slot, unsigned long long t) {
+  slot = __longlong_as_double(static_cast<long long>(t));
+}
+__device__ inline double ms_since(const double& slot, unsigned long long now) {
+  return double(now - static_cast<unsigned long long>(__double_as_longlong(slot))) * 1e-6;
+}
+
+using DL = DeviceDeadline;
+
+__global__ void deadline_start_kernel(double* s, DeviceDeadline d) {
+  double* t = s + d.base;
+  const unsigned long long now = device_ns();
+  put_ns(t[DL::kStart], now);
+  put_ns(t[DL::kLast], now);
+  put_ns(t[DL::kStepStart], now);
+  t[DL::kStopped] = 0;
+  t[DL::kSteps] = 1;
+}
+
+__global__ void deadline_gate_kernel(double* s, DeviceDeadline d, gpu::LoopHandle branch) {
+  double* t = s + d.base;
+  const unsigned long long now = device_ns();
+  const bool go =
+      t[DL::kStopped] == 0 && ms_since(t[DL::kStart], now) + d.margin * t[DL::kSetup] <= t[DL::kBudget];
+  if (go) {
+    put_ns(t[DL::kStepStart], now);
+    t[DL::kSteps] += 1;
+  } else {
+    t[DL::kStopped] = 1;
+  }
+  gpu::set_loop_condition(branch, go);
+}
+
+// Under a deadline: times what ran since the last reading (first: the Newton step's set-up and iteration 0)
+// and says whether the next iteration fits.
+__device__ bool deadline_allows(double* s, const DeviceDeadline& d, bool first) {
+  double* t = s + d.base;
+  const unsigned long long now = device_ns();
+  if (first)
+    t[DL::kSetup] = fmax(t[DL::kSetup], ms_since(t[DL::kStepStart], now));
+  else
+    t[DL::kIteration] = fmax(t[DL::kIteration], ms_since(t[DL::kLast], now));
+  put_ns(t[DL::kLast], now);
+  return ms_since(t[DL::kStart], now) + d.margin * t[DL::kIteration] <= t[DL::kBudget];
+}
+
 // One thread: the CG's loop control (VectorOps::cg_loop_control).
 __global__ void cg_loop_control_kernel(double* s, CgLoopSlots k, CgStop stop, int max_iterations, bool first,
-                                       bool reset_total, gpu::LoopHandle loop) {
+                                       bool reset_total, DeviceDeadline d, gpu::LoopHandle loop) {
   double newest;
   if (first) {
     s[k.prev] = s[k.bb];
@@ -178,7 +231,11 @@ __global__ void cg_loop_control_kernel(double* s, CgLoopSlots k, CgStop stop, in
   }
   const double bb = s[k.bb];  // CgStop::limit, here on the device
   const double limit = stop.power == 2 ? stop.coef * bb * bb : stop.coef * bb;
-  const bool again = s[k.count] < max_iterations && isfinite(newest) && newest > limit;
+  bool again = s[k.count] < max_iterations && isfinite(newest) && newest > limit;
+  if (d.base >= 0 && !deadline_allows(s, d, first) && again) {
+    again = false;
+    s[d.base + DL::kStopped] = 1;
+  }
   gpu::set_loop_condition(loop, again);
 }
 
@@ -264,11 +321,33 @@ class VectorOpsCuda final : public VectorOps {
 
   bool device_loops() const override { return true; }
   void cg_loop_control(gpu::LoopHandle loop, const CgLoopSlots& slots, const CgStop& stop, int max_iterations,
-                       bool first, bool reset_total) override {
+                       bool first, bool reset_total, const DeviceDeadline& deadline) override {
     for (int slot : {slots.cur, slots.prev, slots.bb, slots.count, slots.total}) at(slot);  // checked
+    if (deadline.active()) check(deadline);
     cg_loop_control_kernel<<<1, 1, 0, stream_>>>(slots_.data(), slots, stop, max_iterations, first,
-                                                 reset_total, loop);
+                                                 reset_total, deadline, loop);
     CUDA_CHECK_LAUNCH("cg_loop_control_kernel");
+  }
+  void deadline_start(const DeviceDeadline& deadline) override {
+    check(deadline);
+    deadline_start_kernel<<<1, 1, 0, stream_>>>(slots_.data(), deadline);
+    CUDA_CHECK_LAUNCH("deadline_start_kernel");
+  }
+  void deadline_gate(gpu::LoopHandle branch, const DeviceDeadline& deadline) override {
+    check(deadline);
+    deadline_gate_kernel<<<1, 1, 0, stream_>>>(slots_.data(), deadline, branch);
+    CUDA_CHECK_LAUNCH("deadline_gate_kernel");
+  }
+  void set_slots(int first, const double* values, int count) override {
+    check_range(first, count);
+    std::copy(values, values + count, staged_.data());  // the last frame's copy has been waited for
+    gpu::copy_to_device(at(first), staged_.data(), std::size_t(count) * sizeof(double), stream_);
+  }
+  void read_slots(int first, double* values, int count) override {
+    check_range(first, count);
+    gpu::copy_to_host(staged_read_.data(), at(first), std::size_t(count) * sizeof(double), stream_);
+    gpu::synchronize(stream_);
+    std::copy(staged_read_.data(), staged_read_.data() + count, values);
   }
 
   void read2(int a, int b, double& va, double& vb) override {
@@ -282,8 +361,13 @@ class VectorOpsCuda final : public VectorOps {
   DeviceBuffer<double> slots_, partial_;
   DeviceBuffer<unsigned> done_;  // the reductions' count of finished blocks (0 between calls)
   PinnedHostBuffer<double> posted_{Extents{kPosts}};
+  PinnedHostBuffer<double> staged_{Extents{kSlots}}, staged_read_{Extents{kSlots}};
   std::array<gpu::Event, kPosts> events_;
 
+  void check_range(int first, int count) {
+    if (count < 1 || first < 0 || first + count > kSlots) throw InputError("vector ops: slots out of range");
+  }
+  void check(const DeviceDeadline& d) { check_range(d.base, DeviceDeadline::kCount); }
   static unsigned reduce_blocks(std::size_t n) { return std::min<unsigned>(kPartials, blocks_for(n)); }
 
   double* at(int slot) {

@@ -26,7 +26,7 @@ struct NlinvParams {
   int virtual_coils = 0;          // coil compression (PCA of the stream's first frame); 0 = off
   double deadline_ms = 0;         // 0: every Newton step; > 0: the frame's budget (stops early, best iterate)
   NlinvOutput output = NlinvOutput::Combined;
-  // GPU, without a deadline: the frame as one graph whose CGs stop themselves on the device (iter/irgnm.hpp).
+  // GPU: the frame as one graph whose CGs stop themselves on the device (iter/irgnm.hpp).
   bool device_loops = true;
   // GPU: the model's work (the normal operator, the linearization, the gradient) on the custom FFT engine
   // where it takes the grid (a power of two of 64..2048), else through cuFFT; not a key: the tests turn it
@@ -57,8 +57,9 @@ struct NlinvParams {
         "best iterate reached (0 = every Newton step)");
     v.field(
         "nlinv_device_loops", device_loops,
-        "nlinv: on a GPU without a deadline, run each frame as one graph whose CGs stop themselves on the "
-        "device (false: the host reads every CG's residual and steps it, the same images, slower)");
+        "nlinv: on a GPU, run each frame as one graph whose CGs stop themselves on the device, the deadline "
+        "checked there too (false: the host reads every CG's residual and steps it; the same images, "
+        "slower)");
     v.choice("nlinv_output", output, kNlinvOutputs,
              "nlinv: combined = rho times the coils' root-sum-of-squares (BART's default); rho = rho alone");
   }

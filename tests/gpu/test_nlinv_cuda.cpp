@@ -3,6 +3,7 @@
 // stream of three, so the warm start and the temporal damping are compared too).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <numbers>
 #include <random>
 #include <vector>
@@ -153,10 +154,12 @@ TEST(NlinvCuda, AStreamOfFramesMatchesTheCpuTwin) {
 }
 
 // Without a deadline a GPU frame runs as one graph whose CGs stop themselves on the device (a conditional
-// while loop per Newton step; iter/irgnm.hpp): the same kernels in the same order as the host-stepped frame,
-// so the images are equal bit for bit and the CG iteration counts are equal, with the CG stopped by BART's
-// rule (cg_max 100) and by its iteration limit (cg_max 2), over a stream of three frames.
-TEST(NlinvCuda, AFrameAsOneGraphOfDeviceLoopsEqualsTheHostSteppedFrame) {
+// while loop per Newton step; iter/irgnm.hpp): the same kernels in the same order as the host-stepped solve.
+// On one gridded frame (the gridding's atomics make two griddings differ in the last bits, which the Newton
+// steps amplify), from the same start, the two give the same iterate bit for bit and the same iteration
+// counts, with the CG stopped by BART's rule (cg_max 100) and by its iteration limit (cg_max 2), from no
+// reference and from a reference (the temporal damping's term).
+TEST(NlinvCuda, AFrameAsOneGraphOfDeviceLoopsEqualsTheHostSteppedSolve) {
   RADSTREAM_REQUIRE_GPU();
   const std::size_t points = std::size_t(kSpokes) * kSamples;
   SimParams sp;
@@ -164,36 +167,122 @@ TEST(NlinvCuda, AFrameAsOneGraphOfDeviceLoopsEqualsTheHostSteppedFrame) {
   sp.coils = kCoils;
   const Simulator sim(sp);
   const auto phantom = sim.ellipses_at(0);
+  const auto traj = radial(0);
+  std::vector<cfloat> samples(points * kCoils);
+  for (int c = 0; c < kCoils; ++c)
+    for (std::size_t i = 0; i < points; ++i)
+      samples[std::size_t(c) * points + i] = cfloat(sim.kspace(phantom, c, traj[2 * i], traj[2 * i + 1]));
   for (int cg_max : {100, 2}) {
     SCOPED_TRACE("newton_cg_max " + std::to_string(cg_max));
     gpu::Stream stream;
     NlinvParams p;
     p.newton = 6;
     p.newton_cg_max = cg_max;
-    auto looped = make_nlinv_cuda_engine(kN, kCoils, points, p, stream.get());
-    auto stepped = make_nlinv_cuda_engine(kN, kCoils, points, p, stream.get());
-    stepped->irgnm().set_device_loops(false);
-    DeviceBuffer<cfloat> d_a(Extents{std::size_t(kN) * kN}), d_b(Extents{std::size_t(kN) * kN});
-    for (int f = 0; f < 3; ++f) {
-      const auto traj = radial(f);
-      std::vector<cfloat> samples(points * kCoils);
-      for (int c = 0; c < kCoils; ++c)
-        for (std::size_t i = 0; i < points; ++i)
-          samples[std::size_t(c) * points + i] = cfloat(sim.kspace(phantom, c, traj[2 * i], traj[2 * i + 1]));
-      const auto d_traj = upload(traj, stream.get());
-      const auto d_samples = upload(samples, stream.get());
-      const auto ra = looped->reconstruct(d_traj.data(), d_samples.data(), d_a.data());
-      const auto rb = stepped->reconstruct(d_traj.data(), d_samples.data(), d_b.data());
-      std::printf("frame %d: device loops %d CG iterations (%.3f ms), host-stepped %d (%.3f ms)\n", f,
-                  ra.irgnm.cg_iterations, ra.ms, rb.irgnm.cg_iterations, rb.ms);
-      EXPECT_EQ(ra.irgnm.cg_iterations, rb.irgnm.cg_iterations) << "frame " << f;
-      EXPECT_EQ(ra.irgnm.newton_steps, rb.irgnm.newton_steps);
-      EXPECT_EQ(ra.irgnm.final_residual, rb.irgnm.final_residual) << "frame " << f;
-      EXPECT_EQ(down(d_a.data(), d_a.size(), stream.get()), down(d_b.data(), d_b.size(), stream.get()))
-          << "frame " << f;
-      if (cg_max == 2) EXPECT_LE(ra.irgnm.cg_iterations, 2 * 6);
+    auto engine = make_nlinv_cuda_engine(kN, kCoils, points, p, stream.get());
+    const auto d_traj = upload(traj, stream.get());
+    const auto d_samples = upload(samples, stream.get());
+    engine->grid_frame(d_traj.data(), d_samples.data());
+    NlinvModel& model = engine->model();
+    const std::size_t n = model.unknowns(), m = model.data_size();
+    // y scaled to norm 100, as a stream's frames are (nlinv/nlinv_solver.cpp)
+    const auto y0 = down(engine->gridded(), m, stream.get());
+    double yy = 0;
+    for (const auto& v : y0) yy += std::norm(v);
+    std::vector<cfloat> y_host(m);
+    for (std::size_t i = 0; i < m; ++i) y_host[i] = y0[i] * float(100.0 / std::sqrt(yy));
+    const auto y = upload(y_host, stream.get());
+    std::vector<cfloat> start(n, cfloat{0.f, 0.f});
+    std::fill_n(start.begin(), model.pixels(), cfloat{1.f, 0.f});  // rho = 1, c = 0
+    DeviceBuffer<cfloat> ref(Extents{n});
+    for (bool with_ref : {false, true}) {
+      SCOPED_TRACE(with_ref ? "with a reference" : "no reference");
+      std::vector<cfloat> result[2];
+      IrgnmReport rep[2];
+      for (int looped = 0; looped < 2; ++looped) {
+        engine->irgnm().set_device_loops(looped == 1);
+        auto x = upload(start, stream.get());
+        const auto t0 = std::chrono::steady_clock::now();
+        rep[looped] =
+            engine->irgnm().solve(irgnm_params(p), x.data(), with_ref ? ref.data() : nullptr, y.data());
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        result[looped] = down(x.data(), n, stream.get());
+        std::printf("%s: %d CG iterations, residual %.6g, %.3f ms\n",
+                    looped ? "device loops" : "host-stepped", rep[looped].cg_iterations,
+                    rep[looped].final_residual, ms);
+      }
+      EXPECT_EQ(rep[0].cg_iterations, rep[1].cg_iterations);
+      EXPECT_EQ(rep[0].newton_steps, rep[1].newton_steps);
+      EXPECT_EQ(rep[0].final_residual, rep[1].final_residual);
+      EXPECT_EQ(result[0], result[1]);
+      if (cg_max == 2) {
+        EXPECT_LE(rep[1].cg_iterations, 2 * 6);
+      }
+      // the next pass's reference: 0.9 x this solution
+      std::vector<cfloat> r(result[0]);
+      for (auto& v : r) v *= 0.9f;
+      gpu::copy_to_device(ref.data(), r.data(), n * sizeof(cfloat), stream.get());
+      gpu::synchronize(stream.get());
     }
   }
+}
+
+// Under a deadline the frame's graph checks the clock on the device before every further CG iteration and
+// Newton step (DeviceDeadline): a frame of the phantom stream whose full solve takes longer than its
+// deadline stops in time, with the budget the deadline stepper hands over (the output and the reserve taken
+// off). Over 30 frames with a deadline of about 60% of the full solve, every frame ends within the deadline
+// plus 0.3 ms (the host's jitter; on a quiet GPU the overrun is a few microseconds), most stop early, and
+// the images stay finite.
+TEST(NlinvCuda, UnderADeadlineTheDeviceLoopsEndTheFrameInTime) {
+  RADSTREAM_REQUIRE_GPU();
+  const std::size_t points = std::size_t(kSpokes) * kSamples;
+  SimParams sp;
+  sp.matrix = kN;
+  sp.coils = kCoils;
+  const Simulator sim(sp);
+  gpu::Stream stream;
+  NlinvParams free_p;
+  free_p.newton = 6;
+  auto unlimited = make_nlinv_cuda_engine(kN, kCoils, points, free_p, stream.get());
+  DeviceBuffer<cfloat> d_out(Extents{std::size_t(kN) * kN});
+  std::vector<std::vector<float>> trajs;
+  std::vector<std::vector<cfloat>> frames;
+  double full_ms = 0;
+  for (int f = 0; f < 30; ++f) {
+    trajs.push_back(radial(f));
+    const auto phantom = sim.ellipses_at(f * 0.05);
+    std::vector<cfloat> samples(points * kCoils);
+    for (int c = 0; c < kCoils; ++c)
+      for (std::size_t i = 0; i < points; ++i)
+        samples[std::size_t(c) * points + i] =
+            cfloat(sim.kspace(phantom, c, trajs.back()[2 * i], trajs.back()[2 * i + 1]));
+    frames.push_back(std::move(samples));
+    const auto d_traj = upload(trajs.back(), stream.get());
+    const auto d_samples = upload(frames.back(), stream.get());
+    const auto r = unlimited->reconstruct(d_traj.data(), d_samples.data(), d_out.data());
+    if (f > 0) full_ms = std::max(full_ms, r.ms);
+  }
+  NlinvParams p = free_p;
+  p.deadline_ms = 0.6 * full_ms;
+  auto engine = make_nlinv_cuda_engine(kN, kCoils, points, p, stream.get());
+  int early = 0, over = 0;
+  double worst = -1e9;
+  for (int f = 0; f < 30; ++f) {
+    const auto d_traj = upload(trajs[std::size_t(f)], stream.get());
+    const auto d_samples = upload(frames[std::size_t(f)], stream.get());
+    const auto r = engine->reconstruct(d_traj.data(), d_samples.data(), d_out.data());
+    early += r.irgnm.stopped_early;
+    over += r.ms > p.deadline_ms;
+    worst = std::max(worst, r.ms - p.deadline_ms);
+    EXPECT_LE(r.ms, p.deadline_ms + 0.3) << "frame " << f;
+    for (const auto& v : down(d_out.data(), d_out.size(), stream.get()))
+      ASSERT_TRUE(std::isfinite(v.real()) && std::isfinite(v.imag())) << "frame " << f;
+  }
+  std::printf(
+      "full solve up to %.3f ms; deadline %.3f ms: %d of 30 frames stopped early, %d past the deadline, the "
+      "latest %.3f ms after it\n",
+      full_ms, p.deadline_ms, early, over, worst);
+  EXPECT_GE(early, 15);
 }
 
 // The coil covariance that coil compression is estimated from, summed on the device (the first frame of a
