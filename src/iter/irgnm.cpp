@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "gpu/device_memory.hpp"
 
 namespace radstream {
 
@@ -166,6 +167,9 @@ IrgnmReport Irgnm::solve_in_graph(const IrgnmParams& p, cfloat* x, const cfloat*
   }
   deadline_.begin_frame(p.deadline_ms, start);
   if (deadline_.active()) {  // what the work may take from now, and the slowest pieces so far
+    // The device's clock starts at the graph's first kernel: the work enqueued before it (the frame's
+    // gridding) is waited for here, so that the graph starts as the budget is reckoned.
+    gpu::synchronize(op_.stream());
     const double handed[3] = {deadline_.budget_ms(deadline_.now_ms()),
                               deadline_.slowest(DeadlineStepper::Work::Iteration),
                               deadline_.slowest(DeadlineStepper::Work::Setup)};

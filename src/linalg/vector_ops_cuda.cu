@@ -6,6 +6,7 @@
 #include <array>
 
 #include "gpu/cuda_check.cuh"
+#include "gpu/dependent_launch.cuh"
 #include "gpu/device_memory.hpp"
 #include "gpu/loop_condition.cuh"
 #include "gpu/pinned_buffer.hpp"
@@ -23,6 +24,7 @@ unsigned blocks_for(std::size_t n) {
 }
 
 __global__ void axpy_kernel(float2* y, float a, const float2* x, std::size_t n) {
+  gpu::wait_for_previous();  // launched dependent (gpu/dependent_launch.cuh)
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * blockDim.x) {
     y[i].x += a * x[i].x;
@@ -95,6 +97,7 @@ __device__ inline double re_dot(float2 a, float2 b) {
 
 __global__ void __launch_bounds__(kThreads) dot_kernel(const float2* x, const float2* y, std::size_t n,
                                                        double* partial, unsigned* done, double* slot) {
+  gpu::wait_for_previous();  // launched dependent (gpu/dependent_launch.cuh)
   double s = 0;
   REDUCE_STRIDE(i, n) s += re_dot(x[i], y[i]);
   finish_sum(s, partial, done, slot);
@@ -104,6 +107,7 @@ __global__ void __launch_bounds__(kThreads) dot_kernel(const float2* x, const fl
 __global__ void __launch_bounds__(kThreads)
     cg_start_kernel(float2* r, float2* p, const float2* b, std::size_t n, double* partial, unsigned* done,
                     double* slot) {
+  gpu::wait_for_previous();  // launched dependent (gpu/dependent_launch.cuh)
   double s = 0;
   REDUCE_STRIDE(i, n) {
     const float2 bi = b[i];
@@ -117,6 +121,7 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void __launch_bounds__(kThreads)
     axpy_dot_kernel(float2* y, float a, const float2* x, std::size_t n, double* partial, unsigned* done,
                     double* slot) {
+  gpu::wait_for_previous();  // launched dependent (gpu/dependent_launch.cuh)
   double s = 0;
   REDUCE_STRIDE(i, n) {
     const float2 xi = x[i];
@@ -134,6 +139,7 @@ __global__ void __launch_bounds__(kThreads)
     cg_step_norm_kernel(float2* x, float2* r, const float2* p, const float2* q, std::size_t n,
                         const double* rr, const double* pq, double limit, double* partial, unsigned* done,
                         double* rr_new) {
+  gpu::wait_for_previous();  // launched dependent (gpu/dependent_launch.cuh)
   const float alpha = *pq > 0 && *rr > limit ? float(*rr / *pq) : 0.f;
   double s = 0;
   REDUCE_STRIDE(i, n) {
@@ -152,6 +158,7 @@ __global__ void __launch_bounds__(kThreads)
 
 __global__ void cg_direction_kernel(float2* p, const float2* r, std::size_t n, const double* rr_new,
                                     const double* rr_old) {
+  gpu::wait_for_previous();  // launched dependent (gpu/dependent_launch.cuh)
   const float beta = *rr_old > 0 ? float(*rr_new / *rr_old) : 0.f;
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * blockDim.x) {
@@ -216,6 +223,7 @@ __device__ bool deadline_allows(double* s, const DeviceDeadline& d, bool first) 
 // One thread: the CG's loop control (VectorOps::cg_loop_control).
 __global__ void cg_loop_control_kernel(double* s, CgLoopSlots k, CgStop stop, int max_iterations, bool first,
                                        bool reset_total, DeviceDeadline d, gpu::LoopHandle loop) {
+  gpu::wait_for_previous();  // launched dependent (gpu/dependent_launch.cuh)
   double newest;
   if (first) {
     s[k.prev] = s[k.bb];
@@ -269,33 +277,30 @@ class VectorOpsCuda final : public VectorOps {
   }
 
   void axpy(cfloat* y, float a, const cfloat* x, std::size_t n) override {
-    axpy_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(f2(y), a, f2(x), n);
-    CUDA_CHECK_LAUNCH("axpy_kernel");
+    gpu::launch_dependent("axpy_kernel", axpy_kernel, blocks_for(n), kThreads, 0, stream_, f2(y), a, f2(x),
+                          n);
   }
   void rsub(cfloat* y, const cfloat* x, std::size_t n) override {
     rsub_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(f2(y), f2(x), n);
     CUDA_CHECK_LAUNCH("rsub_kernel");
   }
   void dot_re(const cfloat* x, const cfloat* y, std::size_t n, int slot) override {
-    dot_kernel<<<reduce_blocks(n), kThreads, 0, stream_>>>(f2(x), f2(y), n, partial_.data(), done_.data(),
-                                                           at(slot));
-    CUDA_CHECK_LAUNCH("dot_kernel");
+    gpu::launch_dependent("dot_kernel", dot_kernel, reduce_blocks(n), kThreads, 0, stream_, f2(x), f2(y), n,
+                          partial_.data(), done_.data(), at(slot));
   }
   void cg_start(cfloat* r, cfloat* p, const cfloat* b, std::size_t n, int slot) override {
-    cg_start_kernel<<<reduce_blocks(n), kThreads, 0, stream_>>>(f2(r), f2(p), f2(b), n, partial_.data(),
-                                                                done_.data(), at(slot));
-    CUDA_CHECK_LAUNCH("cg_start_kernel");
+    gpu::launch_dependent("cg_start_kernel", cg_start_kernel, reduce_blocks(n), kThreads, 0, stream_, f2(r),
+                          f2(p), f2(b), n, partial_.data(), done_.data(), at(slot));
   }
   void axpy_dot(cfloat* y, float a, const cfloat* x, std::size_t n, int slot) override {
-    axpy_dot_kernel<<<reduce_blocks(n), kThreads, 0, stream_>>>(f2(y), a, f2(x), n, partial_.data(),
-                                                                done_.data(), at(slot));
-    CUDA_CHECK_LAUNCH("axpy_dot_kernel");
+    gpu::launch_dependent("axpy_dot_kernel", axpy_dot_kernel, reduce_blocks(n), kThreads, 0, stream_, f2(y),
+                          a, f2(x), n, partial_.data(), done_.data(), at(slot));
   }
   void cg_step_norm(cfloat* x, cfloat* r, const cfloat* p, const cfloat* q, std::size_t n, int rr, int pq,
                     int rr_new, double limit) override {
-    cg_step_norm_kernel<<<reduce_blocks(n), kThreads, 0, stream_>>>(
-        f2(x), f2(r), f2(p), f2(q), n, at(rr), at(pq), limit, partial_.data(), done_.data(), at(rr_new));
-    CUDA_CHECK_LAUNCH("cg_step_norm_kernel");
+    gpu::launch_dependent("cg_step_norm_kernel", cg_step_norm_kernel, reduce_blocks(n), kThreads, 0, stream_,
+                          f2(x), f2(r), f2(p), f2(q), n, at(rr), at(pq), limit, partial_.data(), done_.data(),
+                          at(rr_new));
   }
   void post(int slot, int entry) override {
     if (entry < 0 || entry >= kPosts) throw InputError("vector ops: post entry out of range");
@@ -309,8 +314,8 @@ class VectorOpsCuda final : public VectorOps {
   }
 
   void cg_direction(cfloat* p, const cfloat* r, std::size_t n, int rr_new, int rr_old) override {
-    cg_direction_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(f2(p), f2(r), n, at(rr_new), at(rr_old));
-    CUDA_CHECK_LAUNCH("cg_direction_kernel");
+    gpu::launch_dependent("cg_direction_kernel", cg_direction_kernel, blocks_for(n), kThreads, 0, stream_,
+                          f2(p), f2(r), n, at(rr_new), at(rr_old));
   }
   double read(int slot) override {
     double v = 0;
@@ -324,9 +329,8 @@ class VectorOpsCuda final : public VectorOps {
                        bool first, bool reset_total, const DeviceDeadline& deadline) override {
     for (int slot : {slots.cur, slots.prev, slots.bb, slots.count, slots.total}) at(slot);  // checked
     if (deadline.active()) check(deadline);
-    cg_loop_control_kernel<<<1, 1, 0, stream_>>>(slots_.data(), slots, stop, max_iterations, first,
-                                                 reset_total, deadline, loop);
-    CUDA_CHECK_LAUNCH("cg_loop_control_kernel");
+    gpu::launch_dependent("cg_loop_control_kernel", cg_loop_control_kernel, 1, 1, 0, stream_, slots_.data(),
+                          slots, stop, max_iterations, first, reset_total, deadline, loop);
   }
   void deadline_start(const DeviceDeadline& deadline) override {
     check(deadline);

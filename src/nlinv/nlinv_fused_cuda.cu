@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "fft/custom_fft.cuh"
 #include "gpu/cuda_check.cuh"
+#include "gpu/dependent_launch.cuh"
 #include "nlinv/nlinv_fused_cuda.hpp"
 
 namespace radstream {
@@ -66,6 +67,7 @@ template <int G>
 __global__ void __launch_bounds__(ColShape<G>::threads)
     coil_columns(const float2* __restrict__ v, const float* __restrict__ w, Geo geo,
                  const float2* __restrict__ tw, float2* __restrict__ mid) {
+  gpu::wait_for_previous();  // launched dependent: the kernels before have finished
   using S = ColShape<G>;
   using L = ColLayout<S::TB>;
   extern __shared__ float2 sh[];
@@ -88,6 +90,7 @@ __global__ void __launch_bounds__(RowShape<G>::threads)
     derivative_rows(float2* __restrict__ mid, const float2* __restrict__ v_rho,
                     const float2* __restrict__ rho, const float2* __restrict__ coils, Geo geo,
                     const float2* __restrict__ tw) {
+  gpu::wait_for_previous();  // launched dependent: the kernels before have finished
   using S = RowShape<G>;
   extern __shared__ float2 sh[];
   const MaskRow<S> r(geo, G);
@@ -119,6 +122,7 @@ template <int G>
 __global__ void __launch_bounds__(ColShape<G>::threads)
     pattern_columns(float2* __restrict__ mid, const float2* __restrict__ pattern, Geo geo,
                     const float2* __restrict__ tw) {
+  gpu::wait_for_previous();  // launched dependent: the kernels before have finished
   using S = ColShape<G>;
   using L = ColLayout<S::TB>;
   extern __shared__ float2 sh[];
@@ -151,6 +155,7 @@ template <int G>
 __global__ void __launch_bounds__(AdjointShape<G>::threads)
     adjoint_rows(float2* __restrict__ mid, const float2* __restrict__ rho, const float2* __restrict__ coils,
                  Geo geo, const float2* __restrict__ tw, float2* __restrict__ out_rho) {
+  gpu::wait_for_previous();  // launched dependent: the kernels before have finished
   using S = AdjointShape<G>;
   extern __shared__ float2 sh[];
   float2* acc = sh + S::TB * RowLayout::stride(G);
@@ -203,6 +208,7 @@ __global__ void __launch_bounds__(ColShape<G>::threads)
     adjoint_columns(const float2* __restrict__ mid, const float* __restrict__ w, Geo geo,
                     const float2* __restrict__ tw, float2* __restrict__ out_coils,
                     float2* __restrict__ out_rho) {
+  gpu::wait_for_previous();  // launched dependent: the kernels before have finished
   using S = ColShape<G>;
   using L = ColLayout<S::TB>;
   extern __shared__ float2 sh[];
@@ -225,6 +231,7 @@ template <int G>
 __global__ void __launch_bounds__(RowShape<G>::threads)
     coil_rows(const float2* __restrict__ mid, Geo geo, const float2* __restrict__ tw,
               float2* __restrict__ coils) {
+  gpu::wait_for_previous();  // launched dependent: the kernels before have finished
   using S = RowShape<G>;
   extern __shared__ float2 sh[];
   const MaskRow<S> r(geo, G);
@@ -244,6 +251,7 @@ template <int G>
 __global__ void __launch_bounds__(RowShape<G>::threads)
     image_rows(const float2* __restrict__ rho, const float2* __restrict__ coils, Geo geo,
                const float2* __restrict__ tw, float2* __restrict__ mid) {
+  gpu::wait_for_previous();  // launched dependent: the kernels before have finished
   using S = RowShape<G>;
   extern __shared__ float2 sh[];
   const MaskRow<S> r(geo, G);
@@ -266,6 +274,7 @@ __global__ void __launch_bounds__(ColShape<G>::threads)
     residual_columns(float2* __restrict__ mid, const float2* __restrict__ pattern,
                      const float2* __restrict__ y, Geo geo, const float2* __restrict__ tw,
                      float2* __restrict__ r) {
+  gpu::wait_for_previous();  // launched dependent: the kernels before have finished
   using S = ColShape<G>;
   using L = ColLayout<S::TB>;
   extern __shared__ float2 sh[];
@@ -308,19 +317,17 @@ struct Launch {
   unsigned row_blocks() const { return unsigned((long(geo.coils) * geo.n + R::TB - 1) / R::TB); }
   // Step 1 on the unknowns v (their coil part): mid = the weighted coils back along y, the mask's rows.
   void coil_columns(const float* w, const cfloat* v) const {
-    radstream::coil_columns<G>
-        <<<cols(), C::threads, C::smem, stream>>>(CF2(v + std::size_t(G) * G), w, geo, tw, mid);
-    CUDA_CHECK_LAUNCH("nlinv coil_columns");
+    gpu::launch_dependent("nlinv coil_columns", radstream::coil_columns<G>, cols(), C::threads, C::smem,
+                          stream, CF2(v + std::size_t(G) * G), w, geo, tw, mid);
   }
   // Steps 4 and 5: b = DG^H of what mid holds (back along y already, the mask's rows).
   void adjoint(const NlinvFusedCuda::Point& at, cfloat* b) const {
     const std::size_t px = std::size_t(G) * G;
     const int adj_smem = A::fft_smem + A::TB * geo.n * 8;
-    adjoint_rows<G>
-        <<<unsigned(geo.n), A::threads, adj_smem, stream>>>(mid, CF2(at.rho), CF2(at.coils), geo, tw, F2(b));
-    CUDA_CHECK_LAUNCH("nlinv adjoint_rows");
-    adjoint_columns<G><<<cols(), C::threads, C::smem, stream>>>(mid, at.weight, geo, tw, F2(b + px), F2(b));
-    CUDA_CHECK_LAUNCH("nlinv adjoint_columns");
+    gpu::launch_dependent("nlinv adjoint_rows", adjoint_rows<G>, unsigned(geo.n), A::threads, adj_smem,
+                          stream, mid, CF2(at.rho), CF2(at.coils), geo, tw, F2(b));
+    gpu::launch_dependent("nlinv adjoint_columns", adjoint_columns<G>, cols(), C::threads, C::smem, stream,
+                          mid, at.weight, geo, tw, F2(b + px), F2(b));
   }
 };
 
@@ -365,11 +372,10 @@ void NlinvFusedCuda::normal(const Point& at, const cfloat* v, cfloat* out) {
     using C = typename Launch<G>::C;
     using R = typename Launch<G>::R;
     k.coil_columns(at.weight, v);
-    derivative_rows<G><<<k.row_blocks(), R::threads, R::smem, k.stream>>>(k.mid, CF2(v), CF2(at.rho),
-                                                                          CF2(at.coils), k.geo, k.tw);
-    CUDA_CHECK_LAUNCH("nlinv derivative_rows");
-    pattern_columns<G><<<k.cols(), C::threads, C::smem, k.stream>>>(k.mid, CF2(at.pattern), k.geo, k.tw);
-    CUDA_CHECK_LAUNCH("nlinv pattern_columns");
+    gpu::launch_dependent("nlinv derivative_rows", derivative_rows<G>, k.row_blocks(), R::threads, R::smem,
+                          k.stream, k.mid, CF2(v), CF2(at.rho), CF2(at.coils), k.geo, k.tw);
+    gpu::launch_dependent("nlinv pattern_columns", pattern_columns<G>, k.cols(), C::threads, C::smem,
+                          k.stream, k.mid, CF2(at.pattern), k.geo, k.tw);
     k.adjoint(at, out);
   });
 }
@@ -379,8 +385,8 @@ void NlinvFusedCuda::linearize(const float* weight, const cfloat* x, cfloat* coi
     const auto k = launches<G>(stream_, n_, j_, tw_.data(), mid_.data());
     using R = typename Launch<G>::R;
     k.coil_columns(weight, x);
-    coil_rows<G><<<k.row_blocks(), R::threads, R::smem, k.stream>>>(k.mid, k.geo, k.tw, F2(coils));
-    CUDA_CHECK_LAUNCH("nlinv coil_rows");
+    gpu::launch_dependent("nlinv coil_rows", coil_rows<G>, k.row_blocks(), R::threads, R::smem, k.stream,
+                          k.mid, k.geo, k.tw, F2(coils));
   });
 }
 
@@ -389,12 +395,10 @@ void NlinvFusedCuda::gradient(const Point& at, const cfloat* y, cfloat* r, cfloa
     const auto k = launches<G>(stream_, n_, j_, tw_.data(), mid_.data());
     using C = typename Launch<G>::C;
     using R = typename Launch<G>::R;
-    image_rows<G>
-        <<<k.row_blocks(), R::threads, R::smem, k.stream>>>(CF2(at.rho), CF2(at.coils), k.geo, k.tw, k.mid);
-    CUDA_CHECK_LAUNCH("nlinv image_rows");
-    residual_columns<G>
-        <<<k.cols(), C::threads, C::smem, k.stream>>>(k.mid, CF2(at.pattern), CF2(y), k.geo, k.tw, F2(r));
-    CUDA_CHECK_LAUNCH("nlinv residual_columns");
+    gpu::launch_dependent("nlinv image_rows", image_rows<G>, k.row_blocks(), R::threads, R::smem, k.stream,
+                          CF2(at.rho), CF2(at.coils), k.geo, k.tw, k.mid);
+    gpu::launch_dependent("nlinv residual_columns", residual_columns<G>, k.cols(), C::threads, C::smem,
+                          k.stream, k.mid, CF2(at.pattern), CF2(y), k.geo, k.tw, F2(r));
     k.adjoint(at, b);
   });
 }

@@ -274,6 +274,9 @@ TEST(NlinvCuda, UnderADeadlineTheDeviceLoopsEndTheFrameInTime) {
     early += r.irgnm.stopped_early;
     over += r.ms > p.deadline_ms;
     worst = std::max(worst, r.ms - p.deadline_ms);
+    std::printf("frame %2d: %.3f ms, %d Newton steps, %d CG iterations%s, reserve %.3f ms\n", f, r.ms,
+                r.irgnm.newton_steps, r.irgnm.cg_iterations, r.irgnm.stopped_early ? " (stopped early)" : "",
+                r.irgnm.deadline_reserve_ms);
     EXPECT_LE(r.ms, p.deadline_ms + 0.3) << "frame " << f;
     for (const auto& v : down(d_out.data(), d_out.size(), stream.get()))
       ASSERT_TRUE(std::isfinite(v.real()) && std::isfinite(v.imag())) << "frame " << f;
