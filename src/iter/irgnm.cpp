@@ -15,9 +15,6 @@ constexpr int kRes = ConjugateGradient::kFirstFreeSlot;
 // A deadline checked on the device keeps its scalars from here (DeviceDeadline).
 constexpr int kDeadline = kRes + 1;
 static_assert(kDeadline + DeviceDeadline::kCount < VectorOps::kSlots);  // the last slot is NLINV's scale
-// BART's legacy CG rule for NLINV (iter3's nlinv_legacy, which BART's nlinv and rtnlinv set; the original
-// Matlab nlinv's): ||r|| <= (cgtol ||b||)^2 with cgtol 0.1, i.e. <r, r> <= 1e-4 <b, b>^2.
-constexpr CgStop kStop{1e-4, 2};
 }  // namespace
 
 struct Irgnm::Vectors {
@@ -61,8 +58,8 @@ int Irgnm::cg(double alpha, int max_iter, const cfloat* b, cfloat* x, double t_s
     deadline_.note(DeadlineStepper::Work::Setup, t_last_ - t_setup);
   }
   if (bb == 0 || max_iter <= 0) return 0;
-  // BART's legacy rule (kStop); an iteration enqueued after it holds is a no-op.
-  const double limit = kStop.limit(bb);
+  // The Newton step's CG rule (IrgnmParams::stop); an iteration enqueued after it holds is a no-op.
+  const double limit = stop_.limit(bb);
   co.converged_rr = limit;
   // Iteration i's |r|^2 is posted to host entry i mod kPosts.
   const auto enqueue = [&](int i) {
@@ -141,7 +138,7 @@ gpu::Graph Irgnm::capture_frame(const IrgnmParams& p, cfloat* x, const cfloat* x
       co.max_iterations = p.cg_max;
       co.lambda = alpha;
       co.add_to_x = true;
-      cg_.capture(g, normal_, v_->b.data(), x, co, kStop, step == 0, dl);
+      cg_.capture(g, normal_, v_->b.data(), x, co, p.stop, step == 0, dl);
     };
     if (dl.active() && step > 0) {  // a further Newton step only while it fits (decided on the device)
       const gpu::LoopHandle fits = graph.new_loop();
@@ -158,8 +155,16 @@ gpu::Graph Irgnm::capture_frame(const IrgnmParams& p, cfloat* x, const cfloat* x
 
 IrgnmReport Irgnm::solve_in_graph(const IrgnmParams& p, cfloat* x, const cfloat* x_ref, const cfloat* y,
                                   std::chrono::steady_clock::time_point start) {
-  const GraphKey key{
-      x, x_ref, y, p.newton_steps, p.cg_max, p.alpha_min, p.alpha_reduction, p.deadline_ms > 0};
+  const GraphKey key{x,
+                     x_ref,
+                     y,
+                     p.newton_steps,
+                     p.cg_max,
+                     p.alpha_min,
+                     p.alpha_reduction,
+                     p.stop.coef,
+                     p.stop.power,
+                     p.deadline_ms > 0};
   if (frame_graph_.empty() || !(key == graph_key_)) {
     frame_graph_.reset();
     frame_graph_ = capture_frame(p, x, x_ref, y);
@@ -218,6 +223,7 @@ IrgnmReport Irgnm::solve(const IrgnmParams& p, cfloat* x, const cfloat* x_ref, c
   const std::size_t n = op_.domain_size(), m = op_.codomain_size();
   VectorOps& o = *ops_;
   double alpha = 1.0;
+  stop_ = p.stop;
   deadline_.begin_frame(p.deadline_ms, start);
   stopped_early_ = false;
   progress_.newton_step = 0;

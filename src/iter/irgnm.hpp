@@ -3,7 +3,7 @@
 // location; VectorOps at the same place): Newton steps n = 0..N-1, each solving
 //   (F'^H W F' + alpha_n I) h = F'^H (y - W F(x_n)) + alpha_n (x_ref - x_n),   x_{n+1} = x_n + h
 // by conjugate gradients (iter/conjugate_gradient.hpp) from h = 0 (at most cg_max iterations, stopped by
-// BART's legacy rule ||r|| <= (0.1 ||b||)^2, the original Matlab nlinv's), then
+// BART's legacy rule ||r|| <= (0.1 ||b||)^2, the original Matlab nlinv's, or another IrgnmParams::stop), then
 // alpha <- (alpha - alpha_min) / alpha_reduction + alpha_min, alpha_0 = 1. The stopping rule reads |r| on the
 // host one iteration late (the next iteration is already enqueued, so the GPU does not wait for the host; one
 // that turns out to follow convergence changes nothing), or, on a GPU, on the device inside one graph a
@@ -24,9 +24,16 @@
 
 namespace radstream {
 
+// BART's CG rule for NLINV (iter3's nlinv_legacy, which BART's nlinv and rtnlinv set; the original Matlab
+// nlinv's): ||r|| <= (cgtol ||b||)^2 with cgtol 0.1, i.e. <r, r> <= 1e-4 <b, b>^2. It depends on the scale of
+// b (BART's data are scaled to ||y|| = 100); BART's iter3 without nlinv_legacy stops at ||r|| <= 0.1 ||b||.
+inline constexpr CgStop kNlinvLegacyStop{1e-4, 2};
+inline constexpr CgStop kRelativeStop{1e-2, 1};
+
 struct IrgnmParams {
   int newton_steps = 6;
-  int cg_max = 100;  // CG iterations per Newton step at most
+  int cg_max = 100;                // CG iterations per Newton step at most
+  CgStop stop = kNlinvLegacyStop;  // when a Newton step's CG stops
   double alpha_min = 0.0;
   double alpha_reduction = 2.0;
   double deadline_ms = 0;  // > 0: stop early at start + deadline_ms (the frame's clock)
@@ -103,7 +110,8 @@ class Irgnm {
   struct GraphKey {
     const cfloat *x = nullptr, *x_ref = nullptr, *y = nullptr;
     int newton_steps = 0, cg_max = 0;
-    double alpha_min = 0, alpha_reduction = 0;
+    double alpha_min = 0, alpha_reduction = 0, stop_coef = 0;
+    int stop_power = 0;
     bool deadline = false;
     bool operator==(const GraphKey&) const = default;
   };
@@ -128,6 +136,7 @@ class Irgnm {
   bool stopped_early_ = false;
   bool run_ahead_;
   bool device_loops_;
+  CgStop stop_;  // the host-stepped solve's rule
   Progress progress_;
 };
 

@@ -14,6 +14,13 @@ enum class NlinvOutput { Combined, Rho };
 inline constexpr EnumTable<NlinvOutput, 2> kNlinvOutputs{
     "NLINV output", {{{NlinvOutput::Combined, "combined"}, {NlinvOutput::Rho, "rho"}}}};
 
+// When a Newton step's CG stops: BART's rtnlinv rule ||r|| <= (0.1 ||b||)^2 (scale-dependent), or the
+// relative
+// ||r|| <= 0.1 ||b|| (BART's outside nlinv; the same on any grid and data scale).
+enum class NlinvCgRule { Legacy, Relative };
+inline constexpr EnumTable<NlinvCgRule, 2> kNlinvCgRules{
+    "NLINV CG rule", {{{NlinvCgRule::Legacy, "legacy"}, {NlinvCgRule::Relative, "relative"}}}};
+
 struct NlinvParams {
   int newton = 8;                 // Newton steps per frame (BART: -i, default 8)
   double grid_os = 2.0;           // grid oversampling of the model (BART: 2)
@@ -26,6 +33,7 @@ struct NlinvParams {
   int virtual_coils = 0;          // coil compression (PCA of the stream's first frame); 0 = off
   double deadline_ms = 0;         // 0: every Newton step; > 0: the frame's budget (stops early, best iterate)
   NlinvOutput output = NlinvOutput::Combined;
+  NlinvCgRule cg_rule = NlinvCgRule::Legacy;
   // GPU: the frame as one graph whose CGs stop themselves on the device (iter/irgnm.hpp).
   bool device_loops = true;
   // GPU: the model's work (the normal operator, the linearization, the gradient) on the custom FFT engine
@@ -60,6 +68,9 @@ struct NlinvParams {
         "nlinv: on a GPU, run each frame as one graph whose CGs stop themselves on the device, the deadline "
         "checked there too (false: the host reads every CG's residual and steps it; the same images, "
         "slower)");
+    v.choice("nlinv_cg_rule", cg_rule, kNlinvCgRules,
+             "nlinv: when a Newton step's CG stops: legacy = ||r|| <= (0.1 ||b||)^2 as BART's rtnlinv (its "
+             "iteration count depends on the data's scale and the grid); relative = ||r|| <= 0.1 ||b||");
     v.choice("nlinv_output", output, kNlinvOutputs,
              "nlinv: combined = rho times the coils' root-sum-of-squares (BART's default); rho = rho alone");
   }

@@ -21,6 +21,7 @@ IrgnmParams irgnm_params(const NlinvParams& p) {
   q.alpha_min = p.alpha_min;
   q.alpha_reduction = p.alpha_reduction;
   q.deadline_ms = p.deadline_ms;
+  q.stop = p.cg_rule == NlinvCgRule::Relative ? kRelativeStop : kNlinvLegacyStop;
   return q;
 }
 
