@@ -43,6 +43,24 @@ std::vector<cfloat> rnd(std::size_t n, unsigned seed) {
   return v;
 }
 
+// The analytic phantom's simulator at the tests' size, and its k-space at a trajectory's points
+// [coils][points].
+Simulator phantom_simulator() {
+  SimParams sp;
+  sp.matrix = kN;
+  sp.coils = kCoils;
+  return Simulator(sp);
+}
+std::vector<cfloat> phantom_samples(const Simulator& sim, const std::vector<Ellipse>& phantom,
+                                    const std::vector<float>& traj) {
+  const std::size_t points = traj.size() / 2;
+  std::vector<cfloat> samples(points * kCoils);
+  for (int c = 0; c < kCoils; ++c)
+    for (std::size_t i = 0; i < points; ++i)
+      samples[std::size_t(c) * points + i] = cfloat(sim.kspace(phantom, c, traj[2 * i], traj[2 * i + 1]));
+  return samples;
+}
+
 template <class T>
 std::vector<T> down(const T* d, std::size_t n, gpu::StreamRef s) {
   std::vector<T> v(n);
@@ -112,18 +130,12 @@ static void stream_of_frames_matches(int cg_max) {
   NlinvCpu cpu(kN, kCoils, points, p, 0);
   auto gpu_engine = make_nlinv_cuda_engine(kN, kCoils, points, p, stream.get());
   // Three frames of the analytic phantom on rotating turns of the same spokes.
-  SimParams sp;
-  sp.matrix = kN;
-  sp.coils = kCoils;
-  const Simulator sim(sp);
+  const Simulator sim = phantom_simulator();
   const auto phantom = sim.ellipses_at(0);
   DeviceBuffer<cfloat> d_out(Extents{std::size_t(kN) * kN});
   for (int f = 0; f < 3; ++f) {
     const auto traj = radial(f);
-    std::vector<cfloat> samples(points * kCoils);
-    for (int c = 0; c < kCoils; ++c)
-      for (std::size_t i = 0; i < points; ++i)
-        samples[std::size_t(c) * points + i] = cfloat(sim.kspace(phantom, c, traj[2 * i], traj[2 * i + 1]));
+    const auto samples = phantom_samples(sim, phantom, traj);
     std::vector<cfloat> img_cpu(std::size_t(kN) * kN);
     const auto rc = cpu.reconstruct(traj.data(), samples.data(), img_cpu.data());
     const auto d_traj = upload(traj, stream.get());
@@ -162,16 +174,9 @@ TEST(NlinvCuda, AStreamOfFramesMatchesTheCpuTwin) {
 TEST(NlinvCuda, AFrameAsOneGraphOfDeviceLoopsEqualsTheHostSteppedSolve) {
   RADSTREAM_REQUIRE_GPU();
   const std::size_t points = std::size_t(kSpokes) * kSamples;
-  SimParams sp;
-  sp.matrix = kN;
-  sp.coils = kCoils;
-  const Simulator sim(sp);
-  const auto phantom = sim.ellipses_at(0);
+  const Simulator sim = phantom_simulator();
   const auto traj = radial(0);
-  std::vector<cfloat> samples(points * kCoils);
-  for (int c = 0; c < kCoils; ++c)
-    for (std::size_t i = 0; i < points; ++i)
-      samples[std::size_t(c) * points + i] = cfloat(sim.kspace(phantom, c, traj[2 * i], traj[2 * i + 1]));
+  const auto samples = phantom_samples(sim, sim.ellipses_at(0), traj);
   for (int cg_max : {100, 2}) {
     SCOPED_TRACE("newton_cg_max " + std::to_string(cg_max));
     gpu::Stream stream;
@@ -236,10 +241,7 @@ TEST(NlinvCuda, AFrameAsOneGraphOfDeviceLoopsEqualsTheHostSteppedSolve) {
 TEST(NlinvCuda, UnderADeadlineTheDeviceLoopsEndTheFrameInTime) {
   RADSTREAM_REQUIRE_GPU();
   const std::size_t points = std::size_t(kSpokes) * kSamples;
-  SimParams sp;
-  sp.matrix = kN;
-  sp.coils = kCoils;
-  const Simulator sim(sp);
+  const Simulator sim = phantom_simulator();
   gpu::Stream stream;
   NlinvParams free_p;
   free_p.newton = 6;
@@ -250,13 +252,7 @@ TEST(NlinvCuda, UnderADeadlineTheDeviceLoopsEndTheFrameInTime) {
   double full_ms = 0;
   for (int f = 0; f < 30; ++f) {
     trajs.push_back(radial(f));
-    const auto phantom = sim.ellipses_at(f * 0.05);
-    std::vector<cfloat> samples(points * kCoils);
-    for (int c = 0; c < kCoils; ++c)
-      for (std::size_t i = 0; i < points; ++i)
-        samples[std::size_t(c) * points + i] =
-            cfloat(sim.kspace(phantom, c, trajs.back()[2 * i], trajs.back()[2 * i + 1]));
-    frames.push_back(std::move(samples));
+    frames.push_back(phantom_samples(sim, sim.ellipses_at(f * 0.05), trajs.back()));
     const auto d_traj = upload(trajs.back(), stream.get());
     const auto d_samples = upload(frames.back(), stream.get());
     const auto r = unlimited->reconstruct(d_traj.data(), d_samples.data(), d_out.data());
