@@ -394,8 +394,8 @@ TEST(Nlinv, TheRelativeCgRuleGivesTheLegacyRulesImage) {
       const auto ra = legacy.reconstruct(fr.traj.data(), fr.data.data(), a.data());
       const auto rb = relative.reconstruct(fr.traj.data(), fr.data.data(), b.data());
       const double e = nrmse_scaled(magnitude(b), magnitude(a));
-      std::printf("grid %.1fx frame %d: legacy %d CG iterations, relative %d; relative vs legacy %.4f\n", os, f,
-                  ra.irgnm.cg_iterations, rb.irgnm.cg_iterations, e);
+      std::printf("grid %.1fx frame %d: legacy %d CG iterations, relative %d; relative vs legacy %.4f\n", os,
+                  f, ra.irgnm.cg_iterations, rb.irgnm.cg_iterations, e);
       EXPECT_LT(e, f == 0 ? 0.12 : 0.04) << "frame " << f;
       EXPECT_GE(rb.irgnm.cg_iterations, rb.irgnm.newton_steps);
       EXPECT_LE(rb.irgnm.cg_iterations, rb.irgnm.newton_steps * p.newton_cg_max);
