@@ -36,6 +36,7 @@ struct BenchCase {
   int slices = 1;             // live: slices interleaved in the stream, each at rate_hz
   int sessions = 8;           // mrd-sessions: MRD clients at once, each at rate_hz
   bool kill_one = false;      // mrd-sessions: the first client vanishes halfway
+  bool moving = false;        // chain: each frame the simulator's next spokes (else the same frame each time)
   std::string gpus;           // live: placement.gpus for the slices' workers (empty: the current GPU)
   long points = 1000000;      // nufft-sweep: random points of the random geometries
   int random_matrix = 512;    // nufft-sweep: random-2d onto random_matrix^2
@@ -54,6 +55,9 @@ struct BenchCase {
             "to run "
             "it)");
     v.field("spokes", spokes, 1, 1 << 16, "spokes per frame");
+    v.field("moving", moving,
+            "chain: each frame reconstructs the simulator's next spokes (golden angle), as a stream would; "
+            "false: the same frame every time");
     v.field("samples", samples, 2, 65536, "samples per spoke");
     v.field("coils", coils, 1, 64, "coils");
     v.field("matrix", matrix, 8, 4096, "image matrix N");

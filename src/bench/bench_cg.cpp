@@ -32,13 +32,17 @@ void write_bart_pair(const std::string& dir, const Frame& f) {
   write_cfl(dir + "/k", {1, g.samples, g.spokes, g.coils}, f.data.view().span());
 }
 
-Frame bench_frame(int matrix, int samples, int coils, int spokes) {
+SimParams bench_simulation(int matrix, int samples, int coils) {
   SimParams sp;
   sp.matrix = matrix;
   sp.readout_os = double(samples) / matrix;
   sp.coils = coils;
   sp.snr = 50;
-  const Simulator sim(sp);
+  return sp;
+}
+
+Frame bench_frame(int matrix, int samples, int coils, int spokes) {
+  const Simulator sim(bench_simulation(matrix, samples, coils));
   return frame_from_spokes(sim.header(), sim.spokes(0, spokes));
 }
 

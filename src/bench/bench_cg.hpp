@@ -8,6 +8,7 @@
 #include "core/buffer.hpp"
 #include "core/frame.hpp"
 #include "recon/recon_params.hpp"
+#include "sim/simulator.hpp"
 
 namespace radstream::app {
 
@@ -16,6 +17,8 @@ void write_bart_pair(const std::string& dir, const Frame& f);
 
 // The case's frame: the simulator's first `spokes` spokes at the case's matrix, samples and coils (SNR 50).
 Frame bench_frame(int matrix, int samples, int coils, int spokes);
+// The simulator settings behind bench_frame (a moving case takes its later spokes from the same simulator).
+SimParams bench_simulation(int matrix, int samples, int coils);
 
 // Maps for a chain case that reads them: estimated once from the case's frame (not timed: "maps given").
 HostBuffer<cfloat> bench_maps(const Frame& f);

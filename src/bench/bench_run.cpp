@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -162,7 +163,9 @@ nlohmann::ordered_json fft_engines_case(const BenchCase& c, const Registry& regi
 nlohmann::ordered_json chain_case(const BenchCase& c, bool moved_to_cpu, const Registry& registry, int frames,
                                   int warmup, double copy_gb_per_s) {
   const Backend b = c.backend;
-  const Frame f = bench_frame(c.matrix, c.samples, c.coils, c.spokes);
+  Frame f = bench_frame(c.matrix, c.samples, c.coils, c.spokes);
+  std::optional<Simulator> sim;  // a moving case's stream of spokes
+  if (c.moving) sim.emplace(bench_simulation(c.matrix, c.samples, c.coils));
   ReconChain chain(c.recon, b, registry);
   chain.configure(f.geometry);
   HostBuffer<cfloat> maps;
@@ -174,6 +177,8 @@ nlohmann::ordered_json chain_case(const BenchCase& c, bool moved_to_cpu, const R
   std::vector<double> wall, gpu_sum;
   std::vector<cfloat> last_image;
   for (int i = 0; i < warmup + frames; ++i) {
+    if (sim && i > 0)
+      f = frame_from_spokes(sim->header(), sim->spokes(std::uint64_t(i) * c.spokes, c.spokes));
     const auto t0 = std::chrono::steady_clock::now();
     const auto image = chain.reconstruct(f);
     if (i + 1 == warmup + frames && image.loc != Location::Device)
