@@ -278,6 +278,7 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
   j["missing"] = missing.load();
   j["gaps"] = gaps.load();
   j["frame_gaps"] = frame_gaps.to_json();
+  j["slowest_frames"] = slowest_frames.to_json();
   const auto connections = [](const ConnectionCounts& c) {
     return nlohmann::ordered_json{{"connected", c.connected.load()},
                                   {"disconnected", c.disconnected.load()},
@@ -416,6 +417,7 @@ void Metrics::absorb(const Metrics& m) {
     *to += from->load();
   for (std::size_t r = 0; r < rejected.size(); ++r) rejected[r] += m.rejected[r].load();
   arrival.merge(m.arrival);
+  slowest_frames.merge(m.slowest_frames);
   end_to_end.merge(m.end_to_end);
   sender_lag.merge(m.sender_lag);
 }

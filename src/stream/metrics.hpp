@@ -16,6 +16,7 @@
 #include "core/clock.hpp"
 #include "core/spoke.hpp"
 #include "stream/frame_gaps.hpp"
+#include "stream/slowest_frames.hpp"
 #include "wire/connection_counts.hpp"
 #include "wire/wire.hpp"
 
@@ -186,6 +187,8 @@ class Metrics {
   RecentSeries glass_recent;
   // Images that came more than 100 ms after the previous one, with their causes (see frame_gaps.hpp).
   FrameGaps frame_gaps;
+  // The ten frames with the longest arrival -> ready, with where their time went (see slowest_frames.hpp).
+  SlowestFrames slowest_frames;
   const std::int64_t start_ns = monotonic_ns();
   void add_glass(double ms);
   // The session's latency series, and slice `slice`'s own.

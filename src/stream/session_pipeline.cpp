@@ -25,6 +25,7 @@ SessionPipeline::SessionPipeline(const IngestParams& stream, SessionSettings set
   for (int k = 0; k < stream.slices; ++k) {
     auto counted = [this, emit](std::shared_ptr<const FrameResult> f) {
       metrics_.add_frame_latency(f->last_acquired_ns, f->last_arrival_ns, f->ready_ns, f->slice);
+      metrics_.slowest_frames.frame(*f, metrics_.start_ns);
       ++metrics_.frames;
       emit(std::move(f));
     };

@@ -214,6 +214,7 @@ void StreamRuntime::write_metrics_json() const {
 void StreamRuntime::emit(std::shared_ptr<const FrameResult> f) {
   metrics_.add_frame_latency(f->last_acquired_ns, f->last_arrival_ns, f->ready_ns, f->slice);
   metrics_.frame_gaps.frame(f->ready_ns, f->last_arrival_ns, f->make_ms, metrics_.start_ns);
+  metrics_.slowest_frames.frame(*f, metrics_.start_ns);
   if (on_frame_) on_frame_(*f);
   to_sinks(f);
   ++metrics_.frames;

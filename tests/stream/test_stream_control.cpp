@@ -21,7 +21,9 @@
 #include "io/mrd_reader.hpp"
 #include "sim/simulator.hpp"
 #include "stream/frame_gaps.hpp"
+#include "stream/frame_result.hpp"
 #include "stream/host_stall_probe.hpp"
+#include "stream/slowest_frames.hpp"
 #include "stream/spoke_ring.hpp"
 #include "stream/stream_runtime.hpp"
 #include "stream/stream_test_util.hpp"
@@ -439,6 +441,51 @@ TEST(StreamControl, FrameGapsFollowTheStreamsOwnFrameInterval) {
   EXPECT_EQ(g.count(), 1u);
   EXPECT_EQ(g.to_json()["by_cause"]["input"], 1);
   EXPECT_NEAR(g.to_json()["effective_threshold_ms"].get<double>(), 150.0, 1e-9);
+}
+
+// The slowest frames are kept with where their time went: of 25 frames (arrival -> ready 1..25 ms, made in
+// 0.5 ms each but frame 7's, made in 20 ms), the ten slowest, slowest first, each split into the time its
+// spokes waited for the worker and the worker's own; a closed session's slowest merge into the run's.
+TEST(StreamControl, TheSlowestFramesAreKeptWithWhereTheirTimeWent) {
+  SlowestFrames slow;
+  const std::int64_t ms = 1'000'000, t0 = 1000 * ms;
+  for (int i = 1; i <= 25; ++i) {
+    FrameResult f;
+    f.number = std::uint64_t(i);
+    f.last_arrival_ns = t0 + i * 40 * ms;
+    f.ready_ns = f.last_arrival_ns + (i == 7 ? 30 : i) * ms;  // frame 7: 30 ms, its own making 20
+    f.make_ms = i == 7 ? 20.0 : 0.5;
+    f.iterations = i;
+    slow.frame(f, t0);
+  }
+  FrameResult no_arrival;  // a window without an arrival time: left out
+  no_arrival.ready_ns = t0 + 5000 * ms;
+  slow.frame(no_arrival, t0);
+  const auto j = slow.to_json();
+  ASSERT_EQ(j.size(), SlowestFrames::kKept);
+  EXPECT_EQ(j[0]["frame"], 7);
+  EXPECT_NEAR(j[0]["arrival_to_ready_ms"].get<double>(), 30.0, 1e-9);
+  EXPECT_NEAR(j[0]["made_ms"].get<double>(), 20.0, 1e-9);
+  EXPECT_NEAR(j[0]["waited_ms"].get<double>(), 10.0, 1e-9);
+  EXPECT_EQ(j[0]["iterations"], 7);
+  for (std::size_t k = 1; k < j.size(); ++k) {
+    EXPECT_EQ(j[k]["frame"], 26 - int(k)) << k;  // 25, 24, ... 17
+    EXPECT_NEAR(j[k]["waited_ms"].get<double>(), double(26 - int(k)) - 0.5, 1e-9) << k;
+  }
+  SlowestFrames session;
+  FrameResult late;
+  late.number = 3;
+  late.slice = 1;
+  late.last_arrival_ns = t0;
+  late.ready_ns = t0 + 100 * ms;
+  late.make_ms = 1;
+  session.frame(late, t0);
+  slow.merge(session);
+  const auto m = slow.to_json();
+  ASSERT_EQ(m.size(), SlowestFrames::kKept);
+  EXPECT_EQ(m[0]["slice"], 1);
+  EXPECT_NEAR(m[0]["arrival_to_ready_ms"].get<double>(), 100.0, 1e-9);
+  EXPECT_EQ(m[9]["frame"], 18);  // frame 17 dropped for it
 }
 
 // The session latency series holds a fixed histogram, so a day-long run uses the memory of its first frame;
