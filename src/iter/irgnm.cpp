@@ -45,7 +45,8 @@ void Irgnm::set_clock(std::function<double()> elapsed_ms) {
   deadline_.set_clock(std::move(elapsed_ms));
 }
 
-int Irgnm::cg(double alpha, int max_iter, const cfloat* b, cfloat* x, double t_setup, int& spent) {
+int Irgnm::cg(double alpha, int max_iter, const CgStop& stop, const cfloat* b, cfloat* x, double t_setup,
+              int& spent) {
   VectorOps& o = *ops_;
   CgOptions co;
   co.max_iterations = max_iter;
@@ -59,7 +60,7 @@ int Irgnm::cg(double alpha, int max_iter, const cfloat* b, cfloat* x, double t_s
   }
   if (bb == 0 || max_iter <= 0) return 0;
   // The Newton step's CG rule (IrgnmParams::stop); an iteration enqueued after it holds is a no-op.
-  const double limit = stop_.limit(bb);
+  const double limit = stop.limit(bb);
   co.converged_rr = limit;
   // Iteration i's |r|^2 is posted to host entry i mod kPosts.
   const auto enqueue = [&](int i) {
@@ -220,10 +221,7 @@ IrgnmReport Irgnm::solve(const IrgnmParams& p, cfloat* x, const cfloat* x_ref, c
     }
   }
   IrgnmReport rep;
-  const std::size_t n = op_.domain_size(), m = op_.codomain_size();
-  VectorOps& o = *ops_;
   double alpha = 1.0;
-  stop_ = p.stop;
   deadline_.begin_frame(p.deadline_ms, start);
   stopped_early_ = false;
   progress_.newton_step = 0;
@@ -237,12 +235,8 @@ IrgnmReport Irgnm::solve(const IrgnmParams& p, cfloat* x, const cfloat* x_ref, c
       }
     }
     const double t_setup = deadline_.active() ? deadline_.now_ms() : 0;
-    op_.linearize(x);
-    op_.gradient(y, v_->r_data.data(), v_->b.data());  // r = y - W F(x), b = F'^H r
-    o.dot_re(v_->r_data.data(), v_->r_data.data(), m, kRes);
-    if (x_ref) o.axpy(v_->b.data(), float(alpha), x_ref, n);
-    o.axpy(v_->b.data(), -float(alpha), x, n);
-    rep.cg_iterations += cg(alpha, p.cg_max, v_->b.data(), x, t_setup, rep.cg_run_ahead_spent);
+    enqueue_setup(alpha, x, x_ref, y);
+    rep.cg_iterations += cg(alpha, p.cg_max, p.stop, v_->b.data(), x, t_setup, rep.cg_run_ahead_spent);
     progress_.cg_iterations = rep.cg_iterations;
     alpha = (alpha - p.alpha_min) / p.alpha_reduction + p.alpha_min;
     ++rep.newton_steps;
@@ -250,7 +244,7 @@ IrgnmReport Irgnm::solve(const IrgnmParams& p, cfloat* x, const cfloat* x_ref, c
   }
   tail_start_ = std::chrono::steady_clock::now();
   rep.stopped_early = stopped_early_;
-  rep.final_residual = std::sqrt(o.read(kRes));
+  rep.final_residual = std::sqrt(ops_->read(kRes));
   op_.linearize(x);  // the solution's point, for what the caller derives from it (NLINV: its coil images)
   return rep;
 }

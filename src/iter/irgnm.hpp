@@ -98,7 +98,8 @@ class Irgnm {
  private:
   // The CG of one Newton step from h = 0, its iterates added to x as they come (x + h); t_setup: when the
   // step's set-up began (ms); spent counts the iterations run ahead of convergence.
-  int cg(double alpha, int max_iter, const cfloat* b, cfloat* x, double t_setup, int& spent);
+  int cg(double alpha, int max_iter, const CgStop& stop, const cfloat* b, cfloat* x, double t_setup,
+         int& spent);
   // The frame as one graph of device loops (set_device_loops), captured on the first frame and again when
   // the vectors or the parameters change.
   bool use_device_loops(const IrgnmParams& p) const;
@@ -136,7 +137,6 @@ class Irgnm {
   bool stopped_early_ = false;
   bool run_ahead_;
   bool device_loops_;
-  CgStop stop_;  // the host-stepped solve's rule
   Progress progress_;
 };
 
