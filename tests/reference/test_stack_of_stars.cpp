@@ -10,6 +10,7 @@
 #include <numbers>
 #include <numeric>
 #include <random>
+#include <string>
 
 #include "io/cfl.hpp"
 #include "test_util.hpp"
@@ -90,6 +91,17 @@ void make_case(const test::TempDir& dir) {
   write_stack(dir, "traj", kP);
 }
 
+// BART's 3D phantom [N N P] (`truth`), its coil maps [N N P 4] (`sens`), and the k-space `ksp` of the coil
+// images at trajectory `traj`, for the CG-SENSE comparisons with `bart pics`.
+void make_sense_case(const test::TempDir& dir, const std::string& traj) {
+  bart(dir, fmt::format("phantom -3 -x {} big", kN));
+  bart(dir, fmt::format("resize -c 2 {} big truth", kP));
+  bart(dir, fmt::format("phantom -3 -x {} -S 4 sbig", kN));
+  bart(dir, fmt::format("resize -c 2 {} sbig sens", kP));
+  bart(dir, "fmac truth sens cimg");
+  bart(dir, fmt::format("nufft -d {}:{}:{} {} cimg ksp", kN, kN, kP, traj));
+}
+
 }  // namespace
 
 // The volume's adjoint (gridding with no density compensation, 3 coils combined by root sum of squares)
@@ -126,12 +138,7 @@ TEST(StackOfStars, CgSenseWithTheTrueMapsIsNoWorseThanBartPics) {
   RADSTREAM_REQUIRE_BART();
   test::TempDir dir;
   make_case(dir);
-  bart(dir, fmt::format("phantom -3 -x {} big", kN));
-  bart(dir, fmt::format("resize -c 2 {} big truth", kP));
-  bart(dir, fmt::format("phantom -3 -x {} -S 4 sbig", kN));
-  bart(dir, fmt::format("resize -c 2 {} sbig sens", kP));
-  bart(dir, "fmac truth sens cimg");
-  bart(dir, fmt::format("nufft -d {}:{}:{} traj cimg ksp", kN, kN, kP));
+  make_sense_case(dir, "traj");
   bart(dir, "pics -S -i 30 -l2 -r 0.001 -t traj ksp sens pics");
   auto r = recon(dir, fmt::format("--traj traj --kspace ksp --matrix {} --method cg-sense --sens sens.cfl "
                                   "--iterations 30 --lambda 0.001 --out cg.cfl",
@@ -270,12 +277,7 @@ TEST(StackOfStars, RotatedPartitionsCgSenseIsNoWorseThanBartPics) {
   test::TempDir dir;
   make_case(dir);
   write_rotated(dir);
-  bart(dir, fmt::format("phantom -3 -x {} big", kN));
-  bart(dir, fmt::format("resize -c 2 {} big truth", kP));
-  bart(dir, fmt::format("phantom -3 -x {} -S 4 sbig", kN));
-  bart(dir, fmt::format("resize -c 2 {} sbig sens", kP));
-  bart(dir, "fmac truth sens cimg");
-  bart(dir, fmt::format("nufft -d {}:{}:{} rot cimg ksp", kN, kN, kP));
+  make_sense_case(dir, "rot");
   bart(dir, "pics -S -i 30 -l2 -r 0.001 -t rot ksp sens pics");
   const auto r =
       recon(dir, fmt::format("--traj rot --kspace ksp --matrix {} --method cg-sense --sens sens.cfl "

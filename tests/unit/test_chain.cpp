@@ -10,6 +10,7 @@
 #include "io/image_stats.hpp"
 #include "recon/coil_map_estimate.hpp"
 #include "recon/recon_chain.hpp"
+#include "recon_test_params.hpp"
 #include "sim/coil_maps.hpp"
 #include "sim/phantom.hpp"
 #include "sim/simulator.hpp"
@@ -17,14 +18,7 @@
 
 using namespace radstream;
 
-namespace {
-ReconParams cpu_params() {
-  ReconParams p;
-  p.backend = BackendChoice::Cpu;
-  p.fft.planner = FftPlanner::Estimate;
-  return p;
-}
-}  // namespace
+using test::cpu_params;
 
 TEST(Chain, StagesInOrderAndBuffersReused) {
   ReconChain chain(cpu_params(), Backend::Cpu, default_registry());

@@ -15,6 +15,7 @@
 #include "recon/memory_budget.hpp"
 #include "recon/methods.hpp"
 #include "recon/recon_chain.hpp"
+#include "recon_test_params.hpp"
 #include "sim/simulator.hpp"
 #include "test_util.hpp"
 #include "tests/stages/temporal_mean/temporal_mean.hpp"
@@ -23,12 +24,7 @@ using namespace radstream;
 
 namespace {
 
-ReconParams cpu_params() {
-  ReconParams p;
-  p.backend = BackendChoice::Cpu;
-  p.fft.planner = FftPlanner::Estimate;
-  return p;
-}
+using test::cpu_params;
 
 // The per-method sums the memory budget used before the methods declared their stages' memory.
 double formula_bytes(const StageSizes& z, const ReconParams& r) {
