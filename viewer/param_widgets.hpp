@@ -10,8 +10,10 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "core/enum_table.hpp"
+#include "recon/recon_params.hpp"
 
 namespace radstream::viewer {
 
@@ -59,6 +61,24 @@ class ParamWidgets {
     }
     if (ImGui::Combo(key, &idx, items.data(), rows)) {
       value = table.items[of[std::size_t(idx)]].value;
+      changed = true;
+    }
+    tooltip(help);
+  }
+  // The method: the built-in live methods, and the one running if it is another (a registered method).
+  void choice(const char* key, MethodName& value, const MethodNames&, const char* help) {
+    std::vector<MethodName> names;
+    for (const auto& i : kReconMethods.items)
+      if (!i.offline) names.emplace_back(i.value);
+    if (std::find(names.begin(), names.end(), value) == names.end()) names.push_back(value);
+    std::vector<const char*> items;
+    int idx = 0;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == value) idx = int(i);
+      items.push_back(names[i].str().c_str());
+    }
+    if (ImGui::Combo(key, &idx, items.data(), int(items.size()))) {
+      value = names[std::size_t(idx)];
       changed = true;
     }
     tooltip(help);

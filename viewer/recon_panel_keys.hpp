@@ -33,15 +33,16 @@ struct TopLevelKeys {
   }
 };
 
+// methods: the running stream's (its registry's, StreamRuntime::registry()).
 template <class V>
-void visit_panel_keys(ReconParams& p, Backend backend, V& v) {
+void visit_panel_keys(ReconParams& p, Backend backend, V& v, const MethodTable& methods = builtin_methods()) {
   TopLevelKeys<V> top{v, backend};
   p.visit(top);
   // The groups of keys the method declares (recon/methods.hpp); the exact methods are offline only: nothing
   // more to set in a stream.
-  const MethodSpec& m = builtin_methods().at(p.method);
-  if (m.live)
-    for (const KeySection s : m.keys) p.visit_section(s, v);
+  const MethodSpec* m = methods.find(p.method.str());
+  if (m && m->live)
+    for (const KeySection s : m->keys) p.visit_section(s, v);
 }
 
 // The keys' names, in the panel's order (the screenshot's JSON lists them).

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cfloat>
 
+#include "recon/registry.hpp"
 #include "viewer/param_widgets.hpp"
 #include "viewer/recon_panel_keys.hpp"
 #include "viewer/viewer_state.hpp"
@@ -67,7 +68,8 @@ void Viewer::Impl::panels(const Rect& area) {
     if (ImGui::SliderInt("stride S", &ui_stride, 1, 256)) p.set_stride(std::max(1, ui_stride));
     ParamWidgets widgets;  // the reconstruction keys, from ReconParams::visit()
     ImGui::PushItemWidth(150.f);
-    visit_panel_keys(ui_recon, p.backend(), widgets);  // only the keys of this method and backend
+    // only the keys of this method and backend
+    visit_panel_keys(ui_recon, p.backend(), widgets, p.registry().methods());
     ImGui::PopItemWidth();
     if (ImGui::Button("Apply")) apply_recon();
     ImGui::SameLine();

@@ -132,8 +132,8 @@ class DeclaredOptions {
       o_.add_key(app_, section_, key, false,
                  value.empty() ? std::string(help) : fmt::format("{} (default '{}')", help, value), style_);
     }
-    template <class E, std::size_t N>
-    void choice(const char* key, E& value, const EnumTable<E, N>& table, const char* help) {
+    template <class E, class Table>
+    void choice(const char* key, E& value, const Table& table, const char* help) {
       o_.add_key(app_, section_, key, false,
                  fmt::format("{}: {} (default {})", help, table.list(" | "), table.name(value)), style_,
                  false, "CHOICE");

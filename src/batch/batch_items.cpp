@@ -38,8 +38,8 @@ class Canonical {
   void field(const char* key, const std::string& value, const char*) {
     out_ << section_ << '.' << key << "='" << value << "';";
   }
-  template <class E, std::size_t N>
-  void choice(const char* key, const E& value, const EnumTable<E, N>& table, const char*) {
+  template <class E, class Table>
+  void choice(const char* key, const E& value, const Table& table, const char*) {
     out_ << section_ << '.' << key << '=' << table.name(value) << ';';
   }
   std::string str() const { return out_.str(); }

@@ -3,6 +3,9 @@
 //   template <class V> void visit(V& v) {
 //     v.field("width", width, 2, 16, "Kaiser-Bessel kernel width in grid cells");
 //     v.choice("dcf", dcf, kDcfMethods, "density compensation");   // an EnumTable (core/enum_table.hpp)
+//
+// (a choice's table is an EnumTable or one of its shape: parse, name and list; recon/recon_params.hpp's
+// MethodNames, whose values are names a registry may add to)
 //   }
 //
 // and the same list drives parsing from YAML (ParamReader: unknown keys and out-of-range values are rejected
@@ -55,8 +58,8 @@ class ParamReader {
   // A list (a YAML sequence, or one value; the command line's repeated values).
   void field(const char* key, std::vector<std::string>& value, const char* help);
 
-  template <class E, std::size_t N>
-  void choice(const char* key, E& value, const EnumTable<E, N>& table, const char* /*help*/) {
+  template <class E, class Table>
+  void choice(const char* key, E& value, const Table& table, const char* /*help*/) {
     seen_.insert(key);
     if (!node_ || !node_[key]) return;
     try {
@@ -85,8 +88,8 @@ class ParamChecker {
   }
   void field(const char*, const bool&, const char*) {}
   void field(const char*, const std::string&, const char*) {}
-  template <class E, std::size_t N>
-  void choice(const char*, const E&, const EnumTable<E, N>&, const char*) {}
+  template <class E, class Table>
+  void choice(const char*, const E&, const Table&, const char*) {}
 
  private:
   std::string section_;
@@ -106,8 +109,8 @@ class ParamPrinter {
   void field(const char* key, const std::string& value, const char* help) {
     lines_.push_back(fmt::format("{}.{} (default {}): {}", section_, key, value, help));
   }
-  template <class E, std::size_t N>
-  void choice(const char* key, const E& value, const EnumTable<E, N>& table, const char* help) {
+  template <class E, class Table>
+  void choice(const char* key, const E& value, const Table& table, const char* help) {
     lines_.push_back(fmt::format("{}.{} (default {}, one of {}): {}", section_, key, table.name(value),
                                  table.list(" | "), help));
   }
@@ -132,8 +135,8 @@ class ParamMarkdown {
   void field(const char* key, const std::string& value, const char* help) {
     row(key, value.empty() ? "(off)" : value, "text", help);
   }
-  template <class E, std::size_t N>
-  void choice(const char* key, const E& value, const EnumTable<E, N>& table, const char* help) {
+  template <class E, class Table>
+  void choice(const char* key, const E& value, const Table& table, const char* help) {
     row(key, table.name(value), table.list(", "), help);
   }
   const std::vector<std::string>& rows() const { return rows_; }

@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "gpu/cuda_runtime.hpp"
 #include "recon/methods.hpp"
+#include "recon/registry.hpp"
 
 namespace radstream {
 
@@ -24,14 +25,14 @@ std::string gib(double bytes) {
 
 // Upper bounds of the per-slice reconstruction memory: what the method declares (recon/methods.hpp: its
 // stages' declarations in the registry, and its own), for the window's frame.
-double recon_bytes_per_slice(const StreamHeader& h, const ReconParams& r, int window, bool cuda) {
+double recon_bytes_per_slice(const Registry& registry, const StreamHeader& h, const ReconParams& r,
+                             int window, bool cuda) {
   StageSizes s;
   s.matrix = h.matrix;
   s.coils = h.coils;
   s.samples = h.samples;
   s.window = window;
-  return method_bytes(default_registry(), builtin_methods().at(r.method), s, r,
-                      cuda ? Backend::Cuda : Backend::Cpu);
+  return method_bytes(registry, registry.method(r.method), s, r, cuda ? Backend::Cuda : Backend::Cpu);
 }
 
 double physical_ram() {
@@ -46,12 +47,12 @@ std::string MemoryNeed::describe() const {
                      gib(host_bytes), gib(device_bytes));
 }
 
-MemoryNeed memory_need(const StreamHeader& h, const ReconParams& recon, int max_window, int ring_margin,
-                       int slices, bool cuda) {
+MemoryNeed memory_need(const Registry& registry, const StreamHeader& h, const ReconParams& recon,
+                       int max_window, int ring_margin, int slices, bool cuda) {
   MemoryNeed m;
   const double slots = double(max_window) + ring_margin;
   m.ring_bytes = slices * slots * h.samples * (double(h.coils) * kComplex + 2 * kReal);
-  m.recon_bytes = slices * recon_bytes_per_slice(h, recon, max_window, cuda);
+  m.recon_bytes = slices * recon_bytes_per_slice(registry, h, recon, max_window, cuda);
   m.host_bytes = m.ring_bytes + (cuda ? 0 : m.recon_bytes);
   m.device_bytes = cuda ? m.ring_bytes + m.recon_bytes : 0;
   return m;

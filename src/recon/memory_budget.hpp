@@ -12,6 +12,8 @@
 
 namespace radstream {
 
+class Registry;
+
 struct MemoryNeed {
   double ring_bytes = 0;         // spoke rings (host, and their mirror on the GPU with the cuda backend)
   double recon_bytes = 0;        // the reconstruction of every slice (on the GPU with the cuda backend)
@@ -20,8 +22,9 @@ struct MemoryNeed {
   std::string describe() const;  // "ring 1.2 GiB, reconstruction 9.3 GiB (host 1.3 GiB, GPU 10.5 GiB)"
 };
 
-MemoryNeed memory_need(const StreamHeader& h, const ReconParams& recon, int max_window, int ring_margin,
-                       int slices, bool cuda);
+// The reconstruction's part from the method's declarations (recon/methods.hpp) in `registry`.
+MemoryNeed memory_need(const Registry& registry, const StreamHeader& h, const ReconParams& recon,
+                       int max_window, int ring_margin, int slices, bool cuda);
 
 struct MemoryLimit {
   double host_bytes = 0;    // 0: no limit

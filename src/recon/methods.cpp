@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/key_names.hpp"
+#include "recon/registry.hpp"
 
 namespace radstream {
 
@@ -29,9 +30,14 @@ void MethodTable::add(MethodSpec m) {
   methods_.push_back(std::move(m));
 }
 
-const MethodSpec& MethodTable::at(const std::string& name) const {
+const MethodSpec* MethodTable::find(const std::string& name) const {
   for (const auto& m : methods_)
-    if (m.name == name) return m;
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+const MethodSpec& MethodTable::at(const std::string& name) const {
+  if (const MethodSpec* m = find(name)) return *m;
   std::string known;
   for (const auto& m : methods_) known += (known.empty() ? "" : ", ") + m.name;
   throw ConfigError(fmt::format("no reconstruction method '{}' (known: {})", name, known));

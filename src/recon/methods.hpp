@@ -1,10 +1,12 @@
-// What each reconstruction method declares of itself, in one place (default_methods()): its stage chain on
+// What each reconstruction method declares of itself, in one place (default_methods(), which
+// default_registry() adds to its stages): its stage chain on
 // each backend (its recipe), the groups of keys it reads, whether it streams or runs offline only, how
 // `radstream recon` runs it, and its frame deadline. What was once written by hand per method in several
 // folders derives from these declarations: the memory budget sums the declared memory of the recipe's stages
 // (Registry::bytes), the viewer's panel and the README's method table list the keys, the stream's worker
 // reads the deadline, `recon` and the Python module take the route. A new method is its stages' folder, one
-// registry line per stage and one entry here (Cli and the tests' example method show it).
+// registry line per stage and one entry here; a method made elsewhere (the tests' example method) is one
+// Registry::add_method, and `recon.method` then names it like a built-in one.
 #pragma once
 #include <functional>
 #include <string>
@@ -12,9 +14,11 @@
 
 #include "recon/recipes.hpp"
 #include "recon/recon_params.hpp"
-#include "recon/registry.hpp"
+#include "stage/stage.hpp"
 
 namespace radstream {
+
+class Registry;
 
 // How `radstream recon` (and the Python module's recon) runs a method: its stage chain over one frame,
 // NLINV's frame-by-frame job on BART's rtnlinv layouts, or the seeds' exact path (direct sums, offline only).
@@ -43,16 +47,19 @@ class MethodTable {
   void add(MethodSpec m);  // replaces a method of the same name
   // Throws ConfigError naming the method and the known ones.
   const MethodSpec& at(const std::string& name) const;
+  const MethodSpec& at(const MethodName& m) const { return at(m.str()); }
   const MethodSpec& at(ReconMethod m) const { return at(to_string(m)); }
+  const MethodSpec* find(const std::string& name) const;  // null when there is none
   const std::vector<MethodSpec>& all() const { return methods_; }
 
  private:
   std::vector<MethodSpec> methods_;
 };
 
-// Every method of the program.
+// Every built-in method of the program.
 MethodTable default_methods();
-// The same, made once and never changed: what the library's callers read.
+// The same, made once and never changed: what callers that know only the built-in methods read (the README's
+// table, the recon command's key checks); a chain takes its method from its registry (Registry::method).
 const MethodTable& builtin_methods();
 
 // The per-slice reconstruction memory of method m for a frame of sizes s: the chain's copies of the frame

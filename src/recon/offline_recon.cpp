@@ -49,7 +49,7 @@ void run_offline_recon(const OfflineRecon& a, const ReconParams& params) {
           StreamHeader h = file_header;
           if (a.matrix > 0) h.matrix = a.matrix;
           h.validate();
-          const MemoryNeed need = memory_need(h, params, int(spokes), 0, 1, cuda);
+          const MemoryNeed need = memory_need(default_registry(), h, params, int(spokes), 0, 1, cuda);
           if (const std::string why = over_budget(need, memory_limit(a.memory_limit, "--memory-limit", cuda));
               !why.empty())
             throw ConfigError(

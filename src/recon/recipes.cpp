@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "recon/methods.hpp"
 #include "recon/recon_params.hpp"
+#include "recon/registry.hpp"
 
 namespace radstream {
 
@@ -36,12 +37,21 @@ std::vector<RecipeStep> grid_steps(Backend backend) {
 }
 }  // namespace
 
-Recipe recipe_for(const ReconParams& p, Backend backend) {
-  const MethodSpec& m = builtin_methods().at(p.method);
+namespace {
+Recipe recipe_of(const MethodSpec& m, const ReconParams& p, Backend backend) {
   if (!m.recipe)
     throw ConfigError(std::string("method ") + m.name +
                       " is the exact path (exact/exact_recon.hpp), not a stage chain");
   return m.recipe(p, backend);
+}
+}  // namespace
+
+Recipe recipe_for(const Registry& registry, const ReconParams& p, Backend backend) {
+  return recipe_of(registry.method(p.method), p, backend);
+}
+
+Recipe recipe_for(const ReconParams& p, Backend backend) {
+  return recipe_of(builtin_methods().at(p.method), p, backend);
 }
 
 Recipe nlinv_recipe(const ReconParams&, Backend) {

@@ -11,6 +11,7 @@
 namespace radstream {
 
 struct ReconParams;
+class Registry;
 
 struct RecipeStep {
   std::string stage;   // registry key (= the stage's name())
@@ -24,7 +25,9 @@ struct Recipe {
 };
 
 // The frame's reconstruction for these settings on this backend: the recipe the method declares
-// (recon/methods.hpp). Throws ConfigError for a method that is not a stage chain (the exact path).
+// (recon/methods.hpp), the method one of the registry's (or a built-in one). Throws ConfigError for a method
+// the registry does not know or that is not a stage chain (the exact path).
+Recipe recipe_for(const Registry& registry, const ReconParams& p, Backend backend);
 Recipe recipe_for(const ReconParams& p, Backend backend);
 
 // The built-in methods' chains (recon/methods.cpp says whose is which): gridding (density, gridding, inverse

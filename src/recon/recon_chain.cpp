@@ -46,7 +46,7 @@ Extents ReconChain::output(const std::string& name, std::vector<cfloat>& host) {
 }
 
 ReconChain::ReconChain(const ReconParams& params, Backend backend, const Registry& registry)
-    : ReconChain(params, backend, registry, recipe_for(params, backend)) {}
+    : ReconChain(params, backend, registry, recipe_for(registry, params, backend)) {}
 
 ReconChain::ReconChain(const ReconParams& params, Backend backend, const Registry& registry, Recipe recipe)
     : params_(params), recipe_(std::move(recipe)) {

@@ -1,5 +1,7 @@
 #include "recon/recon_params.hpp"
 
+#include <algorithm>
+
 #include "core/param_reader.hpp"
 #include "noncart/kaiser_bessel.hpp"
 
@@ -14,10 +16,23 @@ ReconParams ReconParams::from_config(const YAML::Node& node) {
   return p;
 }
 
+MethodName MethodNames::parse(std::string_view s) const {
+  for (const auto& i : kReconMethods.items)
+    if (s == i.name) return i.value;
+  const auto allowed = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+  };
+  if (s.empty() || s.size() > 64 || !(s[0] >= 'a' && s[0] <= 'z') ||
+      !std::all_of(s.begin(), s.end(), allowed))
+    throw ConfigError(std::string(what) + " '" + std::string(s) + "' is not one of " + list() +
+                      " (nor a registered method's name: lower-case letters, digits, '-' and '_')");
+  return MethodName(std::string(s));
+}
+
 void ReconParams::validate(bool exact_methods) const {
   ParamChecker checker("recon");
   const_cast<ReconParams*>(this)->visit(checker);
-  if (is_exact_method(method) && !exact_methods)
+  if ((method == ReconMethod::Fhd || method == ReconMethod::CgExact) && !exact_methods)
     throw ConfigError(std::string("recon.method = ") + to_string(method) +
                       " is the exact path, offline only: radstream recon --method " + to_string(method));
   if (gridding.width % 2)

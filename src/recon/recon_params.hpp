@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/enum_table.hpp"
@@ -32,19 +33,47 @@ inline constexpr EnumTable<ReconMethod, 6> kReconMethods{"reconstruction method"
 inline bool is_exact_method(ReconMethod m) {
   return m == ReconMethod::Fhd || m == ReconMethod::CgExact;
 }
-inline ReconMethod parse_recon_method(const std::string& name) {
-  return kReconMethods.parse(name);
-}
 inline std::string to_string(ReconMethod v) {
   return kReconMethods.name(v);
 }
+
+// A reconstruction method by its name (the key `method`): one of the built-in methods above or one that a
+// registry adds (recon/registry.hpp: Registry::add_method). Which names exist is the registry's to say: the
+// one that builds the chain checks it (Registry::method).
+class MethodName {
+ public:
+  MethodName(ReconMethod m) : name_(kReconMethods.name(m)) {}  // NOLINT(google-explicit-constructor)
+  explicit MethodName(std::string name) : name_(std::move(name)) {}
+  const std::string& str() const { return name_; }
+  bool operator==(const MethodName&) const = default;
+  bool operator==(ReconMethod m) const { return name_ == kReconMethods.name(m); }
+
+ private:
+  std::string name_;
+};
+inline std::string to_string(const MethodName& m) {
+  return m.str();
+}
+
+// The values the key `method` takes, as an EnumTable offers its enum's (core/param_reader.hpp's visitors):
+// the built-in names (the help's list, the viewer's box), and any other well-formed name, for a method a
+// registry adds. A name no registry knows is refused where the chain is made, with the known names.
+struct MethodNames {
+  const char* what = "reconstruction method";
+  // Throws ConfigError for a name that cannot be a method's: empty, over 64 characters, or other than
+  // lower-case letters, digits, '-' and '_' after a letter.
+  MethodName parse(std::string_view s) const;
+  const std::string& name(const MethodName& m) const { return m.str(); }
+  std::string list(const char* sep = ", ") const { return kReconMethods.list(sep); }
+};
+inline constexpr MethodNames kMethodNames{};
 
 // The groups of reconstruction keys, one per stage's parameters: a method declares which it reads
 // (recon/methods.hpp).
 enum class KeySection { Density, Gridding, Fft, Combine, Fbp, Cg, Nlinv };
 
 struct ReconParams {
-  ReconMethod method = ReconMethod::Gridding;
+  MethodName method = ReconMethod::Gridding;
   BackendChoice backend = BackendChoice::Auto;
   int threads = 0;         // CPU threads, 0 = all
   bool cuda_graph = true;  // CUDA: capture the per-frame chain once as a CUDA graph and replay it
@@ -61,10 +90,10 @@ struct ReconParams {
 
   template <class V>
   void visit(V& v) {
-    v.choice(
-        "method", method, kReconMethods,
-        "reconstruction method (fbp: filtered backprojection; cg-sense: iterative SENSE with coil maps; fhd, "
-        "cg-exact: the exact path, recon only; nlinv: nonlinear inversion, image and coils together)");
+    v.choice("method", method, kMethodNames,
+             "reconstruction method, built in or registered (fbp: filtered backprojection; cg-sense: "
+             "iterative SENSE with coil maps; fhd, "
+             "cg-exact: the exact path, recon only; nlinv: nonlinear inversion, image and coils together)");
     v.choice("backend", backend, kBackendChoices, "where to reconstruct (auto: CUDA when a GPU is present)");
     v.field("threads", threads, 0, 1024, "CPU worker threads (0 = all hardware threads)");
     v.field("cuda_graph", cuda_graph,

@@ -125,7 +125,16 @@ void register_stages(Registry& r) {
 Registry default_registry() {
   Registry r;
   register_stages(r);
+  for (const MethodSpec& m : builtin_methods().all()) r.add_method(m);
   return r;
+}
+
+const MethodSpec& Registry::method(const MethodName& name) const {
+  try {
+    return methods_.at(name);
+  } catch (const ConfigError& e) {
+    throw ConfigError(std::string("recon.method: ") + e.what());
+  }
 }
 
 }  // namespace radstream

@@ -1,6 +1,6 @@
-// The stage registry: factories keyed by stage name and backend, and each stage's memory declaration. Built
-// explicitly (no static registration, no global state): default_registry() adds every stage, one line per
-// stage for its CPU and CUDA twins and its memory.
+// The stage registry: factories keyed by stage name and backend, each stage's memory declaration, and the
+// methods made of the stages. Built explicitly (no static registration, no global state): default_registry()
+// adds every stage, one line per stage for its CPU and CUDA twins and its memory, and the built-in methods.
 #pragma once
 #include <functional>
 #include <map>
@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "recon/methods.hpp"
 #include "recon/recon_params.hpp"
 #include "stage/stage.hpp"
 
@@ -33,9 +34,16 @@ class Registry {
   std::unique_ptr<Stage> create(const std::string& name, Backend backend, const ReconParams& p) const;
   std::vector<std::string> names(Backend backend) const;
 
+  // The methods (recon/methods.hpp) whose chains these stages make: `recon.method` names one of them.
+  void add_method(MethodSpec m) { methods_.add(std::move(m)); }  // replaces one of the same name
+  // Throws ConfigError naming the method and the known ones.
+  const MethodSpec& method(const MethodName& name) const;
+  const MethodTable& methods() const { return methods_; }
+
  private:
   std::map<std::pair<std::string, Backend>, StageFactory> factories_;
   std::map<std::string, StageBytes> bytes_;
+  MethodTable methods_;
 };
 
 // The CUDA twin's factory in a CUDA build, nothing otherwise (its symbols exist only in CUDA builds).
@@ -47,6 +55,7 @@ class Registry {
 
 // Every stage of the program, both backends (the CUDA twins in CUDA builds).
 void register_stages(Registry& r);
+// Every stage and every built-in method (default_methods()).
 Registry default_registry();
 
 }  // namespace radstream

@@ -165,7 +165,7 @@ bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t e
   if (solver.present) {
     out.iterations = solver.iterations;
     out.residual = solver.residual;
-    const double deadline = builtin_methods().at(recon_.method).deadline(recon_);
+    const double deadline = registry_.method(recon_.method).deadline(recon_);
     metrics_.add_solver(solver.iterations, solver.residual, solver.ms, deadline);
     if (solver.stopped_early) ++metrics_.deadline_stops;
     metrics_.deadline_reserve_ms = solver.deadline_reserve_ms;

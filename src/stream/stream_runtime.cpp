@@ -1,4 +1,5 @@
 #include "stream/stream_runtime.hpp"
+#include "recon/registry.hpp"
 
 #include "recon/memory_budget.hpp"
 
@@ -30,6 +31,7 @@ StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry, con
     : cfg_(cfg), registry_(registry), zctx_(1) {
   cfg_.recon.keep_phase = cfg_.wants_phase();
   cfg_.validate();
+  registry_.method(cfg_.recon.method);  // a method the registry lacks is said now, before any stream comes
   const BackendDecision b = resolve_backend(cfg_.recon.backend);
   log::info("run: backend {} ({})", to_string(b.backend), b.reason);
   if (!cfg_.sinks.record.empty()) {
@@ -67,8 +69,8 @@ StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry, con
     log::debug("run: memory budget per stream header: {}; for all streams: {}", per_stream_limit_.source,
                memory_->limit().source);
     intake_->set_memory_check([this, cuda](const StreamHeader& h) {
-      const MemoryNeed need = memory_need(h, cfg_.recon, cfg_.frames.max_window, cfg_.stream.ring_margin,
-                                          cfg_.stream.slices, cuda);
+      const MemoryNeed need = memory_need(registry_, h, cfg_.recon, cfg_.frames.max_window,
+                                          cfg_.stream.ring_margin, cfg_.stream.slices, cuda);
       log::debug("run: a stream of matrix {}, {} samples x {} coils needs at most {}", h.matrix, h.samples,
                  h.coils, need.describe());
       if (std::string why = over_budget(need, per_stream_limit_); !why.empty()) return why;
@@ -274,7 +276,7 @@ SessionSettings resolved(SessionSettings s) {
 std::string StreamRuntime::reserve_memory(const SessionSettings& settings, const StreamHeader& h,
                                           MemoryAccount::Hold& hold) const {
   const SessionSettings s = resolved(settings);
-  const MemoryNeed need = memory_need(h, s.recon, s.frames.max_window, cfg_.stream.ring_margin,
+  const MemoryNeed need = memory_need(registry_, h, s.recon, s.frames.max_window, cfg_.stream.ring_margin,
                                       cfg_.stream.slices, s.backend == Backend::Cuda);
   if (std::string why = over_budget(need, per_stream_limit_); !why.empty()) return why;
   return memory_->reserve(hold, need);

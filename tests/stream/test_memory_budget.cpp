@@ -12,6 +12,7 @@
 
 #include "io/mrd_file.hpp"
 #include "recon/memory_budget.hpp"
+#include "recon/registry.hpp"
 #include "sim/simulator.hpp"
 #include "stream/stream_test_util.hpp"
 #include "test_util.hpp"
@@ -57,7 +58,8 @@ TEST(MemoryBudget, TheEstimateBoundsWhatEachMethodReallyTakes) {
   for (const char* method : {"gridding", "fbp", "cg-sense", "nlinv"}) {
     ReconParams r;
     r.method = kReconMethods.parse(method);
-    const MemoryNeed need = memory_need(sim.header(), r, 1024, 1024, 1, false);  // the run's max_window
+    const MemoryNeed need =
+        memory_need(default_registry(), sim.header(), r, 1024, 1024, 1, false);  // the run's max_window
     const long peak = peak_kib(method, 256, 16, 26252);
     ASSERT_GT(peak, 0) << method;
     const double measured = double(peak - base) * 1024;

@@ -28,6 +28,7 @@
 #include "stream/stream_runtime.hpp"
 #include "stream/stream_test_util.hpp"
 #include "test_util.hpp"
+#include "tests/stages/temporal_mean/example_method.hpp"
 
 using namespace radstream;
 using namespace radstream::streamtest;
@@ -56,8 +57,8 @@ Replies whole_session(int port, const std::string& config, const StreamHeader& h
 // The offline chain over the windows [end - W, end), end = W, W + S, ..., in order (its warm starts and
 // state as the stream's): the magnitudes.
 std::vector<std::vector<float>> offline_frames(const ReconParams& r, const StreamHeader& h,
-                                               const std::vector<Spoke>& spokes, int W, int S) {
-  const Registry reg = default_registry();
+                                               const std::vector<Spoke>& spokes, int W, int S,
+                                               const Registry& reg = default_registry()) {
   ReconChain chain(r, Backend::Cpu, reg);
   chain.configure(h.geometry(W));
   std::vector<std::vector<float>> out;
@@ -135,6 +136,40 @@ TEST(MrdSessions, AnUnpacedClientGetsEveryFrameOfItsMethod) {
       EXPECT_EQ(r.images[k].meta("FrameNumber"), double(k + 1));
     }
   }
+}
+
+// A scanner names, as its config, a method that the server's registry adds (the tests' example method): the
+// server offers it with the built-in ones, and the session runs it: every frame back, equal to the example's
+// offline chain, while the server's own method stays gridding.
+TEST(MrdSessions, AClientNamesAMethodTheServersRegistryAdds) {
+  const Simulator sim(mrd_sim());
+  const auto spokes = sim.spokes(0, 128);
+  Registry reg = default_registry();
+  test::add_example_method(reg);
+  RunConfig cfg = mrd_config(26416, MrdPixels::Float);
+  StreamRuntime p(cfg, reg, make_protocol_servers);
+  p.start();
+  const int port = port_of(p.endpoint_of("mrd"));
+  RawClient c(port);  // an unknown name: the answer lists the methods the server has
+  c.config_name("nonsense");
+  c.text(3, stream_header_to_xml(sim.header()));
+  ASSERT_TRUE(c.flush());
+  const Replies refused = c.read_until_close();
+  const Replies r = whole_session(port, test::kExampleMethod, sim.header(), spokes);
+  p.stop();
+  EXPECT_NE(texts_of(refused).find("gridding-averaged"), std::string::npos) << texts_of(refused);
+  ReconParams example = cfg.recon;
+  example.method = MethodName(test::kExampleMethod);
+  const auto want = offline_frames(example, sim.header(), spokes, 32, 16, reg);
+  const auto gridding = offline_frames(cfg.recon, sim.header(), spokes, 32, 16);
+  ASSERT_EQ(want.size(), 7u);
+  EXPECT_EQ(r.images.size(), 7u) << texts_of(r);
+  const double e = worst_error(r, want), other = worst_error(r, gridding);
+  std::printf("the example method over MRD: %zu of 7 frames, worst error %.2g (against gridding's %.2g)\n",
+              r.images.size(), e, other);
+  EXPECT_LE(e, 1e-5);
+  EXPECT_GT(other, 0.1);  // not the server's own method
+  EXPECT_NE(texts_of(r).find("gridding-averaged"), std::string::npos) << texts_of(r);  // the DBG line
 }
 
 // Four clients at once, each with its own config and data (gridding, fbp, a YAML text with its own window,
@@ -439,7 +474,7 @@ TEST(MrdSessions, AllSessionsTogetherHoldNoMoreThanTheTotalMemoryLimit) {
   const Simulator sim(mrd_sim());
   const auto spokes = sim.spokes(0, 48);
   const MemoryNeed one =
-      memory_need(sim.header(), cfg.recon, std::max(cfg.frames.max_window, cfg.frames.window),
+      memory_need(reg, sim.header(), cfg.recon, std::max(cfg.frames.max_window, cfg.frames.window),
                   cfg.stream.ring_margin, cfg.stream.slices, false);
   cfg.stream.memory_limit_total = fmt::format("{}K", int(1.5 * one.host_bytes / 1024));
   StreamRuntime p(cfg, reg, make_protocol_servers);

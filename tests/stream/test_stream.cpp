@@ -22,6 +22,7 @@
 #include "stream/stream_runtime.hpp"
 #include "stream/stream_test_util.hpp"
 #include "test_util.hpp"
+#include "tests/stages/temporal_mean/example_method.hpp"
 #include "wire/sender.hpp"
 #include "wire/wire.hpp"
 
@@ -113,6 +114,49 @@ TEST(Stream, EndToEndOverTcpEqualsOfflineRecon) {
     const double e = rel_error(f.image, std::vector<cfloat>(img.data, img.data + img.size()));
     std::printf("frame %llu (spokes %llu..%llu): streamed vs offline %.3g\n", (unsigned long long)f.number,
                 (unsigned long long)f.first_spoke, (unsigned long long)f.last_spoke, e);
+    EXPECT_LE(e, 1e-6);
+  }
+}
+
+// A stream runs a method that its runtime's registry adds (the tests' example method, chosen by name in the
+// run's config): every frame is the example's chain's (the gridding image averaged with the earlier frames'),
+// equal to the same chain made offline from the same registry; a runtime whose registry lacks the method
+// refuses the config when it is made, naming the method.
+TEST(Stream, AMethodTheRegistryAddsRunsByItsName) {
+  RunConfig cfg = config(26109);
+  cfg.frames.skip_when_behind = false;  // every frame made: the averaged images depend on all before them
+  cfg.recon = ReconParams::from_config(
+      YAML::Load("{method: gridding-averaged, backend: cpu, threads: 1, fftw_planner: estimate}"));
+  Registry reg = default_registry();
+  test::add_example_method(reg);
+  try {
+    StreamRuntime without(cfg, default_registry(), make_protocol_servers);
+    ADD_FAILURE();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("no reconstruction method 'gridding-averaged'"), std::string::npos)
+        << e.what();
+  }
+  StreamRuntime p(cfg, reg, make_protocol_servers);
+  Collector got;
+  got.attach(p);
+  p.start();
+  const Simulator sim(small_sim());
+  const auto spokes = sim.spokes(0, 96);
+  send_paced(cfg.stream.endpoint, sim, spokes, 12);
+  ASSERT_TRUE(eventually([&] { return p.metrics().frames + p.metrics().frames_skipped >= 5; }));
+  p.stop();
+  EXPECT_EQ(p.metrics().frames_failed.load(), 0u);
+  const auto frames = got.get();
+  ASSERT_GE(frames.size(), 3u);
+  ReconChain offline(cfg.recon, Backend::Cpu, reg);
+  offline.configure(sim.header().geometry(32));
+  for (std::size_t k = 0; k < frames.size(); ++k) {  // in order, none skipped: the offline state follows
+    const FrameResult& f = frames[k];
+    ASSERT_EQ(f.first_spoke, 16 * k);
+    const Frame ref = frame_from_spokes(sim.header(), std::span(spokes).subspan(f.first_spoke, 32));
+    const auto img = offline.reconstruct(ref);
+    const double e = rel_error(f.image, std::vector<cfloat>(img.data, img.data + img.size()));
+    std::printf("example method, frame %llu: streamed vs offline %.3g\n", (unsigned long long)f.number, e);
     EXPECT_LE(e, 1e-6);
   }
 }

@@ -4,6 +4,7 @@
 // tests/stages/temporal_mean behind the gridding chain) runs, is budgeted and lists its keys with no edit to
 // the library: its stage's registry line and its one declaration.
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
@@ -18,7 +19,7 @@
 #include "recon_test_params.hpp"
 #include "sim/simulator.hpp"
 #include "test_util.hpp"
-#include "tests/stages/temporal_mean/temporal_mean.hpp"
+#include "tests/stages/temporal_mean/example_method.hpp"
 
 using namespace radstream;
 
@@ -32,7 +33,7 @@ double formula_bytes(const StageSizes& z, const ReconParams& r) {
   const double frame = w * s * (c * k + 3 * 4), img = n * n * k;
   const double g = std::ceil(r.gridding.oversampling * n), grid = g * g * c * k, head = n * g * c * k;
   double need = 2 * frame + 8 * img;
-  switch (r.method) {
+  switch (kReconMethods.parse(r.method.str())) {
     case ReconMethod::Gridding:
       need += 2 * grid + 2 * img * c;
       break;
@@ -83,7 +84,9 @@ TEST(Methods, EveryMethodDeclaresItselfAndTheBudgetSumsItsStages) {
     for (const Backend b : {Backend::Cpu, Backend::Cuda}) {
       if (m.recipe)
         for (const RecipeStep& step : m.recipe(p, b).steps) {
-          if (b == Backend::Cpu) EXPECT_TRUE(reg.has(step.stage, b)) << m.name << ": " << step.stage;
+          if (b == Backend::Cpu) {
+            EXPECT_TRUE(reg.has(step.stage, b)) << m.name << ": " << step.stage;
+          }
           EXPECT_NO_THROW(reg.bytes(step.stage, sizes(64, 4, 128, 32), p)) << m.name << ": " << step.stage;
         }
       for (const StageSizes& z : {sizes(256, 32, 512, 13), sizes(192, 8, 384, 128), sizes(64, 3, 130, 400)}) {
@@ -119,29 +122,15 @@ TEST(Methods, EveryMethodDeclaresItselfAndTheBudgetSumsItsStages) {
   }
 }
 
-// The example method: the gridding chain with the example stage behind it (each frame averaged with the
-// earlier ones, out = in / 2 + state / 2), declared here with its stage's registry line (the stage's memory:
-// its state, one image) and one method declaration. It runs through the chain, the budget counts its stage,
-// and its keys are the gridding chain's.
+// The example method (tests/stages/temporal_mean/example_method.hpp): the gridding chain with the example
+// stage behind it (each frame averaged with the earlier ones, out = in / 2 + state / 2), added to a registry
+// with its stage's registry line (the stage's memory: its state, one image) and one method declaration. It
+// runs through the chain, the budget counts its stage, and its keys are the gridding chain's.
 TEST(Methods, AnExampleMethodIsItsStageAndOneDeclaration) {
   Registry reg = default_registry();
-  reg.add_twins(
-      "temporal_mean", [](const ReconParams&) { return make_temporal_mean_cpu(0.5f); },
-      RADSTREAM_CUDA_TWIN([](const ReconParams&) { return make_temporal_mean_cuda(0.5f); }),
-      [](const StageSizes& s, const ReconParams&) { return s.image(); });
-  MethodTable methods = default_methods();
-  const MethodSpec& gridding = methods.at(ReconMethod::Gridding);
-  MethodSpec example;
-  example.name = "gridding-averaged";
-  example.keys = gridding.keys;
-  example.recipe = [](const ReconParams& p, Backend b) {
-    Recipe r = gridding_recipe(p, b);
-    r.name = "gridding-averaged";
-    r.steps.push_back({"temporal_mean", "averaged"});
-    return r;
-  };
-  methods.add(example);
-  const MethodSpec& m = methods.at("gridding-averaged");
+  test::add_example_method(reg);
+  const MethodSpec& gridding = reg.method(ReconMethod::Gridding);
+  const MethodSpec& m = reg.method(MethodName(test::kExampleMethod));
 
   SimParams sp;
   sp.matrix = 32;
@@ -174,12 +163,73 @@ TEST(Methods, AnExampleMethodIsItsStageAndOneDeclaration) {
   MethodSpec undeclared;
   undeclared.name = "undeclared-method";
   undeclared.recipe = [](const ReconParams&, Backend) { return Recipe{"u", {{"undeclared", "image"}}}; };
-  methods.add(undeclared);
+  reg.add_method(undeclared);
   try {
-    method_bytes(reg, methods.at("undeclared-method"), z, p, Backend::Cpu);
+    method_bytes(reg, reg.method(MethodName("undeclared-method")), z, p, Backend::Cpu);
     ADD_FAILURE();
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("stage 'undeclared' declares no memory"), std::string::npos)
+        << e.what();
+  }
+}
+
+// A config names the example method as it names a built-in one (`recon.method: gridding-averaged`): the chain
+// takes its recipe from the registry it is made with, the memory budget counts the example stage, and a name
+// the registry lacks is refused where the chain is made, with the methods it knows; a name that cannot be a
+// method's is refused as the config is read.
+TEST(Methods, AMethodARegistryAddsIsChosenByItsNameInAConfig) {
+  Registry reg = default_registry();
+  test::add_example_method(reg);
+  const ReconParams p =
+      ReconParams::from_config(YAML::Load("{method: gridding-averaged, backend: cpu, threads: 1}"));
+  EXPECT_EQ(to_string(p.method), "gridding-averaged");
+  ReconParams plain_params = p;
+  plain_params.method = ReconMethod::Gridding;
+
+  SimParams sp;
+  sp.matrix = 32;
+  sp.coils = 2;
+  const Simulator sim(sp);
+  const Frame f = frame_from_spokes(sim.header(), sim.spokes(0, 48));
+  ReconChain chain(p, Backend::Cpu, reg);
+  ReconChain plain(plain_params, Backend::Cpu, reg);
+  EXPECT_EQ(chain.recipe().name, "gridding-averaged");
+  ASSERT_EQ(chain.recipe().steps.size(), plain.recipe().steps.size() + 1);
+  EXPECT_EQ(chain.recipe().steps.back().stage, "temporal_mean");
+  chain.configure(f.geometry);
+  plain.configure(f.geometry);
+  const auto img = plain.reconstruct(f);
+  const auto got = chain.reconstruct(f);  // the first frame: half the image (the state starts at zero)
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < img.size(); ++i) {
+    num += std::norm(std::complex<double>(got.data[i]) - 0.5 * std::complex<double>(img.data[i]));
+    den += std::norm(0.5 * std::complex<double>(img.data[i]));
+  }
+  EXPECT_LE(std::sqrt(num / den), 1e-6);
+
+  const MemoryNeed need = memory_need(reg, sim.header(), p, 48, 0, 1, false),
+                   plain_need = memory_need(reg, sim.header(), plain_params, 48, 0, 1, false);
+  EXPECT_DOUBLE_EQ(need.recon_bytes - plain_need.recon_bytes, 1.25 * sizes(32, 2, 0, 0).image());
+
+  const ReconParams typo = ReconParams::from_config(YAML::Load("{method: gridding-averagd}"));
+  try {
+    ReconChain bad(typo, Backend::Cpu, reg);
+    ADD_FAILURE();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("recon.method: no reconstruction method 'gridding-averagd' (known: "
+                                         "gridding, fbp, cg-sense, fhd, cg-exact, nlinv, gridding-averaged)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(ReconChain(p, Backend::Cpu, default_registry()), ConfigError);  // not a built-in method
+  try {
+    ReconParams::from_config(YAML::Load("{method: 'Gridding Averaged'}"));
+    ADD_FAILURE();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("recon.method: reconstruction method 'Gridding Averaged' is not one "
+                                         "of gridding, fbp, cg-sense, fhd, cg-exact, nlinv (nor a registered "
+                                         "method's name"),
+              std::string::npos)
         << e.what();
   }
 }

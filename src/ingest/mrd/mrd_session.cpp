@@ -19,6 +19,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "io/mrd_file.hpp"
+#include "recon/registry.hpp"
 #include "stream/run_config.hpp"
 #include "stream/stream_runtime.hpp"
 #include "wire/endpoint.hpp"
@@ -361,8 +362,8 @@ void MrdSession::count_setting(const char* what, int count, int limit) {
 
 std::string MrdSession::offered_configs() const {
   std::string out;
-  for (const auto& e : kReconMethods.items)
-    if (!e.offline) out += std::string(out.empty() ? "" : ", ") + e.name;
+  for (const MethodSpec& m : rt_.registry().methods().all())  // the server's methods that stream
+    if (m.live) out += std::string(out.empty() ? "" : ", ") + m.name;
   namespace fs = std::filesystem;
   std::vector<std::string> files;
   std::error_code ec;
@@ -401,12 +402,11 @@ void MrdSession::select_config(const std::string& raw, const std::string& how) {
           fmt::format("the config text is not a radstream session configuration: {}", e.what()));
     }
   }
-  try {
-    settings_.recon.method = parse_recon_method(name);
+  if (rt_.registry().methods().find(name)) {  // a method's name (an offline one is refused with the header)
+    settings_.recon.method = MethodName(name);
     config_name_ = name;
     unknown_config_.clear();
     return;
-  } catch (const ConfigError&) {
   }
   const bool plain = name.find('/') == std::string::npos && name.find("..") == std::string::npos;
   const std::string stem =
@@ -496,6 +496,7 @@ void MrdSession::on_header(const std::string& xml, SocketSource& src) {
   }
   try {  // the session's own settings, checked before it takes a place (e.g. complex images from gridding)
     settings_.recon.validate();
+    rt_.registry().method(settings_.recon.method);  // a config text may name a method the server lacks
     settings_.frames.validate();
   } catch (const ConfigError& e) {
     refuse(fmt::format("config {}: {}", config_name_, e.what()));
