@@ -129,6 +129,9 @@ void Graph::abort_capture(StreamRef) noexcept {}
 Graph Graph::end_capture(StreamRef) {
   no_cuda("Graph::end_capture");
 }
+void Graph::end_capture_update(StreamRef) {
+  no_cuda("Graph::end_capture_update");
+}
 void Graph::launch(StreamRef) const {
   no_cuda("Graph::launch");
 }

@@ -90,6 +90,23 @@ Graph Graph::end_capture(StreamRef stream) {
   CUDA_CHECK(e);
   return g;
 }
+void Graph::end_capture_update(StreamRef stream) {
+  cudaGraph_t graph = nullptr;
+  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  if (g_) {
+    cudaGraphExecUpdateResultInfo info{};
+    if (cudaGraphExecUpdate(g_, graph, &info) == cudaSuccess) {
+      cudaGraphDestroy(graph);
+      return;
+    }
+    cudaGetLastError();  // the update was refused (another shape): instantiate anew
+    reset();
+  }
+  const cudaError_t e = cudaGraphInstantiate(&g_, graph, 0);
+  cudaGraphDestroy(graph);
+  CUDA_CHECK(e);
+}
+
 Graph Graph::instantiate(cudaGraph_t graph) {
   Graph g;
   CUDA_CHECK(cudaGraphInstantiate(&g.g_, graph, 0));

@@ -61,6 +61,10 @@ class Graph {
   static void begin_capture(StreamRef stream);
   static void abort_capture(StreamRef stream) noexcept;  // after a failure between begin and end
   static Graph end_capture(StreamRef stream);
+  // Ends a capture begun on `stream` and makes it this graph: the instantiated graph updated in place when
+  // the new capture has its shape and only kernel arguments changed (cudaGraphExecUpdate, a fraction of a
+  // millisecond), else instantiated anew (many milliseconds for a solver's graph).
+  void end_capture_update(StreamRef stream);
   // An instantiated copy of a graph built another way (gpu/loop_graph.hpp); the graph stays the caller's.
   static Graph instantiate(CUgraph_st* graph);
   void launch(StreamRef stream) const;

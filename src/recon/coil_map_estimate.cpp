@@ -104,18 +104,22 @@ HostBuffer<cfloat> walsh(const HostBuffer<cfloat>& img, int L, int coils, const 
 
 }  // namespace
 
-CoilMapBand coil_map_band(View<const cfloat> data, View<const float> traj, int N, const CoilMapEstimate& p) {
-  if (data.ext.rank != 3 || traj.size() != 2 * data.ext[1] * data.ext[2])
-    throw InputError(fmt::format("coil map estimate: data {} and trajectory of {} values do not match",
-                                 data.ext.str(), traj.size()));
+double coil_map_band_radius(int N, const CoilMapEstimate& p) {
   const int L = std::min(N, std::max(8, p.matrix - p.matrix % 2));
   // What the estimate reads: Walsh's low-resolution matrix and the refinement's, or ESPIRiT's band of
   // |k| < calibration samples (recon/espirit.cpp).
   const int B = p.method == CoilMapMethod::Espirit
                     ? std::min(N, 2 * p.espirit.calibration)
                     : std::max(L, p.refine.matrix > 0 ? std::min(N, p.refine.matrix) : 0);
+  return 0.5 * B / N;
+}
+
+CoilMapBand coil_map_band(View<const cfloat> data, View<const float> traj, int N, const CoilMapEstimate& p) {
+  if (data.ext.rank != 3 || traj.size() != 2 * data.ext[1] * data.ext[2])
+    throw InputError(fmt::format("coil map estimate: data {} and trajectory of {} values do not match",
+                                 data.ext.str(), traj.size()));
   const std::size_t n = data.ext[1] * data.ext[2], coils = data.ext[0];
-  const double band = 0.5 * B / N;
+  const double band = coil_map_band_radius(N, p);
   std::vector<std::size_t> keep;
   for (std::size_t j = 0; j < n; ++j)
     if (std::hypot(traj.data[2 * j], traj.data[2 * j + 1]) < band) keep.push_back(j);

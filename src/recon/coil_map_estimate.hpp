@@ -47,6 +47,8 @@ struct CoilMapBand {
 };
 CoilMapBand coil_map_band(View<const cfloat> data, View<const float> traj, int matrix,
                           const CoilMapEstimate& p = {});
+// The band's radius |k| (cycles per pixel of the N x N matrix) below which coil_map_band keeps a sample.
+double coil_map_band_radius(int matrix, const CoilMapEstimate& p = {});
 
 // data [coils][spokes][samples], traj [spokes][samples][2] (cycles per pixel of the N x N matrix), both on
 // the host. Returns [coils][N][N]. Throws InputError for mismatched extents.

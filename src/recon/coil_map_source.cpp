@@ -31,6 +31,11 @@ bool CoilMapSource::wants_frame(const ReconChain& chain) const {
          (!pending_.valid() && (refine_due_ || (frames_ + 1) % std::uint64_t(every_) == 0));
 }
 
+double CoilMapSource::refresh_band(const ReconChain& chain) const {
+  if (!chain.has_coil_maps() || !wants_frame(chain)) return 0;
+  return coil_map_band_radius(chain.geometry().matrix, estimate_settings(chain));
+}
+
 CoilMapEstimate CoilMapSource::estimate_settings(const ReconChain& chain) const {
   CoilMapEstimate est;
   est.method = method_;
@@ -47,7 +52,7 @@ HostBuffer<cfloat> CoilMapSource::estimate_now(const ReconChain& chain, const Fr
   return estimate_coil_maps(frame.data.view(), frame.traj.view(), chain.geometry().matrix, first);
 }
 
-bool CoilMapSource::update(ReconChain& chain, const Frame* frame) {
+bool CoilMapSource::update(ReconChain& chain, const Frame* frame, CoilMapBand* given) {
   if (!chain.needs_coil_maps()) return false;
   const bool want = wants_frame(chain);
   ++frames_;
@@ -59,7 +64,8 @@ bool CoilMapSource::update(ReconChain& chain, const Frame* frame) {
     log::info("coil maps: {} ({} coils, {}^2)", path_, g.coils, g.matrix);
     return true;
   }
-  if (want && !frame) throw InputError("coil maps: an estimate is due but no frame was given");
+  if (want && !frame && !(given && chain.has_coil_maps()))
+    throw InputError("coil maps: an estimate is due but no frame was given");
   CoilMapEstimate est = estimate_settings(chain);
   if (!chain.has_coil_maps()) {  // the first frame waits for its maps
     const HostBuffer<cfloat> maps = estimate_now(chain, *frame);
@@ -95,8 +101,8 @@ bool CoilMapSource::update(ReconChain& chain, const Frame* frame) {
     est.threads = 2;  // in the background: leave the other cores to ingest and the reconstruction
     // The helper works on its own copy of the frame's low-resolution band; an exception travels through the
     // future and is reported when collected.
-    auto band =
-        std::make_shared<CoilMapBand>(coil_map_band(frame->data.view(), frame->traj.view(), g.matrix, est));
+    auto band = std::make_shared<CoilMapBand>(
+        given ? std::move(*given) : coil_map_band(frame->data.view(), frame->traj.view(), g.matrix, est));
     pending_ = std::async(std::launch::async, [band, N = g.matrix, est] {
       return estimate_coil_maps(band->data.view(), band->traj.view(), N, est);
     });

@@ -2,7 +2,8 @@
 // a file (recon.sens, BART [N N 1 coils]), read once; or estimates from the frames themselves
 // (recon/coil_map_estimate.hpp): the first frame's synchronously (usable maps within one window of the
 // start), then every maps_every frames on a helper thread, off the frame's critical path, handed to the chain
-// with a new version when ready. A failed estimate is logged and the previous maps stay.
+// with a new version when ready. A failed estimate is logged and the previous maps stay. A GPU stream hands a
+// refresh only the band of samples it reads (SpokeRing::copy_window_band), not its whole window.
 #pragma once
 #include <cstdint>
 #include <future>
@@ -27,10 +28,14 @@ class CoilMapSource {
   // True when the next update() needs the frame's data on the host (the first estimate or a due refresh);
   // a GPU stream copies its window to the host only then.
   bool wants_frame(const ReconChain& chain) const;
+  // When a refresh is due (the chain has maps, none is in flight): the band's radius (coil_map_band_radius)
+  // whose samples update() may take instead of the frame; 0 otherwise.
+  double refresh_band(const ReconChain& chain) const;
   // Call once per frame before chain.reconstruct(): gives the chain maps when it reads them and new ones are
   // due or ready; returns true when it did. frame may be null when wants_frame() was false. Throws IoError /
   // InputError when the file does not fit the chain's geometry.
-  bool update(ReconChain& chain, const Frame* frame);
+  // band: a due refresh's samples (refresh_band()), in place of the frame.
+  bool update(ReconChain& chain, const Frame* frame, CoilMapBand* band = nullptr);
   bool update(ReconChain& chain, const Frame& frame) { return update(chain, &frame); }
   // This frame's maps estimated now on the caller's thread, whatever the chain holds (the first frame's; each
   // partition of a volume its own), [coils][N][N] for the chain's geometry.

@@ -257,11 +257,12 @@ View<const cfloat> ReconChain::finite_or_throw(View<const cfloat> image) {
 }
 
 View<const cfloat> ReconChain::reconstruct_device(
-    const std::function<bool(cfloat*, float*, gpu::StreamRef)>& fill, const Frame* host_frame) {
+    const std::function<bool(cfloat*, float*, gpu::StreamRef)>& fill, const Frame* host_frame,
+    CoilMapBand* band) {
   if (!configured_) throw InputError("reconstruct: the chain is not configured");
   if (ctx_.backend != Backend::Cuda)
     throw InputError("reconstruct_device: the chain is not on the CUDA backend");
-  provide_maps(host_frame);
+  provide_maps(host_frame, band);
   if (!fill(d_input_.data(), d_traj_.data(), ctx_.stream)) return {};
   return finite_or_throw(run_cuda());
 }
@@ -354,7 +355,7 @@ View<const cfloat> ReconChain::run_cuda() {
   const FrameContext fc = context(d_traj_.view());
   const View<const cfloat> in = d_input_.view();
   if (graph_allowed()) {
-    if (graph_.empty()) {
+    if (graph_.empty() || graph_args_ == GraphArgs::Changed) {
       gpu::Graph::begin_capture(ctx_.stream);
       try {
         enqueue_stages(fc, in);
@@ -362,7 +363,8 @@ View<const cfloat> ReconChain::run_cuda() {
         gpu::Graph::abort_capture(ctx_.stream);
         throw;
       }
-      graph_ = gpu::Graph::end_capture(ctx_.stream);
+      graph_.end_capture_update(ctx_.stream);  // new maps' lambda: the same graph, updated in place
+      graph_args_ = GraphArgs::Current;
     }
     graph_.launch(ctx_.stream);
   } else {
@@ -407,8 +409,12 @@ bool ReconChain::wants_host_frame() const {
   return maps_source_ && !maps_given_ && maps_source_->wants_frame(*this);
 }
 
-void ReconChain::provide_maps(const Frame* frame) {
-  if (maps_source_ && !maps_given_) maps_source_->update(*this, frame);
+double ReconChain::map_refresh_band() const {
+  return maps_source_ && !maps_given_ ? maps_source_->refresh_band(*this) : 0.0;
+}
+
+void ReconChain::provide_maps(const Frame* frame, CoilMapBand* band) {
+  if (maps_source_ && !maps_given_) maps_source_->update(*this, frame, band);
 }
 
 void ReconChain::fix_coil_maps(const Frame& frame) {
@@ -444,7 +450,9 @@ void ReconChain::install_maps(View<const cfloat> maps) {
   if (!(peak > 0) || !std::isfinite(peak))
     throw InputError("coil maps: all zero or not finite (sum_c |S_c|^2 peaks at " + std::to_string(peak) +
                      ")");
-  if (peak != maps_peak_) graph_.reset();  // a solver's lambda scales with it and is part of a captured graph
+  // A solver's lambda scales with the peak and is a kernel argument of the captured graph: captured again and
+  // updated in place before the next frame (cudaGraphExecUpdate), not instantiated anew.
+  if (peak != maps_peak_) graph_args_ = GraphArgs::Changed;
   maps_peak_ = peak;
   ++maps_version_;
 }

@@ -19,6 +19,7 @@
 namespace radstream {
 
 class CoilMapSource;
+struct CoilMapBand;
 
 struct StageTiming {
   std::string stage;
@@ -50,12 +51,16 @@ class ReconChain {
   // CUDA backend: the caller enqueues the frame's input itself, fill(d_data [coils][spokes][samples], d_traj
   // [spokes][samples][2], stream) (e.g. gathered from spokes already on the GPU), then the chain runs as in
   // reconstruct(). host_frame: the same frame on the host, needed only when wants_host_frame() (a coil-map
-  // estimate is due); may be null otherwise. Returns an empty view when fill returns false.
+  // estimate is due); may be null otherwise, and for a due refresh when `band` holds its samples
+  // (map_refresh_band()). Returns an empty view when fill returns false.
   View<const cfloat> reconstruct_device(const std::function<bool(cfloat*, float*, gpu::StreamRef)>& fill,
-                                        const Frame* host_frame = nullptr);
+                                        const Frame* host_frame = nullptr, CoilMapBand* band = nullptr);
   // True when the next frame's coil-map update needs the frame's data on the host (the first estimate or a
   // due refresh): a GPU stream copies its window to the host only then.
   bool wants_host_frame() const;
+  // When the next frame's update is a refresh: the radius of the band of samples it reads (a GPU stream
+  // copies only those: SpokeRing::copy_window_band), else 0.
+  double map_refresh_band() const;
   // Live streams: the first coil-map estimate is the fast local one (usable within the first window), the
   // refined one follows on a helper thread. Offline (the default): refined from the start.
   void set_live_maps(bool live);
@@ -149,7 +154,7 @@ class ReconChain {
   void allocate_state();
   std::unique_ptr<CoilMapSource> maps_source_;
   bool reads_maps_ = false, maps_given_ = false, live_maps_ = false;
-  void provide_maps(const Frame* frame);
+  void provide_maps(const Frame* frame, CoilMapBand* band = nullptr);
   // The image when every value is finite; else the stages' state is zeroed (a warm start from it would carry
   // the NaNs into every later frame) and NumericError names the count and the method.
   View<const cfloat> finite_or_throw(View<const cfloat> image);
@@ -167,6 +172,9 @@ class ReconChain {
   Geometry g_;
   bool configured_ = false;
   gpu::Graph graph_;  // the stages captured on the first frame (CUDA backend, cuda_graph: true)
+  // Changed: a kernel argument baked into graph_ (a solver's lambda, from new coil maps) is out of date.
+  enum class GraphArgs { Current, Changed };
+  GraphArgs graph_args_ = GraphArgs::Current;
 
   void enqueue_stages(const FrameContext& frame, View<const cfloat> in);
   FrameContext context(View<const float> traj);

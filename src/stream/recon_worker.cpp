@@ -104,9 +104,13 @@ bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t e
   View<const cfloat> img;
   SpokeRing::WindowTimes times;
   if (chain.backend() == Backend::Cuda && ring.on_device()) {
-    // A coil-map estimate due (cg-sense, sense combination) needs the window on the host as well.
-    const bool want = chain.wants_host_frame();
+    // A coil-map estimate due (cg-sense, sense combination) needs the window on the host as well: the whole
+    // window for the first, the band of samples it reads for a refresh.
+    const double band_radius = chain.map_refresh_band();
+    const bool want = band_radius <= 0 && chain.wants_host_frame();
     if (want && !ring.copy_window(end, host_frame, times)) return false;
+    CoilMapBand band;
+    if (band_radius > 0 && !ring.copy_window_band(end, W, band_radius, band)) return false;
     struct Held {  // the window's spokes stay held until the chain has synchronized (or thrown)
       SpokeRing& ring;
       bool on = false;
@@ -118,7 +122,7 @@ bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t e
         [&](cfloat* d_data, float* d_traj, gpu::StreamRef stream) {
           return held.on = ring.gather_window(end, W, d_data, d_traj, stream, times);
         },
-        want ? &host_frame : nullptr);
+        want ? &host_frame : nullptr, band_radius > 0 ? &band : nullptr);
     if (!img.data) return false;
   } else {
     if (!ring.copy_window(end, host_frame, times)) return false;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <optional>
 
@@ -187,6 +188,34 @@ bool SpokeRing::copy_window(std::uint64_t end, Frame& frame, WindowTimes& times)
     frame.spoke_index[s] = in.head.spoke_index;
     frame.last_acquired_ns = std::max(frame.last_acquired_ns, in.head.acquired_ns);
     frame.last_arrival_ns = std::max(frame.last_arrival_ns, in.arrival_ns);
+  }
+  release_window();
+  return true;
+}
+
+bool SpokeRing::copy_window_band(std::uint64_t end, int W, double radius, CoilMapBand& band) {
+  {
+    std::lock_guard lock(m_);
+    if (!window_ok(end, W)) return false;
+    hold(end - W);
+  }
+  const std::size_t S = samples_;
+  const auto slot_of = [&](int s) { return (end - W + std::uint64_t(s)) % std::uint64_t(capacity_); };
+  std::vector<std::uint32_t> kept;  // s * S + i of each sample inside the band, in the window's order
+  for (int s = 0; s < W; ++s) {
+    const float* t = traj_.data() + slot_of(s) * S * 2;
+    for (std::size_t i = 0; i < S; ++i)
+      if (std::hypot(t[2 * i], t[2 * i + 1]) < radius) kept.push_back(std::uint32_t(std::size_t(s) * S + i));
+  }
+  const std::size_t n = std::max<std::size_t>(kept.size(), 1);
+  band.data = HostBuffer<cfloat>(Extents{std::size_t(coils_), 1, n});
+  band.traj = HostBuffer<float>(Extents{n, 2});
+  for (std::size_t q = 0; q < kept.size(); ++q) {
+    const std::size_t s = kept[q] / S, i = kept[q] % S, slot = slot_of(int(s));
+    band.traj[2 * q] = traj_.data()[(slot * S + i) * 2];
+    band.traj[2 * q + 1] = traj_.data()[(slot * S + i) * 2 + 1];
+    for (int c = 0; c < coils_; ++c)
+      band.data[std::size_t(c) * kept.size() + q] = data_.data()[(slot * coils_ + c) * S + i];
   }
   release_window();
   return true;

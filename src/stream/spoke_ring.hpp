@@ -22,6 +22,7 @@
 #include "core/spoke.hpp"
 #include "gpu/device_memory.hpp"
 #include "gpu/pinned_buffer.hpp"
+#include "recon/coil_map_estimate.hpp"
 
 namespace radstream {
 
@@ -77,6 +78,10 @@ class SpokeRing {
   // and timestamps) and their times into `times` (taken while held, so never those of later spokes). False
   // when those spokes are no longer (or not yet) all in the ring.
   bool copy_window(std::uint64_t end, Frame& frame, WindowTimes& times);
+  // Reader: of spokes [end - spokes, end), only the samples with |k| < radius, as coil_map_band keeps them
+  // from the whole window (the same samples in the same order), without the whole window's copy: what a
+  // coil-map refresh reads, a fifth of the window for ESPIRiT's default band. False as copy_window.
+  bool copy_window_band(std::uint64_t end, int spokes, double radius, CoilMapBand& band);
   // Reader, device mirror: enqueues on `stream` the copy of spokes [end - spokes, end) into d_data
   // [coils][spokes][samples] and d_traj [spokes][samples][2] (after their uploads) and returns at once; the
   // spokes stay held until release_window(), which the caller calls once the stream is past the copies (the

@@ -9,6 +9,7 @@
 #include "fft/twiddle_table.hpp"
 #include "gpu/gpu_test_util.hpp"
 #include "io/frame_io.hpp"
+#include "recon/coil_map_estimate.hpp"
 #include "sim/simulator.hpp"
 
 using namespace radstream;
@@ -170,6 +171,47 @@ TEST(CudaGraph, ReplayEqualsDirectLaunchesFrameAfterFrame) {
       EXPECT_TRUE(graph.uses_graph());
       EXPECT_FALSE(direct.uses_graph());
       for (const auto& t : graph.timings()) EXPECT_GT(t.ms, 0.0) << t.stage;
+    }
+  }
+}
+
+// New coil maps change a CG-SENSE solver's lambda (it scales with their peak power), a kernel argument of the
+// captured graph: the graph is captured again and updated in place, and its frames equal the direct
+// launches' with the new maps, not the old.
+TEST(CudaGraph, NewCoilMapsUpdateTheCapturedSolverAsDirectLaunchesSeeThem) {
+  RADSTREAM_REQUIRE_GPU();
+  SimParams s;
+  s.matrix = 64;
+  s.coils = 4;
+  s.snr = 30;
+  const Simulator sim(s);
+  auto p = params();
+  p.method = ReconMethod::CgSense;
+  p.cg.iterations = 6;
+  p.cuda_graph = true;
+  ReconChain graph(p, Backend::Cuda, default_registry());
+  p.cuda_graph = false;
+  ReconChain direct(p, Backend::Cuda, default_registry());
+  const Frame f = frame_from_spokes(sim.header(), sim.spokes(0, 64));
+  graph.configure(f.geometry);
+  direct.configure(f.geometry);
+  HostBuffer<cfloat> maps = estimate_coil_maps(f.data.view(), f.traj.view(), s.matrix);
+  std::vector<cfloat> before;
+  for (const float scale : {1.f, 3.f}) {  // 3x the maps: 9x the peak, 9x lambda
+    std::vector<cfloat> m(maps.begin(), maps.end());
+    for (auto& v : m) v *= scale;
+    const View<const cfloat> mv{m.data(), maps.extents()};
+    graph.take_coil_maps(mv);
+    direct.take_coil_maps(mv);
+    const auto a = image_of(graph, f), b = image_of(direct, f);
+    const double e = rel_error(a, b);
+    std::printf("maps x%.0f: graph vs direct %.3g\n", scale, e);
+    EXPECT_LE(e, 1e-5) << scale;
+    EXPECT_TRUE(graph.uses_graph());
+    if (scale == 1.f) {
+      before.assign(a.begin(), a.end());
+    } else {
+      EXPECT_GT(rel_error(a, before), 1e-3);  // the new maps made another image
     }
   }
 }

@@ -19,6 +19,8 @@
 #include "io/mrd_file.hpp"
 #include "io/mrd_raw.hpp"
 #include "io/mrd_reader.hpp"
+#include "recon/coil_map_source.hpp"
+#include "recon/recon_chain.hpp"
 #include "sim/simulator.hpp"
 #include "stream/frame_gaps.hpp"
 #include "stream/frame_result.hpp"
@@ -372,6 +374,66 @@ TEST(StreamControl, StatusLineSeparatesPipelineAndSenderLagOverTheLastTenSeconds
   const std::string with_glass = m.line(4.0);
   EXPECT_NE(with_glass.find("glass=16/16ms"), std::string::npos) << with_glass;
   EXPECT_NEAR(m.to_json(4.0)["latency_ms"]["acquired_to_glass"]["p50"].get<double>(), 16.0, 1e-6);
+}
+
+// A coil-map refresh on a GPU stream reads the band of samples it needs straight from the ring
+// (SpokeRing::copy_window_band): the same samples in the same order as coil_map_band takes from the whole
+// window's copy, and a refresh handed that band makes the maps that a refresh from the whole frame makes.
+TEST(StreamControl, ACoilMapRefreshTakesItsBandFromTheRingAsFromTheWholeWindow) {
+  SimParams s;
+  s.matrix = 64;
+  s.coils = 4;
+  s.snr = 30;
+  const Simulator sim(s);
+  const auto spokes = sim.spokes(0, 96);
+  const int W = 48, S = int(spokes[0].samples);
+  SpokeRing ring(128, S, s.coils, false);
+  for (const Spoke& sp : spokes) {
+    const SpokeRing::WriteSlot w = ring.begin_write();
+    std::memcpy(w.traj, sp.traj.data(), sp.traj.size() * sizeof(float));
+    std::memcpy(w.data, sp.data.data(), sp.data.size() * sizeof(cfloat));
+    ring.commit(RingSlotInfo{});
+  }
+  ReconParams p;
+  p.method = ReconMethod::CgSense;
+  p.cg.iterations = 3;
+  p.cg.maps_every = 2;
+  const Registry reg = default_registry();
+  ReconChain by_frame(p, Backend::Cpu, reg), by_band(p, Backend::Cpu, reg);
+  Frame f0(sim.header().geometry(W)), f1(sim.header().geometry(W));
+  SpokeRing::WindowTimes t;
+  ASSERT_TRUE(ring.copy_window(W, f0, t));
+  ASSERT_TRUE(ring.copy_window(W + 16, f1, t));
+  CoilMapSource a(p, true), b(p, true);
+  for (ReconChain* c : {&by_frame, &by_band}) c->configure(f0.geometry);
+  ASSERT_TRUE(a.update(by_frame, f0));
+  ASSERT_TRUE(b.update(by_band, f0));
+  EXPECT_EQ(a.refresh_band(by_frame), coil_map_band_radius(s.matrix, CoilMapEstimate{}));
+  ASSERT_GT(b.refresh_band(by_band), 0.0);
+
+  CoilMapBand band;
+  ASSERT_TRUE(ring.copy_window_band(W + 16, W, b.refresh_band(by_band), band));
+  const CoilMapBand whole = coil_map_band(f1.data.view(), f1.traj.view(), s.matrix);
+  ASSERT_EQ(band.data.size(), whole.data.size());
+  ASSERT_EQ(band.traj.size(), whole.traj.size());
+  EXPECT_GT(whole.traj.size(), 2u * 100);
+  EXPECT_LT(whole.data.size(), f1.data.size());  // a band, not the whole window
+  EXPECT_TRUE(std::equal(band.data.begin(), band.data.end(), whole.data.begin()));
+  EXPECT_TRUE(std::equal(band.traj.begin(), band.traj.end(), whole.traj.begin()));
+
+  EXPECT_FALSE(a.update(by_frame, &f1));
+  EXPECT_FALSE(b.update(by_band, nullptr, &band));
+  a.wait();
+  b.wait();
+  ASSERT_TRUE(a.update(by_frame, a.wants_frame(by_frame) ? &f1 : nullptr));
+  ASSERT_TRUE(b.update(by_band, b.wants_frame(by_band) ? &f1 : nullptr));
+  ASSERT_EQ(by_frame.coil_maps_version(), 2u);
+  ASSERT_EQ(by_band.coil_maps_version(), 2u);
+  const auto ma = by_frame.coil_maps(), mb = by_band.coil_maps();
+  ASSERT_EQ(ma.size(), mb.size());
+  EXPECT_LE(test::rel_error(std::vector<cfloat>(mb.data, mb.data + mb.size()),
+                            std::vector<cfloat>(ma.data, ma.data + ma.size())),
+            1e-6);
 }
 
 // Every frame wanted (frames.skip_when_behind false): the ring's writer waits rather than overwrite spokes of
