@@ -17,3 +17,9 @@ else
   run_exec() { exec .devcarry/glibc/ld-linux-x86-64.so.2 --library-path ".devcarry/glibc:$lp:/usr/lib/x86_64-linux-gnu" "$@"; }
 fi
 # run_exec: the same in place of the calling (sub)shell, so that `run_exec prog &` gives prog's own PID in $!.
+# The GPU tests of the carried build that match the filter $1 (RADSTREAM_REQUIRE_GPU=1: a missing GPU fails
+# them), logged in $OUT/gpu_tests.log; prints the verdict lines.
+gpu_tests() {
+  RADSTREAM_REQUIRE_GPU=1 run .devcarry/radstream_tests --gtest_filter="$1" > "$OUT/gpu_tests.log" 2>&1
+  grep -E '^\[  (PASSED|FAILED)' "$OUT/gpu_tests.log" | tail -20
+}

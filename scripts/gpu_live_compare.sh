@@ -7,12 +7,7 @@ OUT=${OUT:-out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/nvidia_smi.txt"
 source "$(dirname "$0")/gpu_env.sh"
-if [ -n "${TESTS-x}" ]; then
-  RADSTREAM_REQUIRE_GPU=1 run .devcarry/radstream_tests \
-    --gtest_filter="${TESTS:-GpuStream.*:CgSenseCuda.*:EspiritCuda.*:StreamControl.ACoilMap*:NlinvCuda.*}" \
-    > "$OUT/gpu_tests.log" 2>&1
-  grep -E '^\[  (PASSED|FAILED)' "$OUT/gpu_tests.log" | tail -20
-fi
+[ -n "${TESTS-x}" ] && gpu_tests "${TESTS:-GpuStream.*:CudaGraph.*:EspiritCuda.*:StreamControl.ACoilMap*}"
 cases=$(mktemp -d)
 for c in ${CASES:-R9}; do
   sed -E "s/duration_s: [0-9]+/duration_s: ${LIVE_S:-120}/" config/bench/$c.yaml > "$cases/$c.yaml"

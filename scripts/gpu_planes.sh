@@ -8,12 +8,7 @@ OUT=${OUT:-out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/nvidia_smi.txt"
 source "$(dirname "$0")/gpu_env.sh"
-if [ -n "${TESTS-x}" ]; then
-  RADSTREAM_REQUIRE_GPU=1 run .devcarry/radstream_tests \
-    --gtest_filter="${TESTS:-NlinvCuda.*:CudaParity.*:GpuStream.*:Methods.*:Stream.AMethod*:MrdSessions.AClient*}" \
-    > "$OUT/gpu_tests.log" 2>&1
-  grep -E '^\[  (PASSED|FAILED)' "$OUT/gpu_tests.log" | tail -20
-fi
+[ -n "${TESTS-x}" ] && gpu_tests "${TESTS:-NlinvCuda.*:CudaParity.*:GpuStream.*:Methods.*:Stream.AMethod*:MrdSessions.AClient*}"
 cases=$(mktemp -d)
 for c in N2-relative N4-relative N4; do
   sed -E "s/duration_s: [0-9]+/duration_s: ${PLANES_S:-90}/" config/bench/$c.yaml > "$cases/$c.yaml"

@@ -8,11 +8,7 @@ OUT=${OUT:-out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/nvidia_smi.txt"
 source "$(dirname "$0")/gpu_env.sh"
-if [ -n "${TESTS-NlinvCuda.*}" ]; then
-  RADSTREAM_REQUIRE_GPU=1 run .devcarry/radstream_tests --gtest_filter="${TESTS:-NlinvCuda.*}" \
-    > "$OUT/gpu_tests.log" 2>&1
-  grep -E '^\[  (PASSED|FAILED)' "$OUT/gpu_tests.log" | tail -20
-fi
+[ -n "${TESTS-x}" ] && gpu_tests "${TESTS:-NlinvCuda.*}"
 cases=$(mktemp -d)
 sed "s/duration_s: 60/duration_s: ${S1_S:-60}/" config/bench/S1.yaml > "$cases/S1.yaml"
 sed "s/duration_s: 60/duration_s: ${S1_S:-60}/" config/bench/S1-relative.yaml > "$cases/S1-relative.yaml"

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/trajectory.hpp"
+#include "sim/simulator.hpp"
 
 namespace radstream::test {
 
@@ -42,6 +43,15 @@ inline std::vector<std::complex<double>> dense_solve(std::vector<std::complex<do
     x[i] = s / a[i * n + i];
   }
   return x;
+}
+
+// The simulator's phantom at a small size (the coil-map tests' 64^2, 4 coils, SNR 30).
+inline SimParams phantom_sim(int matrix = 64, int coils = 4, double snr = 30) {
+  SimParams s;
+  s.matrix = matrix;
+  s.coils = coils;
+  s.snr = snr;
+  return s;
 }
 
 inline double rel_error(const std::vector<std::complex<float>>& a,

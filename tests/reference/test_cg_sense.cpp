@@ -162,10 +162,7 @@ TEST(CgSense, WarmStartReachesTheColdResidualInAtMostFourIterations) {
 // window), the refined one follows from the next frame on a helper thread and is handed over between frames
 // as a new version; it equals the offline estimate of that frame.
 TEST(CgSense, AStreamGetsQuickMapsFirstAndTheRefinedOnesNext) {
-  SimParams s;
-  s.matrix = 64;
-  s.coils = 4;
-  s.snr = 30;
+  const SimParams s = test::phantom_sim();
   const Simulator sim(s);
   const auto spokes = sim.spokes(0, 96);
   auto frame_at = [&](int first) {

@@ -257,10 +257,7 @@ TEST(Espirit, RealCardiacDataKeepsTheWholeObjectAndMatchesBartsEcalib) {
 // follows every maps_every frames on a helper thread and is handed over between frames; it equals the offline
 // estimate of the frame it was made from.
 TEST(Espirit, AStreamGetsTheFullEstimateFirstAndRefreshesItInTheBackground) {
-  SimParams s;
-  s.matrix = 64;
-  s.coils = 4;
-  s.snr = 30;
+  const SimParams s = test::phantom_sim();
   const Simulator sim(s);
   const auto spokes = sim.spokes(0, 96);
   auto frame_at = [&](int first) {

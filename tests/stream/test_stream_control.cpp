@@ -380,10 +380,7 @@ TEST(StreamControl, StatusLineSeparatesPipelineAndSenderLagOverTheLastTenSeconds
 // (SpokeRing::copy_window_band): the same samples in the same order as coil_map_band takes from the whole
 // window's copy, and a refresh handed that band makes the maps that a refresh from the whole frame makes.
 TEST(StreamControl, ACoilMapRefreshTakesItsBandFromTheRingAsFromTheWholeWindow) {
-  SimParams s;
-  s.matrix = 64;
-  s.coils = 4;
-  s.snr = 30;
+  const SimParams s = test::phantom_sim();
   const Simulator sim(s);
   const auto spokes = sim.spokes(0, 96);
   const int W = 48, S = int(spokes[0].samples);
