@@ -82,12 +82,8 @@ void Graph::abort_capture(StreamRef stream) noexcept {
   cudaGetLastError();  // clear the error the failed capture left
 }
 Graph Graph::end_capture(StreamRef stream) {
-  cudaGraph_t graph = nullptr;
-  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   Graph g;
-  const cudaError_t e = cudaGraphInstantiate(&g.g_, graph, 0);
-  cudaGraphDestroy(graph);
-  CUDA_CHECK(e);
+  g.end_capture_update(stream);  // nothing to update: instantiated
   return g;
 }
 void Graph::end_capture_update(StreamRef stream) {

@@ -35,9 +35,6 @@ std::vector<RecipeStep> grid_steps(Backend backend) {
   if (backend == Backend::Cuda) return {{"density_gridding", "grid"}};
   return {{"density", "weighted"}, {"gridding", "grid"}};
 }
-}  // namespace
-
-namespace {
 Recipe recipe_of(const MethodSpec& m, const ReconParams& p, Backend backend) {
   if (!m.recipe)
     throw ConfigError(std::string("method ") + m.name +
