@@ -15,6 +15,7 @@ struct Frame {
   HostBuffer<cfloat> data;  // [coils][spokes][samples]
   HostBuffer<float> traj;   // [spokes][samples][2]
   std::vector<std::uint64_t> spoke_index;
+  std::vector<std::uint16_t> partition;  // each slot's kz partition (a stack of stars; 0 in a 2D stream)
   std::int64_t last_acquired_ns = 0;
   std::int64_t last_arrival_ns = 0;
 
@@ -23,7 +24,8 @@ struct Frame {
       : geometry(g),
         data(Extents{std::size_t(g.coils), std::size_t(g.spokes), std::size_t(g.samples)}),
         traj(Extents{std::size_t(g.spokes), std::size_t(g.samples), 2}),
-        spoke_index(g.spokes) {}
+        spoke_index(g.spokes),
+        partition(g.spokes) {}
 
   // Copies one spoke into slot s of the frame. Throws InputError if its sizes disagree with the geometry.
   void set_spoke(int s, const Spoke& spoke);

@@ -38,6 +38,7 @@ void Frame::set_spoke(int s, const Spoke& spoke) {
               spoke.data.begin() + std::size_t(c + 1) * g.samples,
               data.data() + (std::size_t(c) * g.spokes + s) * g.samples);
   spoke_index[s] = spoke.header.spoke_index;
+  if (partition.size() == spoke_index.size()) partition[s] = spoke.header.partition;
   last_acquired_ns = std::max(last_acquired_ns, spoke.header.acquired_ns);
 }
 

@@ -18,6 +18,9 @@ struct SpokeHeader {
   std::int64_t sent_ns = 0;                  // CLOCK_MONOTONIC ns when sent
   double angle = 0.0;                        // radians; NaN when unknown
   std::uint16_t slice = 0;                   // idx.slice: which slice (plane) of a multi-slice stream
+  // idx.kspace_encode_step_2: the kz partition of a stack of stars (kz = partition - partitions / 2); 0 in a
+  // 2D stream. Its spoke_index is then the in-plane spoke, shared by every partition at that angle.
+  std::uint16_t partition = 0;
 };
 
 struct Spoke {

@@ -8,6 +8,8 @@
 
 namespace radstream {
 
+inline constexpr int kMaxPartitions = 1024;  // kz partitions of a stack of stars, at most
+
 struct StreamHeader {
   int matrix = 256;
   int samples = 512;
@@ -16,6 +18,9 @@ struct StreamHeader {
   double fov_mm = 256.0;
   AngleSpec angles;
   double spoke_rate_hz = 0.0;  // nominal spokes per second (0 = unknown)
+  // A stack of stars: kz partitions (encodedSpace.matrixSize.z, encodingLimits.kspace_encoding_step_2), each
+  // spoke's in idx.kspace_encode_step_2; its frames are volumes [partitions][N][N]. 1: a 2D stream.
+  int partitions = 1;
   // Empty: `angles` gives a spoke's angle from its number. Else what the header lacks for that (a scanner's
   // radial header without encodingLimits.kspace_encoding_step_1): a spoke with no trajectory is refused,
   // naming it.

@@ -61,4 +61,35 @@ Tip find_tip(std::span<const float> px, int n) {
   return t;
 }
 
+Tip3 find_tip_3d(std::span<const float> vol, int n, int depth) {
+  Tip3 t;
+  const std::size_t plane = std::size_t(std::max(0, n)) * std::size_t(std::max(0, n));
+  if (depth < 1 || vol.size() < plane * std::size_t(depth)) return t;
+  // Each z position as a plane; the tip is the blob standing out most over its own surround. (A projection
+  // along z first would lift the skull's rim, bright over many positions, above a tip bright over few.)
+  std::vector<Tip> at(static_cast<std::size_t>(depth));
+  int best = 0;
+  for (int z = 0; z < depth; ++z) {
+    at[std::size_t(z)] = find_tip(vol.subspan(std::size_t(z) * plane, plane), n);
+    const Tip& b = at[std::size_t(best)];
+    const Tip& c = at[std::size_t(z)];
+    if ((c.found && !b.found) || (c.found == b.found && c.contrast > b.contrast)) best = z;
+  }
+  const Tip& b = at[std::size_t(best)];
+  t.found = b.found;
+  t.x = b.x;
+  t.y = b.y;
+  t.contrast = b.contrast;
+  t.threshold = b.threshold;
+  // The depth: the centroid of the positive contrasts of the neighbouring positions whose blob lies where
+  // this one does (within 2 pixels).
+  double sw = 0, sz = 0;
+  for (int z = std::max(0, best - 2); z <= std::min(depth - 1, best + 2); ++z) {
+    const Tip& c = at[std::size_t(z)];
+    if (c.contrast > 0 && std::hypot(c.x - b.x, c.y - b.y) <= 2.f) sw += c.contrast, sz += c.contrast * z;
+  }
+  t.z = sw > 0 ? float(sz / sw) : float(best);
+  return t;
+}
+
 }  // namespace radstream::display

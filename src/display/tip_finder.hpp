@@ -18,4 +18,13 @@ struct Tip {
 // In the n x n magnitude image px (x fastest, row 0 at the top).
 Tip find_tip(std::span<const float> px, int n);
 
+// In a volume [depth][n][n] (a stack of stars' frame): the z position whose plane shows the tip with the most
+// contrast (find_tip on each), its depth refined to the contrast-weighted centroid of its neighbours.
+struct Tip3 {
+  bool found = false;
+  float x = 0.f, y = 0.f, z = 0.f;  // voxel coordinates (z: the volume's index, centres at integers)
+  float contrast = 0.f, threshold = 0.f;
+};
+Tip3 find_tip_3d(std::span<const float> vol, int n, int depth);
+
 }  // namespace radstream::display

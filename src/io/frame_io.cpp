@@ -119,4 +119,28 @@ void write_image(const std::string& path, std::span<const cfloat> image, int mat
   }
 }
 
+void write_volume(const std::string& path, std::span<const cfloat> volume, int matrix, int depth) {
+  const std::size_t plane = std::size_t(matrix) * matrix;
+  if (depth < 1 || volume.size() != plane * std::size_t(depth))
+    throw IoError(
+        fmt::format("{}: a volume of {} values is not {} x {}^2", path, volume.size(), depth, matrix));
+  if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".cfl") == 0) {
+    write_cfl(path, {matrix, matrix, depth}, volume);
+    return;
+  }
+  if (path.size() < 4 || path.compare(path.size() - 4, 4, ".png") != 0)
+    throw ConfigError(fmt::format("output '{}' must end in .cfl or .png", path));
+  // The z positions side by side, row by row (z = 0 top left), windowed over the whole volume.
+  const int cols = int(std::ceil(std::sqrt(double(depth)))), rows = (depth + cols - 1) / cols;
+  const auto m = magnitude(volume);
+  std::vector<float> tiles(std::size_t(cols) * rows * plane, 0.f);
+  const std::size_t width = std::size_t(cols) * matrix;
+  for (int z = 0; z < depth; ++z)
+    for (int y = 0; y < matrix; ++y)
+      std::copy_n(m.begin() + long(std::size_t(z) * plane + std::size_t(y) * matrix), matrix,
+                  tiles.begin() +
+                      long((std::size_t(z / cols) * matrix + y) * width + std::size_t(z % cols) * matrix));
+  write_png_grey(path, tiles, int(width), rows * matrix, percentile(m, 0.5), percentile(m, 99.5));
+}
+
 }  // namespace radstream

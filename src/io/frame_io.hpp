@@ -30,6 +30,10 @@ Frame frame_from_spokes(const StreamHeader& h, std::span<const Spoke> spokes);
 // failure.
 void write_image(const std::string& path, std::span<const cfloat> image, int matrix);
 
+// Writes a volume [depth][N][N]: .cfl as BART [N N depth], .png as its z positions tiled row by row (z = 0
+// top left), windowed over the whole volume. Throws as write_image.
+void write_volume(const std::string& path, std::span<const cfloat> volume, int matrix, int depth);
+
 // The magnitudes of a complex image.
 std::vector<float> magnitude(std::span<const cfloat> image);
 

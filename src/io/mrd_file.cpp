@@ -27,6 +27,8 @@ void StreamHeader::validate() const {
   geometry(1).validate();
   angles.validate();
   if (!(fov_mm > 0)) throw ConfigError(fmt::format("fov_mm = {} must be > 0", fov_mm));
+  if (partitions < 1 || partitions > kMaxPartitions)
+    throw ConfigError(fmt::format("partitions = {} must be 1..{}", partitions, kMaxPartitions));
 }
 
 namespace {
@@ -62,9 +64,9 @@ std::string stream_header_to_xml(const StreamHeader& h) {
   sys.systemVendor = std::string("radstream");
   x.acquisitionSystemInformation = sys;
   ISMRMRD::Encoding e;
-  e.encodedSpace.matrixSize = ISMRMRD::MatrixSize(h.samples, h.matrix, 1);
+  e.encodedSpace.matrixSize = ISMRMRD::MatrixSize(h.samples, h.matrix, h.partitions);
   e.encodedSpace.fieldOfView_mm = {float(h.fov_mm * h.readout_os), float(h.fov_mm), 5.f};
-  e.reconSpace.matrixSize = ISMRMRD::MatrixSize(h.matrix, h.matrix, 1);
+  e.reconSpace.matrixSize = ISMRMRD::MatrixSize(h.matrix, h.matrix, h.partitions);
   e.reconSpace.fieldOfView_mm = {float(h.fov_mm), float(h.fov_mm), 5.f};
   e.trajectory = h.angles.scheme == AngleScheme::Golden ? ISMRMRD::TrajectoryType::GOLDENANGLE
                                                         : ISMRMRD::TrajectoryType::RADIAL;
@@ -79,6 +81,8 @@ std::string stream_header_to_xml(const StreamHeader& h) {
   td.comment = std::string("k in cycles/pixel of the reconstructed matrix; angle in user_float[0] (radians)");
   e.trajectoryDescription = td;
   e.encodingLimits.kspace_encoding_step_1 = ISMRMRD::Limit(0, 65535, 0);
+  if (h.partitions > 1)  // a stack of stars: kz partitions 0..P-1, k = 0 at P/2
+    e.encodingLimits.kspace_encoding_step_2 = ISMRMRD::Limit(0, h.partitions - 1, h.partitions / 2);
   x.encoding.push_back(e);
   std::ostringstream s;
   ISMRMRD::serialize(x, s);
@@ -111,6 +115,12 @@ StreamHeader stream_header_from_xml(const std::string& xml, const std::string& c
     h.angles_unknown =
         "a radial header without encodingLimits.kspace_encoding_step_1 (the spokes per rotation) or "
         "radstream's userParameterLong angle_scheme";
+  // A stack of stars (Cartesian kz): its partitions are the encoding limits of kspace_encoding_step_2, else
+  // the encoded space's z.
+  if (e.encodingLimits.kspace_encoding_step_2 && e.encodingLimits.kspace_encoding_step_2->maximum > 0)
+    h.partitions = int(e.encodingLimits.kspace_encoding_step_2->maximum) + 1;
+  else if (e.encodedSpace.matrixSize.z > 1)
+    h.partitions = int(e.encodedSpace.matrixSize.z);
   if (e.trajectoryDescription) {
     for (const auto& p : e.trajectoryDescription->userParameterLong) {
       if (p.name == "angle_scheme")
@@ -152,6 +162,7 @@ std::array<std::byte, 340> acquisition_header_bytes(const SpokeHeader& h, int sa
   a.trajectory_dimensions = std::uint16_t(traj_dims);
   a.idx.kspace_encode_step_1 = std::uint16_t(h.spoke_index & 0xffffu);
   a.idx.slice = h.slice;
+  a.idx.kspace_encode_step_2 = h.partition;
   a.user_float[0] = float(h.angle);
   split64(h.acquired_ns, a.user_int[0], a.user_int[1]);
   split64(h.sent_ns, a.user_int[2], a.user_int[3]);
@@ -240,6 +251,7 @@ StreamHeader visit_mrd(const std::string& path, long start, long count,
     s.header.acquisition_time_stamp = h.acquisition_time_stamp;
     s.header.flags = h.flags;
     s.header.slice = h.idx.slice;
+    s.header.partition = h.idx.kspace_encode_step_2;
     s.header.acquired_ns = join64(h.user_int[0], h.user_int[1]);
     s.header.sent_ns = join64(h.user_int[2], h.user_int[3]);
     const std::int64_t full = join64(h.user_int[4], h.user_int[5]);

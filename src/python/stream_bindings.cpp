@@ -48,10 +48,10 @@ class PyStream {
       if (got) {
         const auto h =
             wire::decode_image_header(std::span(static_cast<const std::byte*>(head.data()), head.size()));
-        const std::size_t n = h ? std::size_t(h->matrix) : 0;
-        if (h && body.size() == n * n * sizeof(float)) {
+        const std::size_t n = h ? std::size_t(h->matrix) : 0, d = h ? std::size_t(h->depth) : 0;
+        if (h && body.size() == n * n * d * sizeof(float)) {
           if (left_ > 0) --left_;
-          return py::make_tuple(image(body, n), meta(*h));
+          return py::make_tuple(image(body, n, d), meta(*h));
         }
         ++skipped_;  // not an image message of this protocol version: passed over
         continue;
@@ -70,10 +70,13 @@ class PyStream {
       if (!body.more()) return true;
     }
   }
-  static py::array image(const zmq::message_t& body, std::size_t n) {
-    // Row-major [y][x] is x fastest: BART's (x, y) in Fortran order.
-    py::array_t<float> a({py::ssize_t(n), py::ssize_t(n)},
-                         {py::ssize_t(sizeof(float)), py::ssize_t(n * sizeof(float))});
+  static py::array image(const zmq::message_t& body, std::size_t n, std::size_t depth) {
+    // Row-major [y][x] is x fastest: BART's (x, y) in Fortran order; a volume [z][y][x] is BART's (x, y, z).
+    const auto f = py::ssize_t(sizeof(float));
+    py::array_t<float> a =
+        depth > 1 ? py::array_t<float>({py::ssize_t(n), py::ssize_t(n), py::ssize_t(depth)},
+                                       {f, py::ssize_t(n) * f, py::ssize_t(n * n) * f})
+                  : py::array_t<float>({py::ssize_t(n), py::ssize_t(n)}, {f, py::ssize_t(n) * f});
     std::memcpy(a.mutable_data(), body.data(), body.size());
     return a;
   }
@@ -87,6 +90,7 @@ class PyStream {
     m["last_spoke"] = h.last_spoke;
     m["last_acquired_ns"] = h.last_acquired_ns;
     m["ready_ns"] = h.ready_ns;
+    m["depth"] = h.depth;
     return m;
   }
 

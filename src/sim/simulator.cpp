@@ -1,5 +1,7 @@
 #include "sim/simulator.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <random>
 
@@ -32,20 +34,38 @@ Simulator::Simulator(const SimParams& p) : p_(p), coils_(p.coils) {
   header_.angles.spokes_per_rotation = p.spokes_per_rotation;
   header_.angles.turns = p.turns;
   header_.spoke_rate_hz = p.rate_hz;
+  header_.partitions = p.partitions;
   header_.validate();
+  if (p.partition_order != "linear" && p.partition_order != "centre-out")
+    throw ConfigError("simulate.partition_order = " + p.partition_order + " (linear or centre-out)");
+  if (p.partitions > 1) {
+    if (p.slices > 1)
+      throw ConfigError(
+          fmt::format("simulate: partitions {} with slices {}: a stream is a stack of stars or "
+                      "a set of slices, not both",
+                      p.partitions, p.slices));
+    stack_ = std::make_shared<StackPhantom>(p.coils, p.motion, p.motion_period_s);
+  }
+  // centre-out: kz = 0, +1, -1, +2, -2, ... (partition P/2 first), as centric phase encoding orders them.
+  for (int q = 0; q < p.partitions; ++q) {
+    const int step = (q + 1) / 2, sign = q % 2 ? 1 : -1;
+    partition_order_.push_back(std::uint16_t(
+        p.partition_order == "linear" ? q : (p.partitions / 2 + sign * step + p.partitions) % p.partitions));
+  }
   if (p.snr > 0) {
     // Reference signal level: RMS over the samples and coils of 16 noiseless spokes evenly spread over 180
-    // deg.
-    const auto e = ellipses_at(0.0);
+    // deg (in the centre partition of a stack of stars).
     constexpr int kAngles = 16;
     double sum = 0.0;
+    Spoke s;
+    s.samples = header_.samples;
+    s.coils = p.coils;
     for (int a = 0; a < kAngles; ++a) {
-      const double th = kPi * a / kAngles;
-      for (int c = 0; c < p.coils; ++c)
-        for (int n = 0; n < header_.samples; ++n) {
-          const double r = radial_position(n, header_.samples);
-          sum += std::norm(kspace(e, c, r * std::cos(th), r * std::sin(th)));
-        }
+      SpokeHeader h;
+      h.angle = kPi * a / kAngles;
+      h.partition = std::uint16_t(p.partitions / 2);
+      fill_spoke(h, 0.0, s);
+      for (const auto& v : s.data) sum += std::norm(v);
     }
     noise_sigma_ = std::sqrt(sum / (double(kAngles) * p.coils * header_.samples)) / p.snr;
   }
@@ -83,26 +103,40 @@ std::complex<double> Simulator::kspace(const std::vector<Ellipse>& e, int coil, 
   return v * half * half;
 }
 
-Spoke Simulator::spoke(std::uint64_t global) const {
-  const int S = header_.samples, C = p_.coils;
-  Spoke s;
-  s.samples = S;
-  s.coils = C;
-  const double t = double(global) / p_.rate_hz;
-  const int slice = int(global % std::uint64_t(p_.slices));
-  const std::uint64_t index = global / std::uint64_t(p_.slices);  // the slice's own spoke number
-  s.header.slice = std::uint16_t(slice);
-  s.header.spoke_index = index;
-  s.header.scan_counter = std::uint32_t(index);
-  s.header.angle = header_.angles.angle(std::int64_t(index));
-  s.header.acquired_ns = std::int64_t(t * 1e9);
-  s.header.acquisition_time_stamp = std::uint32_t(t / 2.5e-3);
+SpokeHeader Simulator::place(std::uint64_t global) const {
+  SpokeHeader h;
+  const auto slices = std::uint64_t(p_.slices), parts = std::uint64_t(p_.partitions);
+  h.slice = std::uint16_t(global % slices);
+  const std::uint64_t own = global / slices;  // the slice's own acquisition number
+  h.spoke_index = own / parts;                // every partition of an angle shares its in-plane index
+  h.partition = partition_order_[std::size_t(own % parts)];
+  h.scan_counter = std::uint32_t(own);
+  h.angle = header_.angles.angle(std::int64_t(h.spoke_index));
+  return h;
+}
+
+void Simulator::fill_spoke(const SpokeHeader& h, double t, Spoke& s) const {
+  const int S = s.samples, C = s.coils;
   s.traj.resize(2 * std::size_t(S));
-  spoke_coordinates(s.header.angle, S, s.traj);
-  s.data.resize(std::size_t(S) * C);
-  const auto e = ellipses_at(t, slice);
-  const auto& f = coils_.frequencies();
+  spoke_coordinates(h.angle, S, s.traj);
+  s.data.assign(std::size_t(S) * C, cfloat());
   const double half = 0.5 * p_.matrix;
+  if (stack_) {
+    // kz in cycles per unit of the slab (it spans 2 units in P partitions): (partition - P/2) / 2. The scale
+    // makes the inverse DFT along kz (1/sqrt(P), as BART's unitary transform) give each z position's 2D
+    // transform at the 2D stream's (N/2)^2 scale.
+    const int P = p_.partitions;
+    const double kz = 0.5 * (double(h.partition) - double(P / 2));
+    const double scale = half * half * std::sqrt(double(P)) / 2.0;
+    const auto e = stack_->at(t);
+    for (int n = 0; n < S; ++n)
+      for (int c = 0; c < C; ++c)
+        s.data[std::size_t(c) * S + n] =
+            cfloat(scale * stack_->kspace(e, c, s.traj[2 * n] * half, s.traj[2 * n + 1] * half, kz));
+    return;
+  }
+  const auto e = ellipses_at(t, h.slice);
+  const auto& f = coils_.frequencies();
   std::vector<std::complex<double>> F(f.size());
   for (int n = 0; n < S; ++n) {
     const double kx = s.traj[2 * n] * half, ky = s.traj[2 * n + 1] * half;
@@ -113,9 +147,21 @@ Spoke Simulator::spoke(std::uint64_t global) const {
       s.data[std::size_t(c) * S + n] = cfloat(v * half * half);
     }
   }
+}
+
+Spoke Simulator::spoke(std::uint64_t global) const {
+  Spoke s;
+  s.samples = header_.samples;
+  s.coils = p_.coils;
+  const double t = double(global) / p_.rate_hz;
+  s.header = place(global);
+  s.header.acquired_ns = std::int64_t(t * 1e9);
+  s.header.acquisition_time_stamp = std::uint32_t(t / 2.5e-3);
+  fill_spoke(s.header, t, s);
   if (noise_sigma_ > 0) {
-    std::mt19937_64 rng(p_.seed * 0x9E3779B97F4A7C15ull + index +
-                        0x51ull * std::uint64_t(slice) * (1ull << 40));
+    const std::uint64_t own = global / std::uint64_t(p_.slices);
+    std::mt19937_64 rng(p_.seed * 0x9E3779B97F4A7C15ull + own +
+                        0x51ull * std::uint64_t(s.header.slice) * (1ull << 40));
     std::normal_distribution<float> g(0.f, float(noise_sigma_ / std::sqrt(2.0)));
     for (auto& v : s.data) v += cfloat(g(rng), g(rng));
   }

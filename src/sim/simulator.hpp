@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "core/stream_header.hpp"
 #include "sim/coil_maps.hpp"
 #include "sim/phantom.hpp"
+#include "sim/stack_phantom.hpp"
 
 namespace radstream {
 
@@ -31,7 +33,9 @@ struct SimParams {
   double rate_hz = 400.0;  // spokes per second (sets the acquisition timestamps and the motion)
   double fov_mm = 256.0;
   std::uint64_t seed = 1;
-  int slices = 1;  // slices interleaved in the stream (idx.slice = spoke mod slices), each its own plane
+  int slices = 1;      // slices interleaved in the stream (idx.slice = spoke mod slices), each its own plane
+  int partitions = 1;  // > 1: a stack of stars (the 3D phantom), kz partitions of every in-plane angle
+  std::string partition_order = "linear";  // linear | centre-out: the partitions' order at each angle
 
   // Reads the `simulate:` section of a config over the defaults. Throws ConfigError naming a bad key.
   static SimParams from_config(const YAML::Node& node);
@@ -75,6 +79,11 @@ class Simulator {
   // Noiseless k-space of coil c at k (cycles/pixel) for the phantom `e`.
   std::complex<double> kspace(const std::vector<Ellipse>& e, int coil, double kx, double ky) const;
 
+  // Where stream spoke `global` belongs: its slice, its (in-plane) spoke index and its kz partition.
+  SpokeHeader place(std::uint64_t global) const;
+  // A stack of stars' object (null in 2D): its tip's path, its ellipsoids, its coil sensitivities.
+  const StackPhantom* stack() const { return stack_.get(); }
+
   Spoke spoke(std::uint64_t index) const;
   // Spokes [first, first + count), computed in parallel.
   std::vector<Spoke> spokes(std::uint64_t first, int count) const;
@@ -83,7 +92,11 @@ class Simulator {
   SimParams p_;
   StreamHeader header_;
   CoilMaps coils_;
+  std::shared_ptr<const StackPhantom> stack_;
+  std::vector<std::uint16_t> partition_order_;  // the partition acquired at each position of an angle
   double noise_sigma_ = 0.0;
+  // Noiseless k-space of coil c at sample k (cycles/pixel) of spoke `h` at time t.
+  void fill_spoke(const SpokeHeader& h, double t, Spoke& s) const;
 };
 
 }  // namespace radstream

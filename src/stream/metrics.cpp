@@ -267,6 +267,7 @@ nlohmann::ordered_json Metrics::to_json(double t) const {
   j["clock_invalid"] = clock_invalid.load();
   j["recorded_clock_frames"] = recorded_clock_frames.load();
   j["frames_failed"] = frames_failed.load();
+  j["volume_spokes_missing"] = volume_spokes_missing.load();
   j["headers"] = headers.load();
   j["heartbeats"] = heartbeats.load();
   j["closes"] = closes.load();
@@ -412,6 +413,7 @@ void Metrics::absorb(const Metrics& m) {
                           {&frames, &m.frames},
                           {&frames_skipped, &m.frames_skipped},
                           {&frames_failed, &m.frames_failed},
+                          {&volume_spokes_missing, &m.volume_spokes_missing},
                           {&deadline_stops, &m.deadline_stops},
                           {&clock_invalid, &m.clock_invalid}})
     *to += from->load();

@@ -117,6 +117,8 @@ class Metrics {
   std::atomic<bool> stream_ended{false};  // the sender closed its stream cleanly (until the next message)
   // Reconstruction.
   std::atomic<std::uint64_t> frames{0}, frames_skipped{0}, frames_failed{0};
+  // A stack of stars: spokes (an in-plane step of one partition) a volume's window lacked, made zeros.
+  std::atomic<std::uint64_t> volume_spokes_missing{0};
   // The followed stream's header says its spokes carry recorded acquisition times (a verbatim replay): its
   // frames are kept out of lag, end-to-end and glass latency, counted here instead.
   std::atomic<bool> recorded_clock{false};

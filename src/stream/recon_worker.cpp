@@ -193,6 +193,7 @@ bool ReconWorker::drained() const {
 
 void ReconWorker::frames() {
   std::unique_ptr<ReconChain> chain;
+  std::unique_ptr<VolumeChain> volume;  // a stack of stars' frames are volumes (instead of `chain`)
   std::uint64_t generation = 0, number = 0;
   int W = 0;
   Frame host_frame;
@@ -217,33 +218,55 @@ void ReconWorker::frames() {
       if (next) {  // rebuild the chain with the new settings before the next frame
         backend_ = next->second;
         chain.reset();
+        volume.reset();
         log::info("run: {}new reconstruction settings ({} backend)", slice_prefix(), to_string(next->second));
       }
     }
     int want = window_, stride = stride_;
     if (fp_.framing == Framing::Rotation) want = stride = std::max(1, st.header.angles.spokes_per_rotation);
-    if (st.generation != generation || want != W || !chain) {
+    // A stack of stars: window and stride count in-plane spokes; the ring holds every partition's.
+    const int P = st.header.partitions;
+    want *= P;
+    stride *= P;
+    if (st.generation != generation || want != W || (!chain && !volume)) {
       // Not drained while the chain is (re)made: a slow configure (FFT plans) after a quick stream would
       // otherwise let `run --until-close` stop before the stream's first frame.
       drained_ = false;
       const bool new_stream = st.generation != generation;
       generation = st.generation;
       seen_generation_ = generation;
-      W = std::min(want, st.ring->capacity() - 1);
+      W = std::min(want, (st.ring->capacity() - 1) / P * P);
       try {
-        if (!chain) {
-          std::lock_guard lock(settings_m_);
-          chain = std::make_unique<ReconChain>(recon_, backend_, registry_);
-          chain->set_live_maps(true);
-        }
         const Geometry g = st.header.geometry(W);
-        chain->configure(g);
-        if (backend_ == Backend::Cpu || !st.ring->on_device() || chain->needs_coil_maps())
+        if (P > 1) {
+          chain.reset();
+          if (!volume) {
+            std::lock_guard lock(settings_m_);
+            volume = std::make_unique<VolumeChain>(recon_, backend_, registry_);
+          }
+          volume->configure(st.header.geometry(W / P), P);
           host_frame = Frame(g);
+        } else {
+          volume.reset();
+          if (!chain) {
+            std::lock_guard lock(settings_m_);
+            chain = std::make_unique<ReconChain>(recon_, backend_, registry_);
+            chain->set_live_maps(true);
+          }
+          chain->configure(g);
+          if (backend_ == Backend::Cpu || !st.ring->on_device() || chain->needs_coil_maps())
+            host_frame = Frame(g);
+        }
         // A session's server has said what the session runs (its config, window, stride, backend) in one line
         // already: this one is for the run's own stream, and a session's only in the debug log.
-        const std::string line = fmt::format("run: {}reconstructing {} ({} backend), a frame every {} spokes",
-                                             slice_prefix(), g.str(), to_string(backend_.load()), stride);
+        const std::string line =
+            P > 1 ? fmt::format(
+                        "run: {}reconstructing volumes of {} partitions x {} ({} backend), a volume "
+                        "every {} spokes of each partition",
+                        slice_prefix(), P, st.header.geometry(W / P).str(), to_string(backend_.load()),
+                        stride / P)
+                  : fmt::format("run: {}reconstructing {} ({} backend), a frame every {} spokes",
+                                slice_prefix(), g.str(), to_string(backend_.load()), stride);
         if (tag_.empty())
           log::info("{}", line);
         else
@@ -254,6 +277,7 @@ void ReconWorker::frames() {
         ++metrics_.frames_failed;
         ++metrics_.slice(slice_).frames_failed;
         chain.reset();
+        volume.reset();
         st.ring->keep_from(SpokeRing::kNone);  // nothing is made from this ring: never stall the ingest on it
         kept_ring.reset();
         checked_count_ = kAnyCount;
@@ -294,7 +318,8 @@ void ReconWorker::frames() {
       ~Landed() { since = 0; }
     } landed{in_flight_since_ns_};
     try {
-      if (!make_frame(*chain, *st.ring, due->end, W, host_frame, *result)) {
+      if (volume ? !make_volume(*volume, *st.ring, due->end, host_frame, *result)
+                 : !make_frame(*chain, *st.ring, due->end, W, host_frame, *result)) {
         // The reconstruction fell so far behind that the ring moved past this frame: a frame skipped for
         // speed (CANNOT KEEP UP), not a failure of the data or the code.
         once_.warn(

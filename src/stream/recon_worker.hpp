@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "recon/recon_chain.hpp"
+#include "recon/volume_chain.hpp"
 #include "stream/frame_result.hpp"
 #include "stream/metrics.hpp"
 #include "stream/once_log.hpp"
@@ -69,6 +70,9 @@ class ReconWorker {
   void frames();
   bool make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t end, int W, Frame& host_frame,
                   FrameResult& out);
+  // A stack of stars' volume from the window of host_frame's size ending at `end` (recon_worker_volume.cpp).
+  bool make_volume(VolumeChain& volume, SpokeRing& ring, std::uint64_t end, Frame& host_frame,
+                   FrameResult& out);
   void set_error(const std::string& e);
   std::string slice_prefix() const;  // "session n: slice k: " (the tag, and the slice when several)
 

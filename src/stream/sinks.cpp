@@ -38,7 +38,8 @@ class ImagePublisher final : public Sink {
                                               .last_spoke = f.last_spoke,
                                               .last_acquired_ns = f.last_acquired_ns,
                                               .ready_ns = f.ready_ns,
-                                              .slice = std::uint16_t(f.slice)});
+                                              .slice = std::uint16_t(f.slice),
+                                              .depth = std::uint32_t(f.depth)});
     mag_.resize(f.image.size());  // reused frame after frame
     for (std::size_t i = 0; i < mag_.size(); ++i) mag_[i] = f.image[i].real();
     zmq::message_t m0(h.data(), h.size()), m1(mag_.data(), mag_.size() * sizeof(float));
@@ -125,9 +126,12 @@ class ImageFiles final : public Sink {
       std::erase(name, ' ');
       slice = name + "_" + slice;
     }
-    write_image(
-        fmt::format("{}/{}frame_{:06d}.{}", p_.images, slice, f.number, kImageFormats.name(p_.image_format)),
-        f.image, f.matrix);
+    const std::string path =
+        fmt::format("{}/{}frame_{:06d}.{}", p_.images, slice, f.number, kImageFormats.name(p_.image_format));
+    if (f.depth > 1)
+      write_volume(path, f.image, f.matrix, f.depth);
+    else
+      write_image(path, f.image, f.matrix);
     ++metrics_.images_written;
   }
 

@@ -186,6 +186,7 @@ bool SpokeRing::copy_window(std::uint64_t end, Frame& frame, WindowTimes& times)
                   S * sizeof(cfloat));
     const RingSlotInfo& in = info_[slot];
     frame.spoke_index[s] = in.head.spoke_index;
+    if (frame.partition.size() == std::size_t(W)) frame.partition[s] = in.head.partition;
     frame.last_acquired_ns = std::max(frame.last_acquired_ns, in.head.acquired_ns);
     frame.last_arrival_ns = std::max(frame.last_arrival_ns, in.arrival_ns);
   }

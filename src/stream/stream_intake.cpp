@@ -141,7 +141,7 @@ void StreamIntake::close(const wire::Message& m) {
 }
 
 bool StreamIntake::fits(const StreamHeader& h) {
-  const double slots = double(max_window_ + p_.ring_margin);
+  const double slots = double(ring_slots(h));
   const double ring_mib =
       p_.slices * slots * h.samples * (double(h.coils) * sizeof(cfloat) + 2 * sizeof(float)) / 1048576.0;
   if (ring_mib > p_.max_ring_mib) {  // checked before anything is allocated (the GPU mirror doubles it)
@@ -149,7 +149,7 @@ bool StreamIntake::fits(const StreamHeader& h) {
         wire::Reject::Limits,
         fmt::format("stream header of {} samples x {} coils needs {:.0f} MiB of spoke rings ({} slots x {} "
                     "slice(s)); stream.max_ring_mib is {}",
-                    h.samples, h.coils, ring_mib, slots, p_.slices, p_.max_ring_mib));
+                    h.samples, h.coils, ring_mib, slots, p_.slices, h.partitions, p_.max_ring_mib));
     return false;
   }
   if (memory_check_) {  // everything the header implies, summed before anything is allocated
@@ -218,14 +218,13 @@ void StreamIntake::take_header(const wire::Message& m, bool continues) {
   try {  // a header whose rings cannot be had is rejected; the stream in hand (if any) goes on
     for (int s = 0; s < p_.slices; ++s) {
       const int gpu = std::size_t(s) < ring_gpus_.size() ? ring_gpus_[std::size_t(s)] : -1;
-      rings.push_back(
-          std::make_shared<SpokeRing>(max_window_ + p_.ring_margin, h.samples, h.coils, device_ring_, gpu));
+      rings.push_back(std::make_shared<SpokeRing>(ring_slots(h), h.samples, h.coils, device_ring_, gpu));
       if (keep_all_) rings.back()->keep_from(0);
     }
   } catch (const std::exception& e) {
     reject(wire::Reject::Limits,
            fmt::format("no memory for {} spoke ring(s) of {} x {} samples x {} coils: {}", p_.slices,
-                       max_window_ + p_.ring_margin, h.samples, h.coils, e.what()));
+                       ring_slots(h), h.samples, h.coils, e.what()));
     return;
   }
   delays_->new_stream(h.samples, h.coils);
@@ -299,6 +298,13 @@ void StreamIntake::take_spoke(const wire::Message& m, std::span<const std::byte>
     reject(wire::Reject::SliceRange, fmt::format("spoke {} of slice {}; this run reconstructs slices 0..{} "
                                                  "(stream.slices {})",
                                                  m.head.spoke_index, m.head.slice, p_.slices - 1, p_.slices));
+    return;
+  }
+  if (m.head.partition >= h.partitions) {
+    reject(wire::Reject::PartitionRange,
+           fmt::format("spoke {} of partition {} (idx.kspace_encode_step_2); the stream header declares "
+                       "partitions 0..{}",
+                       m.head.spoke_index, m.head.partition, h.partitions - 1));
     return;
   }
   if (m.samples != h.samples || m.coils != h.coils) {

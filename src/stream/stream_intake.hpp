@@ -80,6 +80,8 @@ class StreamIntake : public SpokeSource {
   void take_spoke(const wire::Message& m,
                   std::span<const std::byte> acq_header);  // an imaging spoke  // the limits, the ring size
                                                            // and the memory budget, before allocation
+  // A ring's slots: the largest window (in spokes of every partition of a stack of stars) and the margin.
+  int ring_slots(const StreamHeader& h) const { return max_window_ * h.partitions + p_.ring_margin; }
   std::string prefix() const { return tag_.empty() ? std::string() : tag_ + ": "; }
 
   IngestParams p_;

@@ -15,10 +15,11 @@ SimStreamer::SimStreamer(const SimParams& sim, const StreamerParams& p) : sim_(s
   if (p.pool < 0) throw ConfigError("pool " + std::to_string(p.pool) + " must be >= 0");
   if (p.header_every_s <= 0) throw ConfigError("header interval must be > 0 s");
   if (!p.sender.endpoint.empty()) p.sender.validate();  // empty: set_endpoint() before start
-  if (p.pool > 0 && p.pool % sim.slices != 0)
-    throw ConfigError(
-        fmt::format("pool {} must be a multiple of the slices {} (each slice's spokes cycle together)",
-                    p.pool, sim.slices));
+  if (p.pool > 0 && p.pool % (sim.slices * sim.partitions) != 0)
+    throw ConfigError(fmt::format(
+        "pool {} must be a multiple of the slices {} x partitions {} (each slice's and partition's spokes "
+        "cycle together)",
+        p.pool, sim.slices, sim.partitions));
   if (p.pool > 0) {
     log::info("simulate: precomputing {} spokes ({} samples x {} coils)", p.pool, sim_.samples(), sim.coils);
     const std::int64_t t0 = monotonic_ns();
@@ -90,7 +91,6 @@ std::uint64_t SimStreamer::run(const std::function<bool()>& interrupted) {
     double warned_ms = 0;
     bool cut = false;  // stopped by duration_s
     sender.send_header(xml);
-    const int slices = sim_.params().slices;
     std::uint64_t i = 0;
     for (; p_.spokes < 0 || std::int64_t(i) < p_.spokes; ++i) {
       if (stop_ || (interrupted && interrupted())) break;
@@ -105,8 +105,10 @@ std::uint64_t SimStreamer::run(const std::function<bool()>& interrupted) {
       }
       const Spoke& s = pool_.empty() ? live[i - live_first] : pool_[i % pool_.size()];
       SpokeHeader h = s.header;
-      h.spoke_index = i / std::uint64_t(slices);  // each slice numbers its own spokes
-      h.slice = std::uint16_t(i % std::uint64_t(slices));
+      const SpokeHeader at = sim_.place(i);  // a pooled spoke is sent with this place's numbers
+      h.spoke_index = at.spoke_index;
+      h.slice = at.slice;
+      h.partition = at.partition;
       const std::int64_t now = monotonic_ns();
       if (p_.unpaced) {
         h.acquired_ns = now;

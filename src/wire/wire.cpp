@@ -121,6 +121,8 @@ const char* to_string(Reject r) {
       return "slice_range";
     case Reject::NoAngle:
       return "no_angle";
+    case Reject::PartitionRange:
+      return "partition_range";
     case Reject::Count:
       break;
   }
@@ -229,6 +231,7 @@ DecodeResult decode(std::span<const std::span<const std::byte>> parts, const Lim
   m.head.flags = a.flags;
   m.head.acquisition_time_stamp = a.acquisition_time_stamp;
   m.head.slice = a.idx.slice;
+  m.head.partition = a.idx.kspace_encode_step_2;
   m.head.spoke_index = e.spoke_index;
   m.head.acquired_ns = e.acquired_ns;
   m.head.sent_ns = e.sent_ns;
@@ -281,6 +284,7 @@ std::array<std::byte, 64> encode_image_header(const ImageHeader& h) {
   put(32, h.last_spoke);
   put(40, h.last_acquired_ns);
   put(48, h.ready_ns);
+  put(56, h.depth);
   return b;
 }
 
@@ -301,6 +305,8 @@ std::optional<ImageHeader> decode_image_header(std::span<const std::byte> b) {
   get(32, h.last_spoke);
   get(40, h.last_acquired_ns);
   get(48, h.ready_ns);
+  get(56, h.depth);
+  if (h.depth == 0) h.depth = 1;  // a sender that left the reserved bytes zero: a 2D image
   return h;
 }
 

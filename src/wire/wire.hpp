@@ -70,6 +70,7 @@ enum class Reject {
   ForeignStream,     // a message of another stream than the one the pipeline follows
   SliceRange,        // a spoke of a slice (idx.slice) beyond those the pipeline reconstructs (stream.slices)
   NoAngle,           // a spoke without trajectory whose angle the stream header cannot give
+  PartitionRange,    // a spoke of a kz partition (idx.kspace_encode_step_2) beyond those the header declares
   Count
 };
 constexpr int kRejectCount = int(Reject::Count);
@@ -122,7 +123,8 @@ Parts encode_bare(const Envelope& env);                           // Close, Hear
 // magnitudes. Layout: magic "RSIM" (u32), version u16 = 1, slice u16 (6; 0 for a one-slice stream), frame
 // number u64 (8, per slice), matrix u32 (16),
 // window u32 (20), first/last spoke index u64 x 2 (24, 32), last acquired ns i64 (40), ready ns i64 (48),
-// reserved to 64 bytes.
+// depth u32 (56: the z positions of a stack of stars' volume, frame 1 float32 [depth][N][N]; 0 or 1: a 2D
+// image), reserved to 64 bytes.
 constexpr std::uint32_t kImageMagic = 0x4D495352u;
 struct ImageHeader {
   std::uint64_t number = 0;
@@ -130,6 +132,7 @@ struct ImageHeader {
   std::uint64_t first_spoke = 0, last_spoke = 0;
   std::int64_t last_acquired_ns = 0, ready_ns = 0;
   std::uint16_t slice = 0;
+  std::uint32_t depth = 1;
 };
 std::array<std::byte, 64> encode_image_header(const ImageHeader& h);
 // The header of a published image message; nullopt unless it is 64 bytes with the magic and version 1.

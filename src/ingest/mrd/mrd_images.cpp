@@ -66,7 +66,7 @@ void MrdImageEncoder::encode(const FrameResult& f, const MrdImageContext& c, Mrd
   h.image_type = complex ? ISMRMRD::ISMRMRD_IMTYPE_COMPLEX : ISMRMRD::ISMRMRD_IMTYPE_MAGNITUDE;
   h.matrix_size[0] = std::uint16_t(f.matrix);
   h.matrix_size[1] = std::uint16_t(f.matrix);
-  h.matrix_size[2] = 1;
+  h.matrix_size[2] = std::uint16_t(std::max(1, f.depth));  // a stack of stars' volume: one 3D image
   h.channels = 1;
   std::copy(c.fov_mm, c.fov_mm + 3, h.field_of_view);
   h.measurement_uid = a.measurement_uid;
@@ -86,16 +86,14 @@ void MrdImageEncoder::encode(const FrameResult& f, const MrdImageContext& c, Mrd
   h.image_index = c.index;
   h.image_series_index = c.series;
 
-  const std::size_t n = std::min(std::size_t(f.matrix) * std::size_t(f.matrix), f.image.size());
+  const std::size_t all = std::size_t(f.matrix) * std::size_t(f.matrix) * std::size_t(h.matrix_size[2]);
+  const std::size_t n = std::min(all, f.image.size());
   const float* interleaved = reinterpret_cast<const float*>(f.image.data());  // complex: re, im
   const float peak = peak_of_real(interleaved, n);
   const double scale = c.scale > 0  ? c.scale
                        : peak > 0.f ? double((1 << kMrdStoredBits) - 1) / double(peak)
                                     : 1.0;
-  const std::size_t pixel_bytes = std::size_t(f.matrix) * std::size_t(f.matrix) *
-                                  (int16     ? 2
-                                   : complex ? 8
-                                             : 4);
+  const std::size_t pixel_bytes = all * (int16 ? 2 : complex ? 8 : 4);
   const bool phase = complex && f.complex_image.size() >= n;
 
   // The ismrmrdMeta attributes, written straight into a kept string (the same XML ISMRMRD::serialize writes;
@@ -131,7 +129,6 @@ void MrdImageEncoder::encode(const FrameResult& f, const MrdImageContext& c, Mrd
 
   // The pixels converted in a typed scratch array (no aliasing: the compiler vectorizes it), then one copy
   // into the reused message buffer.
-  const std::size_t all = std::size_t(f.matrix) * std::size_t(f.matrix);
   const void* src = nullptr;
   if (int16) {
     i16_.resize(all);  // kept frame after frame: no zero fill of the pixels overwritten below

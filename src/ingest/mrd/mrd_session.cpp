@@ -626,6 +626,7 @@ void MrdSession::on_acquisition(const mrd::Acquisition& a) {
   m.head.flags = h.flags;
   m.head.acquisition_time_stamp = h.acquisition_time_stamp;
   m.head.slice = h.idx.slice;
+  m.head.partition = h.idx.kspace_encode_step_2;
   m.head.spoke_index = spoke_index_;
   m.head.acquired_ns = monotonic_ns();  // its arrival: a scanner's time stamps are not this machine's clock
   m.head.sent_ns = m.head.acquired_ns;

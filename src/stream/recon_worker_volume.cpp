@@ -1,0 +1,44 @@
+// The volume path of a ReconWorker: a stack of stars' window of spokes (every partition's) copied from the
+// ring, sorted into its steps and partitions, and reconstructed one z position per chain (VolumeChain).
+#include <fmt/format.h>
+
+#include <thread>
+
+#include "core/clock.hpp"
+#include "stream/recon_worker.hpp"
+
+namespace radstream {
+
+bool ReconWorker::make_volume(VolumeChain& volume, SpokeRing& ring, std::uint64_t end, Frame& host_frame,
+                              FrameResult& out) {
+  const auto t0 = monotonic_ns();
+  SpokeRing::WindowTimes times;
+  if (!ring.copy_window(end, host_frame, times)) return false;
+  metrics_.add_stage("assemble", double(monotonic_ns() - t0) * 1e-6);
+  const View<const cfloat> img = volume.reconstruct(host_frame);
+  if (test_delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(test_delay_ms_));
+  out.ready_ns = monotonic_ns();
+  out.image.assign(img.data, img.data + img.size());
+  out.matrix = volume.plane().matrix;
+  out.depth = volume.partitions();
+  out.window = volume.plane().spokes;
+  out.end_serial = end;
+  out.first_spoke = volume.counts().first_step;
+  out.last_spoke = volume.counts().last_step;
+  out.missing = volume.counts().missing;
+  out.last_acquired_ns = times.acquired_ns;
+  out.last_arrival_ns = times.arrival_ns;
+  if (out.missing > 0) {
+    metrics_.volume_spokes_missing += std::uint64_t(out.missing);
+    once_.warn(
+        6, slice_prefix() + fmt::format("a volume's window lacks {} of its {} spokes (step and partition); "
+                                        "they count as zeros (counted: volume_spokes_missing)",
+                                        out.missing, volume.plane().spokes * volume.partitions()));
+  }
+  for (const auto& t : volume.timings()) metrics_.add_stage(t.stage, t.ms);
+  out.make_ms = double(out.ready_ns - t0) * 1e-6;
+  metrics_.add_stage("frame_total", out.make_ms);
+  return true;
+}
+
+}  // namespace radstream

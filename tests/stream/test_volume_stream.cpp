@@ -1,0 +1,252 @@
+// A stack-of-stars stream: the simulator's volumetric phantom (each in-plane angle in every kz partition),
+// its partition index carried by the wire and MRD (idx.kspace_encode_step_2), a stream whose frames are
+// volumes made by the inverse DFT along kz and one 2D reconstruction per z position, and the same volumes as
+// the offline route (recon's BART layout) makes from the same spokes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "display/tip_finder.hpp"
+#include "io/frame_io.hpp"
+#include "io/mrd_file.hpp"
+#include "recon/offline_volume.hpp"
+#include "recon/volume_chain.hpp"
+#include "sim/simulator.hpp"
+#include "stream_test_util.hpp"
+#include "test_util.hpp"
+
+using namespace radstream;
+using namespace radstream::streamtest;
+
+namespace {
+
+SimParams stack_params(int matrix, int partitions, int coils) {
+  SimParams sp;
+  sp.matrix = matrix;
+  sp.coils = coils;
+  sp.partitions = partitions;
+  sp.partition_order = "centre-out";
+  return sp;
+}
+
+// The stream's spokes [first, first + count) as one raw window frame (what the ring hands a volume worker).
+Frame raw_window(const Simulator& sim, std::uint64_t first, int count) {
+  return frame_from_spokes(sim.header(), sim.spokes(first, count));
+}
+
+ReconParams cpu_gridding() {
+  ReconParams rp;
+  rp.backend = BackendChoice::Cpu;
+  rp.fft.planner = FftPlanner::Estimate;
+  rp.threads = 1;
+  return rp;
+}
+
+// The spokes of in-plane steps [0, J) in BART's stack-of-stars layout: traj [3 S J*P] (in-plane +-N/2, kz on
+// the partition grid), k-space [1 S J*P C], spokes in arrival order.
+std::pair<CflArray, CflArray> bart_layout(const Simulator& sim, int J) {
+  const int P = sim.params().partitions, S = sim.samples(), C = sim.params().coils, N = sim.params().matrix;
+  const auto spokes = sim.spokes(0, J * P);
+  CflArray t{{3, S, long(spokes.size())}, {}}, k{{1, S, long(spokes.size()), C}, {}};
+  t.data.resize(std::size_t(3) * S * spokes.size());
+  k.data.resize(std::size_t(S) * spokes.size() * C);
+  for (std::size_t j = 0; j < spokes.size(); ++j) {
+    const Spoke& s = spokes[j];
+    for (int n = 0; n < S; ++n) {
+      t.data[3 * (j * S + n)] = cfloat(s.traj[2 * n] * float(N), 0.f);
+      t.data[3 * (j * S + n) + 1] = cfloat(s.traj[2 * n + 1] * float(N), 0.f);
+      t.data[3 * (j * S + n) + 2] = cfloat(float(int(s.header.partition) - P / 2), 0.f);
+      for (int c = 0; c < C; ++c)
+        k.data[(std::size_t(c) * spokes.size() + j) * S + n] = s.data[std::size_t(c) * S + n];
+    }
+  }
+  return {t, k};
+}
+
+std::vector<float> magnitudes(const std::vector<cfloat>& v) {
+  std::vector<float> m(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) m[i] = std::abs(v[i]);
+  return m;
+}
+
+}  // namespace
+
+// The assembler sorts a window of spokes into steps and partitions and takes the inverse DFT along kz: each z
+// position's data equal the direct sum in double, x(z) = sum_p y(p) e^{2 pi i (p - P/2)(z - P/2) / P} /
+// sqrt(P), for an even and an odd depth, partitions centre-out; a spoke that never came counts as zero and is
+// counted; partitions at different in-plane angles are refused, named.
+TEST(StackStream, TheAssemblerIsTheInverseDftAlongKzOfEachStep) {
+  for (int P : {6, 5}) {
+    const Simulator sim(stack_params(16, P, 2));
+    const int W = 5, S = sim.samples(), C = 2;
+    Frame raw = raw_window(sim, 0, W * P);
+    VolumeAssembler a;
+    a.configure(sim.header().geometry(W), P);
+    std::vector<Frame> out;
+    auto counts = a.assemble(raw, out);
+    EXPECT_EQ(counts.missing, 0);
+    EXPECT_EQ(counts.first_step, 0u);
+    EXPECT_EQ(counts.last_step, std::uint64_t(W - 1));
+    ASSERT_EQ(int(out.size()), P);
+    double worst = 0, peak = 0;
+    for (int z = 0; z < P; ++z)
+      for (int c = 0; c < C; ++c)
+        for (int j = 0; j < W; ++j)
+          for (int s = 0; s < S; ++s) {
+            std::complex<double> sum = 0;
+            for (int r = 0; r < W * P; ++r) {
+              if (raw.spoke_index[std::size_t(r)] != std::uint64_t(j)) continue;
+              const int p = raw.partition[std::size_t(r)];
+              const double ph = 2 * std::numbers::pi * double((p - P / 2) * (z - P / 2)) / P;
+              sum +=
+                  std::complex<double>(raw.data[(std::size_t(c) * W * P + r) * S + s]) * std::polar(1.0, ph);
+            }
+            sum /= std::sqrt(double(P));
+            const auto got = std::complex<double>(out[std::size_t(z)].data[(std::size_t(c) * W + j) * S + s]);
+            worst = std::max(worst, std::abs(got - sum));
+            peak = std::max(peak, std::abs(sum));
+          }
+    EXPECT_LT(worst / peak, 1e-5) << "P = " << P;
+    // The trajectory is the step's.
+    EXPECT_EQ(out[1].traj[2 * S * 3 + 7], raw.traj[2 * S * (3 * P) + 7]);
+
+    // One spoke lost: the window then reaches one step further back, the volume keeps the W newest steps.
+    const auto spokes = sim.spokes(0, (W + 1) * P);
+    std::vector<Spoke> lost(spokes.begin() + 1, spokes.end());
+    lost.erase(lost.begin() + 2 * P);  // step 2's first partition
+    Frame gap = frame_from_spokes(sim.header(), std::span(lost).last(std::size_t(W * P)));
+    counts = a.assemble(gap, out);
+    EXPECT_EQ(counts.first_step, 1u);
+    EXPECT_EQ(counts.last_step, std::uint64_t(W));
+    EXPECT_EQ(counts.missing, 1);
+
+    // A partition turned in plane: refused, naming the spoke.
+    for (int n = 0; n < S; ++n)
+      std::swap(raw.traj[2 * (std::size_t(P) * S + n)], raw.traj[2 * (std::size_t(P) * S + n) + 1]);
+    try {
+      a.assemble(raw, out);
+      ADD_FAILURE() << "a rotated partition was taken";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("spoke 1 of partition"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// The simulator's volumetric phantom through the volume route: the moving tip (its path slow here) is found
+// in 3D within 2 voxels of where the simulator put it, and the volume has the phantom's outline (the centre
+// z position's object against its background).
+TEST(StackStream, ASimulatedStackOfStarsShowsItsTipInThreeDimensions) {
+  SimParams sp = stack_params(64, 16, 4);
+  sp.motion = true;
+  sp.motion_period_s = 3600;
+  sp.snr = 40;
+  const Simulator sim(sp);
+  const int P = 16, N = 64, W = 96;
+  const Registry registry = default_registry();  // the chain keeps a reference
+  VolumeChain vc(cpu_gridding(), Backend::Cpu, registry);
+  vc.configure(sim.header().geometry(W), P);
+  const auto vol = vc.reconstruct(raw_window(sim, 0, W * P));
+  const std::vector<float> mag = magnitudes(std::vector<cfloat>(vol.data, vol.data + vol.size()));
+  const auto tip = display::find_tip_3d(mag, N, P);
+  const auto at = sim.stack()->tip_at(0.5 * W * P / sp.rate_hz);
+  const double ex = (at[0] + 1) * N / 2, ey = (at[1] + 1) * N / 2, ez = (at[2] + 1) * P / 2;
+  std::printf("tip found at (%.2f, %.2f, %.2f), put at (%.2f, %.2f, %.2f); contrast %.3g (threshold %.3g)\n",
+              tip.x, tip.y, tip.z, ex, ey, ez, tip.contrast, tip.threshold);
+  EXPECT_TRUE(tip.found);
+  EXPECT_LT(std::abs(tip.x - ex), 2.0);
+  EXPECT_LT(std::abs(tip.y - ey), 2.0);
+  EXPECT_LT(std::abs(tip.z - ez), 2.0);
+  // The centre z position: the brain (0.2 after the -0.8 ellipsoid, at y = 0.625) against the corner
+  // outside the skull (0, with the noise and the streaks of 96 spokes).
+  const std::size_t plane = std::size_t(N) * N, mid = std::size_t(P / 2) * plane;
+  const float inside = mag[mid + std::size_t(52) * N + N / 2], outside = mag[mid + 2 * N + 2];
+  EXPECT_NEAR(inside, 0.2f, 0.05f);
+  EXPECT_GT(inside, 4 * outside) << inside << " vs " << outside;
+}
+
+// The stream header carries the partitions (encodingLimits.kspace_encoding_step_2, the encoded space's z);
+// the wire carries each spoke's partition (idx.kspace_encode_step_2) both ways, as the recording does.
+TEST(StackStream, ThePartitionsTravelInTheHeaderAndEachSpoke) {
+  const Simulator sim(stack_params(16, 12, 2));
+  const StreamHeader h = stream_header_from_xml(stream_header_to_xml(sim.header()), "test");
+  EXPECT_EQ(h.partitions, 12);
+  const Spoke s = sim.spoke(5);  // centre-out: 6, 7, 5, 8, 4, 9, ...
+  EXPECT_EQ(s.header.partition, 9);
+  EXPECT_EQ(s.header.spoke_index, 0u);
+  const auto parts =
+      wire::encode_spoke({.type = std::uint16_t(wire::MsgType::Spoke), .sequence = 1, .stream_id = 7}, s);
+  std::vector<std::span<const std::byte>> views;
+  for (const auto& p : parts) views.emplace_back(p);
+  const auto d = wire::decode(views, wire::Limits{});
+  ASSERT_TRUE(d.ok) << d.detail;
+  EXPECT_EQ(d.msg.head.partition, 9);
+  test::TempDir dir;
+  {
+    MrdWriter w(dir / "stack.h5", sim.header());
+    for (const auto& sp : sim.spokes(0, 24)) w.append(sp);
+  }
+  const MrdRecording rec = read_mrd(dir / "stack.h5");
+  EXPECT_EQ(rec.header.partitions, 12);
+  ASSERT_EQ(rec.spokes.size(), 24u);
+  for (std::size_t i = 0; i < rec.spokes.size(); ++i) {
+    EXPECT_EQ(rec.spokes[i].header.partition, sim.place(i).partition) << i;
+    EXPECT_EQ(rec.spokes[i].header.spoke_index, i / 12) << i;
+  }
+}
+
+// A stack of stars over ZeroMQ: every frame is a volume [P][N][N] equal to what the offline route (recon's
+// BART layout: the inverse DFT along kz, one 2D reconstruction per z position) makes of the same window's
+// spokes; a spoke of a partition the header does not declare is refused and counted (partition_range); the
+// recording keeps every spoke's partition.
+TEST(StackStream, AVolumeStreamMakesTheVolumesOfTheOfflineRoute) {
+  const int P = 4, W = 32, N = 32;
+  const Simulator sim(stack_params(N, P, 2));
+  test::TempDir dir;
+  RunConfig cfg = small_config(27460, false);  // window 32, stride 16 (in-plane spokes)
+  cfg.sinks.record = dir / "stack.h5";
+  const int volumes = 3, count = (W + 16 * (volumes - 1)) * P;
+  Rig rig(cfg, 77);
+  rig.s.send_header(stream_header_to_xml(sim.header()));
+  for (const auto& s : sim.spokes(0, count)) rig.s.send_spoke(s.header, s);
+  Spoke stray = sim.spoke(0);
+  stray.header.partition = P;
+  rig.s.send_spoke(stray.header, stray);
+  ASSERT_TRUE(rig.p.wait_frames(volumes, 60s)) << rig.p.report();
+  ASSERT_TRUE(eventually([&] { return rig.p.metrics().rejected_total() == 1; })) << rig.p.report();
+  rig.p.stop();
+  const auto frames = rig.c.get();
+  ASSERT_EQ(frames.size(), std::size_t(volumes));
+  EXPECT_EQ(rig.p.metrics().rejected[std::size_t(wire::Reject::PartitionRange)].load(), 1u);
+  EXPECT_EQ(rig.p.metrics().volume_spokes_missing.load(), 0u);
+  const FrameResult& f = frames[0];
+  EXPECT_EQ(f.depth, P);
+  EXPECT_EQ(f.matrix, N);
+  EXPECT_EQ(f.window, W);
+  EXPECT_EQ(f.first_spoke, 0u);
+  EXPECT_EQ(f.last_spoke, std::uint64_t(W - 1));
+  EXPECT_EQ(frames[2].first_spoke, 32u);
+  ASSERT_EQ(f.image.size(), std::size_t(P) * N * N);
+
+  const auto [t, k] = bart_layout(sim, W);
+  const auto layout = stack_of_stars_layout(t, -1, "test");
+  ASSERT_TRUE(layout.has_value());
+  EXPECT_EQ(layout->partitions, P);
+  const OfflineVolume off =
+      reconstruct_volume(stack_frames(*layout, t, k, N, "test"), cpu_gridding(), "", false);
+  const double e = test::rel_error(f.image, off.image);
+  std::printf("stream volume against the offline route: %.3g\n", e);
+  EXPECT_LT(e, 1e-5);
+  // The z positions differ (a misplaced partition could not pass): the centre against the edge of the slab.
+  const std::size_t plane = std::size_t(N) * N;
+  const std::vector<cfloat> z0(f.image.begin(), f.image.begin() + long(plane)),
+      zc(f.image.begin() + long(plane * (P / 2)), f.image.begin() + long(plane * (P / 2 + 1)));
+  EXPECT_GT(test::rel_error(z0, zc), 0.2);
+
+  const MrdRecording rec = read_mrd(dir / "stack.h5");
+  EXPECT_EQ(rec.header.partitions, P);
+  ASSERT_GE(rec.spokes.size(), std::size_t(count));
+  for (std::size_t i = 0; i < std::size_t(count); ++i)
+    ASSERT_EQ(rec.spokes[i].header.partition, sim.place(i).partition) << "recorded spoke " << i;
+}
