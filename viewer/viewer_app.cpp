@@ -115,8 +115,44 @@ void Viewer::Impl::upload_latest() {
     frame_interval_s = frame_interval_s > 0 ? 0.8 * frame_interval_s + 0.2 * nominal : nominal;
   }
   shown = f;  // shown_glass_ms keeps the previous frame's latency until this one reaches the glass
+  if (f->depth > 1) {
+    volume.resize(f->image.size());
+    for (std::size_t i = 0; i < volume.size(); ++i) volume[i] = f->image[i].real();
+    show_volume();
+    return;
+  }
+  volume.clear();
+  std::erase_if(others, [](const SliceView& v) { return v.plane > 0; });
   raw.resize(f->image.size());
   for (std::size_t i = 0; i < raw.size(); ++i) raw[i] = f->image[i].real();
+  refresh_pixels();
+}
+
+void Viewer::Impl::show_volume() {
+  if (!shown || volume.empty()) return;
+  const int n = shown->matrix, depth = shown->depth;
+  cursor = display::Cursor3{n / 2, n / 2, depth / 2};
+  if (tip_marker) {  // the cursor follows the tip, found in the volume as reconstructed (not turned)
+    const display::Tip3 t = display::find_tip_3d(volume, n, depth);
+    if (t.found)
+      cursor = display::Cursor3{int(std::lround(t.x)), int(std::lround(t.y)), int(std::lround(t.z))};
+  }
+  display::VolumePlanes planes = display::volume_planes(volume, n, depth, cursor, mip);
+  raw = std::move(planes.axial);
+  for (int k : {1, 2}) {
+    auto it = std::find_if(others.begin(), others.end(), [k](const SliceView& v) { return v.plane == k; });
+    if (it == others.end()) {
+      SliceView v;
+      v.plane = k;
+      v.view = std::make_unique<ImageView>();
+      others.push_back(std::move(v));
+      it = std::prev(others.end());
+    }
+    it->label = k == 1 ? "coronal (x across, z down)" : "sagittal (y across, z down)";
+    it->shown = shown;
+    it->raw = k == 1 ? planes.coronal : planes.sagittal;
+    it->dirty = true;
+  }
   refresh_pixels();
 }
 
@@ -184,7 +220,11 @@ void Viewer::Impl::handle_keys() {
   if (pressed(GLFW_KEY_H)) orient.flip_x = !orient.flip_x, turned = true;
   if (pressed(GLFW_KEY_V)) orient.flip_y = !orient.flip_y, turned = true;
   if (rewindow) auto_once = true;
-  if (turned || rewindow) refresh_pixels();
+  if (pressed(GLFW_KEY_M) && !volume.empty()) mip = !mip, turned = true;
+  if ((turned || rewindow) && !volume.empty())
+    show_volume();
+  else if (turned || rewindow)
+    refresh_pixels();
   if (pressed(GLFW_KEY_ESCAPE)) {
     if (clinical)
       toggle_clinical();

@@ -108,7 +108,14 @@ void Viewer::Impl::panels(const Rect& area) {
     ImGui::SameLine();
     redo |= ImGui::Checkbox("flip U-D (v)", &orient.flip_y);
     redo |= ImGui::Checkbox("tip marker (t)", &tip_marker);
-    if (redo) refresh_pixels();
+    if (!volume.empty()) {  // a stack of stars: the planes through the cursor, or projections
+      ImGui::SameLine();
+      redo |= ImGui::Checkbox("MIP (m)", &mip);
+    }
+    if (redo && !volume.empty())
+      show_volume();
+    else if (redo)
+      refresh_pixels();
     if (ImGui::Button(p.recording().empty() ? "Record (r)" : "Stop recording (r)")) toggle_record();
     ImGui::SameLine();
     ImGui::SetNextItemWidth(200.f);

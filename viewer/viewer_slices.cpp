@@ -30,6 +30,8 @@ void Viewer::Impl::make_slice_views() {
 }
 
 std::string Viewer::Impl::main_label() const {
+  if (shown && shown->depth > 1)
+    return mip ? "axial MIP" : fmt::format("axial, z = {} of {}", cursor.z, shown->depth);
   return p.slices() > 1 ? "slice 0" : "ZeroMQ stream";
 }
 
@@ -57,7 +59,7 @@ void Viewer::Impl::sync_session_views() {
 void Viewer::Impl::update_slices() {
   sync_session_views();
   for (auto& v : others) {
-    if (!frozen) {
+    if (!frozen && v.plane == 0) {  // a volume's planes come with the main view's frame
       auto f = v.session.empty() ? p.latest(v.slice) : v.offered;
       if (f && f != v.shown) {
         if (!v.session.empty())  // "mrd: session 3 (127.0.0.1): gridding": its line's head
@@ -107,7 +109,8 @@ void Viewer::Impl::overlay_slices(const Rect& area) {
   for (const auto& v : others) {
     const Rect c = slice_column(area, ++column);
     dl->AddLine(ImVec2(c.x, c.y), ImVec2(c.x, c.y + c.h), IM_COL32(90, 90, 90, 255));
-    std::string label = v.session.empty() ? fmt::format("slice {}", v.slice) : v.label;
+    std::string label = v.session.empty() && v.plane == 0 ? fmt::format("slice {}", v.slice) : v.label;
+    if (v.plane > 0 && mip) label += ", MIP";
     bool stale = true;
     if (v.shown) {
       const std::int64_t since = v.shown->last_arrival_ns > 0 ? v.shown->last_arrival_ns : v.shown->ready_ns;

@@ -14,6 +14,7 @@
 
 #include "display/orientation.hpp"
 #include "display/tip_finder.hpp"
+#include "display/volume_planes.hpp"
 #include "display/window_presets.hpp"
 #include "viewer/image_view.hpp"
 #include "viewer/viewer_app.hpp"
@@ -43,6 +44,9 @@ struct SliceView {
   std::vector<float> raw, pixels;
   Display disp;  // its own preset window (used when the slices are not synchronized)
   bool dirty = false;
+  // 1 coronal, 2 sagittal: a plane of the main view's volume (a stack of stars), fed with it; 0: a slice's
+  // or a session's own frames.
+  int plane = 0;
 };
 
 struct Viewer::Impl final : ViewerControls {
@@ -58,6 +62,12 @@ struct Viewer::Impl final : ViewerControls {
   display::WindowPreset preset = display::WindowPreset::Auto;
   bool clinical = false, tip_marker = false;
   display::Tip tip;  // in shown pixels
+  // A volume (a stack of stars' frame): the main view shows its axial plane, two columns its coronal and
+  // sagittal planes, through the cursor (the 3D tip with the tip marker on, else the centre), or MIPs.
+  std::vector<float> volume;  // [depth][n][n] of `shown`
+  bool mip = false;
+  display::Cursor3 cursor;
+  void show_volume();  // volume -> the three planes (raw, the columns' raw), then refresh_pixels
   bool frozen = false, fullscreen = false, auto_once = true;
   int win_x = 100, win_y = 100, win_w = 0, win_h = 0;
   History fps, e2e, glass;

@@ -93,7 +93,8 @@ RunConfig demo_config(DemoArgs& a, bool headless) {
     throw ConfigError(fmt::format("--slices {} is outside 1..{}", a.sim.slices, kMaxSlices));
   check_output_folder(a.out_dir, "--out-dir");
   a.sim.motion = true;
-  if (a.pool % a.sim.slices) a.pool += a.sim.slices - a.pool % a.sim.slices;  // slices cycle together
+  const int cycle = a.sim.slices * a.sim.partitions;  // slices and partitions cycle together
+  if (a.pool % cycle) a.pool += cycle - a.pool % cycle;
   if (a.pool > 0 && !a.period_given)  // the pool loops seamlessly unless a period was asked for
     a.sim.motion_period_s = double(a.pool) / a.sim.rate_hz;
   RunConfig cfg;
@@ -101,7 +102,8 @@ RunConfig demo_config(DemoArgs& a, bool headless) {
   cfg.stream.endpoint = "tcp://127.0.0.1:*";  // any free port; the simulator connects to it
   cfg.frames.window = a.window;
   cfg.frames.stride = a.stride;
-  cfg.frames.max_window = std::max(1024, a.window);
+  // A stack of stars' ring holds every partition's spokes of the window: room for twice the window.
+  cfg.frames.max_window = a.sim.partitions > 1 ? std::max(64, 2 * a.window) : std::max(1024, a.window);
   cfg.stream.slices = a.sim.slices;
   cfg.placement.gpus = a.gpus;
   cfg.sinks.metrics_json = (std::filesystem::path(a.out_dir) / "metrics.json").string();

@@ -63,6 +63,12 @@ struct SimParams {
         "slices", slices, 1, 16,
         "slices interleaved spoke by spoke (idx.slice 0..N-1); slice k shows the phantom turned by k x 90 "
         "degrees and shrunk by 8 % per slice, each slice with its own angle sequence");
+    v.field(
+        "partitions", partitions, 1, 1024,
+        "> 1: a stack of stars of the 3D phantom (its tip moving in 3D with --motion): each in-plane angle "
+        "in every kz partition (idx.kspace_encode_step_2) before the next; the frames are volumes");
+    v.field("partition_order", partition_order,
+            "the partitions' order at each angle: linear (0..P-1) or centre-out (kz = 0, +1, -1, +2, ...)");
   }
 };
 

@@ -8,6 +8,7 @@
 
 #include "display/orientation.hpp"
 #include "display/tip_finder.hpp"
+#include "display/volume_planes.hpp"
 #include "display/window_presets.hpp"
 #include "io/frame_io.hpp"
 #include "recon/recon_chain.hpp"
@@ -189,4 +190,37 @@ TEST(Display, TipFinderRingsTheMovingTipAtTheDemosSettings) {
   EXPECT_GE(run(40, true, 10).second, 9);
   EXPECT_EQ(run(40, false, 3).first, 0);
   EXPECT_EQ(run(2, true, 3).first, 0);
+}
+
+// A volume's three planes through a cursor: one bright voxel shows in each plane at its place (the coronal
+// and sagittal planes stretched along z, n / depth rows a partition), nowhere when the cursor is elsewhere,
+// and in every projection (MIP) wherever the cursor is.
+TEST(Display, AVolumesThreePlanesShowAVoxelThroughTheCursorAndInTheirProjections) {
+  const int n = 16, depth = 4, vx = 5, vy = 7, vz = 2;
+  std::vector<float> vol(std::size_t(n) * n * depth, 0.f);
+  vol[(std::size_t(vz) * n + vy) * n + vx] = 1.f;
+  const auto lit = [](const std::vector<float>& p) {
+    std::vector<int> at;
+    for (std::size_t i = 0; i < p.size(); ++i)
+      if (p[i] > 0.5f) at.push_back(int(i));
+    return at;
+  };
+  std::vector<int> rows;  // the stretched rows of z = 2: 8..11
+  for (int r = 0; r < n; ++r)
+    if (r * depth / n == vz) rows.push_back(r);
+  ASSERT_EQ(rows, (std::vector<int>{8, 9, 10, 11}));
+  EXPECT_EQ(display::stretched_row(vz, n, depth), 10);
+  std::vector<int> cor, sag;
+  for (int r : rows) cor.push_back(r * n + vx), sag.push_back(r * n + vy);
+  for (bool mip : {false, true}) {
+    const auto p = display::volume_planes(vol, n, depth, {vx, vy, vz}, mip);
+    EXPECT_EQ(lit(p.axial), std::vector<int>{vy * n + vx}) << mip;
+    EXPECT_EQ(lit(p.coronal), cor) << mip;
+    EXPECT_EQ(lit(p.sagittal), sag) << mip;
+  }
+  const auto away = display::volume_planes(vol, n, depth, {0, 0, 0}, false);
+  EXPECT_TRUE(lit(away.axial).empty() && lit(away.coronal).empty() && lit(away.sagittal).empty());
+  const auto mip = display::volume_planes(vol, n, depth, {0, 0, 0}, true);
+  EXPECT_EQ(lit(mip.axial).size(), 1u);
+  EXPECT_TRUE(display::volume_planes(std::vector<float>(10), n, depth, {}, false).axial.empty());
 }

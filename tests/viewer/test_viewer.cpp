@@ -466,6 +466,57 @@ TEST(Viewer, ThreeSlicesSideBySideEachShowsItsOwnPlane) {
   for (int k = 0; k < 3; ++k) EXPECT_GT(m["slices"][k]["frames"].get<int>(), 3) << k;
 }
 
+// A stack of stars in three planes: with the tip marker on, the cursor follows the tip in 3D, and the axial
+// (main view), coronal and sagittal (the columns beside it) planes through it each show the tip where the
+// simulator put it (its path slowed to stand still here): in each column a small box at the tip's place is
+// brighter than the ring of pixels around it.
+TEST(Viewer, AVolumeIsShownInThreePlanesThroughTheTip) {
+  SKIP_WITHOUT_XVFB();
+  test::TempDir dir;
+  const std::string shot = (std::filesystem::path(RADSTREAM_ARTIFACT_DIR) / "viewer_volume.png").string();
+  const auto r = test::run_command(
+      "xvfb-run -a -s '-screen 0 1280x800x24' " + test::radstream_binary() +
+      " demo --backend cpu --partitions 16 --matrix 64 --coils 4 --rate 3200 --pool 1024"
+      " --motion-period-s 3600 --window 64 --stride 32 --tip-marker --stale-after 30 --screenshot " +
+      shot + " --screenshot-after 3 --close-after 4 --out-dir " + dir / "demo");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  int w = 0, h = 0, ch = 0;
+  unsigned char* px = stbi_load(shot.c_str(), &w, &h, &ch, 3);
+  ASSERT_NE(px, nullptr);
+  std::ifstream jf(shot + ".json");
+  const std::string json((std::istreambuf_iterator<char>(jf)), std::istreambuf_iterator<char>());
+  const double rx = json_number(json, "image_rect", 0), ry = json_number(json, "image_rect", 1),
+               rw = json_number(json, "image_rect", 2), rh = json_number(json, "image_rect", 3);
+  ASSERT_GT(rh, 100) << json;
+  const int area_w = w - 390;  // the side panel's width (viewer_state.hpp kPanelWidth)
+  // The tip at t = 0: (0, 0.15, 0.3) in the field of view [-1, 1]^3 -> fractions of each plane's width and
+  // height: axial (x, y), coronal (x, z), sagittal (y, z).
+  const double fx = 0.5, fy = 0.575, fz = 0.65;
+  const double where[3][2] = {{fx, fy}, {fx, fz}, {fy, fz}};
+  const auto grey = [&](int x, int y) {
+    const unsigned char* q = px + (std::size_t(y) * w + x) * 3;
+    return (q[0] + q[1] + q[2]) / 3.0;
+  };
+  for (int k = 0; k < 3; ++k) {
+    const int cx = int(rx + double(area_w) * k / 3 + where[k][0] * rw), cy = int(ry + where[k][1] * rh);
+    const int inner = std::max(2, int(rw / 64)), outer = 4 * inner;
+    double in = 0, around = 0;
+    int n_in = 0, n_around = 0;
+    for (int y = cy - outer; y <= cy + outer; ++y)
+      for (int x = cx - outer; x <= cx + outer; ++x) {
+        if (x < 0 || y < 0 || x >= w || y >= h) continue;
+        const int d = std::max(std::abs(x - cx), std::abs(y - cy));
+        if (d <= inner) in += grey(x, y), ++n_in;
+        if (d >= outer - inner) around += grey(x, y), ++n_around;
+      }
+    in /= std::max(1, n_in);
+    around /= std::max(1, n_around);
+    std::printf("plane %d: the tip's box %.0f, around it %.0f (grey levels)\n", k, in, around);
+    EXPECT_GT(in, around + 50) << "plane " << k << " does not show the tip where the simulator put it";
+  }
+  stbi_image_free(px);
+}
+
 // LIVE means live. A pipeline that cannot keep up (each frame held 250 ms by the test hook, at 400 spokes/s
 // and a frame due every 16 spokes: 40 ms) drops frames; the marker on the image (clinical display) is an
 // amber DELAYED with the latency and the frames dropped in the last 10 s, never the green LIVE, and the
