@@ -50,10 +50,15 @@ std::string MemoryNeed::describe() const {
 MemoryNeed memory_need(const Registry& registry, const StreamHeader& h, const ReconParams& recon,
                        int max_window, int ring_margin, int slices, bool cuda) {
   MemoryNeed m;
-  const double slots = double(max_window) + ring_margin;
+  // A stack of stars: the ring holds every partition's spokes of a window, each z position has its own chain,
+  // and a volume's window is sorted on the host (the window, the batched kz transform, one frame per z).
+  const double P = std::max(1, h.partitions);
+  const double slots = double(max_window) * P + ring_margin;
   m.ring_bytes = slices * slots * h.samples * (double(h.coils) * kComplex + 2 * kReal);
-  m.recon_bytes = slices * recon_bytes_per_slice(registry, h, recon, max_window, cuda);
-  m.host_bytes = m.ring_bytes + (cuda ? 0 : m.recon_bytes);
+  m.recon_bytes = slices * P * recon_bytes_per_slice(registry, h, recon, max_window, cuda);
+  const double volume_host =
+      P > 1 ? slices * 3.0 * max_window * P * h.samples * (double(h.coils) * kComplex + 2 * kReal) : 0.0;
+  m.host_bytes = m.ring_bytes + volume_host + (cuda ? 0 : m.recon_bytes);
   m.device_bytes = cuda ? m.ring_bytes + m.recon_bytes : 0;
   return m;
 }

@@ -182,7 +182,8 @@ inline RunConfig mrd_config(int port, MrdPixels px) {
 }
 
 inline std::vector<float> image_values(const ImageBack& im) {
-  const std::size_t n = std::size_t(im.head.matrix_size[0]) * im.head.matrix_size[1];
+  const std::size_t n =
+      std::size_t(im.head.matrix_size[0]) * im.head.matrix_size[1] * std::max<int>(1, im.head.matrix_size[2]);
   std::vector<float> v(n);
   if (im.head.data_type == ISMRMRD::ISMRMRD_FLOAT) {
     std::memcpy(v.data(), im.pixels.data(), n * 4);

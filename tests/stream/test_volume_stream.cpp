@@ -9,11 +9,14 @@
 #include <numbers>
 
 #include "display/tip_finder.hpp"
+#include "ingest/protocols.hpp"
 #include "io/frame_io.hpp"
 #include "io/mrd_file.hpp"
+#include "recon/memory_budget.hpp"
 #include "recon/offline_volume.hpp"
 #include "recon/volume_chain.hpp"
 #include "sim/simulator.hpp"
+#include "stream/mrd_test_client.hpp"
 #include "stream_test_util.hpp"
 #include "test_util.hpp"
 
@@ -249,4 +252,66 @@ TEST(StackStream, AVolumeStreamMakesTheVolumesOfTheOfflineRoute) {
   ASSERT_GE(rec.spokes.size(), std::size_t(count));
   for (std::size_t i = 0; i < std::size_t(count); ++i)
     ASSERT_EQ(rec.spokes[i].header.partition, sim.place(i).partition) << "recorded spoke " << i;
+}
+
+// A stack of stars from an MRD client (the partition in idx.kspace_encode_step_2, the partitions in the
+// header's encoding limits): every volume comes back as one 3D image [N N P] (matrix_size z = P) equal to the
+// offline route's volume of its window.
+TEST(StackStream, AnMrdClientGetsEachVolumeAsOne3dImage) {
+  const int P = 4, W = 32, N = 32;
+  const Simulator sim(stack_params(N, P, 2));
+  const Registry reg = default_registry();
+  StreamRuntime p(mrdtest::mrd_config(27462, MrdPixels::Float), reg, make_protocol_servers);
+  p.start();
+  const int count = (W + 16) * P;
+  mrdtest::Replies r;
+  {
+    mrdtest::RawClient c(mrdtest::port_of(p.endpoint_of("mrd")));
+    ASSERT_TRUE(c.ok());
+    c.config_name("gridding");
+    c.text(3, stream_header_to_xml(sim.header()));
+    for (const auto& s : sim.spokes(0, count)) c.acquisition(s);
+    c.put<std::uint16_t>(4);
+    ASSERT_TRUE(c.flush());
+    r = c.read_until_close();
+  }
+  p.stop();
+  EXPECT_TRUE(r.closed);
+  EXPECT_EQ(p.metrics().rejected_total(), 0u);
+  ASSERT_EQ(r.images.size(), 2u);
+  const auto [t, k] = bart_layout(sim, W);
+  const auto layout = stack_of_stars_layout(t, -1, "test");
+  ASSERT_TRUE(layout.has_value());
+  const OfflineVolume off =
+      reconstruct_volume(stack_frames(*layout, t, k, N, "test"), cpu_gridding(), "", false);
+  const auto& im = r.images[0];
+  EXPECT_EQ(im.head.matrix_size[0], N);
+  EXPECT_EQ(im.head.matrix_size[1], N);
+  EXPECT_EQ(im.head.matrix_size[2], P);
+  const auto got = mrdtest::image_values(im);
+  ASSERT_EQ(got.size(), off.image.size());
+  double err = 0, norm = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double ref = std::abs(off.image[i]);
+    err += (got[i] - ref) * (got[i] - ref);
+    norm += ref * ref;
+  }
+  std::printf("MRD volume against the offline route: %.3g\n", std::sqrt(err / norm));
+  EXPECT_LT(std::sqrt(err / norm), 1e-5);
+  EXPECT_EQ(r.images[1].meta("FirstSpoke"), 16.0);
+}
+
+// The memory a stack of stars' header implies is summed before anything is allocated: its ring holds every
+// partition's window, and each z position has its own chain, so that a short header declaring many partitions
+// cannot take the machine's memory.
+TEST(StackStream, ItsMemoryIsBudgetedPerPartition) {
+  const Registry reg = default_registry();
+  StreamHeader h = Simulator(stack_params(64, 1, 4)).header();
+  ReconParams rp = cpu_gridding();
+  const MemoryNeed one = memory_need(reg, h, rp, 64, 16, 1, false);
+  h.partitions = 32;
+  const MemoryNeed many = memory_need(reg, h, rp, 64, 16, 1, false);
+  EXPECT_NEAR(many.recon_bytes, 32 * one.recon_bytes, 1e-6 * many.recon_bytes);
+  EXPECT_NEAR(many.ring_bytes, one.ring_bytes * (64.0 * 32 + 16) / (64 + 16), 1e-6 * many.ring_bytes);
+  EXPECT_GT(many.host_bytes, many.ring_bytes + many.recon_bytes);
 }
