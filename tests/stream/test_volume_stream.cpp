@@ -19,6 +19,7 @@
 #include "stream/mrd_test_client.hpp"
 #include "stream_test_util.hpp"
 #include "test_util.hpp"
+#include "wire/replay.hpp"
 
 using namespace radstream;
 using namespace radstream::streamtest;
@@ -202,7 +203,7 @@ TEST(StackStream, ThePartitionsTravelInTheHeaderAndEachSpoke) {
 // A stack of stars over ZeroMQ: every frame is a volume [P][N][N] equal to what the offline route (recon's
 // BART layout: the inverse DFT along kz, one 2D reconstruction per z position) makes of the same window's
 // spokes; a spoke of a partition the header does not declare is refused and counted (partition_range); the
-// recording keeps every spoke's partition.
+// recording keeps every spoke's partition and replays into the same volumes.
 TEST(StackStream, AVolumeStreamMakesTheVolumesOfTheOfflineRoute) {
   const int P = 4, W = 32, N = 32;
   const Simulator sim(stack_params(N, P, 2));
@@ -252,6 +253,23 @@ TEST(StackStream, AVolumeStreamMakesTheVolumesOfTheOfflineRoute) {
   ASSERT_GE(rec.spokes.size(), std::size_t(count));
   for (std::size_t i = 0; i < std::size_t(count); ++i)
     ASSERT_EQ(rec.spokes[i].header.partition, sim.place(i).partition) << "recorded spoke " << i;
+
+  // The recording replayed (radstream replay) makes the same volumes.
+  RunConfig again = small_config(27461, false);
+  Rig replayed(again, 78);
+  ReplayControl control;
+  control.file = dir / "stack.h5";
+  control.speed = "max";
+  control.wait_s = 5;
+  ASSERT_EQ(replay_recording(control, Rig::to(again.stream.endpoint), [] { return false; }), 0);
+  ASSERT_TRUE(replayed.p.wait_frames(volumes, 60s)) << replayed.p.report();
+  replayed.p.stop();
+  const auto back = replayed.c.get();
+  ASSERT_EQ(back.size(), std::size_t(volumes));
+  for (int v = 0; v < volumes; ++v) {
+    EXPECT_EQ(back[std::size_t(v)].depth, P);
+    EXPECT_TRUE(back[std::size_t(v)].image == frames[std::size_t(v)].image) << "volume " << v << " differs";
+  }
 }
 
 // A stack of stars from an MRD client (the partition in idx.kspace_encode_step_2, the partitions in the
