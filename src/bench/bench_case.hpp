@@ -34,6 +34,7 @@ struct BenchCase {
   long total_spokes = 50000;  // ingest: spokes sent as fast as possible
   int port = 56300;           // tcp loopback port of the streaming cases
   int slices = 1;             // live: slices interleaved in the stream, each at rate_hz
+  int partitions = 1;         // live: a stack of stars' kz partitions (spokes, stride: per partition)
   int sessions = 8;           // mrd-sessions: MRD clients at once, each at rate_hz
   bool kill_one = false;      // mrd-sessions: the first client vanishes halfway
   bool moving = false;        // chain: each frame the simulator's next spokes (else the same frame each time)
@@ -73,6 +74,9 @@ struct BenchCase {
     v.field("total_spokes", total_spokes, 1L, 100000000L, "ingest: spokes sent");
     v.field("port", port, 1024, 65535, "tcp loopback port");
     v.field("slices", slices, 1, 16, "live: slices interleaved in the stream, each at rate_hz (M2)");
+    v.field("partitions", partitions, 1, 1024,
+            "live: a stack of stars of this many kz partitions (frames are volumes; spokes and stride count "
+            "each partition's; rate_hz counts every partition's spokes)");
     v.field("sessions", sessions, 1, 64, "mrd-sessions: MRD clients streaming at once, each at rate_hz");
     v.field("kill_one", kill_one,
             "mrd-sessions: the first client vanishes halfway (the others must not notice)");

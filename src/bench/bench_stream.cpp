@@ -22,6 +22,8 @@ SimParams bench_sim_params(const BenchCase& c) {
   sp.snr = 50;
   sp.motion = true;
   sp.slices = c.slices;
+  sp.partitions = c.partitions;
+  if (c.partitions > 1) sp.partition_order = "centre-out";
   sp.rate_hz = c.rate_hz * c.slices;  // every slice at rate_hz
   return sp;
 }
@@ -137,7 +139,7 @@ nlohmann::ordered_json host_stall_json(const HostStallProbe& probe, const Metric
 }  // namespace
 
 nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry) {
-  const int pool = std::max(512, c.spokes + 2 * c.stride) * c.slices;
+  const int pool = std::max(512, (c.spokes + 2 * c.stride) * c.partitions) * c.slices;
   const auto sim = bench_streamer(c, pool, long(c.rate_hz * c.duration_s) * c.slices, false);
   RunConfig cfg = live_run_config(c);
   cfg.stream.slices = c.slices;
@@ -195,6 +197,8 @@ nlohmann::ordered_json live_case(const BenchCase& c, const Registry& registry) {
           {"sender_max_late_ms", double(behind_ns) * 1e-6},
           {"host_stalls", host},
           {"slices", c.slices},
+          {"partitions", c.partitions},
+          {"volume_spokes_missing", m.volume_spokes_missing.load()},
           {"gpus", c.gpus},
           {"per_slice", per_slice},
           {"metrics", m.to_json(p.elapsed_s())}};

@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
 #include "core/error.hpp"
 #include "core/math.hpp"
+#include "gpu/device_memory.hpp"
+#include "recon/volume_assembly_cuda.hpp"
 
 namespace radstream {
 
@@ -42,40 +45,60 @@ bool same_line(const float* a, const float* b, int S) {
 
 }  // namespace
 
+VolumeLayout volume_layout(std::span<const std::uint64_t> spoke_index,
+                           std::span<const std::uint16_t> partition, int W, int P,
+                           const std::function<bool(int, int)>& same_line) {
+  VolumeLayout l;
+  l.steps.assign(spoke_index.begin(), spoke_index.end());
+  std::sort(l.steps.begin(), l.steps.end());
+  l.steps.erase(std::unique(l.steps.begin(), l.steps.end()), l.steps.end());
+  if (l.steps.empty()) throw InputError("a volume window without spokes");
+  if (int(l.steps.size()) > W) l.steps.erase(l.steps.begin(), l.steps.end() - W);
+  const int R = int(spoke_index.size());
+  l.slot_of.assign(std::size_t(R), -1);
+  l.line_of.assign(std::size_t(W), -1);
+  std::vector<std::uint8_t> have(std::size_t(W) * std::size_t(P), 0);
+  for (int r = 0; r < R; ++r) {
+    const auto it = std::lower_bound(l.steps.begin(), l.steps.end(), spoke_index[std::size_t(r)]);
+    const int p = partition[std::size_t(r)];
+    // Older than the volume's steps, or a partition the intake would have refused: never indexed.
+    if (it == l.steps.end() || *it != spoke_index[std::size_t(r)] || p >= P) continue;
+    const int j = int(it - l.steps.begin());
+    int& line = l.line_of[std::size_t(j)];
+    if (line < 0)
+      line = r;
+    else if (!same_line(r, line))
+      throw InputError(fmt::format(
+          "spoke {} of partition {} lies at another in-plane angle than the same spoke of partition {}: "
+          "partitions rotated against each other are not streamed (recon --traj reconstructs them)",
+          spoke_index[std::size_t(r)], p, partition[std::size_t(line)]));
+    l.slot_of[std::size_t(r)] = j;
+    have[std::size_t(j) * P + std::size_t(p)] = 1;
+  }
+  for (auto h : have) l.missing += h ? 0 : 1;
+  return l;
+}
+
 VolumeAssembler::Counts VolumeAssembler::assemble(const Frame& raw, std::vector<Frame>& out) {
   const int W = plane_.spokes, S = plane_.samples, C = plane_.coils, R = raw.geometry.spokes;
   if (raw.geometry.samples != S || raw.geometry.coils != C)
     throw InputError(fmt::format("a volume's spokes are {} samples x {} coils, the plane expects {} x {}",
                                  raw.geometry.samples, raw.geometry.coils, S, C));
-  // The W newest in-plane steps of the window, oldest first.
-  std::vector<std::uint64_t> steps(raw.spoke_index.begin(), raw.spoke_index.end());
-  std::sort(steps.begin(), steps.end());
-  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
-  if (steps.empty()) throw InputError("a volume window without spokes");
-  if (int(steps.size()) > W) steps.erase(steps.begin(), steps.end() - W);
+  const VolumeLayout l = volume_layout(raw.spoke_index, raw.partition, W, P_, [&](int a, int b) {
+    return same_line(raw.traj.data() + std::size_t(a) * S * 2, raw.traj.data() + std::size_t(b) * S * 2, S);
+  });
   Counts counts;
-  counts.first_step = steps.front();
-  counts.last_step = steps.back();
+  counts.first_step = l.steps.front();
+  counts.last_step = l.steps.back();
+  counts.missing = l.missing;
   out.resize(std::size_t(P_));
   for (auto& f : out)
     if (f.geometry.spokes != W || f.geometry.samples != S || f.geometry.coils != C) f = Frame(plane_);
   std::memset(static_cast<void*>(kz_.data()), 0, kz_.size() * sizeof(cfloat));
-  std::vector<int> line_of(std::size_t(W), -1);  // the raw spoke whose trajectory slot j takes
-  std::vector<std::uint8_t> have(std::size_t(W) * P_, 0);
   for (int r = 0; r < R; ++r) {
-    const auto it = std::lower_bound(steps.begin(), steps.end(), raw.spoke_index[std::size_t(r)]);
-    if (it == steps.end() || *it != raw.spoke_index[std::size_t(r)]) continue;  // older than the window
-    const int j = int(it - steps.begin()), p = raw.partition[std::size_t(r)];
-    if (p >= P_) continue;  // the intake refuses these; never index past the volume
-    const float* t = raw.traj.data() + std::size_t(r) * S * 2;
-    if (line_of[std::size_t(j)] < 0)
-      line_of[std::size_t(j)] = r;
-    else if (!same_line(t, raw.traj.data() + std::size_t(line_of[std::size_t(j)]) * S * 2, S))
-      throw InputError(fmt::format(
-          "spoke {} of partition {} lies at another in-plane angle than the same spoke of partition {}: "
-          "partitions rotated against each other are not streamed (recon --traj reconstructs them)",
-          raw.spoke_index[std::size_t(r)], p, raw.partition[std::size_t(line_of[std::size_t(j)])]));
-    have[std::size_t(j) * P_ + p] = 1;
+    const int j = l.slot_of[std::size_t(r)];
+    if (j < 0) continue;
+    const int p = raw.partition[std::size_t(r)];
     const cfloat w = pre_[std::size_t(p)];
     for (int c = 0; c < C; ++c) {
       const cfloat* in = raw.data.data() + (std::size_t(c) * R + r) * S;
@@ -83,14 +106,13 @@ VolumeAssembler::Counts VolumeAssembler::assemble(const Frame& raw, std::vector<
       for (int s = 0; s < S; ++s) o[std::size_t(s) * P_] = w * in[s];
     }
   }
-  for (auto h : have) counts.missing += h ? 0 : 1;
   plan_.execute(kz_.data());
   for (int j = 0; j < W; ++j) {  // every z position shares the in-plane trajectory
-    const int r = line_of[std::size_t(j)] >= 0 ? line_of[std::size_t(j)] : line_of[0] >= 0 ? line_of[0] : 0;
+    const int r = volume_line(l, j);
     for (auto& f : out) {
       std::memcpy(f.traj.data() + std::size_t(j) * S * 2, raw.traj.data() + std::size_t(r) * S * 2,
                   std::size_t(S) * 2 * sizeof(float));
-      f.spoke_index[std::size_t(j)] = j < int(steps.size()) ? steps[std::size_t(j)] : 0;
+      f.spoke_index[std::size_t(j)] = j < int(l.steps.size()) ? l.steps[std::size_t(j)] : 0;
     }
   }
 #pragma omp parallel for schedule(static)
@@ -103,6 +125,13 @@ VolumeAssembler::Counts VolumeAssembler::assemble(const Frame& raw, std::vector<
     f.last_arrival_ns = raw.last_arrival_ns;
   }
   return counts;
+}
+
+int volume_line(const VolumeLayout& l, int j) {
+  // A slot no spoke came for (a window holding fewer steps) borrows the first slot's line: its data are
+  // zeros.
+  if (l.line_of[std::size_t(j)] >= 0) return l.line_of[std::size_t(j)];
+  return l.line_of[0] >= 0 ? l.line_of[0] : 0;
 }
 
 VolumeChain::VolumeChain(const ReconParams& params, Backend backend, const Registry& registry)
@@ -122,24 +151,59 @@ void VolumeChain::configure(const Geometry& plane, int partitions) {
   volume_.assign(std::size_t(partitions) * plane.matrix * plane.matrix, cfloat());
 }
 
+VolumeChain::~VolumeChain() = default;
+
+void VolumeChain::collect(std::size_t z, View<const cfloat> img) {
+  const std::size_t px = std::size_t(plane_.matrix) * plane_.matrix;
+  std::copy(img.data, img.data + px, volume_.begin() + long(z * px));
+  for (const auto& t : chains_[z]->timings()) {
+    auto it = std::find_if(timings_.begin(), timings_.end(),
+                           [&](const StageTiming& s) { return s.stage == t.stage; });
+    if (it == timings_.end())
+      timings_.push_back(t);
+    else
+      it->ms += t.ms;
+  }
+}
+
 View<const cfloat> VolumeChain::reconstruct(const Frame& raw) {
   counts_ = assembler_.assemble(raw, frames_);
-  const std::size_t px = std::size_t(plane_.matrix) * plane_.matrix;
   timings_.clear();
+  for (std::size_t z = 0; z < chains_.size(); ++z) collect(z, chains_[z]->reconstruct(frames_[z]));
+  return {volume_.data(), Extents{chains_.size(), std::size_t(plane_.matrix), std::size_t(plane_.matrix)}};
+}
+
+View<const cfloat> VolumeChain::reconstruct_device(int raw_spokes, const Gather& gather) {
+  if (backend_ != Backend::Cuda) throw ConfigError("a volume from the GPU's ring needs the cuda backend");
+  const int P = int(chains_.size());
+  if (!device_) device_ = std::make_unique<VolumeAssemblerCuda>(plane_, P, chains_[0]->device());
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!device_->assemble(raw_spokes, gather, heads_, counts_)) return {};
+  timings_.clear();
+  timings_.push_back(
+      {"volume_assembly",
+       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()});
+  const std::size_t block = device_->frame_values();
+  frames_.resize(chains_.size());
   for (std::size_t z = 0; z < chains_.size(); ++z) {
-    const View<const cfloat> img = chains_[z]->reconstruct(frames_[z]);
-    std::copy(img.data, img.data + px, volume_.begin() + long(z * px));
-    for (const auto& t : chains_[z]->timings()) {
-      auto it = std::find_if(timings_.begin(), timings_.end(),
-                             [&](const StageTiming& s) { return s.stage == t.stage; });
-      if (it == timings_.end())
-        timings_.push_back(t);
-      else
-        it->ms += t.ms;
+    // A chain that estimates its coil maps reads the frame on the host too.
+    const Frame* host = nullptr;
+    if (chains_[z]->wants_host_frame()) {
+      Frame& f = frames_[z];
+      if (f.geometry.spokes != plane_.spokes) f = Frame(plane_);
+      device_->download(int(z), f);
+      host = &f;
     }
+    const View<const cfloat> img = chains_[z]->reconstruct_device(
+        [&](cfloat* d_data, float* d_traj, gpu::StreamRef stream) {
+          gpu::copy_device(d_data, device_->frame(int(z)), block * sizeof(cfloat), stream);
+          gpu::copy_device(d_traj, device_->traj(), device_->traj_values() * sizeof(float), stream);
+          return true;
+        },
+        host);
+    collect(z, img);
   }
-  return {volume_.data(),
-          Extents{std::size_t(chains_.size()), std::size_t(plane_.matrix), std::size_t(plane_.matrix)}};
+  return {volume_.data(), Extents{chains_.size(), std::size_t(plane_.matrix), std::size_t(plane_.matrix)}};
 }
 
 }  // namespace radstream

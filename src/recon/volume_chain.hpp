@@ -6,7 +6,9 @@
 // warm start, coil maps and state, as a slice of a multi-slice stream has), into the volume [P][N][N].
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,25 @@
 #include "recon/recon_chain.hpp"
 
 namespace radstream {
+
+// Where each spoke of a window goes in its volume: the W newest in-plane steps among the window's spokes
+// (oldest first), each spoke's step slot, and each slot's spoke whose trajectory its z positions take.
+struct VolumeLayout {
+  std::vector<std::uint64_t> steps;
+  std::vector<int> slot_of;  // per spoke of the window: its slot, -1 when older than the volume's steps
+  std::vector<int> line_of;  // per slot: a spoke of its step (-1: none came)
+  int missing = 0;           // (step, partition) pairs of the volume that did not arrive: zeros in k-space
+};
+// same_line(a, b): spokes a and b of the window lie at the same in-plane angle. Throws InputError naming the
+// spoke when partitions of one step do not (a rotated stack: not streamed), or when the window is empty.
+VolumeLayout volume_layout(std::span<const std::uint64_t> spoke_index,
+                           std::span<const std::uint16_t> partition, int W, int P,
+                           const std::function<bool(int, int)>& same_line);
+
+// The spoke whose trajectory slot j takes (a slot no spoke came for borrows slot 0's: its data are zeros).
+int volume_line(const VolumeLayout& l, int j);
+
+class VolumeAssemblerCuda;
 
 class VolumeAssembler {
  public:
@@ -42,10 +63,20 @@ class VolumeAssembler {
 class VolumeChain {
  public:
   VolumeChain(const ReconParams& params, Backend backend, const Registry& registry);
+  ~VolumeChain();
   // plane: one z position's geometry. Throws ConfigError as a chain's configure does.
   void configure(const Geometry& plane, int partitions);
   // The volume [P][N][N] (magnitudes in the real part) of the window `raw`.
   View<const cfloat> reconstruct(const Frame& raw);
+  // The same from a window already on the GPU (the CUDA backend): `gather` enqueues the copy of its R spokes
+  // into d_data [coils][R][samples] and d_traj [R][samples][2] on `stream` and returns false when they are
+  // gone, then fills `heads` with their headers (step, partition, angle) while it holds them. Sorted, turned
+  // along kz and split into the z positions' frames on the GPU; each z position's chain takes its frame
+  // there.
+  using Gather = std::function<bool(cfloat* d_data, float* d_traj, gpu::StreamRef stream,
+                                    std::vector<SpokeHeader>& heads)>;
+  View<const cfloat> reconstruct_device(int raw_spokes, const Gather& gather);
+  Backend backend() const { return backend_; }
   const VolumeAssembler::Counts& counts() const { return counts_; }
   int partitions() const { return assembler_.partitions(); }
   const Geometry& plane() const { return plane_; }
@@ -59,6 +90,9 @@ class VolumeChain {
   Geometry plane_;
   VolumeAssembler assembler_;
   std::vector<std::unique_ptr<ReconChain>> chains_;  // one per z position
+  std::unique_ptr<VolumeAssemblerCuda> device_;      // the GPU's assembly (made on first use)
+  std::vector<SpokeHeader> heads_;
+  void collect(std::size_t z, View<const cfloat> img);  // a z position's image and stage times
   std::vector<Frame> frames_;
   std::vector<cfloat> volume_;
   std::vector<StageTiming> timings_;

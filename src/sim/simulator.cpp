@@ -129,10 +129,11 @@ void Simulator::fill_spoke(const SpokeHeader& h, double t, Spoke& s) const {
     const double kz = 0.5 * (double(h.partition) - double(P / 2));
     const double scale = half * half * std::sqrt(double(P)) / 2.0;
     const auto e = stack_->at(t);
-    for (int n = 0; n < S; ++n)
-      for (int c = 0; c < C; ++c)
-        s.data[std::size_t(c) * S + n] =
-            cfloat(scale * stack_->kspace(e, c, s.traj[2 * n] * half, s.traj[2 * n + 1] * half, kz));
+    std::vector<std::complex<double>> v(static_cast<std::size_t>(C));
+    for (int n = 0; n < S; ++n) {
+      stack_->kspace_all(e, s.traj[2 * n] * half, s.traj[2 * n + 1] * half, kz, v.data());
+      for (int c = 0; c < C; ++c) s.data[std::size_t(c) * S + n] = cfloat(scale * v[std::size_t(c)]);
+    }
     return;
   }
   const auto e = ellipses_at(t, h.slice);

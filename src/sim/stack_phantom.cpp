@@ -49,6 +49,25 @@ std::complex<double> StackPhantom::kspace(const std::vector<Ellipsoid>& e, int c
   return v;
 }
 
+void StackPhantom::kspace_all(const std::vector<Ellipsoid>& e, double kx, double ky, double kz,
+                              std::complex<double>* out) const {
+  const auto& f = maps_.frequencies();
+  const int C = maps_.coils();
+  for (int c = 0; c < C; ++c) out[c] = 0.0;
+  for (std::size_t l = 0; l < f.size(); ++l) {
+    const double ux = kx - f[l][0], uy = ky - f[l][1];
+    const std::complex<double> F = ellipsoids_fourier(e, ux, uy, kz);
+    // The z profiles' two shifts (g = +-1/4): one transform each, shared by the coils that use it.
+    const std::complex<double> up = C > 1 ? ellipsoids_fourier(e, ux, uy, kz - 0.25) : 0.0,
+                               down = C > 1 ? ellipsoids_fourier(e, ux, uy, kz + 0.25) : 0.0;
+    for (int c = 0; c < C; ++c) {
+      const std::complex<double> a = a_[std::size_t(c)];
+      const std::complex<double> shifted = g_[std::size_t(c)] > 0 ? up : down;
+      out[c] += maps_.coefficient(c, int(l)) * (a != 0.0 ? F + a * shifted : F);
+    }
+  }
+}
+
 std::complex<double> StackPhantom::sensitivity(int coil, double x, double y, double z) const {
   const double ph = 2.0 * kPi * g_[std::size_t(coil)] * z;
   return maps_.value(coil, x, y) *

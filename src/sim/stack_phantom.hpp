@@ -25,6 +25,10 @@ class StackPhantom {
   // Coil c's noiseless k-space of `e` at kappa (cycles per unit of the field of view).
   std::complex<double> kspace(const std::vector<Ellipsoid>& e, int coil, double kx, double ky,
                               double kz) const;
+  // Every coil's k-space at kappa into out[0..coils): the ellipsoids' transform evaluated once per plane wave
+  // of the maps (3 x 9 of them), not once per coil.
+  void kspace_all(const std::vector<Ellipsoid>& e, double kx, double ky, double kz,
+                  std::complex<double>* out) const;
   // Coil c's sensitivity at (x, y, z).
   std::complex<double> sensitivity(int coil, double x, double y, double z) const;
   int coils() const { return maps_.coils(); }

@@ -245,7 +245,13 @@ void ReconWorker::frames() {
             volume = std::make_unique<VolumeChain>(recon_, backend_, registry_);
           }
           volume->configure(st.header.geometry(W / P), P);
-          host_frame = Frame(g);
+          // The GPU's ring: the window is sorted on the GPU and needs no host copy (only its size).
+          if (backend_ == Backend::Cuda && st.ring->on_device()) {
+            host_frame = Frame();
+            host_frame.geometry = g;
+          } else {
+            host_frame = Frame(g);
+          }
         } else {
           volume.reset();
           if (!chain) {

@@ -13,9 +13,31 @@ bool ReconWorker::make_volume(VolumeChain& volume, SpokeRing& ring, std::uint64_
                               FrameResult& out) {
   const auto t0 = monotonic_ns();
   SpokeRing::WindowTimes times;
-  if (!ring.copy_window(end, host_frame, times)) return false;
-  metrics_.add_stage("assemble", double(monotonic_ns() - t0) * 1e-6);
-  const View<const cfloat> img = volume.reconstruct(host_frame);
+  View<const cfloat> img;
+  if (volume.backend() == Backend::Cuda && ring.on_device()) {
+    // The window stays on the GPU: gathered from the ring's mirror, sorted and turned along kz there; only
+    // the spokes' headers come to the host. Its spokes stay held until the assembly has synchronized.
+    const int R = host_frame.geometry.spokes;
+    struct Held {
+      SpokeRing& ring;
+      bool on = false;
+      ~Held() {
+        if (on) ring.release_window();
+      }
+    } held{ring};
+    img = volume.reconstruct_device(
+        R, [&](cfloat* d_data, float* d_traj, gpu::StreamRef stream, std::vector<SpokeHeader>& heads) {
+          if (!(held.on = ring.gather_window(end, R, d_data, d_traj, stream, times))) return false;
+          for (int r = 0; r < R; ++r)
+            heads.push_back(ring.info(end - std::uint64_t(R) + std::uint64_t(r)).head);
+          return true;
+        });
+    if (!img.data) return false;
+  } else {
+    if (!ring.copy_window(end, host_frame, times)) return false;
+    metrics_.add_stage("assemble", double(monotonic_ns() - t0) * 1e-6);
+    img = volume.reconstruct(host_frame);
+  }
   if (test_delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(test_delay_ms_));
   out.ready_ns = monotonic_ns();
   out.image.assign(img.data, img.data + img.size());
