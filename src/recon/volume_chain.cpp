@@ -3,13 +3,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <exception>
+#include <thread>
 
 #include "core/error.hpp"
 #include "core/math.hpp"
 #include "gpu/device_memory.hpp"
+#include "gpu/handles.hpp"
 #include "recon/volume_assembly_cuda.hpp"
 
 namespace radstream {
@@ -146,12 +150,38 @@ void VolumeChain::configure(const Geometry& plane, int partitions) {
       chains_.back()->set_live_maps(true);
     }
   }
-  for (auto& c : chains_) c->configure(plane);
+  configure_all(plane);
   plane_ = plane;
   volume_.assign(std::size_t(partitions) * plane.matrix * plane.matrix, cfloat());
 }
 
 VolumeChain::~VolumeChain() = default;
+
+void VolumeChain::configure_all(const Geometry& plane) {
+  // The z positions' chains are configured side by side: each plans its FFTs and NUFFT on its own (32 of them
+  // one after the other took 1.07 s on an H200 host: 21 volumes of a 20/s stream passed over before the
+  // first). Each thread works on the caller's GPU and hands back what it threw.
+  const int device = backend_ == Backend::Cuda ? gpu::current_device() : -1;
+  const int n = int(chains_.size());
+  const int threads = std::clamp(int(std::thread::hardware_concurrency()) / 2, 1, std::min(8, n));
+  std::vector<std::exception_ptr> failed(static_cast<std::size_t>(threads));
+  std::atomic<int> next{0};
+  auto work = [&](int k) {
+    try {
+      std::unique_ptr<gpu::DeviceGuard> on;
+      if (device >= 0) on = std::make_unique<gpu::DeviceGuard>(device);
+      for (int z = next++; z < n; z = next++) chains_[std::size_t(z)]->configure(plane);
+    } catch (...) {
+      failed[std::size_t(k)] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int k = 1; k < threads; ++k) pool.emplace_back(work, k);
+  work(0);
+  for (auto& t : pool) t.join();
+  for (const auto& e : failed)
+    if (e) std::rethrow_exception(e);
+}
 
 void VolumeChain::collect(std::size_t z, View<const cfloat> img) {
   const std::size_t px = std::size_t(plane_.matrix) * plane_.matrix;

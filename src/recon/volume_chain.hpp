@@ -93,6 +93,7 @@ class VolumeChain {
   std::unique_ptr<VolumeAssemblerCuda> device_;      // the GPU's assembly (made on first use)
   std::vector<SpokeHeader> heads_;
   void collect(std::size_t z, View<const cfloat> img);  // a z position's image and stage times
+  void configure_all(const Geometry& plane);            // every chain, several at a time
   std::vector<Frame> frames_;
   std::vector<cfloat> volume_;
   std::vector<StageTiming> timings_;
