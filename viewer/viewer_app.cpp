@@ -132,10 +132,13 @@ void Viewer::Impl::show_volume() {
   if (!shown || volume.empty()) return;
   const int n = shown->matrix, depth = shown->depth;
   cursor = display::Cursor3{n / 2, n / 2, depth / 2};
+  cursor_on_tip = false;
   if (tip_marker) {  // the cursor follows the tip, found in the volume as reconstructed (not turned)
     const display::Tip3 t = display::find_tip_3d(volume, n, depth);
-    if (t.found)
+    if (t.found) {
       cursor = display::Cursor3{int(std::lround(t.x)), int(std::lround(t.y)), int(std::lround(t.z))};
+      cursor_on_tip = true;
+    }
   }
   display::VolumePlanes planes = display::volume_planes(volume, n, depth, cursor, mip);
   raw = std::move(planes.axial);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <iterator>
 
+#include "display/orientation.hpp"
 #include "viewer/viewer_state.hpp"
 
 namespace radstream::viewer {
@@ -122,6 +123,19 @@ void Viewer::Impl::overlay_slices(const Rect& area) {
     }
     const std::string err = v.session.empty() ? p.last_error(v.slice) : std::string();
     dl->AddText(font, 18.f, ImVec2(c.x + 8, c.y + 8), IM_COL32(230, 230, 120, 255), label.c_str());
+    // A volume's plane through the tip rings it as the main view does (only while live: tip_ringed).
+    if (v.plane > 0 && v.shown && cursor_on_tip && tip_ringed && !mip) {
+      const int n = v.shown->matrix;
+      const display::Pixel raw{v.plane == 1 ? cursor.x : cursor.y,
+                               display::stretched_row(cursor.z, n, v.shown->depth)};
+      const display::Pixel at = display::screen_of(raw, n, orient);
+      const Rect r = v.view->placement(disp, c);
+      const float cx = r.x + (float(at.x) + 0.5f) / float(n) * r.w,
+                  cy = r.y + (float(at.y) + 0.5f) / float(n) * r.h;
+      const float rad = std::max(12.f, r.w * 0.035f);
+      dl->AddCircle(ImVec2(cx, cy), rad, IM_COL32(0, 230, 255, 255), 32, 2.5f);
+      dl->AddText(font, 18.f, ImVec2(cx + rad + 4.f, cy - 9.f), IM_COL32(0, 230, 255, 255), "tip");
+    }
     if (stale)
       dl->AddText(font, 26.f, ImVec2(c.x + 8, c.y + 52), IM_COL32(255, 60, 60, 255),
                   err.empty() ? "STALE" : ("STALE: " + err).c_str());

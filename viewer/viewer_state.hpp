@@ -67,7 +67,8 @@ struct Viewer::Impl final : ViewerControls {
   std::vector<float> volume;  // [depth][n][n] of `shown`
   bool mip = false;
   display::Cursor3 cursor;
-  void show_volume();  // volume -> the three planes (raw, the columns' raw), then refresh_pixels
+  bool cursor_on_tip = false;  // the cursor is the tip found in 3D (its planes' columns ring it too)
+  void show_volume();          // volume -> the three planes (raw, the columns' raw), then refresh_pixels
   bool frozen = false, fullscreen = false, auto_once = true;
   int win_x = 100, win_y = 100, win_w = 0, win_h = 0;
   History fps, e2e, glass;

@@ -468,8 +468,8 @@ TEST(Viewer, ThreeSlicesSideBySideEachShowsItsOwnPlane) {
 
 // A stack of stars in three planes: with the tip marker on, the cursor follows the tip in 3D, and the axial
 // (main view), coronal and sagittal (the columns beside it) planes through it each show the tip where the
-// simulator put it (its path slowed to stand still here): in each column a small box at the tip's place is
-// brighter than the ring of pixels around it.
+// simulator put it (its path slowed to stand still here) and ring it: in each column a small box at the tip's
+// place is brighter than the ring of pixels around it, and the marker's cyan ring is drawn about it.
 TEST(Viewer, AVolumeIsShownInThreePlanesThroughTheTip) {
   SKIP_WITHOUT_XVFB();
   test::TempDir dir;
@@ -511,8 +511,13 @@ TEST(Viewer, AVolumeIsShownInThreePlanesThroughTheTip) {
       }
     in /= std::max(1, n_in);
     around /= std::max(1, n_around);
-    std::printf("plane %d: the tip's box %.0f, around it %.0f (grey levels)\n", k, in, around);
+    // The tip's ring (cyan) about the same place, in every plane.
+    const double ring = share(px, w, h, cx - 3 * outer, cy - 3 * outer, cx + 3 * outer, cy + 3 * outer,
+                              [](const unsigned char* q) { return q[0] < 60 && q[1] > 180 && q[2] > 200; });
+    std::printf("plane %d: the tip's box %.0f, around it %.0f (grey levels); ring pixels %.3f\n", k, in,
+                around, ring);
     EXPECT_GT(in, around + 50) << "plane " << k << " does not show the tip where the simulator put it";
+    EXPECT_GT(ring, 0.01) << "plane " << k << " does not ring the tip";
   }
   stbi_image_free(px);
 }
