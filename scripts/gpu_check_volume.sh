@@ -13,12 +13,5 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT
 OUT=$OUT TESTS=${TESTS:-'StackOfStarsCuda.*:GpuStream.*:MultiGpuStream.*:NlinvCuda.*'} LIMIT_S=${LIMIT_S:-240} \
   bash scripts/gpu_all_tests.sh
 source scripts/gpu_env.sh > /dev/null
-v=/tmp/v1
-python3 scripts/make_stack_case.py $v
-for m in gridding cg-sense; do
-  run .devcarry/radstream recon --traj $v/traj --kspace $v/ksp --matrix 192 --backend cuda --method $m \
-    --repeat ${REPEAT:-20} --out $v/$m.cfl > "$v/v1-$m.log" 2>&1
-  echo "V1 $m (cuda): rc=$?"
-  grep -E "stack of stars|reconstruction:|volume:|coil maps" "$v/v1-$m.log"
-done 2>&1 | tee "$OUT/v1.txt"
+v1_volume 2>&1 | tee "$OUT/v1.txt"
 [ "${PIPES:-1}" = 1 ] && OUT=$OUT GPUIN=${GPUIN:-.dcpack/gpuin} SOAK_S=${SOAK_S:-90} bash scripts/gpu_check_pipes.sh

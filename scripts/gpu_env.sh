@@ -23,3 +23,16 @@ gpu_tests() {
   RADSTREAM_REQUIRE_GPU=1 run .devcarry/radstream_tests --gtest_filter="$1" > "$OUT/gpu_tests.log" 2>&1
   grep -E '^\[  (PASSED|FAILED)' "$OUT/gpu_tests.log" | tail -20
 }
+# Issue 56's V1 offline (192^2 x 32 partitions, 96 spokes a partition x 384 samples x 32 coils, random data from
+# scripts/make_stack_case.py) through `recon --backend cuda` for gridding and cg-sense, REPEAT times each;
+# prints the timing lines.
+v1_volume() {
+  local v=/tmp/v1
+  python3 scripts/make_stack_case.py $v
+  for m in gridding cg-sense; do
+    run .devcarry/radstream recon --traj $v/traj --kspace $v/ksp --matrix 192 --backend cuda --method $m \
+      --repeat ${REPEAT:-20} --out $v/$m.cfl > "$v/v1-$m.log" 2>&1
+    echo "V1 $m (cuda): rc=$?"
+    grep -E "stack of stars|reconstruction:|volume:|coil maps" "$v/v1-$m.log"
+  done
+}

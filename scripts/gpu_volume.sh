@@ -15,13 +15,4 @@ sed "s/duration_s: 60/duration_s: ${V2_S:-60}/" config/bench/V2.yaml > "$cases/V
 run .devcarry/radstream bench --cases-dir "$cases" --case V2 --out "$OUT/V2.json" >> "$OUT/bench.log" 2>&1
 echo "V2: rc=$?"
 grep -E "bench V2|targets|FAIL|PASS" "$OUT/bench.log" | tail -5
-if [ "${V1:-1}" = 1 ]; then
-  v=/tmp/v1
-  python3 scripts/make_stack_case.py $v
-  for m in gridding cg-sense; do
-    run .devcarry/radstream recon --traj $v/traj --kspace $v/ksp --matrix 192 --backend cuda --method $m \
-      --repeat ${REPEAT:-20} --out $v/$m.cfl > "$v/v1-$m.log" 2>&1
-    echo "V1 $m (cuda): rc=$?"
-    grep -E "reconstruction:|volume:" "$v/v1-$m.log"
-  done 2>&1 | tee "$OUT/v1.txt"
-fi
+if [ "${V1:-1}" = 1 ]; then v1_volume 2>&1 | tee "$OUT/v1.txt"; fi

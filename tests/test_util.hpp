@@ -54,6 +54,14 @@ inline SimParams phantom_sim(int matrix = 64, int coils = 4, double snr = 30) {
   return s;
 }
 
+// A stack of stars of the simulator's 3D phantom: `partitions` kz partitions, centre-out.
+inline SimParams stack_sim(int matrix, int partitions, int coils, double snr = 0) {
+  SimParams s = phantom_sim(matrix, coils, snr);
+  s.partitions = partitions;
+  s.partition_order = "centre-out";
+  return s;
+}
+
 inline double rel_error(const std::vector<std::complex<float>>& a,
                         const std::vector<std::complex<float>>& b) {
   double num = 0, den = 0;

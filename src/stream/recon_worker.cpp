@@ -111,13 +111,7 @@ bool ReconWorker::make_frame(ReconChain& chain, SpokeRing& ring, std::uint64_t e
     if (want && !ring.copy_window(end, host_frame, times)) return false;
     CoilMapBand band;
     if (band_radius > 0 && !ring.copy_window_band(end, W, band_radius, band)) return false;
-    struct Held {  // the window's spokes stay held until the chain has synchronized (or thrown)
-      SpokeRing& ring;
-      bool on = false;
-      ~Held() {
-        if (on) ring.release_window();
-      }
-    } held{ring};
+    HeldWindow held{ring};  // the window's spokes stay held until the chain has synchronized (or thrown)
     img = chain.reconstruct_device(
         [&](cfloat* d_data, float* d_traj, gpu::StreamRef stream) {
           return held.on = ring.gather_window(end, W, d_data, d_traj, stream, times);

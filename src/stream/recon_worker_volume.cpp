@@ -18,13 +18,7 @@ bool ReconWorker::make_volume(VolumeChain& volume, SpokeRing& ring, std::uint64_
     // The window stays on the GPU: gathered from the ring's mirror, sorted and turned along kz there; only
     // the spokes' headers come to the host. Its spokes stay held until the assembly has synchronized.
     const int R = host_frame.geometry.spokes;
-    struct Held {
-      SpokeRing& ring;
-      bool on = false;
-      ~Held() {
-        if (on) ring.release_window();
-      }
-    } held{ring};
+    HeldWindow held{ring};
     img = volume.reconstruct_device(
         R, [&](cfloat* d_data, float* d_traj, gpu::StreamRef stream, std::vector<SpokeHeader>& heads) {
           if (!(held.on = ring.gather_window(end, R, d_data, d_traj, stream, times))) return false;

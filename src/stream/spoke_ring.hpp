@@ -116,4 +116,14 @@ class SpokeRing {
   bool aborted_ = false;
 };
 
+// Holds a gathered window (gather_window) until it leaves scope: released once the caller is past the copies
+// (its stream synchronized) or has thrown.
+struct HeldWindow {
+  SpokeRing& ring;
+  bool on = false;
+  ~HeldWindow() {
+    if (on) ring.release_window();
+  }
+};
+
 }  // namespace radstream

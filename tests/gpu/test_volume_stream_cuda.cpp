@@ -18,26 +18,12 @@
 using namespace radstream;
 using namespace std::chrono_literals;
 
-namespace {
-
-SimParams stack_sim(int matrix, int partitions, int coils) {
-  SimParams sp;
-  sp.matrix = matrix;
-  sp.coils = coils;
-  sp.partitions = partitions;
-  sp.partition_order = "centre-out";
-  sp.snr = 30;
-  return sp;
-}
-
-}  // namespace
-
 // The GPU's assembly against the CPU twin, for an even and an odd depth, a window that lost a spoke (its
 // missing spoke counted, zeros in its place), and the trajectory of each slot.
 TEST(VolumeStreamCuda, TheGpuAssemblyEqualsItsCpuTwin) {
   RADSTREAM_REQUIRE_GPU();
   for (int P : {8, 5}) {
-    const Simulator sim(stack_sim(32, P, 3));
+    const Simulator sim(test::stack_sim(32, P, 3, 30));
     const int W = 12;
     auto spokes = sim.spokes(0, (W + 1) * P);
     spokes.erase(spokes.begin() + 3 * P + 1);  // one spoke lost
@@ -82,7 +68,7 @@ TEST(VolumeStreamCuda, TheGpuAssemblyEqualsItsCpuTwin) {
 TEST(VolumeStreamCuda, AVolumeStreamOnTheGpuMakesTheCpusVolumes) {
   RADSTREAM_REQUIRE_GPU();
   const int P = 8;
-  const Simulator sim(stack_sim(64, P, 4));
+  const Simulator sim(test::stack_sim(64, P, 4, 30));
   const auto spokes = sim.spokes(0, (64 + 32 * 3) * P);
   std::vector<std::vector<FrameResult>> runs;
   for (BackendChoice b : {BackendChoice::Cpu, BackendChoice::Cuda}) {

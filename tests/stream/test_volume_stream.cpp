@@ -28,15 +28,6 @@ using namespace radstream::streamtest;
 
 namespace {
 
-SimParams stack_params(int matrix, int partitions, int coils) {
-  SimParams sp;
-  sp.matrix = matrix;
-  sp.coils = coils;
-  sp.partitions = partitions;
-  sp.partition_order = "centre-out";
-  return sp;
-}
-
 // The stream's spokes [first, first + count) as one raw window frame (what the ring hands a volume worker).
 Frame raw_window(const Simulator& sim, std::uint64_t first, int count) {
   return frame_from_spokes(sim.header(), sim.spokes(first, count));
@@ -85,7 +76,7 @@ std::vector<float> magnitudes(const std::vector<cfloat>& v) {
 // counted; partitions at different in-plane angles are refused, named.
 TEST(StackStream, TheAssemblerIsTheInverseDftAlongKzOfEachStep) {
   for (int P : {6, 5}) {
-    const Simulator sim(stack_params(16, P, 2));
+    const Simulator sim(test::stack_sim(16, P, 2));
     const int W = 5, S = sim.samples(), C = 2;
     Frame raw = raw_window(sim, 0, W * P);
     VolumeAssembler a;
@@ -144,7 +135,7 @@ TEST(StackStream, TheAssemblerIsTheInverseDftAlongKzOfEachStep) {
 // in 3D within 2 voxels of where the simulator put it, and the volume has the phantom's outline (the centre
 // z position's object against its background).
 TEST(StackStream, ASimulatedStackOfStarsShowsItsTipInThreeDimensions) {
-  SimParams sp = stack_params(64, 16, 4);
+  SimParams sp = test::stack_sim(64, 16, 4);
   sp.motion = true;
   sp.motion_period_s = 3600;
   sp.snr = 40;
@@ -175,7 +166,7 @@ TEST(StackStream, ASimulatedStackOfStarsShowsItsTipInThreeDimensions) {
 // The stream header carries the partitions (encodingLimits.kspace_encoding_step_2, the encoded space's z);
 // the wire carries each spoke's partition (idx.kspace_encode_step_2) both ways, as the recording does.
 TEST(StackStream, ThePartitionsTravelInTheHeaderAndEachSpoke) {
-  const Simulator sim(stack_params(16, 12, 2));
+  const Simulator sim(test::stack_sim(16, 12, 2));
   const StreamHeader h = stream_header_from_xml(stream_header_to_xml(sim.header()), "test");
   EXPECT_EQ(h.partitions, 12);
   const Spoke s = sim.spoke(5);  // centre-out: 6, 7, 5, 8, 4, 9, ...
@@ -208,7 +199,7 @@ TEST(StackStream, ThePartitionsTravelInTheHeaderAndEachSpoke) {
 // recording keeps every spoke's partition and replays into the same volumes.
 TEST(StackStream, AVolumeStreamMakesTheVolumesOfTheOfflineRoute) {
   const int P = 4, W = 32, N = 32;
-  const Simulator sim(stack_params(N, P, 2));
+  const Simulator sim(test::stack_sim(N, P, 2));
   test::TempDir dir;
   RunConfig cfg = small_config(27460, false);  // window 32, stride 16 (in-plane spokes)
   cfg.sinks.record = dir / "stack.h5";
@@ -279,7 +270,7 @@ TEST(StackStream, AVolumeStreamMakesTheVolumesOfTheOfflineRoute) {
 // offline route's volume of its window.
 TEST(StackStream, AnMrdClientGetsEachVolumeAsOne3dImage) {
   const int P = 4, W = 32, N = 32;
-  const Simulator sim(stack_params(N, P, 2));
+  const Simulator sim(test::stack_sim(N, P, 2));
   const Registry reg = default_registry();
   StreamRuntime p(mrdtest::mrd_config(27462, MrdPixels::Float), reg, make_protocol_servers);
   p.start();
@@ -326,7 +317,7 @@ TEST(StackStream, AnMrdClientGetsEachVolumeAsOne3dImage) {
 // cannot take the machine's memory.
 TEST(StackStream, ItsMemoryIsBudgetedPerPartition) {
   const Registry reg = default_registry();
-  StreamHeader h = Simulator(stack_params(64, 1, 4)).header();
+  StreamHeader h = Simulator(test::stack_sim(64, 1, 4)).header();
   ReconParams rp = cpu_gridding();
   const MemoryNeed one = memory_need(reg, h, rp, 64, 16, 1, false);
   h.partitions = 32;
