@@ -203,12 +203,14 @@ View<const cfloat> VolumeChain::reconstruct(const Frame& raw) {
   return {volume_.data(), Extents{chains_.size(), std::size_t(plane_.matrix), std::size_t(plane_.matrix)}};
 }
 
-View<const cfloat> VolumeChain::reconstruct_device(int raw_spokes, const Gather& gather) {
+View<const cfloat> VolumeChain::reconstruct_device(int raw_spokes, const Gather& gather,
+                                                   const std::function<void()>& release) {
   if (backend_ != Backend::Cuda) throw ConfigError("a volume from the GPU's ring needs the cuda backend");
   const int P = int(chains_.size());
   if (!device_) device_ = std::make_unique<VolumeAssemblerCuda>(plane_, P, chains_[0]->device());
   const auto t0 = std::chrono::steady_clock::now();
   if (!device_->assemble(raw_spokes, gather, heads_, counts_)) return {};
+  release();  // the window is in the assembler's own buffers now
   timings_.clear();
   timings_.push_back(
       {"volume_assembly",

@@ -75,7 +75,10 @@ class VolumeChain {
   // there.
   using Gather = std::function<bool(cfloat* d_data, float* d_traj, gpu::StreamRef stream,
                                     std::vector<SpokeHeader>& heads)>;
-  View<const cfloat> reconstruct_device(int raw_spokes, const Gather& gather);
+  // `release` is called once the window has been sorted into the z positions' frames (the assembly's
+  // stream synchronized): the ring's spokes are free again before the z positions are reconstructed.
+  View<const cfloat> reconstruct_device(int raw_spokes, const Gather& gather,
+                                        const std::function<void()>& release);
   Backend backend() const { return backend_; }
   const VolumeAssembler::Counts& counts() const { return counts_; }
   int partitions() const { return assembler_.partitions(); }
