@@ -218,6 +218,39 @@ class LiveStream(unittest.TestCase):
             self.assertLessEqual(rel(image, offline), 1e-4)
 
 
+    def test_a_volume_stream_arrives_as_volumes(self):
+        # A stack of stars (4 kz partitions, centre-out): each published frame is a volume (N, N, P) in BART's
+        # order, its depth in the metadata; the z positions differ. (Values: the C++ StackStream tests hold the
+        # same volumes against the offline route.)
+        with tempfile.TemporaryDirectory() as d:
+            run(f"{BIN} simulate --out stack.h5 --spokes 256 --matrix 32 --coils 2 --snr 30 --partitions 4 "
+                "--partition-order centre-out", d)
+            server = subprocess.Popen(
+                f"exec {BIN} run --headless --endpoint tcp://127.0.0.1:27185 --publish tcp://127.0.0.1:27186 "
+                "--window 32 --stride 16 --no-skip --until-close --duration 30 --images ''",
+                cwd=d, shell=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            log = []
+            try:
+                for line in server.stderr:
+                    log.append(line)
+                    if "run: listening on" in line:
+                        break
+                stream = radstream.Stream("tcp://127.0.0.1:27186", idle_timeout=4.0)
+                time.sleep(0.5)
+                run(f"{BIN} replay stack.h5 --endpoint tcp://127.0.0.1:27185 --speed max --wait-s 10", d)
+                frames = list(stream)
+            finally:
+                log.append(server.communicate(timeout=60)[1])
+            # 256 spokes = 64 of each partition: (64 - 32) / 16 + 1 = 3 volumes (the first may be missed: the
+            # known defect above).
+            self.assertIn(len(frames), (2, 3), "".join(log))
+            image, meta = frames[-1]
+            self.assertEqual((image.shape, meta["depth"], meta["matrix"], meta["window"]), ((32, 32, 4), 4, 32, 32))
+            self.assertEqual((meta["first_spoke"], meta["last_spoke"]), (32, 63))
+            self.assertTrue(np.all(np.isfinite(image)))
+            self.assertGreater(rel(image[:, :, 0], image[:, :, 2]), 0.2)
+
+
 class MrdStreamIteration(unittest.TestCase):
     def test_the_images_of_a_chained_mrd_session_read_live_equal_the_offline_windows(self):
         with tempfile.TemporaryDirectory() as d:
