@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <vector>
 
 #include "core/error.hpp"
@@ -15,12 +16,35 @@
 #include "io/mrd_check.hpp"
 #include "io/mrd_file.hpp"
 #include "recon/backend.hpp"
+#include "recon/kooshball.hpp"
 #include "recon/memory_budget.hpp"
 #include "recon/offline_volume.hpp"
 #include "recon/recon_chain.hpp"
 #include "recon/stack_of_stars.hpp"
 
 namespace radstream {
+
+namespace {
+
+// A 3D radial trajectory's volume [N N N] (recon/kooshball.hpp), written as .cfl.
+void run_kooshball(const OfflineRecon& a, const ReconParams& params, const CflArray& t, const CflArray& k) {
+  if (std::filesystem::path(a.out).extension() != ".cfl")
+    throw ConfigError("--out " + a.out + ": a volume is written as .cfl (BART [N N N])");
+  if (a.partitions != -1)
+    throw ConfigError(a.traj +
+                      ": --partitions goes with a stack of stars; this trajectory is 3D radial (kz "
+                      "varies along its spokes)");
+  log::info("{}: a 3D radial (kooshball) trajectory, {} spokes x {} samples: gridding through the 3D NUFFT",
+            a.traj, t.data.size() / 3 / std::size_t(std::max(1L, t.dim(1))), t.dim(1));
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<cfloat> image = kooshball_gridding(t, k, a.matrix, params, a.traj + " + " + a.kspace);
+  log::info("volume: {:.0f} ms",
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  write_cfl(a.out, {a.matrix, a.matrix, a.matrix}, image);
+  log::info("wrote {} (BART [{} {} {}])", a.out, a.matrix, a.matrix, a.matrix);
+}
+
+}  // namespace
 
 void run_offline_recon(const OfflineRecon& a, const ReconParams& params) {
   if (a.input.empty() == (a.traj.empty() && a.kspace.empty()))
@@ -67,6 +91,10 @@ void run_offline_recon(const OfflineRecon& a, const ReconParams& params) {
   } else {
     if (a.matrix <= 0) throw ConfigError("--matrix N is required with --traj/--kspace");
     const CflArray t = read_cfl(a.traj), k = read_cfl(a.kspace);
+    if (is_kooshball(t)) {  // kz along the spokes: no partition grid, the 3D NUFFT
+      run_kooshball(a, params, t, k);
+      return;
+    }
     if (const auto layout = stack_of_stars_layout(t, a.partitions, a.traj)) {
       run_offline_volume(a, params, t, k, *layout);
       return;

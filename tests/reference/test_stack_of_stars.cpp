@@ -163,7 +163,9 @@ TEST(StackOfStars, CgSenseWithTheTrueMapsIsNoWorseThanBartPics) {
   EXPECT_EQ(read_cfl(dir / "maps").squeezed(), (std::vector<long>{kN, kN, kP, 4}));
 }
 
-// What is not a stack of stars is refused with the spoke and its kz named (exit 2), never read as 2D.
+// What is not a stack of stars is refused with the spoke and its kz named (exit 2), never read as 2D; a
+// trajectory whose kz varies along its spokes is gridded through the 3D NUFFT (AKooshballGridsAsBartsAdjoint)
+// and refused by the methods that need a stack.
 TEST(StackOfStars, LayoutsThatAreNotAStackAreNamed) {
   RADSTREAM_REQUIRE_BART();
   test::TempDir dir;
@@ -171,19 +173,25 @@ TEST(StackOfStars, LayoutsThatAreNotAStackAreNamed) {
   bart(dir, fmt::format("phantom -3 -x {} -k -t traj ksp", kN));
   const std::string base = fmt::format("--kspace ksp --matrix {} --out o.cfl --traj ", kN);
   struct Case {
-    std::string name, expect;
+    std::string name, expect, method;
     std::function<float(int, int, int)> kz;
   };
   const std::vector<Case> cases = {
-      {"off_grid", "is not on the partition grid", [](int p, int, int) { return float(p - kP / 2) + 0.3f; }},
-      {"varying", "kz varies along the spoke",
+      {"off_grid", "is not on the partition grid", "gridding",
+       [](int p, int, int) { return float(p - kP / 2) + 0.3f; }},
+      {"varying", "kz varies along the spoke", "nlinv",
        [](int p, int, int s) { return float(p - kP / 2) + 0.01f * s; }},
   };
   for (const Case& c : cases) {
     write_stack(dir, c.name, kP, c.kz);
-    const auto r = recon(dir, base + c.name);
+    const auto r = recon(dir, base + c.name + " --method " + c.method);
     EXPECT_EQ(r.exit_code, 2) << c.name << "\n" << r.output;
     EXPECT_NE(r.output.find(c.expect), std::string::npos) << c.name << "\n" << r.output;
+  }
+  {
+    const auto r = recon(dir, base + "varying");  // gridding: the 3D NUFFT, no partition grid
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("a 3D radial (kooshball) trajectory"), std::string::npos) << r.output;
   }
   auto r = recon(dir, base + "traj --partitions 8");
   EXPECT_EQ(r.exit_code, 2) << r.output;
@@ -293,4 +301,47 @@ TEST(StackOfStars, RotatedPartitionsCgSenseIsNoWorseThanBartPics) {
   std::printf("rotated stack of stars CG-SENSE against the truth: ours %.4f, bart pics %.4f (ratio %.3f)\n",
               ours, theirs, ours / theirs);
   EXPECT_LE(ours, 1.05 * theirs);
+}
+
+// A 3D radial (kooshball) trajectory (`bart traj -r -3`: kz varies along every spoke, no partition grid):
+// recon grids it through the 3D NUFFT onto N^3. With --dcf none it is `bart nufft -a -d N:N:N` of the same
+// data (3 coils by root sum of squares); with the ramp it is BART's adjoint of the data weighted by |k|^2
+// (the 3D radial density falls as 1/|k|^2) and far from the unweighted adjoint; nlinv refuses it, naming the
+// spoke.
+TEST(StackOfStars, AKooshballGridsAsBartsAdjoint) {
+  RADSTREAM_REQUIRE_BART();
+  test::TempDir dir;
+  bart(dir, fmt::format("traj -x {} -y 400 -r -3 koosh", kN));
+  bart(dir, fmt::format("phantom -3 -x {} -s 3 -k -t koosh ksp", kN));
+  bart(dir, fmt::format("nufft -a -d {}:{}:{} koosh ksp ref", kN, kN, kN));
+  auto r = recon(dir, fmt::format("--traj koosh --kspace ksp --matrix {} --dcf none --out ours.cfl", kN));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("a 3D radial (kooshball) trajectory"), std::string::npos) << r.output;
+  ASSERT_EQ(read_cfl(dir / "ours").squeezed(), (std::vector<long>{kN, kN, kN}));
+  const double e = fitted_magnitude_nrmse(dir / "ref", dir / "ours");
+  std::printf("kooshball %d^3, 3 coils: adjoint NRMSE against BART %.2e\n", kN, e);
+  EXPECT_LE(e, 1e-2);
+  const CflArray t = read_cfl(dir / "koosh"), k = read_cfl(dir / "ksp");
+  const std::size_t n = t.data.size() / 3;
+  CflArray kw = k;
+  for (std::size_t i = 0; i < kw.data.size(); ++i) {
+    const std::size_t pt = i % n;
+    kw.data[i] *= std::norm(t.data[3 * pt].real()) + std::norm(t.data[3 * pt + 1].real()) +
+                  std::norm(t.data[3 * pt + 2].real());
+  }
+  write_cfl(dir / "kw", kw.dims, kw.data);
+  bart(dir, fmt::format("nufft -a -d {}:{}:{} koosh kw refw", kN, kN, kN));
+  r = recon(dir, fmt::format(
+                     "--traj koosh --kspace ksp --matrix {} --dcf ramp --kernel-width 6 --out ramp.cfl", kN));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const double er = fitted_magnitude_nrmse(dir / "refw", dir / "ramp");
+  const double unweighted = fitted_magnitude_nrmse(dir / "ref", dir / "ramp");
+  std::printf(
+      "with |k|^2: NRMSE against BART's adjoint of the weighted data %.2e (against the unweighted %.3f)\n",
+      er, unweighted);
+  EXPECT_LE(er, 2e-2);
+  EXPECT_GT(unweighted, 0.1);
+  r = recon(dir, fmt::format("--traj koosh --kspace ksp --matrix {} --method nlinv --out nl.cfl", kN));
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("kz varies along the spoke"), std::string::npos) << r.output;
 }
