@@ -12,6 +12,7 @@
 #include "gpu/handles.hpp"
 #include "linalg/vector_ops.hpp"
 #include "noncart/nufft_operator_cpu.hpp"
+#include "recon/recon_params.hpp"
 #if RADSTREAM_HAVE_CUDA
 #include "noncart/nufft_operator_cuda.hpp"
 #endif
@@ -201,6 +202,26 @@ void BartNufftPlan::adjoint(const cfloat* kspace, cfloat* image, int batch) {
   if (e.cpu) e.cpu->adjoint(kspace, image);
   const float scale = 1.f / std::sqrt(float(image_size()));
   std::for_each(image, image + n_out, [scale](cfloat& v) { v *= scale; });
+}
+
+std::vector<cfloat> adjoint_rss(std::span<const cfloat> traj, const std::vector<cfloat>& weighted, int coils,
+                                std::vector<int> dims, const ReconParams& p, const std::string& what) {
+  BartNufftOptions o;
+  o.width = p.gridding.width;
+  o.oversampling = p.gridding.oversampling;
+  o.lut_resolution = p.gridding.lut_resolution;
+  o.threads = p.threads;
+  o.backend = p.backend;
+  BartNufftPlan plan(traj, std::move(dims), o, what);
+  std::vector<cfloat> each(plan.image_size() * std::size_t(coils));
+  plan.adjoint(weighted.data(), each.data(), coils);
+  std::vector<cfloat> image(plan.image_size());
+  for (std::size_t i = 0; i < image.size(); ++i) {
+    double sum = 0;
+    for (int c = 0; c < coils; ++c) sum += std::norm(each[std::size_t(c) * image.size() + i]);
+    image[i] = cfloat(float(std::sqrt(sum)), 0.f);
+  }
+  return image;
 }
 
 }  // namespace radstream

@@ -30,6 +30,15 @@ std::vector<int> parse_nufft_dims(const std::string& s, const std::string& optio
 // the trajectory uses it).
 std::vector<int> nufft_dims_of_reach(std::span<const cfloat> traj);
 
+struct ReconParams;
+
+// Every coil of `weighted` (BART [1 points... coils], the weights already applied) through the adjoint onto
+// `dims`, with p's kernel, threads and backend, the coils combined by root-sum-of-squares (magnitude in the
+// real part): the 3D gridding of a stack whose partitions are turned (recon/rotated_stack.hpp) and of a
+// kooshball (recon/kooshball.hpp).
+std::vector<cfloat> adjoint_rss(std::span<const cfloat> traj, const std::vector<cfloat>& weighted, int coils,
+                                std::vector<int> dims, const ReconParams& p, const std::string& what);
+
 class BartNufftPlan {
  public:
   // `traj`: BART's [3 points...] (complex, real parts used), `dims`: {X,Y} or {X,Y,Z}, each even in 2..4096.

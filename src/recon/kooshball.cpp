@@ -56,22 +56,7 @@ std::vector<cfloat> kooshball_gridding(const CflArray& traj, const CflArray& ksp
       weighted[std::size_t(c * points + i)] = v * float(w);
     }
   }
-  BartNufftOptions o;
-  o.width = p.gridding.width;
-  o.oversampling = p.gridding.oversampling;
-  o.lut_resolution = p.gridding.lut_resolution;
-  o.threads = p.threads;
-  o.backend = p.backend;
-  BartNufftPlan plan(traj.data, {matrix, matrix, matrix}, o, what);
-  std::vector<cfloat> coils(plan.image_size() * std::size_t(C));
-  plan.adjoint(weighted.data(), coils.data(), int(C));
-  std::vector<cfloat> image(plan.image_size());
-  for (std::size_t i = 0; i < image.size(); ++i) {
-    double sum = 0;
-    for (long c = 0; c < C; ++c) sum += std::norm(coils[std::size_t(c) * image.size() + i]);
-    image[i] = cfloat(float(std::sqrt(sum)), 0.f);
-  }
-  return image;
+  return adjoint_rss(traj.data, weighted, int(C), {matrix, matrix, matrix}, p, what);
 }
 
 }  // namespace radstream

@@ -73,22 +73,7 @@ std::vector<cfloat> rotated_stack_gridding(const StackLayout& l, const CflArray&
     for (long i = 0; i < S * spokes; ++i)
       weighted[std::size_t(c * S * spokes + i)] =
           kspace.data[std::size_t(c * S * spokes + i)] * w[std::size_t(i)];
-  BartNufftOptions o;
-  o.width = p.gridding.width;
-  o.oversampling = p.gridding.oversampling;
-  o.lut_resolution = p.gridding.lut_resolution;
-  o.threads = p.threads;
-  o.backend = p.backend;
-  BartNufftPlan plan(traj.data, {matrix, matrix, int(P)}, o, what);
-  std::vector<cfloat> coils(plan.image_size() * std::size_t(C));
-  plan.adjoint(weighted.data(), coils.data(), int(C));
-  std::vector<cfloat> image(plan.image_size());
-  for (std::size_t i = 0; i < image.size(); ++i) {
-    double sum = 0;
-    for (long c = 0; c < C; ++c) sum += std::norm(coils[std::size_t(c) * image.size() + i]);
-    image[i] = cfloat(float(std::sqrt(sum)), 0.f);
-  }
-  return image;
+  return adjoint_rss(traj.data, weighted, int(C), {matrix, matrix, int(P)}, p, what);
 }
 
 std::vector<cfloat> rotated_stack_cg_sense(const StackLayout& l, const CflArray& traj, const CflArray& kspace,
