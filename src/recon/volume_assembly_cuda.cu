@@ -1,4 +1,5 @@
 #include <cmath>
+#include <cstdint>
 #include <numbers>
 #include <string>
 
@@ -17,7 +18,7 @@ __device__ inline float2 cmul(float2 a, float2 b) {
 
 // Each spoke of the window, with its partition's phase, into the kz-fastest buffer [coils][W][samples][P].
 __global__ void place_spokes(const float2* __restrict__ raw, int R, const int* __restrict__ slot_of,
-                             const int* __restrict__ part, const float2* __restrict__ pre,
+                             const std::uint16_t* __restrict__ part, const float2* __restrict__ pre,
                              float2* __restrict__ kz, int C, int W, int S, int P) {
   const long total = long(R) * C * S;
   for (long i = blockIdx.x * long(blockDim.x) + threadIdx.x; i < total; i += long(gridDim.x) * blockDim.x) {
@@ -74,8 +75,10 @@ struct VolumeAssemblerCuda::Impl {
   int raw_capacity = 0;
   DeviceBuffer<cfloat> raw, kz, frames, pre, post;
   DeviceBuffer<float> raw_traj, traj;
-  DeviceBuffer<int> slot_of, part, line_of;
-  std::vector<int> h_part, h_line;
+  DeviceBuffer<int> slot_of, line_of;
+  DeviceBuffer<std::uint16_t> part;
+  std::vector<int> h_line;
+  VolumeLayout layout;
   std::vector<std::uint64_t> h_steps;
   std::vector<std::uint16_t> h_partitions;
   CufftPlan plan;
@@ -120,7 +123,7 @@ bool VolumeAssemblerCuda::assemble(int R, const VolumeChain::Gather& gather, std
     d.raw = DeviceBuffer<cfloat>(Extents{std::size_t(C), std::size_t(R), std::size_t(S)});
     d.raw_traj = DeviceBuffer<float>(Extents{std::size_t(R), std::size_t(S), 2});
     d.slot_of = DeviceBuffer<int>(Extents{std::size_t(R)});
-    d.part = DeviceBuffer<int>(Extents{std::size_t(R)});
+    d.part = DeviceBuffer<std::uint16_t>(Extents{std::size_t(R)});
     d.raw_capacity = R;
   }
   heads.clear();
@@ -130,21 +133,22 @@ bool VolumeAssemblerCuda::assemble(int R, const VolumeChain::Gather& gather, std
                      std::to_string(heads.size()) + " headers");
   d.h_steps.resize(std::size_t(R));
   d.h_partitions.resize(std::size_t(R));
-  d.h_part.resize(std::size_t(R));
   for (int r = 0; r < R; ++r) {
     d.h_steps[std::size_t(r)] = heads[std::size_t(r)].spoke_index;
     d.h_partitions[std::size_t(r)] = heads[std::size_t(r)].partition;
-    d.h_part[std::size_t(r)] = heads[std::size_t(r)].partition;
   }
   // On the GPU the trajectories stay there: two spokes are at the same angle when their headers say so (the
   // intake sets every spoke's angle, from its trajectory when it has one). A refused window first lets the
   // gather's copies finish: its spokes are released when this throws.
-  VolumeLayout l;
+  VolumeLayout& l = d.layout;
   try {
-    l = volume_layout(d.h_steps, d.h_partitions, W, P, [&](int a, int b) {
-      const double diff = heads[std::size_t(a)].angle - heads[std::size_t(b)].angle;
-      return std::abs(std::remainder(diff, 2 * std::numbers::pi)) < 1e-4;
-    });
+    volume_layout(
+        d.h_steps, d.h_partitions, W, P,
+        [&](int a, int b) {
+          const double diff = heads[std::size_t(a)].angle - heads[std::size_t(b)].angle;
+          return std::abs(std::remainder(diff, 2 * std::numbers::pi)) < 1e-4;
+        },
+        l);
   } catch (...) {
     d.stream.synchronize();
     throw;
@@ -156,9 +160,10 @@ bool VolumeAssemblerCuda::assemble(int R, const VolumeChain::Gather& gather, std
   for (int j = 0; j < W; ++j) d.h_line[std::size_t(j)] = volume_line(l, j);
   const gpu::StreamRef st = d.stream.get();
   gpu::copy_to_device(d.slot_of.data(), l.slot_of.data(), std::size_t(R) * sizeof(int), st);
-  gpu::copy_to_device(d.part.data(), d.h_part.data(), std::size_t(R) * sizeof(int), st);
+  gpu::copy_to_device(d.part.data(), d.h_partitions.data(), std::size_t(R) * sizeof(std::uint16_t), st);
   gpu::copy_to_device(d.line_of.data(), d.h_line.data(), std::size_t(W) * sizeof(int), st);
-  gpu::memset_device(d.kz.data(), 0, d.kz.size() * sizeof(cfloat), st);
+  // With every (step, partition) there, place_spokes writes every value; only a lost spoke leaves zeros.
+  if (l.missing > 0) gpu::memset_device(d.kz.data(), 0, d.kz.size() * sizeof(cfloat), st);
   const long placed = long(R) * C * S;
   place_spokes<<<blocks_for(placed, 256), 256, 0, st>>>(
       reinterpret_cast<const float2*>(d.raw.data()), R, d.slot_of.data(), d.part.data(),

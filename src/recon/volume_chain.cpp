@@ -49,10 +49,9 @@ bool same_line(const float* a, const float* b, int S) {
 
 }  // namespace
 
-VolumeLayout volume_layout(std::span<const std::uint64_t> spoke_index,
-                           std::span<const std::uint16_t> partition, int W, int P,
-                           const std::function<bool(int, int)>& same_line) {
-  VolumeLayout l;
+void volume_layout(std::span<const std::uint64_t> spoke_index, std::span<const std::uint16_t> partition,
+                   int W, int P, const std::function<bool(int, int)>& same_line, VolumeLayout& l) {
+  l.missing = 0;
   l.steps.assign(spoke_index.begin(), spoke_index.end());
   std::sort(l.steps.begin(), l.steps.end());
   l.steps.erase(std::unique(l.steps.begin(), l.steps.end()), l.steps.end());
@@ -61,7 +60,7 @@ VolumeLayout volume_layout(std::span<const std::uint64_t> spoke_index,
   const int R = int(spoke_index.size());
   l.slot_of.assign(std::size_t(R), -1);
   l.line_of.assign(std::size_t(W), -1);
-  std::vector<std::uint8_t> have(std::size_t(W) * std::size_t(P), 0);
+  l.have.assign(std::size_t(W) * std::size_t(P), 0);
   for (int r = 0; r < R; ++r) {
     const auto it = std::lower_bound(l.steps.begin(), l.steps.end(), spoke_index[std::size_t(r)]);
     const int p = partition[std::size_t(r)];
@@ -77,10 +76,9 @@ VolumeLayout volume_layout(std::span<const std::uint64_t> spoke_index,
           "partitions rotated against each other are not streamed (recon --traj reconstructs them)",
           spoke_index[std::size_t(r)], p, partition[std::size_t(line)]));
     l.slot_of[std::size_t(r)] = j;
-    have[std::size_t(j) * P + std::size_t(p)] = 1;
+    l.have[std::size_t(j) * P + std::size_t(p)] = 1;
   }
-  for (auto h : have) l.missing += h ? 0 : 1;
-  return l;
+  for (auto h : l.have) l.missing += h ? 0 : 1;
 }
 
 VolumeAssembler::Counts VolumeAssembler::assemble(const Frame& raw, std::vector<Frame>& out) {
@@ -88,9 +86,14 @@ VolumeAssembler::Counts VolumeAssembler::assemble(const Frame& raw, std::vector<
   if (raw.geometry.samples != S || raw.geometry.coils != C)
     throw InputError(fmt::format("a volume's spokes are {} samples x {} coils, the plane expects {} x {}",
                                  raw.geometry.samples, raw.geometry.coils, S, C));
-  const VolumeLayout l = volume_layout(raw.spoke_index, raw.partition, W, P_, [&](int a, int b) {
-    return same_line(raw.traj.data() + std::size_t(a) * S * 2, raw.traj.data() + std::size_t(b) * S * 2, S);
-  });
+  VolumeLayout& l = layout_;
+  volume_layout(
+      raw.spoke_index, raw.partition, W, P_,
+      [&](int a, int b) {
+        return same_line(raw.traj.data() + std::size_t(a) * S * 2, raw.traj.data() + std::size_t(b) * S * 2,
+                         S);
+      },
+      l);
   Counts counts;
   counts.first_step = l.steps.front();
   counts.last_step = l.steps.back();
@@ -98,7 +101,8 @@ VolumeAssembler::Counts VolumeAssembler::assemble(const Frame& raw, std::vector<
   out.resize(std::size_t(P_));
   for (auto& f : out)
     if (f.geometry.spokes != W || f.geometry.samples != S || f.geometry.coils != C) f = Frame(plane_);
-  std::memset(static_cast<void*>(kz_.data()), 0, kz_.size() * sizeof(cfloat));
+  // With every (step, partition) there, every value is written below; only a lost spoke leaves zeros.
+  if (l.missing > 0) std::memset(static_cast<void*>(kz_.data()), 0, kz_.size() * sizeof(cfloat));
   for (int r = 0; r < R; ++r) {
     const int j = l.slot_of[std::size_t(r)];
     if (j < 0) continue;

@@ -22,15 +22,16 @@ namespace radstream {
 // (oldest first), each spoke's step slot, and each slot's spoke whose trajectory its z positions take.
 struct VolumeLayout {
   std::vector<std::uint64_t> steps;
-  std::vector<int> slot_of;  // per spoke of the window: its slot, -1 when older than the volume's steps
-  std::vector<int> line_of;  // per slot: a spoke of its step (-1: none came)
-  int missing = 0;           // (step, partition) pairs of the volume that did not arrive: zeros in k-space
+  std::vector<int> slot_of;        // per spoke of the window: its slot, -1 when older than the volume's steps
+  std::vector<int> line_of;        // per slot: a spoke of its step (-1: none came)
+  std::vector<std::uint8_t> have;  // per slot and partition: a spoke came
+  int missing = 0;  // (step, partition) pairs of the volume that did not arrive: zeros in k-space
 };
-// same_line(a, b): spokes a and b of the window lie at the same in-plane angle. Throws InputError naming the
-// spoke when partitions of one step do not (a rotated stack: not streamed), or when the window is empty.
-VolumeLayout volume_layout(std::span<const std::uint64_t> spoke_index,
-                           std::span<const std::uint16_t> partition, int W, int P,
-                           const std::function<bool(int, int)>& same_line);
+// Into `l` (its buffers reused volume after volume). same_line(a, b): spokes a and b of the window lie at the
+// same in-plane angle. Throws InputError naming the spoke when partitions of one step do not (a rotated
+// stack: not streamed), or when the window is empty.
+void volume_layout(std::span<const std::uint64_t> spoke_index, std::span<const std::uint16_t> partition,
+                   int W, int P, const std::function<bool(int, int)>& same_line, VolumeLayout& l);
 
 // The spoke whose trajectory slot j takes (a slot no spoke came for borrows slot 0's: its data are zeros).
 int volume_line(const VolumeLayout& l, int j);
@@ -55,6 +56,7 @@ class VolumeAssembler {
  private:
   Geometry plane_;
   int P_ = 1;
+  VolumeLayout layout_;
   HostBuffer<cfloat> kz_;           // [coils][W][samples][P]: the batched transform's input, P fastest
   std::vector<cfloat> pre_, post_;  // the centring phases of the partitions and of the z positions
   FftwPlan plan_;
