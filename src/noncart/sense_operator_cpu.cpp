@@ -9,29 +9,31 @@
 namespace radstream {
 
 SenseOperatorCpu::SenseOperatorCpu(int matrix, int coils, std::size_t points, const NufftKernel& kernel,
-                                   bool toeplitz, int threads, FftPlanner planner)
-    : LinearOperator(Extents{std::size_t(matrix), std::size_t(matrix)}, Extents{std::size_t(coils), points},
+                                   bool toeplitz, int threads, FftPlanner planner, int images)
+    : LinearOperator(sense_image_extents(matrix, images), Extents{sense_channels(coils, images), points},
                      Location::Host),
       N_(matrix),
       coils_(coils),
+      images_(images),
+      channels_(int(sense_channels(coils, images))),
       points_(points),
       pixels_(std::size_t(matrix) * matrix),
       toeplitz_(toeplitz),
-      nufft_(2, {matrix, matrix, 1}, coils, points, kernel, planner, threads) {
-  if (coils < 1) throw ConfigError("sense: coils = " + std::to_string(coils) + " must be >= 1");
-  coil_images_ = HostBuffer<cfloat>(Extents{std::size_t(coils), pixels_});
-  samples_ = HostBuffer<cfloat>(Extents{std::size_t(coils), points});
+      nufft_(2, {matrix, matrix, 1}, channels_, points, kernel, planner, threads) {
+  const std::size_t channels = std::size_t(channels_);
+  coil_images_ = HostBuffer<cfloat>(Extents{channels, pixels_});
+  samples_ = HostBuffer<cfloat>(Extents{channels, points});
   sqrt_w_ = HostBuffer<float>(Extents{points});
-  if (!toeplitz) direct_ = HostBuffer<cfloat>(Extents{std::size_t(coils), points});
+  if (!toeplitz) direct_ = HostBuffer<cfloat>(Extents{channels, points});
   if (toeplitz) {
     const int M = 2 * matrix;
     psf_nufft_ = std::make_unique<NufftOperatorCpu>(2, std::array<int, 3>{M, M, 1}, 1, points, kernel,
                                                     planner, threads);
-    fwd2_ = FftwPlan({M, M}, coils, FftDirection::Forward, planner, threads);
-    inv2_ = FftwPlan({M, M}, coils, FftDirection::Inverse, planner, threads);
+    fwd2_ = FftwPlan({M, M}, channels_, FftDirection::Forward, planner, threads);
+    inv2_ = FftwPlan({M, M}, channels_, FftDirection::Inverse, planner, threads);
     psf_fft_ = FftwPlan({M, M}, 1, FftDirection::Forward, planner, threads);
     kernel_ = HostBuffer<cfloat>(Extents{std::size_t(M), std::size_t(M)});
-    grids2_ = HostBuffer<cfloat>(Extents{std::size_t(coils), std::size_t(M), std::size_t(M)});
+    grids2_ = HostBuffer<cfloat>(Extents{channels, std::size_t(M), std::size_t(M)});
     psf_w_ = HostBuffer<cfloat>(Extents{points});
     psf_t_ = HostBuffer<cfloat>(Extents{std::size_t(M), std::size_t(M)});
   }
@@ -70,13 +72,14 @@ void SenseOperatorCpu::forward(const cfloat* x, cfloat* y) {
   check_ready();
   const long pixels = long(pixels_);
 #pragma omp parallel for collapse(2) schedule(static)
-  for (long c = 0; c < long(coils_); ++c)
-    for (long p = 0; p < pixels; ++p) coil_images_[c * pixels + p] = maps_[c * pixels + p] * x[p];
+  for (long c = 0; c < long(channels_); ++c)
+    for (long p = 0; p < pixels; ++p)
+      coil_images_[c * pixels + p] = maps_[c * pixels + p] * x[(c / coils_) * pixels + p];
   nufft_.forward(coil_images_.data(), y);
   if (weighted_) {
     const long n = long(points_);
 #pragma omp parallel for collapse(2) schedule(static)
-    for (long c = 0; c < long(coils_); ++c)
+    for (long c = 0; c < long(channels_); ++c)
       for (long j = 0; j < n; ++j) y[c * n + j] *= sqrt_w_[j];
   }
 }
@@ -101,19 +104,20 @@ void SenseOperatorCpu::adjoint_into(const cfloat* y, T* x) {
   if (weighted_) {
     const long n = long(points_);
 #pragma omp parallel for collapse(2) schedule(static)
-    for (long c = 0; c < long(coils_); ++c)
+    for (long c = 0; c < long(channels_); ++c)
       for (long j = 0; j < n; ++j) samples_[c * n + j] = y[c * n + j] * sqrt_w_[j];
     in = samples_.data();
   }
   nufft_.adjoint(in, coil_images_.data());
   const long pixels = long(pixels_);
-#pragma omp parallel for schedule(static)
-  for (long p = 0; p < pixels; ++p) {
-    T s = 0;
-    for (long c = 0; c < long(coils_); ++c)
-      add_conj_product(s, maps_[c * pixels + p], coil_images_[c * pixels + p]);
-    x[p] = s;
-  }
+#pragma omp parallel for collapse(2) schedule(static)
+  for (long g = 0; g < long(images_); ++g)
+    for (long p = 0; p < pixels; ++p) {
+      T s = 0;
+      for (long c = g * coils_; c < (g + 1) * coils_; ++c)
+        add_conj_product(s, maps_[c * pixels + p], coil_images_[c * pixels + p]);
+      x[g * pixels + p] = s;
+    }
 }
 
 template <class T>
@@ -122,23 +126,25 @@ void SenseOperatorCpu::toeplitz_into(const cfloat* x, T* z) {
   const long N = N_, M = 2 * N_, cells = M * M, pixels = long(pixels_);
   std::memset(static_cast<void*>(grids2_.data()), 0, grids2_.size() * sizeof(cfloat));
 #pragma omp parallel for collapse(2) schedule(static)
-  for (long c = 0; c < long(coils_); ++c)
+  for (long c = 0; c < long(channels_); ++c)
     for (long y = 0; y < N; ++y)
       for (long xx = 0; xx < N; ++xx)
-        grids2_[c * cells + y * M + xx] = maps_[c * pixels + y * N + xx] * x[y * N + xx];
+        grids2_[c * cells + y * M + xx] =
+            maps_[c * pixels + y * N + xx] * x[(c / coils_) * pixels + y * N + xx];
   fwd2_.execute(grids2_.data());
 #pragma omp parallel for collapse(2) schedule(static)
-  for (long c = 0; c < long(coils_); ++c)
+  for (long c = 0; c < long(channels_); ++c)
     for (long i = 0; i < cells; ++i) grids2_[c * cells + i] *= kernel_[i];
   inv2_.execute(grids2_.data());
-#pragma omp parallel for schedule(static)
-  for (long p = 0; p < pixels; ++p) {
-    const long y = p / N, xx = p % N;
-    T s = 0;
-    for (long c = 0; c < long(coils_); ++c)
-      add_conj_product(s, maps_[c * pixels + p], grids2_[c * cells + y * M + xx]);
-    z[p] = s;
-  }
+#pragma omp parallel for collapse(2) schedule(static)
+  for (long g = 0; g < long(images_); ++g)
+    for (long p = 0; p < pixels; ++p) {
+      const long y = p / N, xx = p % N;
+      T s = 0;
+      for (long c = g * coils_; c < (g + 1) * coils_; ++c)
+        add_conj_product(s, maps_[c * pixels + p], grids2_[c * cells + y * M + xx]);
+      z[g * pixels + p] = s;
+    }
 }
 
 void SenseOperatorCpu::adjoint(const cfloat* y, cfloat* x) {
@@ -161,7 +167,7 @@ void SenseOperatorCpu::normal_sum(const cfloat* x, std::complex<double>* z) {
 }
 
 void SenseOperatorCpu::round_sum(const std::complex<double>* sum, cfloat* out) {
-  for (std::size_t p = 0; p < pixels_; ++p) out[p] = cfloat(sum[p]);
+  for (std::size_t p = 0; p < pixels_ * std::size_t(images_); ++p) out[p] = cfloat(sum[p]);
 }
 
 }  // namespace radstream

@@ -4,7 +4,8 @@
 // kernels that skip the padding) for power-of-two matrices of 32..1024, else a batched cuFFT pair on
 // [coils][2N][2N].
 // Everything is enqueued on the operator's stream; nothing is allocated or synchronized after construction
-// (except weight_sum() of a weighted frame, which reads one device value). CUDA builds only.
+// (except weight_sum() of a weighted frame, which reads one device value). images > 1: that many problems
+// sharing the trajectory, solved as one (sense_operator_cpu.hpp). CUDA builds only.
 #pragma once
 #include <complex>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "fft/cufft_plan.hpp"
 #include "linalg/linear_operator.hpp"
 #include "noncart/nufft_operator_cuda.hpp"
+#include "noncart/sense_shape.hpp"
 #include "noncart/toeplitz_fft_cuda.hpp"
 
 namespace radstream {
@@ -19,11 +21,11 @@ namespace radstream {
 class SenseOperatorCuda final : public LinearOperator {
  public:
   SenseOperatorCuda(int matrix, int coils, std::size_t points, const NufftKernel& kernel, bool toeplitz,
-                    gpu::StreamRef stream);
+                    gpu::StreamRef stream, int images = 1);
   ~SenseOperatorCuda() override;
 
   gpu::StreamRef stream() const override { return stream_; }
-  // d_maps [coils][N][N] on the device (kept by reference).
+  // d_maps [images][coils][N][N] on the device (kept by reference).
   void set_maps(const cfloat* d_maps);
   // d_traj [points][2] and d_weights [points] or nullptr, on the device (the trajectory is kept by
   // reference).
@@ -48,7 +50,7 @@ class SenseOperatorCuda final : public LinearOperator {
   void set_deterministic(bool on);
 
  private:
-  int N_, coils_;
+  int N_, coils_, images_, channels_;  // channels: images x coils
   std::size_t points_, pixels_;
   bool toeplitz_, cufft_toeplitz_ = true;
   gpu::StreamRef stream_;
@@ -62,10 +64,10 @@ class SenseOperatorCuda final : public LinearOperator {
   std::unique_ptr<ToeplitzFftCuda> custom_;  // the Toeplitz FFT work where the custom engine takes 2N
   CufftPlan fft2_, psf_fft_;
   DeviceBuffer<cfloat> kernel_, grids2_, psf_w_, psf_t_;
-  // [coils][2N][2N], zero outside the top-left N x N (written per application): the cuFFT path only
+  // [channels][2N][2N], zero outside the top-left N x N (written per application): the cuFFT path only
   DeviceBuffer<cfloat> padded_;
   DeviceBuffer<float> kernel_re_;  // the PSF kernel, real
-  DeviceBuffer<cfloat> direct_;    // [coils][points], normal_sum without Toeplitz (allocated only then)
+  DeviceBuffer<cfloat> direct_;    // [channels][points], normal_sum without Toeplitz (allocated only then)
   void check_ready() const;
   template <class T2>
   void adjoint_into(const cfloat* d_y, T2* d_x);

@@ -12,10 +12,11 @@ namespace {
 
 using namespace customfft;
 
-// blockIdx.x: TB of the [coils * N] rows (row t = c N + y). mid[t][e] = FFT_M(S_c[y] x[y], zero-padded)[e].
+// blockIdx.x: TB of the [images * coils * N] rows (row t = c N + y, channel c = g coils + k seeing image g).
+// mid[t][e] = FFT_M(S_c[y] x_g[y], zero-padded)[e].
 template <int M>
 __global__ void __launch_bounds__(RowShape<M>::threads)
-    expand_rows(const float2* __restrict__ maps, const float2* __restrict__ x, long rows, int N,
+    expand_rows(const float2* __restrict__ maps, const float2* __restrict__ x, long rows, int N, int coils,
                 const float2* __restrict__ tw, float2* __restrict__ mid) {
   using S = RowShape<M>;
   extern __shared__ float2 s[];
@@ -23,7 +24,7 @@ __global__ void __launch_bounds__(RowShape<M>::threads)
   const long t = long(blockIdx.x) * S::TB + tb;
   const bool ok = t < rows;
   const float2* mrow = maps + (ok ? t : 0) * N;
-  const float2* xrow = x + (ok ? t % N : 0) * N;
+  const float2* xrow = x + (ok ? (t / N / coils) * N + t % N : 0) * N;
   float2* dst = mid + (ok ? t : 0) * M;
   fft_transform<M, S::E, false, RowLayout>(
       s + tb * RowLayout::stride(M), l % S::T, tw,
@@ -66,7 +67,8 @@ struct BackShape : SideBySideShape<M> {
   static constexpr int smem = SideBySideShape<M>::fft_smem + SideBySideShape<M>::TB*(M / 2) * int(sizeof(T2));
 };
 
-// blockIdx.x: image row y. z[y][x] = sum_c conj(S_c[y][x]) IFFT_M(mid[c][y])[x], x < N. Each thread adds
+// blockIdx.x: image row y, blockIdx.y: image g (its coils' rows and maps from channel g coils).
+// z[y][x] = sum_c conj(S_c[y][x]) IFFT_M(mid[c][y])[x], x < N. Each thread adds
 // into accumulator cells of its transform's own (the store's element-to-thread mapping does not depend on
 // the data, so the same thread owns the same cells for every coil); the TB partial rows are then added in a
 // fixed order.
@@ -79,6 +81,10 @@ __global__ void __launch_bounds__(BackShape<M>::threads)
   T2* acc = reinterpret_cast<T2*>(s + S::TB * RowLayout::stride(M));
   const int l = threadIdx.x, tb = l / S::T, tid = l % S::T;
   const int y = int(blockIdx.x);
+  const size_t g = blockIdx.y;
+  mid += g * coils * size_t(N) * M;
+  maps += g * coils * size_t(N) * N;
+  z += g * size_t(N) * N;
   float2* st = s + tb * RowLayout::stride(M);
   T2* a = acc + tb * N;
   for (int e = tid; e < N; e += S::T) a[e] = T2{};
@@ -114,16 +120,18 @@ bool ToeplitzFftCuda::supports(int matrix) {
   return supported(2 * matrix);
 }
 
-ToeplitzFftCuda::ToeplitzFftCuda(int matrix, int coils, gpu::StreamRef stream)
-    : N_(matrix), coils_(coils), stream_(stream) {
-  if (!supports(matrix) || coils < 1)
+ToeplitzFftCuda::ToeplitzFftCuda(int matrix, int coils, gpu::StreamRef stream, int images)
+    : N_(matrix), coils_(coils), images_(images), stream_(stream) {
+  if (!supports(matrix) || coils < 1 || images < 1)
     throw ConfigError(
-        "sense: the custom Toeplitz FFT takes a power-of-two matrix of 32..1024 and >= 1 coil; matrix " +
-        std::to_string(matrix) + ", coils " + std::to_string(coils));
+        "sense: the custom Toeplitz FFT takes a power-of-two matrix of 32..1024, >= 1 coil and >= 1 image; "
+        "matrix " +
+        std::to_string(matrix) + ", coils " + std::to_string(coils) + ", images " + std::to_string(images));
   const int M = 2 * matrix;
   const auto tw = twiddle_table(M);
   tw_ = DeviceBuffer<cfloat>(Extents{tw.size()});
-  mid_ = DeviceBuffer<cfloat>(Extents{std::size_t(coils), std::size_t(matrix), std::size_t(M)});
+  mid_ = DeviceBuffer<cfloat>(
+      Extents{std::size_t(images) * std::size_t(coils), std::size_t(matrix), std::size_t(M)});
   gpu::copy_to_device(tw_.data(), tw.data(), tw.size() * sizeof(cfloat), stream);
   dispatch_size(M, [&]<int G>() {
     CUDA_CHECK(
@@ -146,15 +154,16 @@ void ToeplitzFftCuda::run(const cfloat* d_maps, const cfloat* d_x, const float* 
     using R = RowShape<G>;
     using C = ColShape<G>;
     using B = BackShape<G>;
-    const long rows = long(coils_) * N_;
+    const long channels = long(images_) * coils_, rows = channels * N_;
     expand_rows<G><<<unsigned((rows + R::TB - 1) / R::TB), R::threads, R::smem, stream>>>(
-        maps, reinterpret_cast<const float2*>(d_x), rows, N_, tw, mid);
+        maps, reinterpret_cast<const float2*>(d_x), rows, N_, coils_, tw, mid);
     CUDA_CHECK_LAUNCH("toeplitz expand_rows");
-    convolve_cols<G><<<dim3(unsigned(G / C::TB), unsigned(coils_)), C::threads, C::smem, stream>>>(
+    convolve_cols<G><<<dim3(unsigned(G / C::TB), unsigned(channels)), C::threads, C::smem, stream>>>(
         mid, N_, d_kernel_re, tw);
     CUDA_CHECK_LAUNCH("toeplitz convolve_cols");
     crop_combine_rows<G, T2>
-        <<<unsigned(N_), B::threads, B::template smem<T2>, stream>>>(mid, maps, N_, coils_, tw, d_z);
+        <<<dim3(unsigned(N_), unsigned(images_)), B::threads, B::template smem<T2>, stream>>>(
+            mid, maps, N_, coils_, tw, d_z);
     CUDA_CHECK_LAUNCH("toeplitz crop_combine_rows");
   });
 }

@@ -11,7 +11,8 @@
 //     frame path or double with exact products for the coil split's sums (normal_sum).
 // It replaces a pad kernel, cuFFT's four passes over the whole [coils][2N][2N] grids, a kernel multiply and
 // a crop-and-combine (on R8's 32 x 512^2, about 600 MB moved per application) with about 170 MB.
-// Grids 2N of 64..2048 points (supports()).
+// Grids 2N of 64..2048 points (supports()). images > 1: that many images, each seen by its own coils (maps
+// [images][coils][N][N], x and z [images][N][N]), in the same three launches.
 #pragma once
 #include <complex>
 
@@ -24,16 +25,16 @@ class ToeplitzFftCuda {
  public:
   // Whether the custom engine takes the 2N grid of an N x N image.
   static bool supports(int matrix);
-  ToeplitzFftCuda(int matrix, int coils, gpu::StreamRef stream);
-  // d_maps [coils][N][N], d_x [N][N], d_kernel_re [2N][2N] -> d_z [N][N] (written, not added to), on the
-  // stream.
+  ToeplitzFftCuda(int matrix, int coils, gpu::StreamRef stream, int images = 1);
+  // d_maps [images][coils][N][N], d_x [images][N][N], d_kernel_re [2N][2N] -> d_z [images][N][N] (written,
+  // not added to), on the stream.
   void apply(const cfloat* d_maps, const cfloat* d_x, const float* d_kernel_re, cfloat* d_z);
   void apply(const cfloat* d_maps, const cfloat* d_x, const float* d_kernel_re, std::complex<double>* d_z);
 
  private:
-  int N_, coils_;
+  int N_, coils_, images_;
   gpu::StreamRef stream_;
-  DeviceBuffer<cfloat> tw_, mid_;  // twiddles of 2N points; [coils][N][2N]
+  DeviceBuffer<cfloat> tw_, mid_;  // twiddles of 2N points; [images][coils][N][2N]
   template <class T2>
   void run(const cfloat* d_maps, const cfloat* d_x, const float* d_kernel_re, T2* d_z);
 };

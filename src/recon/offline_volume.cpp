@@ -20,9 +20,11 @@
 #include "io/cfl.hpp"
 #include "recon/backend.hpp"
 #include "recon/coil_map_source.hpp"
+#include "recon/offline_volume_sense.hpp"
 #include "recon/recon_chain.hpp"
 #include "recon/rotated_stack.hpp"
 #include "recon/stack_of_stars.hpp"
+#include "recon/volume_sense.hpp"
 
 namespace radstream {
 
@@ -162,8 +164,15 @@ OfflineVolume reconstruct_volume(const std::vector<Frame>& frames, const ReconPa
   const int P = int(frames.size()), N = g.matrix;
   const std::size_t plane = std::size_t(N) * std::size_t(N);
   const Registry registry = default_registry();
+  // cg-sense solves the volume as one problem (volume_sense.hpp) unless a setting needs each partition's
+  // own chain.
+  const std::string refusal =
+      params.method == ReconMethod::CgSense ? volume_sense_refusal(params.cg) : std::string("not cg-sense");
+  const bool joint = refusal.empty();
+  if (params.method == ReconMethod::CgSense && !joint)
+    log::info("cg-sense: each partition solved on its own: {}", refusal);
   // A second lane is tried only where timed runs follow (below).
-  const int lanes = backend.backend == Backend::Cuda && repeat > 1 ? std::min(kLanes, P) : 1;
+  const int lanes = backend.backend == Backend::Cuda && repeat > 1 && !joint ? std::min(kLanes, P) : 1;
   std::vector<std::unique_ptr<ReconChain>> chains;
   Heartbeat beat("recon");
   beat.doing("planning");
@@ -190,6 +199,14 @@ OfflineVolume reconstruct_volume(const std::vector<Frame>& frames, const ReconPa
                   out.coil_maps.begin() + long((std::size_t(c) * std::size_t(P) + std::size_t(z)) * plane));
   }
   const DeviceFrames dev = chain.backend() == Backend::Cuda ? upload(frames) : DeviceFrames{};
+  if (joint) {
+    beat.doing(fmt::format("cg-sense over the volume ({} partitions{})", P,
+                           repeat > 1 ? fmt::format(", {} timed runs", repeat) : std::string()));
+    out.image = solve_volume_sense({&frames, &maps, dev.data.data(), dev.traj.data()}, params,
+                                   chain.backend(), repeat);
+    beat.idle();
+    return out;
+  }
   std::vector<std::vector<double>> partitions(static_cast<std::size_t>(lanes));
   // One volume through `use` lanes: lane k takes partitions k, k + use, ...; each lane's thread catches what
   // it throws, rethrown here. Returns the volume's wall time.

@@ -56,6 +56,7 @@ struct CgSenseParams {
   int split_parts = 0;          // coil split partitions (0 or 1: off)
   std::string split_gpus;       // cuda: the partitions' GPUs, "0,1" (empty: 0..split_parts-1)
   double split_above_ms = 2.0;  // split only when the unsplit solve's median exceeds this (0: always)
+  bool joint_volume = true;     // a stack of stars: one CG over the volume (recon/volume_sense.hpp)
 
   template <class V>
   void visit(V& v) {
@@ -91,6 +92,9 @@ struct CgSenseParams {
     v.field("split_above_ms", split_above_ms, 0.0, 1e4,
             "cg-sense: split only when the one-device solve's median (first 5 frames) is above this many ms "
             "(0 = always)");
+    v.field("joint_volume", joint_volume,
+            "cg-sense of a stack of stars: one CG over the whole volume, batched over partitions x coils "
+            "(false: each partition its own CG, one after the other)");
   }
 };
 
