@@ -32,6 +32,7 @@ struct MrdServerParams {
   std::string default_config;  // serves a config name the server does not know (with a WRN); empty: refused
   int queue_images = 64;       // images waiting for a slow client; beyond, the oldest is dropped
   MrdPixels pixels = MrdPixels::Int16;
+  bool partition_images = false;      // a volume as one 2D image per partition (slice set), not one 3D image
   std::string allow;                  // client addresses admitted beyond loopback (comma-separated)
   std::string config_dir = "config";  // where a config name that is not a method finds NAME.yaml
   // The pipeline's limits (stream.max_samples, stream.max_coils), set by the server: an acquisition beyond
@@ -72,6 +73,9 @@ struct MrdServerParams {
     v.choice("pixels", pixels, kMrdPixels,
              "MRD images as int16 magnitudes (12 stored bits), float magnitudes, or complex (image_type 5: "
              "needs cg-sense, nlinv or coil_combine sense)");
+    v.field("partition_images", partition_images,
+            "a stack of stars' volume as one 2D image per partition (slice = the partition, positioned along "
+            "slice_dir), as scanners store 3D data, instead of one 3D image");
     v.field("allow", allow, "MRD client addresses admitted on a non-loopback endpoint (comma-separated)");
     v.field("config_dir", config_dir, "folder of the YAML files an MRD config name may select");
   }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numbers>
 
 #include "display/tip_finder.hpp"
@@ -268,48 +269,115 @@ TEST(StackStream, AVolumeStreamMakesTheVolumesOfTheOfflineRoute) {
 // A stack of stars from an MRD client (the partition in idx.kspace_encode_step_2, the partitions in the
 // header's encoding limits): every volume comes back as one 3D image [N N P] (matrix_size z = P) equal to the
 // offline route's volume of its window.
-TEST(StackStream, AnMrdClientGetsEachVolumeAsOne3dImage) {
-  const int P = 4, W = 32, N = 32;
+namespace {
+
+// A stack-of-stars MRD session's images (two volumes of P = 4), and the offline route's volume of the first.
+struct MrdVolumes {
+  mrdtest::Replies r;
+  OfflineVolume off;
+  std::uint64_t rejected = 0;
+};
+
+constexpr float kCentre[3] = {10.f, -5.f, 3.f}, kSliceDir[3] = {0.f, 0.6f, 0.8f};
+
+MrdVolumes mrd_volumes(int port, bool partition_images, int P, int W, int N) {
   const Simulator sim(test::stack_sim(N, P, 2));
   const Registry reg = default_registry();
-  StreamRuntime p(mrdtest::mrd_config(27462, MrdPixels::Float), reg, make_protocol_servers);
+  RunConfig cfg = mrdtest::mrd_config(port, MrdPixels::Float);
+  cfg.mrd.partition_images = partition_images;
+  StreamRuntime p(cfg, reg, make_protocol_servers);
   p.start();
   const int count = (W + 16) * P;
-  mrdtest::Replies r;
+  MrdVolumes v;
   {
     mrdtest::RawClient c(mrdtest::port_of(p.endpoint_of("mrd")));
-    ASSERT_TRUE(c.ok());
+    EXPECT_TRUE(c.ok());
     c.config_name("gridding");
     c.text(3, stream_header_to_xml(sim.header()));
-    for (const auto& s : sim.spokes(0, count)) c.acquisition(s);
+    for (const auto& s : sim.spokes(0, count)) {
+      // The volume placed as a scanner places it: its centre and an oblique slab.
+      const auto bytes = acquisition_header_bytes(s.header, s.samples, s.coils, 2);
+      ISMRMRD::ISMRMRD_AcquisitionHeader a;
+      std::memcpy(&a, bytes.data(), sizeof a);
+      std::copy(kCentre, kCentre + 3, a.position);
+      std::copy(kSliceDir, kSliceDir + 3, a.slice_dir);
+      c.acquisition(s, &a);
+    }
     c.put<std::uint16_t>(4);
-    ASSERT_TRUE(c.flush());
-    r = c.read_until_close();
+    EXPECT_TRUE(c.flush());
+    v.r = c.read_until_close();
   }
   p.stop();
-  EXPECT_TRUE(r.closed);
-  EXPECT_EQ(p.metrics().rejected_total(), 0u);
-  ASSERT_EQ(r.images.size(), 2u);
+  v.rejected = p.metrics().rejected_total();
   const auto [t, k] = bart_layout(sim, W);
   const auto layout = stack_of_stars_layout(t, -1, "test");
-  ASSERT_TRUE(layout.has_value());
-  const OfflineVolume off =
-      reconstruct_volume(stack_frames(*layout, t, k, N, "test"), cpu_gridding(), "", false);
-  const auto& im = r.images[0];
+  EXPECT_TRUE(layout.has_value());
+  v.off = reconstruct_volume(stack_frames(*layout, t, k, N, "test"), cpu_gridding(), "", false);
+  return v;
+}
+
+double magnitude_error(const std::vector<float>& got, const std::vector<cfloat>& ref, std::size_t first) {
+  double err = 0, norm = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double r = std::abs(ref[first + i]);
+    err += (got[i] - r) * (got[i] - r);
+    norm += r * r;
+  }
+  return std::sqrt(err / norm);
+}
+
+}  // namespace
+
+TEST(StackStream, AnMrdClientGetsEachVolumeAsOne3dImage) {
+  const int P = 4, W = 32, N = 32;
+  const MrdVolumes v = mrd_volumes(27462, false, P, W, N);
+  EXPECT_TRUE(v.r.closed);
+  EXPECT_EQ(v.rejected, 0u);
+  ASSERT_EQ(v.r.images.size(), 2u);
+  const auto& im = v.r.images[0];
   EXPECT_EQ(im.head.matrix_size[0], N);
   EXPECT_EQ(im.head.matrix_size[1], N);
   EXPECT_EQ(im.head.matrix_size[2], P);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(im.head.position[i], kCentre[i]);  // the volume's centre
   const auto got = mrdtest::image_values(im);
-  ASSERT_EQ(got.size(), off.image.size());
-  double err = 0, norm = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double ref = std::abs(off.image[i]);
-    err += (got[i] - ref) * (got[i] - ref);
-    norm += ref * ref;
+  ASSERT_EQ(got.size(), v.off.image.size());
+  const double err = magnitude_error(got, v.off.image, 0);
+  std::printf("MRD volume against the offline route: %.3g\n", err);
+  EXPECT_LT(err, 1e-5);
+  EXPECT_EQ(v.r.images[1].meta("FirstSpoke"), 16.0);
+}
+
+// mrd.partition_images: each volume as P 2D images, as scanners store 3D data: slice = the partition, the
+// slab's thickness divided among them, each centred one partition further along slice_dir than the one
+// before (the middle of the four straddling the volume's centre), each the offline route's plane.
+TEST(StackStream, AnMrdClientMayTakeAVolumeAsOneImagePerPartition) {
+  const int P = 4, W = 32, N = 32;
+  const MrdVolumes v = mrd_volumes(27463, true, P, W, N);
+  EXPECT_TRUE(v.r.closed);
+  EXPECT_EQ(v.rejected, 0u);
+  ASSERT_EQ(v.r.images.size(), std::size_t(2 * P));
+  for (int z = 0; z < P; ++z) {
+    const auto& im = v.r.images[std::size_t(z)];
+    EXPECT_EQ(im.head.matrix_size[2], 1);
+    EXPECT_EQ(im.head.slice, z);
+    EXPECT_EQ(im.head.image_index, z);
+    EXPECT_EQ(im.meta("Partition"), double(z));
+    EXPECT_EQ(im.meta("FrameNumber"), v.r.images[0].meta("FrameNumber"));
+    const float thick = im.head.field_of_view[2];
+    EXPECT_GT(thick, 0.f);
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(im.head.slice_dir[i], kSliceDir[i]);
+      EXPECT_NEAR(im.head.position[i], kCentre[i] + (float(z) - 1.5f) * thick * kSliceDir[i], 1e-4f)
+          << "partition " << z << ", axis " << i;
+    }
+    const auto got = mrdtest::image_values(im);
+    ASSERT_EQ(got.size(), std::size_t(N) * N);
+    const double err = magnitude_error(got, v.off.image, std::size_t(z) * N * N);
+    std::printf("MRD partition %d against the offline route's plane: %.3g\n", z, err);
+    EXPECT_LT(err, 1e-5);
   }
-  std::printf("MRD volume against the offline route: %.3g\n", std::sqrt(err / norm));
-  EXPECT_LT(std::sqrt(err / norm), 1e-5);
-  EXPECT_EQ(r.images[1].meta("FirstSpoke"), 16.0);
+  EXPECT_EQ(v.r.images[std::size_t(P)].meta("FirstSpoke"), 16.0);
+  EXPECT_EQ(v.r.images[std::size_t(P)].head.slice, 0);
 }
 
 // The memory a stack of stars' header implies is summed before anything is allocated: its ring holds every

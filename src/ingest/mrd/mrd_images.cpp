@@ -66,9 +66,12 @@ void MrdImageEncoder::encode(const FrameResult& f, const MrdImageContext& c, Mrd
   h.image_type = complex ? ISMRMRD::ISMRMRD_IMTYPE_COMPLEX : ISMRMRD::ISMRMRD_IMTYPE_MAGNITUDE;
   h.matrix_size[0] = std::uint16_t(f.matrix);
   h.matrix_size[1] = std::uint16_t(f.matrix);
-  h.matrix_size[2] = std::uint16_t(std::max(1, f.depth));  // a stack of stars' volume: one 3D image
+  const int depth = std::max(1, f.depth);
+  const bool plane = c.partition >= 0 && depth > 1;     // one partition of a volume
+  h.matrix_size[2] = std::uint16_t(plane ? 1 : depth);  // a stack of stars' volume: one 3D image
   h.channels = 1;
   std::copy(c.fov_mm, c.fov_mm + 3, h.field_of_view);
+  if (plane) h.field_of_view[2] = c.fov_mm[2] / float(depth);
   h.measurement_uid = a.measurement_uid;
   std::copy(a.position, a.position + 3, h.position);
   std::copy(a.read_dir, a.read_dir + 3, h.read_dir);
@@ -81,20 +84,26 @@ void MrdImageEncoder::encode(const FrameResult& f, const MrdImageContext& c, Mrd
   h.phase = a.idx.phase;
   h.repetition = a.idx.repetition;
   h.set = a.idx.set;
+  if (plane) {  // its centre: the volume's, moved along slice_dir by its distance from the middle partition
+    h.slice = std::uint16_t(c.partition);
+    const float off = (float(c.partition) - 0.5f * float(depth - 1)) * h.field_of_view[2];
+    for (int i = 0; i < 3; ++i) h.position[i] += off * h.slice_dir[i];
+  }
   h.acquisition_time_stamp = a.acquisition_time_stamp;
   std::copy(a.physiology_time_stamp, a.physiology_time_stamp + 3, h.physiology_time_stamp);
   h.image_index = c.index;
   h.image_series_index = c.series;
 
   const std::size_t all = std::size_t(f.matrix) * std::size_t(f.matrix) * std::size_t(h.matrix_size[2]);
-  const std::size_t n = std::min(all, f.image.size());
-  const float* interleaved = reinterpret_cast<const float*>(f.image.data());  // complex: re, im
+  const std::size_t first = plane ? all * std::size_t(c.partition) : 0;  // the partition's first pixel
+  const std::size_t n = std::min(all, f.image.size() - std::min(first, f.image.size()));
+  const float* interleaved = reinterpret_cast<const float*>(f.image.data() + first);  // complex: re, im
   const float peak = peak_of_real(interleaved, n);
   const double scale = c.scale > 0  ? c.scale
                        : peak > 0.f ? double((1 << kMrdStoredBits) - 1) / double(peak)
                                     : 1.0;
   const std::size_t pixel_bytes = all * (int16 ? 2 : complex ? 8 : 4);
-  const bool phase = complex && f.complex_image.size() >= n;
+  const bool phase = complex && f.complex_image.size() >= first + n;
 
   // The ismrmrdMeta attributes, written straight into a kept string (the same XML ISMRMRD::serialize writes;
   // its MetaContainer and stream cost a fifth of the encoding).
@@ -125,6 +134,7 @@ void MrdImageEncoder::encode(const FrameResult& f, const MrdImageContext& c, Mrd
   add("LatencyMs", {fmt::format("{:.3f}", c.latency_ms)});
   add("Method", {c.method});
   if (complex) add("PhaseKept", {phase ? "1" : "0"});
+  if (plane) add("Partition", {num(c.partition), num(depth)});
   attrs += "</ismrmrdMeta>\n";
 
   // The pixels converted in a typed scratch array (no aliasing: the compiler vectorizes it), then one copy
@@ -139,7 +149,7 @@ void MrdImageEncoder::encode(const FrameResult& f, const MrdImageContext& c, Mrd
     c64_.resize(all);
     std::fill(c64_.begin() + std::ptrdiff_t(n), c64_.end(), cfloat(0.f, 0.f));
     const std::vector<cfloat>& from = phase ? f.complex_image : f.image;
-    std::copy(from.begin(), from.begin() + std::ptrdiff_t(n), c64_.begin());
+    std::copy(from.begin() + std::ptrdiff_t(first), from.begin() + std::ptrdiff_t(first + n), c64_.begin());
     src = c64_.data();
   } else {
     f32_.resize(all);

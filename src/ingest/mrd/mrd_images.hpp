@@ -28,6 +28,10 @@ struct MrdImageContext {
   // int16 pixels: the series' one scale (stored value = magnitude x scale, said in ImageScale), so that a
   // scanner's database sees one intensity scale for the whole series; 0: this frame's own (its peak at 4095).
   double scale = 0;
+  // A volume (FrameResult::depth > 1) as one image per partition, as scanners store a 3D acquisition: this
+  // partition's plane (slice = the partition, its centre moved along slice_dir from the volume's, the slab's
+  // thickness divided among the partitions); -1: the whole volume as one 3D image.
+  int partition = -1;
 };
 
 constexpr int kMrdStoredBits = 12;

@@ -782,41 +782,51 @@ void MrdSession::finish_stream() {
 
 void MrdSession::send_frame(std::shared_ptr<const FrameResult> f) {
   MrdImageContext c;
+  // A volume goes as one 3D image, or as one image per partition (mrd.partition_images).
+  const int images = p_.partition_images && f->depth > 1 ? f->depth : 1;
+  std::uint16_t first_index = 0;
   {
     std::lock_guard l(frame_m_);
     if (!frames_wanted_) return;
     const std::size_t k = f->last_spoke % kRecent;
     if (recent_index_[k] == f->last_spoke) c.last_acquisition = recent_[k];
     std::copy(fov_, fov_ + 3, c.fov_mm);
-    c.index = image_index_++;
+    first_index = image_index_;
+    image_index_ = std::uint16_t(image_index_ + images);
   }
   c.series = std::uint16_t(number_ & 0xffffu);
   c.method = to_string(settings_.recon.method);
   c.latency_ms = f->last_arrival_ns > 0 ? double(monotonic_ns() - f->last_arrival_ns) * 1e-6 : 0.0;
-  std::vector<std::byte> bytes;
-  {
-    std::lock_guard l(out_m_);
-    if (!spare_.empty()) {
-      bytes = std::move(spare_.back());
-      spare_.pop_back();
+  for (int z = 0; z < images; ++z) {
+    c.index = std::uint16_t(first_index + z);
+    c.partition = images > 1 ? z : -1;
+    std::vector<std::byte> bytes;
+    {
+      std::lock_guard l(out_m_);
+      if (!spare_.empty()) {
+        bytes = std::move(spare_.back());
+        spare_.pop_back();
+      }
     }
-  }
-  {
-    std::lock_guard l(encode_m_);  // one encoder, and a stream of several slices has a worker each
-    if (p_.pixels == MrdPixels::Int16 && series_scale_ == 0) {
-      // One scale for the series, from its first frame: its peak at half the stored range, so that a
-      // brighter frame later (contrast arriving) still fits; later frames keep it (said in ImageScale).
-      float peak = 0.f;
-      for (const cfloat& v : f->image) peak = std::max(peak, v.real());
-      series_scale_ = peak > 0.f ? double((1 << kMrdStoredBits) - 1) / (2.0 * double(peak)) : 0.0;
-    }
-    c.scale = series_scale_;
-    encoder_.encode(*f, c, p_.pixels, bytes);
+    encode_frame(*f, c, bytes);
+    queue({std::move(bytes), true, f->last_arrival_ns, f->ready_ns});
   }
   ++frames_sent_;
-  queue({std::move(bytes), true, f->last_arrival_ns, f->ready_ns});
   frame_cv_.notify_all();
   rt_.session_frame(std::move(f));  // the server's image files too
+}
+
+void MrdSession::encode_frame(const FrameResult& f, MrdImageContext& c, std::vector<std::byte>& bytes) {
+  std::lock_guard l(encode_m_);  // one encoder, and a stream of several slices has a worker each
+  if (p_.pixels == MrdPixels::Int16 && series_scale_ == 0) {
+    // One scale for the series, from its first frame: its peak at half the stored range, so that a
+    // brighter frame later (contrast arriving) still fits; later frames keep it (said in ImageScale).
+    float peak = 0.f;
+    for (const cfloat& v : f.image) peak = std::max(peak, v.real());
+    series_scale_ = peak > 0.f ? double((1 << kMrdStoredBits) - 1) / (2.0 * double(peak)) : 0.0;
+  }
+  c.scale = series_scale_;
+  encoder_.encode(f, c, p_.pixels, bytes);
 }
 
 }  // namespace radstream

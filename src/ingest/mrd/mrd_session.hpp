@@ -62,7 +62,9 @@ class MrdSession {
   // Where the session is: waiting for its header (no place held), admitted (a place held), or over.
   enum class Phase { Waiting, Admitted, Over };
   void sent_image(Out& o);  // counts an image sent whole and keeps its buffer
-  void run();               // the reader thread
+  // One image of a frame (the whole frame, or one partition of a volume) into `bytes`, in the series' scale.
+  void encode_frame(const FrameResult& f, MrdImageContext& c, std::vector<std::byte>& bytes);
+  void run();  // the reader thread
   void write_loop();
   void serve(SocketSource& src);
   void end_session(const std::string& error, std::optional<mrd::Fault> fault);
