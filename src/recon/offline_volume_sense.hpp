@@ -16,9 +16,9 @@ struct VolumeSenseInput {
   const float* d_traj = nullptr;                          // on the GPU: [points][2]
 };
 
-// The volume [P][N][N], solved `repeat` times (after one untimed solve when repeat > 1, which loads the
-// kernels and plans); the median and extremes are logged. Throws ConfigError where the settings need the
-// per-partition route.
+// The volume [P][N][N] (magnitudes in the real parts, as a chain's image), solved `repeat` times (after one
+// untimed solve when repeat > 1, which loads the kernels and plans); the median and extremes are logged.
+// Throws ConfigError where the settings need the per-partition route.
 std::vector<cfloat> solve_volume_sense(const VolumeSenseInput& in, const ReconParams& params, Backend backend,
                                        int repeat);
 

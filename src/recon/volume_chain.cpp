@@ -15,6 +15,8 @@
 #include "gpu/device_memory.hpp"
 #include "gpu/handles.hpp"
 #include "recon/volume_assembly_cuda.hpp"
+#include "recon/volume_sense.hpp"
+#include "recon/volume_sense_live.hpp"
 
 namespace radstream {
 
@@ -147,6 +149,16 @@ VolumeChain::VolumeChain(const ReconParams& params, Backend backend, const Regis
 
 void VolumeChain::configure(const Geometry& plane, int partitions) {
   assembler_.configure(plane, partitions);
+  const bool joint = params_.method == ReconMethod::CgSense && volume_sense_refusal(params_.cg).empty();
+  if (joint) {
+    chains_.clear();
+    if (!sense_) sense_ = std::make_unique<VolumeSenseLive>(params_, backend_);
+    sense_->configure(plane, partitions);
+    plane_ = plane;
+    volume_.assign(std::size_t(partitions) * plane.matrix * plane.matrix, cfloat());
+    return;
+  }
+  sense_.reset();
   if (int(chains_.size()) != partitions) {
     chains_.clear();
     for (int z = 0; z < partitions; ++z) {
@@ -200,18 +212,33 @@ void VolumeChain::collect(std::size_t z, View<const cfloat> img) {
   }
 }
 
+View<const cfloat> VolumeChain::volume_view() const {
+  return {volume_.data(), Extents{std::size_t(assembler_.partitions()), std::size_t(plane_.matrix),
+                                  std::size_t(plane_.matrix)}};
+}
+
 View<const cfloat> VolumeChain::reconstruct(const Frame& raw) {
   counts_ = assembler_.assemble(raw, frames_);
   timings_.clear();
+  if (sense_) {
+    const auto t0 = std::chrono::steady_clock::now();
+    sense_->reconstruct(frames_, volume_);
+    timings_.push_back(
+        {"cg_sense",
+         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()});
+    return volume_view();
+  }
   for (std::size_t z = 0; z < chains_.size(); ++z) collect(z, chains_[z]->reconstruct(frames_[z]));
-  return {volume_.data(), Extents{chains_.size(), std::size_t(plane_.matrix), std::size_t(plane_.matrix)}};
+  return volume_view();
 }
 
 View<const cfloat> VolumeChain::reconstruct_device(int raw_spokes, const Gather& gather,
                                                    const std::function<void()>& release) {
   if (backend_ != Backend::Cuda) throw ConfigError("a volume from the GPU's ring needs the cuda backend");
-  const int P = int(chains_.size());
-  if (!device_) device_ = std::make_unique<VolumeAssemblerCuda>(plane_, P, chains_[0]->device());
+  const int P = assembler_.partitions();
+  if (!device_)
+    device_ = std::make_unique<VolumeAssemblerCuda>(plane_, P,
+                                                    sense_ ? gpu::current_device() : chains_[0]->device());
   const auto t0 = std::chrono::steady_clock::now();
   if (!device_->assemble(raw_spokes, gather, heads_, counts_)) return {};
   release();  // the window is in the assembler's own buffers now
@@ -219,6 +246,23 @@ View<const cfloat> VolumeChain::reconstruct_device(int raw_spokes, const Gather&
   timings_.push_back(
       {"volume_assembly",
        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()});
+  if (sense_) {
+    const auto t1 = std::chrono::steady_clock::now();
+    const bool host = sense_->wants_host_frames();
+    if (host) {  // its maps are estimated from them
+      frames_.resize(std::size_t(P));
+      for (int z = 0; z < P; ++z) {
+        Frame& f = frames_[std::size_t(z)];
+        if (f.geometry.spokes != plane_.spokes) f = Frame(plane_);
+        device_->download(z, f);
+      }
+    }
+    sense_->reconstruct_device(device_->frame(0), device_->traj(), host ? &frames_ : nullptr, volume_);
+    timings_.push_back(
+        {"cg_sense",
+         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count()});
+    return volume_view();
+  }
   const std::size_t block = device_->frame_values();
   frames_.resize(chains_.size());
   for (std::size_t z = 0; z < chains_.size(); ++z) {
@@ -239,7 +283,7 @@ View<const cfloat> VolumeChain::reconstruct_device(int raw_spokes, const Gather&
         host);
     collect(z, img);
   }
-  return {volume_.data(), Extents{chains_.size(), std::size_t(plane_.matrix), std::size_t(plane_.matrix)}};
+  return volume_view();
 }
 
 }  // namespace radstream

@@ -3,7 +3,9 @@
 // steps (idx.kspace_encode_step_1) and partitions (idx.kspace_encode_step_2) and turns it, by the inverse
 // DFT along kz (one batched FFT), into one 2D radial frame per z position, as recon/stack_of_stars.hpp does
 // for BART's layout; VolumeChain reconstructs those frames, each z position through its own chain (its own
-// warm start, coil maps and state, as a slice of a multi-slice stream has), into the volume [P][N][N].
+// warm start, coil maps and state, as a slice of a multi-slice stream has), into the volume [P][N][N]; by
+// cg-sense, unless a setting needs the per-partition chains, the z positions are one solve over the volume
+// (VolumeSenseLive).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -37,6 +39,7 @@ void volume_layout(std::span<const std::uint64_t> spoke_index, std::span<const s
 int volume_line(const VolumeLayout& l, int j);
 
 class VolumeAssemblerCuda;
+class VolumeSenseLive;
 
 class VolumeAssembler {
  public:
@@ -94,11 +97,13 @@ class VolumeChain {
   const Registry& registry_;
   Geometry plane_;
   VolumeAssembler assembler_;
-  std::vector<std::unique_ptr<ReconChain>> chains_;  // one per z position
+  std::vector<std::unique_ptr<ReconChain>> chains_;  // one per z position (none with sense_)
+  std::unique_ptr<VolumeSenseLive> sense_;           // cg-sense as one solve over the volume
   std::unique_ptr<VolumeAssemblerCuda> device_;      // the GPU's assembly (made on first use)
   std::vector<SpokeHeader> heads_;
   void collect(std::size_t z, View<const cfloat> img);  // a z position's image and stage times
   void configure_all(const Geometry& plane);            // every chain, several at a time
+  View<const cfloat> volume_view() const;
   std::vector<Frame> frames_;
   std::vector<cfloat> volume_;
   std::vector<StageTiming> timings_;

@@ -1,0 +1,175 @@
+#include "recon/volume_sense_live.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/coil_map_power.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "gpu/handles.hpp"
+#include "recon/coil_map_estimate.hpp"
+#include "recon/offline_volume.hpp"
+
+namespace radstream {
+namespace {
+
+CoilMapEstimate estimate_settings(const ReconParams& p, Backend backend, int device) {
+  CoilMapEstimate est;
+  est.method = p.cg.maps_method;
+  est.mask = p.cg.sens_mask;
+  est.matrix = p.cg.maps_matrix;
+  est.backend = backend;
+  est.device = device;
+  return est;
+}
+
+// x [n] complex -> out [n] magnitudes in the real parts.
+void magnitudes(const cfloat* x, std::size_t n, std::vector<cfloat>& out) {
+  out.resize(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = cfloat(std::abs(x[i]), 0.f);
+}
+
+}  // namespace
+
+VolumeSenseLive::VolumeSenseLive(const ReconParams& p, Backend backend) : p_(p), backend_(backend) {}
+
+VolumeSenseLive::~VolumeSenseLive() {
+  if (pending_.valid()) pending_.wait();
+}
+
+void VolumeSenseLive::configure(const Geometry& plane, int P) {
+  if (pending_.valid()) pending_.wait();
+  pending_ = {};
+  plane_ = plane;
+  P_ = P;
+  const int N = plane.matrix;
+  const std::size_t pixels = std::size_t(N) * N, V = std::size_t(P) * pixels;
+  const VolumeSenseShape shape{N, P, plane.coils, std::size_t(plane.spokes) * std::size_t(plane.samples)};
+  solver_.reset();
+  if (backend_ == Backend::Cuda) {
+    device_ = gpu::current_device();
+    stream_ = std::make_unique<gpu::Stream>();
+    solver_ = make_volume_sense_cuda(shape, p_.cg, p_.gridding.kernel(), stream_->get());
+    d_maps_ = DeviceBuffer<cfloat>(Extents{V * std::size_t(plane.coils)});
+    d_x_ = DeviceBuffer<cfloat>(Extents{V});
+  } else {
+    solver_ = make_volume_sense_cpu(shape, p_.cg, p_.gridding.kernel(), p_.threads);
+    x_.assign(V, cfloat());
+  }
+  have_x_ = have_maps_ = false;
+  volumes_ = 0;
+  estimates_ = 0;
+  maps_.clear();
+  if (!p_.cg.sens.empty()) {
+    Maps m;
+    for (const auto& z : read_volume_maps(p_.cg.sens, N, P, plane.coils))
+      m.insert(m.end(), z.data(), z.data() + z.size());
+    take_maps(std::move(m));
+    log::info("coil maps: {} ({} coils, {} partitions, {}^2)", p_.cg.sens, plane.coils, P, N);
+  }
+  log::info("cg-sense: the {} partitions as one solve of {} iterations (batched over partitions x coils)", P,
+            p_.cg.iterations);
+}
+
+bool VolumeSenseLive::wants_host_frames() const {
+  if (backend_ == Backend::Cpu) return true;
+  if (!p_.cg.sens.empty()) return false;
+  if (!have_maps_) return true;
+  return !pending_.valid() && volumes_ > 0 && volumes_ % p_.cg.maps_every == 0;
+}
+
+VolumeSenseLive::Maps VolumeSenseLive::estimate_all(const std::vector<Frame>& frames) const {
+  CoilMapEstimate est = estimate_settings(p_, backend_, device_);
+  Maps m;
+  m.reserve(std::size_t(P_) * plane_.coils * plane_.matrix * plane_.matrix);
+  for (const Frame& f : frames) {
+    const HostBuffer<cfloat> z = estimate_coil_maps(f.data.view(), f.traj.view(), plane_.matrix, est);
+    m.insert(m.end(), z.data(), z.data() + z.size());
+  }
+  return m;
+}
+
+void VolumeSenseLive::take_maps(Maps m) {
+  const std::size_t block = std::size_t(plane_.coils) * plane_.matrix * plane_.matrix;
+  const std::size_t pixels = std::size_t(plane_.matrix) * plane_.matrix;
+  double peak = 0;
+  for (int z = 0; z < P_; ++z)
+    peak = std::max(
+        peak, coil_map_peak_power(m.data() + std::size_t(z) * block, std::size_t(plane_.coils), pixels));
+  maps_ = std::move(m);
+  if (backend_ == Backend::Cuda) {
+    // After the volume before has been solved with the old maps (the same stream), and waited for: maps_
+    // stays the host's copy, and the next estimate replaces it only through here.
+    gpu::copy_to_device(d_maps_.data(), maps_.data(), maps_.size() * sizeof(cfloat), stream_->get());
+    stream_->synchronize();
+    solver_->set_maps(d_maps_.data(), peak);
+  } else {
+    solver_->set_maps(maps_.data(), peak);
+  }
+  have_maps_ = true;
+}
+
+void VolumeSenseLive::update_maps(const std::vector<Frame>* frames) {
+  if (!p_.cg.sens.empty()) return;
+  if (pending_.valid() && pending_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    try {
+      take_maps(pending_.get());
+      ++estimates_;
+    } catch (const std::exception& e) {
+      log::warn("coil maps: a refresh of the volume's maps failed, keeping the previous ones: {}", e.what());
+    }
+  }
+  if (!frames) return;
+  if (!have_maps_) {  // the first volume waits for its maps
+    const auto t0 = std::chrono::steady_clock::now();
+    take_maps(estimate_all(*frames));
+    ++estimates_;
+    log::info("coil maps: estimated from each of the {} partitions ({} coils, {}^2, {:.0f} ms)", P_,
+              plane_.coils, plane_.matrix,
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    return;
+  }
+  if (pending_.valid() || volumes_ == 0 || volumes_ % p_.cg.maps_every != 0) return;
+  // A refresh on a helper thread, from a copy of each z position's low-resolution band.
+  CoilMapEstimate est = estimate_settings(p_, backend_, device_);
+  est.threads = 2;  // in the background: leave the other cores to ingest and the reconstruction
+  auto bands = std::make_shared<std::vector<CoilMapBand>>();
+  for (const Frame& f : *frames)
+    bands->push_back(coil_map_band(f.data.view(), f.traj.view(), plane_.matrix, est));
+  pending_ = std::async(std::launch::async, [bands, N = plane_.matrix, est] {
+    Maps m;
+    for (const CoilMapBand& b : *bands) {
+      const HostBuffer<cfloat> z = estimate_coil_maps(b.data.view(), b.traj.view(), N, est);
+      m.insert(m.end(), z.data(), z.data() + z.size());
+    }
+    return m;
+  });
+}
+
+void VolumeSenseLive::reconstruct(const std::vector<Frame>& frames, std::vector<cfloat>& volume) {
+  update_maps(&frames);
+  staged_.clear();
+  for (const Frame& f : frames) staged_.insert(staged_.end(), f.data.data(), f.data.data() + f.data.size());
+  const bool warm = p_.cg.warm_start && have_x_;
+  solver_->solve(staged_.data(), frames[0].traj.data(), x_.data(), warm);
+  have_x_ = true;
+  ++volumes_;
+  magnitudes(x_.data(), x_.size(), volume);
+}
+
+void VolumeSenseLive::reconstruct_device(const cfloat* d_data, const float* d_traj,
+                                         const std::vector<Frame>* frames, std::vector<cfloat>& volume) {
+  update_maps(frames);
+  if (!have_maps_) throw InputError("cg-sense over a volume: no coil maps yet (the first volume's frames)");
+  const bool warm = p_.cg.warm_start && have_x_;
+  solver_->solve(d_data, d_traj, d_x_.data(), warm);
+  have_x_ = true;
+  ++volumes_;
+  x_.resize(d_x_.size());
+  gpu::copy_to_host(x_.data(), d_x_.data(), x_.size() * sizeof(cfloat), stream_->get());
+  stream_->synchronize();
+  magnitudes(x_.data(), x_.size(), volume);
+}
+
+}  // namespace radstream
