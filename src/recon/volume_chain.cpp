@@ -11,9 +11,12 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "core/math.hpp"
 #include "gpu/device_memory.hpp"
 #include "gpu/handles.hpp"
+#include "recon/offline_volume.hpp"
+#include "recon/rotated_window.hpp"
 #include "recon/volume_assembly_cuda.hpp"
 #include "recon/volume_sense.hpp"
 #include "recon/volume_sense_live.hpp"
@@ -73,9 +76,9 @@ void volume_layout(std::span<const std::uint64_t> spoke_index, std::span<const s
     if (line < 0)
       line = r;
     else if (!same_line(r, line))
-      throw InputError(fmt::format(
+      throw RotatedPartitions(fmt::format(
           "spoke {} of partition {} lies at another in-plane angle than the same spoke of partition {}: "
-          "partitions rotated against each other are not streamed (recon --traj reconstructs them)",
+          "partitions rotated against each other",
           spoke_index[std::size_t(r)], p, partition[std::size_t(line)]));
     l.slot_of[std::size_t(r)] = j;
     l.have[std::size_t(j) * P + std::size_t(p)] = 1;
@@ -217,8 +220,40 @@ View<const cfloat> VolumeChain::volume_view() const {
                                   std::size_t(plane_.matrix)}};
 }
 
+void VolumeChain::note_rotated(const RotatedPartitions& e) {
+  rotated_ = true;
+  const bool sense = params_.method == ReconMethod::CgSense && !params_.cg.sens.empty();
+  log::info("volume: {}: the volumes go through the 3D NUFFT from now on (the window on the host; {})",
+            e.what(),
+            params_.method == ReconMethod::Gridding ? "gridding"
+            : sense                                 ? "cg-sense with recon.sens on the CPU"
+                    : to_string(params_.method) + " needs one 2D problem per z position: refused");
+  if (params_.method == ReconMethod::CgSense && !params_.cg.sens.empty())
+    rotated_maps_ = read_volume_maps(params_.cg.sens, plane_.matrix, assembler_.partitions(), plane_.coils);
+}
+
+View<const cfloat> VolumeChain::reconstruct_rotated(const Frame& raw) {
+  const auto t0 = std::chrono::steady_clock::now();
+  volume_ = reconstruct_rotated_window(raw, plane_.matrix, assembler_.partitions(), params_, rotated_maps_);
+  counts_ = {};
+  const auto [lo, hi] = std::minmax_element(raw.spoke_index.begin(), raw.spoke_index.end());
+  if (lo != raw.spoke_index.end()) counts_ = {*lo, *hi, 0};
+  timings_.clear();
+  timings_.push_back(
+      {"rotated_3d",
+       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()});
+  return volume_view();
+}
+
 View<const cfloat> VolumeChain::reconstruct(const Frame& raw) {
-  counts_ = assembler_.assemble(raw, frames_);
+  if (!rotated_) {
+    try {
+      counts_ = assembler_.assemble(raw, frames_);
+    } catch (const RotatedPartitions& e) {
+      note_rotated(e);
+    }
+  }
+  if (rotated_) return reconstruct_rotated(raw);
   timings_.clear();
   if (sense_) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -240,7 +275,13 @@ View<const cfloat> VolumeChain::reconstruct_device(int raw_spokes, const Gather&
     device_ = std::make_unique<VolumeAssemblerCuda>(plane_, P,
                                                     sense_ ? gpu::current_device() : chains_[0]->device());
   const auto t0 = std::chrono::steady_clock::now();
-  if (!device_->assemble(raw_spokes, gather, heads_, counts_)) return {};
+  if (rotated_) return {};
+  try {
+    if (!device_->assemble(raw_spokes, gather, heads_, counts_)) return {};
+  } catch (const RotatedPartitions& e) {
+    note_rotated(e);  // the caller copies this window to the host (reconstruct)
+    return {};
+  }
   release();  // the window is in the assembler's own buffers now
   timings_.clear();
   timings_.push_back(

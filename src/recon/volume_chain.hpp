@@ -14,11 +14,19 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/frame.hpp"
 #include "fft/fftw_plan.hpp"
 #include "recon/recon_chain.hpp"
 
 namespace radstream {
+
+// A window whose partitions lie at different in-plane angles for one step (a rotated stack): the z positions'
+// split does not apply (VolumeChain then takes the window through the 3D NUFFT: recon/rotated_window.hpp).
+class RotatedPartitions : public InputError {
+ public:
+  using InputError::InputError;
+};
 
 // Where each spoke of a window goes in its volume: the W newest in-plane steps among the window's spokes
 // (oldest first), each spoke's step slot, and each slot's spoke whose trajectory its z positions take.
@@ -30,8 +38,8 @@ struct VolumeLayout {
   int missing = 0;  // (step, partition) pairs of the volume that did not arrive: zeros in k-space
 };
 // Into `l` (its buffers reused volume after volume). same_line(a, b): spokes a and b of the window lie at the
-// same in-plane angle. Throws InputError naming the spoke when partitions of one step do not (a rotated
-// stack: not streamed), or when the window is empty.
+// same in-plane angle. Throws RotatedPartitions naming the spoke when partitions of one step do not (a
+// rotated stack), InputError when the window is empty.
 void volume_layout(std::span<const std::uint64_t> spoke_index, std::span<const std::uint16_t> partition,
                    int W, int P, const std::function<bool(int, int)>& same_line, VolumeLayout& l);
 
@@ -88,6 +96,9 @@ class VolumeChain {
   const VolumeAssembler::Counts& counts() const { return counts_; }
   int partitions() const { return assembler_.partitions(); }
   const Geometry& plane() const { return plane_; }
+  // Whether the stream's partitions were found turned against each other: its volumes then come from the
+  // window on the host through the 3D NUFFT (reconstruct_device returns an empty view from then on).
+  bool rotated() const { return rotated_; }
   // The chains' stage times summed over the partitions of the last volume.
   const std::vector<StageTiming>& timings() const { return timings_; }
 
@@ -104,6 +115,10 @@ class VolumeChain {
   void collect(std::size_t z, View<const cfloat> img);  // a z position's image and stage times
   void configure_all(const Geometry& plane);            // every chain, several at a time
   View<const cfloat> volume_view() const;
+  bool rotated_ = false;
+  std::vector<HostBuffer<cfloat>> rotated_maps_;  // recon.sens for cg-sense of a rotated stack (read once)
+  void note_rotated(const RotatedPartitions& e);
+  View<const cfloat> reconstruct_rotated(const Frame& raw);
   std::vector<Frame> frames_;
   std::vector<cfloat> volume_;
   std::vector<StageTiming> timings_;

@@ -112,6 +112,8 @@ SpokeHeader Simulator::place(std::uint64_t global) const {
   h.partition = partition_order_[std::size_t(own % parts)];
   h.scan_counter = std::uint32_t(own);
   h.angle = header_.angles.angle(std::int64_t(h.spoke_index));
+  if (p_.partition_rotation_deg != 0)  // partitions turned against each other (a rotated stack of stars)
+    h.angle += double(h.partition) * p_.partition_rotation_deg * kPi / 180.0;
   return h;
 }
 

@@ -36,6 +36,7 @@ struct SimParams {
   int slices = 1;      // slices interleaved in the stream (idx.slice = spoke mod slices), each its own plane
   int partitions = 1;  // > 1: a stack of stars (the 3D phantom), kz partitions of every in-plane angle
   std::string partition_order = "linear";  // linear | centre-out: the partitions' order at each angle
+  double partition_rotation_deg = 0.0;     // partition p's spokes turned in plane by p x this
 
   // Reads the `simulate:` section of a config over the defaults. Throws ConfigError naming a bad key.
   static SimParams from_config(const YAML::Node& node);
@@ -69,6 +70,9 @@ struct SimParams {
         "in every kz partition (idx.kspace_encode_step_2) before the next; the frames are volumes");
     v.field("partition_order", partition_order,
             "the partitions' order at each angle: linear (0..P-1) or centre-out (kz = 0, +1, -1, +2, ...)");
+    v.field("partition_rotation_deg", partition_rotation_deg, -360.0, 360.0,
+            "a stack of stars with partitions turned against each other: partition p's spokes turned in "
+            "plane by p x this many degrees (0: every partition at the same angles)");
   }
 };
 

@@ -15,7 +15,7 @@ bool ReconWorker::make_volume(VolumeChain& volume, SpokeRing& ring, std::uint64_
   const auto t0 = monotonic_ns();
   SpokeRing::WindowTimes times;
   View<const cfloat> img;
-  if (volume.backend() == Backend::Cuda && ring.on_device()) {
+  if (volume.backend() == Backend::Cuda && ring.on_device() && !volume.rotated()) {
     // The window stays on the GPU: gathered from the ring's mirror, sorted and turned along kz there; only
     // the spokes' headers come to the host. Its spokes stay held until the assembly has synchronized.
     const int R = host_frame.geometry.spokes;
@@ -34,8 +34,14 @@ bool ReconWorker::make_volume(VolumeChain& volume, SpokeRing& ring, std::uint64_
           // volume: the sender fell 15.2 s behind; 0.85 s with the early release).
           if (std::exchange(held.on, false)) ring.release_window();
         });
-    if (!img.data) return false;
-  } else {
+    if (!img.data && !volume.rotated()) return false;
+  }
+  if (!img.data) {
+    // The CPU's ring, or a rotated stack (its volumes come from the window on the host: the first one found
+    // rotated on the GPU comes here too). The GPU's ring needed no host frame until then.
+    const Geometry& g = host_frame.geometry;
+    if (host_frame.data.size() != std::size_t(g.coils) * std::size_t(g.spokes) * std::size_t(g.samples))
+      host_frame = Frame(g);
     if (!ring.copy_window(end, host_frame, times)) return false;
     metrics_.add_stage("assemble", double(monotonic_ns() - t0) * 1e-6);
     img = volume.reconstruct(host_frame);

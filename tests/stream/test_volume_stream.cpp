@@ -16,6 +16,7 @@
 #include "io/mrd_file.hpp"
 #include "recon/memory_budget.hpp"
 #include "recon/offline_volume.hpp"
+#include "recon/rotated_stack.hpp"
 #include "recon/volume_chain.hpp"
 #include "sim/phantom3d.hpp"
 #include "sim/simulator.hpp"
@@ -429,6 +430,54 @@ TEST(StackStream, ACgSenseVolumeStreamIsOneSolveOverTheVolume) {
     // (Per-partition solves differ from the one over the volume by `apart`.)
     EXPECT_LT(e, 1e-4);
   }
+}
+
+// A stack of stars whose partitions are turned against each other (the simulator's partition_rotation_deg)
+// over ZeroMQ: the volume route finds the rotation in the first window, says so once, and takes every volume
+// through the 3D NUFFT as `recon` takes such a stack (each partition's own density compensation): each volume
+// is the offline rotated route's of the same spokes. A method that needs one 2D problem per z position is
+// refused, naming the method.
+TEST(StackStream, ARotatedStackIsStreamedThroughThe3dNufft) {
+  const int P = 4, W = 32, N = 32;
+  SimParams sp = test::stack_sim(N, P, 2);
+  sp.partition_rotation_deg = 23;
+  const Simulator sim(sp);
+  const auto [t, k] = bart_layout(sim, W);
+  const auto layout = stack_of_stars_layout(t, -1, "test");
+  ASSERT_TRUE(layout.has_value());
+  EXPECT_TRUE(layout->rotated);
+  const std::vector<cfloat> off = rotated_stack_gridding(*layout, t, k, N, cpu_gridding(), "test");
+
+  RunConfig cfg = small_config(27466, false);
+  const int volumes = 2, count = (W + 16 * (volumes - 1)) * P;
+  Rig rig(cfg, 81);
+  rig.s.send_header(stream_header_to_xml(sim.header()));
+  for (const auto& s : sim.spokes(0, count)) rig.s.send_spoke(s.header, s);
+  ASSERT_TRUE(rig.p.wait_frames(volumes, 60s)) << rig.p.report();
+  rig.p.stop();
+  const auto frames = rig.c.get();
+  ASSERT_EQ(frames.size(), std::size_t(volumes));
+  EXPECT_EQ(rig.p.metrics().frames_failed.load(), 0u);
+  const FrameResult& f = frames[0];
+  EXPECT_EQ(f.depth, P);
+  EXPECT_EQ(f.first_spoke, 0u);
+  EXPECT_EQ(f.last_spoke, std::uint64_t(W - 1));
+  const double e = test::rel_error(f.image, off);
+  std::printf("rotated stack stream against the offline rotated route: %.3g\n", e);
+  EXPECT_LT(e, 1e-5);
+
+  const Registry registry = default_registry();
+  ReconParams nlinv = cpu_gridding();
+  nlinv.method = ReconMethod::Nlinv;
+  VolumeChain vc(nlinv, Backend::Cpu, registry);
+  vc.configure(sim.header().geometry(W), P);
+  try {
+    vc.reconstruct(raw_window(sim, 0, W * P));
+    ADD_FAILURE() << "nlinv took a rotated stack";
+  } catch (const ConfigError& err) {
+    EXPECT_NE(std::string(err.what()).find("nlinv"), std::string::npos) << err.what();
+  }
+  EXPECT_TRUE(vc.rotated());
 }
 
 // The memory a stack of stars' header implies is summed before anything is allocated: its ring holds every
