@@ -290,8 +290,9 @@ TEST(SenseCuda, AnOperatorOfSeveralImagesAndTheVolumeSolveMatchTheCpuTwins) {
     const double ef = rel_error(download(d_fx, s), fx), ea = rel_error(download(d_ay, s), ay),
                  en = rel_error(download(d_nx, s), nx), ec = rel_error(download(d_nx, s), download(d_ref, s));
     // The volume solves, GPU and CPU, from the same data: the forward model of x (a consistent system, as
-    // measured data are; the float CGs' rounding differs, and grows over the iterations as the 2D chains'
-    // does: CgSenseFramesMatchTheCpuChain... allows 2e-2).
+    // measured data are). The float CGs' rounding differs (the GPU's spread adds in any order) and grows
+    // over the iterations of this undersampled problem (N/2 spokes): 1.3e-3 to 6.1e-3 over runs, so the
+    // bound is the 2D chains' (CgSenseFramesMatchTheCpuChain... allows 2e-2); a block mixed up is O(1).
     auto d_fy = upload(fx, s);
     CgSenseParams p;
     p.iterations = 10;
@@ -316,7 +317,7 @@ TEST(SenseCuda, AnOperatorOfSeveralImagesAndTheVolumeSolveMatchTheCpuTwins) {
     EXPECT_LT(ea, 1e-4);
     EXPECT_LT(en, 1e-4);
     EXPECT_LT(ec, 1e-4);
-    EXPECT_LT(ev, 5e-3);
+    EXPECT_LT(ev, 2e-2);
     EXPECT_LT(gpu_vol->residual(), 0.5);
   }
 }
