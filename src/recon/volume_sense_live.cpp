@@ -74,9 +74,48 @@ void VolumeSenseLive::configure(const Geometry& plane, int P) {
 
 bool VolumeSenseLive::wants_host_frames() const {
   if (backend_ == Backend::Cpu) return true;
-  if (!p_.cg.sens.empty()) return false;
-  if (!have_maps_) return true;
-  return !pending_.valid() && volumes_ > 0 && volumes_ % p_.cg.maps_every == 0;
+  return p_.cg.sens.empty() && !have_maps_;
+}
+
+bool VolumeSenseLive::refresh_due() const {
+  return p_.cg.sens.empty() && have_maps_ && !pending_.valid() && volumes_ > 0 &&
+         volumes_ % p_.cg.maps_every == 0;
+}
+
+void VolumeSenseLive::refresh_from_device(const cfloat* d_data, const float* d_traj) {
+  const Geometry g = plane_;
+  const std::size_t lines = std::size_t(g.coils) * g.spokes * g.samples,
+                    traj = std::size_t(g.spokes) * g.samples * 2;
+  if (d_stage_.size() != lines * std::size_t(P_)) {
+    d_stage_ = DeviceBuffer<cfloat>(Extents{lines * std::size_t(P_)});
+    d_stage_traj_ = DeviceBuffer<float>(Extents{traj});
+  }
+  gpu::copy_device(d_stage_.data(), d_data, d_stage_.size() * sizeof(cfloat), stream_->get());
+  gpu::copy_device(d_stage_traj_.data(), d_traj, traj * sizeof(float), stream_->get());
+  stream_->synchronize();
+  CoilMapEstimate est = estimate_settings(p_, backend_, device_);
+  est.threads = 2;  // in the background: leave the other cores to ingest and the reconstruction
+  // The staged copy is not written again before this future is collected (no refresh starts meanwhile).
+  pending_ = std::async(std::launch::async, [g, lines, traj, est, data = d_stage_.data(),
+                                             d_t = d_stage_traj_.data(), P = P_, device = device_] {
+    const gpu::DeviceGuard on(device);
+    const gpu::Stream s;
+    std::vector<float> t(traj);
+    gpu::copy_to_host(t.data(), d_t, traj * sizeof(float), s.get());
+    std::vector<cfloat> z(lines);
+    const Extents data_ext{std::size_t(g.coils), std::size_t(g.spokes), std::size_t(g.samples)},
+        traj_ext{std::size_t(g.spokes), std::size_t(g.samples), 2};
+    Maps m;
+    for (int k = 0; k < P; ++k) {
+      gpu::copy_to_host(z.data(), data + std::size_t(k) * lines, lines * sizeof(cfloat), s.get());
+      s.synchronize();
+      const CoilMapBand band = coil_map_band(View<const cfloat>{z.data(), data_ext},
+                                             View<const float>{t.data(), traj_ext}, g.matrix, est);
+      const HostBuffer<cfloat> maps = estimate_coil_maps(band.data.view(), band.traj.view(), g.matrix, est);
+      m.insert(m.end(), maps.data(), maps.data() + maps.size());
+    }
+    return m;
+  });
 }
 
 VolumeSenseLive::Maps VolumeSenseLive::estimate_all(const std::vector<Frame>& frames) const {
@@ -162,6 +201,7 @@ void VolumeSenseLive::reconstruct_device(const cfloat* d_data, const float* d_tr
                                          const std::vector<Frame>* frames, std::vector<cfloat>& volume) {
   update_maps(frames);
   if (!have_maps_) throw InputError("cg-sense over a volume: no coil maps yet (the first volume's frames)");
+  if (refresh_due()) refresh_from_device(d_data, d_traj);
   const bool warm = p_.cg.warm_start && have_x_;
   solver_->solve(d_data, d_traj, d_x_.data(), warm);
   have_x_ = true;

@@ -1,10 +1,11 @@
 // A volume stream's CG-SENSE as one solve over the volume (volume_sense.hpp): what a stream adds to the
 // solver. The coil maps of every partition come from recon.sens (BART [N N P C] or [N N 1 C]) or are
 // estimated from the volume's own z positions: the first volume's before it is solved, then every
-// maps_every volumes on a helper thread from a copy of each z position's low-resolution band, handed over
-// once all are ready (the volume in flight keeps the maps it started with). Each volume starts from the one
-// before (recon.warm_start). The volume comes out as magnitudes [P][N][N] (in the real parts), as a chain's
-// frame does.
+// maps_every volumes on a helper thread, handed over once all are ready (the volume in flight keeps the maps
+// it started with). On the GPU a refresh costs the worker one copy of the z positions on the device; the
+// helper brings that copy to the host on its own stream and cuts each z position's low-resolution band. Each
+// volume starts from the one before (recon.warm_start). The volume comes out as magnitudes [P][N][N] (in the
+// real parts), as a chain's frame does.
 #pragma once
 #include <future>
 #include <memory>
@@ -29,7 +30,8 @@ class VolumeSenseLive {
   // recon.sens.
   void configure(const Geometry& plane, int P);
   // Whether the next volume's z positions are wanted on the host (its maps are estimated from them): the
-  // first volume, or a refresh due with none in flight. The CPU's frames are always on the host.
+  // first volume (on the GPU; a refresh there takes them from the device). The CPU's frames are always on
+  // the host.
   bool wants_host_frames() const;
   // The CPU: the z positions' frames (one trajectory). Into `volume` [P][N][N].
   void reconstruct(const std::vector<Frame>& frames, std::vector<cfloat>& volume);
@@ -51,6 +53,8 @@ class VolumeSenseLive {
   std::unique_ptr<VolumeSense> solver_;
   Maps maps_;  // the host's (the CPU's solver reads them; the GPU's copy is d_maps_)
   DeviceBuffer<cfloat> d_maps_, d_x_;
+  DeviceBuffer<cfloat> d_stage_;  // a refresh's copy of the z positions' data, read by the helper
+  DeviceBuffer<float> d_stage_traj_;
   std::vector<cfloat> x_;       // the CPU's solution (the next volume's start)
   std::vector<cfloat> staged_;  // the CPU's data [P][C][points]
   bool have_x_ = false, have_maps_ = false;
@@ -58,6 +62,8 @@ class VolumeSenseLive {
   int estimates_ = 0;
   std::future<Maps> pending_;
   void update_maps(const std::vector<Frame>* frames);
+  bool refresh_due() const;
+  void refresh_from_device(const cfloat* d_data, const float* d_traj);
   void take_maps(Maps m);
   Maps estimate_all(const std::vector<Frame>& frames) const;
 };
