@@ -28,20 +28,21 @@ struct BenchCase {
   int spokes = 256, samples = 512, coils = 32, matrix = 256;
   Backend backend = Backend::Cuda;
   BenchKind kind = BenchKind::Chain;
-  double rate_hz = 1000;      // live: spokes per second
-  double duration_s = 10;     // live: seconds of stream
-  int stride = 16;            // live: a new frame every S spokes (the window is `spokes`)
-  long total_spokes = 50000;  // ingest: spokes sent as fast as possible
-  int port = 56300;           // tcp loopback port of the streaming cases
-  int slices = 1;             // live: slices interleaved in the stream, each at rate_hz
-  int partitions = 1;         // live: a stack of stars' kz partitions (spokes, stride: per partition)
-  int sessions = 8;           // mrd-sessions: MRD clients at once, each at rate_hz
-  bool kill_one = false;      // mrd-sessions: the first client vanishes halfway
-  bool moving = false;        // chain: each frame the simulator's next spokes (else the same frame each time)
-  std::string gpus;           // live: placement.gpus for the slices' workers (empty: the current GPU)
-  long points = 1000000;      // nufft-sweep: random points of the random geometries
-  int random_matrix = 512;    // nufft-sweep: random-2d onto random_matrix^2
-  int volume = 128;           // nufft-sweep: random-3d onto volume^3
+  double rate_hz = 1000;              // live: spokes per second
+  double duration_s = 10;             // live: seconds of stream
+  int stride = 16;                    // live: a new frame every S spokes (the window is `spokes`)
+  long total_spokes = 50000;          // ingest: spokes sent as fast as possible
+  int port = 56300;                   // tcp loopback port of the streaming cases
+  int slices = 1;                     // live: slices interleaved in the stream, each at rate_hz
+  int partitions = 1;                 // live: a stack of stars' kz partitions (spokes, stride: per partition)
+  double partition_rotation_deg = 0;  // live: partition p turned in plane by p x this (the 3D NUFFT route)
+  int sessions = 8;                   // mrd-sessions: MRD clients at once, each at rate_hz
+  bool kill_one = false;              // mrd-sessions: the first client vanishes halfway
+  bool moving = false;      // chain: each frame the simulator's next spokes (else the same frame each time)
+  std::string gpus;         // live: placement.gpus for the slices' workers (empty: the current GPU)
+  long points = 1000000;    // nufft-sweep: random points of the random geometries
+  int random_matrix = 512;  // nufft-sweep: random-2d onto random_matrix^2
+  int volume = 128;         // nufft-sweep: random-3d onto volume^3
   std::string geometries = "radial,random-2d,random-3d";  // nufft-sweep
   std::string target;     // pass/fail clauses (bench_target.hpp); empty: none (R7: see the plots)
   bool long_run = false;  // minutes (e.g. BART beside radstream on the CPU): run only when named
@@ -77,6 +78,10 @@ struct BenchCase {
     v.field("partitions", partitions, 1, 1024,
             "live: a stack of stars of this many kz partitions (frames are volumes; spokes and stride count "
             "each partition's; rate_hz counts every partition's spokes)");
+    v.field(
+        "partition_rotation_deg", partition_rotation_deg, -360.0, 360.0,
+        "live: a stack of stars whose partition p is turned in plane by p x this many degrees (its volumes "
+        "go through the 3D NUFFT)");
     v.field("sessions", sessions, 1, 64, "mrd-sessions: MRD clients streaming at once, each at rate_hz");
     v.field("kill_one", kill_one,
             "mrd-sessions: the first client vanishes halfway (the others must not notice)");

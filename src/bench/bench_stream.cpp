@@ -24,6 +24,7 @@ SimParams bench_sim_params(const BenchCase& c) {
   sp.slices = c.slices;
   sp.partitions = c.partitions;
   if (c.partitions > 1) sp.partition_order = "centre-out";
+  sp.partition_rotation_deg = c.partition_rotation_deg;
   sp.rate_hz = c.rate_hz * c.slices;  // every slice at rate_hz
   return sp;
 }

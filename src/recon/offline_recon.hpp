@@ -16,7 +16,8 @@ struct OfflineRecon {
   int matrix = -1;  // -1: not given
   long start = 0, count = -1;
   int repeat = 1;
-  int partitions = -1;                 // a stack of stars' depth; -1: read from the trajectory's kz
+  int partitions = -1;    // a stack of stars' depth; -1: read from the trajectory's kz
+  bool stack_3d = false;  // a stack of stars through the 3D NUFFT even when it splits into z positions
   std::string gradient_delay = "off";  // off | auto | A:B:C (noncart/gradient_delay.hpp)
   std::string memory_limit = "auto";   // what the frame and reconstruction of an MRD file may take
 
@@ -36,6 +37,9 @@ struct OfflineRecon {
     v.field("partitions", partitions, -1, 1 << 12,
             "a stack of stars (--traj whose kz lie on whole numbers): the volume depth P, written as [N N P] "
             "(-1: read from the trajectory)");
+    v.field("stack_3d", stack_3d,
+            "a stack of stars by gridding (or cg-sense with --sens) through the 3D NUFFT, as a rotated stack "
+            "goes, even when its partitions share their angles (the comparison with the z positions' route)");
     v.field("repeat", repeat, 1, 1 << 20, "reconstruct this many times and report the median time");
     v.field(
         "gradient_delay", gradient_delay,

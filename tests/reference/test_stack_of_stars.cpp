@@ -129,6 +129,19 @@ TEST(StackOfStars, GriddingWithoutDcfIsBartsAdjoint) {
                 kP, e);
     EXPECT_LE(e, 1e-2);
   }
+  // The same stack through the 3D NUFFT (--stack-3d, the comparison route a rotated stack takes): BART's
+  // adjoint as well.
+  const auto r =
+      recon(dir, fmt::format("--traj traj --kspace ksp --matrix {} --dcf none --stack-3d --repeat 2 "
+                             "--out ours3d.cfl",
+                             kN));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--stack-3d: gridding through the 3D NUFFT"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("over 2 run(s)"), std::string::npos) << r.output;
+  bart(dir, fmt::format("nufft -a -d {}:{}:{} traj ksp ref", kN, kN, kP));
+  const double e = fitted_magnitude_nrmse(dir / "ref", dir / "ours3d");
+  std::printf("stack of stars through the 3D NUFFT: adjoint NRMSE against BART %.2e\n", e);
+  EXPECT_LE(e, 1e-2);
 }
 
 // CG-SENSE with the true coil maps [N N P C] against `bart pics -l2` with the same maps and iterations, both
