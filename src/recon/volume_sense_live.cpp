@@ -24,6 +24,16 @@ CoilMapEstimate estimate_settings(const ReconParams& p, Backend backend, int dev
   return est;
 }
 
+// The largest sum over coils of |S|^2 in the volume's maps [P][C][N][N].
+double peak_power(const std::vector<cfloat>& maps, int P, const Geometry& g) {
+  const std::size_t pixels = std::size_t(g.matrix) * g.matrix, block = std::size_t(g.coils) * pixels;
+  double peak = 0;
+  for (int z = 0; z < P; ++z)
+    peak = std::max(peak,
+                    coil_map_peak_power(maps.data() + std::size_t(z) * block, std::size_t(g.coils), pixels));
+  return peak;
+}
+
 // x [n] complex -> out [n] magnitudes in the real parts.
 void magnitudes(const cfloat* x, std::size_t n, std::vector<cfloat>& out) {
   out.resize(n);
@@ -52,6 +62,7 @@ void VolumeSenseLive::configure(const Geometry& plane, int P) {
     stream_ = std::make_unique<gpu::Stream>();
     solver_ = make_volume_sense_cuda(shape, p_.cg, p_.gridding.kernel(), stream_->get());
     d_maps_ = DeviceBuffer<cfloat>(Extents{V * std::size_t(plane.coils)});
+    d_spare_ = DeviceBuffer<cfloat>(Extents{V * std::size_t(plane.coils)});
     d_x_ = DeviceBuffer<cfloat>(Extents{V});
   } else {
     solver_ = make_volume_sense_cpu(shape, p_.cg, p_.gridding.kernel(), p_.threads);
@@ -96,8 +107,11 @@ void VolumeSenseLive::refresh_from_device(const cfloat* d_data, const float* d_t
   CoilMapEstimate est = estimate_settings(p_, backend_, device_);
   est.threads = 2;  // in the background: leave the other cores to ingest and the reconstruction
   // The staged copy is not written again before this future is collected (no refresh starts meanwhile).
+  // The maps go up into d_spare_ from the helper too: the worker only swaps them in (a 302 MB upload from
+  // the host at V2 held its volume 110 ms).
   pending_ = std::async(std::launch::async, [g, lines, traj, est, data = d_stage_.data(),
-                                             d_t = d_stage_traj_.data(), P = P_, device = device_] {
+                                             d_t = d_stage_traj_.data(), spare = d_spare_.data(), P = P_,
+                                             device = device_] {
     const gpu::DeviceGuard on(device);
     const gpu::Stream s;
     std::vector<float> t(traj);
@@ -114,7 +128,11 @@ void VolumeSenseLive::refresh_from_device(const cfloat* d_data, const float* d_t
       const HostBuffer<cfloat> maps = estimate_coil_maps(band.data.view(), band.traj.view(), g.matrix, est);
       m.insert(m.end(), maps.data(), maps.data() + maps.size());
     }
-    return m;
+    Estimate e{std::move(m), 0.0};
+    e.peak = peak_power(e.maps, P, g);
+    gpu::copy_to_device(spare, e.maps.data(), e.maps.size() * sizeof(cfloat), s.get());
+    s.synchronize();
+    return e;
   });
 }
 
@@ -129,13 +147,18 @@ VolumeSenseLive::Maps VolumeSenseLive::estimate_all(const std::vector<Frame>& fr
   return m;
 }
 
-void VolumeSenseLive::take_maps(Maps m) {
-  const std::size_t block = std::size_t(plane_.coils) * plane_.matrix * plane_.matrix;
-  const std::size_t pixels = std::size_t(plane_.matrix) * plane_.matrix;
-  double peak = 0;
-  for (int z = 0; z < P_; ++z)
-    peak = std::max(
-        peak, coil_map_peak_power(m.data() + std::size_t(z) * block, std::size_t(plane_.coils), pixels));
+void VolumeSenseLive::take_estimate(Estimate e) {
+  if (backend_ != Backend::Cuda) return take_maps(std::move(e.maps), e.peak);
+  // Uploaded into d_spare_ by the helper; the volume before has been solved (and waited for) with the old
+  // maps, which become the next refresh's target.
+  std::swap(d_maps_, d_spare_);
+  maps_ = std::move(e.maps);
+  solver_->set_maps(d_maps_.data(), e.peak);
+  have_maps_ = true;
+}
+
+void VolumeSenseLive::take_maps(Maps m, double peak) {
+  if (peak < 0) peak = peak_power(m, P_, plane_);
   maps_ = std::move(m);
   if (backend_ == Backend::Cuda) {
     // After the volume before has been solved with the old maps (the same stream), and waited for: maps_
@@ -153,7 +176,7 @@ void VolumeSenseLive::update_maps(const std::vector<Frame>* frames) {
   if (!p_.cg.sens.empty()) return;
   if (pending_.valid() && pending_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
     try {
-      take_maps(pending_.get());
+      take_estimate(pending_.get());
       ++estimates_;
     } catch (const std::exception& e) {
       log::warn("coil maps: a refresh of the volume's maps failed, keeping the previous ones: {}", e.what());
@@ -176,13 +199,14 @@ void VolumeSenseLive::update_maps(const std::vector<Frame>* frames) {
   auto bands = std::make_shared<std::vector<CoilMapBand>>();
   for (const Frame& f : *frames)
     bands->push_back(coil_map_band(f.data.view(), f.traj.view(), plane_.matrix, est));
-  pending_ = std::async(std::launch::async, [bands, N = plane_.matrix, est] {
+  pending_ = std::async(std::launch::async, [bands, g = plane_, P = P_, est] {
     Maps m;
     for (const CoilMapBand& b : *bands) {
-      const HostBuffer<cfloat> z = estimate_coil_maps(b.data.view(), b.traj.view(), N, est);
+      const HostBuffer<cfloat> z = estimate_coil_maps(b.data.view(), b.traj.view(), g.matrix, est);
       m.insert(m.end(), z.data(), z.data() + z.size());
     }
-    return m;
+    const double peak = peak_power(m, P, g);
+    return Estimate{std::move(m), peak};
   });
 }
 

@@ -44,6 +44,10 @@ class VolumeSenseLive {
 
  private:
   using Maps = std::vector<cfloat>;  // [P][C][N][N]
+  struct Estimate {                  // a refresh's maps and their peak power (made on the helper thread)
+    Maps maps;
+    double peak = 0;
+  };
   ReconParams p_;
   Backend backend_;
   int device_ = 0;
@@ -53,6 +57,7 @@ class VolumeSenseLive {
   std::unique_ptr<VolumeSense> solver_;
   Maps maps_;  // the host's (the CPU's solver reads them; the GPU's copy is d_maps_)
   DeviceBuffer<cfloat> d_maps_, d_x_;
+  DeviceBuffer<cfloat> d_spare_;  // the GPU's next maps, uploaded by the refresh's helper (then swapped in)
   DeviceBuffer<cfloat> d_stage_;  // a refresh's copy of the z positions' data, read by the helper
   DeviceBuffer<float> d_stage_traj_;
   std::vector<cfloat> x_;       // the CPU's solution (the next volume's start)
@@ -60,11 +65,12 @@ class VolumeSenseLive {
   bool have_x_ = false, have_maps_ = false;
   long volumes_ = 0;
   int estimates_ = 0;
-  std::future<Maps> pending_;
+  std::future<Estimate> pending_;
   void update_maps(const std::vector<Frame>* frames);
   bool refresh_due() const;
   void refresh_from_device(const cfloat* d_data, const float* d_traj);
-  void take_maps(Maps m);
+  void take_maps(Maps m, double peak = -1);  // peak < 0: computed here
+  void take_estimate(Estimate e);            // a refresh's: on the GPU already uploaded into d_spare_
   Maps estimate_all(const std::vector<Frame>& frames) const;
 };
 
