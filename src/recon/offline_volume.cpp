@@ -153,60 +153,16 @@ constexpr int kLanes = 2;
 
 }  // namespace
 
-OfflineVolume reconstruct_volume(const std::vector<Frame>& frames, const ReconParams& params_in,
-                                 const std::string& sens, bool want_maps, int repeat) {
-  if (frames.empty()) throw InputError("a stack of stars with no partitions");
-  ReconParams params = params_in;
-  params.cg.sens.clear();  // the maps are set here per partition, never read by the chain as 2D maps
-  const BackendDecision backend = resolve_backend(params.backend);
-  log::info("backend: {} ({})", to_string(backend.backend), backend.reason);
+namespace {
+
+// The per-partition route's volume: the partitions through the chains (`lanes` of them, a second one tried
+// where timed runs follow), the image into `out`; the median volume and partition times logged.
+void run_partitions(std::vector<std::unique_ptr<ReconChain>>& chains, const std::vector<Frame>& frames,
+                    const std::vector<HostBuffer<cfloat>>& maps, const DeviceFrames& dev, OfflineVolume& out,
+                    int repeat, Heartbeat& beat) {
+  const int lanes = int(chains.size()), P = int(frames.size());
   const Geometry& g = frames[0].geometry;
-  const int P = int(frames.size()), N = g.matrix;
-  const std::size_t plane = std::size_t(N) * std::size_t(N);
-  const Registry registry = default_registry();
-  // cg-sense solves the volume as one problem (volume_sense.hpp) unless a setting needs each partition's
-  // own chain.
-  const std::string refusal =
-      params.method == ReconMethod::CgSense ? volume_sense_refusal(params.cg) : std::string("not cg-sense");
-  const bool joint = refusal.empty();
-  if (params.method == ReconMethod::CgSense && !joint)
-    log::info("cg-sense: each partition solved on its own: {}", refusal);
-  // A second lane is tried only where timed runs follow (below).
-  const int lanes = backend.backend == Backend::Cuda && repeat > 1 && !joint ? std::min(kLanes, P) : 1;
-  std::vector<std::unique_ptr<ReconChain>> chains;
-  Heartbeat beat("recon");
-  beat.doing("planning");
-  for (int k = 0; k < lanes; ++k) {
-    chains.push_back(std::make_unique<ReconChain>(params, backend.backend, registry));
-    chains.back()->configure(g);
-  }
-  beat.idle();
   ReconChain& chain = *chains[0];
-  const std::vector<HostBuffer<cfloat>> maps = chain.needs_coil_maps()
-                                                   ? volume_maps(chain, params, frames, sens, beat)
-                                                   : std::vector<HostBuffer<cfloat>>();
-  OfflineVolume out;
-  out.matrix = N;
-  out.partitions = P;
-  out.image.resize(plane * std::size_t(P));
-  if (want_maps && !maps.empty()) {
-    out.coils = g.coils;
-    out.coil_maps.resize(plane * std::size_t(P) * std::size_t(g.coils));
-    for (int z = 0; z < P; ++z)
-      for (int c = 0; c < g.coils; ++c)
-        std::copy(maps[std::size_t(z)].data() + std::size_t(c) * plane,
-                  maps[std::size_t(z)].data() + std::size_t(c + 1) * plane,
-                  out.coil_maps.begin() + long((std::size_t(c) * std::size_t(P) + std::size_t(z)) * plane));
-  }
-  const DeviceFrames dev = chain.backend() == Backend::Cuda ? upload(frames) : DeviceFrames{};
-  if (joint) {
-    beat.doing(fmt::format("cg-sense over the volume ({} partitions{})", P,
-                           repeat > 1 ? fmt::format(", {} timed runs", repeat) : std::string()));
-    out.image = solve_volume_sense({&frames, &maps, dev.data.data(), dev.traj.data()}, params,
-                                   chain.backend(), repeat);
-    beat.idle();
-    return out;
-  }
   std::vector<std::vector<double>> partitions(static_cast<std::size_t>(lanes));
   // One volume through `use` lanes: lane k takes partitions k, k + use, ...; each lane's thread catches what
   // it throws, rethrown here. Returns the volume's wall time.
@@ -264,6 +220,72 @@ OfflineVolume reconstruct_volume(const std::vector<Frame>& frames, const ReconPa
       "{:.2f}, max {:.2f}{}); a partition median {:.3f} ms, max {:.3f}",
       P, g.str(), use, volumes[volumes.size() / 2], volumes.size(), volumes.front(), volumes.back(),
       warmed ? ", after untimed warm-ups" : "", each[each.size() / 2], each.back());
+}
+
+}  // namespace
+
+namespace {
+
+// The partitions' maps ([C][N][N] each) into out.coil_maps, BART's [N N P C].
+void keep_maps(const std::vector<HostBuffer<cfloat>>& maps, int coils, OfflineVolume& out) {
+  const std::size_t plane = std::size_t(out.matrix) * std::size_t(out.matrix), P = maps.size();
+  out.coils = coils;
+  out.coil_maps.resize(plane * P * std::size_t(coils));
+  for (std::size_t z = 0; z < P; ++z)
+    for (int c = 0; c < coils; ++c)
+      std::copy(maps[z].data() + std::size_t(c) * plane, maps[z].data() + std::size_t(c + 1) * plane,
+                out.coil_maps.begin() + long((std::size_t(c) * P + z) * plane));
+}
+
+}  // namespace
+
+OfflineVolume reconstruct_volume(const std::vector<Frame>& frames, const ReconParams& params_in,
+                                 const std::string& sens, bool want_maps, int repeat) {
+  if (frames.empty()) throw InputError("a stack of stars with no partitions");
+  ReconParams params = params_in;
+  params.cg.sens.clear();  // the maps are set here per partition, never read by the chain as 2D maps
+  const BackendDecision backend = resolve_backend(params.backend);
+  log::info("backend: {} ({})", to_string(backend.backend), backend.reason);
+  const Geometry& g = frames[0].geometry;
+  const int P = int(frames.size()), N = g.matrix;
+  const std::size_t plane = std::size_t(N) * std::size_t(N);
+  const Registry registry = default_registry();
+  // cg-sense solves the volume as one problem (volume_sense.hpp) unless a setting needs each partition's
+  // own chain.
+  const std::string refusal =
+      params.method == ReconMethod::CgSense ? volume_sense_refusal(params.cg) : std::string("not cg-sense");
+  const bool joint = refusal.empty();
+  if (params.method == ReconMethod::CgSense && !joint)
+    log::info("cg-sense: each partition solved on its own: {}", refusal);
+  // A second lane is tried only where timed runs follow (below).
+  const int lanes = backend.backend == Backend::Cuda && repeat > 1 && !joint ? std::min(kLanes, P) : 1;
+  std::vector<std::unique_ptr<ReconChain>> chains;
+  Heartbeat beat("recon");
+  beat.doing("planning");
+  for (int k = 0; k < lanes; ++k) {
+    chains.push_back(std::make_unique<ReconChain>(params, backend.backend, registry));
+    chains.back()->configure(g);
+  }
+  beat.idle();
+  ReconChain& chain = *chains[0];
+  const std::vector<HostBuffer<cfloat>> maps = chain.needs_coil_maps()
+                                                   ? volume_maps(chain, params, frames, sens, beat)
+                                                   : std::vector<HostBuffer<cfloat>>();
+  OfflineVolume out;
+  out.matrix = N;
+  out.partitions = P;
+  out.image.resize(plane * std::size_t(P));
+  if (want_maps && !maps.empty()) keep_maps(maps, g.coils, out);
+  const DeviceFrames dev = chain.backend() == Backend::Cuda ? upload(frames) : DeviceFrames{};
+  if (joint) {
+    beat.doing(fmt::format("cg-sense over the volume ({} partitions{})", P,
+                           repeat > 1 ? fmt::format(", {} timed runs", repeat) : std::string()));
+    out.image = solve_volume_sense({&frames, &maps, dev.data.data(), dev.traj.data()}, params,
+                                   chain.backend(), repeat);
+    beat.idle();
+    return out;
+  }
+  run_partitions(chains, frames, maps, dev, out, repeat, beat);
   return out;
 }
 
