@@ -107,8 +107,8 @@ void VolumeSenseLive::refresh_from_device(const cfloat* d_data, const float* d_t
   CoilMapEstimate est = estimate_settings(p_, backend_, device_);
   est.threads = 2;  // in the background: leave the other cores to ingest and the reconstruction
   // The staged copy is not written again before this future is collected (no refresh starts meanwhile).
-  // The maps go up into d_spare_ from the helper too: the worker only swaps them in (a 302 MB upload from
-  // the host at V2 held its volume 110 ms).
+  // The maps go up into d_spare_ from the helper too: the worker only swaps them in (an upload of every
+  // partition's maps from the host would hold the volume that takes them).
   pending_ = std::async(std::launch::async, [g, lines, traj, est, data = d_stage_.data(),
                                              d_t = d_stage_traj_.data(), spare = d_spare_.data(), P = P_,
                                              device = device_] {
