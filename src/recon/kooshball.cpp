@@ -6,6 +6,8 @@
 
 #include "core/error.hpp"
 #include "recon/bart_nufft.hpp"
+#include "recon/offline_volume.hpp"
+#include "recon/rotated_stack.hpp"
 
 namespace radstream {
 
@@ -24,8 +26,8 @@ std::vector<cfloat> kooshball_gridding(const CflArray& traj, const CflArray& ksp
                                        const ReconParams& p, const std::string& what) {
   if (p.method != ReconMethod::Gridding)
     throw ConfigError(
-        fmt::format("{}: a 3D radial (kooshball) trajectory is reconstructed by --method gridding "
-                    "only (not {})",
+        fmt::format("{}: a 3D radial (kooshball) trajectory is reconstructed by --method gridding, or "
+                    "cg-sense with --sens (not {})",
                     what, to_string(p.method)));
   const DcfMethod dcf = p.density.method;
   if (dcf == DcfMethod::Voronoi)
@@ -57,6 +59,22 @@ std::vector<cfloat> kooshball_gridding(const CflArray& traj, const CflArray& ksp
     }
   }
   return adjoint_rss(traj.data, weighted, int(C), {matrix, matrix, matrix}, p, what);
+}
+
+std::vector<cfloat> kooshball_cg_sense(const CflArray& traj, const CflArray& kspace, int matrix,
+                                       const ReconParams& p, const std::string& what) {
+  if (p.cg.sens.empty())
+    throw ConfigError(what +
+                      ": cg-sense of a 3D radial (kooshball) trajectory takes its coil maps from --sens "
+                      "(BART [N N N coils]); none are estimated for it");
+  // The 3D SENSE route of a rotated stack, with N partitions of one spoke set: kz in cycles per pixel too.
+  StackLayout l;
+  l.partitions = matrix;
+  l.samples = int(traj.dim(1));
+  const long points = long(traj.data.size()) / 3;
+  const int C = int(long(kspace.data.size()) / std::max(1L, points));
+  return rotated_stack_cg_sense(l, traj, kspace, matrix, read_volume_maps(p.cg.sens, matrix, matrix, C), p,
+                                what);
 }
 
 }  // namespace radstream

@@ -34,10 +34,14 @@ void run_kooshball(const OfflineRecon& a, const ReconParams& params, const CflAr
     throw ConfigError(a.traj +
                       ": --partitions goes with a stack of stars; this trajectory is 3D radial (kz "
                       "varies along its spokes)");
-  log::info("{}: a 3D radial (kooshball) trajectory, {} spokes x {} samples: gridding through the 3D NUFFT",
-            a.traj, t.data.size() / 3 / std::size_t(std::max(1L, t.dim(1))), t.dim(1));
+  const bool sense = params.method == ReconMethod::CgSense;
+  log::info("{}: a 3D radial (kooshball) trajectory, {} spokes x {} samples: {} through the 3D NUFFT", a.traj,
+            t.data.size() / 3 / std::size_t(std::max(1L, t.dim(1))), t.dim(1),
+            sense ? "cg-sense" : "gridding");
   const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<cfloat> image = kooshball_gridding(t, k, a.matrix, params, a.traj + " + " + a.kspace);
+  const std::string what = a.traj + " + " + a.kspace;
+  const std::vector<cfloat> image = sense ? kooshball_cg_sense(t, k, a.matrix, params, what)
+                                          : kooshball_gridding(t, k, a.matrix, params, what);
   log::info("volume: {:.0f} ms",
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   write_cfl(a.out, {a.matrix, a.matrix, a.matrix}, image);

@@ -118,10 +118,8 @@ std::vector<cfloat> rotated_stack_cg_sense(const StackLayout& l, const CflArray&
   o.max_iterations = p.cg.iterations;
   o.lambda = p.cg.lambda * double(points) * peak;  // relative, as cg-sense's (stages/cg_sense/cg_sense.hpp)
   const CgReport rep = cg.solve(op, b.data(), x.data(), o, false);
-  log::info(
-      "cg-sense over the rotated partitions (3D SENSE operator, CPU): {} iterations, relative residual "
-      "{:.3g}",
-      rep.iterations, rep.residual);
+  log::info("cg-sense through the 3D SENSE operator (CPU): {} iterations, relative residual {:.3g}",
+            rep.iterations, rep.residual);
   return magnitude(x);
 }
 
