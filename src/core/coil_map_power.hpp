@@ -18,4 +18,13 @@ inline double coil_map_peak_power(const std::complex<float>* maps, std::size_t c
   return peak;
 }
 
+// maps [partitions][coils][pixels] (a volume's, one block per partition): the largest of the partitions'.
+inline double volume_map_peak_power(const std::complex<float>* maps, std::size_t partitions,
+                                    std::size_t coils, std::size_t pixels) {
+  double peak = 0;
+  for (std::size_t z = 0; z < partitions; ++z)
+    peak = std::max(peak, coil_map_peak_power(maps + z * coils * pixels, coils, pixels));
+  return peak;
+}
+
 }  // namespace radstream

@@ -39,6 +39,17 @@ struct CoilMapEstimate {
   int device = 0;
 };
 
+// The estimate the settings ask for (cg.maps_method, sens_mask, maps_matrix), on `backend`'s `device`.
+inline CoilMapEstimate coil_map_settings(const CgSenseParams& cg, Backend backend, int device) {
+  CoilMapEstimate est;
+  est.method = cg.maps_method;
+  est.mask = cg.sens_mask;
+  est.matrix = cg.maps_matrix;
+  est.backend = backend;
+  est.device = device;
+  return est;
+}
+
 // The samples an estimate uses (|k| < L / 2N), copied out of a frame: data [coils][1][n], traj [n][2]. A
 // stream copies this band (a fraction L / N of the samples) and estimates from it on a helper thread.
 struct CoilMapBand {

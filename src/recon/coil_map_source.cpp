@@ -11,9 +11,7 @@ namespace radstream {
 
 CoilMapSource::CoilMapSource(const ReconParams& p, bool quick_first)
     : path_(p.cg.sens),
-      method_(p.cg.maps_method),
-      mask_(p.cg.sens_mask),
-      matrix_(p.cg.maps_matrix),
+      cg_(p.cg),
       every_(p.cg.maps_every),
       quick_first_(quick_first && p.cg.maps_method == CoilMapMethod::Walsh) {}
 
@@ -37,13 +35,7 @@ double CoilMapSource::refresh_band(const ReconChain& chain) const {
 }
 
 CoilMapEstimate CoilMapSource::estimate_settings(const ReconChain& chain) const {
-  CoilMapEstimate est;
-  est.method = method_;
-  est.mask = mask_;
-  est.matrix = matrix_;
-  est.backend = chain.backend();
-  est.device = chain.device();
-  return est;
+  return coil_map_settings(cg_, chain.backend(), chain.device());
 }
 
 HostBuffer<cfloat> CoilMapSource::estimate_now(const ReconChain& chain, const Frame& frame) const {
@@ -72,16 +64,18 @@ bool CoilMapSource::update(ReconChain& chain, const Frame* frame, CoilMapBand* g
     chain.take_coil_maps(maps.view());
     ++estimates_;
     refine_due_ = quick_first_;
-    if (method_ == CoilMapMethod::Espirit)
+    if (cg_.maps_method == CoilMapMethod::Espirit)
       log::info(
           "coil maps: estimated from the data by ESPIRiT ({} coils, {}^2 from a {}^2 eigen-grid on the {}, "
           "{})",
-          g.coils, g.matrix, std::min(matrix_, g.matrix), est.backend == Backend::Cuda ? "GPU" : "CPU",
-          mask_ == SensMask::Auto ? "faded smoothly where the coils see no signal" : "no support mask");
+          g.coils, g.matrix, std::min(cg_.maps_matrix, g.matrix),
+          est.backend == Backend::Cuda ? "GPU" : "CPU",
+          cg_.sens_mask == SensMask::Auto ? "faded smoothly where the coils see no signal"
+                                          : "no support mask");
     else
       log::info(
           "coil maps: estimated from the data ({} coils, {}^2 from a {}^2 low-resolution Walsh fit{})",
-          g.coils, g.matrix, std::min(matrix_, g.matrix),
+          g.coils, g.matrix, std::min(cg_.maps_matrix, g.matrix),
           quick_first_ ? "; the refined estimate follows in the background" : ", refined against the data");
     return true;
   }

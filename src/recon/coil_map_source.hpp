@@ -48,9 +48,8 @@ class CoilMapSource {
  private:
   CoilMapEstimate estimate_settings(const ReconChain& chain) const;
   std::string path_;
-  CoilMapMethod method_;
-  SensMask mask_;
-  int matrix_, every_;
+  CgSenseParams cg_;  // the estimate's settings (coil_map_settings)
+  int every_;
   bool quick_first_, refine_due_ = false;
   std::uint64_t frames_ = 0, estimates_ = 0;
   std::future<HostBuffer<cfloat>> pending_;

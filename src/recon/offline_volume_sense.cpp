@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 
 #include "core/coil_map_power.hpp"
 #include "core/log.hpp"
+#include "core/magnitude.hpp"
 #include "gpu/device_memory.hpp"
 #include "gpu/handles.hpp"
 #include "recon/volume_sense.hpp"
@@ -18,11 +18,8 @@ std::vector<cfloat> stack_maps(const std::vector<HostBuffer<cfloat>>& maps, std:
                                std::size_t pixels, double& peak) {
   std::vector<cfloat> all;
   all.reserve(maps.size() * coils * pixels);
-  peak = 0;
-  for (const auto& m : maps) {
-    all.insert(all.end(), m.data(), m.data() + coils * pixels);
-    peak = std::max(peak, coil_map_peak_power(m.data(), coils, pixels));
-  }
+  for (const auto& m : maps) all.insert(all.end(), m.data(), m.data() + coils * pixels);
+  peak = volume_map_peak_power(all.data(), maps.size(), coils, pixels);
   return all;
 }
 
@@ -73,7 +70,7 @@ std::vector<cfloat> solve_volume_sense(const VolumeSenseInput& in, const ReconPa
     log::info("cg-sense: the volume's relative residual {:.3g}", solver->residual());
   }
   // Magnitudes in the real parts, as every chain's image (the per-partition route's volume is the same).
-  for (cfloat& v : image) v = cfloat(std::abs(v), 0.f);
+  magnitude_image(image.data(), image.size(), image.data());
   std::sort(times.begin(), times.end());
   log::info(
       "reconstruction: cg-sense over the volume, {} partitions of {} in one solve of {} iterations: median "

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/magnitude.hpp"
 #include "iter/conjugate_gradient.hpp"
 #include "linalg/vector_ops.hpp"
 #include "noncart/density_weights.hpp"
@@ -56,7 +57,7 @@ long checked_coils(const CflArray& traj, const CflArray& kspace, long S, const s
 
 std::vector<cfloat> magnitude(const std::vector<cfloat>& x) {
   std::vector<cfloat> m(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) m[i] = cfloat(std::abs(x[i]), 0.f);
+  magnitude_image(x.data(), x.size(), m.data());
   return m;
 }
 

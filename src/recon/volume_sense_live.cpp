@@ -7,6 +7,7 @@
 #include "core/coil_map_power.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/magnitude.hpp"
 #include "gpu/handles.hpp"
 #include "recon/coil_map_estimate.hpp"
 #include "recon/offline_volume.hpp"
@@ -14,30 +15,10 @@
 namespace radstream {
 namespace {
 
-CoilMapEstimate estimate_settings(const ReconParams& p, Backend backend, int device) {
-  CoilMapEstimate est;
-  est.method = p.cg.maps_method;
-  est.mask = p.cg.sens_mask;
-  est.matrix = p.cg.maps_matrix;
-  est.backend = backend;
-  est.device = device;
-  return est;
-}
-
 // The largest sum over coils of |S|^2 in the volume's maps [P][C][N][N].
 double peak_power(const std::vector<cfloat>& maps, int P, const Geometry& g) {
-  const std::size_t pixels = std::size_t(g.matrix) * g.matrix, block = std::size_t(g.coils) * pixels;
-  double peak = 0;
-  for (int z = 0; z < P; ++z)
-    peak = std::max(peak,
-                    coil_map_peak_power(maps.data() + std::size_t(z) * block, std::size_t(g.coils), pixels));
-  return peak;
-}
-
-// x [n] complex -> out [n] magnitudes in the real parts.
-void magnitudes(const cfloat* x, std::size_t n, std::vector<cfloat>& out) {
-  out.resize(n);
-  for (std::size_t i = 0; i < n; ++i) out[i] = cfloat(std::abs(x[i]), 0.f);
+  return volume_map_peak_power(maps.data(), std::size_t(P), std::size_t(g.coils),
+                               std::size_t(g.matrix) * std::size_t(g.matrix));
 }
 
 }  // namespace
@@ -104,7 +85,7 @@ void VolumeSenseLive::refresh_from_device(const cfloat* d_data, const float* d_t
   gpu::copy_device(d_stage_.data(), d_data, d_stage_.size() * sizeof(cfloat), stream_->get());
   gpu::copy_device(d_stage_traj_.data(), d_traj, traj * sizeof(float), stream_->get());
   stream_->synchronize();
-  CoilMapEstimate est = estimate_settings(p_, backend_, device_);
+  CoilMapEstimate est = coil_map_settings(p_.cg, backend_, device_);
   est.threads = 2;  // in the background: leave the other cores to ingest and the reconstruction
   // The staged copy is not written again before this future is collected (no refresh starts meanwhile).
   // The maps go up into d_spare_ from the helper too: the worker only swaps them in (an upload of every
@@ -137,7 +118,7 @@ void VolumeSenseLive::refresh_from_device(const cfloat* d_data, const float* d_t
 }
 
 VolumeSenseLive::Maps VolumeSenseLive::estimate_all(const std::vector<Frame>& frames) const {
-  CoilMapEstimate est = estimate_settings(p_, backend_, device_);
+  CoilMapEstimate est = coil_map_settings(p_.cg, backend_, device_);
   Maps m;
   m.reserve(std::size_t(P_) * plane_.coils * plane_.matrix * plane_.matrix);
   for (const Frame& f : frames) {
@@ -150,23 +131,22 @@ VolumeSenseLive::Maps VolumeSenseLive::estimate_all(const std::vector<Frame>& fr
 void VolumeSenseLive::take_estimate(Estimate e) {
   if (backend_ != Backend::Cuda) return take_maps(std::move(e.maps), e.peak);
   // Uploaded into d_spare_ by the helper; the volume before has been solved (and waited for) with the old
-  // maps, which become the next refresh's target.
+  // maps, which become the next refresh's target. The host's copy is not kept.
   std::swap(d_maps_, d_spare_);
-  maps_ = std::move(e.maps);
   solver_->set_maps(d_maps_.data(), e.peak);
   have_maps_ = true;
 }
 
 void VolumeSenseLive::take_maps(Maps m, double peak) {
   if (peak < 0) peak = peak_power(m, P_, plane_);
-  maps_ = std::move(m);
   if (backend_ == Backend::Cuda) {
-    // After the volume before has been solved with the old maps (the same stream), and waited for: maps_
-    // stays the host's copy, and the next estimate replaces it only through here.
-    gpu::copy_to_device(d_maps_.data(), maps_.data(), maps_.size() * sizeof(cfloat), stream_->get());
+    // After the volume before has been solved with the old maps (the same stream), and waited for; the
+    // host's copy goes once it is up.
+    gpu::copy_to_device(d_maps_.data(), m.data(), m.size() * sizeof(cfloat), stream_->get());
     stream_->synchronize();
     solver_->set_maps(d_maps_.data(), peak);
   } else {
+    maps_ = std::move(m);  // the CPU's solver reads them from here
     solver_->set_maps(maps_.data(), peak);
   }
   have_maps_ = true;
@@ -194,7 +174,7 @@ void VolumeSenseLive::update_maps(const std::vector<Frame>* frames) {
   }
   if (pending_.valid() || volumes_ == 0 || volumes_ % p_.cg.maps_every != 0) return;
   // A refresh on a helper thread, from a copy of each z position's low-resolution band.
-  CoilMapEstimate est = estimate_settings(p_, backend_, device_);
+  CoilMapEstimate est = coil_map_settings(p_.cg, backend_, device_);
   est.threads = 2;  // in the background: leave the other cores to ingest and the reconstruction
   auto bands = std::make_shared<std::vector<CoilMapBand>>();
   for (const Frame& f : *frames)
@@ -218,7 +198,8 @@ void VolumeSenseLive::reconstruct(const std::vector<Frame>& frames, std::vector<
   solver_->solve(staged_.data(), frames[0].traj.data(), x_.data(), warm);
   have_x_ = true;
   ++volumes_;
-  magnitudes(x_.data(), x_.size(), volume);
+  volume.resize(x_.size());
+  magnitude_image(x_.data(), x_.size(), volume.data());
 }
 
 void VolumeSenseLive::reconstruct_device(const cfloat* d_data, const float* d_traj,
@@ -233,7 +214,8 @@ void VolumeSenseLive::reconstruct_device(const cfloat* d_data, const float* d_tr
   x_.resize(d_x_.size());
   gpu::copy_to_host(x_.data(), d_x_.data(), x_.size() * sizeof(cfloat), stream_->get());
   stream_->synchronize();
-  magnitudes(x_.data(), x_.size(), volume);
+  volume.resize(x_.size());
+  magnitude_image(x_.data(), x_.size(), volume.data());
 }
 
 }  // namespace radstream

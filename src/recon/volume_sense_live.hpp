@@ -55,7 +55,7 @@ class VolumeSenseLive {
   int P_ = 0;
   std::unique_ptr<gpu::Stream> stream_;
   std::unique_ptr<VolumeSense> solver_;
-  Maps maps_;  // the host's (the CPU's solver reads them; the GPU's copy is d_maps_)
+  Maps maps_;  // the CPU solver's maps (the GPU's are in d_maps_ only)
   DeviceBuffer<cfloat> d_maps_, d_x_;
   DeviceBuffer<cfloat> d_spare_;  // the GPU's next maps, uploaded by the refresh's helper (then swapped in)
   DeviceBuffer<cfloat> d_stage_;  // a refresh's copy of the z positions' data, read by the helper

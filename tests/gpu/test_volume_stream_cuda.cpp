@@ -1,8 +1,8 @@
 // A stack-of-stars stream on the GPU: the window sorted, turned along kz and split into z positions on the
 // device (VolumeAssemblerCuda) equals its CPU twin (VolumeAssembler), and a volume stream through the GPU's
 // spoke ring makes the CPU's volumes. Skips without a GPU; RADSTREAM_REQUIRE_GPU=1 makes that a failure.
-#include <mutex>
-#include <thread>
+
+#include <utility>
 
 #include "gpu/device_memory.hpp"
 #include "gpu/gpu_test_util.hpp"
@@ -12,6 +12,7 @@
 #include "recon/volume_assembly_cuda.hpp"
 #include "sim/simulator.hpp"
 #include "stream/stream_runtime.hpp"
+#include "stream/stream_test_util.hpp"
 #include "test_util.hpp"
 #include "wire/sender.hpp"
 
@@ -94,26 +95,13 @@ TEST(VolumeStreamCuda, AVolumeStreamOnTheGpuMakesTheCpusVolumes) {
       cfg.recon.cg.maps_every =
           2;  // cg-sense: a refresh from the second volume on (the GPU's from the device)
       cfg.recon.fft.planner = FftPlanner::Estimate;
-      const Registry reg = default_registry();
-      std::vector<FrameResult> frames;
-      std::mutex m;
-      StreamRuntime p(cfg, reg, make_protocol_servers);
-      p.on_frame([&](const FrameResult& f) {
-        std::lock_guard lock(m);
-        frames.push_back(f);
-      });
-      p.start();
-      zmq::context_t ctx(1);
-      SenderParams sps;
-      sps.endpoint = cfg.stream.endpoint;
-      Sender s(ctx, sps, 9);
-      s.send_header(stream_header_to_xml(sim.header()));
-      for (const Spoke& spoke : spokes) s.send_spoke(spoke);
-      ASSERT_TRUE(p.wait_frames(4, 60s)) << p.report();
-      p.stop();
-      EXPECT_EQ(p.metrics().frames_failed.load(), 0u) << p.last_error();
-      std::lock_guard lock(m);
-      runs.push_back(frames);
+      streamtest::Rig rig(cfg, 9);
+      rig.s.send_header(stream_header_to_xml(sim.header()));
+      for (const Spoke& spoke : spokes) rig.s.send_spoke(spoke);
+      ASSERT_TRUE(rig.p.wait_frames(4, 60s)) << rig.p.report();
+      rig.p.stop();
+      EXPECT_EQ(rig.p.metrics().frames_failed.load(), 0u) << rig.p.last_error();
+      runs.push_back(rig.c.get());
     }
     ASSERT_EQ(runs[0].size(), 4u);
     ASSERT_EQ(runs[1].size(), 4u);

@@ -183,26 +183,33 @@ class AgainstBart(unittest.TestCase):
             radstream.read_mrd(os.path.join(d, "nowhere.h5"))
 
 
+def published_frames(d, recording, ports):
+    """Replays `recording` into a headless run (window 32, stride 16, every frame) publishing on ports[1], and
+    returns what a subscriber that joined before the replay received, with the run's log."""
+    server = subprocess.Popen(
+        f"exec {BIN} run --headless --endpoint tcp://127.0.0.1:{ports[0]} --publish tcp://127.0.0.1:{ports[1]} "
+        "--window 32 --stride 16 --no-skip --until-close --duration 30 --images ''",
+        cwd=d, shell=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    log = []
+    try:
+        for line in server.stderr:  # the publisher is bound once the run says it listens
+            log.append(line)
+            if "run: listening on" in line:
+                break
+        stream = radstream.Stream(f"tcp://127.0.0.1:{ports[1]}", idle_timeout=4.0)
+        time.sleep(0.5)  # a subscriber hears only what is published after it has joined
+        run(f"{BIN} replay {recording} --endpoint tcp://127.0.0.1:{ports[0]} --speed max --wait-s 10", d)
+        frames = list(stream)
+    finally:
+        log.append(server.communicate(timeout=60)[1])
+    return frames, log
+
+
 class LiveStream(unittest.TestCase):
     def test_the_frames_of_a_running_pipeline_equal_the_offline_windows(self):
         with tempfile.TemporaryDirectory() as d:
             run(f"{BIN} simulate --out rec.h5 --spokes 160 --matrix 32 --coils 3 --snr 30", d)
-            server = subprocess.Popen(
-                f"exec {BIN} run --headless --endpoint tcp://127.0.0.1:27183 --publish tcp://127.0.0.1:27184 "
-                "--window 32 --stride 16 --no-skip --until-close --duration 30 --images ''",
-                cwd=d, shell=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            log = []
-            try:
-                for line in server.stderr:  # the publisher is bound once the run says it listens
-                    log.append(line)
-                    if "run: listening on" in line:
-                        break
-                stream = radstream.Stream("tcp://127.0.0.1:27184", idle_timeout=4.0)
-                time.sleep(0.5)  # a subscriber hears only what is published after it has joined
-                run(f"{BIN} replay rec.h5 --endpoint tcp://127.0.0.1:27183 --speed max --wait-s 10", d)
-                frames = list(stream)
-            finally:
-                log.append(server.communicate(timeout=60)[1])
+            frames, log = published_frames(d, "rec.h5", (27183, 27184))
             # (160 - 32) / 16 + 1 = 9 frames, the last numbered 9. A known defect: in about one run of four
             # (seen with 2 s instead of 0.5 s before the replay, too) the subscriber misses frame 1 although it
             # joined before it was made; until it is mended only that frame may be missing.
@@ -225,22 +232,7 @@ class LiveStream(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             run(f"{BIN} simulate --out stack.h5 --spokes 256 --matrix 32 --coils 2 --snr 30 --partitions 4 "
                 "--partition-order centre-out", d)
-            server = subprocess.Popen(
-                f"exec {BIN} run --headless --endpoint tcp://127.0.0.1:27185 --publish tcp://127.0.0.1:27186 "
-                "--window 32 --stride 16 --no-skip --until-close --duration 30 --images ''",
-                cwd=d, shell=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            log = []
-            try:
-                for line in server.stderr:
-                    log.append(line)
-                    if "run: listening on" in line:
-                        break
-                stream = radstream.Stream("tcp://127.0.0.1:27186", idle_timeout=4.0)
-                time.sleep(0.5)
-                run(f"{BIN} replay stack.h5 --endpoint tcp://127.0.0.1:27185 --speed max --wait-s 10", d)
-                frames = list(stream)
-            finally:
-                log.append(server.communicate(timeout=60)[1])
+            frames, log = published_frames(d, "stack.h5", (27185, 27186))
             # 256 spokes = 64 of each partition: (64 - 32) / 16 + 1 = 3 volumes (the first may be missed: the
             # known defect above).
             self.assertIn(len(frames), (2, 3), "".join(log))

@@ -149,7 +149,7 @@ void MrdSession::sent_image(Out& o) {
   if (o.arrival_ns > 0) rt_.metrics().mrd.arrival_to_sent.add(double(now - o.arrival_ns) * 1e-6);
   if (o.ready_ns > 0) rt_.metrics().mrd.ready_to_sent.add(double(now - o.ready_ns) * 1e-6);
   std::lock_guard l(out_m_);
-  if (spare_.size() < 4) spare_.push_back(std::move(o.bytes));
+  if (spare_.size() < spare_kept_) spare_.push_back(std::move(o.bytes));
 }
 
 void MrdSession::queue_text(const std::string& text) {
@@ -797,6 +797,10 @@ void MrdSession::send_frame(std::shared_ptr<const FrameResult> f) {
   c.series = std::uint16_t(number_ & 0xffffu);
   c.method = to_string(settings_.recon.method);
   c.latency_ms = f->last_arrival_ns > 0 ? double(monotonic_ns() - f->last_arrival_ns) * 1e-6 : 0.0;
+  {
+    std::lock_guard l(out_m_);  // one per image of a frame kept for reuse: no allocation per image
+    spare_kept_ = std::max<std::size_t>(4, std::size_t(images) + 2);
+  }
   for (int z = 0; z < images; ++z) {
     c.index = std::uint16_t(first_index + z);
     c.partition = images > 1 ? z : -1;

@@ -145,6 +145,7 @@ class MrdSession {
   std::condition_variable out_cv_;
   std::deque<Out> out_;
   std::vector<std::vector<std::byte>> spare_;  // sent image buffers, reused (their capacity kept)
+  std::size_t spare_kept_ = 4;  // at most this many: a frame's images (a volume's partitions) and a few more
   std::mutex encode_m_;
   MrdImageEncoder encoder_;  // the workers' (under encode_m_)
   double series_scale_ = 0;  // int16: the series' one scale (under encode_m_; 0 until the first frame)
