@@ -29,11 +29,11 @@ gpu_tests() {
 v1_volume() {
   local v=/tmp/v1
   python3 scripts/make_stack_case.py $v
-  printf 'recon:\n  joint_volume: false\n' > $v/per-partition.yaml
-  for m in ${V1_ROUTES:-gridding gridding-3d cg-sense cg-sense-per-partition}; do
+  printf 'recon:\n  joint_volume: false\n  batch_partitions: false\n' > $v/per-partition.yaml
+  for m in ${V1_ROUTES:-gridding gridding-per-partition gridding-3d cg-sense cg-sense-per-partition}; do
     local method=${m%-per-partition} extra=()
     method=${method%-3d}
-    [ "$m" = cg-sense-per-partition ] && extra=(-c $v/per-partition.yaml)
+    [ "$m" != "${m%-per-partition}" ] && extra=(-c $v/per-partition.yaml)
     [ "$m" = gridding-3d ] && extra=(--stack-3d)
     run .devcarry/radstream recon --traj $v/traj --kspace $v/ksp --matrix 192 --backend cuda --method $method \
       "${extra[@]}" --repeat ${REPEAT:-20} --out $v/$m.cfl > "$v/v1-$m.log" 2>&1

@@ -14,12 +14,18 @@ void Geometry::validate() const {
   check("matrix", matrix, 8, 4096);
   check("samples", samples, 2, 65536);
   check("spokes", spokes, 1, 1 << 20);
-  check("coils", coils, 1, 256);
+  check("images", images, 1, 4096);
+  if (coils % images != 0)
+    throw ConfigError(fmt::format("coils = {} is not a multiple of images = {}", coils, images));
+  check(images > 1 ? "coils per image" : "coils", coils / images, 1, 256);
   if (!(readout_os >= 1.f && readout_os <= 8.f))
     throw ConfigError(fmt::format("readout oversampling = {} is outside 1..8", readout_os));
 }
 
 std::string Geometry::str() const {
+  if (images > 1)
+    return fmt::format("{} spokes x {} samples x {} images x {} coils -> {} x {}^2", spokes, samples, images,
+                       coils / images, images, matrix);
   return fmt::format("{} spokes x {} samples x {} coils -> {}^2", spokes, samples, coils, matrix);
 }
 

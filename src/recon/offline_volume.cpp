@@ -24,6 +24,7 @@
 #include "recon/recon_chain.hpp"
 #include "recon/rotated_stack.hpp"
 #include "recon/stack_of_stars.hpp"
+#include "recon/volume_chain.hpp"
 #include "recon/volume_sense.hpp"
 
 namespace radstream {
@@ -222,6 +223,61 @@ void run_partitions(std::vector<std::unique_ptr<ReconChain>>& chains, const std:
       warmed ? ", after untimed warm-ups" : "", each[each.size() / 2], each.back());
 }
 
+// The z positions as one batch through one chain (batches_partitions): their frames as the images of one
+// frame (on the GPU: up once, timed apart), the volume `repeat` times (after an untimed one that captures the
+// chain's graph when timed runs follow), the median logged.
+void run_batched(const std::vector<Frame>& frames, const ReconParams& params, Backend backend,
+                 const Registry& registry, OfflineVolume& out, int repeat, Heartbeat& beat) {
+  const int P = int(frames.size());
+  const Geometry plane = frames[0].geometry;
+  std::vector<Frame> one;
+  one.emplace_back(batched_geometry(plane, P));
+  Frame& all = one[0];
+  const std::size_t block = frames[0].data.size();
+  for (int z = 0; z < P; ++z)
+    std::copy(frames[std::size_t(z)].data.begin(), frames[std::size_t(z)].data.end(),
+              all.data.begin() + long(std::size_t(z) * block));
+  std::copy(frames[0].traj.begin(), frames[0].traj.end(), all.traj.begin());
+  beat.doing("planning");
+  ReconChain chain(params, backend, registry);
+  chain.configure(all.geometry);
+  const DeviceFrames dev = backend == Backend::Cuda ? upload(one) : DeviceFrames{};
+  auto run = [&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    const View<const cfloat> image =
+        dev.block == 0
+            ? chain.reconstruct(all)
+            : chain.reconstruct_device(
+                  [&](cfloat* d_data, float* d_traj, gpu::StreamRef stream) {
+                    gpu::copy_device(d_data, dev.data.data(), dev.block * sizeof(cfloat), stream);
+                    gpu::copy_device(d_traj, dev.traj.data(), dev.traj.size() * sizeof(float), stream);
+                    return true;
+                  },
+                  nullptr);
+    std::copy(image.data, image.data + image.size(), out.image.begin());
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  if (dev.block != 0 && repeat > 1) {
+    beat.doing(fmt::format("reconstructing {} partitions as one batch (untimed warm-up)", P));
+    run();
+  }
+  std::vector<double> volumes;
+  for (int r = 0; r < repeat; ++r) {
+    beat.doing(repeat > 1
+                   ? fmt::format("reconstructing {} partitions as one batch (run {} of {})", P, r + 1, repeat)
+                   : fmt::format("reconstructing {} partitions as one batch", P));
+    volumes.push_back(run());
+  }
+  beat.idle();
+  std::sort(volumes.begin(), volumes.end());
+  log::info(
+      "reconstruction: {} partitions of {} as one batch: a volume median {:.2f} ms over {} run(s) (min "
+      "{:.2f}, "
+      "max {:.2f}{})",
+      P, plane.str(), volumes[volumes.size() / 2], volumes.size(), volumes.front(), volumes.back(),
+      dev.block != 0 && repeat > 1 ? ", after an untimed warm-up" : "");
+}
+
 }  // namespace
 
 namespace {
@@ -250,6 +306,15 @@ OfflineVolume reconstruct_volume(const std::vector<Frame>& frames, const ReconPa
   const int P = int(frames.size()), N = g.matrix;
   const std::size_t plane = std::size_t(N) * std::size_t(N);
   const Registry registry = default_registry();
+  Heartbeat beat("recon");
+  if (batches_partitions(params)) {
+    OfflineVolume out;
+    out.matrix = N;
+    out.partitions = P;
+    out.image.resize(plane * std::size_t(P));
+    run_batched(frames, params, backend.backend, registry, out, repeat, beat);
+    return out;
+  }
   // cg-sense solves the volume as one problem (volume_sense.hpp) unless a setting needs each partition's
   // own chain.
   const std::string refusal =
@@ -260,7 +325,6 @@ OfflineVolume reconstruct_volume(const std::vector<Frame>& frames, const ReconPa
   // A second lane is tried only where timed runs follow (below).
   const int lanes = backend.backend == Backend::Cuda && repeat > 1 && !joint ? std::min(kLanes, P) : 1;
   std::vector<std::unique_ptr<ReconChain>> chains;
-  Heartbeat beat("recon");
   beat.doing("planning");
   for (int k = 0; k < lanes; ++k) {
     chains.push_back(std::make_unique<ReconChain>(params, backend.backend, registry));

@@ -1,7 +1,8 @@
 // An offline volume from a stack of stars (recon/stack_of_stars.hpp) in BART's layout: the data turned into
-// one 2D problem per z position, each solved through one configured chain by the method asked for (gridding
-// with any density compensation, cg-sense with coil maps [N N P C] or [N N 1 C] from --sens or estimated per
-// partition, nlinv per partition), the image written as BART [N N P].
+// one 2D problem per z position, solved by the method asked for: gridding (any density compensation) and
+// fbp with rss as one batch through one chain, cg-sense as one solve over the volume with coil maps
+// [N N P C] or [N N 1 C] from --sens or estimated per partition, nlinv per partition through one configured
+// chain; the image written as BART [N N P].
 #pragma once
 #include <string>
 #include <vector>

@@ -75,8 +75,9 @@ enum class KeySection { Density, Gridding, Fft, Combine, Fbp, Cg, Nlinv };
 struct ReconParams {
   MethodName method = ReconMethod::Gridding;
   BackendChoice backend = BackendChoice::Auto;
-  int threads = 0;         // CPU threads, 0 = all
-  bool cuda_graph = true;  // CUDA: capture the per-frame chain once as a CUDA graph and replay it
+  int threads = 0;               // CPU threads, 0 = all
+  bool cuda_graph = true;        // CUDA: capture the per-frame chain once as a CUDA graph and replay it
+  bool batch_partitions = true;  // a stack of stars: gridding/fbp with rss over every z position at once
   DensityParams density;
   GriddingParams gridding;
   FftParams fft;
@@ -98,6 +99,9 @@ struct ReconParams {
     v.field("threads", threads, 0, 1024, "CPU worker threads (0 = all hardware threads)");
     v.field("cuda_graph", cuda_graph,
             "CUDA backend: capture the per-frame stages once as a CUDA graph and replay it each frame");
+    v.field("batch_partitions", batch_partitions,
+            "a stack of stars by gridding or fbp with rss: every z position in one batch through one chain "
+            "(false: one chain per z position)");
     density.visit(v);
     gridding.visit(v);
     fft.visit(v);

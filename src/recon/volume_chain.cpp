@@ -23,10 +23,23 @@
 
 namespace radstream {
 
-void VolumeAssembler::configure(const Geometry& plane, int partitions) {
+Geometry batched_geometry(const Geometry& plane, int partitions) {
+  Geometry g = plane;
+  g.coils = plane.coils * partitions;
+  g.images = partitions;
+  return g;
+}
+
+bool batches_partitions(const ReconParams& p) {
+  return p.batch_partitions && (p.method == ReconMethod::Gridding || p.method == ReconMethod::Fbp) &&
+         p.combine.method == CoilCombineMethod::Rss;
+}
+
+void VolumeAssembler::configure(const Geometry& plane, int partitions, bool batched) {
   if (partitions < 1) throw ConfigError(fmt::format("partitions = {} must be >= 1", partitions));
   plane_ = plane;
   P_ = partitions;
+  batched_ = batched;
   const std::size_t lines = std::size_t(plane.coils) * plane.spokes * plane.samples;
   kz_ = HostBuffer<cfloat>(Extents{lines, std::size_t(P_)});
   // z and kz both centred at h = P/2: x(z) = sum_p y(p) e^{2 pi i (p - h)(z - h) / P} / sqrt(P), i.e. the
@@ -103,9 +116,11 @@ VolumeAssembler::Counts VolumeAssembler::assemble(const Frame& raw, std::vector<
   counts.first_step = l.steps.front();
   counts.last_step = l.steps.back();
   counts.missing = l.missing;
-  out.resize(std::size_t(P_));
+  const Geometry shape = batched_ ? batched_geometry(plane_, P_) : plane_;
+  out.resize(batched_ ? 1 : std::size_t(P_));
   for (auto& f : out)
-    if (f.geometry.spokes != W || f.geometry.samples != S || f.geometry.coils != C) f = Frame(plane_);
+    if (f.geometry.spokes != W || f.geometry.samples != S || f.geometry.coils != shape.coils)
+      f = Frame(shape);
   // With every (step, partition) there, every value is written below; only a lost spoke leaves zeros.
   if (l.missing > 0) std::memset(static_cast<void*>(kz_.data()), 0, kz_.size() * sizeof(cfloat));
   for (int r = 0; r < R; ++r) {
@@ -128,12 +143,14 @@ VolumeAssembler::Counts VolumeAssembler::assemble(const Frame& raw, std::vector<
       f.spoke_index[std::size_t(j)] = j < int(l.steps.size()) ? l.steps[std::size_t(j)] : 0;
     }
   }
+  const std::size_t lines = std::size_t(C) * W * S;
 #pragma omp parallel for schedule(static)
-  for (int z = 0; z < P_; ++z) {
-    Frame& f = out[std::size_t(z)];
+  for (int z = 0; z < P_; ++z) {  // z position z's coils: a frame of its own, or its block of the one frame
+    cfloat* dst = batched_ ? out[0].data.data() + std::size_t(z) * lines : out[std::size_t(z)].data.data();
     const cfloat w = post_[std::size_t(z)];
-    const std::size_t lines = std::size_t(C) * W * S;
-    for (std::size_t m = 0; m < lines; ++m) f.data[m] = w * kz_[m * std::size_t(P_) + std::size_t(z)];
+    for (std::size_t m = 0; m < lines; ++m) dst[m] = w * kz_[m * std::size_t(P_) + std::size_t(z)];
+  }
+  for (auto& f : out) {
     f.last_acquired_ns = raw.last_acquired_ns;
     f.last_arrival_ns = raw.last_arrival_ns;
   }
@@ -151,7 +168,8 @@ VolumeChain::VolumeChain(const ReconParams& params, Backend backend, const Regis
     : params_(params), backend_(backend), registry_(registry) {}
 
 void VolumeChain::configure(const Geometry& plane, int partitions) {
-  assembler_.configure(plane, partitions);
+  batched_ = batches_partitions(params_);
+  assembler_.configure(plane, partitions, batched_);
   const bool joint = params_.method == ReconMethod::CgSense && volume_sense_refusal(params_.cg).empty();
   if (joint) {
     chains_.clear();
@@ -162,14 +180,18 @@ void VolumeChain::configure(const Geometry& plane, int partitions) {
     return;
   }
   sense_.reset();
-  if (int(chains_.size()) != partitions) {
+  const int n = batched_ ? 1 : partitions;
+  if (int(chains_.size()) != n) {
     chains_.clear();
-    for (int z = 0; z < partitions; ++z) {
+    for (int z = 0; z < n; ++z) {
       chains_.push_back(std::make_unique<ReconChain>(params_, backend_, registry_));
       chains_.back()->set_live_maps(true);
     }
   }
-  configure_all(plane);
+  if (batched_)
+    chains_[0]->configure(batched_geometry(plane, partitions));
+  else
+    configure_all(plane);
   plane_ = plane;
   volume_.assign(std::size_t(partitions) * plane.matrix * plane.matrix, cfloat());
 }
@@ -204,7 +226,9 @@ void VolumeChain::configure_all(const Geometry& plane) {
 
 void VolumeChain::collect(std::size_t z, View<const cfloat> img) {
   const std::size_t px = std::size_t(plane_.matrix) * plane_.matrix;
-  std::copy(img.data, img.data + px, volume_.begin() + long(z * px));
+  if (img.size() != (batched_ ? volume_.size() : px))
+    throw InputError(fmt::format("volume: z position {} gave an image of {} pixels", z, img.size()));
+  std::copy(img.data, img.data + img.size(), volume_.begin() + long(z * px));
   for (const auto& t : chains_[z]->timings()) {
     auto it = std::find_if(timings_.begin(), timings_.end(),
                            [&](const StageTiming& s) { return s.stage == t.stage; });
@@ -304,12 +328,13 @@ View<const cfloat> VolumeChain::reconstruct_device(int raw_spokes, const Gather&
          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count()});
     return volume_view();
   }
-  const std::size_t block = device_->frame_values();
+  // The batched chain takes every z position's block at once ([P][coils][W][S] is contiguous).
+  const std::size_t block = device_->frame_values() * (batched_ ? std::size_t(P) : 1);
   frames_.resize(chains_.size());
   for (std::size_t z = 0; z < chains_.size(); ++z) {
     // A chain that estimates its coil maps reads the frame on the host too.
     const Frame* host = nullptr;
-    if (chains_[z]->wants_host_frame()) {
+    if (chains_[z]->wants_host_frame()) {  // never batched: rss and fbp read no maps
       Frame& f = frames_[z];
       if (f.geometry.spokes != plane_.spokes) f = Frame(plane_);
       device_->download(int(z), f);

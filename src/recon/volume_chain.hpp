@@ -2,10 +2,11 @@
 // angle acquired in all P partitions, in any order). VolumeAssembler sorts such a window into its in-plane
 // steps (idx.kspace_encode_step_1) and partitions (idx.kspace_encode_step_2) and turns it, by the inverse
 // DFT along kz (one batched FFT), into one 2D radial frame per z position, as recon/stack_of_stars.hpp does
-// for BART's layout; VolumeChain reconstructs those frames, each z position through its own chain (its own
-// warm start, coil maps and state, as a slice of a multi-slice stream has), into the volume [P][N][N]; by
-// cg-sense, unless a setting needs the per-partition chains, the z positions are one solve over the volume
-// (VolumeSenseLive).
+// for BART's layout; VolumeChain reconstructs those frames into the volume [P][N][N]: by gridding or fbp
+// with rss as one batch through one chain (every stage's launch over the z positions' coils together), by
+// cg-sense, unless a setting needs the per-partition chains, as one solve over the volume
+// (VolumeSenseLive), otherwise each z position through its own chain (its own warm start, coil maps and
+// state, as a slice of a multi-slice stream has).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -46,13 +47,22 @@ void volume_layout(std::span<const std::uint64_t> spoke_index, std::span<const s
 // The spoke whose trajectory slot j takes (a slot no spoke came for borrows slot 0's: its data are zeros).
 int volume_line(const VolumeLayout& l, int j);
 
+// The geometry of a volume's z positions reconstructed as one batch: the plane's coils for each of the P
+// images (Geometry::images), [P][coils][spokes][samples].
+Geometry batched_geometry(const Geometry& plane, int partitions);
+// Whether a method's chain takes the z positions as one batch (its stages work channel by channel and its
+// coil combination image by image: gridding and fbp with rss, unless recon.batch_partitions is false), not
+// one chain per z position.
+bool batches_partitions(const ReconParams& p);
+
 class VolumeAssemblerCuda;
 class VolumeSenseLive;
 
 class VolumeAssembler {
  public:
   // plane: the 2D geometry of one z position (its spokes: the window's in-plane steps W); P partitions.
-  void configure(const Geometry& plane, int partitions);
+  // batched: assemble() gives one frame of batched_geometry (the z positions its images), else P frames.
+  void configure(const Geometry& plane, int partitions, bool batched = false);
   struct Counts {
     std::uint64_t first_step = 0, last_step = 0;  // the window's in-plane spoke indices
     int missing = 0;  // (step, partition) pairs of the window that did not arrive: zeros in k-space
@@ -67,6 +77,7 @@ class VolumeAssembler {
  private:
   Geometry plane_;
   int P_ = 1;
+  bool batched_ = false;
   VolumeLayout layout_;
   HostBuffer<cfloat> kz_;           // [coils][W][samples][P]: the batched transform's input, P fastest
   std::vector<cfloat> pre_, post_;  // the centring phases of the partitions and of the z positions
@@ -108,9 +119,11 @@ class VolumeChain {
   const Registry& registry_;
   Geometry plane_;
   VolumeAssembler assembler_;
-  std::vector<std::unique_ptr<ReconChain>> chains_;  // one per z position (none with sense_)
-  std::unique_ptr<VolumeSenseLive> sense_;           // cg-sense as one solve over the volume
-  std::unique_ptr<VolumeAssemblerCuda> device_;      // the GPU's assembly (made on first use)
+  // One per z position, or one for all of them (batches_partitions), or none (sense_).
+  std::vector<std::unique_ptr<ReconChain>> chains_;
+  bool batched_ = false;
+  std::unique_ptr<VolumeSenseLive> sense_;       // cg-sense as one solve over the volume
+  std::unique_ptr<VolumeAssemblerCuda> device_;  // the GPU's assembly (made on first use)
   std::vector<SpokeHeader> heads_;
   void collect(std::size_t z, View<const cfloat> img);  // a z position's image and stage times
   void configure_all(const Geometry& plane);            // every chain, several at a time

@@ -1,5 +1,6 @@
 // The volume path of a ReconWorker: a stack of stars' window of spokes (every partition's) copied from the
-// ring, sorted into its steps and partitions, and reconstructed one z position per chain (VolumeChain).
+// ring, sorted into its steps and partitions, and reconstructed by VolumeChain (the z positions as one batch,
+// one solve, or one chain each, by method).
 #include <fmt/format.h>
 
 #include <thread>

@@ -34,8 +34,10 @@ struct CoilCombineParams {
   }
 };
 
-// [coils][N][N] -> [N][N]; throws ConfigError for any other shape (both twins' configure()).
-Extents combined_extents(const Extents& coil_images);
+// [coils][N][N] -> [N][N], or [images][N][N] when the geometry holds several images (their coils combined
+// image by image; the sensitivity-weighted combination takes one image's maps, so it refuses several);
+// throws ConfigError for any other shape (both twins' configure()).
+Extents combined_extents(const Geometry& g, const Extents& coil_images, CoilCombineMethod method);
 
 // The sensitivity-weighted combination of one pixel (0 where the maps vanish).
 inline float sense_combine_pixel(float num_re, float num_im, float den) {

@@ -5,9 +5,15 @@
 
 namespace radstream {
 
-Extents combined_extents(const Extents& input) {
+Extents combined_extents(const Geometry& g, const Extents& input, CoilCombineMethod method) {
   if (input.rank != 3) throw ConfigError("coil_combine: expects [coils][N][N], got " + input.str());
-  return Extents{input[1], input[2]};
+  if (g.images == 1) return Extents{input[1], input[2]};
+  if (method != CoilCombineMethod::Rss)
+    throw ConfigError("coil_combine: " + to_string(method) + " combines one image's coils by its maps; " +
+                      g.str() + " holds " + std::to_string(g.images) + " images (use rss)");
+  if (input[0] != std::size_t(g.coils))
+    throw ConfigError("coil_combine: input " + input.str() + " is not the coil images of " + g.str());
+  return Extents{std::size_t(g.images), input[1], input[2]};
 }
 
 namespace {
@@ -22,16 +28,17 @@ class CoilCombineCpu final : public Stage {
     return s;
   }
 
-  Extents configure(const Geometry&, const Extents& input, Context&) override {
+  Extents configure(const Geometry& g, const Extents& input, Context&) override {
     in_ext_ = input;
-    out_ext_ = combined_extents(input);
+    out_ext_ = combined_extents(g, input, p_.method);
+    images_ = g.images;
     return out_ext_;
   }
 
   void process(const FrameContext& frame, View<const cfloat> in, View<cfloat> out, Context&) override {
     expect_view("coil_combine", "input", in, in_ext_, Location::Host);
     expect_view("coil_combine", "output", out, out_ext_, Location::Host);
-    const long coils = long(in_ext_[0]);
+    const long coils = long(in_ext_[0]) / images_;
     const long pixels = long(in_ext_[1] * in_ext_[2]);
     const cfloat* src = in.data;
     cfloat* dst = out.data;
@@ -51,17 +58,21 @@ class CoilCombineCpu final : public Stage {
       }
       return;
     }
-#pragma omp parallel for schedule(static)
-    for (long p = 0; p < pixels; ++p) {
-      float s = 0.f;
-      for (long c = 0; c < coils; ++c) s += std::norm(src[c * pixels + p]);
-      dst[p] = cfloat(std::sqrt(s), 0.f);
-    }
+    // Each image's coils into its own plane (one image unless the geometry holds several).
+#pragma omp parallel for schedule(static) collapse(2)
+    for (long i = 0; i < images_; ++i)
+      for (long p = 0; p < pixels; ++p) {
+        const cfloat* first = src + i * coils * pixels;
+        float s = 0.f;
+        for (long c = 0; c < coils; ++c) s += std::norm(first[c * pixels + p]);
+        dst[i * pixels + p] = cfloat(std::sqrt(s), 0.f);
+      }
   }
 
  private:
   CoilCombineParams p_;
   Extents in_ext_, out_ext_;
+  long images_ = 1;
 };
 
 class MagnitudeCpu final : public Stage {

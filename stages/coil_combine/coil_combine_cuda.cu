@@ -10,10 +10,13 @@ __device__ void count_non_finite(float2 v, unsigned* bad) {
   if (bad && !(isfinite(v.x) && isfinite(v.y))) atomicAdd(bad, 1u);
 }
 
+// blockIdx.y: the image (its coils in a block of their own, [images][coils][pixels]).
 __global__ void rss(const float2* __restrict__ in, long pixels, int coils, float2* __restrict__ out,
                     unsigned* bad) {
   const long p = long(blockIdx.x) * blockDim.x + threadIdx.x;
   if (p >= pixels) return;
+  in += size_t(blockIdx.y) * coils * pixels;
+  out += size_t(blockIdx.y) * pixels;
   float s = 0.f;
   for (int c = 0; c < coils; ++c) {
     const float2 v = in[size_t(c) * pixels + p];
@@ -61,9 +64,10 @@ class CoilCombineCuda final : public Stage {
     return s;
   }
 
-  Extents configure(const Geometry&, const Extents& input, Context&) override {
+  Extents configure(const Geometry& g, const Extents& input, Context&) override {
     in_ext_ = input;
-    out_ext_ = combined_extents(input);
+    out_ext_ = combined_extents(g, input, p_.method);
+    images_ = g.images;
     return out_ext_;
   }
 
@@ -82,14 +86,16 @@ class CoilCombineCuda final : public Stage {
       CUDA_CHECK_LAUNCH("sense_combine");
       return;
     }
-    rss<<<blocks, 256, 0, s>>>(reinterpret_cast<const float2*>(in.data), pixels, int(in_ext_[0]),
-                               reinterpret_cast<float2*>(out.data), frame.d_non_finite);
+    rss<<<dim3(blocks, unsigned(images_)), 256, 0, s>>>(
+        reinterpret_cast<const float2*>(in.data), pixels, int(in_ext_[0]) / images_,
+        reinterpret_cast<float2*>(out.data), frame.d_non_finite);
     CUDA_CHECK_LAUNCH("rss");
   }
 
  private:
   CoilCombineParams p_;
   Extents in_ext_, out_ext_;
+  int images_ = 1;
 };
 
 class MagnitudeCuda final : public Stage {

@@ -1,5 +1,6 @@
 // The fused tail of the gridding chain on the custom FFT engine: [coils][G][G] oversampled grids ->
-// [N][N] root-sum-of-squares image, in two kernels instead of inverse FFT + deapodize/crop + RSS.
+// [N][N] root-sum-of-squares image ([images][N][N] when the geometry holds several), in two kernels instead
+// of inverse FFT + deapodize/crop + RSS.
 //  1. rows: each row's inverse transform is computed in shared memory and only the N columns that survive
 //     the crop are stored, already multiplied by the x half of the deapodization (which carries the
 //     (-1)^x checkerboard that undoes the fftshift): [coils][G][N], half the bytes of the grid at sigma 2;
@@ -67,11 +68,12 @@ struct RssShape : ColShapeOf<N, N >= 1024 ? 16 : 8, N >= 512 ? 8 : 16> {
   static constexpr int min_blocks = RssShape::E == 8 && RssShape::threads >= 512 ? 2 : 1;
 };
 
-// blockIdx.x: TB image columns; blockIdx.y: group of coils_per coils. mid: [coils][G][n]; image: [n][n]
-// (sum of squares accumulated in the real part). NC as rows_crop's.
+// blockIdx.x: TB image columns; blockIdx.y: a group of coils_per coils of one image (groups of `groups`
+// per image, each image's coils, coils_per_image of them, in a block of mid). mid: [coils][G][n]; image:
+// [images][n][n] (sum of squares accumulated in the real part). NC as rows_crop's.
 template <int G, int NC>
 __global__ void __launch_bounds__(RssShape<G>::threads, RssShape<G>::min_blocks)
-    cols_rss(const float2* __restrict__ mid, int coils, int coils_per, int n_arg,
+    cols_rss(const float2* __restrict__ mid, int coils_per_image, int coils_per, int groups, int n_arg,
              const float* __restrict__ factor, const float2* __restrict__ tw, float2* __restrict__ image) {
   using S = RssShape<G>;
   const int n = NC ? NC : n_arg;
@@ -80,7 +82,10 @@ __global__ void __launch_bounds__(RssShape<G>::threads, RssShape<G>::min_blocks)
   const int l = threadIdx.x, tb = l % S::TB;
   const int x = blockIdx.x * S::TB + tb;
   const bool ok = x < n;
-  const int c_first = blockIdx.y * coils_per, c_last = min(coils, c_first + coils_per);
+  const int img = blockIdx.y / groups, c0 = img * coils_per_image;
+  const int c_first = c0 + (blockIdx.y % groups) * coils_per,
+            c_last = min(c0 + coils_per_image, c_first + coils_per);
+  image += size_t(img) * n * n;
   for (int i = l; i < S::TB * n; i += S::threads) acc[i] = 0.f;
   gpu::wait_for_previous();  // launched dependent: rows_crop's middle and cleared image
   gpu::allow_dependents();
@@ -147,6 +152,7 @@ class FusedImageCuda final : public Stage {
     G_ = G;
     n_ = g.matrix;
     coils_ = g.coils;
+    images_ = g.images;
     int smem_cols = 0, tb = 1, optin = 0, device = 0;
     CUDA_CHECK(cudaGetDevice(&device));
     CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
@@ -170,14 +176,17 @@ class FusedImageCuda final : public Stage {
                         std::to_string(n_) + " at oversampling " + std::to_string(k_.oversampling) +
                         " needs " + std::to_string(G_) + " (use fft: cufft)");
     smem_cols_ = smem_cols;
-    // Enough blocks for a large GPU: split the coils into groups until there are ~4 blocks per SM.
+    // Enough blocks for a large GPU: split each image's coils into groups until there are ~4 blocks per SM
+    // (a group never spans two images: each image's sums go to its own plane).
     int sms = 0, dev = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     col_groups_ = (n_ + tb - 1) / tb;
-    const int groups = std::clamp((4 * sms + col_groups_ - 1) / col_groups_, 1, coils_);
-    coils_per_ = (coils_ + groups - 1) / groups;
-    coil_groups_ = (coils_ + coils_per_ - 1) / coils_per_;
+    const int per_image = g.coils_per_image();
+    const int groups =
+        std::clamp((4 * sms + col_groups_ * images_ - 1) / (col_groups_ * images_), 1, per_image);
+    coils_per_ = (per_image + groups - 1) / groups;
+    coil_groups_ = (per_image + coils_per_ - 1) / coils_per_;  // per image
 
     const KaiserBesselLut lut(k_.width, k_.oversampling, k_.lut_resolution);
     const AxisApodization t = make_axis_apodization(n_, oversampled_grid_size(n_, k_.oversampling), lut);
@@ -188,7 +197,8 @@ class FusedImageCuda final : public Stage {
     gpu::copy_to_device(tw_.data(), tw.data(), tw.size() * sizeof(cfloat), ctx.stream);
     mid_ = DeviceBuffer<cfloat>(Extents{std::size_t(coils_), std::size_t(G_), std::size_t(n_)});
     gpu::synchronize(ctx.stream);  // the host tables above are temporaries
-    out_ext_ = Extents{std::size_t(n_), std::size_t(n_)};
+    out_ext_ = images_ == 1 ? Extents{std::size_t(n_), std::size_t(n_)}
+                            : Extents{std::size_t(images_), std::size_t(n_), std::size_t(n_)};
     return out_ext_;
   }
 
@@ -200,7 +210,7 @@ class FusedImageCuda final : public Stage {
     auto* image = reinterpret_cast<float2*>(out.data);
     auto* mid = reinterpret_cast<float2*>(mid_.data());
     const auto* tw = reinterpret_cast<const float2*>(tw_.data());
-    const long pixels = long(n_) * n_;
+    const long pixels = long(images_) * n_ * n_;
     dispatch_size(G_, [&]<int N>() {
       using R = RowShape<N>;
       using C = RssShape<N>;
@@ -209,10 +219,10 @@ class FusedImageCuda final : public Stage {
         gpu::launch_dependent("rows_crop", rows_crop<N, NC>, dim3(unsigned(coils_), unsigned(N / R::TB)),
                               R::threads, R::smem, stream, grid, n_,
                               static_cast<const float*>(factor_.data()), tw, mid, image, pixels);
-        gpu::launch_dependent("cols_rss", cols_rss<N, NC>,
-                              dim3(unsigned(col_groups_), unsigned(coil_groups_)), C::threads,
-                              std::size_t(smem_cols_), stream, static_cast<const float2*>(mid), coils_,
-                              coils_per_, n_, static_cast<const float*>(factor_.data()), tw, image);
+        gpu::launch_dependent(
+            "cols_rss", cols_rss<N, NC>, dim3(unsigned(col_groups_), unsigned(coil_groups_ * images_)),
+            C::threads, std::size_t(smem_cols_), stream, static_cast<const float2*>(mid), coils_ / images_,
+            coils_per_, coil_groups_, n_, static_cast<const float*>(factor_.data()), tw, image);
       });
     });
     gpu::launch_dependent("take_sqrt", take_sqrt, unsigned((pixels + 255) / 256), 256, 0, stream, image,
@@ -222,7 +232,8 @@ class FusedImageCuda final : public Stage {
  private:
   NufftKernel k_;
   Extents in_ext_, out_ext_;
-  int G_ = 0, n_ = 0, coils_ = 0, coils_per_ = 1, coil_groups_ = 1, col_groups_ = 1, smem_cols_ = 0;
+  int G_ = 0, n_ = 0, coils_ = 0, images_ = 1, coils_per_ = 1, coil_groups_ = 1, col_groups_ = 1,
+      smem_cols_ = 0;
   DeviceBuffer<float> factor_;
   DeviceBuffer<cfloat> tw_, mid_;
 };

@@ -10,6 +10,7 @@
 #include "io/frame_io.hpp"
 #include "io/mrd_file.hpp"
 #include "recon/volume_assembly_cuda.hpp"
+#include "recon/volume_chain.hpp"
 #include "sim/simulator.hpp"
 #include "stream/stream_runtime.hpp"
 #include "stream/stream_test_util.hpp"
@@ -61,6 +62,63 @@ TEST(VolumeStreamCuda, TheGpuAssemblyEqualsItsCpuTwin) {
       EXPECT_TRUE(std::equal(got.traj.begin(), got.traj.end(), want[std::size_t(z)].traj.begin()))
           << "P " << P << ", z " << z;
     }
+  }
+}
+
+// The z positions as one batch on the GPU (one chain over P images of C coils: every launch over P x C
+// channels, the coil combination image by image) against a loop of 2D chains on the GPU, one z position at a
+// time: cuFFT with the rss stage, the custom engine's fused tail (its coil groups never spanning two images),
+// the custom engine unfused, and fbp; and the batch against the CPU's batch.
+TEST(VolumeStreamCuda, TheBatchedZPositionsEqualALoopOf2dChains) {
+  RADSTREAM_REQUIRE_GPU();
+  const int P = 8, W = 40, N = 64, C = 6;
+  const Simulator sim(test::stack_sim(N, P, C, 30));
+  const Frame raw = frame_from_spokes(sim.header(), sim.spokes(0, W * P));
+  const Geometry plane = sim.header().geometry(W);
+  VolumeAssembler each;
+  each.configure(plane, P);
+  std::vector<Frame> frames;
+  each.assemble(raw, frames);
+  const Registry reg = default_registry();
+  struct Case {
+    const char* name;
+    ReconMethod method;
+    FftEngine engine;
+    bool fused;
+  };
+  for (const Case& k : {Case{"gridding, cufft", ReconMethod::Gridding, FftEngine::Auto, true},
+                        Case{"gridding, custom fused", ReconMethod::Gridding, FftEngine::Custom, true},
+                        Case{"gridding, custom unfused", ReconMethod::Gridding, FftEngine::Custom, false},
+                        Case{"fbp", ReconMethod::Fbp, FftEngine::Auto, true}}) {
+    ReconParams rp;
+    rp.method = k.method;
+    rp.fft.engine = k.engine;
+    rp.fft.fused = k.fused;
+    VolumeChain volume(rp, Backend::Cuda, reg);
+    volume.configure(plane, P);
+    const View<const cfloat> v = volume.reconstruct(raw);
+    ASSERT_EQ(v.size(), std::size_t(P) * N * N) << k.name;
+    const std::vector<cfloat> got(v.data, v.data + v.size());
+    ReconChain chain(rp, Backend::Cuda, reg);
+    chain.configure(plane);
+    std::vector<cfloat> loop;
+    for (int z = 0; z < P; ++z) {
+      const View<const cfloat> img = chain.reconstruct(frames[std::size_t(z)]);
+      loop.insert(loop.end(), img.data, img.data + img.size());
+    }
+    const double e = test::rel_error(got, loop);
+    rp.backend = BackendChoice::Cpu;
+    rp.fft.engine = FftEngine::Auto;
+    VolumeChain cpu(rp, Backend::Cpu, reg);
+    cpu.configure(plane, P);
+    const View<const cfloat> c = cpu.reconstruct(raw);
+    const double ec = test::rel_error(got, std::vector<cfloat>(c.data, c.data + c.size()));
+    std::printf(
+        "%s: %d z positions as one batch against a loop of 2D chains on the GPU %.3g, against the "
+        "CPU's batch %.3g\n",
+        k.name, P, e, ec);
+    EXPECT_LT(e, 1e-5) << k.name;
+    EXPECT_LT(ec, 1e-4) << k.name;
   }
 }
 

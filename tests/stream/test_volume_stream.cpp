@@ -134,6 +134,67 @@ TEST(StackStream, TheAssemblerIsTheInverseDftAlongKzOfEachStep) {
   }
 }
 
+// Gridding and fbp (rss) take a volume's z positions as one batch: one chain over P images of C coils
+// (Geometry::images), every stage's work one pass over P x C channels. The batch equals a loop of 2D
+// reconstructions, one chain per z position, on the assembler's per-z frames; the batched frame is those
+// frames' data side by side; a coil combination by maps refuses several images and keeps the loop.
+TEST(StackStream, TheBatchedZPositionsEqualALoopOf2dReconstructions) {
+  const int P = 5, W = 24, N = 32, C = 3;
+  const Simulator sim(test::stack_sim(N, P, C));
+  const Frame raw = raw_window(sim, 0, W * P);
+  const Geometry plane = sim.header().geometry(W);
+  VolumeAssembler each, one;
+  each.configure(plane, P);
+  one.configure(plane, P, true);
+  std::vector<Frame> frames, batch;
+  each.assemble(raw, frames);
+  one.assemble(raw, batch);
+  ASSERT_EQ(batch.size(), 1u);
+  EXPECT_EQ(batch[0].geometry.images, P);
+  EXPECT_EQ(batch[0].geometry.coils, P * C);
+  const std::size_t block = frames[0].data.size();
+  for (int z = 0; z < P; ++z)
+    ASSERT_TRUE(std::equal(frames[std::size_t(z)].data.begin(), frames[std::size_t(z)].data.end(),
+                           batch[0].data.begin() + long(std::size_t(z) * block)))
+        << "z position " << z;
+  EXPECT_TRUE(std::equal(frames[0].traj.begin(), frames[0].traj.end(), batch[0].traj.begin()));
+
+  const Registry reg = default_registry();
+  for (const auto method : {ReconMethod::Gridding, ReconMethod::Fbp}) {
+    ReconParams rp = cpu_gridding();
+    rp.method = method;
+    ASSERT_TRUE(batches_partitions(rp));
+    VolumeChain volume(rp, Backend::Cpu, reg);
+    volume.configure(plane, P);
+    const View<const cfloat> v = volume.reconstruct(raw);
+    ASSERT_EQ(v.size(), std::size_t(P) * N * N);
+    const std::vector<cfloat> got(v.data, v.data + v.size());
+    std::vector<cfloat> loop;
+    ReconChain chain(rp, Backend::Cpu, reg);
+    chain.configure(plane);
+    for (int z = 0; z < P; ++z) {
+      chain.reset_state();
+      const View<const cfloat> img = chain.reconstruct(frames[std::size_t(z)]);
+      loop.insert(loop.end(), img.data, img.data + img.size());
+    }
+    const double e = test::rel_error(got, loop);
+    std::printf("%s: %d z positions as one batch against a loop of 2D chains: %.3g\n",
+                to_string(method).c_str(), P, e);
+    EXPECT_LT(e, 1e-6) << to_string(method);
+  }
+
+  ReconParams rp = cpu_gridding();
+  rp.combine.method = CoilCombineMethod::Sense;
+  EXPECT_FALSE(batches_partitions(rp));
+  ReconChain maps_chain(rp, Backend::Cpu, reg);
+  try {
+    maps_chain.configure(batched_geometry(plane, P));
+    ADD_FAILURE() << "a combination by maps took several images";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("5 images (use rss)"), std::string::npos) << e.what();
+  }
+}
+
 // The simulator's volumetric phantom through the volume route: the moving tip (its path slow here) is found
 // in 3D within 2 voxels of where the simulator put it, and the volume has the phantom's outline (the centre
 // z position's object against its background).
