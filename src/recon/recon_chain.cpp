@@ -9,6 +9,7 @@
 
 #include "core/coil_map_power.hpp"
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "recon/coil_map_source.hpp"
 
 namespace radstream {
@@ -106,9 +107,17 @@ void ReconChain::configure(const Geometry& g) {
   }
   std::string input = "data";
   specs_.clear();
+  // What each stage's set-up took (plans, tables, allocation), for the debug log: a stream's first frames
+  // wait for it.
+  const auto t_start = std::chrono::steady_clock::now();
+  std::string setup;
   for (std::size_t i = 0; i < stages_.size(); ++i) {
     const RecipeStep& step = recipe_.steps[i];
+    const auto t_stage = std::chrono::steady_clock::now();
     const Extents out = stages_[i]->configure(g, ext, ctx_);
+    setup += fmt::format(
+        " {} {:.1f}", stages_[i]->name(),
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_stage).count());
     specs_.push_back(
         stages_[i]->spec());     // after configure(): the state's extents may depend on the geometry
     if (step.output == input) {  // in place: the stage must allow it, on a buffer the chain owns
@@ -130,12 +139,12 @@ void ReconChain::configure(const Geometry& g) {
     ext = out;
   }
   if (cuda) {
-    host_image_ = HostBuffer<cfloat>(ext);
+    host_image_ = PinnedHostBuffer<cfloat>(ext);
     d_non_finite_ = DeviceBuffer<unsigned>(Extents{1});
-    const int ci = buffer_index("coil_images");
-    if (ci >= 0) host_coils_ = HostBuffer<cfloat>(d_buffers_[ci].extents());
-    const int si = buffer_index("solution");
-    if (si >= 0) host_complex_ = HostBuffer<cfloat>(d_buffers_[si].extents());
+    // The host copies of the coil images and the complex image are made when first asked for (a volume's
+    // coil images are 0.3 GB at V2's size; most runs never ask).
+    host_coils_ = HostBuffer<cfloat>();
+    host_complex_ = HostBuffer<cfloat>();
   }
   need_lines_ = false;
   bool need_plan = false;
@@ -183,6 +192,9 @@ void ReconChain::configure(const Geometry& g) {
   if (cuda) events_.resize(timings_.size() + 1);
   g_ = g;
   configured_ = true;
+  log::debug("chain '{}' configured for {} in {:.1f} ms (stages, ms:{})", recipe_.name, g.str(),
+             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count(),
+             setup);
 }
 
 View<const cfloat> ReconChain::reconstruct(const Frame& frame) {
@@ -376,7 +388,7 @@ View<const cfloat> ReconChain::run_cuda() {
     gpu::copy_to_host(&non_finite_, d_non_finite_.data(), sizeof(unsigned), ctx_.stream);
   gpu::synchronize(ctx_.stream);
   for (std::size_t k = 0; k < timings_.size(); ++k) timings_[k].ms = events_[k + 1].ms_since(events_[k]);
-  return host_image_.view();
+  return {host_image_.data(), host_image_.extents(), Location::Host};
 }
 
 void ReconChain::enqueue_stages(const FrameContext& frame, View<const cfloat> in) {
@@ -473,6 +485,7 @@ View<const cfloat> ReconChain::coil_images() {
         "' does not keep them (with the fused custom-FFT tail, set fft_fused: false to keep them)");
   if (!configured_) return {};
   if (ctx_.backend == Backend::Cuda) {
+    if (host_coils_.size() != d_buffers_[b].size()) host_coils_ = HostBuffer<cfloat>(d_buffers_[b].extents());
     gpu::copy_to_host(host_coils_.data(), d_buffers_[b].data(), host_coils_.size() * sizeof(cfloat),
                       ctx_.stream);
     gpu::synchronize(ctx_.stream);
@@ -488,8 +501,9 @@ View<const cfloat> ReconChain::complex_image() {
                      "' keeps no phase (cg-sense, nlinv, or coil_combine sense with complex images)");
   if (!configured_) return {};
   if (ctx_.backend == Backend::Cuda) {
-    gpu::copy_to_host(host_complex_.data(), d_buffers_[std::size_t(b)].data(),
-                      host_complex_.size() * sizeof(cfloat), ctx_.stream);
+    const DeviceBuffer<cfloat>& d = d_buffers_[std::size_t(b)];
+    if (host_complex_.size() != d.size()) host_complex_ = HostBuffer<cfloat>(d.extents());
+    gpu::copy_to_host(host_complex_.data(), d.data(), host_complex_.size() * sizeof(cfloat), ctx_.stream);
     gpu::synchronize(ctx_.stream);
     return host_complex_.view();
   }

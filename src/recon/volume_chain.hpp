@@ -82,6 +82,7 @@ class VolumeAssembler {
   HostBuffer<cfloat> kz_;           // [coils][W][samples][P]: the batched transform's input, P fastest
   std::vector<cfloat> pre_, post_;  // the centring phases of the partitions and of the z positions
   FftwPlan plan_;
+  void prepare_host();  // kz_ and plan_, on the first window assembled on the host
 };
 
 class VolumeChain {

@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "gpu/cuda_runtime.hpp"
+#include "recon/gpu_warm_up.hpp"
 #include "recon/memory_budget.hpp"
 #include "stream/session_server.hpp"
 
@@ -34,6 +35,8 @@ StreamRuntime::StreamRuntime(const RunConfig& cfg, const Registry& registry, con
   registry_.method(cfg_.recon.method);  // a method the registry lacks is said now, before any stream comes
   const BackendDecision b = resolve_backend(cfg_.recon.backend);
   log::info("run: backend {} ({})", to_string(b.backend), b.reason);
+  if (b.backend == Backend::Cuda)  // before any stream: its first frames would wait for it
+    log::debug("run: GPU libraries loaded in {:.0f} ms", warm_up_gpu_libraries());
   if (!cfg_.sinks.record.empty()) {
     record_names_ = std::make_shared<RecordingNames>(record_options(cfg_.sinks, cfg_.sinks.record));
     recorder_ =
