@@ -86,6 +86,19 @@ DeviceFrames upload(const std::vector<Frame>& frames) {
   return d;
 }
 
+// The chain's image of frame f: from f on the host, or on the GPU from block z of the device copy (and from f
+// on the host too when the chain estimates its coil maps).
+View<const cfloat> chain_image(ReconChain& chain, const Frame& f, const DeviceFrames& dev, std::size_t z) {
+  if (dev.block == 0) return chain.reconstruct(f);
+  return chain.reconstruct_device(
+      [&](cfloat* d_data, float* d_traj, gpu::StreamRef stream) {
+        gpu::copy_device(d_data, dev.data.data() + z * dev.block, dev.block * sizeof(cfloat), stream);
+        gpu::copy_device(d_traj, dev.traj.data(), dev.traj.size() * sizeof(float), stream);
+        return true;
+      },
+      chain.wants_host_frame() ? &f : nullptr);
+}
+
 }  // namespace
 
 bool is_stack_of_stars(const OfflineRecon& job) {
@@ -132,17 +145,7 @@ double reconstruct_partition(ReconChain& chain, int z, const std::vector<Frame>&
   if (!maps.empty()) chain.set_coil_maps(maps[std::size_t(z)].view());
   chain.reset_state();  // each partition its own problem: no warm start from the partition before
   const auto t0 = std::chrono::steady_clock::now();
-  const View<const cfloat> image =
-      dev.block == 0
-          ? chain.reconstruct(f)
-          : chain.reconstruct_device(
-                [&](cfloat* d_data, float* d_traj, gpu::StreamRef stream) {
-                  gpu::copy_device(d_data, dev.data.data() + std::size_t(z) * dev.block,
-                                   dev.block * sizeof(cfloat), stream);
-                  gpu::copy_device(d_traj, dev.traj.data(), dev.traj.size() * sizeof(float), stream);
-                  return true;
-                },
-                chain.wants_host_frame() ? &f : nullptr);
+  const View<const cfloat> image = chain_image(chain, f, dev, std::size_t(z));
   std::copy(image.data, image.data + plane, out.image.begin() + long(std::size_t(z) * plane));
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -244,16 +247,7 @@ void run_batched(const std::vector<Frame>& frames, const ReconParams& params, Ba
   const DeviceFrames dev = backend == Backend::Cuda ? upload(one) : DeviceFrames{};
   auto run = [&] {
     const auto t0 = std::chrono::steady_clock::now();
-    const View<const cfloat> image =
-        dev.block == 0
-            ? chain.reconstruct(all)
-            : chain.reconstruct_device(
-                  [&](cfloat* d_data, float* d_traj, gpu::StreamRef stream) {
-                    gpu::copy_device(d_data, dev.data.data(), dev.block * sizeof(cfloat), stream);
-                    gpu::copy_device(d_traj, dev.traj.data(), dev.traj.size() * sizeof(float), stream);
-                    return true;
-                  },
-                  nullptr);
+    const View<const cfloat> image = chain_image(chain, all, dev, 0);
     std::copy(image.data, image.data + image.size(), out.image.begin());
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   };
@@ -271,9 +265,8 @@ void run_batched(const std::vector<Frame>& frames, const ReconParams& params, Ba
   beat.idle();
   std::sort(volumes.begin(), volumes.end());
   log::info(
-      "reconstruction: {} partitions of {} as one batch: a volume median {:.2f} ms over {} run(s) (min "
-      "{:.2f}, "
-      "max {:.2f}{})",
+      "reconstruction: {} partitions of {} as one batch: a volume median {:.2f} ms over {} run(s) "
+      "(min {:.2f}, max {:.2f}{})",
       P, plane.str(), volumes[volumes.size() / 2], volumes.size(), volumes.front(), volumes.back(),
       dev.block != 0 && repeat > 1 ? ", after an untimed warm-up" : "");
 }
