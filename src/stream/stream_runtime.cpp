@@ -221,15 +221,18 @@ void StreamRuntime::emit(std::shared_ptr<const FrameResult> f) {
   metrics_.frame_gaps.frame(f->ready_ns, f->last_arrival_ns, f->make_ms, metrics_.start_ns);
   metrics_.slowest_frames.frame(*f, metrics_.start_ns);
   if (on_frame_) on_frame_(*f);
-  to_sinks(f);
+  to_sinks(f, cfg_.frames.skip_when_behind ? SinkDelivery::DropOldest : SinkDelivery::Wait);
   ++metrics_.frames;
   latest_.at(std::size_t(f->slice))->put(std::move(f));
 }
 
-void StreamRuntime::to_sinks(std::shared_ptr<const FrameResult> f) {
+void StreamRuntime::to_sinks(std::shared_ptr<const FrameResult> f, SinkDelivery delivery) {
   {
-    std::lock_guard lock(sink_m_);
-    if (sink_q_.size() >= 8) {
+    std::unique_lock lock(sink_m_);
+    // Waited for in slices, so that a stop is seen even if no sink ever takes a frame again.
+    while (delivery == SinkDelivery::Wait && sink_q_.size() >= kSinkQueue && !sinks_stop_ && running_)
+      sink_room_cv_.wait_for(lock, std::chrono::milliseconds(100));
+    if (sink_q_.size() >= kSinkQueue) {
       sink_q_.pop_front();
       ++metrics_.sink_dropped;
     }
@@ -249,6 +252,7 @@ void StreamRuntime::sink_loop() {
       sink_q_.pop_front();
       sink_busy_ = true;
     }
+    sink_room_cv_.notify_all();
     for (std::size_t i = 0; i < sinks_.size(); ++i) {
       try {  // one sink's failure drops the frame for that sink only
         sinks_[i]->consume(*f);

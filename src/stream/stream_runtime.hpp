@@ -103,12 +103,16 @@ class StreamRuntime {
   std::string reserve_memory(const SessionSettings& s, const StreamHeader& h,
                              MemoryAccount::Hold& hold) const;
   const MemoryAccount& memory_account() const { return *memory_; }
+  // How a frame enters the sinks' queue when it is full: a stream that wants every frame waits for room (its
+  // worker then runs at the sinks' pace, as its intake waits for the worker: nothing lost); a live one drops
+  // the oldest queued frame (counted: sink_dropped).
+  enum class SinkDelivery { DropOldest, Wait };
   // A session's frame for the run's own sinks (image files under the session's name; not the viewer's
   // mailbox, the publisher or on_frame, which are the runtime's own stream's). Any thread.
   // The session's newest frame is also kept for the viewer's session columns until session_ended().
-  void session_frame(std::shared_ptr<const FrameResult> f) {
+  void session_frame(std::shared_ptr<const FrameResult> f, SinkDelivery delivery) {
     session_latest_.put(f);
-    to_sinks(std::move(f));
+    to_sinks(std::move(f), delivery);
   }
   void session_ended(const std::string& session) { session_latest_.remove(session); }
   // The newest frame of each session in progress that has made one (the viewer's columns).
@@ -150,7 +154,7 @@ class StreamRuntime {
 
  private:
   void emit(std::shared_ptr<const FrameResult> f);  // on the reconstruction thread
-  void to_sinks(std::shared_ptr<const FrameResult> f);
+  void to_sinks(std::shared_ptr<const FrameResult> f, SinkDelivery delivery);
   void sink_loop();
   void say_skip_hint(std::int64_t now);
   std::atomic<bool> skip_hint_said_{false};  // the --no-skip hint, said once per run
@@ -186,6 +190,8 @@ class StreamRuntime {
 
   mutable std::mutex sink_m_;  // guards sink_q_, sink_busy_ and sinks_stop_
   std::condition_variable sink_cv_;
+  std::condition_variable sink_room_cv_;  // the queue has room again (SinkDelivery::Wait)
+  static constexpr std::size_t kSinkQueue = 8;
   std::deque<std::shared_ptr<const FrameResult>> sink_q_;
   bool sinks_stop_ = false, sink_busy_ = false;
 

@@ -1,12 +1,18 @@
 // Changes while streaming: a new stream header with another geometry, window and stride changed between
 // frames, one frame per rotation for linear streams; the image publisher; replay of an MRD file written by
 // another tool (no radstream envelope in it).
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <ismrmrd/ismrmrd.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <mutex>
@@ -697,4 +703,57 @@ TEST(StreamControl, AnImpossibleDeadlineCountsEveryFrameLateAndTheReserveLearned
   EXPECT_NEAR(m.deadline_reserve_max_ms.load(), 0.25e-3, 1e-12);
   const auto j = m.to_json(1.0);
   EXPECT_NEAR(j["solver"]["deadline_reserve_max_ms"].get<double>(), 0.25e-3, 1e-12);
+}
+
+// A stream that wants every frame loses none to a slow sink: its worker waits for room in the sinks' queue
+// (8 frames) as its intake waits for the worker. The image files are named pipes read one every 40 ms, so
+// the twelve frames of a burst (made in a few ms each) reach the image writer faster than it can write them;
+// every frame is written, in order, and nothing is counted as dropped. (Before, the queue dropped its oldest
+// frame: the Python subscriber lost frame 1 of a replay in about one run of eight.)
+TEST(StreamControl, AnEveryFrameStreamLosesNoFrameToASlowSink) {
+  test::TempDir dir;
+  const std::filesystem::path img = dir / "img";
+  std::filesystem::create_directories(img);
+  constexpr int kFrames = 12;
+  std::vector<std::string> fifos;
+  for (int n = 1; n <= kFrames; ++n) {
+    fifos.push_back((img / fmt::format("frame_{:06d}.png", n)).string());
+    ASSERT_EQ(::mkfifo(fifos.back().c_str(), 0600), 0) << fifos.back();
+  }
+  std::atomic<int> opened{0};
+  std::vector<std::size_t> bytes(kFrames, 0);
+  std::thread reader([&] {
+    for (int k = 0; k < kFrames; ++k) {
+      std::this_thread::sleep_for(40ms);
+      const int fd = ::open(fifos[std::size_t(k)].c_str(), O_RDONLY);  // waits for the writer (or the end)
+      opened = k + 1;
+      if (fd < 0) continue;
+      char buf[4096];
+      for (ssize_t r; (r = ::read(fd, buf, sizeof buf)) > 0;) bytes[std::size_t(k)] += std::size_t(r);
+      ::close(fd);
+    }
+  });
+  RunConfig cfg = config(27471);
+  cfg.sinks.images = img.string();
+  cfg.sinks.image_every = 1;
+  Rig rig(cfg, 91);
+  const Simulator sim(sim_params(32, 2));
+  rig.s.send_header(stream_header_to_xml(sim.header()));
+  for (const auto& sp : sim.spokes(0, 32 + 16 * (kFrames - 1))) rig.s.send_spoke(sp.header, sp);
+  const bool made = rig.p.wait_frames(kFrames, 30s);
+  EXPECT_TRUE(
+      eventually([&] { return rig.p.metrics().images_written.load() >= std::uint64_t(kFrames); }, 30s))
+      << rig.p.report();
+  rig.p.stop();
+  // A pipe nobody wrote (a dropped frame) would hold the reader: opened for writing here, it reads as empty.
+  for (int k = opened; k < kFrames; ++k) {
+    const int fd = ::open(fifos[std::size_t(k)].c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+  }
+  reader.join();
+  EXPECT_TRUE(made) << rig.p.report();
+  EXPECT_EQ(rig.p.metrics().sink_dropped.load(), 0u);
+  EXPECT_EQ(rig.p.metrics().images_written.load(), std::uint64_t(kFrames));
+  for (int k = 0; k < kFrames; ++k)
+    EXPECT_GT(bytes[std::size_t(k)], 100u) << "frame " << k + 1 << " not written";
 }

@@ -817,7 +817,10 @@ void MrdSession::send_frame(std::shared_ptr<const FrameResult> f) {
   }
   ++frames_sent_;
   frame_cv_.notify_all();
-  rt_.session_frame(std::move(f));  // the server's image files too
+  rt_.session_frame(
+      std::move(f),  // the server's image files too, every frame when the session wants every one
+      settings_.frames.skip_when_behind ? StreamRuntime::SinkDelivery::DropOldest
+                                        : StreamRuntime::SinkDelivery::Wait);
 }
 
 void MrdSession::encode_frame(const FrameResult& f, MrdImageContext& c, std::vector<std::byte>& bytes) {
