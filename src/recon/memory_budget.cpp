@@ -50,8 +50,11 @@ std::string MemoryNeed::describe() const {
 MemoryNeed memory_need(const Registry& registry, const StreamHeader& h, const ReconParams& recon,
                        int max_window, int ring_margin, int slices, bool cuda) {
   MemoryNeed m;
-  // A stack of stars: the ring holds every partition's spokes of a window, each z position has its own chain,
-  // and a volume's window is sorted on the host (the window, the batched kz transform, one frame per z).
+  // A stack of stars: the ring holds every partition's spokes of a window; its z positions take P chains'
+  // worth (one chain each, or one batch of P images whose stages hold P x the channels: the same bytes up to
+  // the images; the one CG-SENSE solve over the volume holds about as much besides its spare maps and a
+  // refresh's copy of the data, which are not counted), and a volume's window sorted on the host (the window,
+  // the kz transform, the z positions' frames) is counted even where the GPU sorts it.
   const double P = std::max(1, h.partitions);
   const double slots = double(max_window) * P + ring_margin;
   m.ring_bytes = slices * slots * h.samples * (double(h.coils) * kComplex + 2 * kReal);
