@@ -182,8 +182,8 @@ void VolumeChain::configure(const Geometry& plane, int partitions) {
                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
   } said{t0};
-  batched_ = batches_partitions(params_);
-  assembler_.configure(plane, partitions, batched_);
+  const bool batched = batches_partitions(params_);
+  assembler_.configure(plane, partitions, batched);
   const bool joint = params_.method == ReconMethod::CgSense && volume_sense_refusal(params_.cg).empty();
   if (joint) {
     chains_.clear();
@@ -194,7 +194,7 @@ void VolumeChain::configure(const Geometry& plane, int partitions) {
     return;
   }
   sense_.reset();
-  const int n = batched_ ? 1 : partitions;
+  const int n = batched ? 1 : partitions;
   if (int(chains_.size()) != n) {
     chains_.clear();
     for (int z = 0; z < n; ++z) {
@@ -202,7 +202,7 @@ void VolumeChain::configure(const Geometry& plane, int partitions) {
       chains_.back()->set_live_maps(true);
     }
   }
-  if (batched_)
+  if (batched)
     chains_[0]->configure(batched_geometry(plane, partitions));
   else
     configure_all(plane);
@@ -240,7 +240,7 @@ void VolumeChain::configure_all(const Geometry& plane) {
 
 void VolumeChain::collect(std::size_t z, View<const cfloat> img) {
   const std::size_t px = std::size_t(plane_.matrix) * plane_.matrix;
-  if (img.size() != (batched_ ? volume_.size() : px))
+  if (img.size() != (assembler_.batched() ? volume_.size() : px))
     throw InputError(fmt::format("volume: z position {} gave an image of {} pixels", z, img.size()));
   std::copy(img.data, img.data + img.size(), volume_.begin() + long(z * px));
   for (const auto& t : chains_[z]->timings()) {
@@ -266,7 +266,7 @@ void VolumeChain::note_rotated(const RotatedPartitions& e) {
             params_.method == ReconMethod::Gridding ? "gridding"
             : sense                                 ? "cg-sense with recon.sens on the CPU"
                     : to_string(params_.method) + " needs one 2D problem per z position: refused");
-  if (params_.method == ReconMethod::CgSense && !params_.cg.sens.empty())
+  if (sense)
     rotated_maps_ = read_volume_maps(params_.cg.sens, plane_.matrix, assembler_.partitions(), plane_.coils);
 }
 
@@ -343,7 +343,7 @@ View<const cfloat> VolumeChain::reconstruct_device(int raw_spokes, const Gather&
     return volume_view();
   }
   // The batched chain takes every z position's block at once ([P][coils][W][S] is contiguous).
-  const std::size_t block = device_->frame_values() * (batched_ ? std::size_t(P) : 1);
+  const std::size_t block = device_->frame_values() * (assembler_.batched() ? std::size_t(P) : 1);
   frames_.resize(chains_.size());
   for (std::size_t z = 0; z < chains_.size(); ++z) {
     // A chain that estimates its coil maps reads the frame on the host too.

@@ -73,6 +73,7 @@ class VolumeAssembler {
   // the window holds no step.
   Counts assemble(const Frame& raw, std::vector<Frame>& out);
   int partitions() const { return P_; }
+  bool batched() const { return batched_; }
 
  private:
   Geometry plane_;
@@ -122,7 +123,6 @@ class VolumeChain {
   VolumeAssembler assembler_;
   // One per z position, or one for all of them (batches_partitions), or none (sense_).
   std::vector<std::unique_ptr<ReconChain>> chains_;
-  bool batched_ = false;
   std::unique_ptr<VolumeSenseLive> sense_;       // cg-sense as one solve over the volume
   std::unique_ptr<VolumeAssemblerCuda> device_;  // the GPU's assembly (made on first use)
   std::vector<SpokeHeader> heads_;
